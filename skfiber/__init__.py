@@ -1,0 +1,59 @@
+"""skfiber: skeletal muscles as 1D continuum cables on scikit-fem.
+
+The fiber-based muscle model of Gfrerer & Simeon (Multibody System Dynamics,
+2021): fibers are cables discretized with cubic Hermite elements
+(``ElementVector(ElementLineHermite(), 3)`` on a ``MeshLine``), the weak form
+is declared as scikit-fem forms (:mod:`skfiber.forms`).
+
+Example
+-------
+>>> import skfiber as sf
+>>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=8, law=sf.paper_law())
+>>> model = sf.Model([fiber])
+>>> model.fix(fiber, "start"); model.fix(fiber, "end")
+>>> model.add_gravity()
+>>> result = sf.simulate(model, t_end=0.05, dt=0.01, progress=False)
+"""
+from .checks import check_tangent
+from .fiber import Fiber
+from .materials import (
+    MaterialPoint,
+    StressResponse,
+    SymbolicLaw,
+    active_stress,
+    check_law_derivatives,
+    law_from_function,
+    paper_law,
+    passive_kelvin_voigt,
+    prestress,
+)
+from .model import Model, State
+from .postprocess import FiberFields, fiber_fields
+from .solver import ConvergenceError, NewtonOptions, SimulationResult, simulate, solve_static
+from .terms import Term
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Fiber",
+    "Model",
+    "State",
+    "Term",
+    "MaterialPoint",
+    "StressResponse",
+    "SymbolicLaw",
+    "paper_law",
+    "prestress",
+    "active_stress",
+    "passive_kelvin_voigt",
+    "law_from_function",
+    "check_law_derivatives",
+    "check_tangent",
+    "simulate",
+    "solve_static",
+    "NewtonOptions",
+    "ConvergenceError",
+    "SimulationResult",
+    "FiberFields",
+    "fiber_fields",
+]

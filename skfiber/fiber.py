@@ -1,0 +1,203 @@
+"""A fiber: reference centerline X(θ), radius r0(θ), muscle fraction γM(θ), material.
+
+θ ∈ [0, 1] is the fiber parameter (the 1D mesh coordinate).
+
+Example
+-------
+>>> from skfiber import Fiber
+>>> from skfiber.materials import paper_law
+>>> fiber = Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=16, radius=0.05,
+...                        density=900.0, law=paper_law())
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .materials import StressLaw, paper_law
+
+__all__ = ["Fiber"]
+
+ScalarField = float | Callable[[np.ndarray], np.ndarray]
+_SAMPLES = np.linspace(0.0, 1.0, 201)
+
+
+def _evaluate_scalar(value: ScalarField, theta: np.ndarray, name: str) -> np.ndarray:
+    if callable(value):
+        out = np.asarray(value(theta), dtype=float)
+        try:
+            return np.broadcast_to(out, np.shape(theta)).copy()
+        except ValueError as err:
+            raise ValueError(
+                f"{name}(θ) returned shape {out.shape} for θ of shape {np.shape(theta)}; "
+                "it must be vectorized (return one value per θ)."
+            ) from err
+    return np.full(np.shape(theta), float(value))
+
+
+@dataclass(eq=False)
+class Fiber:
+    """One muscle fiber (a cable).
+
+    Parameters
+    ----------
+    curve
+        Reference centerline X(θ): takes θ of shape (n,), returns (3, n), in m.
+    n_elements
+        Number of cubic Hermite elements along the fiber.
+    radius
+        Reference radius r0 (m), a number or a vectorized callable of θ.
+    muscle_fraction
+        γM ∈ [0, 1] (1 = pure muscle, 0 = tendon), number or callable of θ.
+    density
+        ρ0 (kg/m³).
+    law
+        Stress law (see :mod:`skfiber.materials`); default: Table 1 of the paper.
+    activation
+        α(t) ∈ [0, 1], number or callable of t.
+    tangent
+        Optional X′(θ) (3, n); by default a 4th-order central difference of
+        ``curve``.
+    name
+        Used to refer to the fiber (boundary conditions, output).
+    """
+
+    curve: Callable[[np.ndarray], np.ndarray]
+    n_elements: int
+    radius: ScalarField = 0.05
+    muscle_fraction: ScalarField = 1.0
+    density: float = 900.0
+    law: StressLaw = field(default_factory=paper_law)
+    activation: float | Callable[[float], float] = 0.0
+    tangent: Callable[[np.ndarray], np.ndarray] | None = None
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.n_elements, bool) or not isinstance(self.n_elements, (int, np.integer)):
+            raise TypeError(f"n_elements must be an integer, got {self.n_elements!r}")
+        if self.n_elements < 1:
+            raise ValueError(f"n_elements must be ≥ 1, got {self.n_elements}")
+        if not callable(self.curve):
+            raise TypeError(
+                "curve must be a callable X(θ) returning (3, n); use Fiber.straight "
+                "or Fiber.polyline for points"
+            )
+        if not isinstance(self.law, StressLaw):
+            raise TypeError(
+                f"law must be a stress law (callable taking a MaterialPoint), got {self.law!r}"
+            )
+        if not isinstance(self.density, (int, float, np.floating)) or not math.isfinite(self.density) or self.density <= 0:
+            raise ValueError(f"density must be a finite number > 0 (kg/m³), got {self.density!r}")
+        r0 = _evaluate_scalar(self.radius, _SAMPLES, "radius")
+        if not np.all(np.isfinite(r0)) or np.any(r0 <= 0):
+            raise ValueError(
+                f"radius r0 must be finite and > 0 on [0, 1]; got min {np.min(r0):g}. "
+                "Give the reference radius in metres."
+            )
+        gm = _evaluate_scalar(self.muscle_fraction, _SAMPLES, "muscle_fraction")
+        if not np.all(np.isfinite(gm)) or np.any(gm < 0) or np.any(gm > 1):
+            raise ValueError(
+                f"muscle_fraction γM must lie in [0, 1]; got values in [{np.min(gm):g}, {np.max(gm):g}]"
+            )
+        alpha = self.activation_at(0.0)
+        if not math.isfinite(alpha):
+            raise ValueError(f"activation must be finite, got α(0) = {alpha!r}")
+        X = self.reference_position(_SAMPLES)
+        if X.shape != (3, _SAMPLES.size):
+            raise ValueError(
+                f"curve(θ) must return an array of shape (3, n); got {X.shape} for n = {_SAMPLES.size}"
+            )
+        if not np.all(np.isfinite(X)):
+            raise ValueError("curve(θ) returned non-finite values on [0, 1]")
+        A1 = np.linalg.norm(self.reference_tangent(_SAMPLES), axis=0)
+        length = float(np.trapezoid(A1, _SAMPLES))
+        if not np.all(np.isfinite(A1)) or length <= 0 or np.min(A1) <= 1e-12 * max(length, 1e-300):
+            raise ValueError(
+                f"the reference curve has (nearly) zero length or a point with X′(θ) = 0 "
+                f"(length {length:g} m); give distinct end points or a regular curve."
+            )
+
+    # --- constructors -------------------------------------------------------
+    @classmethod
+    def straight(cls, start: Sequence[float], end: Sequence[float], *, n_elements: int, **kwargs) -> "Fiber":
+        """A straight fiber from ``start`` to ``end`` (m)."""
+        a = _point(start, "start")
+        b = _point(end, "end")
+        if np.linalg.norm(b - a) == 0:
+            raise ValueError(f"zero-length fiber: start and end are both {a.tolist()}; give two distinct points")
+        d = b - a
+        return cls(
+            curve=lambda th: a[:, None] + d[:, None] * np.asarray(th)[None, :],
+            tangent=lambda th: np.repeat(d[:, None], np.size(th), axis=1),
+            n_elements=n_elements,
+            **kwargs,
+        )
+
+    @classmethod
+    def polyline(cls, points: Sequence[Sequence[float]], *, n_elements: int, **kwargs) -> "Fiber":
+        """A fiber through the given points (m), θ proportional to chord length.
+
+        The cable element is C¹, so the polyline is replaced by the cubic
+        spline through its vertices (not-a-knot), which passes through every
+        point.
+        """
+        from scipy.interpolate import CubicSpline
+
+        P = np.asarray(points, dtype=float)
+        if P.ndim != 2 or P.shape[1] != 3 or P.shape[0] < 2:
+            raise ValueError(f"points must have shape (n ≥ 2, 3), got {P.shape}")
+        if not np.all(np.isfinite(P)):
+            raise ValueError("points contain non-finite values")
+        seg = np.linalg.norm(np.diff(P, axis=0), axis=1)
+        if np.any(seg == 0):
+            raise ValueError(f"consecutive points coincide at index {int(np.argmin(seg))}; remove duplicates")
+        s = np.concatenate([[0.0], np.cumsum(seg)]) / seg.sum()
+        if len(P) == 2:
+            return cls.straight(P[0], P[1], n_elements=n_elements, **kwargs)
+        bc = "not-a-knot" if len(P) > 3 else "natural"
+        spline = CubicSpline(s, P, axis=0, bc_type=bc)
+        dspline = spline.derivative()
+        return cls(
+            curve=lambda th: spline(np.asarray(th)).T,
+            tangent=lambda th: dspline(np.asarray(th)).T,
+            n_elements=n_elements,
+            **kwargs,
+        )
+
+    # --- evaluation ---------------------------------------------------------
+    def reference_position(self, theta: np.ndarray) -> np.ndarray:
+        """X(θ), shape (3, n)."""
+        return np.asarray(self.curve(np.asarray(theta, dtype=float)), dtype=float)
+
+    def reference_tangent(self, theta: np.ndarray) -> np.ndarray:
+        """X′(θ), shape (3, n)."""
+        theta = np.asarray(theta, dtype=float)
+        if self.tangent is not None:
+            return np.asarray(self.tangent(theta), dtype=float)
+        h = 1e-3
+        f = self.reference_position
+        return (8 * (f(theta + h) - f(theta - h)) - (f(theta + 2 * h) - f(theta - 2 * h))) / (12 * h)
+
+    def radius_at(self, theta: np.ndarray) -> np.ndarray:
+        """r0(θ) (m)."""
+        return _evaluate_scalar(self.radius, theta, "radius")
+
+    def muscle_fraction_at(self, theta: np.ndarray) -> np.ndarray:
+        """γM(θ)."""
+        return _evaluate_scalar(self.muscle_fraction, theta, "muscle_fraction")
+
+    def activation_at(self, t: float) -> float:
+        """α(t)."""
+        return float(self.activation(t)) if callable(self.activation) else float(self.activation)
+
+
+def _point(p: Sequence[float], name: str) -> np.ndarray:
+    a = np.asarray(p, dtype=float)
+    if a.shape != (3,):
+        raise ValueError(f"{name} must be a point with 3 coordinates, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite, got {a.tolist()}")
+    return a

@@ -1,0 +1,108 @@
+"""The cable weak form (paper eq. 38) as scikit-fem forms.
+
+    π r0² ∫ [ S (x_s · ξ_s) + ρ ẍ · ξ − b0 · ξ ] dS − ∫ q · ξ dS = 0
+
+with dS = |A1| dθ, x_s = a1/|A1| and ξ_s = ξ′/|A1| derivatives in
+reference arc length, S the physical 2nd Piola–Kirchhoff stress of the fiber's
+law.  These forms are the single definition of the cable: the model evaluates
+them with :class:`skfiber.assembly.BatchedAssembler` (all local basis
+functions at once), and they assemble unchanged with scikit-fem's own
+``form.assemble(basis, **w)`` (tested).
+
+Coefficients arrive in ``w`` as arrays over (elements, quadrature points):
+
+=============  ======================================================
+``J``          |A1| = |X′| (reference arc length per unit θ)
+``area``       π r0² (m²)
+``rho``        ρ0 (kg/m³)
+``x_s``        current tangent x_s (3, e, q)
+``xdot_s``     its rate ẋ_s (3, e, q)
+``lam``        stretch λ = |x_s|
+``lamdot``     stretch rate λ̇ = x_s · ẋ_s / λ
+``S``          stress, ``dS_dlam`` ∂S/∂λ, ``dS_dlamdot`` ∂S/∂λ̇
+``c_v``        ∂v/∂u of the time scheme (1/Δt backward Euler, 0 statics)
+``b0``         body force per reference volume (3, e, q), N/m³
+``q``          line load per reference length (3, e, q), N/m
+=============  ======================================================
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from skfem import BilinearForm, LinearForm
+from skfem.helpers import dot
+
+__all__ = [
+    "ds",
+    "CableKinematics",
+    "cable_kinematics",
+    "internal_force",
+    "internal_tangent",
+    "mass",
+    "body_force",
+    "line_load",
+]
+
+
+def ds(v, w):
+    """Derivative of a field with respect to reference arc length: v′ / |A1|."""
+    return v.grad[:, 0] / w.J
+
+
+@dataclass(frozen=True)
+class CableKinematics:
+    """Kinematic quantities at the quadrature points."""
+
+    x_s: np.ndarray  # (3, e, q)
+    xdot_s: np.ndarray  # (3, e, q)
+    lam: np.ndarray  # (e, q)
+    lamdot: np.ndarray  # (e, q)
+
+
+def cable_kinematics(x, xdot, J: np.ndarray) -> CableKinematics:
+    """λ = |a1|/|A1| (eq. 33) and λ̇ = a1·ȧ1/(|a1||A1|) from interpolated fields."""
+    x_s = x.grad[:, 0] / J
+    xdot_s = xdot.grad[:, 0] / J
+    lam = np.sqrt(np.einsum("i...,i...", x_s, x_s))
+    lamdot = np.einsum("i...,i...", x_s, xdot_s) / lam
+    return CableKinematics(x_s, xdot_s, lam, lamdot)
+
+
+@LinearForm
+def internal_force(v, w):
+    """π r0² ∫ S x_s · ξ_s dS (eq. 38, first term; eq. 56)."""
+    return w.area * w.S * dot(w.x_s, ds(v, w)) * w.J
+
+
+@BilinearForm
+def internal_tangent(u, v, w):
+    """Consistent linearization of :func:`internal_force` (Appendix A.1–A.2).
+
+    δS = ∂S/∂λ δλ + ∂S/∂λ̇ δλ̇ with δλ = x_s·δu_s/λ and
+    δλ̇ = (ẋ_s·δu_s + c_v x_s·δu_s)/λ − λ̇ δλ/λ (δv = c_v δu).
+    """
+    du_s, xi_s = ds(u, w), ds(v, w)
+    x_s_du = dot(w.x_s, du_s)
+    dlam = x_s_du / w.lam
+    dlamdot = (dot(w.xdot_s, du_s) + w.c_v * x_s_du) / w.lam - w.lamdot * dlam / w.lam
+    dS = w.dS_dlam * dlam + w.dS_dlamdot * dlamdot
+    return w.area * (w.S * dot(du_s, xi_s) + dS * dot(w.x_s, xi_s)) * w.J
+
+
+@BilinearForm
+def mass(u, v, w):
+    """Consistent mass π r0² ∫ ρ0 u · ξ dS (eq. 55)."""
+    return w.area * w.rho * dot(u, v) * w.J
+
+
+@LinearForm
+def body_force(v, w):
+    """π r0² ∫ b0 · ξ dS (eq. 57); b0 in N/m³."""
+    return w.area * dot(w.b0, v) * w.J
+
+
+@LinearForm
+def line_load(v, w):
+    """∫ q · ξ dS; q in N per metre of reference length (q = π r0² b0)."""
+    return dot(w.q, v) * w.J

@@ -1,0 +1,334 @@
+"""A model: fibers, boundary conditions, loads and extra terms.
+
+Example
+-------
+>>> from skfiber import Fiber, Model
+>>> fiber = Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=8)
+>>> model = Model([fiber])
+>>> model.fix(fiber, "start")
+>>> model.fix(fiber, "end")
+>>> model.add_gravity()
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+import scipy.sparse as sps
+from skfem.assembly.form.form import FormExtraParams
+
+from . import forms
+from .discretization import Discretization
+from .fiber import Fiber
+from .materials import MaterialPoint
+from .terms import Term, complex_step_tangent
+from .assembly import form_function
+
+__all__ = ["Model", "State", "Evaluation"]
+
+VectorField = Sequence[float] | Callable[[np.ndarray, float], np.ndarray]
+
+
+@dataclass
+class State:
+    """Displacement u and velocity v of all Hermite DOFs at time t."""
+
+    t: float
+    u: np.ndarray
+    v: np.ndarray
+
+    def copy(self) -> "State":
+        return State(self.t, self.u.copy(), self.v.copy())
+
+
+class Evaluation:
+    """Residual and tangent of the discrete equations at one state.
+
+    ``residual`` = internal + inertia + terms − external.  The tangent
+    ``∂residual/∂u`` is computed on first access of ``element_matrices``
+    (e, nb, nb); ``extra`` holds COO triplets (rows, cols, values) of blocks
+    outside the cable mesh pattern.
+    """
+
+    def __init__(self, residual, tangent_fn, *, reference_force: float, min_stretch: float, extra=None):
+        self.residual = residual
+        self._tangent_fn = tangent_fn
+        self._element_matrices = None
+        self.extra = list(extra or [])
+        self.reference_force = reference_force
+        self.min_stretch = min_stretch
+
+    @property
+    def element_matrices(self) -> np.ndarray:
+        if self._element_matrices is None:
+            self._element_matrices = self._tangent_fn()
+        return self._element_matrices
+
+
+@dataclass(frozen=True)
+class _Load:
+    kind: str  # "body" or "line"
+    value: VectorField
+    elements: np.ndarray  # bool mask over elements
+
+
+@dataclass(frozen=True)
+class _Prescribed:
+    dofs: np.ndarray
+    displacement: Callable[[float], np.ndarray] | None  # None = fixed
+
+
+class Model:
+    """Fibers in one scikit-fem mesh, with boundary conditions, loads and terms.
+
+    Parameters
+    ----------
+    fibers
+        The fibers (at least one).
+    quadrature_points
+        Gauss points per element for the cable integrals (default 4).
+    """
+
+    def __init__(self, fibers: Sequence[Fiber], *, quadrature_points: int = 4):
+        fibers = list(fibers)
+        for f in fibers:
+            if not isinstance(f, Fiber):
+                raise TypeError(f"Model takes Fiber objects, got {type(f).__name__}")
+        if len({id(f) for f in fibers}) != len(fibers):
+            raise ValueError("the same Fiber object is given twice; create one Fiber per fiber")
+        self.discretization = Discretization(fibers, quadrature_points=quadrature_points)
+        self.fibers = self.discretization.fibers
+        self.terms: list[Term] = []
+        self._loads: list[_Load] = []
+        self._prescribed: dict[tuple[int, int], _Prescribed] = {}
+        d = self.discretization
+        self._mass_elements = d.assembler.bilinear(
+            forms.mass, d.assembler.parameters(area=d.area, rho=d.density, J=d.jacobian)
+        )
+        self.mass_matrix = d.assembler.to_csr(self._mass_elements)
+        self._load_cache: tuple[float, np.ndarray] | None = None
+
+    @property
+    def n_dofs(self) -> int:
+        return self.discretization.n_dofs
+
+    # --- boundary conditions ------------------------------------------
+    def fix(self, fiber: Fiber | int | str, end: str | int) -> None:
+        """Fix the position of a fiber end (its slope stays free)."""
+        self._add_prescribed(fiber, end, None)
+
+    def prescribe(self, fiber: Fiber | int | str, end: str | int, displacement: Callable[[float], Sequence[float]]) -> None:
+        """Prescribe the displacement û(t) (m) of a fiber end.
+
+        ``displacement(t)`` returns 3 numbers; the slope DOFs stay free.
+        """
+        if not callable(displacement):
+            raise TypeError("displacement must be a callable û(t) returning 3 numbers; use fix() for a fixed end")
+        value = np.asarray(displacement(0.0), dtype=float)
+        if value.shape != (3,):
+            raise ValueError(f"displacement(t) must return 3 numbers, got shape {value.shape}")
+        self._add_prescribed(fiber, end, displacement)
+
+    def _add_prescribed(self, fiber, end, displacement) -> None:
+        d = self.discretization
+        dofs = d.end_dofs(fiber, end)
+        key = (d.fiber_index(fiber), int(dofs[0]))
+        if key in self._prescribed:
+            raise ValueError(f"fiber {key[0]} end {end!r} already has a boundary condition")
+        self._prescribed[key] = _Prescribed(dofs, displacement)
+
+    @property
+    def constrained_dofs(self) -> np.ndarray:
+        if not self._prescribed:
+            return np.zeros(0, dtype=int)
+        return np.concatenate([p.dofs for p in self._prescribed.values()])
+
+    def prescribed_displacement(self, t: float, load_factor: float = 1.0) -> np.ndarray:
+        """Values of the constrained DOFs at time t (same order as ``constrained_dofs``)."""
+        out = []
+        for p in self._prescribed.values():
+            if p.displacement is None:
+                out.append(np.zeros(3))
+            else:
+                out.append(load_factor * np.asarray(p.displacement(t), dtype=float).reshape(3))
+        return np.concatenate(out) if out else np.zeros(0)
+
+    # --- loads ----------------------------------------------------------
+    def _element_mask(self, fibers: Iterable | None) -> np.ndarray:
+        d = self.discretization
+        if fibers is None:
+            return np.ones(d.element_fiber.size, dtype=bool)
+        ks = [d.fiber_index(f) for f in fibers]
+        return np.isin(d.element_fiber, ks)
+
+    def _add_load(self, kind: str, value: VectorField, fibers) -> None:
+        if not callable(value):
+            arr = np.asarray(value, dtype=float)
+            if arr.shape != (3,):
+                raise ValueError(f"a {kind} load is 3 numbers or a callable f(θ, t) returning (3, …); got shape {arr.shape}")
+            if not np.all(np.isfinite(arr)):
+                raise ValueError(f"the {kind} load must be finite, got {arr.tolist()}")
+        self._loads.append(_Load(kind, value, self._element_mask(fibers)))
+        self._load_cache = None
+
+    def add_body_force(self, b0: VectorField, *, fibers: Iterable | None = None) -> None:
+        """Body force b0 per reference volume (N/m³): 3 numbers or f(θ, t) → (3, …)."""
+        self._add_load("body", b0, fibers)
+
+    def add_line_load(self, q: VectorField, *, fibers: Iterable | None = None) -> None:
+        """Line load q per metre of reference length (N/m): 3 numbers or f(θ, t) → (3, …)."""
+        self._add_load("line", q, fibers)
+
+    def add_gravity(self, g: Sequence[float] = (0.0, 0.0, -9.81), *, fibers: Iterable | None = None) -> None:
+        """Gravity: body force ρ0 g (g in m/s²)."""
+        g = np.asarray(g, dtype=float)
+        if g.shape != (3,):
+            raise ValueError(f"g must have 3 components, got shape {g.shape}")
+        rho = self.discretization.density
+        self._add_load("body", lambda theta, t, _rho=rho, _g=g: _g[:, None, None] * _rho, fibers)
+
+    def add_term(self, residual, tangent=None, *, name: str | None = None) -> Term:
+        """Add an extra weak-form term (see :mod:`skfiber.terms`)."""
+        term = residual if isinstance(residual, Term) else Term(residual, tangent, name or f"term{len(self.terms)}")
+        if term.name in {t.name for t in self.terms}:
+            raise ValueError(f"a term named {term.name!r} exists already; give another name")
+        self.terms.append(term)
+        return term
+
+    def external_force(self, t: float) -> np.ndarray:
+        """Assembled external load vector at time t."""
+        if self._load_cache is not None and self._load_cache[0] == t:
+            return self._load_cache[1]
+        d = self.discretization
+        asm = d.assembler
+        F = np.zeros(self.n_dofs)
+        for load in self._loads:
+            if callable(load.value):
+                val = np.asarray(load.value(d.theta, t), dtype=float)
+                val = np.broadcast_to(val, (3,) + d.theta.shape)
+            else:
+                val = np.broadcast_to(np.asarray(load.value)[:, None, None], (3,) + d.theta.shape)
+            val = np.where(load.elements[None, :, None], val, 0.0)
+            if load.kind == "body":
+                fe = asm.linear(forms.body_force, asm.parameters(b0=val, area=d.area, J=d.jacobian))
+            else:
+                fe = asm.linear(forms.line_load, asm.parameters(q=val, J=d.jacobian))
+            F += asm.vector(fe)
+        if not np.all(np.isfinite(F)):
+            raise FloatingPointError(f"the external load is not finite at t = {t}")
+        self._load_cache = (t, F)
+        return F
+
+    # --- evaluation -----------------------------------------------------
+    def activations(self, t: float) -> np.ndarray:
+        """α(t) at the quadrature points, shape (e, 1)."""
+        alpha = np.array([f.activation_at(t) for f in self.fibers])
+        return alpha[self.discretization.element_fiber][:, None]
+
+    def coefficients(self, u: np.ndarray, v: np.ndarray, t: float, *, c_v: float) -> FormExtraParams:
+        """``w`` for the cable forms and terms at a state."""
+        d = self.discretization
+        asm = d.assembler
+        x = asm.interpolate(d.reference_dofs + u)
+        xdot = asm.interpolate(v)
+        kin = forms.cable_kinematics(x, xdot, d.jacobian)
+        alpha = self.activations(t)
+        S = np.empty_like(kin.lam)
+        dS = np.empty_like(kin.lam)
+        dSr = np.empty_like(kin.lam)
+        for law, mask in d.law_groups:
+            point = MaterialPoint(
+                kin.lam[mask], kin.lamdot[mask], d.theta[mask], t, d.muscle_fraction[mask], alpha[mask]
+            )
+            resp = law(point)
+            S[mask], dS[mask], dSr[mask] = resp.stress, resp.d_stretch, resp.d_stretch_rate
+        w = asm.parameters(
+            x=x, xdot=xdot, X=d.reference_field, theta=d.theta, t=t, J=d.jacobian, area=d.area,
+            rho=d.density, gamma_m=d.muscle_fraction, c_v=c_v,
+            x_s=kin.x_s, xdot_s=kin.xdot_s, lam=kin.lam, lamdot=kin.lamdot,
+            S=S, dS_dlam=dS, dS_dlamdot=dSr,
+        )
+        return w
+
+    def evaluate(
+        self,
+        u: np.ndarray,
+        v: np.ndarray,
+        a: np.ndarray,
+        t: float,
+        *,
+        c_v: float,
+        c_a: float,
+        load_factor: float = 1.0,
+        parts: Iterable[str] | None = None,
+    ) -> Evaluation:
+        """Residual (and tangent) of the semi-discrete equations.
+
+        Parameters
+        ----------
+        u, v, a
+            Displacement, velocity and acceleration DOF vectors.
+        c_v, c_a
+            ∂v/∂u and ∂a/∂u of the time scheme (statics: 0, 0).
+        load_factor
+            Scales the external loads (load stepping).
+        parts
+            Restrict to some contributions: ``"cable"``, ``"inertia"``,
+            ``"loads"`` and term names (for checks); default all.
+        """
+        d = self.discretization
+        asm = d.assembler
+        names = {"cable", "inertia", "loads"} | {t_.name for t_ in self.terms}
+        parts = names if parts is None else set(parts)
+        unknown = parts - names
+        if unknown:
+            raise ValueError(f"unknown parts {sorted(unknown)}; pick from {sorted(names)}")
+        w = self.coefficients(u, v, t, c_v=c_v)
+        R = np.zeros(self.n_dofs)
+        ref = 0.0
+        if "cable" in parts:
+            Fi = asm.vector(asm.linear(forms.internal_force, w))
+            R += Fi
+            ref = max(ref, np.linalg.norm(Fi))
+        if "inertia" in parts:
+            Fa = self.mass_matrix @ a
+            R += Fa
+            ref = max(ref, np.linalg.norm(Fa))
+        if "loads" in parts:
+            Fe = load_factor * self.external_force(t)
+            R -= Fe
+            ref = max(ref, np.linalg.norm(Fe))
+        terms = [term for term in self.terms if term.name in parts]
+        for term in terms:
+            Ft = asm.vector(asm.linear(term.residual, w))
+            R += Ft
+            ref = max(ref, np.linalg.norm(Ft))
+
+        def tangent_fn():
+            Ke = np.zeros_like(self._mass_elements)
+            if "cable" in parts:
+                Ke += asm.bilinear(forms.internal_tangent, w)
+            if "inertia" in parts and c_a:
+                Ke += c_a * self._mass_elements
+            for term in terms:
+                if term.tangent is None:
+                    Ke += complex_step_tangent(term.residual, asm, w)
+                else:
+                    Ke += asm.bilinear(term.tangent, w)
+            return Ke
+
+        return Evaluation(R, tangent_fn, reference_force=ref, min_stretch=float(np.min(w.lam)))
+
+    def tangent_matrix(self, evaluation: Evaluation) -> sps.csr_matrix:
+        """The global tangent as a CSR matrix."""
+        K = self.discretization.assembler.to_csr(evaluation.element_matrices)
+        for rows, cols, vals in evaluation.extra:
+            K = K + sps.csr_matrix((vals, (rows, cols)), shape=K.shape)
+        return K
+
+    def initial_state(self, t: float = 0.0) -> State:
+        """The reference configuration at rest (prescribed ends set at t)."""
+        u = np.zeros(self.n_dofs)
+        u[self.constrained_dofs] = self.prescribed_displacement(t)
+        return State(t, u, np.zeros(self.n_dofs))

@@ -1,0 +1,339 @@
+"""Newton's method, static equilibrium with load stepping, backward Euler.
+
+Backward Euler (paper eq. 64, fiber part) with v = (u − uₙ)/Δt and
+a = (v − vₙ)/Δt turns each step into G(u) = M a + F_int(u, v) − F_ext(tₙ₊₁) = 0,
+solved by Newton on the consistent tangent c_a M + ∂F/∂u + c_v ∂F/∂v with
+c_v = 1/Δt, c_a = 1/Δt².  A step that does not converge is retried with
+smaller steps; when that fails too, :class:`ConvergenceError` says where and
+why.  No unconverged state is ever returned.
+
+Example
+-------
+>>> from skfiber import Fiber, Model, simulate
+>>> fiber = Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=8)
+>>> model = Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end")
+>>> model.add_gravity()
+>>> result = simulate(model, t_end=0.1, dt=0.01, progress=False)
+>>> result.times[-1]
+0.1
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time as _time
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .linalg import ConstrainedSolver
+from .model import Evaluation, Model, State
+
+__all__ = [
+    "NewtonOptions",
+    "ConvergenceError",
+    "newton",
+    "solve_static",
+    "simulate",
+    "SimulationResult",
+    "StaticResult",
+]
+
+
+@dataclass(frozen=True)
+class NewtonOptions:
+    """Newton settings.
+
+    Converged when ‖G‖ ≤ rtol · F_ref + atol on the free DOFs, F_ref being the
+    largest of the norms of the internal, inertial and external forces.
+    """
+
+    rtol: float = 1e-9
+    atol: float = 1e-12
+    max_iterations: int = 25
+
+    def __post_init__(self):
+        if not (self.rtol > 0 and math.isfinite(self.rtol)):
+            raise ValueError(f"rtol must be > 0, got {self.rtol}")
+        if not (self.atol >= 0 and math.isfinite(self.atol)):
+            raise ValueError(f"atol must be ≥ 0, got {self.atol}")
+        if int(self.max_iterations) < 1:
+            raise ValueError(f"max_iterations must be ≥ 1, got {self.max_iterations}")
+
+
+class ConvergenceError(RuntimeError):
+    """Newton did not converge: carries time, step and residual history."""
+
+    def __init__(self, reason: str, *, t: float, step: int | str, residual_history: list[float]):
+        self.reason = reason
+        self.t = t
+        self.step = step
+        self.residual_history = list(residual_history)
+        hist = ", ".join(f"{r:.3e}" for r in self.residual_history) or "none"
+        super().__init__(f"Newton failed at t = {t:.6g} s (step {step}): {reason}. Residual history: [{hist}]")
+
+
+@dataclass
+class NewtonReport:
+    iterations: int
+    residual_history: list[float]
+
+
+def newton(
+    evaluate: Callable[[np.ndarray], Evaluation],
+    u0: np.ndarray,
+    solver: ConstrainedSolver,
+    *,
+    options: NewtonOptions = NewtonOptions(),
+    t: float = 0.0,
+    step: int | str = 0,
+) -> tuple[np.ndarray, NewtonReport]:
+    """Solve G(u) = 0 on the free DOFs starting from u0 (constrained DOFs as in u0)."""
+    u = u0.copy()
+    history: list[float] = []
+    free = ~solver.fixed
+    for it in range(options.max_iterations + 1):
+        ev = evaluate(u)
+        if not (ev.min_stretch > 0 and math.isfinite(ev.min_stretch)):
+            raise ConvergenceError(
+                f"inadmissible state: stretch λ = {ev.min_stretch:.3g} (the fiber folded onto itself or blew up)",
+                t=t, step=step, residual_history=history,
+            )
+        res = float(np.linalg.norm(ev.residual[free]))
+        history.append(res)
+        if not math.isfinite(res):
+            raise ConvergenceError("the residual is not finite", t=t, step=step, residual_history=history)
+        if res <= options.rtol * ev.reference_force + options.atol:
+            return u, NewtonReport(it, history)
+        if it == options.max_iterations:
+            break
+        try:
+            du = solver.solve(ev.element_matrices, -ev.residual, ev.extra)
+        except (np.linalg.LinAlgError, RuntimeError) as err:
+            raise ConvergenceError(f"singular tangent ({err})", t=t, step=step, residual_history=history) from err
+        if not np.all(np.isfinite(du)):
+            raise ConvergenceError("the Newton increment is not finite (singular tangent?)", t=t, step=step, residual_history=history)
+        u = u + du
+    raise ConvergenceError(
+        f"no convergence in {options.max_iterations} iterations", t=t, step=step, residual_history=history
+    )
+
+
+# --------------------------------------------------------------------------- statics
+@dataclass
+class StaticResult:
+    """Equilibrium state and the load steps that led to it."""
+
+    state: State
+    load_factors: list[float]
+    iterations: list[int]
+
+
+def solve_static(
+    model: Model,
+    *,
+    t: float = 0.0,
+    load_steps: int = 1,
+    state: State | None = None,
+    max_bisections: int = 8,
+    newton_options: NewtonOptions = NewtonOptions(),
+) -> StaticResult:
+    """Static equilibrium at time t by Newton with load stepping.
+
+    External loads and prescribed displacements are scaled by a load factor
+    going from 0 to 1 in ``load_steps`` equal steps; a failing increment is
+    bisected up to ``max_bisections`` times.  Inertia and viscosity are off.
+
+    A cable has no bending stiffness: with little prestress the static
+    problem can have several equilibria, and the one found depends on the
+    path.  Use prestress, enough load steps, and check the branch.
+    """
+    if not isinstance(load_steps, (int, np.integer)) or load_steps < 1:
+        raise ValueError(f"load_steps must be an integer ≥ 1, got {load_steps!r}")
+    _check_finite_time(t=t)
+    solver = ConstrainedSolver(model.discretization.assembler, model.constrained_dofs)
+    u = np.zeros(model.n_dofs) if state is None else state.u.copy()
+    zero = np.zeros(model.n_dofs)
+    factors, iterations = [], []
+    s, ds_ = 0.0, 1.0 / load_steps
+    bisections = 0
+    start = None if state is None else state.u.copy()
+    while s < 1.0 - 1e-14:
+        s_new = min(1.0, s + ds_)
+        trial = u.copy()
+        if start is None:
+            trial[model.constrained_dofs] = model.prescribed_displacement(t, s_new)
+        else:  # continue from a given state: blend its constrained values to the target
+            trial[model.constrained_dofs] = (1 - s_new) * start[model.constrained_dofs] + s_new * model.prescribed_displacement(t)
+
+        def evaluate(uu, _s=s_new):
+            return model.evaluate(uu, zero, zero, t, c_v=0.0, c_a=0.0, load_factor=_s)
+
+        try:
+            u_new, report = newton(evaluate, trial, solver, options=newton_options, t=t, step=f"load factor {s_new:.4g}")
+        except ConvergenceError:
+            bisections += 1
+            if bisections > max_bisections:
+                raise
+            ds_ /= 2
+            continue
+        u, s = u_new, s_new
+        factors.append(s)
+        iterations.append(report.iterations)
+    return StaticResult(State(t, u, zero.copy()), factors, iterations)
+
+
+# --------------------------------------------------------------------------- dynamics
+@dataclass
+class SimulationResult:
+    """Time series of a backward-Euler run.
+
+    ``displacements[i]`` and ``velocities[i]`` belong to ``times[i]``.
+    ``interrupted`` is True when the run was stopped by Ctrl-C; everything
+    computed until then is kept.
+    """
+
+    times: np.ndarray
+    displacements: np.ndarray
+    velocities: np.ndarray
+    newton_iterations: list[int] = field(default_factory=list)
+    retries: int = 0
+    wall_time: float = 0.0
+    interrupted: bool = False
+
+    @property
+    def final_state(self) -> State:
+        return State(float(self.times[-1]), self.displacements[-1].copy(), self.velocities[-1].copy())
+
+    def state(self, i: int) -> State:
+        return State(float(self.times[i]), self.displacements[i].copy(), self.velocities[i].copy())
+
+
+def backward_euler_step(
+    model: Model,
+    state: State,
+    dt: float,
+    solver: ConstrainedSolver,
+    *,
+    options: NewtonOptions = NewtonOptions(),
+    step: int | str = 0,
+) -> tuple[State, NewtonReport]:
+    """One backward-Euler step from ``state`` to ``state.t + dt``."""
+    t1 = state.t + dt
+    u_n, v_n = state.u, state.v
+    u0 = u_n + dt * v_n
+    c = model.constrained_dofs
+    u0[c] = model.prescribed_displacement(t1)
+
+    def evaluate(u):
+        v = (u - u_n) / dt
+        a = (v - v_n) / dt
+        return model.evaluate(u, v, a, t1, c_v=1.0 / dt, c_a=1.0 / dt**2)
+
+    u, report = newton(evaluate, u0, solver, options=options, t=t1, step=step)
+    return State(t1, u, (u - u_n) / dt), report
+
+
+def simulate(
+    model: Model,
+    *,
+    t_end: float,
+    dt: float,
+    state: State | None = None,
+    store_every: int = 1,
+    max_halvings: int = 4,
+    newton_options: NewtonOptions = NewtonOptions(),
+    callback: Callable[[State, int], None] | None = None,
+    progress: bool = True,
+) -> SimulationResult:
+    """Integrate with backward Euler from ``state`` (default: rest at t = 0) to ``t_end``.
+
+    Parameters
+    ----------
+    t_end, dt
+        End time and step size (s).  The last step is shortened to hit t_end.
+    store_every
+        Keep every k-th state in the result (the last one always).
+    max_halvings
+        A step whose Newton fails is redone as 2, 4, … substeps, at most
+        2**max_halvings of them; then :class:`ConvergenceError` is raised.
+    callback
+        Called as ``callback(state, step)`` after every step.
+    progress
+        Print progress (time, step, Newton iterations, ETA) to stderr.
+    """
+    state = model.initial_state() if state is None else state.copy()
+    _check_finite_time(t_end=t_end, dt=dt, t0=state.t)
+    if dt <= 0:
+        raise ValueError(f"dt must be > 0, got {dt}")
+    if t_end <= state.t:
+        raise ValueError(f"t_end = {t_end} must be after the start time {state.t}")
+    if not isinstance(store_every, (int, np.integer)) or store_every < 1:
+        raise ValueError(f"store_every must be an integer ≥ 1, got {store_every!r}")
+    if state.u.shape != (model.n_dofs,) or state.v.shape != (model.n_dofs,):
+        raise ValueError(f"state arrays must have shape ({model.n_dofs},), got {state.u.shape} and {state.v.shape}")
+    solver = ConstrainedSolver(model.discretization.assembler, model.constrained_dofs)
+    n_steps = int(math.ceil((t_end - state.t) / dt - 1e-9))
+    times, us, vs, its = [state.t], [state.u.copy()], [state.v.copy()], []
+    retries = 0
+    start = _time.perf_counter()
+    last_print = start
+    interrupted = False
+    t0 = state.t
+    try:
+        for k in range(1, n_steps + 1):
+            t_target = min(t0 + k * dt, t_end) if k < n_steps else t_end
+            h = t_target - state.t
+            state, n_it, n_retry = _step_with_retries(model, state, h, solver, newton_options, k, max_halvings)
+            its.append(n_it)
+            retries += n_retry
+            if callback is not None:
+                callback(state, k)
+            if k % store_every == 0 or k == n_steps:
+                times.append(state.t); us.append(state.u.copy()); vs.append(state.v.copy())
+            now = _time.perf_counter()
+            if progress and (now - last_print > 1.0 or k == n_steps):
+                last_print = now
+                eta = (now - start) / k * (n_steps - k)
+                print(
+                    f"  t = {state.t:.4g}/{t_end:.4g} s  step {k}/{n_steps}  newton {n_it} it  "
+                    f"retries {retries}  elapsed {now - start:.1f} s  ETA {eta:.1f} s",
+                    file=sys.stderr, flush=True,
+                )
+    except KeyboardInterrupt:
+        interrupted = True
+        warnings.warn(f"simulation interrupted at t = {state.t:.6g} s; returning the {len(times)} states computed so far")
+        if times[-1] != state.t:
+            times.append(state.t); us.append(state.u.copy()); vs.append(state.v.copy())
+    return SimulationResult(
+        np.array(times), np.array(us), np.array(vs), its, retries, _time.perf_counter() - start, interrupted
+    )
+
+
+def _step_with_retries(model, state, h, solver, options, k, max_halvings):
+    """Advance by h; on failure split into 2, 4, … substeps."""
+    last_error = None
+    for level in range(max_halvings + 1):
+        n_sub = 2**level
+        try:
+            s = state
+            total = 0
+            for j in range(n_sub):
+                s, rep = backward_euler_step(model, s, h / n_sub, solver, options=options, step=k if n_sub == 1 else f"{k} (substep {j + 1}/{n_sub})")
+                total += rep.iterations
+            return s, total, level
+        except ConvergenceError as err:
+            last_error = err
+    raise ConvergenceError(
+        f"{last_error.reason}; still failing with the step split into {2**max_halvings} substeps "
+        f"(Δt = {h / 2**max_halvings:.3g} s)",
+        t=last_error.t, step=k, residual_history=last_error.residual_history,
+    ) from last_error
+
+
+def _check_finite_time(**values: float) -> None:
+    for key, value in values.items():
+        if not isinstance(value, (int, float, np.floating, np.integer)) or not math.isfinite(value):
+            raise ValueError(f"{key} must be a finite number, got {value!r}")

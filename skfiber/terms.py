@@ -1,0 +1,118 @@
+"""User-defined terms of the weak form.
+
+A term adds a residual ``R(ξ)`` (a scikit-fem ``LinearForm``) to the cable
+equations, with its tangent ``∂R/∂u`` as a ``BilinearForm``, or, when no
+tangent is given, a tangent derived automatically by the complex step along
+every local basis function at once.  Terms see in ``w`` the current state:
+
+=============  =====================================================
+``x``          current centerline (value (3, e, q), ``.grad``, ``.hess``)
+``xdot``       its velocity (same layout)
+``X``          reference centerline
+``theta``      fiber parameter θ; ``t`` time (s)
+``J``          |A1|; ``area`` π r0²; ``rho``; ``gamma_m`` γM
+``c_v``        ∂v/∂u of the time scheme (1/Δt, or 0 in statics)
+=============  =====================================================
+
+Sign convention: the residual is what stands on the left of "= 0" in the
+weak form (internal minus external), e.g. a bending term EI ∫ x_ss · ξ_ss dS.
+
+Example
+-------
+>>> from skfem import LinearForm
+>>> from skfem.helpers import dot
+>>> from skfiber.terms import Term, d2
+>>> EI = 1e-4
+>>> @LinearForm
+... def bending(v, w):
+...     return EI * dot(d2(w.x), d2(v)) / w.J**3
+>>> term = Term(bending, name="bending")   # tangent derived automatically
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from skfem import BilinearForm, LinearForm
+from skfem.element import DiscreteField
+
+from .assembly import BatchedAssembler, form_function
+
+__all__ = ["Term", "d1", "d2", "complex_step_tangent"]
+
+COMPLEX_STEP = 1e-30
+
+
+def d1(v):
+    """First θ-derivative of a (stacked) vector field: v′, shape (3, …)."""
+    return v.grad[:, 0]
+
+
+def d2(v):
+    """Second θ-derivative of a (stacked) vector field: v″, shape (3, …)."""
+    if v.hess is None:
+        raise ValueError("this field has no second derivatives (cubic Hermite fields do)")
+    return v.hess[:, 0, 0]
+
+
+@dataclass(frozen=True)
+class Term:
+    """An extra term of the weak form.
+
+    Parameters
+    ----------
+    residual
+        ``LinearForm`` (or plain function ``(v, w)``) giving the term's
+        contribution to the residual.
+    tangent
+        ``BilinearForm`` (or function ``(u, v, w)``) giving ∂residual/∂u in
+        direction u, including c_v ∂/∂ẋ for rate-dependent terms.  ``None``:
+        derived with the complex step, which needs the residual to be
+        complex-analytic in x and ẋ (use arithmetic, ``np.sqrt``, ``np.exp``;
+        not ``abs``, ``np.maximum`` or comparisons).
+    name
+        Shown in reports and usable in :func:`skfiber.check_tangent`.
+    """
+
+    residual: LinearForm | object
+    tangent: BilinearForm | object | None = None
+    name: str = "term"
+
+    def __post_init__(self):
+        if not callable(form_function(self.residual)):
+            raise TypeError(f"Term {self.name!r}: residual must be a LinearForm or a function (v, w)")
+        if self.tangent is not None and not callable(form_function(self.tangent)):
+            raise TypeError(f"Term {self.name!r}: tangent must be a BilinearForm, a function (u, v, w) or None")
+
+
+def _perturbed(field: DiscreteField, direction: DiscreteField, scale: complex) -> DiscreteField:
+    """field + scale · direction, the direction's two stacked jet axes kept."""
+    value = np.asarray(field)[:, None, None] + scale * np.asarray(direction)
+    grad = field.grad[:, :, None, None] + scale * direction.grad
+    hess = None
+    if field.hess is not None and direction.hess is not None:
+        hess = field.hess[:, :, :, None, None] + scale * direction.hess
+    return DiscreteField(value, grad=grad, hess=hess)
+
+
+def complex_step_tangent(residual, assembler: BatchedAssembler, w) -> np.ndarray:
+    """Element tangents (e, nb, nb) of a residual form by the complex step.
+
+    x → x + ih δ and ẋ → ẋ + ih c_v δ for every unit jet δ at once (on the
+    trial axis); the pointwise tangent is Im R / h, contracted like any
+    bilinear form by :meth:`BatchedAssembler.contract`.
+    """
+    h = COMPLEX_STEP
+    fn = form_function(residual)
+
+    def run(hess):
+        jets = assembler.probe(axis=1, naxes=2, hess=hess)
+        wc = type(w)(w)
+        wc["x"] = _perturbed(w["x"], jets, 1j * h)
+        wc["xdot"] = _perturbed(w["xdot"], jets, 1j * h * w["c_v"])
+        return np.asarray(fn(assembler.probe(axis=0, naxes=2, hess=hess), wc))
+
+    values, hess = assembler._call(residual, 2, run)
+    J = assembler.n_jets[hess]
+    D = np.broadcast_to(values, (J, J, assembler.nelems, assembler.nqp)).imag / h
+    return assembler.contract(D, hess)
