@@ -39,6 +39,7 @@ __all__ = [
     "simulate",
     "SimulationResult",
     "StaticResult",
+    "StepInfo",
 ]
 
 
@@ -186,6 +187,18 @@ def solve_static(
 
 
 # --------------------------------------------------------------------------- dynamics
+@dataclass(frozen=True)
+class StepInfo:
+    """What a callback learns about the step just finished."""
+
+    step: int
+    n_steps: int
+    t_end: float
+    newton_iterations: int
+    retries: int
+    elapsed: float
+
+
 @dataclass
 class SimulationResult:
     """Time series of a backward-Euler run.
@@ -245,7 +258,7 @@ def simulate(
     store_every: int = 1,
     max_halvings: int = 4,
     newton_options: NewtonOptions = NewtonOptions(),
-    callback: Callable[[State, int], None] | None = None,
+    callback: Callable[[State, StepInfo], None] | None = None,
     progress: bool = True,
 ) -> SimulationResult:
     """Integrate with backward Euler from ``state`` (default: rest at t = 0) to ``t_end``.
@@ -260,7 +273,9 @@ def simulate(
         A step whose Newton fails is redone as 2, 4, … substeps, at most
         2**max_halvings of them; then :class:`ConvergenceError` is raised.
     callback
-        Called as ``callback(state, step)`` after every step.
+        Called as ``callback(state, info)`` after every step, with
+        :class:`StepInfo` (step number, Newton iterations, …).  Writers of
+        output and checkpoints hook in here.
     progress
         Print progress (time, step, Newton iterations, ETA) to stderr.
     """
@@ -290,7 +305,7 @@ def simulate(
             its.append(n_it)
             retries += n_retry
             if callback is not None:
-                callback(state, k)
+                callback(state, StepInfo(k, n_steps, t_end, n_it, n_retry, _time.perf_counter() - start))
             if k % store_every == 0 or k == n_steps:
                 times.append(state.t); us.append(state.u.copy()); vs.append(state.v.copy())
             now = _time.perf_counter()
