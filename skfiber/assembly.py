@@ -144,9 +144,11 @@ class BatchedAssembler:
     def interpolate(self, dofs: np.ndarray) -> DiscreteField:
         """Interpolate a DOF vector (N,) at the quadrature points (value, grad, hess)."""
         ue = np.asarray(dofs)[self.element_dofs.T]  # (e, nb)
-        jets = np.einsum("eqai,ei->aeq", self._B, ue)
         nc, dim = self.ncomp, self.dim
         ne, nq = self.nelems, self.nqp
+        Jall = self._B.shape[2]
+        jets = (self._B.reshape(ne, nq * Jall, self.nbfun) @ ue[:, :, None]).reshape(ne, nq, Jall)
+        jets = np.moveaxis(jets, 2, 0)
         value = jets[:nc]
         grad = jets[nc:nc + nc * dim].reshape(nc, dim, ne, nq)
         hess = None
@@ -203,8 +205,10 @@ class BatchedAssembler:
 
         r, hess = self._call(form, 1, run)
         J = self.n_jets[hess]
-        r = np.broadcast_to(r, (J, self.nelems, self.nqp))
-        return np.einsum("eqai,aeq,eq->ei", self._B[:, :, :J, :], r, self.dx, optimize=True)
+        ne, nq = self.nelems, self.nqp
+        r = np.moveaxis(np.broadcast_to(r, (J, ne, nq)) * self.dx, 0, 2)  # (e, q, J)
+        B = self._B[:, :, :J, :].reshape(ne, nq * J, self.nbfun)
+        return (r.reshape(ne, 1, nq * J) @ B)[:, 0, :]
 
     # --- scattering -----------------------------------------------------------
     def vector(self, element_vectors: np.ndarray) -> np.ndarray:

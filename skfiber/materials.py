@@ -371,7 +371,7 @@ def check_law_derivatives(
     True
     """
     lam = np.linspace(0.7, 1.6, 37) if stretch is None else np.asarray(stretch, float)
-    rate = np.linspace(-0.5, 0.5, 37) if stretch_rate is None else np.asarray(stretch_rate, float)
+    rate = np.linspace(-0.5, 0.5, lam.size) if stretch_rate is None else np.asarray(stretch_rate, float)
 
     def point(lam_, rate_):
         return MaterialPoint(lam_, rate_, theta, t, muscle_fraction, activation)

@@ -1,0 +1,91 @@
+"""The batched form evaluation equals scikit-fem's own assembly."""
+import numpy as np
+import pytest
+from skfem import BilinearForm, LinearForm
+from skfem.helpers import dot
+
+import skfiber as sf
+from skfiber import forms
+from skfiber.terms import d2
+
+from conftest import straight_model
+
+
+@pytest.fixture
+def model_and_w(rng):
+    fibers = [
+        sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=5, muscle_fraction=lambda t: 16 * (1 - t) ** 2 * t**2, activation=0.4),
+        sf.Fiber.polyline([(0, 0, 0), (0.5, 0.2, 0), (1, 0, 0.3), (1.2, 0.1, 0.5)], n_elements=3, radius=0.03),
+    ]
+    model = sf.Model(fibers)
+    u = 0.05 * rng.standard_normal(model.n_dofs)
+    v = rng.standard_normal(model.n_dofs)
+    w = model.coefficients(u, v, 0.3, c_v=7.0)
+    return model, w
+
+
+def _skfem_params(w):
+    keys = ["J", "area", "rho", "x_s", "xdot_s", "lam", "lamdot", "S", "dS_dlam", "dS_dlamdot", "c_v"]
+    return {k: w[k] for k in keys}
+
+
+@pytest.mark.parametrize("form", [forms.internal_tangent, forms.mass])
+def test_bilinear_equals_skfem(model_and_w, form):
+    model, w = model_and_w
+    basis = model.discretization.basis
+    asm = model.discretization.assembler
+    reference = form.assemble(basis, **_skfem_params(w)).toarray()
+    ours = asm.to_csr(asm.bilinear(form, w)).toarray()
+    assert np.max(np.abs(ours - reference)) <= 1e-12 * np.max(np.abs(reference))
+
+
+def test_linear_equals_skfem(model_and_w):
+    model, w = model_and_w
+    basis = model.discretization.basis
+    asm = model.discretization.assembler
+    reference = forms.internal_force.assemble(basis, **_skfem_params(w))
+    ours = asm.vector(asm.linear(forms.internal_force, w))
+    assert np.max(np.abs(ours - reference)) <= 1e-12 * np.max(np.abs(reference))
+    q = np.random.default_rng(0).standard_normal((3,) + w["J"].shape)
+    ref_q = forms.line_load.assemble(basis, q=q, J=w["J"])
+    ours_q = asm.vector(asm.linear(forms.line_load, asm.parameters(q=q, J=w["J"])))
+    assert np.max(np.abs(ours_q - ref_q)) <= 1e-12 * np.max(np.abs(ref_q))
+
+
+def test_second_derivative_forms_equal_skfem(model_and_w, rng):
+    """Forms using hessians (bending) take the full jets."""
+    model, w = model_and_w
+    basis = model.discretization.basis
+    asm = model.discretization.assembler
+
+    @BilinearForm
+    def bending(u, v, w):
+        return dot(d2(u), d2(v)) / w.J**3 + 0.5 * dot(u, v)
+
+    @LinearForm
+    def bending_residual(v, w):
+        return dot(d2(w.x), d2(v)) / w.J**3
+
+    ref = bending.assemble(basis, J=w["J"]).toarray()
+    ours = asm.to_csr(asm.bilinear(bending, w)).toarray()
+    assert np.max(np.abs(ours - ref)) <= 1e-11 * np.max(np.abs(ref))
+    x = model.discretization.reference_dofs + 0.01 * rng.standard_normal(model.n_dofs)
+    ref_r = bending_residual.assemble(basis, x=x, J=w["J"])
+    ours_r = asm.vector(asm.linear(bending_residual, asm.parameters(x=x, J=w["J"])))
+    assert np.max(np.abs(ours_r - ref_r)) <= 1e-11 * np.max(np.abs(ref_r))
+
+
+def test_interpolation_equals_skfem(model_and_w, rng):
+    model, _ = model_and_w
+    basis = model.discretization.basis
+    y = rng.standard_normal(model.n_dofs)
+    a = basis.interpolate(y)
+    b = model.discretization.assembler.interpolate(y)
+    assert np.allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1e-13)
+    assert np.allclose(a.grad, b.grad, rtol=0, atol=1e-12)
+    assert np.allclose(a.hess, b.hess, rtol=0, atol=1e-10)
+
+
+def test_tangent_is_banded():
+    model, _ = straight_model(6, fibers=3)
+    assert model.discretization.assembler.bandwidth == 11

@@ -1,0 +1,142 @@
+"""Stress laws: closed forms, composition, and homogeneous uniaxial stretch."""
+import numpy as np
+import pytest
+import sympy as sp
+
+import skfiber as sf
+from skfiber import materials
+from skfiber.materials import MaterialPoint
+
+LAM = np.linspace(0.8, 1.5, 15)
+RATE = np.linspace(-0.3, 0.4, 15)
+GM, ALPHA = 0.3, 0.6
+
+
+def closed_forms():
+    z = (LAM / 1.3 - 1) / 0.3
+    return {
+        "prestress": (materials.prestress(30.0), 30.0 / LAM**2),
+        "active": (materials.active_stress(3e5), GM * ALPHA * 3e5 / LAM**2 * np.exp(-np.abs(z) ** 4)),
+        "passive": (
+            materials.passive_kelvin_voigt(mu_muscle=1e5, mu_tendon=1e6, eta_muscle=1e4, eta_tendon=2e4),
+            GM * (1e5 * (1 - LAM**-3) + 3e4 * RATE / LAM**3) + (1 - GM) * (1e6 * (1 - LAM**-3) + 6e4 * RATE / LAM**3),
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", ["prestress", "active", "passive"])
+def test_paper_terms_closed_form(name):
+    law, expected = closed_forms()[name]
+    out = law(MaterialPoint(LAM, RATE, 0.5, 0.0, GM, ALPHA))
+    np.testing.assert_allclose(out.stress, expected, rtol=1e-14, atol=1e-9)
+
+
+def test_active_with_non_integer_exponent():
+    law = materials.active_stress(1e5, lam_opt=1.2, delta_w=0.4, nu=2.5)
+    z = (LAM / 1.2 - 1) / 0.4
+    out = law(MaterialPoint(LAM, 0.0, 0.5, 0.0, 1.0, 1.0))
+    np.testing.assert_allclose(out.stress, 1e5 / LAM**2 * np.exp(-np.abs(z) ** 2.5), rtol=1e-13)
+    assert sf.check_law_derivatives(law, stretch=np.linspace(0.7, 1.15, 20)) < 1e-6
+
+
+def test_paper_law_is_sum_of_terms():
+    laws = closed_forms()
+    total = sum(v[1] for v in laws.values())
+    law = materials.paper_law(eta_tendon=2e4)
+    out = law(MaterialPoint(LAM, RATE, 0.5, 0.0, GM, ALPHA))
+    np.testing.assert_allclose(out.stress, total, rtol=1e-13)
+
+
+def test_mixed_sum_with_handwritten_law():
+    class Linear:
+        def __call__(self, p):
+            lam = np.asarray(p.stretch, float)
+            return sf.StressResponse(1e3 * (lam - 1), 1e3 + 0 * lam, 0 * lam)
+
+    law = materials.prestress(10.0) + Linear()
+    out = law(MaterialPoint(LAM, RATE))
+    np.testing.assert_allclose(out.stress, 10 / LAM**2 + 1e3 * (LAM - 1), rtol=1e-14)
+    assert sf.check_law_derivatives(law) < 1e-6
+
+
+def test_law_from_function_rejects_numpy_functions():
+    with pytest.raises(TypeError, match="sympy"):
+        sf.law_from_function(lambda lam, lamdot, theta, t: np.exp(lam))
+
+
+def test_law_from_function_keywords():
+    law = sf.law_from_function(lambda lam, lamdot, theta, t, muscle_fraction, activation: muscle_fraction * activation * lam)
+    out = law(MaterialPoint(np.array([2.0]), 0.0, 0.0, 0.0, 0.5, 0.25))
+    assert out.stress[0] == pytest.approx(0.25)
+    assert out.d_stretch[0] == pytest.approx(0.125)
+
+
+@pytest.mark.parametrize("bad", [dict(sigma0=np.nan), dict(sigma0=np.inf)])
+def test_prestress_rejects_nonfinite(bad):
+    with pytest.raises(ValueError, match="sigma0"):
+        materials.prestress(**bad)
+
+
+@pytest.mark.parametrize(
+    "kwargs, key",
+    [(dict(s_max=-1.0), "s_max"), (dict(s_max=1.0, lam_opt=0.0), "lam_opt"), (dict(s_max=1.0, delta_w=-0.1), "delta_w"), (dict(s_max=1.0, nu=np.nan), "nu")],
+)
+def test_active_rejects_bad_parameters(kwargs, key):
+    with pytest.raises(ValueError, match=key):
+        materials.active_stress(**kwargs)
+
+
+def test_passive_rejects_negative_viscosity():
+    with pytest.raises(ValueError, match="eta_muscle"):
+        materials.passive_kelvin_voigt(mu_muscle=1.0, mu_tendon=1.0, eta_muscle=-1.0, eta_tendon=0.0)
+
+
+def test_symbolic_law_rejects_unknown_symbols():
+    with pytest.raises(ValueError, match="unknown symbols"):
+        sf.SymbolicLaw(sp.Symbol("E") * materials.SYMBOLS["stretch"])
+
+
+# --- homogeneous uniaxial stretch through the whole FE pipeline -------------
+STABLE_LAWS = {
+    # a cable is stable in tension with dN/dλ > 0 only (no bending stiffness):
+    # pure active stress softens (N ∝ 1/λ near λ_opt) and is not tested alone
+    "prestress": lambda: materials.prestress(30.0),
+    "prestress+passive": lambda: materials.prestress(30.0) + closed_forms()["passive"][0],
+    "paper": lambda: materials.paper_law(eta_tendon=2e4),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STABLE_LAWS))
+@pytest.mark.parametrize("stretch", [1.1, 1.25])
+def test_static_uniaxial_stretch(name, stretch):
+    """A straight fiber stretched by prescribing its end: S(λ) and N = π r0² λ S."""
+    law = STABLE_LAWS[name]()
+    r0, L = 0.05, 2.0
+    fiber = sf.Fiber.straight((0, 0, 0), (L, 0, 0), n_elements=4, law=law, radius=r0, muscle_fraction=GM, activation=ALPHA)
+    model = sf.Model([fiber])
+    model.fix(fiber, "start")
+    model.prescribe(fiber, "end", lambda t: ((stretch - 1) * L, 0.0, 0.0))
+    result = sf.solve_static(model, load_steps=2)
+    fields = sf.fiber_fields(model, result.state, fiber)
+    S = law(MaterialPoint(np.array([stretch]), np.array([0.0]), 0.0, 0.0, GM, ALPHA)).stress[0]
+    np.testing.assert_allclose(fields.stretch, stretch, rtol=1e-10)
+    np.testing.assert_allclose(fields.stress, S, rtol=1e-9, atol=1e-9 * abs(S) + 1e-12)
+    np.testing.assert_allclose(fields.force, np.pi * r0**2 * stretch * S, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fields.radius, r0 / np.sqrt(stretch), rtol=1e-10)
+
+
+def test_dynamic_uniaxial_stretch_rate():
+    """End pulled at constant speed with negligible inertia: viscous stress 3ηλ̇/λ³."""
+    eta, mu, V, L = 1e4, 1e5, 0.2, 1.0
+    law = materials.passive_kelvin_voigt(mu_muscle=mu, mu_tendon=mu, eta_muscle=eta, eta_tendon=eta)
+    fiber = sf.Fiber.straight((0, 0, 0), (L, 0, 0), n_elements=3, law=law, density=1e-9)
+    model = sf.Model([fiber])
+    model.fix(fiber, "start")
+    model.prescribe(fiber, "end", lambda t: (V * t, 0.0, 0.0))
+    result = sf.simulate(model, t_end=0.5, dt=0.05, progress=False)
+    fields = sf.fiber_fields(model, result.final_state, fiber)
+    lam = 1 + V * 0.5 / L
+    lamdot = V / L
+    np.testing.assert_allclose(fields.stretch, lam, rtol=1e-9)
+    np.testing.assert_allclose(fields.stretch_rate, lamdot, rtol=1e-7)
+    np.testing.assert_allclose(fields.stress, mu * (1 - lam**-3) + 3 * eta * lamdot / lam**3, rtol=1e-7)

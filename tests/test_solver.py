@@ -1,0 +1,155 @@
+"""Static and dynamic solvers: independent solutions, failure reporting, retries."""
+import numpy as np
+import pytest
+from scipy.integrate import quad
+from scipy.optimize import brentq, fsolve
+
+import skfiber as sf
+from skfiber import materials
+
+R0, SIGMA0, MU = 0.05, 2e3, 1e5
+AREA = np.pi * R0**2
+
+
+def axial_force(lam):
+    """N(λ) = π r0² λ S(λ) for prestress + neo-Hookean passive stress."""
+    return AREA * (SIGMA0 / lam + MU * (lam - lam**-2))
+
+
+def elastic_catenary_midpoint(q, L):
+    """Independent solution of the elastic cable under a line load q (N/m, per reference length).
+
+    Equilibrium d/dS (N t) + q = 0 gives the force vector P(S) = P0 − q S;
+    the cable position follows from x′(S) = λ(|P|) P/|P| with N(λ) = |P|.
+    P0 is found by shooting so that x(L) = (L, 0, 0).
+    """
+    q = np.asarray(q, float)
+
+    def lam_of(force):
+        return brentq(lambda lam: axial_force(lam) - force, 0.3, 50.0, xtol=1e-15, rtol=1e-15)
+
+    def position(P0, S_end):
+        def comp(i):
+            def f(S):
+                P = P0 - q * S
+                n = np.linalg.norm(P)
+                return lam_of(n) * P[i] / n
+            return quad(f, 0, S_end, epsabs=1e-14, epsrel=1e-13, limit=200)[0]
+        return np.array([comp(i) for i in range(3)])
+
+    P0 = fsolve(lambda P: position(P, L) - np.array([L, 0, 0]), x0=np.array([axial_force(1.0), 0, q[2] * L / 2 * -1]), xtol=1e-14)
+    return position(P0, L / 2)
+
+
+def test_static_sag_matches_independent_elastic_catenary():
+    q = np.array([0.0, 0.0, -20.0])
+    law = materials.prestress(SIGMA0) + materials.passive_kelvin_voigt(mu_muscle=MU, mu_tendon=MU, eta_muscle=0.0, eta_tendon=0.0)
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=16, law=law, radius=R0)
+    model = sf.Model([fiber])
+    model.fix(fiber, "start")
+    model.fix(fiber, "end")
+    model.add_line_load(q)
+    exact = elastic_catenary_midpoint(q, 1.0)
+    assert exact[2] < -0.05  # a real sag, not a trivial case
+    errors = []
+    for ne in (8, 16):
+        fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=ne, law=law, radius=R0)
+        model = sf.Model([fiber])
+        model.fix(fiber, "start")
+        model.fix(fiber, "end")
+        model.add_line_load(q)
+        result = sf.solve_static(model, load_steps=4)
+        # the FE parameter θ is reference arc length here (|A1| = 1)
+        mid = sf.fiber_fields(model, result.state, fiber, theta=[0.5]).position[:, 0]
+        errors.append(np.linalg.norm(mid - exact))
+    assert errors[1] < 1e-6 * abs(exact[2])
+    assert errors[0] / errors[1] > 8  # converging at high order
+
+
+def test_body_force_equals_line_load():
+    """b0 per volume and q = π r0² b0 per length give the same equilibrium."""
+    law = materials.prestress(SIGMA0) + materials.passive_kelvin_voigt(mu_muscle=MU, mu_tendon=MU, eta_muscle=0.0, eta_tendon=0.0)
+    out = []
+    for kind in ("body", "line"):
+        fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=6, law=law, radius=R0)
+        model = sf.Model([fiber])
+        model.fix(fiber, 0)
+        model.fix(fiber, 1)
+        if kind == "body":
+            model.add_body_force((0, 0, -2000.0))
+        else:
+            model.add_line_load((0, 0, -2000.0 * AREA))
+        out.append(sf.solve_static(model, load_steps=2).state.u)
+    np.testing.assert_allclose(out[0], out[1], rtol=0, atol=1e-13)
+
+
+def test_gravity_equals_body_force():
+    model_a, model_b = (sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, density=900.0)]) for _ in range(2))
+    model_a.add_gravity((0, 0, -9.81))
+    model_b.add_body_force((0, 0, -9.81 * 900.0))
+    np.testing.assert_allclose(model_a.external_force(0.0), model_b.external_force(0.0), rtol=1e-15)
+
+
+def test_dynamic_backward_euler_is_first_order():
+    """Two step sizes: the error against a fine reference drops by ~2 per halving."""
+    law = materials.paper_law()
+    def run(dt):
+        fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=6, law=law, muscle_fraction=0.5)
+        model = sf.Model([fiber])
+        model.fix(fiber, "start")
+        model.fix(fiber, "end")
+        model.add_gravity((0, 0, -50.0))
+        r = sf.simulate(model, t_end=0.2, dt=dt, progress=False)
+        return sf.fiber_fields(model, r.final_state, fiber, theta=[0.5]).position[2, 0]
+    ref = run(0.2 / 512)
+    e1, e2 = abs(run(0.2 / 16) - ref), abs(run(0.2 / 32) - ref)
+    assert 1.7 < e1 / e2 < 2.4
+
+
+def test_simulation_result_and_callback():
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
+    model = sf.Model([fiber])
+    model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+    seen = []
+    r = sf.simulate(model, t_end=0.1, dt=0.03, store_every=2, progress=False, callback=lambda s, info: seen.append((s.t, info.step, info.newton_iterations)))
+    assert [s[1] for s in seen] == [1, 2, 3, 4]
+    assert seen[-1][0] == pytest.approx(0.1)  # last step shortened to hit t_end
+    np.testing.assert_allclose(r.times, [0.0, 0.06, 0.1])
+    assert all(s[2] >= 1 for s in seen)
+
+
+def test_newton_failure_names_time_step_and_history():
+    law = materials.paper_law()
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, law=law)
+    model = sf.Model([fiber])
+    model.fix(fiber, "start")
+    model.fix(fiber, "end")
+    model.add_gravity((0, 0, -1e5))
+    with pytest.raises(sf.ConvergenceError) as info:
+        sf.simulate(model, t_end=0.1, dt=0.1, max_halvings=1, newton_options=sf.NewtonOptions(max_iterations=2), progress=False)
+    err = info.value
+    assert err.t > 0 and err.step == 1 and len(err.residual_history) >= 1
+    assert "t = " in str(err) and "Residual history" in str(err)
+
+
+def test_retry_with_smaller_steps_recovers():
+    """A step too large for Newton succeeds when split, and the retries are counted."""
+    law = materials.paper_law(sigma0=30.0)
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=8, law=law)
+    model = sf.Model([fiber])
+    model.fix(fiber, "start")
+    model.fix(fiber, "end")
+    model.add_gravity((0, 0, -200.0))
+    opts = sf.NewtonOptions(max_iterations=8)
+    r = sf.simulate(model, t_end=0.4, dt=0.4, newton_options=opts, progress=False, max_halvings=8)
+    assert r.retries >= 1
+    assert np.all(np.isfinite(r.displacements))
+
+
+def test_static_problem_without_stiffness_reports_singular_tangent():
+    law = materials.passive_kelvin_voigt(mu_muscle=1e3, mu_tendon=1e3, eta_muscle=0.0, eta_tendon=0.0)
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, law=law)
+    model = sf.Model([fiber])
+    model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+    with pytest.raises(sf.ConvergenceError, match="singular"):
+        sf.solve_static(model, max_bisections=1)

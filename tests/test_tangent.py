@@ -1,0 +1,75 @@
+"""Finite-difference checks of every tangent block."""
+import numpy as np
+import pytest
+import sympy as sp
+
+import skfiber as sf
+from skfiber import materials
+
+from conftest import straight_model
+
+GAMMA = lambda th: 16 * (1 - th) ** 2 * th**2  # noqa: E731
+
+LAWS = {
+    "prestress": materials.prestress(30.0),
+    "passive": materials.passive_kelvin_voigt(mu_muscle=1e5, mu_tendon=1e6, eta_muscle=1e4, eta_tendon=2e4),
+    "active": materials.active_stress(3e5, lam_opt=1.3, delta_w=0.3, nu=4),
+    "paper": materials.paper_law(),
+    "custom": sf.law_from_function(lambda lam, lamdot, theta, t: 1e3 * sp.exp(lam - 1) * (1 + theta) + 5 * lamdot * lam),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAWS))
+def test_law_partials_against_fd(name):
+    assert sf.check_law_derivatives(LAWS[name]) < 1e-6
+
+
+@pytest.mark.parametrize("name", sorted(LAWS))
+@pytest.mark.parametrize("dt", [None, 0.01])
+def test_cable_tangent_against_fd(name, dt):
+    """Elastic, viscous (dt given: c_v = 1/Δt, v ≠ 0) and active (α > 0) terms."""
+    model, _ = straight_model(6, law=LAWS[name], muscle_fraction=GAMMA, activation=0.7)
+    err = sf.check_tangent(model, dt=dt, parts=["cable"], perturbation=0.05)
+    assert err < 1e-6
+
+
+def test_curved_multi_fiber_tangent():
+    law = materials.paper_law()
+    fibers = [
+        sf.Fiber.polyline([(0, 0, 0), (0.4, 0.3, 0.1), (1, 0, 0.2), (1.3, 0.2, 0.2)], n_elements=5, law=law, activation=0.5, muscle_fraction=GAMMA),
+        sf.Fiber(curve=lambda th: np.array([np.cos(th), np.sin(th), th]), n_elements=4, law=law, radius=lambda th: 0.02 + 0.01 * th),
+    ]
+    model = sf.Model(fibers)
+    assert sf.check_tangent(model, dt=0.003, perturbation=0.05) < 1e-6
+
+
+def test_inertia_tangent_against_fd():
+    model, _ = straight_model(5)
+    assert sf.check_tangent(model, dt=0.02, parts=["inertia"]) < 1e-6
+
+
+def test_full_tangent_with_loads_and_bcs():
+    model, (fiber,) = straight_model(7, muscle_fraction=GAMMA, activation=0.2)
+    model.fix(fiber, "start")
+    model.prescribe(fiber, "end", lambda t: (0.1 * t, 0.0, 0.0))
+    model.add_gravity()
+    model.add_line_load(lambda th, t: np.array([0 * th, np.sin(th) + 0 * t, 0 * th]))
+    assert sf.check_tangent(model, dt=0.01, perturbation=0.05) < 1e-6
+
+
+def test_check_tangent_detects_a_wrong_tangent():
+    """The checker itself can fail: a term with a wrong tangent is caught."""
+    from skfem import BilinearForm, LinearForm
+    from skfem.helpers import dot
+
+    @LinearForm
+    def cubic_spring(v, w):
+        return 1e3 * dot(w.x, w.x) * dot(w.x, v) * w.J
+
+    @BilinearForm
+    def wrong(u, v, w):  # misses the 2 (x·u) x·v part
+        return 1e3 * dot(w.x, w.x) * dot(u, v) * w.J
+
+    model, _ = straight_model(4)
+    model.add_term(cubic_spring, wrong, name="spring")
+    assert sf.check_tangent(model, parts=["spring"]) > 1e-3

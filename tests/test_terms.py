@@ -1,0 +1,68 @@
+"""User terms: explicit and complex-step tangents against finite differences."""
+import numpy as np
+import pytest
+from skfem import BilinearForm, LinearForm
+from skfem.helpers import dot
+
+import skfiber as sf
+from skfiber.terms import d1, d2
+
+from conftest import straight_model
+
+EI, C, K = 2e-3, 5.0, 1e3
+
+
+@LinearForm
+def bending(v, w):
+    return EI * dot(d2(w.x), d2(v)) / w.J**3
+
+
+@BilinearForm
+def bending_tangent(u, v, w):
+    return EI * dot(d2(u), d2(v)) / w.J**3
+
+
+@LinearForm
+def drag(v, w):
+    return C * dot(w.xdot, v) * w.J
+
+
+@BilinearForm
+def drag_tangent(u, v, w):
+    return C * w.c_v * dot(u, v) * w.J
+
+
+@LinearForm
+def stiffening_spring(v, w):  # nonlinear in x, uses first derivatives
+    s = dot(d1(w.x), d1(w.x))
+    return K * s * dot(d1(w.x), d1(v)) / w.J
+
+
+@BilinearForm
+def stiffening_spring_tangent(u, v, w):
+    s = dot(d1(w.x), d1(w.x))
+    return K * (s * dot(d1(u), d1(v)) + 2 * dot(d1(w.x), d1(u)) * dot(d1(w.x), d1(v))) / w.J
+
+
+TERMS = {"bending": (bending, bending_tangent), "drag": (drag, drag_tangent), "spring": (stiffening_spring, stiffening_spring_tangent)}
+
+
+@pytest.mark.parametrize("name", sorted(TERMS))
+@pytest.mark.parametrize("explicit", [True, False])
+def test_term_tangent_against_fd(name, explicit):
+    residual, tangent = TERMS[name]
+    model, _ = straight_model(6)
+    model.add_term(residual, tangent if explicit else None, name=name)
+    assert sf.check_tangent(model, dt=0.01, parts=[name], perturbation=0.05) < 1e-6
+
+
+@pytest.mark.parametrize("name", sorted(TERMS))
+def test_complex_step_equals_explicit_tangent(name, rng):
+    residual, tangent = TERMS[name]
+    model, _ = straight_model(5)
+    model.add_term(residual, tangent, name="explicit")
+    model.add_term(residual, None, name="auto")
+    u = 0.05 * rng.standard_normal(model.n_dofs)
+    v = rng.standard_normal(model.n_dofs)
+    Ks = [model.evaluate(u, v, v, 0.0, c_v=30.0, c_a=0.0, parts=[p]).element_matrices for p in ("explicit", "auto")]
+    assert np.max(np.abs(Ks[0] - Ks[1])) <= 1e-10 * np.max(np.abs(Ks[0]))
