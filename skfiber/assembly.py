@@ -77,6 +77,8 @@ class BatchedAssembler:
         self.n_jets = {False: nc * (1 + dim), True: jets.shape[1]}
         # B[e, q, jet, i]: jets of the local basis functions
         self._B = np.ascontiguousarray(jets.transpose(2, 3, 1, 0))
+        # contiguous copies for first-order (value + gradient) and full jets
+        self._Bj = {h: np.ascontiguousarray(self._B[:, :, :J, :]) for h, J in self.n_jets.items()}
         self.dx = np.asarray(basis.dx)
         self.element_dofs = basis.element_dofs  # (nb, e)
         self.N = basis.N
@@ -143,18 +145,26 @@ class BatchedAssembler:
     # --- evaluation of fields ------------------------------------------------
     def interpolate(self, dofs: np.ndarray) -> DiscreteField:
         """Interpolate a DOF vector (N,) at the quadrature points (value, grad, hess)."""
-        ue = np.asarray(dofs)[self.element_dofs.T]  # (e, nb)
+        return self.interpolate_many(np.asarray(dofs)[None, :])[0]
+
+    def interpolate_many(self, dofs: np.ndarray) -> list[DiscreteField]:
+        """Interpolate several DOF vectors (m, N) at once (one matrix product)."""
+        ue = np.asarray(dofs)[:, self.element_dofs.T]  # (m, e, nb)
+        m = ue.shape[0]
         nc, dim = self.ncomp, self.dim
         ne, nq = self.nelems, self.nqp
         Jall = self._B.shape[2]
-        jets = (self._B.reshape(ne, nq * Jall, self.nbfun) @ ue[:, :, None]).reshape(ne, nq, Jall)
-        jets = np.moveaxis(jets, 2, 0)
-        value = jets[:nc]
-        grad = jets[nc:nc + nc * dim].reshape(nc, dim, ne, nq)
-        hess = None
-        if self.has_hess:
-            hess = jets[nc + nc * dim:].reshape(nc, dim, dim, ne, nq)
-        return DiscreteField(value, grad=grad, hess=hess)
+        jets = self._B.reshape(ne, nq * Jall, self.nbfun) @ np.moveaxis(ue, 0, 2)  # (e, qJ, m)
+        jets = np.moveaxis(jets.reshape(ne, nq, Jall, m), (3, 2), (0, 1))  # (m, J, e, q)
+        out = []
+        for k in range(m):
+            value = jets[k, :nc]
+            grad = jets[k, nc:nc + nc * dim].reshape(nc, dim, ne, nq)
+            hess = None
+            if self.has_hess:
+                hess = jets[k, nc + nc * dim:].reshape(nc, dim, dim, ne, nq)
+            out.append(DiscreteField(value, grad=grad, hess=hess))
+        return out
 
     def parameters(self, **w) -> FormExtraParams:
         """Build ``w`` as skfem does: DOF vectors (N,) are interpolated."""
@@ -181,11 +191,16 @@ class BatchedAssembler:
 
     def contract(self, D: np.ndarray, hess: bool) -> np.ndarray:
         """Element matrices Kₑ = Σ_q Bᵀ D B dx from pointwise coefficients D."""
-        J = self.n_jets[hess]
-        B = self._B[:, :, :J, :]  # (e, q, J, nb)
+        B = self._Bj[hess]  # (e, q, J, nb)
+        ne, nq, nb = self.nelems, self.nqp, self.nbfun
+        # jets that the form does not couple (zero rows and columns of D) are skipped
+        active = np.flatnonzero(np.any(D != 0, axis=(1, 2, 3)) | np.any(D != 0, axis=(0, 2, 3)))
+        if active.size < B.shape[2]:
+            D = D[np.ix_(active, active)]
+            B = np.ascontiguousarray(B[:, :, active, :])
+        J = active.size
         Dm = np.moveaxis(D * self.dx, (0, 1), (2, 3))  # (e, q, J, J)
         T = Dm @ B  # (e, q, J, nb)
-        ne, nq, nb = self.nelems, self.nqp, self.nbfun
         Bf = B.reshape(ne, nq * J, nb)
         return np.swapaxes(Bf, 1, 2) @ T.reshape(ne, nq * J, nb)
 
@@ -207,7 +222,7 @@ class BatchedAssembler:
         J = self.n_jets[hess]
         ne, nq = self.nelems, self.nqp
         r = np.moveaxis(np.broadcast_to(r, (J, ne, nq)) * self.dx, 0, 2)  # (e, q, J)
-        B = self._B[:, :, :J, :].reshape(ne, nq * J, self.nbfun)
+        B = self._Bj[hess].reshape(ne, nq * J, self.nbfun)
         return (r.reshape(ne, 1, nq * J) @ B)[:, 0, :]
 
     # --- scattering -----------------------------------------------------------

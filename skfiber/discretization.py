@@ -11,7 +11,7 @@ Example
 >>> from skfiber import Fiber
 >>> from skfiber.discretization import Discretization
 >>> d = Discretization([Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)])
->>> d.n_dofs
+>>> int(d.n_dofs)
 30
 """
 from __future__ import annotations

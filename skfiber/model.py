@@ -32,14 +32,23 @@ VectorField = Sequence[float] | Callable[[np.ndarray, float], np.ndarray]
 
 @dataclass
 class State:
-    """Displacement u and velocity v of all Hermite DOFs at time t."""
+    """Displacement u, velocity v and acceleration a of all Hermite DOFs at time t.
+
+    ``a`` is the backward-Euler acceleration of the step that led here; it
+    only serves the predictor of the next step (default zero).
+    """
 
     t: float
     u: np.ndarray
     v: np.ndarray
+    a: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.a is None:
+            self.a = np.zeros_like(np.asarray(self.v, dtype=float))
 
     def copy(self) -> "State":
-        return State(self.t, self.u.copy(), self.v.copy())
+        return State(self.t, self.u.copy(), self.v.copy(), self.a.copy())
 
 
 class Evaluation:
@@ -230,8 +239,7 @@ class Model:
         """``w`` for the cable forms and terms at a state."""
         d = self.discretization
         asm = d.assembler
-        x = asm.interpolate(d.reference_dofs + u)
-        xdot = asm.interpolate(v)
+        x, xdot = asm.interpolate_many(np.stack([d.reference_dofs + u, v]))
         kin = forms.cable_kinematics(x, xdot, d.jacobian)
         alpha = self.activations(t)
         S = np.empty_like(kin.lam)

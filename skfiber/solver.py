@@ -14,7 +14,7 @@ Example
 >>> model = Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end")
 >>> model.add_gravity()
 >>> result = simulate(model, t_end=0.1, dt=0.01, progress=False)
->>> result.times[-1]
+>>> float(result.times[-1])
 0.1
 """
 from __future__ import annotations
@@ -236,7 +236,8 @@ def backward_euler_step(
     """One backward-Euler step from ``state`` to ``state.t + dt``."""
     t1 = state.t + dt
     u_n, v_n = state.u, state.v
-    u0 = u_n + dt * v_n
+    # predictor: the solution if the acceleration stayed that of the last step
+    u0 = u_n + dt * v_n + dt**2 * state.a
     c = model.constrained_dofs
     u0[c] = model.prescribed_displacement(t1)
 
@@ -246,7 +247,8 @@ def backward_euler_step(
         return model.evaluate(u, v, a, t1, c_v=1.0 / dt, c_a=1.0 / dt**2)
 
     u, report = newton(evaluate, u0, solver, options=options, t=t1, step=step)
-    return State(t1, u, (u - u_n) / dt), report
+    v = (u - u_n) / dt
+    return State(t1, u, v, (v - v_n) / dt), report
 
 
 def simulate(

@@ -1,0 +1,605 @@
+r"""Manufactured solution for the cable model (paper §5.1, Table 1, eqs. 74–76).
+
+A single fiber X(θ) = (θ, 0, 0), θ ∈ [0, 1], with the Table 1 material
+(:func:`skfiber.paper_law` defaults), r0 = 0.05 m, ρ0 = 900 kg/m³ and the
+muscle fraction γM(θ) = 16 (1 − θ)² θ² (eq. 74) is driven along the exact
+motion (eq. 75)
+
+    x(θ, t) = (θ, 0, 0) + (0, cos θ, sin 8θ) (1 − cos t).
+
+Both end positions are prescribed with this motion (slopes free) and the body
+force b0 (N/m³, per reference volume) that makes it an exact solution is
+derived with sympy from the stress law itself
+(:meth:`skfiber.SymbolicLaw.stress_expression`) with λ = |x′|/|X′| and
+λ̇ = ∂λ/∂t.  It is the strong form of the weak form in :mod:`skfiber.forms`:
+
+    b0 = ρ0 ẍ − (1/|A1|) ∂θ( S x′/|A1| )        (|A1| = |X′| = 1 here).
+
+Choices and departures (also in ``docs/theory.md``):
+
+* **Inertia.**  The paper's eq. (76), b0 = −Div(F S), omits ρ0 ẍ: that is
+  the body force of a *static* manufactured solution.  The dynamic study
+  here needs ρ0 ẍ, so it is included; the static study drops it (and λ̇).
+* **Activation.**  The paper does not give α(t) for §5.1.  This demo uses
+  α(t) = 0.05 (1 − cos πt) ∈ [0, 0.1] (smooth, α(0) = α′(0) = 0, maximal
+  at t = 1 s), so the active term (eq. 32) contributes to b0.  Larger
+  activations are not a good test: for Table 1 (Smax = 3 μM) the axial
+  stiffness d(λS)/dλ of pure muscle turns negative on the descending limb of
+  the force–length curve (λ ≈ 1.65) once α ≳ 0.18 — a material instability
+  for which the static problem is ill-posed and Newton wanders.
+* **Time interval.**  T = 1 s (the paper does not give it); the exact
+  motion starts at rest, so the default initial state is exact.
+
+Two studies, each separating one error source:
+
+:func:`temporal_study`
+    backward Euler (:func:`skfiber.simulate`) on a fixed fine mesh with
+    Δt = T/N, error e = ‖u2_h(0.5, t) − u2(0.5, t)‖_L2([0, T]) by the
+    trapezoidal rule over the step times (the measure of the paper's Fig. 3),
+    u2(0.5, t) = cos(0.5) (1 − cos t).  Expected rate 1.
+:func:`spatial_study`
+    the *static* manufactured problem at t* = T (same x(θ, t*), b0 without
+    ρ0 ẍ and with λ̇ = 0, :func:`skfiber.solve_static`), so no time error;
+    L2([0, 1]) error of the displacement (8-point Gauss per element) and the
+    error at θ = 0.5.  Expected rate 4 (cubic Hermite).
+
+What the studies show (numbers in the module's test and ``--help``):
+
+* Before the asymptotic range the spatial error is dominated by the 4-point
+  Gauss rule of the cable integrals (S varies by two orders of magnitude
+  along one wave of sin 8θ): rates of 5–7 between Ne = 32 and 256, the
+  asymptotic rate 4 from about Ne = 256.  The spatial rate is therefore
+  fitted on the finest meshes (``fit_points``); all local rates are printed.
+* The temporal error saturates for Δt ≳ T/16 (the motion is nearly
+  quasi-static: viscosity ηλ̇ and inertia are small against the elastic
+  stress); the study starts at N = 32.
+* Static load stepping (scaling b0 and the end displacements by a factor
+  0 → 1) does not follow the manufactured branch: a cable is almost without
+  transverse stiffness at the straight reference state, and Newton either
+  fails or lands on another equilibrium.  The static solve is therefore a
+  continuation along the manufactured family itself: equilibria at
+  t_k = k t*/K, k = 1 … K, each :func:`skfiber.solve_static` call starting
+  from the previous one.
+
+Run ``python demos/manufactured_solution.py [--small] [--plot FILE.png]``.
+The last line of the output is ``summary: temporal_rate=… spatial_rate=…``.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import sympy as sp
+
+import skfiber as sf
+from skfiber.materials import SYMBOLS, SymbolicLaw
+
+__all__ = [
+    "RADIUS",
+    "DENSITY",
+    "T_END",
+    "muscle_fraction",
+    "activation",
+    "exact_displacement",
+    "exact_velocity",
+    "exact_acceleration",
+    "hermite_interpolant",
+    "body_force",
+    "build_model",
+    "fitted_rate",
+    "TemporalStudy",
+    "SpatialStudy",
+    "ManufacturedResult",
+    "temporal_study",
+    "spatial_study",
+    "run",
+    "main",
+]
+
+RADIUS = 0.05  # r0 (m), Table 1
+DENSITY = 900.0  # ρ0 (kg/m³), Table 1
+T_END = 1.0  # T (s): end of the dynamic run and time t* of the static problem
+ALPHA_AMPLITUDE = 0.05  # α(t) = 0.05 (1 − cos πt) ≤ 0.1
+MIDPOINT = 0.5  # θ where the paper measures the error
+
+#: Newton tolerances.  The residual of a step cannot drop below ~1e-9 N in
+#: floating point (axial stiffness 3 μT π r0² / h), while the loads of the first
+#: steps from rest are tiny, so a pure relative test can stall there.
+DYNAMIC_NEWTON = sf.NewtonOptions(rtol=1e-9, atol=1e-8)
+STATIC_NEWTON = sf.NewtonOptions(rtol=1e-11, atol=1e-8, max_iterations=40)
+
+
+# --------------------------------------------------------------------------- data
+def muscle_fraction(theta: np.ndarray) -> np.ndarray:
+    """γM(θ) = 16 (1 − θ)² θ² (paper eq. 74)."""
+    theta = np.asarray(theta, dtype=float)
+    return 16.0 * (1.0 - theta) ** 2 * theta**2
+
+
+def activation(t: float) -> float:
+    """α(t) = 0.05 (1 − cos πt) ∈ [0, 0.1] (the paper gives none for §5.1)."""
+    return ALPHA_AMPLITUDE * (1.0 - np.cos(np.pi * t))
+
+
+def _shape(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    theta = np.asarray(theta, dtype=float)
+    return np.zeros_like(theta), np.cos(theta), np.sin(8.0 * theta)
+
+
+def exact_displacement(theta: np.ndarray | float, t: float) -> np.ndarray:
+    """u(θ, t) = x − X = (0, cos θ, sin 8θ)(1 − cos t) (eq. 75), shape (3, *θ.shape)."""
+    return np.array(_shape(theta)) * (1.0 - np.cos(t))
+
+
+def exact_velocity(theta: np.ndarray | float, t: float) -> np.ndarray:
+    """∂u/∂t, shape (3, *θ.shape)."""
+    return np.array(_shape(theta)) * np.sin(t)
+
+
+def exact_acceleration(theta: np.ndarray | float, t: float) -> np.ndarray:
+    """∂²u/∂t², shape (3, *θ.shape)."""
+    return np.array(_shape(theta)) * np.cos(t)
+
+
+def _exact_slope(theta: np.ndarray, t: float, time_derivative: int) -> np.ndarray:
+    """∂θ of u (or of its time derivatives), shape (3, *θ.shape)."""
+    theta = np.asarray(theta, dtype=float)
+    g = (1.0 - np.cos(t), np.sin(t), np.cos(t))[time_derivative]
+    return np.array([np.zeros_like(theta), -np.sin(theta), 8.0 * np.cos(8.0 * theta)]) * g
+
+
+def hermite_interpolant(model: sf.Model, t: float, *, time_derivative: int = 0) -> np.ndarray:
+    """DOF vector of the cubic Hermite interpolant of u (or u̇, ü) at time t.
+
+    Nodal values and θ-derivatives of the exact field; used to check the
+    consistency of b0 (the discrete residual at the interpolant → 0).
+    """
+    if time_derivative not in (0, 1, 2):
+        raise ValueError(f"time_derivative must be 0, 1 or 2, got {time_derivative!r}")
+    d = model.discretization
+    theta = d.node_theta
+    value = (exact_displacement, exact_velocity, exact_acceleration)[time_derivative](theta, t)
+    dofs = np.empty((theta.size, 6))
+    dofs[:, :3] = value.T
+    dofs[:, 3:] = _exact_slope(theta, t, time_derivative).T
+    return dofs.ravel()
+
+
+# --------------------------------------------------------------------------- body force
+@functools.lru_cache(maxsize=8)
+def _compiled_body_force(law: SymbolicLaw, static: bool) -> Callable:
+    theta, t = SYMBOLS["theta"], SYMBOLS["t"]
+    X = sp.Matrix([theta, 0, 0])
+    x = X + sp.Matrix([0, sp.cos(theta), sp.sin(8 * theta)]) * (1 - sp.cos(t))
+    A1 = X.diff(theta)
+    norm_A1 = sp.sqrt(A1.dot(A1))
+    a1 = x.diff(theta)
+    stretch = sp.sqrt(a1.dot(a1)) / norm_A1
+    stress = law.stress_expression(
+        stretch=stretch,
+        stretch_rate=0 if static else stretch.diff(t),
+        theta=theta,
+        t=t,
+        muscle_fraction=16 * (1 - theta) ** 2 * theta**2,
+        activation=sp.Float(ALPHA_AMPLITUDE) * (1 - sp.cos(sp.pi * t)),
+    )
+    b0 = -(stress * a1 / norm_A1).diff(theta) / norm_A1
+    if not static:
+        b0 = b0 + sp.Float(DENSITY) * x.diff(t, 2)
+    return sp.lambdify((theta, t), list(b0), modules="numpy", cse=True)
+
+
+def body_force(
+    law: SymbolicLaw | None = None, *, static: bool = False
+) -> Callable[[np.ndarray, float], np.ndarray]:
+    """The exact body force b0(θ, t) (N/m³) of the manufactured motion.
+
+    Parameters
+    ----------
+    law
+        A :class:`skfiber.SymbolicLaw`; default :func:`skfiber.paper_law`
+        (Table 1).  It must be the law of the fiber.
+    static
+        If True, the body force of the static problem whose equilibrium is
+        x(θ, t) with t a parameter: no ρ0 ẍ and λ̇ = 0 (paper eq. 76).
+
+    Returns
+    -------
+    callable
+        ``b0(theta, t)`` returning an array of shape (3, *theta.shape), as
+        :meth:`skfiber.Model.add_body_force` expects.
+    """
+    law = sf.paper_law() if law is None else law
+    if not isinstance(law, SymbolicLaw):
+        raise TypeError(
+            f"the manufactured body force needs a SymbolicLaw (sympy expression), got {type(law).__name__}"
+        )
+    compiled = _compiled_body_force(law, bool(static))
+
+    def b0(theta: np.ndarray, t: float) -> np.ndarray:
+        theta = np.asarray(theta, dtype=float)
+        return np.array([np.broadcast_to(c, theta.shape) for c in compiled(theta, float(t))])
+
+    return b0
+
+
+@functools.lru_cache(maxsize=1)
+def _default_law() -> SymbolicLaw:
+    return sf.paper_law()
+
+
+def build_model(
+    n_elements: int,
+    *,
+    static: bool = False,
+    law: SymbolicLaw | None = None,
+    quadrature_points: int = 4,
+) -> sf.Model:
+    """The §5.1 fiber with both ends prescribed by the exact motion and b0 applied."""
+    law = _default_law() if law is None else law
+    fiber = sf.Fiber.straight(
+        (0.0, 0.0, 0.0),
+        (1.0, 0.0, 0.0),
+        n_elements=n_elements,
+        radius=RADIUS,
+        density=DENSITY,
+        law=law,
+        muscle_fraction=muscle_fraction,
+        activation=activation,
+        name="fiber",
+    )
+    model = sf.Model([fiber], quadrature_points=quadrature_points)
+    model.prescribe(fiber, "start", lambda t: exact_displacement(0.0, t))
+    model.prescribe(fiber, "end", lambda t: exact_displacement(1.0, t))
+    model.add_body_force(body_force(law, static=static))
+    return model
+
+
+def fitted_rate(sizes: Sequence[float], errors: Sequence[float]) -> float:
+    """Least-squares slope of log(error) against log(size)."""
+    sizes, errors = np.asarray(sizes, float), np.asarray(errors, float)
+    if sizes.size < 2:
+        raise ValueError("a rate needs at least two points")
+    return float(np.polyfit(np.log(sizes), np.log(errors), 1)[0])
+
+
+def _local_rates(sizes: np.ndarray, errors: np.ndarray) -> np.ndarray:
+    return np.concatenate([[np.nan], np.diff(np.log(errors)) / np.diff(np.log(sizes))])
+
+
+def _progress(message: str, enabled: bool) -> None:
+    if enabled:
+        print(message, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- temporal
+@dataclass(frozen=True)
+class TemporalStudy:
+    """Backward-Euler errors at θ = 0.5 on one mesh.
+
+    ``errors[i]`` = ‖u2_h(0.5, ·) − u2(0.5, ·)‖_L2([0, T]) with ``steps[i]``
+    steps of size ``dt[i]``; ``rate`` is the least-squares slope over all of
+    them.  ``retries`` counts steps Newton had to split (a non-uniform time
+    grid; 0 in the default studies).
+    """
+
+    n_elements: int
+    t_end: float
+    steps: np.ndarray
+    dt: np.ndarray
+    errors: np.ndarray
+    newton_per_step: np.ndarray
+    retries: np.ndarray
+    wall_times: np.ndarray
+    rate: float
+
+    @property
+    def local_rates(self) -> np.ndarray:
+        return _local_rates(self.dt, self.errors)
+
+    def table(self) -> str:
+        lines = [
+            f"temporal study: backward Euler, Ne = {self.n_elements}, T = {self.t_end:g} s, "
+            f"e = ||u2_h(0.5,t) - u2(0.5,t)||_L2(0,T)",
+            f"{'N':>6} {'dt':>10} {'error':>11} {'rate':>6} {'newton/step':>12} {'retries':>8} {'wall [s]':>9}",
+        ]
+        for i, n in enumerate(self.steps):
+            r = self.local_rates[i]
+            lines.append(
+                f"{n:>6d} {self.dt[i]:>10.3e} {self.errors[i]:>11.4e} "
+                f"{'' if np.isnan(r) else f'{r:.2f}':>6} {self.newton_per_step[i]:>12.2f} "
+                f"{self.retries[i]:>8d} {self.wall_times[i]:>9.2f}"
+            )
+        lines.append(f"fitted temporal rate (least squares, all N): {self.rate:.2f}")
+        return "\n".join(lines)
+
+
+def temporal_study(
+    *,
+    n_elements: int = 32,
+    steps: Sequence[int] = (32, 64, 128, 256, 512, 1024),
+    t_end: float = T_END,
+    law: SymbolicLaw | None = None,
+    progress: bool = True,
+) -> TemporalStudy:
+    """Time convergence of backward Euler with the dynamic manufactured solution.
+
+    Parameters
+    ----------
+    n_elements
+        Elements of the (fixed, fine) mesh; keep it even so θ = 0.5 is a node.
+    steps
+        Numbers of steps N; Δt = t_end / N.
+    t_end
+        T (s).
+    law
+        Stress law (default: Table 1).
+    progress
+        Print one line per run to stderr.
+    """
+    steps = np.asarray(sorted(int(n) for n in steps))
+    model = build_model(n_elements, static=False, law=law)
+    d = model.discretization
+    errors, newton, retries, walls = [], [], [], []
+    for i, n in enumerate(steps):
+        start = time.perf_counter()
+        result = sf.simulate(
+            model, t_end=t_end, dt=t_end / n, newton_options=DYNAMIC_NEWTON, progress=False
+        )
+        walls.append(time.perf_counter() - start)
+        u2 = np.array([d.evaluate(u, 0, [MIDPOINT])[1, 0] for u in result.displacements])
+        exact = np.cos(MIDPOINT) * (1.0 - np.cos(result.times))  # u2(0.5, t)
+        errors.append(float(np.sqrt(np.trapezoid((u2 - exact) ** 2, result.times))))
+        newton.append(float(np.mean(result.newton_iterations)))
+        retries.append(int(result.retries))
+        _progress(
+            f"temporal: N = {n} ({i + 1}/{steps.size})  error {errors[-1]:.3e}  "
+            f"newton/step {newton[-1]:.1f}  retries {retries[-1]}  {walls[-1]:.1f} s",
+            progress,
+        )
+    dt = t_end / steps
+    errors = np.array(errors)
+    return TemporalStudy(
+        n_elements=int(n_elements),
+        t_end=float(t_end),
+        steps=steps,
+        dt=dt,
+        errors=errors,
+        newton_per_step=np.array(newton),
+        retries=np.array(retries),
+        wall_times=np.array(walls),
+        rate=fitted_rate(dt, errors),
+    )
+
+
+# --------------------------------------------------------------------------- spatial
+@dataclass(frozen=True)
+class SpatialStudy:
+    """Errors of the static manufactured problem against the mesh size.
+
+    ``l2_errors`` are ‖u_h − u‖_L2([0, 1]) (all three components),
+    ``midpoint_errors`` |u_h(0.5) − u(0.5)|, ``interpolation_errors`` the L2
+    error of the Hermite interpolant of the exact solution (for scale).
+    ``rate`` is the least-squares slope of the L2 error over the finest
+    ``fit_points`` meshes (the asymptotic range), ``rate_all`` over all.
+    """
+
+    t: float
+    elements: np.ndarray
+    h: np.ndarray
+    l2_errors: np.ndarray
+    midpoint_errors: np.ndarray
+    interpolation_errors: np.ndarray
+    newton_iterations: np.ndarray
+    wall_times: np.ndarray
+    fit_points: int
+    rate: float
+    rate_all: float
+    midpoint_rate: float
+
+    @property
+    def local_rates(self) -> np.ndarray:
+        return _local_rates(self.h, self.l2_errors)
+
+    def table(self) -> str:
+        mid_rates = _local_rates(self.h, self.midpoint_errors)
+        lines = [
+            f"spatial study: static problem at t* = {self.t:g} s (alpha = {activation(self.t):.3g}), "
+            "e = ||u_h - u||_L2(0,1)",
+            f"{'Ne':>6} {'h':>10} {'L2 error':>11} {'rate':>6} {'|e(0.5)|':>11} {'rate':>6} "
+            f"{'interp. L2':>11} {'newton':>7} {'wall [s]':>9}",
+        ]
+        for i, ne in enumerate(self.elements):
+            r, rm = self.local_rates[i], mid_rates[i]
+            lines.append(
+                f"{ne:>6d} {self.h[i]:>10.3e} {self.l2_errors[i]:>11.4e} "
+                f"{'' if np.isnan(r) else f'{r:.2f}':>6} {self.midpoint_errors[i]:>11.4e} "
+                f"{'' if np.isnan(rm) else f'{rm:.2f}':>6} {self.interpolation_errors[i]:>11.4e} "
+                f"{self.newton_iterations[i]:>7d} {self.wall_times[i]:>9.2f}"
+            )
+        fit = self.elements[-self.fit_points:]
+        lines.append(
+            f"fitted spatial rate (least squares, Ne = {fit[0]}…{fit[-1]}): {self.rate:.2f}  "
+            f"(all meshes: {self.rate_all:.2f}; at θ = 0.5: {self.midpoint_rate:.2f})"
+        )
+        return "\n".join(lines)
+
+
+def _l2_error(model: sf.Model, dofs: np.ndarray, t: float, *, points: int = 8) -> float:
+    d = model.discretization
+    ne = d.fibers[0].n_elements
+    xi, wi = np.polynomial.legendre.leggauss(points)
+    theta = ((np.arange(ne)[:, None] + 0.5 * (xi + 1.0)[None, :]) / ne).ravel()
+    weights = np.tile(0.5 * wi / ne, ne)
+    diff = d.evaluate(dofs, 0, theta) - exact_displacement(theta, t)
+    return float(np.sqrt(np.sum(weights * np.sum(diff**2, axis=0))))
+
+
+def solve_static_manufactured(
+    model: sf.Model, t: float, *, continuation_steps: int = 10
+) -> tuple[sf.State, int]:
+    """Static equilibrium at time t by continuation along the manufactured family.
+
+    Equilibria at t_k = k t / K (k = 1 … K), each from the previous one
+    (:func:`skfiber.solve_static` with one load step and a start state).
+    Returns the final state and the total number of Newton iterations.
+    """
+    if not isinstance(continuation_steps, (int, np.integer)) or continuation_steps < 1:
+        raise ValueError(f"continuation_steps must be an integer ≥ 1, got {continuation_steps!r}")
+    state = model.initial_state()
+    iterations = 0
+    for k in range(1, continuation_steps + 1):
+        result = sf.solve_static(
+            model, t=t * k / continuation_steps, load_steps=1, state=state, newton_options=STATIC_NEWTON
+        )
+        state = result.state
+        iterations += sum(result.iterations)
+    return state, iterations
+
+
+def spatial_study(
+    *,
+    elements: Sequence[int] = (8, 16, 32, 64, 128, 256, 512),
+    t: float = T_END,
+    fit_points: int = 3,
+    continuation_steps: int = 10,
+    quadrature_points: int = 4,
+    law: SymbolicLaw | None = None,
+    progress: bool = True,
+) -> SpatialStudy:
+    """Mesh convergence with the static manufactured solution x(θ, t).
+
+    Parameters
+    ----------
+    elements
+        Numbers of elements Ne (h = 1/Ne); keep them even (θ = 0.5 a node).
+    t
+        The time t* whose configuration is the static solution (s).
+    fit_points
+        The rate is fitted on this many of the finest meshes.
+    continuation_steps
+        Steps K of the continuation t_k = k t*/K.
+    quadrature_points
+        Gauss points per element of the cable integrals (skfiber default 4).
+    law
+        Stress law (default: Table 1).
+    progress
+        Print one line per mesh to stderr.
+    """
+    elements = np.asarray(sorted(int(n) for n in elements))
+    if not 2 <= fit_points <= elements.size:
+        raise ValueError(f"fit_points must be in 2 … {elements.size}, got {fit_points!r}")
+    l2, mid, interp, its, walls = [], [], [], [], []
+    for i, ne in enumerate(elements):
+        start = time.perf_counter()
+        model = build_model(int(ne), static=True, law=law, quadrature_points=quadrature_points)
+        state, n_it = solve_static_manufactured(model, t, continuation_steps=continuation_steps)
+        walls.append(time.perf_counter() - start)
+        d = model.discretization
+        l2.append(_l2_error(model, state.u, t))
+        interp.append(_l2_error(model, hermite_interpolant(model, t), t))
+        e_mid = d.evaluate(state.u, 0, [MIDPOINT])[:, 0] - exact_displacement(MIDPOINT, t)
+        mid.append(float(np.linalg.norm(e_mid)))
+        its.append(n_it)
+        _progress(
+            f"spatial: Ne = {ne} ({i + 1}/{elements.size})  L2 error {l2[-1]:.3e}  "
+            f"newton {n_it}  {walls[-1]:.1f} s",
+            progress,
+        )
+    h = 1.0 / elements
+    l2, mid = np.array(l2), np.array(mid)
+    return SpatialStudy(
+        t=float(t),
+        elements=elements,
+        h=h,
+        l2_errors=l2,
+        midpoint_errors=mid,
+        interpolation_errors=np.array(interp),
+        newton_iterations=np.array(its),
+        wall_times=np.array(walls),
+        fit_points=int(fit_points),
+        rate=fitted_rate(h[-fit_points:], l2[-fit_points:]),
+        rate_all=fitted_rate(h, l2),
+        midpoint_rate=fitted_rate(h[-fit_points:], mid[-fit_points:]),
+    )
+
+
+# --------------------------------------------------------------------------- driver
+@dataclass(frozen=True)
+class ManufacturedResult:
+    """Both studies and the total wall time (s)."""
+
+    temporal: TemporalStudy
+    spatial: SpatialStudy
+    wall_time: float
+
+    @property
+    def summary(self) -> str:
+        return f"summary: temporal_rate={self.temporal.rate:.2f} spatial_rate={self.spatial.rate:.2f}"
+
+
+def run(*, small: bool = False, progress: bool = True) -> ManufacturedResult:
+    """Run both studies (``small``: fewer time-step sizes and meshes, for tests)."""
+    start = time.perf_counter()
+    if small:
+        temporal = temporal_study(n_elements=32, steps=(64, 128, 256), progress=progress)
+        spatial = spatial_study(elements=(32, 64, 128, 256), progress=progress)
+    else:
+        temporal = temporal_study(progress=progress)
+        spatial = spatial_study(progress=progress)
+    return ManufacturedResult(temporal, spatial, time.perf_counter() - start)
+
+
+def plot(result: ManufacturedResult, filename: str) -> None:
+    """Save both convergence plots (log–log) to ``filename`` (needs matplotlib)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10, 4), layout="constrained")
+    ax_t, ax_s = fig.subplots(1, 2)
+    tmp = result.temporal
+    ax_t.loglog(tmp.dt, tmp.errors, "o-", label=f"Ne = {tmp.n_elements} (rate {tmp.rate:.2f})")
+    ax_t.loglog(tmp.dt, tmp.errors[-1] * tmp.dt / tmp.dt[-1], "k--", label="slope 1")
+    ax_t.set_xlabel("Δt (s)")
+    ax_t.set_ylabel("‖u₂ʰ(0.5,t) − u₂(0.5,t)‖_L2(0,T) (m·s^½)")
+    ax_t.set_title("backward Euler")
+    ax_t.legend()
+    sp_ = result.spatial
+    ax_s.loglog(sp_.h, sp_.l2_errors, "o-", label=f"‖u_h − u‖_L2 (rate {sp_.rate:.2f})")
+    ax_s.loglog(sp_.h, sp_.midpoint_errors, "s-", label="|u_h(0.5) − u(0.5)|")
+    ax_s.loglog(sp_.h, sp_.interpolation_errors, "^:", label="Hermite interpolant")
+    ax_s.loglog(sp_.h, sp_.l2_errors[-1] * (sp_.h / sp_.h[-1]) ** 4, "k--", label="slope 4")
+    ax_s.set_xlabel("h = 1/Ne")
+    ax_s.set_ylabel("error (m)")
+    ax_s.set_title(f"statics at t* = {sp_.t:g} s")
+    ax_s.legend()
+    fig.savefig(filename, dpi=120)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Command line: print both tables and a final ``summary:`` line."""
+    parser = argparse.ArgumentParser(
+        prog="manufactured_solution",
+        description="Convergence of the cable model with the manufactured solution of "
+        "Gfrerer & Simeon (2021), section 5.1.",
+    )
+    parser.add_argument("--small", action="store_true", help="fewer step sizes and meshes (a few seconds)")
+    parser.add_argument("--plot", metavar="FILE.png", help="save the convergence plots (needs matplotlib)")
+    args = parser.parse_args(argv)
+    result = run(small=args.small)
+    print(result.temporal.table())
+    print()
+    print(result.spatial.table())
+    print(f"total wall time {result.wall_time:.1f} s")
+    if args.plot:
+        plot(result, args.plot)
+        print(f"plot saved to {args.plot}")
+    print(result.summary)
+
+
+if __name__ == "__main__":
+    main()

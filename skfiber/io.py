@@ -1,0 +1,498 @@
+"""Output for ParaView and checkpoints: VTK time series through meshio, npz states.
+
+A run writes, in its output folder, for a series called NAME:
+
+``NAME.pvd``
+    ParaView's collection file (``VTKFile type="Collection"``): one
+    ``<DataSet timestep= part= file=>`` per part and written step.  It is
+    rewritten after every finished step, so a run killed at any moment leaves
+    a valid series of the steps finished so far.
+``NAME_fibers_NNNNNN.vtu``
+    Part 0: all fibers of step NNNNNN as polylines (VTK line cells), sampled
+    ``points_per_element`` times per Hermite element by Hermite interpolation.
+``NAME_bodies.vtu`` or ``NAME_bodies_NNNNNN.vtu``
+    Part 1 (only with bodies): rigid bodies as triangulated cylinders, once
+    when they do not move, per step when they do.
+``NAME_checkpoint.npz``
+    The full state of the last checkpoint (see :func:`save_checkpoint`).
+
+Every file is written under a temporary name and renamed (atomic on POSIX
+and Windows), so a reader never sees half a file.
+
+Point data of the fibers part (SI units; :data:`FIBER_FIELDS`):
+
+=================  =====  ==================================================
+name               unit   meaning
+=================  =====  ==================================================
+``radius``         m      current radius r = r0/√λ (incompressibility, eq. 21)
+``stretch``        1      λ = |a1|/|A1|
+``stretch_rate``   1/s    λ̇
+``stress``         Pa     physical 2nd Piola–Kirchhoff stress S
+``force``          N      axial force N = π r0² λ S
+``activation``     1      α(t) of the fiber
+``muscle_fraction`` 1     γM(θ) (1 muscle, 0 tendon)
+``displacement``   m      u = x − X (3 components)
+``velocity``       m/s    ẋ (3 components)
+``theta``          1      fiber parameter θ ∈ [0, 1]
+``fiber_id``       1      index of the fiber in the model (also cell data)
+=================  =====  ==================================================
+
+Bodies part: point and cell data ``body_id``.  Contact will add the line
+force ``contact_force`` (N/m) to the fibers through ``extra_fields``.
+
+Example
+-------
+>>> import tempfile, skfiber as sf
+>>> from skfiber.io import VTKSeries
+>>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
+>>> model = sf.Model([fiber])
+>>> series = VTKSeries(tempfile.mkdtemp(), model, name="demo")
+>>> files = series.write(model.initial_state(), step=0)
+>>> series.times
+[0.0]
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import meshio
+import numpy as np
+
+from .model import Model, State
+from .postprocess import fiber_fields
+
+__all__ = [
+    "FIBER_FIELDS",
+    "BODY_FIELDS",
+    "Cylinder",
+    "PvdEntry",
+    "VTKSeries",
+    "Checkpoint",
+    "fiber_mesh",
+    "cylinder_mesh",
+    "write_vtu",
+    "write_pvd",
+    "read_pvd",
+    "save_checkpoint",
+    "load_checkpoint",
+    "model_fingerprint",
+]
+
+#: Point data of the fibers part: name → (SI unit, meaning).
+FIBER_FIELDS: dict[str, tuple[str, str]] = {
+    "radius": ("m", "current radius r = r0/√λ"),
+    "stretch": ("1", "stretch λ = |a1|/|A1|"),
+    "stretch_rate": ("1/s", "stretch rate λ̇"),
+    "stress": ("Pa", "physical 2nd Piola–Kirchhoff stress S"),
+    "force": ("N", "axial force N = π r0² λ S"),
+    "activation": ("1", "activation α(t)"),
+    "muscle_fraction": ("1", "muscle fraction γM(θ)"),
+    "displacement": ("m", "displacement u = x − X"),
+    "velocity": ("m/s", "velocity ẋ"),
+    "theta": ("1", "fiber parameter θ"),
+    "fiber_id": ("1", "fiber index"),
+}
+
+#: Point data of the bodies part.
+BODY_FIELDS: dict[str, tuple[str, str]] = {
+    "body_id": ("1", "body index"),
+}
+
+FIBERS_PART, BODIES_PART = 0, 1
+
+ExtraFields = Callable[[Model, State, int, np.ndarray], dict]
+
+
+# --------------------------------------------------------------------------- meshes
+def fiber_mesh(
+    model: Model,
+    state: State,
+    *,
+    points_per_element: int = 4,
+    extra_fields: ExtraFields | None = None,
+) -> meshio.Mesh:
+    """All fibers of a state as one polyline mesh with the point data of :data:`FIBER_FIELDS`.
+
+    Parameters
+    ----------
+    points_per_element
+        Samples per Hermite element (≥ 1); the polyline of a fiber with n
+        elements has n · points_per_element + 1 points.
+    extra_fields
+        Optional ``extra_fields(model, state, k, theta) -> {name: array}``
+        adding point data of fiber k at the samples θ (arrays of shape (n,) or
+        (n, 3)); the hook for quantities the core does not know, such as the
+        contact line force.
+    """
+    if isinstance(points_per_element, bool) or not isinstance(points_per_element, (int, np.integer)) or points_per_element < 1:
+        raise ValueError(f"points_per_element must be an integer ≥ 1, got {points_per_element!r}")
+    d = model.discretization
+    points, lines, data = [], [], {name: [] for name in FIBER_FIELDS}
+    extra: dict[str, list] = {}
+    offset = 0
+    for k, fiber in enumerate(d.fibers):
+        f = fiber_fields(model, state, k, points_per_element=points_per_element)
+        n = f.theta.size
+        points.append(f.position.T)
+        lines.append(offset + np.column_stack([np.arange(n - 1), np.arange(1, n)]))
+        offset += n
+        values = {
+            "radius": f.radius,
+            "stretch": f.stretch,
+            "stretch_rate": f.stretch_rate,
+            "stress": f.stress,
+            "force": f.force,
+            "activation": np.full(n, f.activation),
+            "muscle_fraction": f.muscle_fraction,
+            "displacement": d.evaluate(state.u, k, f.theta).T,
+            "velocity": d.evaluate(state.v, k, f.theta).T,
+            "theta": f.theta,
+            "fiber_id": np.full(n, k, dtype=np.int32),
+        }
+        for name, value in values.items():
+            data[name].append(value)
+        if extra_fields is not None:
+            more = extra_fields(model, state, k, f.theta)
+            for name, value in more.items():
+                if name in FIBER_FIELDS:
+                    raise ValueError(f"extra field {name!r} clashes with a built-in field; pick another name")
+                value = np.asarray(value, dtype=float)
+                if value.shape[:1] != (n,):
+                    raise ValueError(f"extra field {name!r} of fiber {k} has shape {value.shape}; expected ({n},) or ({n}, 3)")
+                extra.setdefault(name, []).append(value)
+    cells = np.vstack(lines)
+    point_data = {name: np.concatenate(v) for name, v in {**data, **extra}.items()}
+    cell_fiber = point_data["fiber_id"][cells[:, 0]]
+    return meshio.Mesh(np.vstack(points), [("line", cells)], point_data=point_data, cell_data={"fiber_id": [cell_fiber]})
+
+
+@dataclass(frozen=True)
+class Cylinder:
+    """A right circular cylinder (a bone): base center, axis vector (base → top), radius, in m."""
+
+    start: np.ndarray
+    axis: np.ndarray
+    radius: float
+    name: str = ""
+
+    def __post_init__(self):
+        start = np.asarray(self.start, dtype=float)
+        axis = np.asarray(self.axis, dtype=float)
+        if start.shape != (3,) or axis.shape != (3,):
+            raise ValueError(f"a cylinder needs start and axis with 3 coordinates, got shapes {start.shape} and {axis.shape}")
+        if not np.all(np.isfinite(start)) or not np.all(np.isfinite(axis)) or np.linalg.norm(axis) == 0:
+            raise ValueError(f"cylinder axis must be finite and nonzero, got {axis.tolist()}")
+        if not (np.isfinite(self.radius) and self.radius > 0):
+            raise ValueError(f"cylinder radius must be > 0 (m), got {self.radius!r}")
+        object.__setattr__(self, "start", start)
+        object.__setattr__(self, "axis", axis)
+        object.__setattr__(self, "radius", float(self.radius))
+
+    @classmethod
+    def from_any(cls, value) -> "Cylinder":
+        """A Cylinder, or a tuple (start, axis, radius)."""
+        if isinstance(value, cls):
+            return value
+        try:
+            start, axis, radius = value
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"a body is a Cylinder or a tuple (start, axis, radius), got {value!r}") from err
+        return cls(start, axis, radius)
+
+
+def cylinder_mesh(cylinders: Sequence, *, resolution: int = 32) -> meshio.Mesh:
+    """Closed triangulated cylinders (outward normals) with point/cell data ``body_id``.
+
+    ``cylinders`` holds :class:`Cylinder` objects or tuples (start, axis, radius).
+    """
+    if isinstance(resolution, bool) or not isinstance(resolution, (int, np.integer)) or resolution < 3:
+        raise ValueError(f"resolution must be an integer ≥ 3, got {resolution!r}")
+    cyls = [Cylinder.from_any(c) for c in cylinders]
+    if not cyls:
+        raise ValueError("no cylinders given")
+    n = int(resolution)
+    phi = 2 * np.pi * np.arange(n) / n
+    i = np.arange(n)
+    j = (i + 1) % n
+    # local triangles: bottom ring 0..n-1, top ring n..2n-1, centers 2n (bottom), 2n+1 (top)
+    local = np.vstack([
+        np.column_stack([i, j, n + i]),
+        np.column_stack([j, n + j, n + i]),
+        np.column_stack([np.full(n, 2 * n), j, i]),
+        np.column_stack([np.full(n, 2 * n + 1), n + i, n + j]),
+    ])
+    points, tris, ids = [], [], []
+    for b, c in enumerate(cyls):
+        a = c.axis / np.linalg.norm(c.axis)
+        helper = np.eye(3)[np.argmin(np.abs(a))]
+        e1 = np.cross(a, helper)
+        e1 /= np.linalg.norm(e1)
+        e2 = np.cross(a, e1)
+        ring = c.start + c.radius * (np.outer(np.cos(phi), e1) + np.outer(np.sin(phi), e2))
+        points.append(np.vstack([ring, ring + c.axis, c.start, c.start + c.axis]))
+        tris.append(local + b * (2 * n + 2))
+        ids.append(np.full(2 * n + 2, b, dtype=np.int32))
+    body_id = np.concatenate(ids)
+    cells = np.vstack(tris)
+    return meshio.Mesh(
+        np.vstack(points), [("triangle", cells)],
+        point_data={"body_id": body_id}, cell_data={"body_id": [body_id[cells[:, 0]]]},
+    )
+
+
+# --------------------------------------------------------------------------- atomic files
+def _atomic(path: Path, write: Callable[[Path], None]) -> None:
+    """Write through ``write(tmp)`` to a temporary file next to ``path``, then rename."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}{path.suffix}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_vtu(path: str | os.PathLike, mesh: meshio.Mesh, *, compression: str | None = "zlib") -> None:
+    """Write a mesh as VTU (binary, compressed), atomically."""
+    _atomic(Path(path), lambda tmp: meshio.write(tmp, mesh, file_format="vtu", binary=True, compression=compression))
+
+
+@dataclass(frozen=True)
+class PvdEntry:
+    """One ``<DataSet>`` of a .pvd collection (file relative to the .pvd)."""
+
+    time: float
+    part: int
+    file: str
+    name: str = ""
+
+
+def write_pvd(path: str | os.PathLike, entries: Sequence[PvdEntry]) -> None:
+    """Write a ParaView collection file, atomically; times are written exactly (repr)."""
+    lines = [
+        '<?xml version="1.0"?>',
+        '<VTKFile type="Collection" version="0.1" byte_order="LittleEndian">',
+        "  <Collection>",
+    ]
+    for e in entries:
+        name = f' name="{e.name}"' if e.name else ""
+        lines.append(f'    <DataSet timestep="{float(e.time)!r}" group="" part="{e.part}" file="{e.file}"{name}/>')
+    lines += ["  </Collection>", "</VTKFile>", ""]
+    text = "\n".join(lines)
+    _atomic(Path(path), lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def read_pvd(path: str | os.PathLike) -> list[PvdEntry]:
+    """The entries of a .pvd file; clear errors for a missing or malformed file."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such .pvd file: {path}")
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as err:
+        raise ValueError(f"{path} is not valid XML ({err}); is it a ParaView .pvd collection?") from err
+    collection = root.find("Collection")
+    if root.tag != "VTKFile" or root.get("type") != "Collection" or collection is None:
+        raise ValueError(f"{path} is not a ParaView collection (expected <VTKFile type=\"Collection\"><Collection>…)")
+    out = []
+    for ds in collection.findall("DataSet"):
+        if "file" not in ds.attrib:
+            raise ValueError(f"{path}: a <DataSet> has no file attribute")
+        out.append(PvdEntry(float(ds.get("timestep", 0.0)), int(ds.get("part", 0)), ds.get("file"), ds.get("name", "")))
+    return out
+
+
+# --------------------------------------------------------------------------- series
+class VTKSeries:
+    """A VTK time series of a model in a folder: .vtu per step and part, plus the .pvd.
+
+    Parameters
+    ----------
+    directory
+        Output folder (created if missing).
+    model
+        The model whose states are written.
+    name
+        Series name: file prefix of the .pvd and .vtu files.
+    points_per_element
+        Polyline samples per Hermite element.
+    bodies
+        Optional rigid bodies drawn as cylinders: a sequence of
+        :class:`Cylinder` or (start, axis, radius) tuples (fixed bodies,
+        written once), or a callable ``bodies(state) -> sequence`` for bodies
+        that move (written every step at their current pose).
+    extra_fields
+        Extra fiber point data, see :func:`fiber_mesh`.
+    resume_time
+        None: start a new series (old files of this series are removed).
+        A time t: continue the series in the folder, keeping its steps up to t.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike,
+        model: Model,
+        *,
+        name: str = "result",
+        points_per_element: int = 4,
+        bodies: Sequence | Callable[[State], Sequence] | None = None,
+        extra_fields: ExtraFields | None = None,
+        resume_time: float | None = None,
+        compression: str | None = "zlib",
+    ):
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", name or ""):
+            raise ValueError(f"series name {name!r} must be a plain file name (letters, digits, _ . -)")
+        if isinstance(points_per_element, bool) or not isinstance(points_per_element, (int, np.integer)) or points_per_element < 1:
+            raise ValueError(f"points_per_element must be an integer ≥ 1, got {points_per_element!r}")
+        self.directory = Path(directory)
+        if self.directory.exists() and not self.directory.is_dir():
+            raise NotADirectoryError(f"output path {self.directory} exists and is not a folder")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.model = model
+        self.name = name
+        self.points_per_element = int(points_per_element)
+        self.extra_fields = extra_fields
+        self.compression = compression
+        self._moving_bodies = callable(bodies)
+        self._bodies = bodies
+        self._static_bodies_file: str | None = None
+        self.entries: list[PvdEntry] = []
+        self.bytes_written = 0
+        self.files_written = 0
+        if resume_time is None:
+            self._remove_old_files()
+            if bodies is not None and not self._moving_bodies:
+                self._static_bodies_file = f"{name}_bodies.vtu"
+                self._write_mesh(self._static_bodies_file, cylinder_mesh(bodies))
+        else:
+            if self.pvd_path.exists():
+                self.entries = [e for e in read_pvd(self.pvd_path) if e.time <= resume_time]
+            if bodies is not None and not self._moving_bodies:
+                self._static_bodies_file = f"{name}_bodies.vtu"
+                if not (self.directory / self._static_bodies_file).exists():
+                    self._write_mesh(self._static_bodies_file, cylinder_mesh(bodies))
+
+    @property
+    def pvd_path(self) -> Path:
+        return self.directory / f"{self.name}.pvd"
+
+    @property
+    def times(self) -> list[float]:
+        """Times written so far (one per step)."""
+        return sorted({e.time for e in self.entries})
+
+    def _remove_old_files(self) -> None:
+        pattern = re.compile(rf"{re.escape(self.name)}_(fibers|bodies)(_\d+)?\.vtu")
+        for p in self.directory.iterdir():
+            if pattern.fullmatch(p.name) or p.name == self.pvd_path.name:
+                p.unlink()
+
+    def _write_mesh(self, file: str, mesh: meshio.Mesh) -> None:
+        path = self.directory / file
+        write_vtu(path, mesh, compression=self.compression)
+        self.bytes_written += path.stat().st_size
+        self.files_written += 1
+
+    def write(self, state: State, step: int) -> list[Path]:
+        """Write one step (all parts) and rewrite the .pvd; returns the files written."""
+        step = int(step)
+        files = [(FIBERS_PART, f"{self.name}_fibers_{step:06d}.vtu", "fibers")]
+        self._write_mesh(
+            files[0][1],
+            fiber_mesh(self.model, state, points_per_element=self.points_per_element, extra_fields=self.extra_fields),
+        )
+        if self._moving_bodies:
+            files.append((BODIES_PART, f"{self.name}_bodies_{step:06d}.vtu", "bodies"))
+            self._write_mesh(files[-1][1], cylinder_mesh(self._bodies(state)))
+        elif self._static_bodies_file is not None:
+            files.append((BODIES_PART, self._static_bodies_file, "bodies"))
+        t = float(state.t)
+        self.entries = [e for e in self.entries if e.time != t]
+        self.entries += [PvdEntry(t, part, file, name) for part, file, name in files]
+        write_pvd(self.pvd_path, self.entries)
+        return [self.directory / f for _, f, _ in files]
+
+
+# --------------------------------------------------------------------------- checkpoints
+CHECKPOINT_VERSION = 1
+
+
+@dataclass
+class Checkpoint:
+    """Everything needed to continue a run exactly.
+
+    Attributes
+    ----------
+    state : the state after ``step`` steps
+    step : number of steps done since ``t_start``
+    dt : step size of the run (s)
+    t_start : start time of the run (s); step n ends at t_start + n dt
+    fingerprint : :func:`model_fingerprint` of the model that wrote it
+    stats : running totals (``newton_iterations``, ``retries``, ``wall_time``)
+    """
+
+    state: State
+    step: int
+    dt: float
+    t_start: float
+    fingerprint: str
+    stats: dict = dataclasses.field(default_factory=dict)
+
+
+def model_fingerprint(model: Model) -> str:
+    """A hash of the discretization (reference geometry, DOF numbering, constraints).
+
+    It catches resuming with another mesh or other boundary conditions; it
+    does not see material parameters or loads.
+    """
+    d = model.discretization
+    h = hashlib.sha256()
+    h.update(np.ascontiguousarray(d.reference_dofs, dtype=np.float64).tobytes())
+    h.update(np.ascontiguousarray(np.sort(model.constrained_dofs), dtype=np.int64).tobytes())
+    h.update(str([f.n_elements for f in d.fibers]).encode())
+    return h.hexdigest()[:16]
+
+
+def save_checkpoint(path: str | os.PathLike, checkpoint: Checkpoint) -> None:
+    """Save a checkpoint as .npz (atomically); all fields of the State are stored."""
+    arrays = {f"state.{f.name}": np.asarray(getattr(checkpoint.state, f.name)) for f in dataclasses.fields(checkpoint.state)}
+    arrays.update(
+        version=np.array(CHECKPOINT_VERSION),
+        step=np.array(checkpoint.step),
+        dt=np.array(checkpoint.dt),
+        t_start=np.array(checkpoint.t_start),
+        fingerprint=np.array(checkpoint.fingerprint),
+        **{f"stats.{k}": np.asarray(v) for k, v in checkpoint.stats.items()},
+    )
+
+    def write(tmp):
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
+
+    _atomic(Path(path), write)
+
+
+def load_checkpoint(path: str | os.PathLike) -> Checkpoint:
+    """Load a checkpoint written by :func:`save_checkpoint`."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}; start the run without resume first")
+    with np.load(path, allow_pickle=False) as z:
+        if int(z["version"]) != CHECKPOINT_VERSION:
+            raise ValueError(f"{path} has checkpoint format {int(z['version'])}, this skfiber reads {CHECKPOINT_VERSION}")
+        values = {k[len("state."):]: z[k] for k in z.files if k.startswith("state.")}
+        names = [f.name for f in dataclasses.fields(State)]
+        missing = set(names) - set(values)
+        if missing:
+            raise ValueError(f"{path} lacks state fields {sorted(missing)}; it was written by another skfiber version")
+        state = State(**{n: (float(values[n]) if values[n].ndim == 0 else values[n].copy()) for n in names})
+        stats = {k[len("stats."):]: z[k].item() for k in z.files if k.startswith("stats.")}
+        return Checkpoint(state, int(z["step"]), float(z["dt"]), float(z["t_start"]), str(z["fingerprint"]), stats)

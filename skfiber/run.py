@@ -1,0 +1,322 @@
+"""A run driver: time integration with VTK output, checkpoints, resume and a progress bar.
+
+:func:`run_simulation` wraps :func:`skfiber.simulate`; the demos and the
+``skfiber`` command share it.
+
+Exact resume: every step is one call of :func:`skfiber.simulate` from the
+state of the previous step to t_start + n·dt, so the time grid does not
+depend on where a run started.  The checkpoint holds that state (all fields
+of :class:`skfiber.State`), so a run resumed from any checkpoint repeats the
+same floating-point operations as an uninterrupted one and ends with the
+same state, bit for bit.  Checkpoints are written every ``checkpoint_every``
+steps, at the end, on Ctrl-C and after a step that failed.
+
+Example
+-------
+>>> import tempfile, skfiber as sf
+>>> from skfiber.run import run_simulation
+>>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
+>>> model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end")
+>>> model.add_gravity()
+>>> out = tempfile.mkdtemp()
+>>> result = run_simulation(model, t_end=0.02, dt=0.01, out_dir=out, progress=False)
+>>> result.steps, result.pvd.name
+(2, 'result.pvd')
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time as _time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence, TextIO
+
+import numpy as np
+
+from .io import Checkpoint, VTKSeries, load_checkpoint, model_fingerprint, save_checkpoint
+from .model import Model, State
+from .solver import ConvergenceError, NewtonOptions, StepInfo, simulate
+
+__all__ = ["RunResult", "Progress", "run_simulation", "checkpoint_path"]
+
+
+@dataclass
+class RunResult:
+    """What a run did.
+
+    Attributes
+    ----------
+    final_state : the last finished state
+    steps : steps done since the start of the run (including those before a resume)
+    n_steps : steps of the whole run
+    newton_iterations : Newton iterations of all steps (including before a resume)
+    retries : steps that had to be split
+    wall_time : seconds of this call; ``solve_time`` and ``output_time`` split it
+    pvd : the .pvd file (None without output)
+    checkpoint : the checkpoint file (None without checkpoints)
+    resumed_from : the step the run was resumed from (None: fresh start)
+    interrupted : stopped by Ctrl-C (the last finished step is checkpointed)
+    output_bytes, output_files : size and number of the .vtu files written by this call
+    """
+
+    final_state: State
+    steps: int
+    n_steps: int
+    newton_iterations: int
+    retries: int
+    wall_time: float
+    solve_time: float
+    output_time: float
+    pvd: Path | None = None
+    checkpoint: Path | None = None
+    resumed_from: int | None = None
+    interrupted: bool = False
+    output_bytes: int = 0
+    output_files: int = 0
+
+    def summary(self) -> str:
+        """One line for logs."""
+        state = "interrupted" if self.interrupted else "done"
+        per = self.newton_iterations / max(self.steps, 1)
+        text = (
+            f"{state}: {self.steps}/{self.n_steps} steps to t = {self.final_state.t:.6g} s, "
+            f"{self.newton_iterations} Newton iterations ({per:.1f}/step), {self.retries} retries, "
+            f"wall {self.wall_time:.2f} s (output {self.output_time:.2f} s)"
+        )
+        if self.resumed_from is not None:
+            text += f", resumed from step {self.resumed_from}"
+        if self.pvd is not None:
+            text += f"; {self.output_files} files, {self.output_bytes / 1e6:.2f} MB → {self.pvd}"
+        return text
+
+
+class Progress:
+    """A one-line progress bar on a stream (default stderr).
+
+    On a terminal the line is redrawn in place; otherwise (logs, pipes) a
+    line is printed at most every ``interval`` seconds and at the end.
+    ``extra`` texts (e.g. active contact points) are appended to the line.
+    """
+
+    def __init__(self, *, stream: TextIO | None = None, width: int = 24, interval: float = 2.0):
+        self.stream = stream if stream is not None else sys.stderr
+        self.width = width
+        self.interval = interval
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._last = -math.inf
+        self._start = _time.perf_counter()
+        self._first_step: int | None = None
+
+    def update(self, *, step: int, n_steps: int, t: float, t_end: float, newton: int, extra: str = "") -> None:
+        now = _time.perf_counter()
+        if self._first_step is None:
+            self._first_step = step - 1
+        done = step == n_steps
+        if not done and now - self._last < (0.1 if self.tty else self.interval):
+            return
+        self._last = now
+        frac = step / max(n_steps, 1)
+        filled = int(round(self.width * frac))
+        bar = "#" * filled + "." * (self.width - filled)
+        rate = (now - self._start) / max(step - self._first_step, 1)
+        eta = rate * (n_steps - step)
+        line = (
+            f"[{bar}] {100 * frac:3.0f}%  t = {t:.4g}/{t_end:.4g} s  step {step}/{n_steps}  "
+            f"Newton {newton} it  ETA {_duration(eta)}"
+        )
+        if extra:
+            line += "  " + extra
+        if self.tty:
+            print("\r" + line + "\033[K", end="\n" if done else "", file=self.stream, flush=True)
+        else:
+            print(line, file=self.stream, flush=True)
+
+    def message(self, text: str) -> None:
+        if self.tty:
+            print("\r\033[K", end="", file=self.stream)
+        print(text, file=self.stream, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "?"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    m, s = divmod(int(round(seconds)), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def checkpoint_path(out_dir: str | Path, name: str = "result") -> Path:
+    """Where :func:`run_simulation` keeps the checkpoint of series ``name``."""
+    return Path(out_dir) / f"{name}_checkpoint.npz"
+
+
+def run_simulation(
+    model: Model,
+    *,
+    t_end: float,
+    dt: float,
+    out_dir: str | Path | None = None,
+    name: str = "result",
+    state: State | None = None,
+    output_every: int = 1,
+    checkpoint_every: int | None = 50,
+    resume: bool = False,
+    progress: bool | Progress = True,
+    points_per_element: int = 4,
+    bodies: Sequence | Callable[[State], Sequence] | None = None,
+    extra_fields=None,
+    callback: Callable[[State, StepInfo], None] | None = None,
+    newton_options: NewtonOptions = NewtonOptions(),
+    max_halvings: int = 4,
+) -> RunResult:
+    """Integrate ``model`` to ``t_end`` writing VTK output and checkpoints.
+
+    Parameters
+    ----------
+    t_end, dt
+        End time and step size (s); step n ends at t_start + n dt, the last
+        one at t_end.
+    out_dir
+        Output folder for the VTK series ``name.pvd`` (see :mod:`skfiber.io`)
+        and the checkpoint; None: no files.
+    state
+        Start state (default: rest at t = 0); ignored when resuming.
+    output_every
+        Write VTK every k-th step (the start and the last step always).
+    checkpoint_every
+        Save the full state every K steps and at the end (None: never).
+    resume
+        Continue from the checkpoint in ``out_dir`` (it must exist and belong
+        to the same model and dt); the VTK series keeps its steps up to the
+        checkpoint.  ``t_end`` may be later than the original one.
+    progress
+        Print a progress bar and a final summary to stderr (or pass a
+        :class:`Progress`).
+    points_per_element, bodies, extra_fields
+        Passed to :class:`skfiber.io.VTKSeries`.
+    callback
+        ``callback(state, info)`` after every step; ``info.step`` and
+        ``info.n_steps`` count from the start of the whole run.
+    newton_options, max_halvings
+        Passed to :func:`skfiber.simulate`.
+
+    Raises
+    ------
+    ConvergenceError
+        From the solver; the last finished step is checkpointed first and the
+        .pvd holds every finished output step.
+    """
+    for key, value in (("output_every", output_every), ("checkpoint_every", checkpoint_every)):
+        if value is None and key == "checkpoint_every":
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{key} must be an integer ≥ 1, got {value!r}")
+    if not (isinstance(dt, (int, float, np.floating)) and math.isfinite(dt) and dt > 0):
+        raise ValueError(f"dt must be a finite number > 0, got {dt!r}")
+    if resume and out_dir is None:
+        raise ValueError("resume=True needs out_dir (where the checkpoint is)")
+    started = _time.perf_counter()
+    bar = progress if isinstance(progress, Progress) else (Progress() if progress else None)
+    ckpt_file = checkpoint_path(out_dir, name) if out_dir is not None and checkpoint_every else None
+    fingerprint = model_fingerprint(model)
+    totals = {"newton_iterations": 0, "retries": 0}
+    resumed_from = None
+    if resume:
+        ckpt = load_checkpoint(checkpoint_path(out_dir, name))
+        if ckpt.fingerprint != fingerprint:
+            raise ValueError(
+                f"the checkpoint {checkpoint_path(out_dir, name)} belongs to another model "
+                "(mesh, fibers or boundary conditions differ); resume with the same model or start afresh"
+            )
+        if ckpt.dt != dt:
+            raise ValueError(f"the checkpoint was written with dt = {ckpt.dt!r}; resume with the same dt (got {dt!r})")
+        state, step0, t_start = ckpt.state, ckpt.step, ckpt.t_start
+        totals.update({k: int(ckpt.stats.get(k, 0)) for k in totals})
+        resumed_from = step0
+    else:
+        state = model.initial_state() if state is None else state.copy()
+        step0, t_start = 0, float(state.t)
+    if not math.isfinite(t_end) or t_end < state.t or (t_end == state.t and not resume):
+        raise ValueError(f"t_end = {t_end!r} must be a finite time after the start time {state.t!r}")
+    n_steps = step0 + (int(math.ceil((t_end - state.t) / dt - 1e-9)) if t_end > state.t else 0)
+
+    series = None
+    output_time = 0.0
+    if out_dir is not None:
+        tic = _time.perf_counter()
+        series = VTKSeries(
+            out_dir, model, name=name, points_per_element=points_per_element, bodies=bodies,
+            extra_fields=extra_fields, resume_time=state.t if resume else None,
+        )
+        if not resume:
+            series.write(state, 0)
+        output_time += _time.perf_counter() - tic
+    if bar is not None and resume:
+        bar.message(f"resuming from step {step0} (t = {state.t:.6g} s) of {n_steps}")
+
+    def save(st: State, step: int) -> float:
+        if ckpt_file is None:
+            return 0.0
+        tic = _time.perf_counter()
+        save_checkpoint(ckpt_file, Checkpoint(st, step, float(dt), t_start, fingerprint, dict(totals)))
+        return _time.perf_counter() - tic
+
+    interrupted = False
+    step = saved = step0
+    try:
+        while step < n_steps:
+            # one simulate() call per step: every step ends exactly at t_start + n dt,
+            # whatever step the run was resumed from
+            t_next = t_end if step + 1 == n_steps else t_start + (step + 1) * dt
+            result = simulate(
+                model, t_end=t_next, dt=dt, state=state, max_halvings=max_halvings,
+                newton_options=newton_options, progress=False,
+            )
+            if result.interrupted:
+                interrupted = True
+                break
+            state, step = result.final_state, step + 1
+            n_it = int(sum(result.newton_iterations))
+            totals["newton_iterations"] += n_it
+            totals["retries"] += result.retries
+            tic = _time.perf_counter()
+            if series is not None and (step % output_every == 0 or step == n_steps):
+                series.write(state, step)
+            if checkpoint_every and (step % checkpoint_every == 0 or step == n_steps):
+                save(state, step)
+                saved = step
+            output_time += _time.perf_counter() - tic
+            if callback is not None:
+                callback(state, StepInfo(step, n_steps, t_end, n_it, result.retries, _time.perf_counter() - started))
+            if bar is not None:
+                bar.update(step=step, n_steps=n_steps, t=state.t, t_end=t_end, newton=n_it)
+    except KeyboardInterrupt:
+        interrupted = True
+    except ConvergenceError:
+        if saved != step:
+            save(state, step)
+        if bar is not None:
+            bar.message(f"failed after step {step} (t = {state.t:.6g} s); "
+                        + (f"checkpoint of that step in {ckpt_file}" if ckpt_file else "no checkpoint"))
+        raise
+    if interrupted:
+        if series is not None and series.times and series.times[-1] != state.t:
+            series.write(state, step)
+        if saved != step:
+            output_time += save(state, step)
+    wall = _time.perf_counter() - started
+    run = RunResult(
+        final_state=state, steps=step, n_steps=n_steps,
+        newton_iterations=totals["newton_iterations"], retries=totals["retries"],
+        wall_time=wall, solve_time=wall - output_time, output_time=output_time,
+        pvd=series.pvd_path if series is not None else None, checkpoint=ckpt_file,
+        resumed_from=resumed_from, interrupted=interrupted,
+        output_bytes=series.bytes_written if series is not None else 0,
+        output_files=series.files_written if series is not None else 0,
+    )
+    if bar is not None:
+        bar.message(run.summary())
+    return run

@@ -1,0 +1,327 @@
+"""PyVista views of fibers and bodies: tubes of the true current radius, screenshots, movies.
+
+Optional dependency: ``pip install skfiber[viz]`` (pyvista, imageio,
+imageio-ffmpeg).  Import this module explicitly (``import skfiber.viz``);
+``import skfiber`` does not load pyvista.
+
+A *source* is any of
+
+- a ``.pvd`` series or a ``.vtu`` file written by :mod:`skfiber.io`,
+- a ``(model, state)`` pair (drawn through :func:`skfiber.io.fiber_mesh`),
+- a ``meshio.Mesh`` or a pyvista dataset of fibers.
+
+Fibers are drawn as tubes whose radius is the current radius r = r0/√λ
+(``tube(scalars="radius", absolute=True)``), colored by a chosen point field
+(:data:`skfiber.io.FIBER_FIELDS`); bodies as their triangulated cylinders.
+No display is needed: without one, rendering is off screen (EGL or OSMesa).
+
+Example
+-------
+>>> import skfiber as sf, skfiber.viz as viz  # doctest: +SKIP
+>>> viz.screenshot("out/hanging_bundle.pvd", "bundle.png", field="stress")  # doctest: +SKIP
+>>> viz.movie("out/hanging_bundle.pvd", "bundle.mp4", field="stretch")  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from . import io as _io
+
+if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+    # headless: go straight to EGL instead of failing on X first (VTK ≥ 9.4 wheels)
+    os.environ.setdefault("VTK_DEFAULT_OPENGL_WINDOW", "vtkEGLRenderWindow")
+
+try:
+    import pyvista as pv
+except ImportError as err:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "skfiber.viz needs pyvista; install the optional extra: pip install 'skfiber[viz]'"
+    ) from err
+
+__all__ = [
+    "has_display",
+    "Frame",
+    "Series",
+    "load",
+    "tubes",
+    "scene",
+    "screenshot",
+    "movie",
+    "show",
+    "MOVIE_FORMATS",
+]
+
+BONE_COLOR = "#e8dcc4"
+MOVIE_FORMATS = (".gif", ".mp4")
+DEFAULT_WINDOW = (960, 720)  # multiples of 16 (H.264 macro blocks)
+
+
+def has_display() -> bool:
+    """Whether an interactive window can be opened."""
+    if sys.platform.startswith("linux"):
+        return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    return True
+
+
+if not has_display():
+    pv.OFF_SCREEN = True
+
+
+@dataclass
+class Frame:
+    """What is drawn at one time: fibers (lines with point data) and bodies (surface or None)."""
+
+    fibers: pv.DataSet
+    bodies: pv.DataSet | None = None
+    time: float | None = None
+
+    @property
+    def fields(self) -> list[str]:
+        return sorted(self.fibers.point_data.keys())
+
+
+class Series:
+    """A .pvd series written by :mod:`skfiber.io`, frame by frame."""
+
+    def __init__(self, pvd: str | os.PathLike):
+        self.path = Path(pvd)
+        if self.path.suffix.lower() != ".pvd":
+            raise ValueError(f"{self.path} is not a .pvd file")
+        entries = _io.read_pvd(self.path)
+        if not entries:
+            raise ValueError(f"{self.path} lists no data sets (the run wrote no step yet?)")
+        self._by_time: dict[float, dict[int, str]] = {}
+        for e in entries:
+            self._by_time.setdefault(e.time, {})[e.part] = e.file
+        self.times = sorted(self._by_time)
+        missing = [f for parts in self._by_time.values() for f in parts.values() if not (self.path.parent / f).is_file()]
+        if missing:
+            raise FileNotFoundError(f"{self.path} refers to missing files, e.g. {missing[0]} ({len(missing)} missing)")
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    def index(self, time: float | None) -> int:
+        """Index of the time point nearest to ``time`` (None: the last)."""
+        if time is None:
+            return len(self.times) - 1
+        t0, t1 = self.times[0], self.times[-1]
+        tol = 1e-9 * max(1.0, abs(t1))
+        if not (t0 - tol <= time <= t1 + tol):
+            raise ValueError(f"time {time:g} s is outside the series, which spans {t0:g} … {t1:g} s ({len(self)} time points)")
+        return int(np.argmin(np.abs(np.asarray(self.times) - time)))
+
+    def frame(self, i: int) -> Frame:
+        parts = self._by_time[self.times[i]]
+        fibers = pv.read(self.path.parent / parts[_io.FIBERS_PART])
+        bodies = pv.read(self.path.parent / parts[_io.BODIES_PART]) if _io.BODIES_PART in parts else None
+        return Frame(fibers, bodies, self.times[i])
+
+
+def load(source, *, time: float | None = None, bodies: Sequence | None = None) -> Frame:
+    """One frame from a source (see the module docs); ``time`` picks the nearest step of a series."""
+    if isinstance(source, Frame):
+        return source
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if not path.exists():
+            raise FileNotFoundError(f"no such file: {path}")
+        suffix = path.suffix.lower()
+        if suffix == ".pvd":
+            series = Series(path)
+            return series.frame(series.index(time))
+        if suffix == ".vtu":
+            frame = Frame(pv.read(path))
+        else:
+            raise ValueError(f"cannot show {path}: pick a .pvd series or a .vtu file written by skfiber")
+    elif isinstance(source, tuple) and len(source) == 2:
+        model, state = source
+        frame = Frame(pv.from_meshio(_io.fiber_mesh(model, state)), time=float(state.t))
+    elif type(source).__module__.startswith("meshio"):
+        frame = Frame(pv.from_meshio(source))
+    elif isinstance(source, pv.DataSet):
+        frame = Frame(source)
+    else:
+        raise TypeError(f"cannot show a {type(source).__name__}; give a .pvd/.vtu path, (model, state), a meshio.Mesh or a pyvista dataset")
+    if bodies is not None:
+        frame.bodies = pv.from_meshio(_io.cylinder_mesh(bodies))
+    return frame
+
+
+def tubes(fibers: pv.DataSet, *, n_sides: int = 24) -> pv.PolyData:
+    """Tubes around the fiber polylines with radius = point data ``radius`` (absolute, m)."""
+    if "radius" not in fibers.point_data:
+        raise ValueError(f"the fiber data has no 'radius' array (arrays: {sorted(fibers.point_data.keys())}); was it written by skfiber.io?")
+    poly = fibers if isinstance(fibers, pv.PolyData) else fibers.extract_geometry()
+    # join the 2-point line cells of each fiber into one polyline (smooth tube joints)
+    poly = poly.strip(join=True, max_length=poly.n_points + 1)
+    return poly.tube(scalars="radius", absolute=True, n_sides=n_sides, capping=True)
+
+
+def _field_range(frames: Sequence[Frame], field: str) -> tuple[float, float]:
+    lo, hi = np.inf, -np.inf
+    for f in frames:
+        v = np.asarray(f.fibers.point_data[field])
+        v = np.linalg.norm(v, axis=1) if v.ndim == 2 else v
+        lo, hi = min(lo, float(v.min())), max(hi, float(v.max()))
+    if lo == hi:
+        lo, hi = lo - 0.5 * max(abs(lo), 1e-12), hi + 0.5 * max(abs(hi), 1e-12)
+    return lo, hi
+
+
+def _check_field(frame: Frame, field: str) -> None:
+    if field not in frame.fibers.point_data:
+        raise ValueError(f"unknown field {field!r}; pick one of {frame.fields}")
+
+
+def _title(field: str) -> str:
+    unit = _io.FIBER_FIELDS.get(field, ("", ""))[0]
+    return f"{field} ({unit})" if unit and unit != "1" else field
+
+
+def _set_view(plotter: pv.Plotter, view: str, bounds=None) -> None:
+    views = {"iso": "view_isometric", "xy": "view_xy", "xz": "view_xz", "yz": "view_yz"}
+    if view not in views:
+        raise ValueError(f"unknown view {view!r}; pick one of {sorted(views)}")
+    getattr(plotter, views[view])(bounds=bounds) if bounds is not None else getattr(plotter, views[view])()
+
+
+def scene(
+    source,
+    *,
+    field: str = "stress",
+    time: float | None = None,
+    bodies: Sequence | None = None,
+    clim: tuple[float, float] | None = None,
+    cmap: str = "viridis",
+    view: str = "iso",
+    n_sides: int = 24,
+    window_size: tuple[int, int] = DEFAULT_WINDOW,
+    off_screen: bool | None = None,
+    title: bool = True,
+) -> pv.Plotter:
+    """A plotter with the fibers as tubes colored by ``field`` and the bodies as cylinders.
+
+    Parameters
+    ----------
+    source
+        See the module docs; ``time`` picks the step of a .pvd series (nearest; default last).
+    field
+        Point field for the colors (:data:`skfiber.io.FIBER_FIELDS`); vectors by magnitude.
+    bodies
+        Extra cylinders (start, axis, radius) to draw, e.g. bones of a (model, state) source.
+    clim
+        Color range (default: the range of the field).
+    view
+        Camera: ``"iso"``, ``"xy"``, ``"xz"`` or ``"yz"``.
+    off_screen
+        Render without a window (default: when there is no display).
+    """
+    frame = load(source, time=time, bodies=bodies)
+    _check_field(frame, field)
+    plotter = pv.Plotter(off_screen=(not has_display()) if off_screen is None else off_screen, window_size=list(window_size))
+    plotter.set_background("white")
+    plotter.add_mesh(
+        tubes(frame.fibers, n_sides=n_sides), scalars=field, cmap=cmap,
+        clim=clim if clim is not None else _field_range([frame], field),
+        smooth_shading=True, scalar_bar_args={"title": _title(field), "color": "black", "vertical": True},
+        name="fibers",
+    )
+    if frame.bodies is not None:
+        plotter.add_mesh(frame.bodies.extract_surface(), color=BONE_COLOR, smooth_shading=True, name="bodies")
+    if title and frame.time is not None:
+        plotter.add_text(f"t = {frame.time:.4g} s", font_size=12, color="black", name="time")
+    _set_view(plotter, view)
+    return plotter
+
+
+def screenshot(source, filename: str | os.PathLike, **options) -> Path:
+    """Render a source off screen to a PNG (options as for :func:`scene`)."""
+    filename = Path(filename)
+    if filename.suffix.lower() not in (".png", ".jpg", ".jpeg"):
+        raise ValueError(f"screenshot file {filename} must end in .png or .jpg")
+    filename.parent.mkdir(parents=True, exist_ok=True)
+    options["off_screen"] = True
+    plotter = scene(source, **options)
+    try:
+        plotter.screenshot(str(filename))
+    finally:
+        plotter.close()
+    return filename
+
+
+def movie(
+    pvd: str | os.PathLike,
+    filename: str | os.PathLike,
+    *,
+    field: str = "stress",
+    fps: float = 15.0,
+    every: int = 1,
+    view: str = "iso",
+    cmap: str = "viridis",
+    n_sides: int = 16,
+    window_size: tuple[int, int] = DEFAULT_WINDOW,
+) -> Path:
+    """A movie of a .pvd series: GIF (imageio) or MP4 (imageio-ffmpeg), chosen by the suffix.
+
+    The camera and the color range are fixed over the movie (they fit all frames).
+    """
+    filename = Path(filename)
+    suffix = filename.suffix.lower()
+    if suffix not in MOVIE_FORMATS:
+        raise ValueError(f"movie file {filename} has an unknown format; pick one of {list(MOVIE_FORMATS)}")
+    if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
+        raise ValueError(f"every must be an integer ≥ 1, got {every!r}")
+    if not fps > 0:
+        raise ValueError(f"fps must be > 0, got {fps!r}")
+    import imageio.v2 as imageio
+
+    series = Series(pvd)
+    indices = list(range(0, len(series), every))
+    if indices[-1] != len(series) - 1:
+        indices.append(len(series) - 1)
+    frames = [series.frame(i) for i in indices]
+    _check_field(frames[0], field)
+    clim = _field_range(frames, field)
+    rmax = max(float(np.max(f.fibers.point_data["radius"])) for f in frames)
+    boxes = np.array([f.fibers.bounds for f in frames] + [f.bodies.bounds for f in frames if f.bodies is not None])
+    bounds = [boxes[:, 0].min() - rmax, boxes[:, 1].max() + rmax, boxes[:, 2].min() - rmax,
+              boxes[:, 3].max() + rmax, boxes[:, 4].min() - rmax, boxes[:, 5].max() + rmax]
+    if suffix == ".gif":
+        kwargs = {"mode": "I", "duration": 1000.0 / fps, "loop": 0}
+    else:
+        kwargs = {"fps": fps, "codec": "libx264", "quality": 7, "macro_block_size": 16}
+    filename.parent.mkdir(parents=True, exist_ok=True)
+    plotter = scene(frames[0], field=field, clim=clim, cmap=cmap, view=view, n_sides=n_sides,
+                    window_size=window_size, off_screen=True)
+    _set_view(plotter, view, bounds)
+    camera = plotter.camera_position
+    try:
+        with imageio.get_writer(str(filename), **kwargs) as writer:
+            for frame in frames:
+                plotter.add_mesh(
+                    tubes(frame.fibers, n_sides=n_sides), scalars=field, cmap=cmap, clim=clim,
+                    smooth_shading=True, scalar_bar_args={"title": _title(field), "color": "black", "vertical": True},
+                    name="fibers",
+                )
+                if frame.bodies is not None:
+                    plotter.add_mesh(frame.bodies.extract_surface(), color=BONE_COLOR, smooth_shading=True, name="bodies")
+                plotter.add_text(f"t = {frame.time:.4g} s", font_size=12, color="black", name="time")
+                plotter.camera_position = camera
+                writer.append_data(plotter.screenshot(return_img=True))
+    finally:
+        plotter.close()
+    return filename
+
+
+def show(source, **options) -> None:
+    """Open an interactive window (needs a display; use :func:`screenshot` otherwise)."""
+    if not has_display():
+        raise RuntimeError("no display to open a window on; save a screenshot or a movie instead")
+    scene(source, off_screen=False, **options).show()
