@@ -242,15 +242,20 @@ class Model:
         x, xdot = asm.interpolate_many(np.stack([d.reference_dofs + u, v]))
         kin = forms.cable_kinematics(x, xdot, d.jacobian)
         alpha = self.activations(t)
-        S = np.empty_like(kin.lam)
-        dS = np.empty_like(kin.lam)
-        dSr = np.empty_like(kin.lam)
-        for law, mask in d.law_groups:
-            point = MaterialPoint(
-                kin.lam[mask], kin.lamdot[mask], d.theta[mask], t, d.muscle_fraction[mask], alpha[mask]
-            )
-            resp = law(point)
-            S[mask], dS[mask], dSr[mask] = resp.stress, resp.d_stretch, resp.d_stretch_rate
+        if len(d.law_groups) == 1:  # one law for all fibers: no gather/scatter
+            law = d.law_groups[0][0]
+            resp = law(MaterialPoint(kin.lam, kin.lamdot, d.theta, t, d.muscle_fraction, alpha))
+            S, dS, dSr = resp.stress, resp.d_stretch, resp.d_stretch_rate
+        else:
+            S = np.empty_like(kin.lam)
+            dS = np.empty_like(kin.lam)
+            dSr = np.empty_like(kin.lam)
+            for law, mask in d.law_groups:
+                point = MaterialPoint(
+                    kin.lam[mask], kin.lamdot[mask], d.theta[mask], t, d.muscle_fraction[mask], alpha[mask]
+                )
+                resp = law(point)
+                S[mask], dS[mask], dSr[mask] = resp.stress, resp.d_stretch, resp.d_stretch_rate
         w = asm.parameters(
             x=x, xdot=xdot, X=d.reference_field, theta=d.theta, t=t, J=d.jacobian, area=d.area,
             rho=d.density, gamma_m=d.muscle_fraction, c_v=c_v,

@@ -143,37 +143,48 @@ def solve_static(
 ) -> StaticResult:
     """Static equilibrium at time t by Newton with load stepping.
 
-    External loads and prescribed displacements are scaled by a load factor
-    going from 0 to 1 in ``load_steps`` equal steps; a failing increment is
-    bisected up to ``max_bisections`` times.  Inertia and viscosity are off.
+    Without ``state``: external loads and prescribed displacements are scaled
+    by a load factor going from 0 to 1 in ``load_steps`` equal steps, starting
+    from the reference configuration.  With ``state`` (e.g. a previous
+    equilibrium): quasi-static continuation in time from ``state.t`` to ``t``
+    in ``load_steps`` steps, loads and prescribed displacements evaluated at
+    the intermediate times (``state.t == t`` is one Newton solve from that
+    initial guess).  A failing increment is bisected up to ``max_bisections``
+    times.  Inertia and viscosity are off.
 
-    A cable has no bending stiffness: with little prestress the static
-    problem can have several equilibria, and the one found depends on the
-    path.  Use prestress, enough load steps, and check the branch.
+    A cable has no bending stiffness: a straight cable without tension has a
+    singular tangent, and with little prestress several equilibria exist; the
+    one found depends on the path.  Use prestress, enough load steps, and
+    check the branch.
     """
     if not isinstance(load_steps, (int, np.integer)) or load_steps < 1:
         raise ValueError(f"load_steps must be an integer ≥ 1, got {load_steps!r}")
     _check_finite_time(t=t)
+    if state is not None and state.u.shape != (model.n_dofs,):
+        raise ValueError(f"state.u must have shape ({model.n_dofs},), got {state.u.shape}")
     solver = ConstrainedSolver(model.discretization.assembler, model.constrained_dofs)
+    c = model.constrained_dofs
     u = np.zeros(model.n_dofs) if state is None else state.u.copy()
+    t_start = t if state is None else state.t
     zero = np.zeros(model.n_dofs)
     factors, iterations = [], []
     s, ds_ = 0.0, 1.0 / load_steps
     bisections = 0
-    start = None if state is None else state.u.copy()
     while s < 1.0 - 1e-14:
         s_new = min(1.0, s + ds_)
+        if state is None:  # load factor ramp at time t
+            t_k, factor = t, s_new
+        else:  # continuation in time
+            t_k, factor = t_start + s_new * (t - t_start), 1.0
         trial = u.copy()
-        if start is None:
-            trial[model.constrained_dofs] = model.prescribed_displacement(t, s_new)
-        else:  # continue from a given state: blend its constrained values to the target
-            trial[model.constrained_dofs] = (1 - s_new) * start[model.constrained_dofs] + s_new * model.prescribed_displacement(t)
+        trial[c] = model.prescribed_displacement(t_k, factor)
 
-        def evaluate(uu, _s=s_new):
-            return model.evaluate(uu, zero, zero, t, c_v=0.0, c_a=0.0, load_factor=_s)
+        def evaluate(uu, _t=t_k, _f=factor):
+            return model.evaluate(uu, zero, zero, _t, c_v=0.0, c_a=0.0, load_factor=_f)
 
+        label = f"load factor {s_new:.4g}" if state is None else f"continuation to t = {t_k:.4g}"
         try:
-            u_new, report = newton(evaluate, trial, solver, options=newton_options, t=t, step=f"load factor {s_new:.4g}")
+            u_new, report = newton(evaluate, trial, solver, options=newton_options, t=t_k, step=label)
         except ConvergenceError:
             bisections += 1
             if bisections > max_bisections:
@@ -212,12 +223,18 @@ class SimulationResult:
     displacements: np.ndarray
     velocities: np.ndarray
     newton_iterations: list[int] = field(default_factory=list)
+    residual_histories: list[list[float]] = field(default_factory=list)
     retries: int = 0
     wall_time: float = 0.0
     interrupted: bool = False
+    last_state: State | None = None
 
     @property
     def final_state(self) -> State:
+        """The last state, with the acceleration the next step's predictor uses
+        (continuing from it reproduces an uninterrupted run)."""
+        if self.last_state is not None:
+            return self.last_state.copy()
         return State(float(self.times[-1]), self.displacements[-1].copy(), self.velocities[-1].copy())
 
     def state(self, i: int) -> State:
@@ -293,7 +310,7 @@ def simulate(
         raise ValueError(f"state arrays must have shape ({model.n_dofs},), got {state.u.shape} and {state.v.shape}")
     solver = ConstrainedSolver(model.discretization.assembler, model.constrained_dofs)
     n_steps = int(math.ceil((t_end - state.t) / dt - 1e-9))
-    times, us, vs, its = [state.t], [state.u.copy()], [state.v.copy()], []
+    times, us, vs, its, histories = [state.t], [state.u.copy()], [state.v.copy()], [], []
     retries = 0
     start = _time.perf_counter()
     last_print = start
@@ -303,8 +320,9 @@ def simulate(
         for k in range(1, n_steps + 1):
             t_target = min(t0 + k * dt, t_end) if k < n_steps else t_end
             h = t_target - state.t
-            state, n_it, n_retry = _step_with_retries(model, state, h, solver, newton_options, k, max_halvings)
+            state, n_it, n_retry, hist = _step_with_retries(model, state, h, solver, newton_options, k, max_halvings)
             its.append(n_it)
+            histories.append(hist)
             retries += n_retry
             if callback is not None:
                 callback(state, StepInfo(k, n_steps, t_end, n_it, n_retry, _time.perf_counter() - start))
@@ -325,7 +343,8 @@ def simulate(
         if times[-1] != state.t:
             times.append(state.t); us.append(state.u.copy()); vs.append(state.v.copy())
     return SimulationResult(
-        np.array(times), np.array(us), np.array(vs), its, retries, _time.perf_counter() - start, interrupted
+        np.array(times), np.array(us), np.array(vs), its, histories, retries,
+        _time.perf_counter() - start, interrupted, state.copy(),
     )
 
 
@@ -337,10 +356,12 @@ def _step_with_retries(model, state, h, solver, options, k, max_halvings):
         try:
             s = state
             total = 0
+            history: list[float] = []
             for j in range(n_sub):
                 s, rep = backward_euler_step(model, s, h / n_sub, solver, options=options, step=k if n_sub == 1 else f"{k} (substep {j + 1}/{n_sub})")
                 total += rep.iterations
-            return s, total, level
+                history += rep.residual_history
+            return s, total, level, history
         except ConvergenceError as err:
             last_error = err
     raise ConvergenceError(

@@ -158,7 +158,14 @@ def tubes(fibers: pv.DataSet, *, n_sides: int = 24) -> pv.PolyData:
     """Tubes around the fiber polylines with radius = point data ``radius`` (absolute, m)."""
     if "radius" not in fibers.point_data:
         raise ValueError(f"the fiber data has no 'radius' array (arrays: {sorted(fibers.point_data.keys())}); was it written by skfiber.io?")
-    poly = fibers if isinstance(fibers, pv.PolyData) else fibers.extract_geometry()
+    if isinstance(fibers, pv.PolyData):
+        poly = fibers
+    else:
+        if np.any(np.asarray(fibers.celltypes) != pv.CellType.LINE):
+            raise ValueError("fiber data must consist of line cells (as written by skfiber.io)")
+        poly = pv.PolyData(np.asarray(fibers.points), lines=np.asarray(fibers.cells))
+        for name in fibers.point_data.keys():
+            poly.point_data[name] = np.asarray(fibers.point_data[name])
     # join the 2-point line cells of each fiber into one polyline (smooth tube joints)
     poly = poly.strip(join=True, max_length=poly.n_points + 1)
     return poly.tube(scalars="radius", absolute=True, n_sides=n_sides, capping=True)
@@ -180,16 +187,32 @@ def _check_field(frame: Frame, field: str) -> None:
         raise ValueError(f"unknown field {field!r}; pick one of {frame.fields}")
 
 
+def _bar_args(field: str) -> dict:
+    return {"title": _title(field), "color": "black", "fmt": "%.3g", "position_x": 0.25, "width": 0.5}
+
+
 def _title(field: str) -> str:
     unit = _io.FIBER_FIELDS.get(field, ("", ""))[0]
     return f"{field} ({unit})" if unit and unit != "1" else field
 
 
+VIEWS = ("front", "iso", "xy", "xz", "yz")
+
+
 def _set_view(plotter: pv.Plotter, view: str, bounds=None) -> None:
-    views = {"iso": "view_isometric", "xy": "view_xy", "xz": "view_xz", "yz": "view_yz"}
-    if view not in views:
-        raise ValueError(f"unknown view {view!r}; pick one of {sorted(views)}")
-    getattr(plotter, views[view])(bounds=bounds) if bounds is not None else getattr(plotter, views[view])()
+    """Camera: ``front`` = the xz plane (z up) seen slightly from above and the side."""
+    if view not in VIEWS:
+        raise ValueError(f"unknown view {view!r}; pick one of {list(VIEWS)}")
+    kwargs = {} if bounds is None else {"bounds": bounds}
+    if view == "iso":
+        plotter.view_isometric(**kwargs)
+    elif view == "front":
+        plotter.view_xz(**kwargs)
+        plotter.camera.azimuth = -30
+        plotter.camera.elevation = 20
+        plotter.reset_camera(bounds=bounds)
+    else:
+        getattr(plotter, f"view_{view}")(**kwargs)
 
 
 def scene(
@@ -200,7 +223,7 @@ def scene(
     bodies: Sequence | None = None,
     clim: tuple[float, float] | None = None,
     cmap: str = "viridis",
-    view: str = "iso",
+    view: str = "front",
     n_sides: int = 24,
     window_size: tuple[int, int] = DEFAULT_WINDOW,
     off_screen: bool | None = None,
@@ -219,7 +242,8 @@ def scene(
     clim
         Color range (default: the range of the field).
     view
-        Camera: ``"iso"``, ``"xy"``, ``"xz"`` or ``"yz"``.
+        Camera: ``"front"`` (the xz plane, z up, seen from slightly above and
+        aside), ``"iso"``, ``"xy"``, ``"xz"`` or ``"yz"``.
     off_screen
         Render without a window (default: when there is no display).
     """
@@ -230,7 +254,7 @@ def scene(
     plotter.add_mesh(
         tubes(frame.fibers, n_sides=n_sides), scalars=field, cmap=cmap,
         clim=clim if clim is not None else _field_range([frame], field),
-        smooth_shading=True, scalar_bar_args={"title": _title(field), "color": "black", "vertical": True},
+        smooth_shading=True, scalar_bar_args=_bar_args(field),
         name="fibers",
     )
     if frame.bodies is not None:
@@ -263,7 +287,7 @@ def movie(
     field: str = "stress",
     fps: float = 15.0,
     every: int = 1,
-    view: str = "iso",
+    view: str = "front",
     cmap: str = "viridis",
     n_sides: int = 16,
     window_size: tuple[int, int] = DEFAULT_WINDOW,
@@ -301,19 +325,17 @@ def movie(
     plotter = scene(frames[0], field=field, clim=clim, cmap=cmap, view=view, n_sides=n_sides,
                     window_size=window_size, off_screen=True)
     _set_view(plotter, view, bounds)
-    camera = plotter.camera_position
+    fibers = plotter.actors["fibers"].mapper.dataset
+    surfaces = plotter.actors["bodies"].mapper.dataset if "bodies" in plotter.actors else None
     try:
         with imageio.get_writer(str(filename), **kwargs) as writer:
             for frame in frames:
-                plotter.add_mesh(
-                    tubes(frame.fibers, n_sides=n_sides), scalars=field, cmap=cmap, clim=clim,
-                    smooth_shading=True, scalar_bar_args={"title": _title(field), "color": "black", "vertical": True},
-                    name="fibers",
-                )
-                if frame.bodies is not None:
-                    plotter.add_mesh(frame.bodies.extract_surface(), color=BONE_COLOR, smooth_shading=True, name="bodies")
+                # update the meshes in place: re-adding actors costs ~10× a render
+                fibers.copy_from(tubes(frame.fibers, n_sides=n_sides))
+                fibers.set_active_scalars(field)
+                if surfaces is not None and frame.bodies is not None:
+                    surfaces.copy_from(frame.bodies.extract_surface())
                 plotter.add_text(f"t = {frame.time:.4g} s", font_size=12, color="black", name="time")
-                plotter.camera_position = camera
                 writer.append_data(plotter.screenshot(return_img=True))
     finally:
         plotter.close()

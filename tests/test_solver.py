@@ -153,3 +153,30 @@ def test_static_problem_without_stiffness_reports_singular_tangent():
     model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
     with pytest.raises(sf.ConvergenceError, match="singular"):
         sf.solve_static(model, max_bisections=1)
+
+
+def test_continuing_from_final_state_reproduces_uninterrupted_run():
+    def model():
+        fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=6, law=materials.paper_law(), activation=lambda t: 0.3 * t)
+        m = sf.Model([fiber])
+        m.fix(fiber, "start"); m.fix(fiber, "end"); m.add_gravity((0, 0, -30.0))
+        return m
+    m = model()
+    full = sf.simulate(m, t_end=0.2, dt=0.01, progress=False)
+    first = sf.simulate(m, t_end=0.1, dt=0.01, progress=False)
+    second = sf.simulate(m, t_end=0.2, dt=0.01, state=first.final_state, progress=False)
+    assert np.max(np.abs(second.final_state.u - full.final_state.u)) <= 1e-12
+    assert len(full.residual_histories) == 20 and all(len(h) >= 1 for h in full.residual_histories)
+
+
+def test_static_continuation_in_time():
+    law = materials.prestress(SIGMA0) + materials.passive_kelvin_voigt(mu_muscle=MU, mu_tendon=MU, eta_muscle=0.0, eta_tendon=0.0)
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=6, law=law, radius=R0)
+    m = sf.Model([fiber])
+    m.fix(fiber, "start")
+    m.prescribe(fiber, "end", lambda t: (0.1 * t, 0.0, 0.0))
+    m.add_line_load(lambda th, t: np.array([0 * th, 0 * th, -20.0 * t + 0 * th]))
+    direct = sf.solve_static(m, t=1.0, load_steps=3).state.u
+    s0 = sf.solve_static(m, t=0.5, load_steps=3).state
+    cont = sf.solve_static(m, t=1.0, state=s0, load_steps=2).state.u
+    np.testing.assert_allclose(cont, direct, rtol=0, atol=1e-10)

@@ -73,3 +73,26 @@ def test_check_tangent_detects_a_wrong_tangent():
     model, _ = straight_model(4)
     model.add_term(cubic_spring, wrong, name="spring")
     assert sf.check_tangent(model, parts=["spring"]) > 1e-3
+
+
+def test_fibers_with_different_laws_and_sizes():
+    """Each fiber is evaluated with its own law (grouped by law object)."""
+    f1 = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=3, law=LAWS["paper"], activation=0.4, muscle_fraction=GAMMA)
+    f2 = sf.Fiber.straight((0, 1, 0), (2, 1, 0), n_elements=5, law=LAWS["custom"])
+    f3 = sf.Fiber.straight((0, 2, 0), (1, 2, 1), n_elements=2, law=LAWS["paper"], activation=0.9)
+    model = sf.Model([f1, f2, f3])
+    assert len(model.discretization.law_groups) == 2
+    assert sf.check_tangent(model, dt=0.01, perturbation=0.05) < 1e-6
+    # stress of each fiber equals its own law at the same stretch
+    model.fix(f2, "start")
+    state = model.initial_state()
+    state.u[model.discretization.fiber_dofs[1].nodes * 6] = 0.1 * model.discretization.node_theta[model.discretization.fiber_dofs[1].nodes]
+    fields = sf.fiber_fields(model, state, f2)
+    from skfiber.materials import MaterialPoint
+    expected = LAWS["custom"](MaterialPoint(fields.stretch, 0 * fields.stretch, fields.theta, 0.0, 1.0, 0.0)).stress
+    np.testing.assert_allclose(fields.stress, expected, rtol=1e-12)
+    w = model.coefficients(state.u, state.v, 0.0, c_v=0.0)
+    fd = model.discretization.fiber_dofs[1]
+    lam_q = w["lam"][fd.elements]
+    expected_q = LAWS["custom"](MaterialPoint(lam_q, 0 * lam_q, model.discretization.theta[fd.elements], 0.0, 1.0, 0.0)).stress
+    np.testing.assert_allclose(w["S"][fd.elements], expected_q, rtol=1e-12)
