@@ -31,10 +31,13 @@ The demo
    finite elements),
 3. hangs a pre-stretched fiber, fixed at both ends, under gravity (body force
    b0 = ρ0 g per reference volume) and compares midpoint sag and maximal axial
-   force with the paper's law (Table 1): statics, and a backward-Euler run in
-   which gravity is switched on suddenly.
+   force with the paper's law (Table 1): statics, checked against the cable
+   solved independently (constant horizontal force H, N = √(H² + V²),
+   λ(θ) from N, H from the span), and a backward-Euler run in which gravity
+   is switched on suddenly.
 
-Run ``python demos/custom_law.py`` (``--plot`` shows the sag curves).
+Run ``python demos/custom_law.py [--small] [--plot FILE.png]``; the last line
+of the output is ``summary: law_derivative_error=… midpoint_sag_custom_m=… …``.
 """
 from __future__ import annotations
 
@@ -56,8 +59,10 @@ __all__ = [
     "CustomLawResult",
     "uniaxial_stretch",
     "graded_stretch_force",
+    "hanging_cable_sag",
     "hanging_fiber",
     "run",
+    "plot",
     "main",
 ]
 
@@ -187,6 +192,27 @@ def uniaxial_stretch(law, *, stretch: float, n_elements: int = 8, length: float 
     return UniaxialCheck(stretch, mean, float(exact), float((forces.max() - forces.min()) / mean))
 
 
+def _local_stretch(law, N, theta):
+    """λ(θ) with π r0² λ S(λ, θ) = N (statics, γM(θ) of Table 1), by vectorized bisection.
+
+    The map λ ↦ λ S is increasing for the laws here, on [0.5, 3].
+    """
+    theta = np.asarray(theta, dtype=float)
+    N = np.broadcast_to(np.asarray(N, dtype=float), theta.shape)
+    gm = table1_muscle_fraction(theta)
+    area = math.pi * RADIUS**2
+    lo, hi = np.full_like(theta, 0.5), np.full_like(theta, 3.0)
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        point = sf.MaterialPoint(mid, np.zeros_like(mid), theta, 0.0, gm, 0.0)
+        too_big = area * mid * law(point).stress > N
+        hi = np.where(too_big, mid, hi)
+        lo = np.where(too_big, lo, mid)
+        if np.max(hi - lo) < 1e-15:
+            break
+    return 0.5 * (lo + hi)
+
+
 def graded_stretch_force(law, *, stretch: float, quadrature_points: int = 400) -> float:
     """Axial force of a graded fiber (γM(θ) of Table 1) stretched statically to a mean stretch.
 
@@ -198,27 +224,36 @@ def graded_stretch_force(law, *, stretch: float, quadrature_points: int = 400) -
     nodes, weights = np.polynomial.legendre.leggauss(quadrature_points)
     theta = 0.5 * (nodes + 1.0)
     weights = 0.5 * weights
-    gm = table1_muscle_fraction(theta)
-    area = math.pi * RADIUS**2
+    N_hi = 1.01 * float(np.max(math.pi * RADIUS**2 * stretch * law(
+        sf.MaterialPoint(np.full_like(theta, stretch), np.zeros_like(theta), theta, 0.0,
+                         table1_muscle_fraction(theta), 0.0)).stress))
+    return float(brentq(lambda N: weights @ _local_stretch(law, N, theta) - stretch, 0.0, N_hi,
+                        xtol=1e-13, rtol=1e-14))
 
-    def force(lam):
-        point = sf.MaterialPoint(lam, np.zeros_like(lam), theta, 0.0, gm, 0.0)
-        return area * lam * law(point).stress
 
-    def local_stretch(N):
-        lo, hi = np.full_like(theta, 0.5), np.full_like(theta, 3.0)
-        for _ in range(200):  # vectorized bisection: λ S is monotone on [0.5, 3]
-            mid = 0.5 * (lo + hi)
-            too_big = force(mid) > N
-            hi = np.where(too_big, mid, hi)
-            lo = np.where(too_big, lo, mid)
-            if np.max(hi - lo) < 1e-15:
-                break
-        return 0.5 * (lo + hi)
+def hanging_cable_sag(law, *, q: float, span: float, quadrature_points: int = 200) -> tuple[float, float]:
+    """Static midpoint sag and end force of a graded cable of length 1 m hanging between two points.
 
-    lam_hi = np.full_like(theta, stretch)
-    N_lo, N_hi = 0.0, float(np.max(force(lam_hi))) * 1.01
-    return float(brentq(lambda N: weights @ local_stretch(N) - stretch, N_lo, N_hi, xtol=1e-13, rtol=1e-14))
+    The cable (no bending; γM(θ) of Table 1) carries a load q per reference
+    length (N/m, downwards) and its ends are fixed at horizontal distance
+    ``span``.  Equilibrium: the horizontal force H is constant, the vertical
+    one is q (s − ½) (the law is symmetric about θ = ½), N = √(H² + V²),
+    λ(s) follows from N = π r0² λ S(λ, θ = s), and H from
+    ∫₀¹ λ H/N ds = span.  Returns (sag, N at the ends).
+    """
+    nodes, weights = np.polynomial.legendre.leggauss(quadrature_points)
+    s = 0.25 * (nodes + 1.0)  # half the fiber, [0, ½]
+    weights = 0.25 * weights
+    V = q * (s - 0.5)
+
+    def span_error(H):
+        N = np.hypot(H, V)
+        return 2 * weights @ (_local_stretch(law, N, s) * H / N) - span
+
+    H = brentq(span_error, 1e-6 * q, 1e6 * q, xtol=1e-13, rtol=1e-14)
+    N = np.hypot(H, V)
+    sag = -float(weights @ (_local_stretch(law, N, s) * V / N))
+    return sag, float(math.hypot(H, 0.5 * q))
 
 
 @dataclass(frozen=True)
@@ -229,6 +264,8 @@ class HangingFiber:
     ----------
     law_name : "custom" or "paper"
     sag_static : downward displacement of the midpoint at static equilibrium (m)
+    sag_exact : the same from the independent cable solution :func:`hanging_cable_sag` (m)
+    end_force_exact : axial force at the ends from :func:`hanging_cable_sag` (N)
     max_force_static : largest axial force along the fiber (N)
     min_force_static : smallest axial force along the fiber (N)
     sag_peak_dynamic : largest midpoint sag after gravity is switched on suddenly (m)
@@ -241,6 +278,8 @@ class HangingFiber:
 
     law_name: str
     sag_static: float
+    sag_exact: float
+    end_force_exact: float
     max_force_static: float
     min_force_static: float
     sag_peak_dynamic: float
@@ -266,6 +305,7 @@ def hanging_fiber(
     stretched without load (Newton from a homogeneous stretch), then gravity
     is applied: in statics by load stepping from the stretched state, in
     dynamics suddenly at t = 0 (backward Euler, ``dt``, until ``t_end``).
+    The static sag is compared with :func:`hanging_cable_sag`.
     """
     stretch = 1.0 + prestretch
     fiber, unloaded = _stretched_fiber(
@@ -288,13 +328,18 @@ def hanging_fiber(
     end_force = sf.fiber_fields(model, static, fiber, theta=ends).force
     a1 = d.evaluate(d.reference_dofs + static.u, fiber, ends, 1)
     vertical = end_force * a1[2] / np.linalg.norm(a1, axis=0)
-    weight = DENSITY * 9.81 * math.pi * RADIUS**2 * 1.0
+    q = DENSITY * 9.81 * math.pi * RADIUS**2  # weight per reference length (N/m)
+    weight = q * 1.0
+    sag_exact, end_force_exact = hanging_cable_sag(law, q=q, span=stretch)
 
     sim = sf.simulate(model, t_end=t_end, dt=dt, state=stretched, progress=False)
-    z_mid = np.array([d.evaluate(u, 0, np.array([0.5]))[2, 0] for u in sim.displacements])
+    # X_z = 0, so the vertical displacement is the height
+    z_mid = np.array([d.evaluate(u, fiber, np.array([0.5]))[2, 0] for u in sim.displacements])
     return HangingFiber(
         law_name=law_name,
         sag_static=float(-mid.position[2, 0]),
+        sag_exact=sag_exact,
+        end_force_exact=end_force_exact,
         max_force_static=float(fields.force.max()),
         min_force_static=float(fields.force.min()),
         sag_peak_dynamic=float(-z_mid.min()),
@@ -327,12 +372,18 @@ class CustomLawResult:
     paper: HangingFiber
 
     @property
+    def cable_sag_error(self) -> float:
+        """Largest relative error of the static FE sag against the cable solution."""
+        return max(abs(h.sag_static - h.sag_exact) / h.sag_exact for h in (self.custom, self.paper))
+
+    @property
     def summary(self) -> str:
         """The one-line ``summary:`` of the demo."""
         worst = max(c.error for c in self.uniaxial)
         return (
             f"summary: law_derivative_error={self.law_derivative_error:.3e} "
             f"uniaxial_force_error={worst:.3e} graded_force_error={self.graded.error:.3e} "
+            f"cable_sag_error={self.cable_sag_error:.3e} "
             f"midpoint_sag_custom_m={self.custom.sag_static:.6f} "
             f"midpoint_sag_paper_m={self.paper.sag_static:.6f} "
             f"max_force_custom_N={self.custom.max_force_static:.4f} "
@@ -396,11 +447,28 @@ def _print_report(result: CustomLawResult) -> None:
     c = result.custom
     print(f"fiber (0,0,0)→(1,0,0), γM(θ), pre-stretched, both ends fixed, under gravity (body force ρ0 g); "
           f"dynamics: gravity on at t = 0, end at t = {c.t_end:g} s")
-    print(f"{'law':>8} {'sag static (m)':>15} {'N max (N)':>11} {'N min (N)':>11} "
-          f"{'sag peak dyn (m)':>17} {'sag end dyn (m)':>16} {'ΣV/W − 1':>10}")
+    print(f"{'law':>8} {'sag static (m)':>15} {'sag cable (m)':>14} {'N max (N)':>11} {'N end cable':>12} "
+          f"{'N min (N)':>11} {'ΣV/W − 1':>10} {'sag peak dyn (m)':>17} {'sag end dyn (m)':>16}")
     for h in (result.custom, result.paper):
-        print(f"{h.law_name:>8} {h.sag_static:15.6f} {h.max_force_static:11.4f} {h.min_force_static:11.4f} "
-              f"{h.sag_peak_dynamic:17.6f} {h.sag_end_dynamic:16.6f} {h.weight_balance_error:10.1e}")
+        print(f"{h.law_name:>8} {h.sag_static:15.8f} {h.sag_exact:14.8f} {h.max_force_static:11.4f} "
+              f"{h.end_force_exact:12.4f} {h.min_force_static:11.4f} {h.weight_balance_error:10.1e} "
+              f"{h.sag_peak_dynamic:17.6f} {h.sag_end_dynamic:16.6f}")
+    print("(sag cable, N end cable: the independent cable solution, quadrature + root search)")
+
+
+def plot(result: CustomLawResult, filename: str) -> None:
+    """Save the static sag curves of both laws to ``filename`` (needs matplotlib)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6, 4), layout="constrained")
+    ax = fig.subplots()
+    for h in (result.custom, result.paper):
+        ax.plot(h.theta, -h.sag_curve, label=f"{h.law_name} law")
+    ax.set_xlabel("θ")
+    ax.set_ylabel("z (m)")
+    ax.set_title("pre-stretched fiber under gravity (statics)")
+    ax.legend()
+    fig.savefig(filename, dpi=120)
 
 
 def main(argv=None) -> CustomLawResult:
@@ -411,21 +479,13 @@ def main(argv=None) -> CustomLawResult:
     parser.add_argument("--t-end", type=float, default=1.0, help="length of the dynamic run (s)")
     parser.add_argument("--dt", type=float, default=0.01, help="time step (s)")
     parser.add_argument("--small", action="store_true", help="quick run (8 elements, 0.3 s)")
-    parser.add_argument("--plot", action="store_true", help="plot the static sag curves (matplotlib)")
+    parser.add_argument("--plot", metavar="FILE.png", help="save the static sag curves (needs matplotlib)")
     args = parser.parse_args(argv)
     result = run(n_elements=args.elements, prestretch=args.prestretch, t_end=args.t_end, dt=args.dt, small=args.small)
     _print_report(result)
     if args.plot:
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots()
-        for h in (result.custom, result.paper):
-            ax.plot(h.theta, -h.sag_curve, label=f"{h.law_name} law")
-        ax.set_xlabel("θ")
-        ax.set_ylabel("z (m)")
-        ax.set_title("pre-stretched fiber under gravity")
-        ax.legend()
-        plt.show()
+        plot(result, args.plot)
+        print(f"plot saved to {args.plot}")
     print(result.summary)
     return result
 

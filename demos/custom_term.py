@@ -36,7 +36,8 @@ Closed forms checked here:
 Loads: gravity is the body force ρ0 g per reference volume; the small-load
 beam check uses a line load q (N per metre of reference length).
 
-Run ``python demos/custom_term.py`` (``--plot`` shows the sag curves).
+Run ``python demos/custom_term.py [--small] [--plot FILE.png]``; the last line
+of the output is ``summary: tangent_error_explicit=… sag_bending_m=… …``.
 """
 from __future__ import annotations
 
@@ -71,6 +72,7 @@ __all__ = [
     "hanging_fiber",
     "falling_fiber",
     "run",
+    "plot",
     "main",
 ]
 
@@ -154,7 +156,9 @@ def tensioned_beam_sag(q: float, *, tension: float, EI: float, length: float = 1
     b = 0.5 * L * math.sqrt(T / EI)
     if b < 0.1:
         b2 = b * b
-        f = 5 / 384 - 61 * b2 / 11520 + 1385 * b2**2 / 645120 - 50521 * b2**3 / 58060800
+        # sech x = Σ E₂ₙ x²ⁿ/(2n)! (Euler numbers 1, −1, 5, −61, 1385, −50521, 2702765)
+        f = (5 / 384 - 61 * b2 / 11520 + 1385 * b2**2 / 645120 - 50521 * b2**3 / 58060800
+             + 2702765 * b2**4 / 7664025600)
     else:
         sech = 2 * math.exp(-b) / (1 + math.exp(-2 * b))
         f = 1 / (32 * b**2) - (1 - sech) / (16 * b**4)
@@ -520,9 +524,9 @@ def _print_report(r: CustomTermResult) -> None:
     print()
     print(f"small line load, pinned ends, EI = {EI_PHYSICAL:.4g} N m²: sag vs tensioned beam "
           "(kL = 0: 5qL⁴/384EI)")
-    print(f"{'kL':>5} {'σ0 (Pa)':>10} {'sag FE (m)':>13} {'sag exact (m)':>14} {'string qL²/8T':>14} {'rel. error':>11}")
+    print(f"{'kL':>5} {'σ0 (Pa)':>10} {'sag FE (m)':>16} {'sag exact (m)':>16} {'string qL²/8T':>14} {'rel. error':>11}")
     for b in r.beam:
-        print(f"{b.kL:5.1f} {b.sigma0:10.1f} {b.sag_fe:13.6e} {b.sag_exact:14.6e} {b.sag_string:14.6e} {b.error:11.2e}")
+        print(f"{b.kL:5.1f} {b.sigma0:10.1f} {b.sag_fe:16.9e} {b.sag_exact:16.9e} {b.sag_string:14.6e} {b.error:11.2e}")
     print(f"kL = 0 with the automatic tangent: rel. error {r.beam_auto.error:.2e}")
     print()
     print("Table-1 muscle fiber (σ0 = 30 Pa), both ends fixed, under gravity (body force ρ0 g)")
@@ -538,26 +542,33 @@ def _print_report(r: CustomTermResult) -> None:
           f"terminal {f.terminal_velocity:.6f} m/s")
 
 
+def plot(result: CustomTermResult, filename: str) -> None:
+    """Save the gravity sag curves for the EI values to ``filename`` (needs matplotlib)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6, 4), layout="constrained")
+    ax = fig.subplots()
+    for h in result.hanging:
+        ax.plot(h.theta, -h.sag_curve, label=f"EI = {h.EI:.3g} N m²")
+    ax.set_xlabel("θ")
+    ax.set_ylabel("z (m)")
+    ax.set_title("fiber under gravity, with and without bending")
+    ax.legend()
+    fig.savefig(filename, dpi=120)
+
+
 def main(argv=None) -> CustomTermResult:
     """Command line: print the tables, end with the ``summary:`` line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--elements", type=int, default=16, help="elements per fiber")
     parser.add_argument("--small", action="store_true", help="quick run (8 elements)")
-    parser.add_argument("--plot", action="store_true", help="plot the gravity sag curves (matplotlib)")
+    parser.add_argument("--plot", metavar="FILE.png", help="save the gravity sag curves (needs matplotlib)")
     args = parser.parse_args(argv)
     result = run(n_elements=args.elements, small=args.small)
     _print_report(result)
     if args.plot:
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots()
-        for h in result.hanging:
-            ax.plot(h.theta, -h.sag_curve, label=f"EI = {h.EI:.3g} N m²")
-        ax.set_xlabel("θ")
-        ax.set_ylabel("z (m)")
-        ax.set_title("fiber under gravity, with and without bending")
-        ax.legend()
-        plt.show()
+        plot(result, args.plot)
+        print(f"plot saved to {args.plot}")
     print(result.summary)
     return result
 

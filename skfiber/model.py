@@ -27,6 +27,9 @@ from .assembly import form_function
 
 __all__ = ["Model", "State", "Evaluation"]
 
+# Newton's residual floor: this many machine epsilons of the summed element force magnitudes
+ROUNDOFF_FACTOR = 1e4
+
 VectorField = Sequence[float] | Callable[[np.ndarray, float], np.ndarray]
 
 
@@ -60,8 +63,9 @@ class Evaluation:
     outside the cable mesh pattern.
     """
 
-    def __init__(self, residual, tangent_fn, *, reference_force: float, min_stretch: float, extra=None):
+    def __init__(self, residual, tangent_fn, *, reference_force: float, min_stretch: float, extra=None, roundoff: float = 0.0):
         self.residual = residual
+        self.roundoff = roundoff
         self._tangent_fn = tangent_fn
         self._element_matrices = None
         self.extra = list(extra or [])
@@ -264,6 +268,7 @@ class Model:
         )
         return w
 
+    @np.errstate(over="ignore", invalid="ignore", divide="ignore")  # reported below instead
     def evaluate(
         self,
         u: np.ndarray,
@@ -300,10 +305,13 @@ class Model:
         w = self.coefficients(u, v, t, c_v=c_v)
         R = np.zeros(self.n_dofs)
         ref = 0.0
+        roundoff = 0.0
         if "cable" in parts:
-            Fi = asm.vector(asm.linear(forms.internal_force, w))
+            Fe_int = asm.linear(forms.internal_force, w)
+            Fi = asm.vector(Fe_int)
             R += Fi
             ref = max(ref, np.linalg.norm(Fi))
+            roundoff = ROUNDOFF_FACTOR * np.finfo(float).eps * np.linalg.norm(asm.vector(np.abs(Fe_int)))
         if "inertia" in parts:
             Fa = self.mass_matrix @ a
             R += Fa
@@ -331,7 +339,16 @@ class Model:
                     Ke += asm.bilinear(term.tangent, w)
             return Ke
 
-        return Evaluation(R, tangent_fn, reference_force=ref, min_stretch=float(np.min(w.lam)))
+        if not np.all(np.isfinite(R)):
+            bad = np.flatnonzero(~np.isfinite(w["S"]).all(axis=1))
+            where = ""
+            if bad.size:
+                k = int(d.element_fiber[bad[0]])
+                lam = w["lam"][bad[0]]
+                where = (f": the stress of fiber {k} ({d.fibers[k].law!r}) is not finite at "
+                         f"λ ∈ [{np.min(lam):.4g}, {np.max(lam):.4g}]")
+            raise FloatingPointError(f"non-finite residual at t = {t:.6g} s{where}")
+        return Evaluation(R, tangent_fn, reference_force=ref, min_stretch=float(np.min(w.lam)), roundoff=roundoff)
 
     def tangent_matrix(self, evaluation: Evaluation) -> sps.csr_matrix:
         """The global tangent as a CSR matrix."""

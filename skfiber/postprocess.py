@@ -35,6 +35,8 @@ class FiberFields:
     stretch_rate : λ̇, 1/s
     stress : physical 2nd Piola–Kirchhoff stress S, Pa
     force : axial force N = π r0² λ S, N
+    tangent : unit tangent t = a1/|a1| of the current centerline (3, n);
+        the force vector the fiber transmits is N t
     activation : α(t) of the fiber
     muscle_fraction : γM(θ)
     """
@@ -46,6 +48,7 @@ class FiberFields:
     stretch_rate: np.ndarray
     stress: np.ndarray
     force: np.ndarray
+    tangent: np.ndarray
     activation: float
     muscle_fraction: np.ndarray
 
@@ -87,6 +90,7 @@ def fiber_fields(
         stretch_rate=lamdot,
         stress=S,
         force=np.pi * r0**2 * lam * S,
+        tangent=a1 / na1,
         activation=alpha,
         muscle_fraction=gm,
     )

@@ -47,8 +47,10 @@ __all__ = [
 class NewtonOptions:
     """Newton settings.
 
-    Converged when ‖G‖ ≤ rtol · F_ref + atol on the free DOFs, F_ref being the
-    largest of the norms of the internal, inertial and external forces.
+    Converged when ‖G‖ ≤ rtol · F_ref + atol + F_roundoff on the free DOFs,
+    F_ref being the largest of the norms of the internal, inertial and external
+    forces, and F_roundoff ≈ 10⁴ ε ‖Σₑ |Fₑ|‖ the floor that round-off puts on
+    the assembled internal force (large element forces that cancel).
     """
 
     rtol: float = 1e-9
@@ -96,7 +98,10 @@ def newton(
     history: list[float] = []
     free = ~solver.fixed
     for it in range(options.max_iterations + 1):
-        ev = evaluate(u)
+        try:
+            ev = evaluate(u)
+        except FloatingPointError as err:
+            raise ConvergenceError(str(err), t=t, step=step, residual_history=history) from err
         if not (ev.min_stretch > 0 and math.isfinite(ev.min_stretch)):
             raise ConvergenceError(
                 f"inadmissible state: stretch λ = {ev.min_stretch:.3g} (the fiber folded onto itself or blew up)",
@@ -106,7 +111,7 @@ def newton(
         history.append(res)
         if not math.isfinite(res):
             raise ConvergenceError("the residual is not finite", t=t, step=step, residual_history=history)
-        if res <= options.rtol * ev.reference_force + options.atol:
+        if res <= options.rtol * ev.reference_force + options.atol + ev.roundoff:
             return u, NewtonReport(it, history)
         if it == options.max_iterations:
             break
@@ -186,7 +191,7 @@ def solve_static(
         try:
             u_new, report = newton(evaluate, trial, solver, options=newton_options, t=t_k, step=label)
         except ConvergenceError:
-            bisections += 1
+            bisections += 1  # consecutive bisections of this increment
             if bisections > max_bisections:
                 raise
             ds_ /= 2
@@ -194,6 +199,8 @@ def solve_static(
         u, s = u_new, s_new
         factors.append(s)
         iterations.append(report.iterations)
+        bisections = 0
+        ds_ = min(1.5 * ds_, 1.0 / load_steps)  # grow back after a bisection
     return StaticResult(State(t, u, zero.copy()), factors, iterations)
 
 

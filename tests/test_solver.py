@@ -180,3 +180,15 @@ def test_static_continuation_in_time():
     s0 = sf.solve_static(m, t=0.5, load_steps=3).state
     cont = sf.solve_static(m, t=1.0, state=s0, load_steps=2).state.u
     np.testing.assert_allclose(cont, direct, rtol=0, atol=1e-10)
+
+
+def test_overflowing_law_is_named_in_the_error():
+    import sympy as sp
+
+    law = materials.prestress(100.0) + sf.law_from_function(lambda lam, lamdot, theta, t: 1e3 * sp.exp(2e3 * (lam - 1)), name="explosive")
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, law=law)
+    model = sf.Model([fiber])
+    model.fix(fiber, "start")
+    model.prescribe(fiber, "end", lambda t: (0.5, 0.0, 0.0))
+    with pytest.raises(sf.ConvergenceError, match="explosive.*not finite|not finite.*explosive"):
+        sf.solve_static(model, max_bisections=0)
