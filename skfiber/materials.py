@@ -105,6 +105,26 @@ SYMBOLS = {
 _ARGS = (LAM, LAMDOT, THETA, TIME, GAMMA_M, ALPHA)
 
 
+_EXPAND_POW = create_expand_pow_optimization(4, base_req=lambda base: True)
+
+
+def _cse_products(exprs):
+    """Common subexpressions, then x**n → x*x*… (n ≤ 4).
+
+    numpy's general power is slow (hundreds of µs per thousand points for a
+    negative base); products are exact and cheap.  Applied after the cse so
+    that the expanded products are not folded back into powers.
+    """
+    replacements, reduced = sp.cse(exprs)
+    replacements = [(sym, optimize(e, [_EXPAND_POW])) for sym, e in replacements]
+    return replacements, [optimize(e, [_EXPAND_POW]) for e in reduced]
+
+
+def _num(value: float) -> sp.Float:
+    """A parameter as a sympy number printed with all 17 significant digits."""
+    return sp.Float(float(value), 17)
+
+
 class SymbolicLaw:
     """A stress law given by a sympy expression.
 
@@ -139,10 +159,9 @@ class SymbolicLaw:
         self.name = name
         self._d_stretch = sp.diff(expression, LAM)
         self._d_rate = sp.diff(expression, LAMDOT)
-        # x**n → x*x*…: numpy's general power is several times slower than products
-        expand_pow = create_expand_pow_optimization(4)
-        compiled = [optimize(e, [expand_pow]) for e in (expression, self._d_stretch, self._d_rate)]
-        self._compiled = sp.lambdify(_ARGS, compiled, modules="numpy", cse=True)
+        self._compiled = sp.lambdify(
+            _ARGS, [expression, self._d_stretch, self._d_rate], modules="numpy", cse=_cse_products
+        )
 
     def __call__(self, point: MaterialPoint) -> StressResponse:
         args = (
@@ -270,7 +289,7 @@ def _check_positive(**params: float) -> None:
 def prestress(sigma0: float) -> SymbolicLaw:
     """Prestress S = σ0 / λ² (paper eq. 34); σ0 in Pa."""
     _check_finite(sigma0=sigma0)
-    return SymbolicLaw(sp.Float(sigma0) / LAM**2, name=f"prestress(σ0={sigma0:g})")
+    return SymbolicLaw(_num(sigma0) / LAM**2, name=f"prestress(σ0={sigma0:g})")
 
 
 def active_stress(
@@ -287,11 +306,11 @@ def active_stress(
     """
     _check_nonnegative(s_max=s_max)
     _check_positive(lam_opt=lam_opt, delta_w=delta_w, nu=nu)
-    z = (LAM / sp.Float(lam_opt) - 1) / sp.Float(delta_w)
-    nu_s = sp.Integer(int(nu)) if float(nu).is_integer() else sp.Float(nu)
+    z = (LAM / _num(lam_opt) - 1) / _num(delta_w)
+    nu_s = sp.Integer(int(nu)) if float(nu).is_integer() else _num(nu)
     shape = sp.exp(-sp.Abs(z) ** nu_s)
     return SymbolicLaw(
-        GAMMA_M * ALPHA * sp.Float(s_max) / LAM**2 * shape,
+        GAMMA_M * ALPHA * _num(s_max) / LAM**2 * shape,
         name=f"active(Smax={s_max:g}, λopt={lam_opt:g}, ΔW={delta_w:g}, ν={nu:g})",
     )
 
@@ -313,7 +332,7 @@ def passive_kelvin_voigt(
         mu_muscle=mu_muscle, mu_tendon=mu_tendon, eta_muscle=eta_muscle, eta_tendon=eta_tendon
     )
     def branch(mu, eta):
-        return sp.Float(mu) * (1 - LAM**-3) + 3 * sp.Float(eta) * LAMDOT / LAM**3
+        return _num(mu) * (1 - LAM**-3) + 3 * _num(eta) * LAMDOT / LAM**3
 
     return SymbolicLaw(
         GAMMA_M * branch(mu_muscle, eta_muscle) + (1 - GAMMA_M) * branch(mu_tendon, eta_tendon),
