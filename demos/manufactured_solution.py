@@ -26,40 +26,47 @@ Choices and departures (also in ``docs/theory.md``):
   activations are not a good test: for Table 1 (Smax = 3 μM) the axial
   stiffness d(λS)/dλ of pure muscle turns negative on the descending limb of
   the force–length curve (λ ≈ 1.65) once α ≳ 0.18 — a material instability
-  for which the static problem is ill-posed and Newton wanders.
+  (with α(1 s) = 1 the static errors on Ne = 16, 32 were 10× larger and
+  Newton needed bisections).
 * **Time interval.**  T = 1 s (the paper does not give it); the exact
   motion starts at rest, so the default initial state is exact.
 
-Two studies, each separating one error source:
+Two studies, each isolating one error source:
 
 :func:`temporal_study`
-    backward Euler (:func:`skfiber.simulate`) on a fixed fine mesh with
+    backward Euler (:func:`skfiber.simulate`) on a fixed mesh (Ne = 32) with
     Δt = T/N, error e = ‖u2_h(0.5, t) − u2(0.5, t)‖_L2([0, T]) by the
     trapezoidal rule over the step times (the measure of the paper's Fig. 3),
     u2(0.5, t) = cos(0.5) (1 − cos t).  Expected rate 1.
 :func:`spatial_study`
-    the *static* manufactured problem at t* = T (same x(θ, t*), b0 without
-    ρ0 ẍ and with λ̇ = 0, :func:`skfiber.solve_static`), so no time error;
-    L2([0, 1]) error of the displacement (8-point Gauss per element) and the
-    error at θ = 0.5.  Expected rate 4 (cubic Hermite).
+    the *static* manufactured problem at t* = T (same x(θ, t*); b0 without
+    ρ0 ẍ and with λ̇ = 0; :func:`skfiber.solve_static`), so there is no time
+    error: L2([0, 1]) error of the displacement (8-point Gauss per element)
+    and the error at θ = 0.5.  Expected rate 4 (cubic Hermite).
 
-What the studies show (numbers in the module's test and ``--help``):
+Measured (full run ~30 s on 2 cores, ``--small`` ~10 s, both with start-up):
 
-* Before the asymptotic range the spatial error is dominated by the 4-point
-  Gauss rule of the cable integrals (S varies by two orders of magnitude
-  along one wave of sin 8θ): rates of 5–7 between Ne = 32 and 256, the
-  asymptotic rate 4 from about Ne = 256.  The spatial rate is therefore
-  fitted on the finest meshes (``fit_points``); all local rates are printed.
-* The temporal error saturates for Δt ≳ T/16 (the motion is nearly
-  quasi-static: viscosity ηλ̇ and inertia are small against the elastic
-  stress); the study starts at N = 32.
-* Static load stepping (scaling b0 and the end displacements by a factor
-  0 → 1) does not follow the manufactured branch: a cable is almost without
-  transverse stiffness at the straight reference state, and Newton either
-  fails or lands on another equilibrium.  The static solve is therefore a
-  continuation along the manufactured family itself: equilibria at
-  t_k = k t*/K, k = 1 … K, each :func:`skfiber.solve_static` call starting
-  from the previous one.
+* Temporal, N = 32 … 2048: e = 1.12e-3 … 2.49e-5, local rates 0.85 → 0.96,
+  least-squares rate 0.92; no Newton step was split, and the finest step on
+  Ne = 64 changes e by 0.4 %.  For N ≤ 16 the error levels off
+  (≈ 2e-3: the motion is nearly quasi-static, inertia and viscosity are small
+  against the elastic stress), so the study starts at N = 32.
+* Spatial, Ne = 8 … 512: L2 error 7.5e-3 … 1.8e-11; local rates
+  3.6, 4.2, 7.9, 4.7, 4.3, 4.0; least-squares rate on Ne = 128 … 512: 4.13.
+  The error approaches h⁴ from above; at Ne = 1024 it stalls at 1e-11 …
+  4e-11 (round-off: the Newton residual cannot go below ~2e-8 N there), so
+  the study stops at 512.
+* Quadrature matters here: the stress varies by two orders of magnitude
+  along one wave of sin 8θ.  With skfiber's default 4 Gauss points per
+  element the quadrature error dominates up to Ne = 128 (errors ×10, ×13, ×3
+  at Ne = 32, 64, 128; rate on 128 … 512 then 4.9), so both studies use 6
+  points (:data:`QUADRATURE_POINTS`), which agree with 8 points from Ne = 64.
+* The static equilibrium is found by Newton from the Hermite interpolant of
+  the exact solution (one load step).  Load stepping from the straight
+  reference state is unreliable for this cable (prestress σ0 = 30 Pa gives
+  it almost no transverse stiffness): with 10 or 40 load steps Newton fails
+  for Ne ≥ 16; on Ne = 8 one or 40 load steps end on other equilibria
+  (L2 errors 9.6e-2 and 4.6e-2 instead of 7.5e-3).
 
 Run ``python demos/manufactured_solution.py [--small] [--plot FILE.png]``.
 The last line of the output is ``summary: temporal_rate=… spatial_rate=…``.
@@ -88,9 +95,11 @@ __all__ = [
     "exact_displacement",
     "exact_velocity",
     "exact_acceleration",
+    "QUADRATURE_POINTS",
     "hermite_interpolant",
     "body_force",
     "build_model",
+    "solve_static_manufactured",
     "fitted_rate",
     "TemporalStudy",
     "SpatialStudy",
@@ -98,6 +107,7 @@ __all__ = [
     "temporal_study",
     "spatial_study",
     "run",
+    "plot",
     "main",
 ]
 
@@ -106,10 +116,17 @@ DENSITY = 900.0  # ρ0 (kg/m³), Table 1
 T_END = 1.0  # T (s): end of the dynamic run and time t* of the static problem
 ALPHA_AMPLITUDE = 0.05  # α(t) = 0.05 (1 − cos πt) ≤ 0.1
 MIDPOINT = 0.5  # θ where the paper measures the error
+#: Gauss points per element of the cable integrals.  skfiber's default 4 is
+#: exact for the mass matrix, but here the stress varies by two orders of
+#: magnitude along one wave of sin 8θ and the 4-point rule dominates the
+#: spatial error up to Ne ≈ 128 (10× the discretization error at Ne = 32–64).
+QUADRATURE_POINTS = 6
 
-#: Newton tolerances.  The residual of a step cannot drop below ~1e-9 N in
-#: floating point (axial stiffness 3 μT π r0² / h), while the loads of the first
-#: steps from rest are tiny, so a pure relative test can stall there.
+#: Newton tolerances.  The residual cannot drop below ~1e-9 N (Ne = 128) in
+#: floating point, while the loads of the first steps from rest are tiny: with
+#: the default atol = 1e-12 the first step of Ne = 128, Δt = 1/512 never
+#: "converges" (residual stalls at 1.02e-9 N).  atol = 1e-8 N is far below the
+#: forces that matter (~1e4 N).
 DYNAMIC_NEWTON = sf.NewtonOptions(rtol=1e-9, atol=1e-8)
 STATIC_NEWTON = sf.NewtonOptions(rtol=1e-11, atol=1e-8, max_iterations=40)
 
@@ -171,6 +188,12 @@ def hermite_interpolant(model: sf.Model, t: float, *, time_derivative: int = 0) 
 
 
 # --------------------------------------------------------------------------- body force
+@functools.lru_cache(maxsize=1)
+def _default_law() -> SymbolicLaw:
+    """Table 1 (one object, so the compiled body force is cached)."""
+    return sf.paper_law()
+
+
 @functools.lru_cache(maxsize=8)
 def _compiled_body_force(law: SymbolicLaw, static: bool) -> Callable:
     theta, t = SYMBOLS["theta"], SYMBOLS["t"]
@@ -214,7 +237,7 @@ def body_force(
         ``b0(theta, t)`` returning an array of shape (3, *theta.shape), as
         :meth:`skfiber.Model.add_body_force` expects.
     """
-    law = sf.paper_law() if law is None else law
+    law = _default_law() if law is None else law
     if not isinstance(law, SymbolicLaw):
         raise TypeError(
             f"the manufactured body force needs a SymbolicLaw (sympy expression), got {type(law).__name__}"
@@ -228,17 +251,12 @@ def body_force(
     return b0
 
 
-@functools.lru_cache(maxsize=1)
-def _default_law() -> SymbolicLaw:
-    return sf.paper_law()
-
-
 def build_model(
     n_elements: int,
     *,
     static: bool = False,
     law: SymbolicLaw | None = None,
-    quadrature_points: int = 4,
+    quadrature_points: int = QUADRATURE_POINTS,
 ) -> sf.Model:
     """The §5.1 fiber with both ends prescribed by the exact motion and b0 applied."""
     law = _default_law() if law is None else law
@@ -285,7 +303,9 @@ class TemporalStudy:
     ``errors[i]`` = ‖u2_h(0.5, ·) − u2(0.5, ·)‖_L2([0, T]) with ``steps[i]``
     steps of size ``dt[i]``; ``rate`` is the least-squares slope over all of
     them.  ``retries`` counts steps Newton had to split (a non-uniform time
-    grid; 0 in the default studies).
+    grid; 0 in the default studies).  ``mesh_check_error`` is the error of
+    the finest step size on a mesh with twice as many elements (NaN if not
+    run): its difference to ``errors[-1]`` bounds the spatial part.
     """
 
     n_elements: int
@@ -297,6 +317,7 @@ class TemporalStudy:
     retries: np.ndarray
     wall_times: np.ndarray
     rate: float
+    mesh_check_error: float = float("nan")
 
     @property
     def local_rates(self) -> np.ndarray:
@@ -306,7 +327,8 @@ class TemporalStudy:
         lines = [
             f"temporal study: backward Euler, Ne = {self.n_elements}, T = {self.t_end:g} s, "
             f"e = ||u2_h(0.5,t) - u2(0.5,t)||_L2(0,T)",
-            f"{'N':>6} {'dt':>10} {'error':>11} {'rate':>6} {'newton/step':>12} {'retries':>8} {'wall [s]':>9}",
+            f"{'N':>6} {'dt':>10} {'error':>11} {'rate':>6} {'newton/step':>12} "
+            f"{'retries':>8} {'wall [s]':>9}",
         ]
         for i, n in enumerate(self.steps):
             r = self.local_rates[i]
@@ -315,6 +337,12 @@ class TemporalStudy:
                 f"{'' if np.isnan(r) else f'{r:.2f}':>6} {self.newton_per_step[i]:>12.2f} "
                 f"{self.retries[i]:>8d} {self.wall_times[i]:>9.2f}"
             )
+        if not np.isnan(self.mesh_check_error):
+            change = abs(self.mesh_check_error - self.errors[-1]) / self.errors[-1]
+            lines.append(
+                f"spatial part: N = {self.steps[-1]} on Ne = {2 * self.n_elements} gives error "
+                f"{self.mesh_check_error:.4e} ({100 * change:.2g} % change)"
+            )
         lines.append(f"fitted temporal rate (least squares, all N): {self.rate:.2f}")
         return "\n".join(lines)
 
@@ -322,9 +350,11 @@ class TemporalStudy:
 def temporal_study(
     *,
     n_elements: int = 32,
-    steps: Sequence[int] = (32, 64, 128, 256, 512, 1024),
+    steps: Sequence[int] = (32, 64, 128, 256, 512, 1024, 2048),
     t_end: float = T_END,
+    quadrature_points: int = QUADRATURE_POINTS,
     law: SymbolicLaw | None = None,
+    mesh_check: bool = False,
     progress: bool = True,
 ) -> TemporalStudy:
     """Time convergence of backward Euler with the dynamic manufactured solution.
@@ -337,29 +367,39 @@ def temporal_study(
         Numbers of steps N; Δt = t_end / N.
     t_end
         T (s).
+    quadrature_points
+        Gauss points per element of the cable integrals.
     law
         Stress law (default: Table 1).
+    mesh_check
+        Also run the smallest step on 2 × ``n_elements`` elements, to show
+        that the spatial error does not pollute the table.
     progress
         Print one line per run to stderr.
     """
     steps = np.asarray(sorted(int(n) for n in steps))
-    model = build_model(n_elements, static=False, law=law)
-    d = model.discretization
+    model = build_model(n_elements, static=False, law=law, quadrature_points=quadrature_points)
     errors, newton, retries, walls = [], [], [], []
     for i, n in enumerate(steps):
         start = time.perf_counter()
-        result = sf.simulate(
-            model, t_end=t_end, dt=t_end / n, newton_options=DYNAMIC_NEWTON, progress=False
-        )
+        error, result = _midpoint_error(model, t_end, int(n))
         walls.append(time.perf_counter() - start)
-        u2 = np.array([d.evaluate(u, 0, [MIDPOINT])[1, 0] for u in result.displacements])
-        exact = np.cos(MIDPOINT) * (1.0 - np.cos(result.times))  # u2(0.5, t)
-        errors.append(float(np.sqrt(np.trapezoid((u2 - exact) ** 2, result.times))))
+        errors.append(error)
         newton.append(float(np.mean(result.newton_iterations)))
         retries.append(int(result.retries))
         _progress(
             f"temporal: N = {n} ({i + 1}/{steps.size})  error {errors[-1]:.3e}  "
             f"newton/step {newton[-1]:.1f}  retries {retries[-1]}  {walls[-1]:.1f} s",
+            progress,
+        )
+    check = float("nan")
+    if mesh_check:
+        start = time.perf_counter()
+        fine = build_model(2 * n_elements, static=False, law=law, quadrature_points=quadrature_points)
+        check, _ = _midpoint_error(fine, t_end, int(steps[-1]))
+        _progress(
+            f"temporal: N = {steps[-1]} on Ne = {2 * n_elements}  error {check:.3e}  "
+            f"{time.perf_counter() - start:.1f} s",
             progress,
         )
     dt = t_end / steps
@@ -374,7 +414,19 @@ def temporal_study(
         retries=np.array(retries),
         wall_times=np.array(walls),
         rate=fitted_rate(dt, errors),
+        mesh_check_error=check,
     )
+
+
+def _midpoint_error(model: sf.Model, t_end: float, n_steps: int) -> tuple[float, sf.SimulationResult]:
+    """‖u2_h(0.5, ·) − u2(0.5, ·)‖_L2([0, T]) of a backward-Euler run (trapezoidal rule)."""
+    d = model.discretization
+    result = sf.simulate(
+        model, t_end=t_end, dt=t_end / n_steps, newton_options=DYNAMIC_NEWTON, progress=False
+    )
+    u2 = np.array([d.evaluate(u, 0, [MIDPOINT])[1, 0] for u in result.displacements])
+    exact = np.cos(MIDPOINT) * (1.0 - np.cos(result.times))  # u2(0.5, t)
+    return float(np.sqrt(np.trapezoid((u2 - exact) ** 2, result.times))), result
 
 
 # --------------------------------------------------------------------------- spatial
@@ -440,26 +492,20 @@ def _l2_error(model: sf.Model, dofs: np.ndarray, t: float, *, points: int = 8) -
     return float(np.sqrt(np.sum(weights * np.sum(diff**2, axis=0))))
 
 
-def solve_static_manufactured(
-    model: sf.Model, t: float, *, continuation_steps: int = 10
-) -> tuple[sf.State, int]:
-    """Static equilibrium at time t by continuation along the manufactured family.
+def solve_static_manufactured(model: sf.Model, t: float) -> tuple[sf.State, int]:
+    """Static equilibrium x(θ, t) of the manufactured problem (b0 with ``static=True``).
 
-    Equilibria at t_k = k t / K (k = 1 … K), each from the previous one
-    (:func:`skfiber.solve_static` with one load step and a start state).
-    Returns the final state and the total number of Newton iterations.
+    Newton (:func:`skfiber.solve_static`, one load step) starts from the
+    Hermite interpolant of the exact solution: the discrete solution sought is
+    the one next to the exact one.  Load stepping from the straight reference
+    state (b0 and end displacements scaled by 0 → 1) does not work for this
+    cable: with the prestress σ0 = 30 Pa alone it has almost no transverse
+    stiffness, and Newton fails or converges to another equilibrium.
+    Returns the state and the number of Newton iterations.
     """
-    if not isinstance(continuation_steps, (int, np.integer)) or continuation_steps < 1:
-        raise ValueError(f"continuation_steps must be an integer ≥ 1, got {continuation_steps!r}")
-    state = model.initial_state()
-    iterations = 0
-    for k in range(1, continuation_steps + 1):
-        result = sf.solve_static(
-            model, t=t * k / continuation_steps, load_steps=1, state=state, newton_options=STATIC_NEWTON
-        )
-        state = result.state
-        iterations += sum(result.iterations)
-    return state, iterations
+    guess = sf.State(t, hermite_interpolant(model, t), np.zeros(model.n_dofs))
+    result = sf.solve_static(model, t=t, load_steps=1, state=guess, newton_options=STATIC_NEWTON)
+    return result.state, int(sum(result.iterations))
 
 
 def spatial_study(
@@ -467,8 +513,7 @@ def spatial_study(
     elements: Sequence[int] = (8, 16, 32, 64, 128, 256, 512),
     t: float = T_END,
     fit_points: int = 3,
-    continuation_steps: int = 10,
-    quadrature_points: int = 4,
+    quadrature_points: int = QUADRATURE_POINTS,
     law: SymbolicLaw | None = None,
     progress: bool = True,
 ) -> SpatialStudy:
@@ -482,10 +527,9 @@ def spatial_study(
         The time t* whose configuration is the static solution (s).
     fit_points
         The rate is fitted on this many of the finest meshes.
-    continuation_steps
-        Steps K of the continuation t_k = k t*/K.
     quadrature_points
-        Gauss points per element of the cable integrals (skfiber default 4).
+        Gauss points per element of the cable integrals (see the module
+        docstring for why 6 and not skfiber's default 4).
     law
         Stress law (default: Table 1).
     progress
@@ -498,7 +542,7 @@ def spatial_study(
     for i, ne in enumerate(elements):
         start = time.perf_counter()
         model = build_model(int(ne), static=True, law=law, quadrature_points=quadrature_points)
-        state, n_it = solve_static_manufactured(model, t, continuation_steps=continuation_steps)
+        state, n_it = solve_static_manufactured(model, t)
         walls.append(time.perf_counter() - start)
         d = model.discretization
         l2.append(_l2_error(model, state.u, t))
@@ -544,13 +588,22 @@ class ManufacturedResult:
 
 
 def run(*, small: bool = False, progress: bool = True) -> ManufacturedResult:
-    """Run both studies (``small``: fewer time-step sizes and meshes, for tests)."""
+    """Run both studies.
+
+    Parameters
+    ----------
+    small
+        Quick version for the tests: N = 64, 128, 256 and Ne = 16 … 256
+        (instead of N = 32 … 2048 with a mesh check, and Ne = 8 … 512).
+    progress
+        Print one line per run to stderr.
+    """
     start = time.perf_counter()
     if small:
         temporal = temporal_study(n_elements=32, steps=(64, 128, 256), progress=progress)
-        spatial = spatial_study(elements=(32, 64, 128, 256), progress=progress)
+        spatial = spatial_study(elements=(16, 32, 64, 128, 256), progress=progress)
     else:
-        temporal = temporal_study(progress=progress)
+        temporal = temporal_study(mesh_check=True, progress=progress)
         spatial = spatial_study(progress=progress)
     return ManufacturedResult(temporal, spatial, time.perf_counter() - start)
 
