@@ -367,18 +367,14 @@ class VTKSeries:
         self.entries: list[PvdEntry] = []
         self.bytes_written = 0
         self.files_written = 0
+        self._remove_stale_temporaries()
         if resume_time is None:
             self._remove_old_files()
-            if bodies is not None and not self._moving_bodies:
-                self._static_bodies_file = f"{name}_bodies.vtu"
-                self._write_mesh(self._static_bodies_file, cylinder_mesh(bodies))
-        else:
-            if self.pvd_path.exists():
-                self.entries = [e for e in read_pvd(self.pvd_path) if e.time <= resume_time]
-            if bodies is not None and not self._moving_bodies:
-                self._static_bodies_file = f"{name}_bodies.vtu"
-                if not (self.directory / self._static_bodies_file).exists():
-                    self._write_mesh(self._static_bodies_file, cylinder_mesh(bodies))
+        elif self.pvd_path.exists():
+            self.entries = [e for e in read_pvd(self.pvd_path) if e.time <= resume_time]
+        if bodies is not None and not self._moving_bodies:
+            self._static_bodies_file = f"{name}_bodies.vtu"
+            self._write_mesh(self._static_bodies_file, cylinder_mesh(bodies))
 
     @property
     def pvd_path(self) -> Path:
@@ -393,6 +389,13 @@ class VTKSeries:
         pattern = re.compile(rf"{re.escape(self.name)}_(fibers|bodies)(_\d+)?\.vtu")
         for p in self.directory.iterdir():
             if pattern.fullmatch(p.name) or p.name == self.pvd_path.name:
+                p.unlink()
+
+    def _remove_stale_temporaries(self) -> None:
+        """Temporary files of a run of this series that was killed while writing."""
+        pattern = re.compile(rf"\.{re.escape(self.name)}(_.*)?\.tmp\d+\.(vtu|pvd|npz)")
+        for p in self.directory.iterdir():
+            if pattern.fullmatch(p.name):
                 p.unlink()
 
     def _write_mesh(self, file: str, mesh: meshio.Mesh) -> None:

@@ -224,10 +224,9 @@ class Model:
                 val = np.broadcast_to(np.asarray(load.value)[:, None, None], (3,) + d.theta.shape)
             val = np.where(load.elements[None, :, None], val, 0.0)
             if load.kind == "body":
-                fe = asm.linear(forms.body_force, asm.parameters(b0=val, area=d.area, J=d.jacobian))
+                F += asm.linear_vector(forms.body_force, asm.parameters(b0=val, area=d.area, J=d.jacobian))
             else:
-                fe = asm.linear(forms.line_load, asm.parameters(q=val, J=d.jacobian))
-            F += asm.vector(fe)
+                F += asm.linear_vector(forms.line_load, asm.parameters(q=val, J=d.jacobian))
         if not np.all(np.isfinite(F)):
             raise FloatingPointError(f"the external load is not finite at t = {t}")
         self._load_cache = (t, F)
@@ -307,11 +306,10 @@ class Model:
         ref = 0.0
         roundoff = 0.0
         if "cable" in parts:
-            Fe_int = asm.linear(forms.internal_force, w)
-            Fi = asm.vector(Fe_int)
+            Fi, Fi_magnitude = asm.linear_vector(forms.internal_force, w, magnitude=True)
             R += Fi
             ref = max(ref, np.linalg.norm(Fi))
-            roundoff = ROUNDOFF_FACTOR * np.finfo(float).eps * np.linalg.norm(asm.vector(np.abs(Fe_int)))
+            roundoff = ROUNDOFF_FACTOR * np.finfo(float).eps * np.linalg.norm(Fi_magnitude)
         if "inertia" in parts:
             Fa = self.mass_matrix @ a
             R += Fa
@@ -322,7 +320,7 @@ class Model:
             ref = max(ref, np.linalg.norm(Fe))
         terms = [term for term in self.terms if term.name in parts]
         for term in terms:
-            Ft = asm.vector(asm.linear(term.residual, w))
+            Ft = asm.linear_vector(term.residual, w)
             R += Ft
             ref = max(ref, np.linalg.norm(Ft))
 

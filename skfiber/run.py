@@ -87,7 +87,7 @@ class RunResult:
         if self.resumed_from is not None:
             text += f", resumed from step {self.resumed_from}"
         if self.pvd is not None:
-            text += f"; {self.output_files} files, {self.output_bytes / 1e6:.2f} MB → {self.pvd}"
+            text += f"; {self.output_files} files, {self.output_bytes / 1e6:.2f} MB -> {self.pvd}"
         return text
 
 
@@ -121,9 +121,10 @@ class Progress:
         bar = "#" * filled + "." * (self.width - filled)
         rate = (now - self._start) / max(step - self._first_step, 1)
         eta = rate * (n_steps - step)
+        when = f"elapsed {_duration(now - self._start)}" if done else f"ETA {_duration(eta)}"
         line = (
             f"[{bar}] {100 * frac:3.0f}%  t = {t:.4g}/{t_end:.4g} s  step {step}/{n_steps}  "
-            f"Newton {newton} it  ETA {_duration(eta)}"
+            f"Newton {newton} it  {when}"
         )
         if extra:
             line += "  " + extra
@@ -169,6 +170,7 @@ def run_simulation(
     bodies: Sequence | Callable[[State], Sequence] | None = None,
     extra_fields=None,
     callback: Callable[[State, StepInfo], None] | None = None,
+    progress_extra: Callable[[State], str] | None = None,
     newton_options: NewtonOptions = NewtonOptions(),
     max_halvings: int = 4,
 ) -> RunResult:
@@ -200,6 +202,9 @@ def run_simulation(
     callback
         ``callback(state, info)`` after every step; ``info.step`` and
         ``info.n_steps`` count from the start of the whole run.
+    progress_extra
+        ``progress_extra(state) -> str`` appended to the progress line
+        (e.g. the number of active contact points).
     newton_options, max_halvings
         Passed to :func:`skfiber.simulate`.
 
@@ -241,7 +246,11 @@ def run_simulation(
         step0, t_start = 0, float(state.t)
     if not math.isfinite(t_end) or t_end < state.t or (t_end == state.t and not resume):
         raise ValueError(f"t_end = {t_end!r} must be a finite time after the start time {state.t!r}")
-    n_steps = step0 + (int(math.ceil((t_end - state.t) / dt - 1e-9)) if t_end > state.t else 0)
+    # the step grid t_start + k dt; k0 is the grid index of the next step (a resumed run
+    # may stand off the grid after a shortened last step)
+    k0 = int(math.floor((state.t - t_start) / dt + 1e-9)) + 1
+    k_end = int(math.ceil((t_end - t_start) / dt - 1e-9))
+    n_steps = step0 + (max(k_end - k0 + 1, 1) if t_end > state.t else 0)
 
     series = None
     output_time = 0.0
@@ -252,6 +261,7 @@ def run_simulation(
             extra_fields=extra_fields, resume_time=state.t if resume else None,
         )
         if not resume:
+            checkpoint_path(out_dir, name).unlink(missing_ok=True)  # belongs to an older run
             series.write(state, 0)
         output_time += _time.perf_counter() - tic
     if bar is not None and resume:
@@ -270,7 +280,7 @@ def run_simulation(
         while step < n_steps:
             # one simulate() call per step: every step ends exactly at t_start + n dt,
             # whatever step the run was resumed from
-            t_next = t_end if step + 1 == n_steps else t_start + (step + 1) * dt
+            t_next = t_end if step + 1 == n_steps else t_start + (k0 + step - step0) * dt
             result = simulate(
                 model, t_end=t_next, dt=dt, state=state, max_halvings=max_halvings,
                 newton_options=newton_options, progress=False,
@@ -292,7 +302,8 @@ def run_simulation(
             if callback is not None:
                 callback(state, StepInfo(step, n_steps, t_end, n_it, result.retries, _time.perf_counter() - started))
             if bar is not None:
-                bar.update(step=step, n_steps=n_steps, t=state.t, t_end=t_end, newton=n_it)
+                extra = progress_extra(state) if progress_extra is not None else ""
+                bar.update(step=step, n_steps=n_steps, t=state.t, t_end=t_end, newton=n_it, extra=extra)
     except KeyboardInterrupt:
         interrupted = True
     except ConvergenceError:

@@ -17,7 +17,12 @@ No display is needed: without one, rendering is off screen (EGL or OSMesa).
 
 Example
 -------
->>> import skfiber as sf, skfiber.viz as viz  # doctest: +SKIP
+>>> import skfiber as sf, skfiber.viz as viz
+>>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, radius=0.05)
+>>> model = sf.Model([fiber])
+>>> tube = viz.tubes(viz.load((model, model.initial_state())).fibers)
+>>> round(float(tube.point_data["radius"].max()), 6)
+0.05
 >>> viz.screenshot("out/hanging_bundle.pvd", "bundle.png", field="stress")  # doctest: +SKIP
 >>> viz.movie("out/hanging_bundle.pvd", "bundle.mp4", field="stretch")  # doctest: +SKIP
 """
@@ -135,8 +140,8 @@ def load(source, *, time: float | None = None, bodies: Sequence | None = None) -
         suffix = path.suffix.lower()
         if suffix == ".pvd":
             series = Series(path)
-            return series.frame(series.index(time))
-        if suffix == ".vtu":
+            frame = series.frame(series.index(time))
+        elif suffix == ".vtu":
             frame = Frame(pv.read(path))
         else:
             raise ValueError(f"cannot show {path}: pick a .pvd series or a .vtu file written by skfiber")
@@ -150,22 +155,28 @@ def load(source, *, time: float | None = None, bodies: Sequence | None = None) -
     else:
         raise TypeError(f"cannot show a {type(source).__name__}; give a .pvd/.vtu path, (model, state), a meshio.Mesh or a pyvista dataset")
     if bodies is not None:
-        frame.bodies = pv.from_meshio(_io.cylinder_mesh(bodies))
+        extra = pv.from_meshio(_io.cylinder_mesh(bodies))
+        frame.bodies = extra if frame.bodies is None else frame.bodies.merge(extra)
     return frame
+
+
+def _as_polydata(grid: pv.DataSet, cell_type, kind: str) -> pv.PolyData:
+    """PolyData of an unstructured grid of one cell type (lines or triangles), with its point data."""
+    if isinstance(grid, pv.PolyData):
+        return grid
+    if np.any(np.asarray(grid.celltypes) != cell_type):
+        raise ValueError(f"expected a grid of {cell_type.name.lower()} cells only (as written by skfiber.io)")
+    poly = pv.PolyData(np.asarray(grid.points), **{kind: np.asarray(grid.cells)})
+    for name in grid.point_data.keys():
+        poly.point_data[name] = np.asarray(grid.point_data[name])
+    return poly
 
 
 def tubes(fibers: pv.DataSet, *, n_sides: int = 24) -> pv.PolyData:
     """Tubes around the fiber polylines with radius = point data ``radius`` (absolute, m)."""
     if "radius" not in fibers.point_data:
         raise ValueError(f"the fiber data has no 'radius' array (arrays: {sorted(fibers.point_data.keys())}); was it written by skfiber.io?")
-    if isinstance(fibers, pv.PolyData):
-        poly = fibers
-    else:
-        if np.any(np.asarray(fibers.celltypes) != pv.CellType.LINE):
-            raise ValueError("fiber data must consist of line cells (as written by skfiber.io)")
-        poly = pv.PolyData(np.asarray(fibers.points), lines=np.asarray(fibers.cells))
-        for name in fibers.point_data.keys():
-            poly.point_data[name] = np.asarray(fibers.point_data[name])
+    poly = _as_polydata(fibers, pv.CellType.LINE, "lines")
     # join the 2-point line cells of each fiber into one polyline (smooth tube joints)
     poly = poly.strip(join=True, max_length=poly.n_points + 1)
     return poly.tube(scalars="radius", absolute=True, n_sides=n_sides, capping=True)
@@ -173,7 +184,7 @@ def tubes(fibers: pv.DataSet, *, n_sides: int = 24) -> pv.PolyData:
 
 def _body_surface(bodies: pv.DataSet) -> pv.PolyData:
     """Body surfaces with normals split at the cylinder rims (smooth sides, flat caps)."""
-    surface = bodies if isinstance(bodies, pv.PolyData) else bodies.extract_surface()
+    surface = _as_polydata(bodies, pv.CellType.TRIANGLE, "faces")
     return surface.compute_normals(split_vertices=True, feature_angle=45.0, auto_orient_normals=False)
 
 
@@ -314,8 +325,8 @@ def movie(
 
     The camera and the color range are fixed over the movie (they fit all
     frames).  ``every`` takes every k-th step (the last one always);
-    ``multi_samples`` = 1 (no anti-aliasing) keeps software rendering at
-    ~20 ms per frame, pyvista's default 8 costs ~150 ms (960 × 720, llvmpipe).
+    ``multi_samples`` = 1 (no anti-aliasing) keeps software rendering fast
+    (a render ~20 ms at 960 × 720 with llvmpipe; pyvista's default 8: ~150 ms).
     GIF frames are quantized with Pillow's fast octree (imageio's GIF writer
     takes ~0.3 s per frame) and kept in memory until the end (~0.7 MB each):
     use MP4 or ``every`` for long series.

@@ -1,0 +1,335 @@
+"""The ``skfiber`` command: run demos, view results, run the verification studies.
+
+::
+
+    skfiber list                                   the demos and verification studies
+    skfiber run DEMO [--level N] [--out DIR] ...   run a demo (other options go to the demo)
+    skfiber view FILE.pvd [--screenshot F.png] [--movie F.mp4|F.gif] [--field NAME] [--time T]
+    skfiber verify [--list] [--only NAME]          verification studies at small size
+
+Demos are the modules of :mod:`skfiber.demos` (the repository's ``demos/``
+folder), named with dashes: ``demos/hanging_bundle.py`` is ``hanging-bundle``.
+A demo has ``main(argv)``; ``skfiber run`` passes ``--level``/``--out`` when
+given, and every option it does not know, on to it.
+
+A demo is a verification study when it is listed in :data:`VERIFY` (run as
+``main(["--small"])``) or defines ``verify()`` (called without arguments).
+
+Exit codes: 0 success, 1 a run or study failed, 2 bad arguments or paths,
+130 interrupted (Ctrl-C).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Sequence
+
+__all__ = ["main", "demo_names", "VERIFY"]
+
+#: Demos that are verification studies, run as ``main(["--small"])`` by ``skfiber verify``.
+VERIFY = ("manufactured-solution",)
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class UsageError(Exception):
+    """Bad arguments or paths: printed as ``skfiber …: error: …``, exit code 2."""
+
+
+# --------------------------------------------------------------------------- demos
+def demo_names() -> list[str]:
+    """Names of the demo modules in :mod:`skfiber.demos`, with dashes."""
+    import skfiber.demos
+
+    return sorted(
+        m.name.replace("_", "-")
+        for m in pkgutil.iter_modules(skfiber.demos.__path__)
+        if not m.name.startswith("_") and not m.ispkg
+    )
+
+
+def _import_demo(name: str):
+    names = demo_names()
+    key = name.replace("_", "-")
+    if key not in names:
+        raise UsageError(f"unknown demo {name!r}; pick one of: {', '.join(names) or '(none found)'}")
+    return importlib.import_module(f"skfiber.demos.{key.replace('-', '_')}")
+
+
+def _exit_code(value) -> int:
+    """A demo's ``main`` may return an exit code, None or a result object."""
+    if isinstance(value, bool) or value is None or not isinstance(value, int):
+        return EXIT_OK
+    return int(value)
+
+
+def _call_main(module, argv: list[str]) -> int:
+    if not callable(getattr(module, "main", None)):
+        raise UsageError(f"demo module {module.__name__} has no main(argv) function")
+    try:
+        return _exit_code(module.main(argv))
+    except SystemExit as exc:  # argparse errors (2) or sys.exit in the demo
+        return exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_FAILED)
+
+
+def _first_line(module) -> str:
+    doc = (module.__doc__ or "").strip()
+    return doc.splitlines()[0].rstrip(".") if doc else ""
+
+
+def _studies() -> list[tuple[str, object | None]]:
+    """(name, module or None if missing) of the verification studies."""
+    names = demo_names()
+    found = []
+    for name in names:
+        try:
+            module = importlib.import_module(f"skfiber.demos.{name.replace('-', '_')}")
+        except Exception:  # a broken demo shows up when it is run
+            module = None
+        if name in VERIFY or callable(getattr(module, "verify", None)):
+            found.append((name, module))
+    found += [(name, None) for name in VERIFY if name not in names]
+    return sorted(found, key=lambda x: x[0])
+
+
+# --------------------------------------------------------------------------- commands
+def _cmd_list(args) -> int:
+    print("demos (skfiber run NAME):")
+    for name in demo_names():
+        try:
+            line = _first_line(_import_demo(name))
+        except Exception as err:  # pragma: no cover - depends on the demos
+            line = f"(cannot import: {type(err).__name__}: {err})"
+        print(f"  {name:24s} {line}")
+    print("verification studies (skfiber verify):")
+    for name, module in _studies():
+        print(f"  {name}{'' if module is not None else '  (not found)'}")
+    return EXIT_OK
+
+
+def _cmd_run(args, extra: list[str]) -> int:
+    module = _import_demo(args.demo)
+    argv = []
+    if args.level is not None:
+        if args.level < 1:
+            raise UsageError(f"--level must be ≥ 1, got {args.level}")
+        argv += ["--level", str(args.level)]
+    if args.out is not None:
+        out = Path(args.out)
+        if out.exists() and not out.is_dir():
+            raise UsageError(f"--out {out} exists and is not a folder")
+        argv += ["--out", str(out)]
+    argv += extra
+    print(f"skfiber run {args.demo} {' '.join(argv)}".rstrip(), file=sys.stderr, flush=True)
+    tic = time.perf_counter()
+    code = _call_main(module, argv)
+    wall = time.perf_counter() - tic
+    lines = [f"skfiber run {args.demo}: {'finished' if code == 0 else f'exit code {code}'} in {wall:.1f} s"]
+    if args.out is not None and Path(args.out).is_dir():
+        for pvd in sorted(Path(args.out).glob("*.pvd")):
+            lines.append(f"  results: {pvd}  (ParaView, or: skfiber view {pvd} --screenshot shot.png)")
+    print("\n".join(lines), file=sys.stderr, flush=True)
+    return code
+
+
+def _cmd_view(args) -> int:
+    path = Path(args.file)
+    if not path.exists():
+        raise UsageError(f"no such file: {path}")
+    if path.suffix.lower() not in (".pvd", ".vtu"):
+        raise UsageError(f"{path} is neither a .pvd series nor a .vtu file")
+    if args.movie is not None and Path(args.movie).suffix.lower() not in (".gif", ".mp4"):
+        raise UsageError(f"--movie {args.movie}: pick a file ending in .gif or .mp4")
+    if args.screenshot is not None and Path(args.screenshot).suffix.lower() not in (".png", ".jpg", ".jpeg"):
+        raise UsageError(f"--screenshot {args.screenshot}: pick a file ending in .png or .jpg")
+    if args.movie is not None and path.suffix.lower() != ".pvd":
+        raise UsageError("--movie needs a .pvd series")
+    try:
+        from . import viz
+    except ImportError as err:
+        print(f"skfiber view: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        if args.info:
+            return _print_info(viz, path)
+        frame = viz.load(path, time=args.time)
+        if args.field not in frame.fields:
+            raise UsageError(f"unknown field {args.field!r}; pick one of: {', '.join(frame.fields)}")
+        options = dict(field=args.field, view=args.view, window_size=tuple(args.window_size))
+        if args.screenshot is None and args.movie is None:
+            if not viz.has_display():
+                raise UsageError("no display to open a window on; pass --screenshot F.png or --movie F.mp4")
+            viz.show(frame, **options)
+            return EXIT_OK
+        if args.screenshot is not None:
+            out = viz.screenshot(frame, args.screenshot, **options)
+            print(f"screenshot (t = {frame.time if frame.time is not None else '–'} s, {args.field}): {out}")
+        if args.movie is not None:
+            tic = time.perf_counter()
+            out = viz.movie(path, args.movie, field=args.field, view=args.view, fps=args.fps,
+                            every=args.every, window_size=tuple(args.window_size))
+            print(f"movie ({args.field}, {time.perf_counter() - tic:.1f} s to render): {out}")
+    except (ValueError, FileNotFoundError) as err:
+        raise UsageError(str(err)) from err
+    return EXIT_OK
+
+
+def _print_info(viz, path: Path) -> int:
+    from .io import BODY_FIELDS, FIBER_FIELDS
+
+    if path.suffix.lower() == ".pvd":
+        series = viz.Series(path)
+        print(f"{path}: {len(series)} time points, t = {series.times[0]:g} … {series.times[-1]:g} s")
+        frame = series.frame(len(series) - 1)
+    else:
+        frame = viz.load(path)
+        print(f"{path}: one data set")
+    print(f"fibers: {frame.fibers.n_points} points, {frame.fibers.n_cells} line cells")
+    for name in frame.fields:
+        unit, meaning = FIBER_FIELDS.get(name, ("?", "extra field"))
+        print(f"  {name:16s} {'[' + unit + ']':6s} {meaning}")
+    if frame.bodies is not None:
+        print(f"bodies: {frame.bodies.n_points} points, {frame.bodies.n_cells} triangles; arrays: "
+              + ", ".join(f"{n} [{BODY_FIELDS.get(n, ('?',))[0]}]" for n in frame.bodies.point_data.keys()))
+    return EXIT_OK
+
+
+def _cmd_verify(args) -> int:
+    studies = _studies()
+    if args.list:
+        for name, module in studies:
+            how = "verify()" if callable(getattr(module, "verify", None)) else "main(['--small'])"
+            print(f"{name:24s} {how if module is not None else '(not found)'}")
+        return EXIT_OK
+    if args.only:
+        known = [n for n, _ in studies]
+        unknown = [n for n in args.only if n.replace("_", "-") not in known]
+        if unknown:
+            raise UsageError(f"unknown verification study {unknown[0]!r}; pick one of: {', '.join(known)}")
+        wanted = {n.replace("_", "-") for n in args.only}
+        studies = [s for s in studies if s[0] in wanted]
+    results = []
+    for name, module in studies:
+        if module is None:
+            results.append((name, "not found", 0.0))
+            continue
+        print(f"\n=== {name} (small) ===", flush=True)
+        tic = time.perf_counter()
+        try:
+            if callable(getattr(module, "verify", None)):
+                code = _exit_code(module.verify())
+            else:
+                code = _call_main(module, ["--small"])
+            status = "ok" if code == 0 else f"failed (exit code {code})"
+        except KeyboardInterrupt:
+            raise
+        except Exception:
+            traceback.print_exc()
+            status = "failed (exception)"
+        sys.stdout.flush()
+        results.append((name, status, time.perf_counter() - tic))
+    print("\nverification summary")
+    for name, status, wall in results:
+        print(f"  {name:24s} {status:24s} {wall:7.1f} s")
+    ran = [r for r in results if r[1] != "not found"]
+    if not ran:
+        print("no verification study found", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK if all(r[1] == "ok" for r in ran) else EXIT_FAILED
+
+
+# --------------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="skfiber",
+        description="skfiber: skeletal muscle fibers as 1D cables on scikit-fem. "
+        "Run demos, view their VTK output, run the verification studies.",
+        epilog="Run 'skfiber COMMAND --help' for the options of a command.",
+    )
+    parser.add_argument("--version", action="version", version=f"skfiber {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    sub.add_parser("list", help="list the demos and the verification studies",
+                   description="List the demos (for 'skfiber run') and the verification studies (for 'skfiber verify').")
+
+    run = sub.add_parser(
+        "run", help="run a demo",
+        description="Run a demo by name (see 'skfiber list'). Options that 'skfiber run' does not know "
+        "are passed on to the demo, e.g. 'skfiber run hanging-bundle --out res --t-end 0.2'; "
+        "'skfiber run DEMO -- --help' shows the demo's own options.",
+    )
+    run.add_argument("demo", metavar="DEMO", help="demo name, e.g. hanging-bundle (dashes or underscores)")
+    run.add_argument("--level", type=int, metavar="N", help="refinement level N ≥ 1 (passed to the demo; demos define what it refines)")
+    run.add_argument("--out", metavar="DIR", help="output folder for the demo's VTK series (.pvd + .vtu) and checkpoints")
+
+    view = sub.add_parser(
+        "view", help="show a .pvd series or .vtu file: window, screenshot or movie",
+        description="Draw the fibers as tubes of their current radius, colored by a field, and the bodies as cylinders. "
+        "Without --screenshot/--movie an interactive window opens (needs a display).",
+    )
+    view.add_argument("file", metavar="FILE", help="a .pvd series (or .vtu file) written by skfiber")
+    view.add_argument("--screenshot", metavar="F.png", help="save a PNG of one time point (off screen)")
+    view.add_argument("--movie", metavar="F.mp4|F.gif", help="save a movie of all time points (MP4 via imageio-ffmpeg, or GIF)")
+    view.add_argument("--field", default="stress", metavar="NAME",
+                      help="point field for the colors (default stress); see --info for the choices")
+    view.add_argument("--time", type=float, metavar="T", help="time in s of the screenshot/window (nearest step; default: last)")
+    view.add_argument("--view", default="front", choices=["front", "iso", "xy", "xz", "yz"],
+                      help="camera direction (default front: the xz plane seen from slightly above)")
+    view.add_argument("--fps", type=float, default=15.0, help="movie frames per second (default 15)")
+    view.add_argument("--every", type=int, default=1, metavar="K", help="movie: use every K-th time point (default 1)")
+    view.add_argument("--window-size", type=int, nargs=2, default=[960, 720], metavar=("W", "H"),
+                      help="image size in pixels (default 960 720)")
+    view.add_argument("--info", action="store_true", help="print the time points and the fields with units, and exit")
+
+    verify = sub.add_parser(
+        "verify", help="run the verification studies at small size and print their tables",
+        description="Run every verification study (demos listed in skfiber.cli.VERIFY, run with --small, "
+        "and demos defining verify()) and print their tables and a summary. A study fails when it raises "
+        "or returns a non-zero exit code; the studies judge their own numbers (rates, errors).",
+    )
+    verify.add_argument("--list", action="store_true", help="list the studies and exit")
+    verify.add_argument("--only", nargs="+", metavar="NAME", help="run only these studies")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``skfiber`` console script; returns the exit code."""
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args, extra = parser.parse_known_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    if extra and args.command != "run":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command == "run" and extra[:1] == ["--"]:
+        extra = extra[1:]
+    try:
+        if args.command == "list":
+            return _cmd_list(args)
+        if args.command == "run":
+            return _cmd_run(args, extra)
+        if args.command == "view":
+            return _cmd_view(args)
+        return _cmd_verify(args)
+    except UsageError as err:
+        print(f"skfiber {args.command}: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"skfiber {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as err:
+        traceback.print_exc()
+        print(f"skfiber {args.command}: failed: {type(err).__name__}: {err}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""The ``skfiber`` command, run as a subprocess like a user would."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from skfiber import cli
+from skfiber.io import read_pvd
+
+
+def skfiber(*args, env=None, timeout=180):
+    return subprocess.run(
+        [sys.executable, "-m", "skfiber.cli", *map(str, args)],
+        capture_output=True, text=True, timeout=timeout, env=env,
+    )
+
+
+def headless_env():
+    env = dict(os.environ)
+    env.pop("DISPLAY", None)
+    env.pop("WAYLAND_DISPLAY", None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    """``skfiber run hanging-bundle`` end to end (short run, demo option passed through)."""
+    out = tmp_path_factory.mktemp("cli") / "bundle"
+    proc = skfiber("run", "hanging-bundle", "--level", 1, "--out", out, "--t-end", 0.06, "--checkpoint-every", 2)
+    return proc, out
+
+
+def run_main(capsys, *args):
+    """``skfiber ARGS`` in this process (fast; argparse exits become return codes)."""
+    try:
+        code = cli.main([str(a) for a in args])
+    except SystemExit as exc:
+        code = exc.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_help_explains_every_command(capsys):
+    code, out, _ = run_main(capsys, "--help")
+    assert code == 0
+    for command in ("run", "view", "verify", "list"):
+        assert command in out
+    run = run_main(capsys, "run", "--help")[1]
+    assert "--level" in run and "--out" in run and "passed on to the demo" in run
+    view = run_main(capsys, "view", "--help")[1]
+    for option in ("--screenshot", "--movie", "--field", "--time", "--info", "--every", "--fps"):
+        assert option in view
+    assert "--only" in run_main(capsys, "verify", "--help")[1]
+    assert run_main(capsys)[0] == 2  # no command: help and usage error
+
+
+def test_console_script_is_installed():
+    exe = shutil.which("skfiber") or str(Path(sys.executable).with_name("skfiber"))
+    if not Path(exe).exists():
+        pytest.skip("the skfiber console script is not installed in this environment")
+    proc = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.startswith("skfiber ")
+
+
+def test_run_demo_end_to_end(bundle):
+    proc, out = bundle
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1].startswith("summary: max_sag_m=")
+    assert "step 6/6" in proc.stderr and "ETA" in proc.stderr  # progress bar
+    assert "done: 6/6 steps" in proc.stderr  # the driver's final summary
+    assert "results:" in proc.stderr and "hanging_bundle.pvd" in proc.stderr
+    times = sorted({e.time for e in read_pvd(out / "hanging_bundle.pvd")})
+    assert len(times) == 7 and times[-1] == pytest.approx(0.06)
+    assert (out / "hanging_bundle_checkpoint.npz").is_file()
+
+
+def test_every_demo_is_listed(capsys):
+    code, out, _ = run_main(capsys, "list")
+    assert code == 0
+    for name in cli.demo_names():
+        assert name in out
+    assert "hanging-bundle" in cli.demo_names()
+
+
+def test_bad_arguments_list_the_choices(tmp_path, capsys):
+    proc = skfiber("run", "no-such-demo")  # once through a real process: message and exit code
+    assert proc.returncode == 2
+    assert "unknown demo 'no-such-demo'" in proc.stderr and "hanging-bundle" in proc.stderr
+    code, _, err = run_main(capsys, "run", "hanging-bundle", "--no-such-option")
+    assert code == 2 and "unrecognized arguments" in err
+    code, _, err = run_main(capsys, "run", "hanging-bundle", "--level", 0)
+    assert code == 2 and "--level" in err
+    code, _, err = run_main(capsys, "view", tmp_path / "missing.pvd")
+    assert code == 2 and "no such file" in err
+    (tmp_path / "x.txt").write_text("")
+    code, _, err = run_main(capsys, "view", tmp_path / "x.txt")
+    assert code == 2 and ".pvd" in err
+    (tmp_path / "x.pvd").write_text("")
+    code, _, err = run_main(capsys, "view", tmp_path / "x.pvd", "--movie", "a.avi")
+    assert code == 2 and ".gif or .mp4" in err
+    code, _, err = run_main(capsys, "verify", "--only", "nonsense")
+    assert code == 2 and "manufactured-solution" in err
+    code, _, err = run_main(capsys, "verify", "--bogus")
+    assert code == 2
+
+
+def test_view(bundle, tmp_path, capsys, monkeypatch):
+    pytest.importorskip("pyvista", reason="skfiber view needs the viz extra")
+    _, out = bundle
+    pvd = out / "hanging_bundle.pvd"
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    code, info, _ = run_main(capsys, "view", pvd, "--info")
+    assert code == 0 and "7 time points" in info and "radius" in info and "[Pa]" in info
+    code, _, err = run_main(capsys, "view", pvd, "--screenshot", tmp_path / "a.png", "--field", "nonsense")
+    assert code == 2 and "pick one of" in err and "stretch" in err
+    code, _, err = run_main(capsys, "view", pvd, "--screenshot", tmp_path / "a.png", "--time", 5)
+    assert code == 2 and "outside the series" in err
+    code, _, err = run_main(capsys, "view", pvd)
+    assert code == 2 and "--screenshot" in err  # no display: say what to do instead
+    ok = skfiber("view", pvd, "--screenshot", tmp_path / "a.png", "--movie", tmp_path / "a.gif",
+                 "--field", "force", "--time", 0.03, "--window-size", 320, 240, env=headless_env())
+    assert ok.returncode == 0, ok.stderr
+    assert (tmp_path / "a.png").stat().st_size > 1000 and (tmp_path / "a.gif").stat().st_size > 1000
+
+
+def test_verify_lists_and_runs_the_studies(capsys):
+    code, listed, _ = run_main(capsys, "verify", "--list")
+    assert code == 0
+    if "manufactured-solution" not in cli.demo_names():
+        pytest.skip("the manufactured-solution study is not there yet")
+    assert "manufactured-solution" in listed
+    proc = skfiber("verify", "--only", "manufactured-solution", timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "=== manufactured-solution (small) ===" in proc.stdout
+    assert "verification summary" in proc.stdout and " ok " in proc.stdout
+    assert "summary:" in proc.stdout  # the study's own table ended with its summary line

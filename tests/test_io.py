@@ -1,0 +1,185 @@
+"""VTK output through meshio: fiber polylines, cylinders, .pvd collections, atomic writes."""
+import xml.etree.ElementTree as ET
+
+import meshio
+import numpy as np
+import pytest
+
+import skfiber as sf
+from skfiber import io as sio
+from skfiber.demos.hanging_bundle import build_model
+from skfiber.run import run_simulation
+
+BONES = [((0.0, -0.2, -0.3), (1.0, 0.0, 0.0), 0.05), sio.Cylinder((0.5, 0.5, 0.0), (0.0, 0.0, 0.4), 0.03)]
+
+
+@pytest.fixture(scope="module")
+def series(tmp_path_factory):
+    """Hanging bundle, 5 steps, written with 3 points per element and two bones."""
+    model = build_model(1)
+    out = tmp_path_factory.mktemp("series")
+    result = run_simulation(
+        model, t_end=0.05, dt=0.01, out_dir=out, name="hb", checkpoint_every=2,
+        progress=False, points_per_element=3, bodies=BONES,
+    )
+    return model, result, out
+
+
+def test_fiber_mesh_samples_and_fields():
+    model = build_model(1)
+    state = sf.simulate(model, t_end=0.03, dt=0.01, progress=False).final_state
+    mesh = sio.fiber_mesh(model, state, points_per_element=5)
+    n_fibers, ne = len(model.fibers), model.fibers[0].n_elements
+    assert mesh.points.shape == (n_fibers * (ne * 5 + 1), 3)
+    assert set(sio.FIBER_FIELDS) == set(mesh.point_data)
+    lines = mesh.cells_dict["line"]
+    assert lines.shape == (n_fibers * ne * 5, 2)
+    fid = mesh.point_data["fiber_id"]
+    assert np.all(fid[lines[:, 0]] == fid[lines[:, 1]])  # no line joins two fibers
+    np.testing.assert_array_equal(mesh.cell_data["fiber_id"][0], fid[lines[:, 0]])
+    # fields against their definitions
+    pd = mesh.point_data
+    np.testing.assert_allclose(pd["radius"], 0.05 / np.sqrt(pd["stretch"]), rtol=1e-14)
+    np.testing.assert_allclose(pd["force"], np.pi * 0.05**2 * pd["stretch"] * pd["stress"], rtol=1e-14)
+    np.testing.assert_allclose(pd["activation"], np.repeat([0.0, 0.05, 0.1], ne * 5 + 1))
+    theta = pd["theta"]
+    np.testing.assert_allclose(pd["muscle_fraction"], 16 * (1 - theta) ** 2 * theta**2, atol=1e-14)
+    # position − displacement = reference (straight fibers: X = (θ, 0.15 k, 0))
+    X = np.column_stack([theta, 0.15 * fid, np.zeros_like(theta)])
+    np.testing.assert_allclose(mesh.points - pd["displacement"], X, atol=1e-14)
+    assert np.max(np.abs(pd["velocity"][:, 2])) > 0.01  # falling
+    # same samples as fiber_fields
+    ff = sf.fiber_fields(model, state, 1, points_per_element=5)
+    sel = fid == 1
+    np.testing.assert_array_equal(mesh.points[sel], ff.position.T)
+    np.testing.assert_array_equal(pd["stress"][sel], ff.stress)
+
+
+def test_extra_fields_hook():
+    model = build_model(1)
+
+    def contact(model, state, k, theta):
+        return {"contact_force": np.full(theta.size, float(k))}
+
+    mesh = sio.fiber_mesh(model, model.initial_state(), extra_fields=contact)
+    np.testing.assert_array_equal(mesh.point_data["contact_force"], mesh.point_data["fiber_id"])
+    with pytest.raises(ValueError, match="clashes"):
+        sio.fiber_mesh(model, model.initial_state(), extra_fields=lambda m, s, k, th: {"radius": th})
+    with pytest.raises(ValueError, match="shape"):
+        sio.fiber_mesh(model, model.initial_state(), extra_fields=lambda m, s, k, th: {"x": th[:-1]})
+
+
+def test_files_read_back_with_meshio(series):
+    model, result, out = series
+    entries = sio.read_pvd(out / "hb.pvd")
+    times = sorted({e.time for e in entries})
+    assert times == [n * 0.01 for n in range(6)]  # exactly t_start + n dt
+    assert {e.part for e in entries} == {0, 1}
+    root = ET.parse(out / "hb.pvd").getroot()
+    assert root.tag == "VTKFile" and root.get("type") == "Collection"
+    n_points = sum(f.n_elements * 3 + 1 for f in model.fibers)
+    for e in entries:
+        mesh = meshio.read(out / e.file)
+        if e.part == 0:
+            assert mesh.points.shape == (n_points, 3)
+            assert set(sio.FIBER_FIELDS) <= set(mesh.point_data)
+            assert mesh.cells_dict["line"].shape == (n_points - len(model.fibers), 2)
+        else:
+            assert e.file == "hb_bodies.vtu"  # fixed bodies are written once
+            assert mesh.cells_dict["triangle"].shape == (2 * 4 * 32, 3)
+            assert sorted(set(mesh.point_data["body_id"])) == [0, 1]
+    last = meshio.read(out / "hb_fibers_000005.vtu")
+    ref = sio.fiber_mesh(model, result.final_state, points_per_element=3)
+    np.testing.assert_array_equal(last.points, ref.points)  # binary float64: exact
+    for name in sio.FIBER_FIELDS:
+        np.testing.assert_array_equal(last.point_data[name], ref.point_data[name])
+    assert not list(out.glob(".*tmp*")), "temporary files left behind"
+
+
+def test_pvd_read_with_pyvista(series):
+    pv = pytest.importorskip("pyvista", reason="pyvista (extra 'viz') reads the .pvd as ParaView would")
+    model, result, out = series
+    reader = pv.get_reader(str(out / "hb.pvd"))
+    assert isinstance(reader, pv.PVDReader)
+    np.testing.assert_array_equal(reader.time_values, [n * 0.01 for n in range(6)])
+    n_points = sum(f.n_elements * 3 + 1 for f in model.fibers)
+    for i in (0, 5):
+        reader.set_active_time_point(i)
+        blocks = reader.read()
+        assert len(blocks) == 2
+        fibers, bodies = blocks[0], blocks[1]
+        assert fibers.n_points == n_points
+        assert set(sio.FIBER_FIELDS) <= set(fibers.point_data.keys())
+        assert "body_id" in bodies.point_data
+    ref = sio.fiber_mesh(model, result.final_state, points_per_element=3)
+    np.testing.assert_array_equal(np.asarray(fibers.point_data["radius"]), ref.point_data["radius"])
+
+
+def test_cylinder_mesh_is_closed_and_outward():
+    mesh = sio.cylinder_mesh([((1.0, 2.0, 3.0), (0.0, 0.3, 0.4), 0.2)], resolution=64)
+    p, t = mesh.points, mesh.cells_dict["triangle"]
+    # divergence theorem: V = Σ (p0 · (p1 × p2)) / 6 > 0 for outward normals
+    volume = np.sum(np.einsum("ij,ij->i", p[t[:, 0]], np.cross(p[t[:, 1]], p[t[:, 2]]))) / 6
+    exact = 0.5 * 64 * np.sin(2 * np.pi / 64) * 0.2**2 * 0.5  # inscribed polygon × length
+    assert volume == pytest.approx(exact, rel=1e-12)
+    edges = np.sort(np.vstack([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]]), axis=1)
+    _, counts = np.unique(edges, axis=0, return_counts=True)
+    assert np.all(counts == 2)  # closed surface
+    with pytest.raises(ValueError, match="radius"):
+        sio.cylinder_mesh([((0, 0, 0), (1, 0, 0), -1.0)])
+    with pytest.raises(TypeError, match="start, axis, radius"):
+        sio.cylinder_mesh([((0, 0, 0), (1, 0, 0))])
+    with pytest.raises(ValueError, match="3 coordinates"):
+        sio.cylinder_mesh([(0, 0, 0)])
+
+
+def test_moving_bodies_written_every_step(tmp_path):
+    model = build_model(1)
+    bodies = lambda state: [((0, 0, -0.2 - state.t), (1, 0, 0), 0.05)]  # noqa: E731
+    run_simulation(model, t_end=0.02, dt=0.01, out_dir=tmp_path, bodies=bodies, progress=False)
+    files = [e.file for e in sio.read_pvd(tmp_path / "result.pvd") if e.part == 1]
+    assert files == [f"result_bodies_{n:06d}.vtu" for n in range(3)]
+    z = meshio.read(tmp_path / files[-1]).points[:, 2]
+    assert z.min() == pytest.approx(-0.22 - 0.05)
+
+
+def test_atomic_write_keeps_old_file(tmp_path, monkeypatch):
+    model = build_model(1)
+    path = tmp_path / "a.vtu"
+    sio.write_vtu(path, sio.fiber_mesh(model, model.initial_state()))
+    before = path.read_bytes()
+
+    def broken(filename, *args, **kwargs):
+        with open(filename, "w") as fh:
+            fh.write("<half a file")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(meshio, "write", broken)
+    with pytest.raises(OSError, match="disk full"):
+        sio.write_vtu(path, sio.fiber_mesh(model, model.initial_state()))
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["a.vtu"]
+
+
+def test_fresh_series_replaces_old_one(tmp_path):
+    model = build_model(1)
+    run_simulation(model, t_end=0.04, dt=0.01, out_dir=tmp_path, progress=False)
+    run_simulation(model, t_end=0.01, dt=0.01, out_dir=tmp_path, progress=False)
+    assert sorted(p.name for p in tmp_path.glob("result_*.vtu")) == ["result_fibers_000000.vtu", "result_fibers_000001.vtu"]
+    assert len(sio.read_pvd(tmp_path / "result.pvd")) == 2
+
+
+def test_errors(tmp_path):
+    model = build_model(1)
+    with pytest.raises(ValueError, match="points_per_element"):
+        sio.fiber_mesh(model, model.initial_state(), points_per_element=0)
+    with pytest.raises(ValueError, match="plain file name"):
+        sio.VTKSeries(tmp_path, model, name="a/b")
+    with pytest.raises(FileNotFoundError, match="no such .pvd"):
+        sio.read_pvd(tmp_path / "missing.pvd")
+    (tmp_path / "bad.pvd").write_text("<VTKFile type='UnstructuredGrid'/>")
+    with pytest.raises(ValueError, match="not a ParaView collection"):
+        sio.read_pvd(tmp_path / "bad.pvd")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(NotADirectoryError):
+        sio.VTKSeries(tmp_path / "file", model)

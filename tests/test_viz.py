@@ -1,0 +1,103 @@
+"""PyVista views: off-screen screenshots, tube radius, movies (needs the 'viz' extra)."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pv = pytest.importorskip("pyvista", reason="rendering tests need the viz extra: pip install '.[viz]'")
+from scipy.spatial import cKDTree  # noqa: E402
+
+import skfiber as sf  # noqa: E402
+from skfiber import viz  # noqa: E402
+from skfiber.demos.hanging_bundle import build_model  # noqa: E402
+from skfiber.run import run_simulation  # noqa: E402
+
+BONE = ((0.0, -0.25, -0.3), (1.0, 0.0, 0.0), 0.04)
+SMALL = (320, 240)
+
+
+@pytest.fixture(scope="module")
+def pvd(tmp_path_factory):
+    out = tmp_path_factory.mktemp("viz")
+    run_simulation(build_model(1), t_end=0.2, dt=0.02, out_dir=out, progress=False, bodies=[BONE])
+    return out / "result.pvd"
+
+
+def _read_png(path):
+    import imageio.v2 as imageio
+
+    return np.asarray(imageio.imread(path))[..., :3]
+
+
+def test_screenshot_is_not_blank(pvd, tmp_path):
+    png = viz.screenshot(pvd, tmp_path / "shot.png", field="stress", window_size=SMALL)
+    img = _read_png(png)
+    assert img.shape == (SMALL[1], SMALL[0], 3)
+    background = np.all(img >= 250, axis=-1)  # white background
+    assert 0.05 < 1 - background.mean() < 0.9, "the image is (nearly) blank or full"
+    assert len(np.unique(img.reshape(-1, 3), axis=0)) > 50  # shading and a colormap, not one color
+
+
+def test_tube_radius_matches_data(pvd):
+    plotter = viz.scene(pvd, field="stretch", time=0.1, off_screen=True, window_size=SMALL)
+    try:
+        tube = plotter.actors["fibers"].mapper.dataset
+        fibers = viz.Series(pvd).frame(5).fibers
+    finally:
+        plotter.close()
+    assert viz.Series(pvd).times[5] == pytest.approx(0.1)
+    centers = np.asarray(fibers.points)
+    radius = np.asarray(fibers.point_data["radius"])
+    assert radius.max() - radius.min() > 1e-5  # the radius varies along the fibers
+    dist, idx = cKDTree(centers).query(np.asarray(tube.points))
+    # every tube vertex lies on the ring of its center point, at the data's radius
+    np.testing.assert_allclose(dist, radius[idx], rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(tube.point_data["radius"]), radius[idx], rtol=1e-6)
+    assert set(np.unique(idx)) == set(range(len(centers)))  # a ring around every sample
+    # the color array is the chosen field
+    assert tube.point_data.active_scalars_name == "stretch"
+
+
+def test_movies_gif_and_mp4(pvd, tmp_path):
+    import imageio.v2 as imageio
+
+    n = len(viz.Series(pvd))
+    gif = viz.movie(pvd, tmp_path / "m.gif", field="stretch", window_size=SMALL, every=2)
+    frames = imageio.mimread(gif)
+    assert len(frames) == len(range(0, n, 2)) + (0 if (n - 1) % 2 == 0 else 1)
+    assert np.abs(frames[0].astype(int) - frames[-1]).sum() > 0  # the fibers move
+    pytest.importorskip("imageio_ffmpeg", reason="MP4 needs imageio-ffmpeg (viz extra)")
+    mp4 = viz.movie(pvd, tmp_path / "m.mp4", field="force", window_size=SMALL)
+    assert mp4.stat().st_size > 1000
+    assert len(imageio.mimread(mp4)) == n
+
+
+def test_state_source_with_bones(pvd, tmp_path):
+    model = build_model(1)
+    state = sf.simulate(model, t_end=0.02, dt=0.01, progress=False).final_state
+    frame = viz.load((model, state), bodies=[BONE])
+    assert frame.bodies is not None and frame.time == state.t
+    assert frame.bodies.n_cells == 4 * 32
+    assert viz.load(pvd, bodies=[BONE]).bodies.n_cells == 2 * 4 * 32  # written bodies + extra ones
+    png = viz.screenshot((model, state), tmp_path / "s.png", bodies=[BONE], field="radius", view="iso", window_size=SMALL)
+    assert png.stat().st_size > 0
+
+
+def test_errors_name_the_choices(pvd, tmp_path):
+    with pytest.raises(ValueError, match="pick one of .*stress"):
+        viz.scene(pvd, field="nonsense", off_screen=True)
+    with pytest.raises(ValueError, match="outside the series"):
+        viz.load(pvd, time=99.0)
+    with pytest.raises(ValueError, match=r"\.gif"):
+        viz.movie(pvd, tmp_path / "m.avi")
+    with pytest.raises(FileNotFoundError):
+        viz.load(tmp_path / "missing.pvd")
+    with pytest.raises(ValueError, match="view"):
+        viz.scene(pvd, view="top", off_screen=True)
+
+
+def test_core_does_not_import_pyvista():
+    code = "import sys, skfiber, skfiber.io, skfiber.run, skfiber.cli; print('pyvista' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
