@@ -165,7 +165,8 @@ class BatchedAssembler:
         ne, nq = self.nelems, self.nqp
         Jall = self._B.shape[2]
         P = self._P[self.has_hess][0]
-        jets = (P @ dofs.T).reshape(ne, nq, Jall, m)
+        # one sparse matrix–vector product per field (faster than P @ dofs.T)
+        jets = np.stack([P @ row for row in dofs], axis=-1).reshape(ne, nq, Jall, m)
         jets = np.moveaxis(jets, (3, 2), (0, 1))  # (m, J, e, q)
         out = []
         for k in range(m):

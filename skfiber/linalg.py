@@ -43,6 +43,23 @@ class ConstrainedSolver:
         self._band_index = ((bw + rows - cols) * self.N + cols)[self._keep]
         self._diag_fixed = (bw * self.N + self.constrained)
         self.last_method = ""
+        self._work = None
+
+    def _gbsv(self, ab: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        """LAPACK gbsv on band storage (2bw+1, N) (what solve_banded does, minus copies)."""
+        bw = self.bandwidth
+        if self._work is None:
+            self._work = np.zeros((3 * bw + 1, self.N), order="F")
+            self._gbsv_fn = sla.get_lapack_funcs("gbsv", (self._work,))
+        work = self._work
+        work[:bw] = 0.0
+        work[bw:] = ab
+        _, _, x, info = self._gbsv_fn(bw, bw, work, rhs, overwrite_ab=True, overwrite_b=False)
+        if info > 0:
+            raise np.linalg.LinAlgError(f"singular matrix (zero pivot at row {info - 1})")
+        if info < 0:
+            raise ValueError(f"illegal value in argument {-info} of gbsv")
+        return x
 
     def solve(self, element_matrices: np.ndarray, rhs: np.ndarray, extra: list | None = None) -> np.ndarray:
         rhs = np.where(self.fixed, 0.0, rhs)
@@ -58,7 +75,7 @@ class ConstrainedSolver:
                 keep = ~(self.fixed[r] | self.fixed[c])
                 ab += np.bincount(((bw + r - c) * self.N + c)[keep], weights=v[keep], minlength=size)
             self.last_method = "banded"
-            return sla.solve_banded((bw, bw), ab.reshape(2 * bw + 1, self.N), rhs, check_finite=False)
+            return self._gbsv(ab.reshape(2 * bw + 1, self.N), rhs)
         rows = [self.assembler.rows[self._keep], self.constrained]
         cols = [self.assembler.cols[self._keep], self.constrained]
         vals = [data, np.ones(self.constrained.size)]

@@ -121,6 +121,7 @@ class Model:
         )
         self.mass_matrix = d.assembler.to_csr(self._mass_elements)
         self._load_cache: tuple[float, np.ndarray] | None = None
+        self._constant_load: np.ndarray | None = None
 
     @property
     def n_dofs(self) -> int:
@@ -176,7 +177,9 @@ class Model:
         return np.isin(d.element_fiber, ks)
 
     def _add_load(self, kind: str, value: VectorField, fibers) -> None:
-        if not callable(value):
+        if isinstance(value, np.ndarray) and value.shape == (3,) + self.discretization.theta.shape:
+            pass  # a field at the quadrature points (internal use)
+        elif not callable(value):
             arr = np.asarray(value, dtype=float)
             if arr.shape != (3,):
                 raise ValueError(f"a {kind} load is 3 numbers or a callable f(θ, t) returning (3, …); got shape {arr.shape}")
@@ -184,6 +187,7 @@ class Model:
                 raise ValueError(f"the {kind} load must be finite, got {arr.tolist()}")
         self._loads.append(_Load(kind, value, self._element_mask(fibers)))
         self._load_cache = None
+        self._constant_load = None
 
     def add_body_force(self, b0: VectorField, *, fibers: Iterable | None = None) -> None:
         """Body force b0 per reference volume (N/m³): 3 numbers or f(θ, t) → (3, …)."""
@@ -198,8 +202,8 @@ class Model:
         g = np.asarray(g, dtype=float)
         if g.shape != (3,):
             raise ValueError(f"g must have 3 components, got shape {g.shape}")
-        rho = self.discretization.density
-        self._add_load("body", lambda theta, t, _rho=rho, _g=g: _g[:, None, None] * _rho, fibers)
+        # constant in time: stored as a field (N/m³) and assembled once
+        self._add_load("body", g[:, None, None] * self.discretization.density, fibers)
 
     def add_term(self, residual, tangent=None, *, name: str | None = None) -> Term:
         """Add an extra weak-form term (see :mod:`skfiber.terms`)."""
@@ -210,26 +214,38 @@ class Model:
         return term
 
     def external_force(self, t: float) -> np.ndarray:
-        """Assembled external load vector at time t."""
+        """Assembled external load vector at time t.
+
+        Loads that do not depend on time are assembled once; callables f(θ, t)
+        once per new t.
+        """
         if self._load_cache is not None and self._load_cache[0] == t:
             return self._load_cache[1]
+        if self._constant_load is None:
+            self._constant_load = self._assemble_loads([l for l in self._loads if not callable(l.value)], t)
+        F = self._constant_load + self._assemble_loads([l for l in self._loads if callable(l.value)], t)
+        if not np.all(np.isfinite(F)):
+            raise FloatingPointError(f"the external load is not finite at t = {t}")
+        self._load_cache = (t, F)
+        return F
+
+    def _assemble_loads(self, loads: list, t: float) -> np.ndarray:
         d = self.discretization
         asm = d.assembler
         F = np.zeros(self.n_dofs)
-        for load in self._loads:
+        shape = (3,) + d.theta.shape
+        for load in loads:
             if callable(load.value):
-                val = np.asarray(load.value(d.theta, t), dtype=float)
-                val = np.broadcast_to(val, (3,) + d.theta.shape)
+                val = np.broadcast_to(np.asarray(load.value(d.theta, t), dtype=float), shape)
+            elif np.shape(load.value) == shape:
+                val = load.value
             else:
-                val = np.broadcast_to(np.asarray(load.value)[:, None, None], (3,) + d.theta.shape)
+                val = np.broadcast_to(np.asarray(load.value)[:, None, None], shape)
             val = np.where(load.elements[None, :, None], val, 0.0)
             if load.kind == "body":
                 F += asm.linear_vector(forms.body_force, asm.parameters(b0=val, area=d.area, J=d.jacobian))
             else:
                 F += asm.linear_vector(forms.line_load, asm.parameters(q=val, J=d.jacobian))
-        if not np.all(np.isfinite(F)):
-            raise FloatingPointError(f"the external load is not finite at t = {t}")
-        self._load_cache = (t, F)
         return F
 
     # --- evaluation -----------------------------------------------------
