@@ -63,8 +63,10 @@ class Evaluation:
     outside the cable mesh pattern.
     """
 
-    def __init__(self, residual, tangent_fn, *, reference_force: float, min_stretch: float, extra=None, roundoff: float = 0.0):
+    def __init__(self, residual, tangent_fn, *, reference_force: float, min_stretch: float, extra=None,
+                 roundoff: float = 0.0, n_active_contacts: int = 0):
         self.residual = residual
+        self.n_active_contacts = n_active_contacts
         self.roundoff = roundoff
         self._tangent_fn = tangent_fn
         self._element_matrices = None
@@ -113,6 +115,7 @@ class Model:
         self.discretization = Discretization(fibers, quadrature_points=quadrature_points)
         self.fibers = self.discretization.fibers
         self.terms: list[Term] = []
+        self.contacts: list = []
         self._loads: list[_Load] = []
         self._prescribed: dict[tuple[int, int], _Prescribed] = {}
         d = self.discretization
@@ -204,6 +207,32 @@ class Model:
             raise ValueError(f"g must have 3 components, got shape {g.shape}")
         # constant in time: stored as a field (N/m³) and assembled once
         self._add_load("body", g[:, None, None] * self.discretization.density, fibers)
+
+    def add_contact(self, contact):
+        """Add a contact (fiber–fiber or fiber–cylinder, :mod:`skfiber.contact`).
+
+        Its residual and tangent blocks join the assembled system and its
+        ``max_step`` joins Newton's safeguard (paper eqs. 69–73).
+        """
+        from .contact.base import Contact
+
+        if not isinstance(contact, Contact):
+            raise TypeError(
+                f"{contact!r} is not a contact: it needs a `name`, `evaluate(model, u, t, tangent=...)` "
+                "and `max_step(model, u, du, t, delta_bar=...)` (see skfiber.contact.base.Contact)"
+            )
+        taken = {"cable", "inertia", "loads"} | {t.name for t in self.terms} | {c.name for c in self.contacts}
+        if contact.name in taken:
+            raise ValueError(f"the name {contact.name!r} is taken; give the contact another name")
+        self.contacts.append(contact)
+        return contact
+
+    def max_step(self, u: np.ndarray, du: np.ndarray, t: float, *, delta_bar: float) -> float:
+        """Largest admissible fraction δ ∈ (0, 1] of a Newton step (all contacts)."""
+        delta = 1.0
+        for contact in self.contacts:
+            delta = min(delta, float(contact.max_step(self, u, du, t, delta_bar=delta_bar)))
+        return delta
 
     def add_term(self, residual, tangent=None, *, name: str | None = None) -> Term:
         """Add an extra weak-form term (see :mod:`skfiber.terms`)."""
@@ -312,7 +341,7 @@ class Model:
         """
         d = self.discretization
         asm = d.assembler
-        names = {"cable", "inertia", "loads"} | {t_.name for t_ in self.terms}
+        names = {"cable", "inertia", "loads"} | {t_.name for t_ in self.terms} | {c.name for c in self.contacts}
         parts = names if parts is None else set(parts)
         unknown = parts - names
         if unknown:
@@ -362,7 +391,25 @@ class Model:
                 where = (f": the stress of fiber {k} ({d.fibers[k].law!r}) is not finite at "
                          f"λ ∈ [{np.min(lam):.4g}, {np.max(lam):.4g}]")
             raise FloatingPointError(f"non-finite residual at t = {t:.6g} s{where}")
-        return Evaluation(R, tangent_fn, reference_force=ref, min_stretch=float(np.min(w.lam)), roundoff=roundoff)
+        extra, n_active = [], 0
+        for contact in self.contacts:
+            if contact.name not in parts:
+                continue
+            ce = contact.evaluate(self, u, t, tangent=True)
+            if np.any(ce.admissibility <= 0) or not np.all(np.isfinite(ce.residual)):
+                worst = float(np.min(ce.admissibility)) if ce.admissibility.size else float("nan")
+                raise FloatingPointError(
+                    f"inadmissible contact state at t = {t:.6g} s in {contact.name!r}: "
+                    f"min 1 + γg = {worst:.3g} (penetration beyond the penalty law's limit)"
+                )
+            R += ce.residual
+            ref = max(ref, np.linalg.norm(ce.residual))
+            extra.append((ce.rows, ce.cols, ce.values))
+            n_active += int(ce.n_active)
+        return Evaluation(
+            R, tangent_fn, reference_force=ref, min_stretch=float(np.min(w.lam)), roundoff=roundoff,
+            extra=extra, n_active_contacts=n_active,
+        )
 
     def tangent_matrix(self, evaluation: Evaluation) -> sps.csr_matrix:
         """The global tangent as a CSR matrix."""

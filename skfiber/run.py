@@ -277,6 +277,7 @@ def run_simulation(
     interrupted = False
     step = saved = step0
     try:
+        inner = [None]  # StepInfo of the inner simulate() call (active contacts)
         while step < n_steps:
             # one simulate() call per step: every step ends exactly at t_start + n dt,
             # whatever step the run was resumed from
@@ -284,6 +285,7 @@ def run_simulation(
             result = simulate(
                 model, t_end=t_next, dt=dt, state=state, max_halvings=max_halvings,
                 newton_options=newton_options, progress=False,
+                callback=lambda _s, info: inner.__setitem__(0, info),
             )
             if result.interrupted:
                 interrupted = True
@@ -300,9 +302,12 @@ def run_simulation(
                 saved = step
             output_time += _time.perf_counter() - tic
             if callback is not None:
-                callback(state, StepInfo(step, n_steps, t_end, n_it, result.retries, _time.perf_counter() - started))
+                callback(state, StepInfo(step, n_steps, t_end, n_it, result.retries, _time.perf_counter() - started,
+                                         inner[0].active_contacts if inner[0] is not None else 0))
             if bar is not None:
                 extra = progress_extra(state) if progress_extra is not None else ""
+                if model.contacts and inner[0] is not None:
+                    extra = f"contacts {inner[0].active_contacts}" + (f"  {extra}" if extra else "")
                 bar.update(step=step, n_steps=n_steps, t=state.t, t_end=t_end, newton=n_it, extra=extra)
     except KeyboardInterrupt:
         interrupted = True

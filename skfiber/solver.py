@@ -56,6 +56,11 @@ class NewtonOptions:
     rtol: float = 1e-9
     atol: float = 1e-12
     max_iterations: int = 25
+    #: safeguard δ̄ of paper eq. 71: a step may shrink each contact point's
+    #: admissibility margin 1 + γg at most to this fraction
+    safeguard: float = 0.25
+    #: smallest step fraction δ the safeguard may take before Newton gives up
+    min_step: float = 1e-8
 
     def __post_init__(self):
         if not (self.rtol > 0 and math.isfinite(self.rtol)):
@@ -64,6 +69,10 @@ class NewtonOptions:
             raise ValueError(f"atol must be ≥ 0, got {self.atol}")
         if int(self.max_iterations) < 1:
             raise ValueError(f"max_iterations must be ≥ 1, got {self.max_iterations}")
+        if not 0 < self.safeguard < 1:
+            raise ValueError(f"safeguard δ̄ must lie in (0, 1), got {self.safeguard}")
+        if not 0 < self.min_step < 1:
+            raise ValueError(f"min_step must lie in (0, 1), got {self.min_step}")
 
 
 class ConvergenceError(RuntimeError):
@@ -82,6 +91,9 @@ class ConvergenceError(RuntimeError):
 class NewtonReport:
     iterations: int
     residual_history: list[float]
+    #: safeguard step fractions δ of each iteration (1.0 = full Newton step)
+    step_fractions: list[float] = field(default_factory=list)
+    active_contacts: int = 0
 
 
 def newton(
@@ -92,8 +104,14 @@ def newton(
     options: NewtonOptions = NewtonOptions(),
     t: float = 0.0,
     step: int | str = 0,
+    max_step: Callable[[np.ndarray, np.ndarray], float] | None = None,
 ) -> tuple[np.ndarray, NewtonReport]:
-    """Solve G(u) = 0 on the free DOFs starting from u0 (constrained DOFs as in u0)."""
+    """Solve G(u) = 0 on the free DOFs starting from u0 (constrained DOFs as in u0).
+
+    ``max_step(u, du)`` is the safeguard (paper eqs. 69–73): the update is
+    u + δ du with δ = max_step(u, du) ∈ (0, 1].
+    """
+    fractions: list[float] = []
     u = u0.copy()
     history: list[float] = []
     free = ~solver.fixed
@@ -112,7 +130,7 @@ def newton(
         if not math.isfinite(res):
             raise ConvergenceError("the residual is not finite", t=t, step=step, residual_history=history)
         if res <= options.rtol * ev.reference_force + options.atol + ev.roundoff:
-            return u, NewtonReport(it, history)
+            return u, NewtonReport(it, history, fractions, ev.n_active_contacts)
         if it == options.max_iterations:
             break
         try:
@@ -121,7 +139,14 @@ def newton(
             raise ConvergenceError(f"singular tangent ({err})", t=t, step=step, residual_history=history) from err
         if not np.all(np.isfinite(du)):
             raise ConvergenceError("the Newton increment is not finite (singular tangent?)", t=t, step=step, residual_history=history)
-        u = u + du
+        delta = 1.0 if max_step is None else float(max_step(u, du))
+        if not delta >= options.min_step:
+            raise ConvergenceError(
+                f"no admissible step: the contact safeguard allows only δ = {delta:.3g} of the Newton step",
+                t=t, step=step, residual_history=history,
+            )
+        fractions.append(min(delta, 1.0))
+        u = u + min(delta, 1.0) * du
     raise ConvergenceError(
         f"no convergence in {options.max_iterations} iterations", t=t, step=step, residual_history=history
     )
@@ -188,8 +213,12 @@ def solve_static(
             return model.evaluate(uu, zero, zero, _t, c_v=0.0, c_a=0.0, load_factor=_f)
 
         label = f"load factor {s_new:.4g}" if state is None else f"continuation to t = {t_k:.4g}"
+        def safeguard(uu, du, _t=t_k):
+            return model.max_step(uu, du, _t, delta_bar=newton_options.safeguard)
+
         try:
-            u_new, report = newton(evaluate, trial, solver, options=newton_options, t=t_k, step=label)
+            u_new, report = newton(evaluate, trial, solver, options=newton_options, t=t_k, step=label,
+                                   max_step=safeguard if model.contacts else None)
         except ConvergenceError:
             bisections += 1  # consecutive bisections of this increment
             if bisections > max_bisections:
@@ -215,6 +244,7 @@ class StepInfo:
     newton_iterations: int
     retries: int
     elapsed: float
+    active_contacts: int = 0
 
 
 @dataclass
@@ -264,13 +294,22 @@ def backward_euler_step(
     u0 = u_n + dt * v_n + dt**2 * state.a
     c = model.constrained_dofs
     u0[c] = model.prescribed_displacement(t1)
+    if model.contacts:  # keep the predictor admissible: go from uₙ only as far as the safeguard allows
+        delta = model.max_step(u_n, u0 - u_n, t1, delta_bar=options.safeguard)
+        if delta < 1.0:
+            u0 = u_n + delta * (u0 - u_n)
+            u0[c] = model.prescribed_displacement(t1)
 
     def evaluate(u):
         v = (u - u_n) / dt
         a = (v - v_n) / dt
         return model.evaluate(u, v, a, t1, c_v=1.0 / dt, c_a=1.0 / dt**2)
 
-    u, report = newton(evaluate, u0, solver, options=options, t=t1, step=step)
+    def safeguard(u, du):
+        return model.max_step(u, du, t1, delta_bar=options.safeguard)
+
+    u, report = newton(evaluate, u0, solver, options=options, t=t1, step=step,
+                       max_step=safeguard if model.contacts else None)
     v = (u - u_n) / dt
     return State(t1, u, v, (v - v_n) / dt), report
 
@@ -327,12 +366,12 @@ def simulate(
         for k in range(1, n_steps + 1):
             t_target = min(t0 + k * dt, t_end) if k < n_steps else t_end
             h = t_target - state.t
-            state, n_it, n_retry, hist = _step_with_retries(model, state, h, solver, newton_options, k, max_halvings)
+            state, n_it, n_retry, hist, n_contact = _step_with_retries(model, state, h, solver, newton_options, k, max_halvings)
             its.append(n_it)
             histories.append(hist)
             retries += n_retry
             if callback is not None:
-                callback(state, StepInfo(k, n_steps, t_end, n_it, n_retry, _time.perf_counter() - start))
+                callback(state, StepInfo(k, n_steps, t_end, n_it, n_retry, _time.perf_counter() - start, n_contact))
             if k % store_every == 0 or k == n_steps:
                 times.append(state.t); us.append(state.u.copy()); vs.append(state.v.copy())
             now = _time.perf_counter()
@@ -341,7 +380,8 @@ def simulate(
                 eta = (now - start) / k * (n_steps - k)
                 print(
                     f"  t = {state.t:.4g}/{t_end:.4g} s  step {k}/{n_steps}  newton {n_it} it  "
-                    f"retries {retries}  elapsed {now - start:.1f} s  ETA {eta:.1f} s",
+                    + (f"contacts {n_contact}  " if model.contacts else "")
+                    + f"retries {retries}  elapsed {now - start:.1f} s  ETA {eta:.1f} s",
                     file=sys.stderr, flush=True,
                 )
     except KeyboardInterrupt:
@@ -368,7 +408,7 @@ def _step_with_retries(model, state, h, solver, options, k, max_halvings):
                 s, rep = backward_euler_step(model, s, h / n_sub, solver, options=options, step=k if n_sub == 1 else f"{k} (substep {j + 1}/{n_sub})")
                 total += rep.iterations
                 history += rep.residual_history
-            return s, total, level, history
+            return s, total, level, history, rep.active_contacts
         except ConvergenceError as err:
             last_error = err
     raise ConvergenceError(

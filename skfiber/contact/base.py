@@ -1,0 +1,104 @@
+"""The contact protocol and the rational penalty law (paper eq. 44).
+
+Example
+-------
+>>> import numpy as np
+>>> from skfiber.contact import PenaltyLaw
+>>> law = PenaltyLaw(stiffness=500.0, gamma=4.0)
+>>> F, dF = law.force(np.array([0.1, -0.1]))
+>>> F.tolist()
+[0.0, 83.33333333333334]
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ["PenaltyLaw", "ContactEvaluation", "Contact"]
+
+
+@dataclass(frozen=True)
+class PenaltyLaw:
+    """Line force magnitude F(g) = −κ g / (1 + γ g) for −1/γ < g < 0, 0 for g ≥ 0 (eq. 44).
+
+    Parameters
+    ----------
+    stiffness
+        κ, force per length (N/m), > 0.
+    gamma
+        γ > 0: the admissible penetration is g > −1/γ; F → ∞ as 1 + γ g → 0.
+    """
+
+    stiffness: float
+    gamma: float
+
+    def __post_init__(self):
+        for name in ("stiffness", "gamma"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float, np.floating, np.integer)) or not math.isfinite(value) or value <= 0:
+                symbol = "κ" if name == "stiffness" else "γ"
+                raise ValueError(f"contact {name} {symbol} must be a finite number > 0, got {value!r}")
+
+    def force(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """F(g) ≥ 0 and dF/dg; NaN where 1 + γ g ≤ 0 (inadmissible)."""
+        g = np.asarray(g, dtype=float)
+        k, c = self.stiffness, self.gamma
+        s = 1.0 + c * g
+        active = g < 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            F = np.where(active, -k * g / s, 0.0)
+            dF = np.where(active, -k / s**2, 0.0)
+        bad = s <= 0
+        F = np.where(bad, np.nan, F)
+        dF = np.where(bad, np.nan, dF)
+        return F, dF
+
+
+@dataclass
+class ContactEvaluation:
+    """What a contact contributes at one state.
+
+    Attributes
+    ----------
+    residual
+        (N,) contribution to the residual G (internal − external), i.e.
+        −∫ t̄ · ξ ds over the contact points.
+    rows, cols, values
+        COO triplets of ∂residual/∂u (may couple different fibers).
+    admissibility
+        1 + γ g at every contact quadrature point that has a partner in
+        reach (for the safeguard and checks); all must be > 0.
+    n_active
+        Number of contact points with g < 0.
+    """
+
+    residual: np.ndarray
+    rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    cols: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    values: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    admissibility: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    n_active: int = 0
+
+
+@runtime_checkable
+class Contact(Protocol):
+    """A contact term (fiber–fiber or fiber–cylinder).
+
+    ``model`` gives the discretization (``model.discretization``: element
+    DOFs, reference DOFs, fiber of each element, r0, …).  ``u`` is the
+    displacement DOF vector, ``t`` the time.
+    """
+
+    name: str
+
+    def evaluate(self, model, u: np.ndarray, t: float, *, tangent: bool = True) -> ContactEvaluation:  # pragma: no cover
+        ...
+
+    def max_step(self, model, u: np.ndarray, du: np.ndarray, t: float, *, delta_bar: float) -> float:  # pragma: no cover
+        """Largest δ ∈ (0, 1] with every contact point keeping
+        1 + γ g(u + δ du) > δ̄ (1 + γ g(u)), from a cheap lower estimate
+        (paper eqs. 69–73)."""
+        ...
