@@ -222,9 +222,8 @@ class BatchedAssembler:
         D, hess = self.pointwise_bilinear(form, w)
         return self.contract(D, hess)
 
-    def linear(self, form, w: FormExtraParams | None = None, **kwargs) -> np.ndarray:
-        """Element vectors (e, nb) of a linear form."""
-        w = w if w is not None else self.parameters(**kwargs)
+    def pointwise_linear(self, form, w: FormExtraParams) -> tuple[np.ndarray, bool]:
+        """The coefficients r (e, q, J) of a linear form times the quadrature weights."""
         fn = form_function(form)
 
         def run(hess):
@@ -232,8 +231,14 @@ class BatchedAssembler:
 
         r, hess = self._call(form, 1, run)
         J = self.n_jets[hess]
-        ne, nq = self.nelems, self.nqp
-        r = np.moveaxis(np.broadcast_to(r, (J, ne, nq)) * self.dx, 0, 2)  # (e, q, J)
+        r = np.broadcast_to(r, (J, self.nelems, self.nqp)) * self.dx
+        return np.moveaxis(r, 0, 2), hess
+
+    def linear(self, form, w: FormExtraParams | None = None, **kwargs) -> np.ndarray:
+        """Element vectors (e, nb) of a linear form."""
+        w = w if w is not None else self.parameters(**kwargs)
+        r, hess = self.pointwise_linear(form, w)
+        ne, nq, J = r.shape
         B = self._Bj[hess].reshape(ne, nq * J, self.nbfun)
         return (r.reshape(ne, 1, nq * J) @ B)[:, 0, :]
 
@@ -244,15 +249,8 @@ class BatchedAssembler:
         With ``magnitude=True`` also Σ |contributions| per DOF (the scale of
         the round-off in the assembled vector)."""
         w = w if w is not None else self.parameters(**kwargs)
-        fn = form_function(form)
-
-        def run(hess):
-            return np.asarray(fn(self.probe(axis=0, naxes=1, hess=hess), w))
-
-        r, hess = self._call(form, 1, run)
-        J = self.n_jets[hess]
-        ne, nq = self.nelems, self.nqp
-        r = np.moveaxis(np.broadcast_to(r, (J, ne, nq)) * self.dx, 0, 2).ravel()  # (e, q, J)
+        r, hess = self.pointwise_linear(form, w)
+        r = r.ravel()
         if magnitude:
             return self._P[hess][1] @ r, self._P[hess][2] @ np.abs(r)
         return self._P[hess][1] @ r
