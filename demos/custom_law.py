@@ -50,6 +50,7 @@ import sympy as sp
 from scipy.optimize import brentq
 
 import skfiber as sf
+from skfiber.reference import hanging_cable, stretch_for_force
 
 __all__ = [
     "stiffening_law",
@@ -193,24 +194,8 @@ def uniaxial_stretch(law, *, stretch: float, n_elements: int = 8, length: float 
 
 
 def _local_stretch(law, N, theta):
-    """λ(θ) with π r0² λ S(λ, θ) = N (statics, γM(θ) of Table 1), by vectorized bisection.
-
-    The map λ ↦ λ S is increasing for the laws here, on [0.5, 3].
-    """
-    theta = np.asarray(theta, dtype=float)
-    N = np.broadcast_to(np.asarray(N, dtype=float), theta.shape)
-    gm = table1_muscle_fraction(theta)
-    area = math.pi * RADIUS**2
-    lo, hi = np.full_like(theta, 0.5), np.full_like(theta, 3.0)
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        point = sf.MaterialPoint(mid, np.zeros_like(mid), theta, 0.0, gm, 0.0)
-        too_big = area * mid * law(point).stress > N
-        hi = np.where(too_big, mid, hi)
-        lo = np.where(too_big, lo, mid)
-        if np.max(hi - lo) < 1e-15:
-            break
-    return 0.5 * (lo + hi)
+    """λ(θ) with π r0² λ S(λ, θ) = N (statics, γM(θ) of Table 1)."""
+    return stretch_for_force(law, N, radius=RADIUS, theta=theta, muscle_fraction=table1_muscle_fraction(theta))
 
 
 def graded_stretch_force(law, *, stretch: float, quadrature_points: int = 400) -> float:
@@ -232,28 +217,11 @@ def graded_stretch_force(law, *, stretch: float, quadrature_points: int = 400) -
 
 
 def hanging_cable_sag(law, *, q: float, span: float, quadrature_points: int = 200) -> tuple[float, float]:
-    """Static midpoint sag and end force of a graded cable of length 1 m hanging between two points.
-
-    The cable (no bending; γM(θ) of Table 1) carries a load q per reference
-    length (N/m, downwards) and its ends are fixed at horizontal distance
-    ``span``.  Equilibrium: the horizontal force H is constant, the vertical
-    one is q (s − ½) (the law is symmetric about θ = ½), N = √(H² + V²),
-    λ(s) follows from N = π r0² λ S(λ, θ = s), and H from
-    ∫₀¹ λ H/N ds = span.  Returns (sag, N at the ends).
-    """
-    nodes, weights = np.polynomial.legendre.leggauss(quadrature_points)
-    s = 0.25 * (nodes + 1.0)  # half the fiber, [0, ½]
-    weights = 0.25 * weights
-    V = q * (s - 0.5)
-
-    def span_error(H):
-        N = np.hypot(H, V)
-        return 2 * weights @ (_local_stretch(law, N, s) * H / N) - span
-
-    H = brentq(span_error, 1e-6 * q, 1e6 * q, xtol=1e-13, rtol=1e-14)
-    N = np.hypot(H, V)
-    sag = -float(weights @ (_local_stretch(law, N, s) * V / N))
-    return sag, float(math.hypot(H, 0.5 * q))
+    """Static midpoint sag and end force of a graded cable of length 1 m (γM(θ) of
+    Table 1) between two points at distance ``span``, load q per reference length
+    (:func:`skfiber.reference.hanging_cable`).  Returns (sag, N at the ends)."""
+    return hanging_cable(law, q=q, radius=RADIUS, span=span, muscle_fraction=table1_muscle_fraction,
+                         quadrature_points=quadrature_points)
 
 
 @dataclass(frozen=True)

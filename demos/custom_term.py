@@ -51,6 +51,7 @@ from skfem import BilinearForm, LinearForm
 from skfem.helpers import dot
 
 import skfiber as sf
+from skfiber.reference import hanging_cable
 from skfiber.terms import Term, d2
 
 __all__ = [
@@ -166,39 +167,9 @@ def tensioned_beam_sag(q: float, *, tension: float, EI: float, length: float = 1
 
 
 def elastic_cable_sag(law, *, q: float, length: float = 1.0, quadrature_points: int = 100) -> tuple[float, float]:
-    """Midpoint sag and largest axial force of a cable (no bending) between two fixed points.
-
-    A load q per reference length (downwards) on a fiber of reference length
-    L whose ends are fixed at distance L: the horizontal force H is constant,
-    the vertical one V(s) = q (s − L/2), N = √(H² + V²), the stretch follows
-    from N = π r0² λ S(λ) (homogeneous fiber, statics), and H from
-    ∫ λ H/N ds = L.  Returns (sag, N at the ends).
-    """
-    nodes, weights = np.polynomial.legendre.leggauss(quadrature_points)
-    s = 0.25 * length * (nodes + 1.0)  # half fiber [0, L/2]
-    weights = 0.25 * length * weights
-    V = q * (s - 0.5 * length)
-
-    def stretch(N):
-        lo, hi = np.full_like(N, 0.5), np.full_like(N, 3.0)
-        for _ in range(200):  # vectorized bisection: λ S(λ) increases
-            mid = 0.5 * (lo + hi)
-            point = sf.MaterialPoint(mid, np.zeros_like(mid), 0.5, 0.0, 1.0, 0.0)
-            too_big = AREA * mid * law(point).stress > N
-            hi = np.where(too_big, mid, hi)
-            lo = np.where(too_big, lo, mid)
-            if np.max(hi - lo) < 1e-15:
-                break
-        return 0.5 * (lo + hi)
-
-    def span_error(H):
-        N = np.hypot(H, V)
-        return 2 * weights @ (stretch(N) * H / N) - length
-
-    H = brentq(span_error, 1e-6 * q * length, 1e6 * q * length, xtol=1e-14, rtol=1e-15)
-    N = np.hypot(H, V)
-    sag = -float(weights @ (stretch(N) * V / N))
-    return sag, float(math.hypot(H, 0.5 * q * length))
+    """Midpoint sag and largest axial force of a homogeneous cable (no bending)
+    between two fixed points at distance L (:func:`skfiber.reference.hanging_cable`)."""
+    return hanging_cable(law, q=q, radius=RADIUS, length=length, quadrature_points=quadrature_points)
 
 
 # --------------------------------------------------------------------------- models
