@@ -32,7 +32,7 @@ from typing import Sequence
 __all__ = ["main", "demo_names", "VERIFY"]
 
 #: Demos that are verification studies, run as ``main(["--small"])`` by ``skfiber verify``.
-VERIFY = ("manufactured-solution",)
+VERIFY = ("manufactured-solution", "pendulum-chain")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 

@@ -1,0 +1,226 @@
+"""Kinematics of the tree at (q, t): poses, twists, point Jacobians and their derivatives.
+
+Everything is computed for a batch of configurations q of shape (B, n), in
+any dtype: complex q gives exact derivatives by the complex step.
+
+With the joint twists s_k(x) = ω_k × (x − o_k) + v_k (see :mod:`.tree`), a
+body-fixed point x(ζ) downstream of the moving joints on its path has
+
+* first derivatives   ∂x/∂ζ_k = s_k(x)                    (k on the path)
+* second derivatives  ∂²x/∂ζ_j∂ζ_k = ω_j × s_k(x)         (j strictly upstream of k; symmetric)
+                      ∂²x/∂ζ_k² = ω_k × s_k(x) + D_k(x)
+  where D_k = 0 for revolute and prismatic joints and, for a prescribed
+  joint, D_k(x) = ω̇_k × (x − o_k) + a_k − ω_k × v_k (its own acceleration).
+
+The time t enters through the prescribed joints (ζ = τ_b = t), so
+∂x/∂t = Σ_b s_b(x), ∂C/∂t = Σ_b ∂²x/∂τ_b∂q and ∂²x/∂t² = Σ_{b,b'} ∂²x/∂τ_b∂τ_b'.
+A body's angular velocity is ω = Σ_k ω_k ζ̇_k with ∂ω_k/∂ζ_j = ω_j × ω_k
+(j strictly upstream of k).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .tree import PRESCRIBED, PRISMATIC, REVOLUTE, Tree
+
+__all__ = ["Kinematics", "cross"]
+
+
+def cross(a, b):
+    """a × b over the last axis, broadcasting, any dtype (complex-step safe)."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape), np.result_type(a, b))
+    out[..., 0] = a1 * b2 - a2 * b1
+    out[..., 1] = a2 * b0 - a0 * b2
+    out[..., 2] = a0 * b1 - a1 * b0
+    return out
+
+
+def _matvec(R, x):
+    """R x over the last axes: R (..., 3, 3), x (3,) or (..., 3)."""
+    if x.ndim == 1:
+        return R @ x
+    return (R @ x[..., None])[..., 0]
+
+
+def _stack_motions(states):
+    """One PrescribedState with a leading batch axis from a list of them."""
+    first = states[0]
+    return type(first)(*(np.array([getattr(s, f) for s in states]) for f in first.__dataclass_fields__))
+
+
+class Kinematics:
+    """Poses and joint twists of all bodies at a batch of configurations.
+
+    Parameters
+    ----------
+    tree
+        The system's :class:`~skfiber.rigid.tree.Tree`.
+    q
+        Coordinates, shape (B, n) (real or complex).
+    t
+        Time (s), real: a number, or one time per configuration (B,).
+    qd
+        Velocities q̇, shape (B, n), or None (then the rate-dependent
+        quantities are unavailable).
+
+    Attributes
+    ----------
+    R, p : (B, nb + 1, 3, 3), (B, nb + 1, 3)
+        Pose of each body, x = R X + p for a reference point X (last: ground).
+    omega, origin, velocity : (B, nz, 3)
+        Joint twists in world coordinates.
+    zeta_rate : (B, nz)
+        ζ̇: q̇ on the coordinates, 1 on the prescribed joints.
+    """
+
+    def __init__(self, tree: Tree, q, t: float, qd=None):
+        q = np.asarray(q)
+        if q.ndim != 2 or q.shape[1] != tree.n:
+            raise ValueError(f"q must have shape (B, {tree.n}), got {q.shape}")
+        self.tree = tree
+        B, nb, nz = q.shape[0], tree.n_bodies, len(tree.kind)
+        t = np.asarray(t, dtype=float)
+        if t.ndim == 1 and t.shape != (B,):
+            raise ValueError(f"t must be a number or have one entry per configuration ({B}), got shape {t.shape}")
+        if t.ndim > 1 or not np.all(np.isfinite(t)):
+            raise ValueError(f"t must be a finite number or a vector of them, got {t!r}")
+        self.t = float(t) if t.ndim == 0 else t
+        dtype = np.result_type(q.dtype, float, np.asarray(qd).dtype if qd is not None else float)
+        self.dtype = dtype
+        R = np.zeros((B, nb + 1, 3, 3), dtype)
+        R[:, nb] = np.eye(3)
+        p = np.zeros((B, nb + 1, 3), dtype)
+        omega = np.zeros((B, nz, 3), dtype)
+        origin = np.zeros((B, nz, 3), dtype)
+        velocity = np.zeros((B, nz, 3), dtype)
+        own_angular = np.zeros((B, nz, 3), dtype)   # ω̇ of prescribed joints
+        own_linear = np.zeros((B, nz, 3), dtype)    # d̈ of prescribed joints
+        rot = tree.rotations
+        if len(rot.coordinates):  # Rot(a, q) = I + sin q K + (1 − cos q) K² of all revolute joints at once
+            angle = q[:, rot.coordinates, None, None]
+            local = np.eye(3) + np.sin(angle) * rot.K + (1.0 - np.cos(angle)) * rot.K2   # (B, r, 3, 3)
+        for b in range(nb):
+            par = tree.parent[b] if tree.parent[b] >= 0 else nb
+            Rp, pp = R[:, par], p[:, par]
+            joint = tree.joints[b]
+            k = tree.joint_of_body[b]
+            if k < 0:  # fixed
+                R[:, b], p[:, b] = Rp, pp
+                continue
+            kind = tree.kind[k]
+            if kind == REVOLUTE:
+                Rl = local[:, rot.slot[k]]
+                R[:, b] = Rp @ Rl
+                # Rp [a, P, P − Rl P]: joint axis, joint point and translation in one product
+                V = Rp @ np.stack([np.broadcast_to(joint.axis, (B, 3)), np.broadcast_to(joint.point, (B, 3)),
+                                   joint.point - Rl @ joint.point], axis=-1)
+                omega[:, k] = V[..., 0]
+                origin[:, k] = V[..., 1] + pp
+                p[:, b] = V[..., 2] + pp
+            elif kind == PRISMATIC:
+                R[:, b] = Rp
+                p[:, b] = _matvec(Rp, q[:, tree.coordinate[k], None] * joint.axis) + pp
+                velocity[:, k] = _matvec(Rp, joint.axis)
+            else:  # PRESCRIBED
+                m = joint.motion(self.t) if t.ndim == 0 else _stack_motions([joint.motion(ti) for ti in t])
+                O = joint.center
+                R[:, b] = Rp @ m.rotation
+                p[:, b] = _matvec(Rp, O - _matvec(m.rotation, O) + m.translation) + pp
+                omega[:, k] = _matvec(Rp, m.angular_velocity)
+                origin[:, k] = _matvec(Rp, O + m.translation) + pp
+                velocity[:, k] = _matvec(Rp, m.velocity)
+                own_angular[:, k] = _matvec(Rp, m.angular_acceleration)
+                own_linear[:, k] = _matvec(Rp, m.acceleration)
+        self.R, self.p = R, p
+        self.omega, self.origin, self.velocity = omega, origin, velocity
+        self.own_angular, self.own_linear = own_angular, own_linear
+        self.prescribed = tree.kind == PRESCRIBED
+        self.B = B
+        if qd is not None:
+            qd = np.asarray(qd)
+            if qd.shape != q.shape:
+                raise ValueError(f"qd must have the shape of q {q.shape}, got {qd.shape}")
+            self.zeta_rate = self._rates(qd, frozen=False)
+        else:
+            self.zeta_rate = None
+
+    # ------------------------------------------------------------------ helpers
+    def _rates(self, qd, *, frozen: bool):
+        zd = np.zeros((self.B, len(self.tree.kind)), np.result_type(qd.dtype, self.dtype))
+        zd[:, self.tree.q_joints] = qd
+        if not frozen:
+            zd[:, self.tree.tau_joints] = 1.0
+        return zd
+
+    def _upstream_rate(self, zd):
+        """Ω⁻_k = Σ_{j strictly upstream of k} ζ̇_j ω_j: angular velocity of joint k's parent body."""
+        return np.einsum("jk,bj,bjc->bkc", self.tree.upstream, zd, self.omega)
+
+    # ------------------------------------------------------------------ points
+    def positions(self, bodies, X):
+        """x = R X + p of reference points X (P, 3) on ``bodies`` (P,) → (B, P, 3)."""
+        return _matvec(self.R[:, bodies], X) + self.p[:, bodies]
+
+    def twists(self, bodies, x):
+        """s_k(x) for points x (B, P, 3) on ``bodies`` → (B, P, nz, 3) (zero off the path)."""
+        s = cross(self.omega[:, None], x[:, :, None] - self.origin[:, None]) + self.velocity[:, None]
+        return s * self.tree.path[bodies][None, :, :, None]
+
+    def own_terms(self, bodies, x):
+        """D_b(x) of the prescribed joints b (B, P, m, 3), zero where b is not on the point's path."""
+        tau = self.tree.tau_joints
+        r = x[:, :, None] - self.origin[:, None, tau]
+        D = cross(self.own_angular[:, None, tau], r) + (self.own_linear[:, tau] - cross(self.omega[:, tau], self.velocity[:, tau]))[:, None]
+        return D * self.tree.path[bodies][:, tau][None, :, :, None]
+
+    def second_derivatives(self, bodies, x, S):
+        """∂²x/∂ζ_j∂ζ_k → (B, P, nz, nz, 3)."""
+        up = self.tree.upstream
+        A = cross(self.omega[:, None, :, None, :], S[:, :, None, :, :])  # A[j, k] = ω_j × s_k
+        H = A * up[None, None, :, :, None] + np.swapaxes(A, 2, 3) * up.T[None, None, :, :, None]
+        idx = np.arange(len(self.tree.kind))
+        H[:, :, idx, idx] = np.einsum("bpkkc->bpkc", A)
+        tau = self.tree.tau_joints
+        H[:, :, tau, tau] += self.own_terms(bodies, x)
+        return H
+
+    def velocity_product(self, bodies, x, S, *, frozen: bool = False, qd=None):
+        """Σ_jk ∂²x/∂ζ_j∂ζ_k ζ̇_j ζ̇_k: the acceleration of the points at q̈ = 0 → (B, P, 3).
+
+        ``frozen``: time frozen (ζ̇ = 0 on prescribed joints, no own
+        accelerations), i.e. the velocity terms of the relative motion.
+        """
+        zd = self.zeta_rate if not frozen else self._rates(qd, frozen=True)
+        Om = self._upstream_rate(zd)
+        w = zd[:, :, None] * self.omega + 2.0 * Om           # (B, nz, 3)
+        a = np.einsum("bk,bpkc->bpc", zd, cross(w[:, None], S))
+        if not frozen and len(self.tree.tau_joints):
+            a = a + self.own_terms(bodies, x).sum(axis=2)
+        return a
+
+    # ------------------------------------------------------------------ bodies
+    def angular_jacobian(self):
+        """∂ω/∂ζ̇ of every body: (B, nb, nz, 3)."""
+        nb = self.tree.n_bodies
+        return self.omega[:, None] * self.tree.path[:nb][None, :, :, None]
+
+    def angular_velocity_product(self, *, frozen: bool = False, qd=None):
+        """Angular acceleration of every body at q̈ = 0: Σ_k ζ̇_k Ω⁻_k × ω_k (+ own ω̇) → (B, nb, 3)."""
+        nb = self.tree.n_bodies
+        zd = self.zeta_rate if not frozen else self._rates(qd, frozen=True)
+        Om = self._upstream_rate(zd)
+        per_joint = zd[:, :, None] * cross(Om, self.omega)
+        if not frozen:
+            per_joint = per_joint + self.own_angular
+        return np.einsum("xk,bkc->bxc", self.tree.path[:nb].astype(float), per_joint)
+
+    def angular_second_derivatives(self):
+        """∂ω_k/∂ζ_j (contribution of joint k's axis to a body's ω): (B, nz(j), nz(k), 3)."""
+        up = self.tree.upstream
+        A = cross(self.omega[:, :, None, :], self.omega[:, None, :, :])  # ω_j × ω_k
+        A = A * up[None, :, :, None]
+        idx = np.arange(len(self.tree.kind))
+        A[:, idx, idx] = self.own_angular * self.prescribed[None, :, None]
+        return A

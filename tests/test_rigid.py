@@ -1,0 +1,484 @@
+"""Rigid multibody system in minimal coordinates (skfiber.rigid).
+
+Derivatives are checked against central finite differences on a 3D tree
+that has every joint type (revolute about skew axes, prismatic, a
+prescribed base with rotation and translation, a prescribed joint inside
+the tree, fixed and massless bodies) and every force element.  The
+equations of motion are checked against Lagrange's equations computed
+from the kinetic energy alone, the pendulum against closed forms and
+solve_ivp, the demo at small size.
+"""
+import re
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+import skfiber as sf
+from skfiber.rigid import (
+    Body,
+    Characteristic,
+    Fixed,
+    GeneralizedForce,
+    JointSpringDamper,
+    PointForce,
+    PointSpringDamper,
+    Prescribed,
+    Prismatic,
+    Revolute,
+    RigidSystem,
+    backward_euler_rigid,
+    rigid_step,
+    simulate_rigid,
+)
+from skfiber.rigid.joints import rotation_about
+from skfiber.rigid.system import complex_jacobian
+
+G = 9.81
+
+
+def Rz(a):
+    return rotation_about(np.array([0, 0, 1.0]), np.array([a]))[0]
+
+
+def Rx(a):
+    return rotation_about(np.array([1.0, 0, 0]), np.array([a]))[0]
+
+
+def tree_system(*, damping=True, prescribed=True):
+    """Every joint type and force element; 4 coordinates (a, b angles, c distance, e angle)."""
+    s = RigidSystem(gravity=(0.3, -0.2, -G))
+    base = (Prescribed(translation=lambda t: (0.1 * np.sin(2 * t), 0.05 * t**2, 0.02 * np.cos(t)),
+                       rotation=lambda t: Rz(0.3 * np.sin(t)) @ Rx(0.2 * t), center=(0.1, 0, 0))
+            if prescribed else Fixed())
+    s.add_body(Body("base", start=(0, 0, 0), axis=(0.2, 0, 0), radius=0.05), joint=base)
+    s.add_body(Body("a", start=(0, 0, 0), axis=(0.1, 0.2, -0.5), radius=0.03, mass=1.2, center_of_mass=(0.05, 0.12, -0.2)),
+               parent="base", joint=Revolute(axis=(0.2, 1, 0.1), point=(0, 0, 0)))
+    # bodies may be added before their parents
+    s.add_body(Body("c", start=(0.4, 0.1, -0.9), axis=(0.0, 0.0, -0.3), radius=0.02, mass=0.5),
+               parent="b", joint=Prismatic(axis=(0.3, 0.1, -1)))
+    s.add_body(Body("b", start=(0.1, 0.2, -0.5), axis=(0.3, -0.1, -0.4), radius=0.03, mass=0.8,
+                    inertia=[[0.02, 0.001, 0], [0.001, 0.03, 0.002], [0, 0.002, 0.01]]),
+               parent="a", joint=Revolute(axis=(1, 0.3, -0.2), point=(0.1, 0.2, -0.5)))
+    inner = (Prescribed(rotation=lambda t: Rx(0.5 * np.sin(3 * t)), translation=lambda t: (0.02 * t, 0, 0),
+                        center=(0.1, 0.2, -0.5)) if prescribed else Fixed())
+    s.add_body(Body("d", start=(0.1, 0.2, -0.5), axis=(-0.3, 0.0, -0.3), radius=0.02, mass=0.4), parent="a", joint=inner)
+    s.add_body(Body("e", start=(-0.2, 0.2, -0.8), axis=(0, 0.3, -0.2), radius=0.02, mass=0.6),
+               parent="d", joint=Revolute(axis=(0, 1, 1), point=(-0.2, 0.2, -0.8)))
+    s.add_body(Body("f", start=(0.4, 0.1, -1.2), axis=(0.1, 0, 0), radius=0.02), parent="c")  # massless, fixed to c
+    c = (lambda v: v) if damping else (lambda v: None)
+    s.add(JointSpringDamper("a", stiffness=Characteristic.tan_sec(3.0), damping=c(0.4)))
+    s.add(JointSpringDamper("b", stiffness=2.0, damping=c(0.1), rest=0.2))
+    s.add(JointSpringDamper("c", stiffness=50.0, damping=c(1.0)))
+    s.add(PointSpringDamper("ground", (0.5, 0, 0), "e", (0, 0.5, -1.0), stiffness=30.0, damping=c(0.7)))
+    cubic = Characteristic(lambda x: 20 * x + 40 * x**3, derivative=lambda x: 20 + 120 * x**2)
+    s.add(PointSpringDamper("b", (0.3, 0.1, -0.7), "f", (0.45, 0.1, -1.2), stiffness=cubic, damping=c(0.3), rest_length=0.2))
+    s.add(PointSpringDamper("a", (0.0, 0.1, -0.3), "e", (-0.2, 0.4, -0.9), stiffness=10.0, damping=c(0.2), rest_length=0))
+    return s
+
+
+def add_loads(s):
+    s.add(PointForce("e", (0, 0.5, -1.0), lambda t: (np.sin(t), 0.5, -0.2)))
+    s.add(GeneralizedForce(lambda t: np.array([0.1, -0.2 * t, 0.3, 0.05])))
+    return s
+
+
+def fd(f, x, eps=1e-6):
+    """Central differences of f at x; derivative index last."""
+    x = np.asarray(x, dtype=float)
+    cols = []
+    for j in range(len(x)):
+        e = np.zeros(len(x))
+        e[j] = eps
+        cols.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * eps))
+    return np.stack(cols, -1)
+
+
+def rel(a, b):
+    return float(np.abs(np.asarray(a) - b).max() / max(np.abs(b).max(), 1e-300))
+
+
+@pytest.fixture(scope="module")
+def system():
+    return add_loads(tree_system())
+
+
+@pytest.fixture(scope="module")
+def state():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=4) * 0.5, rng.normal(size=4), rng.normal(size=4), 0.37
+
+
+# --------------------------------------------------------------------------- model and layout
+def test_layout(system):
+    assert system.coordinate_names == ("a.angle", "c.distance", "b.angle", "e.angle")  # order of add_body
+    assert system.coordinate_index("b") == 2 and system.coordinate_index("d") is None
+    assert system.n == 4
+    assert system.tree.mass_depends_on_time  # the prescribed joint "d" sits below coordinate "a"
+
+
+def test_solid_cylinder_inertia():
+    b = Body("rod", start=(0, 0, 0), axis=(0, 0, -0.6), radius=0.05, mass=2.0)
+    np.testing.assert_allclose(np.diag(b.inertia_matrix), [2 * (3 * 0.05**2 + 0.36) / 12] * 2 + [0.5 * 2 * 0.05**2])
+    b2 = Body("rod", start=(0, 0, 0), axis=(1, 1, 0), radius=0.1, mass=1.0, inertia=(0.3, 0.7))
+    e = np.array([1, 1, 0]) / np.sqrt(2)
+    assert b2.inertia_matrix @ e == pytest.approx(0.3 * e)
+
+
+# --------------------------------------------------------------------------- kinematics
+@pytest.mark.parametrize("body, X", [("e", (0, 0.5, -1.0)), ("f", (0.45, 0.1, -1.2)), ("b", (0.3, 0.1, -0.7)),
+                                     ("base", (0.1, 0.1, 0.1))])
+def test_point_derivatives(system, state, body, X):
+    q, qd, qdd, t = state
+    pt = system.point(body, X)
+    pk = pt.evaluate(q, t, qd)
+    np.testing.assert_allclose(pk.displacement, pk.position - np.asarray(X))
+    assert rel(pk.jacobian, fd(lambda x: pt.position(x, t), q)) < 1e-8 or np.abs(pk.jacobian).max() == 0
+    H = fd(lambda x: pt.jacobian(x, t), q)
+    assert np.abs(pk.hessian - H).max() < 1e-8 * max(1, np.abs(H).max())
+    assert np.allclose(pk.hessian, np.swapaxes(pk.hessian, 1, 2))
+    eps = 1e-6
+    assert rel(pk.dt, (pt.position(q, t + eps) - pt.position(q, t - eps)) / (2 * eps)) < 1e-7
+    Ct = (pt.jacobian(q, t + eps) - pt.jacobian(q, t - eps)) / (2 * eps)
+    assert np.abs(pk.jacobian_dt - Ct).max() < 1e-7 * max(1, np.abs(Ct).max())
+    h = 1e-4
+    dtt = (pt.position(q, t + h) - 2 * pt.position(q, t) + pt.position(q, t - h)) / h**2
+    assert rel(pk.dtt, dtt) < 1e-5
+
+    def along(tau):  # the point along q(t + τ) = q + q̇ τ + q̈ τ²/2
+        return pt.position(q + qd * tau + 0.5 * qdd * tau**2, t + tau)
+
+    assert rel(pk.velocity, (along(eps) - along(-eps)) / (2 * eps)) < 1e-7
+    acc = (along(h) - 2 * along(0) + along(-h)) / h**2
+    assert rel(pk.jacobian @ qdd + pk.acceleration_bias, acc) < 1e-5
+
+
+def test_poses_place_points(system, state):
+    q, _, _, t = state
+    X = np.array([0.3, -0.2, 0.5])
+    R, p = system.pose("e", q, t)
+    np.testing.assert_allclose(R @ X + p, system.point("e", X).position(q, t), atol=1e-14)
+    np.testing.assert_allclose(R.T @ R, np.eye(3), atol=1e-14)
+    assert set(system.poses(q, t)) == {"base", "a", "b", "c", "d", "e", "f"}
+
+
+def test_cylinder_pose_derivatives(system, state):
+    q, _, _, t = state
+    cyl = system.cylinder("e")
+    pose = cyl.pose(q, t)
+    assert pose.length == pytest.approx(system.body("e").length)
+    assert pose.radius == 0.02
+    assert rel(pose.axis_jacobian, fd(lambda x: cyl.pose(x, t, hessian=False).axis, q)) < 1e-8
+    assert rel(pose.start_jacobian, fd(lambda x: cyl.pose(x, t, hessian=False).start, q)) < 1e-8
+    assert rel(pose.axis_hessian, fd(lambda x: cyl.pose(x, t).axis_jacobian, q)) < 1e-7
+    assert rel(pose.direction_jacobian, fd(lambda x: cyl.pose(x, t, hessian=False).direction, q)) < 1e-8
+    eps = 1e-6
+    assert rel(pose.start_dt, (cyl.pose(q, t + eps).start - cyl.pose(q, t - eps).start) / (2 * eps)) < 1e-7
+
+
+def test_prescribed_rates_by_differences_match_exact():
+    w = 2.0
+    exact = Prescribed(rotation=lambda t: Rz(np.sin(w * t)), translation=lambda t: (np.cos(t), t**2, 0),
+                       angular_velocity=lambda t: (0, 0, w * np.cos(w * t)),
+                       angular_acceleration=lambda t: (0, 0, -w**2 * np.sin(w * t)),
+                       velocity=lambda t: (-np.sin(t), 2 * t, 0), acceleration=lambda t: (-np.cos(t), 2, 0))
+    numeric = Prescribed(rotation=exact.rotation, translation=exact.translation)
+    a, b = exact.motion(0.7), numeric.motion(0.7)
+    for name in ("angular_velocity", "angular_acceleration", "velocity", "acceleration"):
+        np.testing.assert_allclose(getattr(b, name), getattr(a, name), atol=1e-7)
+
+
+# --------------------------------------------------------------------------- dynamics
+def test_equations_of_motion_are_lagranges(system, state):
+    """M q̈ + h = d/dt ∂T/∂q̇ − ∂T/∂q with T computed from body velocities only."""
+    q, qd, qdd, t = state
+
+    def dT_dqd(q_, qd_, t_):
+        return complex_jacobian(lambda Z: system.kinetic_energy(np.broadcast_to(q_, Z.shape), Z, t_)[:, None], qd_)[1][0]
+
+    def dT_dq(q_, qd_, t_):
+        return complex_jacobian(lambda Z: system.kinetic_energy(Z, np.broadcast_to(qd_, Z.shape), t_)[:, None], q_)[1][0]
+
+    h = 1e-5
+    momentum = lambda tau: dT_dqd(q + qd * tau + 0.5 * qdd * tau**2, qd + qdd * tau, t + tau)  # noqa: E731
+    lagrange = (momentum(h) - momentum(-h)) / (2 * h) - dT_dq(q, qd, t)
+    assert rel(system.inertial_force(q, qd, qdd, t), lagrange) < 1e-8
+
+
+def test_mass_matrix(system, state):
+    q, qd, _, t = state
+    M = system.mass_matrix(q, t)
+    assert np.array_equal(M, M.T) and np.linalg.eigvalsh(M).min() > 0
+    # M = ∂²T/∂q̇² (T quadratic in q̇): differences of the kinetic energy's gradient
+    grad = lambda v: complex_jacobian(  # noqa: E731
+        lambda Z: system.kinetic_energy(np.broadcast_to(q, Z.shape), Z, t)[:, None], v)[1][0]
+    assert rel(M, fd(grad, qd)) < 1e-8
+    assert system.relative_kinetic_energy(q, qd, t) == pytest.approx(0.5 * qd @ M @ qd)
+    dMq, dMt = system.mass_matrix_derivatives(q, t)
+    assert rel(dMq, np.moveaxis(fd(lambda x: system.mass_matrix(x, t), q), -1, 0)) < 1e-8
+    eps = 1e-6
+    assert rel(dMt, (system.mass_matrix(q, t + eps) - system.mass_matrix(q, t - eps)) / (2 * eps)) < 1e-7
+
+
+def test_force_and_inertia_derivatives(system, state):
+    q, qd, qdd, t = state
+    Q, dQ_dq, dQ_dqd = system.force_derivatives(q, qd, t)
+    np.testing.assert_allclose(Q, system.generalized_forces(q, qd, t))
+    assert rel(dQ_dq, fd(lambda x: system.generalized_forces(x, qd, t), q)) < 1e-8
+    assert rel(dQ_dqd, fd(lambda x: system.generalized_forces(q, x, t), qd)) < 1e-8
+    F, dF_dq, dF_dqd, M = system.inertia_derivatives(q, qd, qdd, t)
+    assert rel(dF_dq, fd(lambda x: system.inertial_force(x, qd, qdd, t), q)) < 1e-8
+    assert rel(dF_dqd, fd(lambda x: system.inertial_force(q, x, qdd, t), qd)) < 1e-8
+    np.testing.assert_allclose(system.residual(q, qd, qdd, t), F - Q, atol=1e-12)
+
+
+def test_backward_euler_tangent(system, state):
+    q, qd, _, t = state
+    q_n, p_n, dt = q - 0.01 * qd, 0.9 * qd, 0.01
+    step = rigid_step(system, q, q_prev=q_n, p_prev=p_n, dt=dt, t=t)
+    K_fd = fd(lambda x: rigid_step(system, x, q_prev=q_n, p_prev=p_n, dt=dt, t=t, tangent=False).residual, q, 1e-7)
+    assert rel(step.tangent, K_fd) < 1e-8
+    # the residual is eq. 64: M (p⁺ − pₙ)/Δt + h − Q with p⁺ = (q⁺ − qₙ)/Δt
+    p1 = (q - q_n) / dt
+    np.testing.assert_allclose(step.residual, system.residual(q, p1, (p1 - p_n) / dt, t), atol=1e-10)
+
+
+def test_batched_evaluation_matches_single(system):
+    rng = np.random.default_rng(1)
+    Q, V, T = rng.normal(size=(3, 4)) * 0.4, rng.normal(size=(3, 4)), np.array([0.1, 0.5, 0.9])
+    batch = system.powers(Q, V, T)
+    for k in range(3):
+        single = system.powers(Q[k], V[k], T[k])
+        for name, value in single.items():
+            assert batch[name][k] == pytest.approx(value, rel=1e-12, abs=1e-14)
+
+
+# --------------------------------------------------------------------------- energy and work
+def test_potential_and_dissipation_give_the_forces():
+    s = tree_system(prescribed=False)
+    rng = np.random.default_rng(2)
+    q, qd = rng.normal(size=4) * 0.4, rng.normal(size=4)
+    parts_at_rest = s.force_contributions(q, np.zeros(4))
+    assert rel(sum(parts_at_rest.values()), -fd(lambda x: np.atleast_1d(s.potential_energy(x)), q)[0]) < 1e-8
+    damping = sum(s.force_contributions(q, qd).values()) - sum(parts_at_rest.values())
+    dR = fd(lambda v: np.atleast_1d(s.dissipation_function(q, v)), qd)[0]
+    assert rel(damping, -dR) < 1e-7
+
+
+def test_powers_sum_to_the_rate_of_relative_kinetic_energy(system, state):
+    """Multibody paper eqs. 51–54 in rate form: dT₂/dt = q̇ᵀ(Q + Q*) + ½ q̇ᵀ ∂M/∂t q̇ along motions."""
+    q, qd, _, t = state
+    acc = system.accelerations(q, qd, t)
+
+    def T2(tau):
+        return system.relative_kinetic_energy(q + qd * tau + 0.5 * acc * tau**2, qd + acc * tau, t + tau)
+
+    powers = system.powers(q, qd, t)
+    assert sum(powers.values()) == pytest.approx((T2(1e-5) - T2(-1e-5)) / 2e-5, rel=1e-7)
+    assert abs(powers["transport"]) > 1e-3  # the prescribed motions do work here
+
+
+def test_energy_is_conserved_by_the_equations_and_dissipated_at_first_order_by_backward_euler():
+    s = tree_system(damping=False, prescribed=False)
+    q0, p0 = np.array([0.3, 0.02, -0.2, 0.4]), np.zeros(4)
+
+    def energy(q, p):
+        return s.relative_kinetic_energy(q, p) + s.potential_energy(q)
+
+    def rhs(t, y):
+        return np.concatenate([y[4:], s.accelerations(y[:4], y[4:], t)])
+
+    sol = solve_ivp(rhs, (0, 0.3), np.concatenate([q0, p0]), method="DOP853", rtol=1e-11, atol=1e-11)
+    E0 = energy(q0, p0)
+    assert abs(energy(sol.y[:4, -1], sol.y[4:, -1]) - E0) < 1e-8 * abs(E0)
+    drift = []
+    for dt in (0.004, 0.002):
+        r = simulate_rigid(s, q0, p0, 0.3, dt)
+        drift.append(E0 - energy(r.q[-1], r.p[-1]))
+    assert drift[0] > drift[1] > 0  # backward Euler dissipates, less with smaller steps
+    assert 1.6 < drift[0] / drift[1] < 2.4  # first order
+
+
+# --------------------------------------------------------------------------- pendulum
+def pendulum(axis=(0, 1, 0), length=0.5, mass=1.0):
+    s = RigidSystem(gravity=(0, 0, -G))
+    s.add_body(Body("rod", start=(0, 0, 0), axis=(0, 0, -length), radius=0.01, mass=mass),
+               joint=Revolute(axis=axis, point=(0, 0, 0)))
+    return s
+
+
+def test_pendulum_small_angle_period():
+    s = pendulum()
+    b = s.body("rod")
+    I_O = b.inertia_matrix[1, 1] + b.mass * (b.length / 2) ** 2
+    period = 2 * np.pi * np.sqrt(I_O / (b.mass * G * b.length / 2))
+    assert s.mass_matrix([0.0])[0, 0] == pytest.approx(I_O)
+    r = simulate_rigid(s, [0.01], [0.0], 2.2 * period, 2e-3)
+    q = r.q[:, 0]
+    i = np.flatnonzero((q[:-1] > 0) & (q[1:] <= 0))  # downward zero crossings
+    crossings = r.times[i] + (r.times[i + 1] - r.times[i]) * q[i] / (q[i] - q[i + 1])
+    assert len(crossings) == 2
+    # BE lengthens the period by ≈ (ωΔt)²/3 ≈ 4e-5 here; the amplitude correction is 6e-6
+    assert crossings[1] - crossings[0] == pytest.approx(period, rel=1e-4)
+
+
+def test_pendulum_large_angle_against_solve_ivp():
+    """A rod on a skew hinge through the origin, released at 2.5 rad: backward Euler converges to the ODE solution."""
+    axis = np.array([0.3, 1.0, 0.2])
+    axis /= np.linalg.norm(axis)
+    s = pendulum(axis=axis)
+    b = s.body("rod")
+    r_c = b.center_of_mass
+    I_O = axis @ (b.inertia_matrix + b.mass * (r_c @ r_c * np.eye(3) - np.outer(r_c, r_c))) @ axis
+    g = np.array([0, 0, -G])
+
+    def rhs(t, y):  # I_O θ̈ = a · (Rot(a, θ) r_c × m g)
+        R = rotation_about(axis, np.array([y[0]]))[0]
+        return [y[1], axis @ np.cross(R @ r_c, b.mass * g) / I_O]
+
+    assert s.accelerations([2.5], [0.3])[0] == pytest.approx(rhs(0, [2.5, 0.3])[1], rel=1e-12)
+    T = 0.8
+    sol = solve_ivp(rhs, (0, T), [2.5, 0.0], method="Radau", rtol=1e-11, atol=1e-12)
+    errors = [abs(simulate_rigid(s, [2.5], [0.0], T, dt).q[-1, 0] - sol.y[0, -1]) for dt in (2e-3, 1e-3)]
+    assert errors[1] < 0.02
+    assert 1.7 < errors[0] / errors[1] < 2.3
+
+
+def test_newton_failure_is_reported():
+    s = pendulum()
+    with pytest.raises(sf.ConvergenceError, match=r"t = 0.5 s.*no convergence in 1 iterations"):
+        backward_euler_rigid(s, [2.5], [10.0], 0.0, 0.5, options=sf.NewtonOptions(max_iterations=1))
+
+
+# --------------------------------------------------------------------------- bad models
+def body(name, mass=1.0, **kw):
+    return Body(name, start=(0, 0, 0), axis=(0, 0, -1), radius=0.05, mass=mass, **kw)
+
+
+def test_unknown_parent():
+    s = RigidSystem()
+    s.add_body(body("a"), parent="nope", joint=Revolute(axis=(0, 1, 0)))
+    with pytest.raises(ValueError, match=r"parent 'nope' of body 'a' is not a body.*'ground'"):
+        s.finalize()
+
+
+def test_cycle_of_parents():
+    s = RigidSystem()
+    s.add_body(body("a"), parent="b", joint=Revolute(axis=(0, 1, 0)))
+    s.add_body(body("b"), parent="a", joint=Revolute(axis=(0, 1, 0)))
+    s.add_body(body("c"), joint=Revolute(axis=(0, 1, 0)))
+    with pytest.raises(ValueError, match=r"'a' → 'b' → 'a' form a cycle"):
+        s.finalize()
+
+
+def test_duplicate_body_name():
+    s = RigidSystem()
+    s.add_body(body("a"))
+    with pytest.raises(ValueError, match="already in the system"):
+        s.add_body(body("a"))
+
+
+@pytest.mark.parametrize("joint", [lambda: Revolute(axis=(0, 0, 0)), lambda: Prismatic(axis=(0, 0, 0))])
+def test_zero_length_joint_axis(joint):
+    with pytest.raises(ValueError, match="axis of a (revolute|prismatic) joint has zero length"):
+        joint()
+
+
+def test_bad_bodies():
+    with pytest.raises(ValueError, match="axis of body 'x' has zero length"):
+        Body("x", start=(0, 0, 0), axis=(0, 0, 0), radius=0.1, mass=1)
+    with pytest.raises(ValueError, match="mass of body 'x' must be finite and ≥ 0"):
+        Body("x", start=(0, 0, 0), axis=(0, 0, 1), radius=0.1, mass=-1)
+    with pytest.raises(ValueError, match="radius of body 'x' must be > 0"):
+        Body("x", start=(0, 0, 0), axis=(0, 0, 1), radius=0, mass=1)
+    with pytest.raises(ValueError, match="negative principal moment"):
+        Body("x", start=(0, 0, 0), axis=(0, 0, 1), radius=0.1, mass=1, inertia=np.diag([1, 1, -1]))
+
+
+def test_free_body_needs_mass_and_inertia():
+    s = RigidSystem()
+    s.add_body(body("a", mass=0.0), joint=Revolute(axis=(0, 1, 0)))
+    with pytest.raises(ValueError, match=r"body 'a' moves with its own coordinate .* mass 0; give it a mass > 0"):
+        s.finalize()
+    s = RigidSystem()
+    s.add_body(body("a", inertia=np.zeros((3, 3))), joint=Revolute(axis=(0, 1, 0)))
+    with pytest.raises(ValueError, match="inertia tensor is not positive definite"):
+        s.finalize()
+    s = RigidSystem()  # fixed and prescribed bodies may be massless
+    s.add_body(body("a", mass=0.0))
+    s.add_body(body("b", mass=0.0), joint=Prescribed(translation=lambda t: (t, 0, 0)))
+    assert s.finalize().n == 0
+
+
+def test_points_and_elements_on_unknown_bodies():
+    s = pendulum()
+    with pytest.raises(ValueError, match=r"unknown body 'arm'; bodies: \['rod'\] or 'ground'"):
+        s.point("arm", (0, 0, 0))
+    s.add(PointSpringDamper("ground", (0, 0, 0), "arm", (0, 0, -1), stiffness=1.0))
+    with pytest.raises(ValueError, match=r"spring\[ground–arm\]: unknown body 'arm'"):
+        s.finalize()
+    s = pendulum()
+    s.add_body(body("fixed"), parent="rod")
+    s.add(JointSpringDamper("fixed", stiffness=1.0))
+    with pytest.raises(ValueError, match="joint of body 'fixed' has no coordinate"):
+        s.finalize()
+    with pytest.raises(TypeError, match="wrap the function in skfiber.rigid.Characteristic"):
+        JointSpringDamper("rod", stiffness=lambda x: x)
+
+
+def test_named_points():
+    s = RigidSystem()
+    s.add_body(Body("arm", start=(0, 0, 0), axis=(0, 0, -1), radius=0.05, mass=1.0, points={"insertion": (0.05, 0, -0.8)}),
+               joint=Revolute(axis=(0, 1, 0)))
+    tip = s.point("arm", "insertion")
+    np.testing.assert_allclose(tip.position([0.0]), [0.05, 0, -0.8])
+    with pytest.raises(ValueError, match=r"body 'arm' has no point named 'origin'; its named points: \['insertion'\]"):
+        s.point("arm", "origin")
+    spring = s.add(PointSpringDamper("ground", (0, 0, 0.2), "arm", "insertion", stiffness=3.0))
+    s.finalize()
+    assert spring.rest_length == pytest.approx(np.hypot(0.05, 1.0))
+    s.add(PointForce("arm", "elbow", (0, 0, 1.0)))
+    with pytest.raises(ValueError, match=r"point force\[arm\]: body 'arm' has no point named 'elbow'"):
+        s.finalize()
+
+
+def test_bad_state_shapes():
+    s = pendulum()
+    with pytest.raises(ValueError, match=r"q must have 1 entries \['rod.angle'\]"):
+        s.mass_matrix([0.0, 1.0])
+    with pytest.raises(ValueError, match="dt must be > 0"):
+        rigid_step(s, [0.0], q_prev=[0.0], p_prev=[0.0], dt=0.0, t=0.0)
+
+
+# --------------------------------------------------------------------------- demo
+def test_pendulum_chain_demo_small():
+    from skfiber.demos import pendulum_chain as demo
+
+    res = demo.run(small=True)
+    assert res.energy.links == (2,) and len(res.energy.dt) == 4
+    assert 0.85 < res.energy.rate < 1.1
+    assert np.all(np.diff(res.energy.drift[0]) < 0)
+    assert 0.9 < res.driven.work_rates[0] < 1.1
+    assert 0.85 < res.driven.error_rates[0] < 1.1
+    assert res.driven.work_residual[0, -1] < 0.05 and res.driven.error[0, -1] < 0.015
+    assert 0.85 < res.independent.rate < 1.1
+    # the skfiber equations and the independently derived sympy equations give the same motion
+    assert res.independent.ode_agreement < 1e-8
+    np.testing.assert_allclose(res.independent.error, res.driven.error[0], rtol=1e-4)
+    parts = res.driven.work_parts[0]
+    assert parts["joint dampers"] < 0 and parts["transport"] != 0
+    assert re.fullmatch(r"summary: energy_drift_rate=\d\.\d\d work_residual_rate=\d\.\d\d trajectory_rate=\d\.\d\d "
+                        r"independent_rate=\d\.\d\d ode_agreement=\d\.\de-\d\d", res.summary)
+
+
+def test_pendulum_chain_main(capsys, tmp_path):
+    from skfiber.demos import pendulum_chain as demo
+
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "chain.png"
+    assert demo.main(["--small", "--links", "1", "--plot", str(png)]) == 0
+    assert png.stat().st_size > 10_000
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[-1].startswith("summary: energy_drift_rate=") and "independent_rate" not in lines[-1]
+    with pytest.raises(SystemExit):
+        demo.main(["--links", "9"])
