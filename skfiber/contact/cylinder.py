@@ -1,0 +1,543 @@
+"""Contact of fibers with a rigid cylinder (paper §3.3, eq. 51; §4.3; Appendix A.4).
+
+A cylinder is a point y0 on its axis, an axis direction a (t = a/|a|), a
+radius r_RB and optionally a length L.  A contact quadrature point x of a
+fiber (Gauss–Legendre, ``quadrature_points`` per element, default 5) has the
+closest axis point y = y0 + ((x − y0) · t) t (the paper's eq. 51 text has a
+minus sign there, a misprint) and the gap (eq. 51) with the *current* fiber
+radius
+
+    g = d / (r_RB + r) − 1,   d = |x − y|,   r = r0(θ) / √λ,   λ = |x′| / |X′|.
+
+The fiber feels the line force F(g) ν per current length, F the rational
+penalty law (eq. 44, :class:`~skfiber.contact.base.PenaltyLaw`) and
+ν = (x − y)/d the unit normal pointing *from the axis to the fiber*: the force
+pushes the fiber out of the cylinder.  (The paper writes t̄ = F n with
+n = (y − x)/d, eqs. 42–43, and subtracts ∫ t̄ · ξ in eq. 56; taken literally
+that pulls the fiber towards the axis, so the physical sign is used here and
+checked by a test.)  With the residual G = internal − external, the
+contribution is (paper eq. 65)
+
+    G_c = − Σ_k F(g_k) ν_k · ξ(x_k) |a1(x_k)| w_k,      w_k = Gauss weight × element length in θ.
+
+**Finite cylinders** (``length=L``): the axis is the segment y0 + s t,
+s ∈ [0, L], and y is the closest point of that *segment* (the axial
+coordinate clamped to [0, L]).  The contact body is thus a capsule: the
+lateral surface of the cylinder closed by hemispherical caps of radius r_RB.
+The force stays continuous when a fiber slides over an end (an open tube or
+flat discs would make it jump).  ``length=None`` is an infinite cylinder.
+
+**Consistent tangent** (Appendix A.4, rederived with the physical sign): with
+w = x − y, M = ∂w/∂x (P = I − t⊗t on the lateral surface, I on the caps),
+ρ = r_RB + r, J = |a1|, W = w_k,
+
+    δ(F ν J W) = W [ F′ J/ρ ν⊗ν + F J (I − ν⊗ν)/d ] M δx
+               + W [ F′ d r / (2 ρ² J) + F / J ] ν (a1 · δx′),
+
+the second line from δr = −r (a1 · δx′)/(2 J²) (radius through λ) and
+δJ = a1 · δx′ / J.  Blocks are (12 × 12) per element in COO form, only for
+elements with a point in contact.
+
+**Moving cylinders**: ``pose(t) -> (y0, axis)``.  :meth:`pose_derivative`
+returns ∂G_c/∂(y0, a) (N, 6) for the chain rule with rigid coordinates q:
+∂G_c/∂q = ∂G_c/∂y0 · ∂y0/∂q + ∂G_c/∂a · ∂a/∂q.
+
+**Broad phase**: an element is evaluated only if the ball around the box of its
+Bézier control points, grown by a bound of its current radius, reaches the
+(capsule of the) cylinder; vectorized over all elements.
+
+**Safeguard** (:meth:`max_step`, eqs. 69–73 for a rigid partner): per element
+E near the cylinder, d(δ) ≥ min_E d − δ max_E |Δu| (the distance to a line or
+segment is 1-Lipschitz) and r(δ) ≤ χ_E(δ) = max_E r0 √(max_E |A1| /
+(min_E |a1| − δ max_E |Δu′|)) give e_E(δ) ≤ 1 + γ g at every contact point
+of E (min/max over its contact points); the step is the largest δ with
+e_E(δ) > δ̄ min(e_E(0), 1) for every element.  ``safeguard="point"`` applies
+the same bound to each contact point alone (sharper, same cost).
+
+**Inadmissible states**: a contact point with 1 + γ g ≤ 0 (or on the axis)
+makes :meth:`evaluate` raise FloatingPointError naming the fiber, θ and the
+cylinder; the model turns it into a Newton failure.
+
+Example
+-------
+>>> import numpy as np
+>>> import skfiber as sf
+>>> from skfiber.contact import PenaltyLaw
+>>> from skfiber.contact.cylinder import CylinderContact
+>>> fiber = sf.Fiber.straight((-1, 0, 0), (1, 0, 0), n_elements=8, radius=0.05)
+>>> model = sf.Model([fiber])
+>>> cyl = CylinderContact(point=(0, 0, -0.2), axis=(0, 1, 0), radius=0.2,
+...                       law=PenaltyLaw(stiffness=500.0, gamma=4.0))
+>>> ev = cyl.evaluate(model, np.zeros(model.n_dofs), 0.0)
+>>> ev.n_active > 0, bool(ev.residual[2::6].sum() < 0)   # pushed up: G_z < 0
+(True, True)
+"""
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .base import ContactEvaluation, PenaltyLaw
+from .geometry import (
+    CenterlineSample,
+    control_points,
+    element_shapes,
+    gauss_legendre,
+    min_speed_bound,
+    sample_centerline,
+)
+
+__all__ = ["CylinderContact", "CylinderPose", "CylinderGaps"]
+
+_I3 = np.eye(3)
+
+
+@dataclass(frozen=True)
+class CylinderPose:
+    """The cylinder at one time: point y0, raw axis a, unit axis t = a/|a|."""
+
+    point: np.ndarray
+    axis: np.ndarray
+    tangent: np.ndarray
+    axis_norm: float
+
+
+@dataclass(frozen=True)
+class CylinderGaps:
+    """Contact points of the elements in reach and their gaps.
+
+    Attributes
+    ----------
+    elements : (m,) element indices; fiber : (m,) their fibers
+    theta : (m, q) fiber parameter of the points
+    x : (m, q, 3) points; closest : (m, q, 3) closest points y on the axis
+    distance : (m, q) d = |x − y|; radius : (m, q) current fiber radius r
+    gap : (m, q) g = d/(r_RB + r) − 1; normal : (m, q, 3) ν = (x − y)/d
+    admissibility : (m, q) 1 + γ g
+    """
+
+    elements: np.ndarray
+    fiber: np.ndarray
+    theta: np.ndarray
+    x: np.ndarray
+    closest: np.ndarray
+    distance: np.ndarray
+    radius: np.ndarray
+    gap: np.ndarray
+    normal: np.ndarray
+    admissibility: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Narrow:
+    """Everything the residual, tangent and pose derivative need (internal)."""
+
+    sample: CenterlineSample
+    pose: CylinderPose
+    p: np.ndarray  # x − y0 (m, q, 3)
+    sc: np.ndarray  # clamped axial coordinate (m, q)
+    side: np.ndarray  # on the lateral surface (not a cap) (m, q) bool
+    closest: np.ndarray
+    d: np.ndarray
+    nu: np.ndarray
+    rho: np.ndarray  # r_RB + r
+    g: np.ndarray
+
+
+def _vector(value, name: str, fix: str) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"cylinder {name} must be 3 numbers, got {value!r}; {fix}") from err
+    if arr.shape != (3,):
+        raise ValueError(f"cylinder {name} must be 3 numbers, got shape {arr.shape}; {fix}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"cylinder {name} must be finite, got {arr.tolist()}; {fix}")
+    return arr
+
+
+def _positive_number(value) -> bool:
+    return (not isinstance(value, bool) and isinstance(value, (int, float, np.floating, np.integer))
+            and math.isfinite(value) and value > 0)
+
+
+def _make_pose(point, axis) -> CylinderPose:
+    y0 = _vector(point, "point", "give a point on the cylinder axis in metres, e.g. point=(0.5, 0.5, -0.2)")
+    a = _vector(axis, "axis", "give the axis direction, e.g. axis=(1, 1, 0)")
+    n = float(np.linalg.norm(a))
+    if not n > 0:
+        raise ValueError(f"cylinder axis must be a nonzero direction, got {a.tolist()}; give e.g. axis=(1, 1, 0)")
+    return CylinderPose(y0, a, a / n, n)
+
+
+class CylinderContact:
+    """Contact of fibers with a rigid cylinder (paper eq. 51, A.4).
+
+    Give either ``point`` and ``axis`` (a fixed cylinder) or ``pose``.
+
+    Parameters
+    ----------
+    point
+        y0 (m), a point on the axis; for a finite cylinder the centre of the
+        end face at axial coordinate 0.
+    axis
+        Axis direction (any nonzero length; normalized internally).  For a
+        finite cylinder it points from the end at y0 to the other end.
+    radius
+        r_RB (m), > 0.
+    law
+        :class:`~skfiber.contact.base.PenaltyLaw` (κ in N/m, γ).
+    length
+        L (m) for a finite cylinder (capsule rule, see the module notes), or
+        None (default) for an infinite one.
+    fibers
+        The fibers it acts on (objects, indices or names); default all.
+    quadrature_points
+        Gauss–Legendre contact points per element (default 5, as the paper).
+    pose
+        Callable ``pose(t) -> (y0, axis)`` for a cylinder moving in time.
+    safeguard
+        ``"element"`` (default): the element-wise estimate of paper eq. 72 in
+        :meth:`max_step`; ``"point"``: the same bound per contact point
+        (sharper when one element moves a lot, same cost).
+    name
+        Name of the contact in the model (default ``"cylinder"``).
+    """
+
+    def __init__(
+        self,
+        point: Sequence[float] | None = None,
+        axis: Sequence[float] | None = None,
+        radius: float | None = None,
+        *,
+        law: PenaltyLaw,
+        length: float | None = None,
+        fibers: Iterable | None = None,
+        quadrature_points: int = 5,
+        pose: Callable[[float], tuple] | None = None,
+        safeguard: str = "element",
+        name: str = "cylinder",
+    ):
+        if not isinstance(law, PenaltyLaw):
+            raise TypeError(f"law must be a PenaltyLaw(stiffness=κ, gamma=γ), got {law!r}")
+        if not _positive_number(radius):
+            raise ValueError(f"cylinder radius r_RB must be a finite number > 0 (m), got {radius!r}; "
+                             "give the radius of the rigid cylinder in metres")
+        if length is not None and not _positive_number(length):
+            raise ValueError(f"cylinder length must be a finite number > 0 (m), or None for an infinite "
+                             f"cylinder; got {length!r}")
+        if isinstance(quadrature_points, bool) or not isinstance(quadrature_points, (int, np.integer)) \
+                or not 1 <= quadrature_points <= 64:
+            raise ValueError(f"contact quadrature_points must be an integer in 1 … 64 (the paper uses 5), "
+                             f"got {quadrature_points!r}")
+        if safeguard not in ("element", "point"):
+            raise ValueError(f"unknown safeguard estimate {safeguard!r}; "
+                             "pick one of 'element' (paper eq. 72) or 'point'")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty string, got {name!r}")
+        if pose is None:
+            if point is None or axis is None:
+                raise ValueError("give the cylinder's point and axis, "
+                                 "or pose=callable(t) -> (point, axis) for a moving one")
+            self._fixed = _make_pose(point, axis)
+        else:
+            if point is not None or axis is not None:
+                raise ValueError("give either point and axis (a fixed cylinder) or pose (a moving one), not both")
+            if not callable(pose):
+                raise TypeError(f"pose must be a callable pose(t) -> (point, axis), got {pose!r}")
+            self._fixed = None
+        self.pose = pose
+        if pose is not None:
+            self.pose_at(0.0)  # validates the callable's output
+        self.radius = float(radius)
+        self.law = law
+        self.length = None if length is None else float(length)
+        if fibers is not None and (isinstance(fibers, (str, int, np.integer)) or not isinstance(fibers, Iterable)):
+            fibers = [fibers]  # one fiber given by itself
+        self.fibers = None if fibers is None else list(fibers)
+        self.quadrature_points = int(quadrature_points)
+        self.safeguard = safeguard
+        self.name = name
+        self.xi, self.weights = gauss_legendre(self.quadrature_points)
+        self._masks: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+    def __repr__(self) -> str:
+        where = "moving (pose(t))" if self.pose is not None else (
+            f"point={self._fixed.point.tolist()}, axis={self._fixed.axis.tolist()}")
+        length = "" if self.length is None else f", length={self.length:g}"
+        return (f"CylinderContact({where}, radius={self.radius:g}{length}, κ={self.law.stiffness:g}, "
+                f"γ={self.law.gamma:g}, points={self.quadrature_points}, name={self.name!r})")
+
+    # --- geometry ---------------------------------------------------------
+    def pose_at(self, t: float) -> CylinderPose:
+        """Point, axis and unit axis at time t."""
+        if self._fixed is not None:
+            return self._fixed
+        try:
+            point, axis = self.pose(t)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"pose({t!r}) must return (point, axis), each 3 numbers: {err}") from err
+        return _make_pose(point, axis)
+
+    def _closest(self, x: np.ndarray, pose: CylinderPose):
+        """Clamped axial coordinate, side flag, closest point and x − y0 for points x (..., 3)."""
+        p = x - pose.point
+        s = p @ pose.tangent
+        if self.length is None:
+            sc, side = s, np.ones(s.shape, dtype=bool)
+        else:
+            sc = np.clip(s, 0.0, self.length)
+            side = (s > 0.0) & (s < self.length)
+        y = pose.point + sc[..., None] * pose.tangent
+        return p, sc, side, y
+
+    def _fiber_elements(self, discretization) -> np.ndarray:
+        """Indices of the elements of the fibers this cylinder acts on."""
+        el = self._masks.get(discretization)
+        if el is None:
+            if self.fibers is None:
+                el = np.arange(discretization.element_fiber.size)
+            else:
+                ks = [discretization.fiber_index(f) for f in self.fibers]
+                el = np.flatnonzero(np.isin(discretization.element_fiber, ks))
+            self._masks[discretization] = el
+        return el
+
+    def candidates(self, model, u: np.ndarray, t: float, du: np.ndarray | None = None) -> np.ndarray:
+        """Broad phase: elements whose contact points may touch the cylinder.
+
+        The box of an element's Bézier control points (of u and, with ``du``,
+        also of u + du: then for every u + δ du, δ ∈ [0, 1]) is enclosed in
+        its circumscribed ball (centre c, radius ρ_b); a contact point x of the
+        element has d(x) ≥ d(c) − ρ_b and r(x) ≤ r̄_E = max r0 √(max |A1| /
+        min |x′|) with min |x′| bounded below by the derivative's control
+        points.  The element is kept when d(c) − ρ_b < r_RB + r̄_E.
+        """
+        d = model.discretization
+        el = self._fiber_elements(d)
+        if el.size == 0:
+            return el
+        shapes = element_shapes(d, self.xi, self.weights)
+        dofs = shapes.dofs[el]
+        Y = (d.reference_dofs[dofs] + np.asarray(u)[dofs]).reshape(-1, 4, 3)
+        h = shapes.h[el]
+        P = control_points(Y, h)
+        dY = None
+        if du is not None:
+            dY = np.asarray(du)[dofs].reshape(-1, 4, 3)
+            P = np.concatenate([P, control_points(Y + dY, h)], axis=1)
+        lo, hi = P.min(axis=1), P.max(axis=1)
+        centre, span = 0.5 * (lo + hi), hi - lo
+        ball = 0.5 * np.sqrt(np.einsum("mi,mi->m", span, span))
+        speed = min_speed_bound(Y, h, dY)  # lower bound of |x′| on the element
+        with np.errstate(divide="ignore"):
+            rbar = shapes.r0_max[el] * np.sqrt(shapes.A1_max[el] / speed)
+        _, _, _, y = self._closest(centre, self.pose_at(t))
+        w = centre - y
+        dc = np.sqrt(np.einsum("mi,mi->m", w, w))
+        return el[dc - ball < self.radius + rbar]
+
+    def _narrow(self, model, u: np.ndarray, t: float, elements: np.ndarray) -> _Narrow:
+        sample = sample_centerline(model.discretization, u, self.xi, self.weights, elements)
+        pose = self.pose_at(t)
+        p, sc, side, y = self._closest(sample.x, pose)
+        w = sample.x - y
+        dist = np.linalg.norm(w, axis=-1)
+        rho = self.radius + sample.radius
+        with np.errstate(divide="ignore", invalid="ignore"):
+            nu = w / dist[..., None]
+            g = dist / rho - 1.0
+        return _Narrow(sample, pose, p, sc, side, y, dist, nu, rho, g)
+
+    def _check(self, model, nar: _Narrow, t: float) -> np.ndarray:
+        """1 + γ g; raises FloatingPointError on an inadmissible state."""
+        adm = 1.0 + self.law.gamma * nar.g
+        bad = ~(adm > 0) | ~(nar.d > 0) | ~np.isfinite(nar.sample.radius)
+        if np.any(bad):
+            m, k = np.unravel_index(np.argmax(bad), bad.shape)
+            fk = int(nar.sample.fiber[m])
+            fname = model.discretization.fibers[fk].name
+            label = f"fiber {fk}" + (f" ({fname!r})" if fname else "")
+            raise FloatingPointError(
+                f"inadmissible contact with cylinder {self.name!r} at t = {t:.6g} s: {label} at "
+                f"θ = {nar.sample.theta[m, k]:.4g} penetrates too far (1 + γg = {adm[m, k]:.3g} ≤ 0; "
+                f"distance to the axis {nar.d[m, k]:.4g} m, r_RB + r = {nar.rho[m, k]:.4g} m, γ = {self.law.gamma:g}); "
+                "smaller load or time steps, or a larger penalty stiffness κ"
+            )
+        return adm
+
+    def gaps(self, model, u: np.ndarray, t: float = 0.0) -> CylinderGaps:
+        """Gaps and closest points at the contact points of the elements in reach (no check)."""
+        el = self.candidates(model, u, t)
+        nar = self._narrow(model, u, t, el)
+        s = nar.sample
+        return CylinderGaps(el, s.fiber, s.theta, s.x, nar.closest, nar.d, s.radius, nar.g, nar.nu,
+                            1.0 + self.law.gamma * nar.g)
+
+    # --- residual and tangent ----------------------------------------------
+    def _C(self, nar: _Narrow, F, dF) -> np.ndarray:
+        """∂(F ν J W)/∂w per point (m, q, 3, 3) for w = x − y."""
+        s = nar.sample
+        JW = s.a1_norm * s.weight
+        nn = nar.nu[..., :, None] * nar.nu[..., None, :]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a = np.where(F != 0, F / nar.d, 0.0)
+        return JW[..., None, None] * ((dF / nar.rho)[..., None, None] * nn + a[..., None, None] * (_I3 - nn))
+
+    def evaluate(self, model, u: np.ndarray, t: float, *, tangent: bool = True) -> ContactEvaluation:
+        """Residual contribution, tangent triplets, admissibility and active count.
+
+        Raises FloatingPointError (naming fiber and cylinder) when a point has
+        1 + γ g ≤ 0.
+        """
+        d = model.discretization
+        N = d.n_dofs
+        el = self.candidates(model, u, t)
+        if el.size == 0:
+            return ContactEvaluation(np.zeros(N))
+        nar = self._narrow(model, u, t, el)
+        adm = self._check(model, nar, t)
+        s = nar.sample
+        F, dF = self.law.force(nar.g)
+        f = (F * s.a1_norm * s.weight)[..., None] * nar.nu  # force on the fiber × ds
+        r_el = -np.einsum("mka,mki->mai", s.S, f).reshape(-1, 12)
+        residual = np.bincount(s.dofs.ravel(), weights=r_el.ravel(), minlength=N)
+        out = ContactEvaluation(residual, admissibility=adm.ravel(), n_active=int(np.count_nonzero(nar.g < 0)))
+        if not tangent:
+            return out
+        act = np.flatnonzero(np.any(nar.g < 0, axis=1))
+        if act.size == 0:
+            return out
+        sub = _take(nar, act)
+        Fa, dFa = F[act], dF[act]
+        sa = sub.sample
+        t_ = sub.pose.tangent
+        C = self._C(sub, Fa, dFa)
+        M = np.where(sub.side[..., None, None], _I3 - np.outer(t_, t_), _I3)
+        A = -C @ M
+        J = sa.a1_norm
+        with np.errstate(divide="ignore", invalid="ignore"):
+            b = sa.weight * (dFa * sub.d * sa.radius / (2.0 * sub.rho**2 * J) + Fa / J)
+        B = -b[..., None, None] * (sub.nu[..., :, None] * sa.a1[..., None, :])
+        # K[m, (a,i), (b,j)] = Σ_k S[m,k,a] (A[m,k,i,j] S[m,k,b] + B[m,k,i,j] dS[m,k,b])
+        G = A[:, :, :, None, :] * sa.S[:, :, None, :, None] + B[:, :, :, None, :] * sa.dS[:, :, None, :, None]
+        K = np.matmul(sa.S.transpose(0, 2, 1), G.reshape(*G.shape[:2], 36)).reshape(-1, 12, 12)
+        rows = np.broadcast_to(sa.dofs[:, :, None], K.shape).ravel()
+        cols = np.broadcast_to(sa.dofs[:, None, :], K.shape).ravel()
+        out.rows, out.cols, out.values = rows.astype(np.int64), cols.astype(np.int64), K.ravel()
+        return out
+
+    def pose_derivative(self, model, u: np.ndarray, t: float) -> np.ndarray:
+        """∂G_c/∂(y0, a) as a dense (N, 6) array: columns y0_x, y0_y, y0_z, a_x, a_y, a_z.
+
+        ``a`` is the raw axis of ``pose`` (not normalized); chain with rigid
+        coordinates q as ∂G_c/∂q = D[:, :3] ∂y0/∂q + D[:, 3:] ∂a/∂q.
+        """
+        d = model.discretization
+        D = np.zeros((d.n_dofs, 6))
+        el = self.candidates(model, u, t)
+        if el.size == 0:
+            return D
+        nar = self._narrow(model, u, t, el)
+        self._check(model, nar, t)
+        act = np.flatnonzero(np.any(nar.g < 0, axis=1))
+        if act.size == 0:
+            return D
+        sub = _take(nar, act)
+        F, dF = self.law.force(sub.g)
+        C = self._C(sub, F, dF)
+        pose = sub.pose
+        tt = pose.tangent
+        M = np.where(sub.side[..., None, None], _I3 - np.outer(tt, tt), _I3)
+        # ∂w/∂y0 = −M;  ∂w/∂t = −T, T = sc I + [side] t⊗p;  ∂t/∂a = (I − t⊗t)/|a|
+        T = sub.sc[..., None, None] * _I3 + np.where(
+            sub.side[..., None, None], tt[:, None] * sub.p[..., None, :], 0.0)
+        dt_da = (_I3 - np.outer(tt, tt)) / pose.axis_norm
+        # the residual per point is −F ν J W, so its pose derivative is −C ∂w/∂pose = C (M | T ∂t/∂a)
+        G = np.concatenate([C @ M, C @ T @ dt_da], axis=-1)
+        R = np.einsum("mka,mkij->maij", sub.sample.S, G).reshape(-1, 12, 6)
+        rows = sub.sample.dofs.ravel()
+        for j in range(6):
+            D[:, j] = np.bincount(rows, weights=R[:, :, j].ravel(), minlength=d.n_dofs)
+        return D
+
+    def resultant(self, model, u: np.ndarray, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """Force (N) and moment about y0 (N·m) that the fibers exert on the cylinder."""
+        el = self.candidates(model, u, t)
+        if el.size == 0:
+            return np.zeros(3), np.zeros(3)
+        nar = self._narrow(model, u, t, el)
+        self._check(model, nar, t)
+        F, _ = self.law.force(nar.g)
+        f = -(F * nar.sample.a1_norm * nar.sample.weight)[..., None] * nar.nu  # on the cylinder
+        arm = nar.closest - nar.pose.point
+        return f.sum(axis=(0, 1)), np.cross(arm, f).sum(axis=(0, 1))
+
+    # --- safeguard ----------------------------------------------------------
+    def max_step(self, model, u: np.ndarray, du: np.ndarray, t: float, *, delta_bar: float) -> float:
+        """Largest δ ∈ (0, 1] keeping every contact point admissible (eqs. 69–73).
+
+        For each element E that the broad phase finds along the whole step,
+        e_E(δ) = 1 + γ ((min_E d − δ max_E |Δu|) / (r_RB + χ_E(δ)) − 1) with
+        χ_E(δ) = max_E r0 √(max_E |A1| / (min_E |a1| − δ max_E |Δu′|)) (min/max over
+        the element's contact points) is a lower bound of 1 + γ g(u + δ Δu) at
+        each of them.  δ is the largest value with e_E(δ) > δ̄ min(e_E(0), 1)
+        for all E: points in contact keep the fraction δ̄ of their margin
+        (paper eq. 71), points not in contact may approach down to
+        1 + γ g = δ̄.  Where the element-wise bound is too coarse
+        (e_E(0) ≤ 0), or with ``safeguard="point"``, the same bound is used
+        point by point (E = one contact point).  Returns 1.0 when
+        no element is near, 0.0 when u itself is inadmissible.
+        """
+        if not 0 < delta_bar < 1:
+            raise ValueError(f"delta_bar must lie in (0, 1), got {delta_bar!r}")
+        el = self.candidates(model, u, t, du)
+        if el.size == 0:
+            return 1.0
+        nar = self._narrow(model, u, t, el)
+        s = nar.sample
+        du_abs = np.linalg.norm(s.field(du), axis=-1)
+        dup_abs = np.linalg.norm(s.field(du, 1), axis=-1)
+        if not (np.all(nar.d > 0) and np.all(1.0 + self.law.gamma * nar.g > 0)):
+            return 0.0
+        elem = (nar.d.min(1), du_abs.max(1), s.r0.max(1), s.A1_norm.max(1), s.a1_norm.min(1), dup_abs.max(1))
+        e0 = self._estimate(*elem, 0.0)
+        coarse = ~(e0 > 0) | (self.safeguard == "point")
+        args = [np.concatenate([a[~coarse], b[coarse].ravel()]) for a, b in
+                zip(elem, (nar.d, du_abs, s.r0, s.A1_norm, s.a1_norm, dup_abs))]
+        target = delta_bar * np.minimum(self._estimate(*args, 0.0), 1.0)
+        ok = self._estimate(*args, 1.0) > target
+        if np.all(ok):
+            return 1.0
+        args = [a[~ok] for a in args]
+        target = target[~ok]
+        lo, hi = np.zeros(target.size), np.ones(target.size)
+        for _ in range(30):  # bisection, all elements at once (e is decreasing in δ)
+            mid = 0.5 * (lo + hi)
+            good = self._estimate(*args, mid) > target
+            lo = np.where(good, mid, lo)
+            hi = np.where(good, hi, mid)
+        return float(lo.min())
+
+    def _estimate(self, dmin, du, r0max, A1max, a1min, dup, delta):
+        """e(δ) of eq. 72 for a rigid cylinder (broadcasting; −∞ … 1 + γ(… − 1))."""
+        speed = a1min - delta * dup
+        ok = speed > 0
+        chi = r0max * np.sqrt(A1max / np.where(ok, speed, 1.0))
+        ratio = np.where(ok, np.maximum(dmin - delta * du, 0.0) / (self.radius + chi), 0.0)
+        return 1.0 + self.law.gamma * (ratio - 1.0)
+
+
+def _take(nar: _Narrow, rows: np.ndarray) -> _Narrow:
+    """The same data restricted to some of its elements."""
+    s = nar.sample
+    sample = CenterlineSample(*(getattr(s, f)[rows] for f in (
+        "elements", "dofs", "fiber", "theta", "S", "dS", "x", "a1", "a1_norm", "A1_norm", "r0",
+        "stretch", "radius", "weight")))
+    return _Narrow(sample, nar.pose, nar.p[rows], nar.sc[rows], nar.side[rows], nar.closest[rows],
+                   nar.d[rows], nar.nu[rows], nar.rho[rows], nar.g[rows])

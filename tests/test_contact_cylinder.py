@@ -1,0 +1,400 @@
+"""Fiber–cylinder contact: gap, force, consistent tangent, pose derivative, safeguard, demo."""
+import numpy as np
+import pytest
+import scipy.sparse as sps
+
+import skfiber as sf
+from skfiber.contact import Contact, PenaltyLaw
+from skfiber.contact.cylinder import CylinderContact
+from skfiber.contact.geometry import control_points, element_coefficients, gauss_legendre, sample_centerline
+from skfiber.linalg import ConstrainedSolver
+from skfiber.solver import ConvergenceError, newton
+
+LAW = PenaltyLaw(stiffness=500.0, gamma=4.0)
+
+
+def fiber_model(n_elements=8, *, radius=0.05, fibers=1, law=None):
+    """Straight fibers along x, 2 m long, 0.3 m apart in y."""
+    law = law or (sf.passive_kelvin_voigt(mu_muscle=10, mu_tendon=10, eta_muscle=0, eta_tendon=0) + sf.prestress(10))
+    fs = [sf.Fiber.straight((-1, 0.3 * k, 0), (1, 0.3 * k, 0), n_elements=n_elements, radius=radius, law=law,
+                            name=f"f{k}") for k in range(fibers)]
+    model = sf.Model(fs)
+    for f in fs:
+        model.fix(f, "start")
+        model.fix(f, "end")
+    return model, fs
+
+
+def sparse(ev, n):
+    return sps.csr_matrix((ev.values, (ev.rows, ev.cols)), shape=(n, n))
+
+
+def random_state(model, rng, scale=0.01):
+    return scale * rng.standard_normal(model.n_dofs)
+
+
+def away_from_kink(contact, model, u, margin=1e-4):
+    g = contact.gaps(model, u).gap
+    return g.size == 0 or np.min(np.abs(g)) > margin
+
+
+def fd_error(contact, model, u, rng, directions=4, eps=1e-7):
+    n = model.n_dofs
+    K = sparse(contact.evaluate(model, u, 0.0), n)
+    worst = 0.0
+    for _ in range(directions):
+        d = rng.standard_normal(n)
+        Kd = K @ d
+        fd = (contact.evaluate(model, u + eps * d, 0.0).residual
+              - contact.evaluate(model, u - eps * d, 0.0).residual) / (2 * eps)
+        worst = max(worst, np.linalg.norm(Kd - fd) / np.linalg.norm(Kd))
+    return worst
+
+
+# --------------------------------------------------------------------------- penalty law
+def test_penalty_law_values_and_derivative():
+    law = PenaltyLaw(stiffness=500.0, gamma=4.0)
+    g = np.array([0.3, 0.0, -0.05, -0.2, -0.24])
+    F, dF = law.force(g)
+    expected = np.where(g < 0, -500 * g / (1 + 4 * g), 0.0)
+    np.testing.assert_allclose(F, expected, rtol=1e-14)
+    assert F[3] == pytest.approx(500.0)  # the paper's initial state of §5.2: g = −0.2
+    h = 1e-7
+    for gi in (-0.05, -0.2, -0.24):
+        Fp, _ = law.force(np.array(gi + h))
+        Fm, _ = law.force(np.array(gi - h))
+        assert float(law.force(np.array(gi))[1]) == pytest.approx(float(Fp - Fm) / (2 * h), rel=1e-6)
+    F, dF = law.force(np.array([-0.25, -0.3]))  # 1 + γg ≤ 0
+    assert np.all(np.isnan(F)) and np.all(np.isnan(dF))
+
+
+# --------------------------------------------------------------------------- geometry
+@pytest.mark.parametrize("length", [None, 0.6])
+def test_gap_and_closest_point_against_brute_force(length, rng):
+    model, _ = fiber_model(6, radius=lambda th: 0.04 + 0.03 * th)
+    cyl = CylinderContact(point=(-0.2, -0.3, -0.25), axis=(1.0, 1.2, 0.3), radius=0.2, law=LAW, length=length,
+                          quadrature_points=4)
+    for _ in range(5):
+        u = random_state(model, rng, 0.03)
+        gaps = cyl.gaps(model, u)
+        assert gaps.elements.size > 0
+        d = model.discretization
+        # the points: evaluate the fiber at the contact points' θ independently
+        theta = gaps.theta.ravel()
+        x = d.evaluate(d.reference_dofs + u, 0, theta).T
+        np.testing.assert_allclose(gaps.x.reshape(-1, 3), x, atol=1e-13)
+        # current radius r0/√λ with λ = |x′|/|X′|
+        lam = (np.linalg.norm(d.evaluate(d.reference_dofs + u, 0, theta, 1), axis=0)
+               / np.linalg.norm(d.evaluate(d.reference_dofs, 0, theta, 1), axis=0))
+        r = (0.04 + 0.03 * theta) / np.sqrt(lam)
+        np.testing.assert_allclose(gaps.radius.ravel(), r, rtol=1e-12)
+        # distance to the axis (segment) by dense sampling
+        t = np.array([1.0, 1.2, 0.3]) / np.linalg.norm([1.0, 1.2, 0.3])
+        s = np.linspace(-5, 5, 200001) if length is None else np.linspace(0, length, 200001)
+        axis_pts = np.array([-0.2, -0.3, -0.25]) + s[:, None] * t
+        brute = np.array([np.min(np.linalg.norm(axis_pts - p, axis=1)) for p in x])
+        np.testing.assert_allclose(gaps.distance.ravel(), brute, atol=5e-5)
+        np.testing.assert_allclose(gaps.gap.ravel(), gaps.distance.ravel() / (0.2 + r) - 1, rtol=1e-12)
+        np.testing.assert_allclose(np.linalg.norm(gaps.closest.reshape(-1, 3) - x, axis=1), gaps.distance.ravel())
+
+
+def test_finite_cylinder_uses_the_end_point_beyond_its_ends():
+    model, _ = fiber_model(4)
+    # a short cylinder along y ending at y = 0.1 below the fiber (which lies at y = 0)
+    cyl = CylinderContact(point=(0.0, 0.1, -0.2), axis=(0, 1, 0), radius=0.2, law=LAW, length=1.0)
+    g = cyl.gaps(model, np.zeros(model.n_dofs))
+    y = g.closest.reshape(-1, 3)
+    np.testing.assert_allclose(y, np.broadcast_to([0.0, 0.1, -0.2], y.shape), atol=1e-15)  # the end point
+    np.testing.assert_allclose(g.distance.ravel(), np.linalg.norm(g.x.reshape(-1, 3) - [0, 0.1, -0.2], axis=1))
+
+
+def test_bezier_hull_contains_the_segments(rng):
+    model, _ = fiber_model(5)
+    u = random_state(model, rng, 0.2)
+    d = model.discretization
+    P = control_points(element_coefficients(d, u), np.full(5, 0.2))
+    xi, w = gauss_legendre(7)
+    x = sample_centerline(d, u, np.linspace(0, 1, 50), np.ones(50) / 50).x
+    lo, hi = P.min(axis=1)[:, None], P.max(axis=1)[:, None]
+    assert np.all(x >= lo - 1e-12) and np.all(x <= hi + 1e-12)
+    assert xi.min() > 0 and w.sum() == pytest.approx(1.0)
+
+
+def test_broad_phase_keeps_every_element_in_reach(rng):
+    model, _ = fiber_model(32)
+    cyl = CylinderContact(point=(0.3, 0.0, -0.27), axis=(1, 2, 0.5), radius=0.2, law=LAW)
+    all_el = np.arange(32)
+    for _ in range(20):
+        u = random_state(model, rng, 0.005)
+        kept = cyl.candidates(model, u, 0.0)
+        near = cyl._narrow(model, u, 0.0, all_el)
+        in_reach = all_el[np.any(near.g < 0.0, axis=1)]
+        assert set(in_reach) <= set(kept)
+        assert kept.size < 32  # and it does prune
+        du = random_state(model, rng, 0.01)
+        kept_step = set(cyl.candidates(model, u, 0.0, du))
+        for delta in (0.3, 0.7, 1.0):
+            after = cyl._narrow(model, u + delta * du, 0.0, all_el)
+            assert set(all_el[np.any(after.g < 0.0, axis=1)]) <= kept_step
+
+
+# --------------------------------------------------------------------------- force
+def test_force_pushes_the_fiber_out_of_the_cylinder():
+    model, _ = fiber_model(8)
+    cyl = CylinderContact(point=(0.0, 0.0, -0.22), axis=(0, 1, 0), radius=0.2, law=LAW)
+    u = np.zeros(model.n_dofs)
+    ev = cyl.evaluate(model, u, 0.0)
+    assert ev.n_active > 0 and np.all(ev.admissibility > 0)
+    G = ev.residual.reshape(-1, 6)
+    # G = −f_ext: the fiber above the cylinder is pushed up (+z), so G_z < 0
+    assert G[:, 2].sum() < 0 and np.all(G[:, 2] <= 1e-14)
+    np.testing.assert_allclose(G[:, 1], 0.0, atol=1e-12)  # axis along y: no force along it
+    # Newton's third law: the cylinder feels the opposite total force (partition of unity of the values)
+    force, moment = cyl.resultant(model, u, 0.0)
+    np.testing.assert_allclose(force, G[:, :3].sum(axis=0), rtol=1e-12, atol=1e-12)
+    assert force[2] < 0
+    # a fiber below the cylinder is pushed down
+    below = CylinderContact(point=(0.0, 0.0, 0.22), axis=(0, 1, 0), radius=0.2, law=LAW)
+    assert below.evaluate(model, u, 0.0).residual.reshape(-1, 6)[:, 2].sum() > 0
+
+
+def test_contact_is_a_protocol_member_and_far_cylinder_does_nothing():
+    model, _ = fiber_model(8)
+    cyl = CylinderContact(point=(0.0, 0.0, -5.0), axis=(0, 1, 0), radius=0.2, law=LAW)
+    assert isinstance(cyl, Contact)
+    u = np.zeros(model.n_dofs)
+    ev = cyl.evaluate(model, u, 0.0)
+    assert ev.n_active == 0 and not ev.residual.any() and ev.values.size == 0
+    assert cyl.candidates(model, u, 0.0).size == 0
+    assert cyl.max_step(model, u, 0.01 * np.ones(model.n_dofs), 0.0, delta_bar=0.25) == 1.0
+    assert not cyl.pose_derivative(model, u, 0.0).any()
+
+
+def test_only_the_chosen_fibers():
+    model, fs = fiber_model(6, fibers=2)
+    # a cylinder along y below both fibers
+    both = CylinderContact(point=(0.0, 0.0, -0.22), axis=(0, 1, 0), radius=0.2, law=LAW)
+    second = CylinderContact(point=(0.0, 0.0, -0.22), axis=(0, 1, 0), radius=0.2, law=LAW, fibers=["f1"])
+    u = np.zeros(model.n_dofs)
+    Rb, Rs = both.evaluate(model, u, 0.0).residual, second.evaluate(model, u, 0.0).residual
+    d = model.discretization
+    first_dofs = np.arange(6 * d.fiber_dofs[0].n_nodes)
+    assert np.abs(Rb[first_dofs]).sum() > 0 and not Rs[first_dofs].any()
+    np.testing.assert_allclose(Rs[6 * d.fiber_dofs[1].first_node:], Rb[6 * d.fiber_dofs[1].first_node:])
+
+
+def test_moving_pose_is_evaluated_at_t():
+    model, _ = fiber_model(8)
+
+    def pose(t):
+        return (0.1 * t, 0.0, -0.3 + 0.1 * t), (np.sin(t), 1.0, 0.0)
+
+    moving = CylinderContact(pose=pose, radius=0.2, law=LAW)
+    u = np.zeros(model.n_dofs)
+    for t in (0.0, 0.5, 0.9):
+        fixed = CylinderContact(*pose(t), radius=0.2, law=LAW)
+        np.testing.assert_array_equal(moving.evaluate(model, u, t).residual, fixed.evaluate(model, u, t).residual)
+    assert moving.evaluate(model, u, 0.9).n_active > moving.evaluate(model, u, 0.0).n_active
+
+
+# --------------------------------------------------------------------------- tangent
+@pytest.mark.parametrize("case", ["infinite", "finite_caps", "variable_radius", "two_fibers"])
+def test_tangent_matches_finite_differences(case, rng):
+    fibers, radius, length = 1, 0.05, None
+    # the axis crosses 0.23 m under the fiber (the x axis): g ≈ −0.08 there
+    point, axis = (0.05, 0.0, -0.23 * np.hypot(1.0, 0.2)), (1.0, 1.0, 0.2)
+    if case == "finite_caps":  # the segment ends at y = 0, under the fiber: side and cap points are active
+        point, axis, length = (0.0, -0.6, -0.22), (0.0, 1.0, 0.0), 0.6
+    if case == "variable_radius":
+        radius = lambda th: 0.05 * (1 + 0.5 * th)  # noqa: E731
+    if case == "two_fibers":
+        fibers, point, axis = 2, (0.0, 0.15, -0.23), (0.2, 1.0, 0.0)
+    model, _ = fiber_model(8, radius=radius, fibers=fibers)
+    cyl = CylinderContact(point=point, axis=axis, radius=0.2, law=LAW, length=length)
+    checked = 0
+    for _ in range(6):
+        u = random_state(model, rng, 0.01)
+        if case == "finite_caps":  # tilt the fiber in y: y < 0 (side) for x < 0, y > 0 (cap) for x > 0
+            nodal = u.reshape(-1, 6)
+            nodal[:, 1] += 0.5 * model.discretization.reference_dofs.reshape(-1, 6)[:, 0]
+            nodal[:, 4] += 1.0
+        if not away_from_kink(cyl, model, u):
+            continue
+        ev = cyl.evaluate(model, u, 0.0)
+        assert ev.n_active > 0
+        if case == "finite_caps":
+            nar = cyl._narrow(model, u, 0.0, cyl.candidates(model, u, 0.0))
+            assert np.any(~nar.side & (nar.g < 0)) and np.any(nar.side & (nar.g < 0))
+        assert fd_error(cyl, model, u, rng) < 1e-6
+        checked += 1
+    assert checked >= 3
+
+
+def test_tangent_radius_and_length_terms(rng):
+    """Directions that only stretch (slope DOFs) change the gap through r = r0/√λ and |a1|."""
+    model, _ = fiber_model(8)
+    cyl = CylinderContact(point=(0.0, 0.0, -0.23), axis=(0.3, 1.0, 0.0), radius=0.2, law=LAW)
+    u = random_state(model, rng, 0.005)
+    assert away_from_kink(cyl, model, u)
+    n = model.n_dofs
+    K = sparse(cyl.evaluate(model, u, 0.0), n)
+    d = np.zeros(n)
+    d.reshape(-1, 6)[:, 3:] = rng.standard_normal((n // 6, 3))  # slopes only
+    eps = 1e-7
+    fd = (cyl.evaluate(model, u + eps * d, 0.0).residual - cyl.evaluate(model, u - eps * d, 0.0).residual) / (2 * eps)
+    assert np.linalg.norm(K @ d - fd) / np.linalg.norm(K @ d) < 1e-6
+    assert np.linalg.norm(K @ d) > 1e-3 * np.linalg.norm(K @ np.abs(d))
+
+
+@pytest.mark.parametrize("length", [None, 0.62])
+def test_pose_derivative_matches_finite_differences(length, rng):
+    model, _ = fiber_model(8, radius=lambda th: 0.05 * (1 + 0.3 * th))
+    if length is None:
+        y0, a = np.array([0.05, 0.0, -0.23 * np.hypot(1.0, 0.2)]), np.array([1.0, 1.0, 0.2])
+    else:
+        y0, a = np.array([0.0, -0.6, -0.22]), np.array([0.1, 1.0, 0.0])
+    u = random_state(model, rng, 0.005)
+    cyl = CylinderContact(point=y0, axis=a, radius=0.2, law=LAW, length=length)
+    assert away_from_kink(cyl, model, u)
+    D = cyl.pose_derivative(model, u, 0.0)
+    assert D.shape == (model.n_dofs, 6)
+    eps = 1e-7
+    for j in range(6):
+        p = np.r_[y0, a]
+        R = []
+        for sign in (1, -1):
+            q = p.copy()
+            q[j] += sign * eps
+            R.append(CylinderContact(point=q[:3], axis=q[3:], radius=0.2, law=LAW, length=length)
+                     .evaluate(model, u, 0.0).residual)
+        fd = (R[0] - R[1]) / (2 * eps)
+        assert np.linalg.norm(D[:, j] - fd) / np.linalg.norm(D[:, j]) < 1e-6
+    # translating the cylinder along its (infinite) axis changes nothing
+    if length is None:
+        assert np.linalg.norm(D[:, :3] @ (a / np.linalg.norm(a))) < 1e-9 * np.linalg.norm(D[:, :3])
+
+
+def test_model_tangent_with_contact(rng):
+    model, _ = fiber_model(8)
+    cyl = model.add_contact(CylinderContact(point=(0.05, 0.0, -0.235), axis=(1.0, 1.0, 0.2), radius=0.2, law=LAW))
+    u = random_state(model, rng, 0.01)
+    assert away_from_kink(cyl, model, u) and cyl.evaluate(model, u, 0.0).n_active > 0
+    assert sf.check_tangent(model, sf.State(0.0, u, np.zeros_like(u)), step=1e-8) < 1e-6
+
+
+# --------------------------------------------------------------------------- admissibility
+def test_inadmissible_state_raises_with_fiber_and_cylinder_names():
+    model, _ = fiber_model(8)
+    cyl = model.add_contact(CylinderContact(point=(0.0, 0.0, -0.1), axis=(0, 1, 0), radius=0.2, law=LAW,
+                                            name="humerus"))
+    u = np.zeros(model.n_dofs)
+    with pytest.raises(FloatingPointError, match=r"humerus.*fiber 0 \('f0'\).*1 \+ γg"):
+        cyl.evaluate(model, u, 0.0)
+    z = np.zeros(model.n_dofs)
+    with pytest.raises(FloatingPointError, match="humerus"):
+        model.evaluate(u, z, z, 0.0, c_v=0.0, c_a=0.0)
+    assert cyl.max_step(model, u, z + 0.01, 0.0, delta_bar=0.25) == 0.0
+
+
+def test_safeguard_keeps_newton_admissible():
+    """Plain Newton's full step lands inside the cylinder; the safeguard keeps every point admissible."""
+    law = sf.prestress(1e4) + sf.passive_kelvin_voigt(mu_muscle=1e4, mu_tendon=1e4, eta_muscle=0, eta_tendon=0)
+    model, _ = fiber_model(8, law=law)  # a taut fiber 0.3 m above the axis (not touching: g = 0.2)
+    cyl = model.add_contact(CylinderContact(point=(0.0, 0.0, -0.3), axis=(0, 1, 0), radius=0.2, law=LAW))
+    model.add_line_load((0.0, 0.0, -47.0))  # linear sag ≈ 0.3 m: the first step ends on the axis
+    solver = ConstrainedSolver(model.discretization.assembler, model.constrained_dofs)
+    z = np.zeros(model.n_dofs)
+
+    def evaluate(u):
+        return model.evaluate(u, z, z, 0.0, c_v=0.0, c_a=0.0)
+
+    ev = evaluate(z)
+    du = solver.solve(ev.element_matrices, -ev.residual, ev.extra)
+    assert np.min(cyl.gaps(model, du).admissibility) < -2  # the full Newton step is inadmissible
+    with pytest.raises(ConvergenceError, match="inadmissible contact with cylinder 'cylinder'"):
+        newton(evaluate, z, solver)  # plain Newton
+    delta = cyl.max_step(model, z, du, 0.0, delta_bar=0.25)
+    assert 0.2 < delta < 1
+    for frac in np.linspace(0, 1, 21):  # every point on the shortened step stays admissible
+        assert np.min(cyl.gaps(model, frac * delta * du).admissibility) > 0.25 * 1.0
+    u, report = newton(evaluate, z, solver, max_step=lambda u, du: model.max_step(u, du, 0.0, delta_bar=0.25))
+    assert report.step_fractions[0] == pytest.approx(delta) and report.step_fractions[-1] == 1.0
+    assert np.min(cyl.gaps(model, u).admissibility) > 0.3
+    force, _ = cyl.resultant(model, u, 0.0)  # the cylinder carries a good part of the 94 N
+    assert force[2] == pytest.approx(-34.27, rel=1e-3)
+
+
+def test_safeguard_estimate_is_a_lower_bound(rng):
+    model, _ = fiber_model(16)
+    kw = dict(point=(0.1, 0.0, -0.25), axis=(1.0, 0.7, 0.1), radius=0.2, law=LAW)
+    element, point = CylinderContact(**kw), CylinderContact(**kw, safeguard="point")
+    shortened = 0
+    for _ in range(20):
+        u = random_state(model, rng, 0.005)
+        du = random_state(model, rng, 0.08)
+        d_el = element.max_step(model, u, du, 0.0, delta_bar=0.5)
+        d_pt = point.max_step(model, u, du, 0.0, delta_bar=0.5)
+        assert 0 < d_el <= d_pt + 1e-9 <= 1 + 1e-9  # the point-wise bound is sharper
+        shortened += d_pt < 1
+        eps0 = np.min(point.gaps(model, u).admissibility)
+        for frac in np.linspace(0, d_pt, 11):
+            # every point keeps > 0; the one closest before keeps > δ̄ of its margin (capped at 1)
+            assert np.min(point.gaps(model, u + frac * du).admissibility) > 0.5 * min(eps0, 1.0) * 0.999
+    assert shortened >= 5
+
+
+# --------------------------------------------------------------------------- parameters
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(radius=0.0), "radius r_RB must be a finite number > 0"),
+        (dict(radius=-1.0), "radius r_RB"),
+        (dict(radius=float("nan")), "radius r_RB"),
+        (dict(axis=(0, 0, 0)), "axis must be a nonzero direction"),
+        (dict(axis=(1, 0)), "axis must be 3 numbers"),
+        (dict(point=(0, np.inf, 0)), "point must be finite"),
+        (dict(quadrature_points=0), "quadrature_points must be an integer"),
+        (dict(quadrature_points=2.5), "quadrature_points must be an integer"),
+        (dict(length=0.0), "length must be a finite number > 0"),
+        (dict(pose=lambda t: ((0, 0, 0), (0, 0, 1))), "either point and axis"),
+        (dict(name=""), "name must be a non-empty string"),
+        (dict(safeguard="fast"), "unknown safeguard estimate"),
+    ],
+)
+def test_bad_parameters(kwargs, match):
+    args = dict(point=(0, 0, 0), axis=(0, 1, 0), radius=0.2, law=LAW)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        CylinderContact(**args)
+
+
+def test_bad_penalty_law_and_pose():
+    for kw in (dict(stiffness=0.0, gamma=4.0), dict(stiffness=-1.0, gamma=4.0),
+               dict(stiffness=500.0, gamma=0.0), dict(stiffness=500.0, gamma=-2.0)):
+        with pytest.raises(ValueError, match="must be a finite number > 0"):
+            PenaltyLaw(**kw)
+    with pytest.raises(TypeError, match="PenaltyLaw"):
+        CylinderContact(point=(0, 0, 0), axis=(0, 1, 0), radius=0.2, law=(500, 4))
+    with pytest.raises(ValueError, match="axis must be a nonzero direction"):
+        CylinderContact(pose=lambda t: ((0, 0, 0), (0, 0, 0)), radius=0.2, law=LAW)
+    with pytest.raises(ValueError, match="give the cylinder's point and axis"):
+        CylinderContact(radius=0.2, law=LAW)
+    model, _ = fiber_model(4)
+    with pytest.raises(ValueError, match="unknown fiber name"):
+        CylinderContact(point=(0, 0, 0), axis=(0, 1, 0), radius=0.2, law=LAW, fibers=["nope"]).evaluate(
+            model, np.zeros(model.n_dofs), 0.0)
+
+
+# --------------------------------------------------------------------------- demo
+def test_demo_small(capsys):
+    from skfiber.demos import contact_cylinder
+
+    assert contact_cylinder.main(["--small"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[-1].startswith("summary: qp4_change_pct=") and sum(l.startswith("summary:") for l in lines) == 1
+    values = {k: float(v) for k, v in (item.split("=") for item in lines[-1].split()[1:])}
+    # 32 elements: 5 vs 8 points differ by 0.215 %; 32 vs 64 elements by 0.615 %
+    assert values["qp4_change_pct"] == pytest.approx(0.215, abs=0.01)
+    assert values["ne32_error_pct"] == pytest.approx(0.615, abs=0.01)
+    assert "  -12.28631" in "\n".join(lines)  # 32 elements, 5 points (m)
+    assert "-12.07385" in "\n".join(lines) and "-12.36233" in "\n".join(lines)  # 16 and 64 elements
