@@ -1,0 +1,410 @@
+"""Fiber–fiber contact (paper §2.4, §4.3, §4.4, A.3): closest point, broad phase,
+residual sign and balance, consistent tangent, safeguard, bundle robustness."""
+import numpy as np
+import pytest
+import scipy.sparse as sps
+from scipy.optimize import minimize_scalar
+
+import skfiber as sf
+from skfiber.contact import PenaltyLaw
+from skfiber.contact.broadphase import box_pairs
+from skfiber.contact.closest_point import POWER_FROM_HERMITE, closest_points, polynomial_roots
+from skfiber.contact.fibers import FiberContact
+from skfiber.linalg import ConstrainedSolver
+
+HAS_ADD_CONTACT = hasattr(sf.Model, "add_contact")
+needs_model_contact = pytest.mark.skipif(
+    not HAS_ADD_CONTACT, reason="Model.add_contact (the model integration of contacts) is not available yet"
+)
+
+LAW = sf.passive_kelvin_voigt(mu_muscle=100.0, mu_tendon=100.0, eta_muscle=0.0, eta_tendon=0.0) + sf.prestress(100.0)
+
+
+def contact_law(kappa=1000.0, gamma=2.0):
+    return PenaltyLaw(stiffness=kappa, gamma=gamma)
+
+
+def tangent_matrix(ev, n):
+    return sps.csr_matrix((ev.values, (ev.rows, ev.cols)), shape=(n, n))
+
+
+def fd_error(contact, model, u, directions, eps=1e-6, mask=None):
+    """max ‖K d − FD‖/‖K d‖ of the standalone contact over directions (optionally restricted)."""
+    n = model.n_dofs
+    K = tangent_matrix(contact.evaluate(model, u, 0.0), n)
+    worst = 0.0
+    for d in directions:
+        Kd = K @ d
+        fd = (contact.evaluate(model, u + eps * d, 0.0, tangent=False).residual
+              - contact.evaluate(model, u - eps * d, 0.0, tangent=False).residual) / (2 * eps)
+        if mask is not None:
+            Kd, fd = Kd[mask], fd[mask]
+        assert np.linalg.norm(Kd) > 0
+        worst = max(worst, np.linalg.norm(Kd - fd) / np.linalg.norm(Kd))
+    return worst
+
+
+def fiber_rows(model, k):
+    fd = model.discretization.fiber_dofs[k]
+    return np.arange(6 * fd.first_node, 6 * (fd.first_node + fd.n_nodes))
+
+
+# --------------------------------------------------------------------------- closest point
+def _brute_distance(c, x, samples=4001):
+    """Global minimum of |y(ξ) − x| on [0, 1]: dense sampling, then a bounded local refinement."""
+    s = np.linspace(0.0, 1.0, samples)
+    y = (s[:, None] ** np.arange(4)) @ c
+    d = np.linalg.norm(y - x, axis=1)
+    i = int(np.argmin(d))
+    lo, hi = s[max(i - 1, 0)], s[min(i + 1, samples - 1)]
+    f = lambda t: np.linalg.norm((t ** np.arange(4)) @ c - x)  # noqa: E731
+    r = minimize_scalar(f, bounds=(lo, hi), method="bounded", options={"xatol": 1e-12})
+    return min(d[i], r.fun)
+
+
+@pytest.mark.parametrize("method", ["auto", "eig"])
+def test_closest_point_matches_brute_force_on_random_hermite_curves(method):
+    rng = np.random.default_rng(7)
+    n = 250
+    # Hermite data: from gently to strongly curved (loops), points near and far
+    q = rng.standard_normal((n, 4, 3))
+    q[: n // 2, 1] = q[: n // 2, 2] - q[: n // 2, 0] + 0.2 * rng.standard_normal((n // 2, 3))
+    q[: n // 2, 3] = q[: n // 2, 2] - q[: n // 2, 0] + 0.2 * rng.standard_normal((n // 2, 3))
+    q[n // 2:, [1, 3]] *= 4.0
+    c = np.matmul(POWER_FROM_HERMITE, q)
+    x = (q[:, 0] + q[:, 2]) / 2 + rng.standard_normal((n, 3)) * rng.choice([0.05, 0.5, 2.0], size=(n, 1))
+    r = closest_points(c, x, method=method)
+    y = np.matmul((r.xi[:, None] ** np.arange(4))[:, None, :], c)[:, 0]
+    assert np.allclose(np.linalg.norm(y - x, axis=1), r.distance, rtol=0, atol=1e-13)
+    brute = np.array([_brute_distance(c[i], x[i]) for i in range(n)])
+    assert np.all(r.distance <= brute + 1e-12)  # never worse than the brute force
+    assert np.max(r.distance - brute) <= 1e-12 and np.min(r.distance - brute) > -1e-7  # the global minimum
+    assert np.all((r.xi >= 0) & (r.xi <= 1))
+
+
+def test_closest_point_degenerate_segments():
+    # straight, uniformly parametrized (the quintic drops to degree 1), a point on the curve,
+    # and a point beyond the end (minimum at the end, not stationary)
+    c = np.zeros((3, 4, 3))
+    c[:, 1] = [2.0, 0.0, 0.0]
+    x = np.array([[0.5, 0.3, 0.0], [1.2, 0.0, 0.0], [3.0, 1.0, 0.0]])
+    for method in ("auto", "eig"):
+        r = closest_points(c, x, method=method)
+        assert np.allclose(r.xi, [0.25, 0.6, 1.0]) and np.allclose(r.distance, [0.3, 0.0, np.hypot(1.0, 1.0)])
+        assert r.stationary.tolist() == [True, True, False]
+
+
+def test_polynomial_roots_match_numpy_roots_and_handle_lower_degree():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((40, 6))
+    a[:10, 5] = 0.0  # quartics
+    a[10:15, 3:] = 0.0  # quadratics
+    r = polynomial_roots(a)
+    for i in range(a.shape[0]):
+        expected = np.sort_complex(np.roots(np.trim_zeros(a[i, ::-1], "f")))
+        got = np.sort_complex(r[i][np.isfinite(r[i])])
+        assert np.allclose(got, expected, atol=1e-8)
+
+
+# --------------------------------------------------------------------------- broad phase
+def test_box_pairs_match_brute_force():
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        n = int(rng.integers(2, 300))
+        lo = rng.uniform(0, 3, (n, 3))
+        hi = lo + rng.uniform(0, 0.4, (n, 3)) * rng.choice([0.2, 1.0, 3.0])
+        group = rng.integers(0, max(2, n // 10), n)
+        reach = rng.uniform(0, 0.1, n)
+        got = {tuple(p) for p in box_pairs(lo, hi, group, reach)}
+        L, H = lo - reach[:, None], hi + reach[:, None]
+        overlap = np.all((L[:, None] <= H[None]) & (L[None] <= H[:, None]), axis=2) & (group[:, None] != group[None])
+        assert got == {(int(i), int(j)) for i, j in zip(*np.nonzero(overlap))}
+
+
+def _random_fibers(rng, n_fibers=6, ne=5):
+    fibers = []
+    for k in range(n_fibers):
+        p0 = rng.uniform(-0.15, 0.15, 3)
+        direction = rng.standard_normal(3)
+        direction /= np.linalg.norm(direction)
+        mid = p0 + 0.3 * direction + rng.uniform(-0.1, 0.1, 3)
+        fibers.append(sf.Fiber.polyline([p0 - 0.3 * direction, mid, p0 + 0.6 * direction], n_elements=ne,
+                                         radius=rng.uniform(0.03, 0.06), law=LAW, name=f"f{k}"))
+    return fibers
+
+
+def test_contact_pairs_find_every_contact_brute_force_finds():
+    """Broad + narrow phase against brute force: every (contact point, other fiber) with g < 0."""
+    rng = np.random.default_rng(5)
+    for trial in range(6):
+        model = sf.Model(_random_fibers(rng))
+        d = model.discretization
+        u = 0.02 * rng.standard_normal(model.n_dofs)
+        contact = FiberContact(contact_law(gamma=0.5))  # γ < 1: deep overlaps stay admissible
+        pr = contact.pairs(model, u)
+        found = {(int(p), int(f)): (g, dd) for p, f, g, dd in zip(pr.point, pr.fiber_y, pr.gap, pr.distance)}
+        s = contact._setup(model)
+        st = contact._state(s, model, u)
+        th = np.linspace(0, 1, 10001)
+        ys, rys = [], []
+        for k in range(len(model.fibers)):
+            ys.append(d.evaluate(d.reference_dofs + u, k, th))
+            a1 = np.linalg.norm(d.evaluate(d.reference_dofs + u, k, th, 1), axis=0)
+            A1 = np.linalg.norm(d.evaluate(d.reference_dofs, k, th, 1), axis=0)
+            rys.append(model.fibers[k].radius_at(th) * np.sqrt(A1 / a1))
+        n_contacts = 0
+        for p in range(st.x.shape[0]):
+            fa = int(s.fiber[p // s.nq])
+            for fb in range(len(model.fibers)):
+                if fb == fa:
+                    continue
+                dist = np.linalg.norm(ys[fb] - st.x[p][:, None], axis=0)
+                i = np.argmin(dist)
+                g = dist[i] / (st.rx[p] + rys[fb][i]) - 1.0
+                if g < -1e-3:  # clearly in contact by brute force
+                    n_contacts += 1
+                    assert (p, fb) in found, f"trial {trial}: contact point {p} – fiber {fb} missed (g = {g:.3g})"
+                    g_found, d_found = found[(p, fb)]
+                    assert -1e-12 < dist[i] - d_found < 1e-5  # the closest point (up to the sampling error)
+                    assert abs(g_found - g) < 2e-3  # r_y at the sample vs at the exact point
+        assert n_contacts > 0
+
+
+# --------------------------------------------------------------------------- residual
+def test_overlapping_parallel_fibers_are_pushed_apart():
+    a = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, radius=0.05, law=LAW)
+    b = sf.Fiber.straight((0, 0.09, 0), (1, 0.09, 0), n_elements=4, radius=0.05, law=LAW)
+    model = sf.Model([a, b])
+    ev = FiberContact(contact_law()).evaluate(model, np.zeros(model.n_dofs), 0.0)
+    assert ev.n_active == 2 * 4 * 5  # every contact point of both fibers
+    # g = 0.09/0.1 − 1 = −0.1, F = 100/0.8 = 125 N/m over 1 m: the external force on a is −125 e_y,
+    # so G_y (internal − external) sums to +125 over a's value DOFs, −125 over b's
+    Ry = ev.residual[1::6]
+    assert np.isclose(Ry[:5].sum(), 125.0) and np.isclose(Ry[5:].sum(), -125.0)
+    assert np.allclose(ev.admissibility, 0.8)
+
+
+def test_symmetric_crossing_gives_equal_and_opposite_total_forces():
+    a = sf.Fiber.straight((-0.5, 0, 0), (0.5, 0, 0), n_elements=6, radius=0.05, law=LAW)
+    b = sf.Fiber.straight((0, -0.5, 0.08), (0, 0.5, 0.08), n_elements=6, radius=0.05, law=LAW)
+    model = sf.Model([a, b])
+    ev = FiberContact(contact_law()).evaluate(model, np.zeros(model.n_dofs), 0.0)
+    total = [ev.residual[fiber_rows(model, k)].reshape(-1, 6)[:, :3].sum(axis=0) for k in (0, 1)]
+    assert ev.n_active > 0
+    assert total[0][2] > 0  # a is pushed down (G_z = −external > 0)
+    assert np.allclose(total[0], -total[1], rtol=1e-12, atol=1e-12 * np.abs(total[0]).max())
+    assert np.allclose(total[0][:2], 0.0, atol=1e-10)
+
+
+def test_contact_quadrature_is_independent_and_converges():
+    a = sf.Fiber.straight((-0.5, 0, 0), (0.5, 0, 0), n_elements=4, radius=0.05, law=LAW)
+    b = sf.Fiber.straight((0, -0.5, 0.085), (0.2, 0.5, 0.085), n_elements=3, radius=0.05, law=LAW)
+    model = sf.Model([a, b], quadrature_points=2)  # cable quadrature: 2 points
+    u = np.zeros(model.n_dofs)
+    rows = fiber_rows(model, 0)[2::6]  # z value DOFs of a: its total vertical contact force
+    total = {n: FiberContact(contact_law(), quadrature_points=n).evaluate(model, u, 0.0).residual[rows].sum()
+             for n in (1, 5, 10, 20)}
+    assert abs(total[1] - total[20]) > 0.5 * total[20]  # one point per element misses the small zone
+    for n in (5, 10):
+        assert abs(total[n] - total[20]) < 0.03 * total[20]
+
+
+def test_taking_part_fibers_and_never_self_contact():
+    a = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, law=LAW)
+    b = sf.Fiber.straight((0, 0.09, 0), (1, 0.09, 0), n_elements=4, law=LAW, name="b")
+    c = sf.Fiber.straight((0, -0.09, 0), (1, -0.09, 0), n_elements=4, law=LAW, name="c")
+    # a folded fiber touching itself feels nothing
+    loop = sf.Fiber.polyline([(0, 1, 0), (1, 1, 0), (1, 1.08, 0), (0, 1.08, 0)], n_elements=9, law=LAW)
+    model = sf.Model([a, b, c, loop])
+    u = np.zeros(model.n_dofs)
+    ev_all = FiberContact(contact_law()).evaluate(model, u, 0.0)
+    assert np.allclose(ev_all.residual[fiber_rows(model, 3)], 0.0)
+    ev_ab = FiberContact(contact_law(), fibers=[a, "b"]).evaluate(model, u, 0.0)
+    assert ev_ab.n_active == 2 * 4 * 5 and np.allclose(ev_ab.residual[fiber_rows(model, 2)], 0.0)
+
+
+def test_inadmissible_state_raises_and_names_the_fibers():
+    a = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, law=LAW, name="left")
+    b = sf.Fiber.straight((0, 0.04, 0), (1, 0.04, 0), n_elements=4, law=LAW, name="right")
+    model = sf.Model([a, b])
+    with pytest.raises(FloatingPointError, match=r"fiber 0 \('left'\).*fiber 1 \('right'\).*1 \+ γg"):
+        FiberContact(contact_law(gamma=2.0)).evaluate(model, np.zeros(model.n_dofs), 0.0)
+    u = np.zeros(model.n_dofs)
+    u[0] = np.nan
+    with pytest.raises(FloatingPointError, match="not finite"):
+        FiberContact(contact_law()).evaluate(model, u, 0.0)
+
+
+def test_bad_parameters_give_clear_errors():
+    with pytest.raises(ValueError, match="stiffness κ must be a finite number > 0"):
+        PenaltyLaw(stiffness=0.0, gamma=2.0)
+    with pytest.raises(ValueError, match="gamma γ must be a finite number > 0"):
+        PenaltyLaw(stiffness=1.0, gamma=-1.0)
+    with pytest.raises(TypeError, match="PenaltyLaw"):
+        FiberContact(1000.0)
+    with pytest.raises(ValueError, match="quadrature_points"):
+        FiberContact(contact_law(), quadrature_points=0)
+    with pytest.raises(ValueError, match="at least 2"):
+        FiberContact(contact_law(), fibers=[0])
+    with pytest.raises(ValueError, match="radius r0 must be finite and > 0"):
+        sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2, radius=-0.05)
+    a = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2, law=LAW)
+    b = sf.Fiber.straight((0, 1, 0), (1, 1, 0), n_elements=2, law=LAW)
+    model = sf.Model([a, b])
+    with pytest.raises(ValueError, match="unknown fiber name"):
+        FiberContact(contact_law(), fibers=["a", "nope"]).evaluate(model, np.zeros(model.n_dofs), 0.0)
+    with pytest.raises(ValueError, match="delta_bar"):
+        FiberContact(contact_law()).max_step(model, np.zeros(model.n_dofs), np.ones(model.n_dofs), 0.0, delta_bar=1.5)
+
+
+# --------------------------------------------------------------------------- tangent
+def _tangent_model(rng):
+    a = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, radius=0.05, law=LAW)
+    b = sf.Fiber.straight((0.45, -0.5, 0.08), (0.55, 0.5, 0.085), n_elements=5,
+                          radius=lambda th: 0.05 + 0.01 * th, law=LAW)  # r0(θ) varies
+    c = sf.Fiber.polyline([(0, 0.09, 0.0), (0.5, 0.085, 0.02), (1, 0.09, 0)], n_elements=3, radius=0.04, law=LAW)
+    model = sf.Model([a, b, c])
+    return model, 1e-3 * rng.standard_normal(model.n_dofs)
+
+
+def test_tangent_matches_finite_differences_including_cross_fiber_blocks():
+    rng = np.random.default_rng(1)
+    model, u = _tangent_model(rng)
+    contact = FiberContact(contact_law())
+    ev = contact.evaluate(model, u, 0.0)
+    assert ev.n_active > 20 and np.all(np.abs(contact.pairs(model, u).gap) > 1e-4)  # away from the kink
+    n = model.n_dofs
+    assert fd_error(contact, model, u, [rng.standard_normal(n) for _ in range(3)]) < 1e-6
+    # every fiber-by-fiber block, the cross-fiber ones included
+    K = tangent_matrix(ev, n)
+    for fa in range(3):
+        for fb in range(3):
+            rows, cols = fiber_rows(model, fa), fiber_rows(model, fb)
+            d = np.zeros(n)
+            d[cols] = rng.standard_normal(cols.size)
+            mask = np.zeros(n, dtype=bool)
+            mask[rows] = True
+            assert abs(K[rows][:, cols]).max() > 0, (fa, fb)
+            assert fd_error(contact, model, u, [d], mask=mask) < 1e-6, (fa, fb)
+
+
+def test_tangent_with_the_closest_point_at_a_fiber_end():
+    # T junction: b ends above the middle of a, so a's points near θ = 0.5 find b's end point
+    a = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, radius=0.05, law=LAW)
+    b = sf.Fiber.straight((0.5, 0.0, 0.07), (0.5, 0.0, 1.0), n_elements=3, radius=0.05, law=LAW)
+    model = sf.Model([a, b])
+    rng = np.random.default_rng(2)
+    u = 1e-3 * rng.standard_normal(model.n_dofs)
+    contact = FiberContact(contact_law())
+    pr = contact.pairs(model, u)
+    assert np.any(pr.fixed & (pr.gap < 0)) and np.any(~pr.fixed & (pr.gap < 0))
+    assert fd_error(contact, model, u, [rng.standard_normal(model.n_dofs) for _ in range(3)]) < 1e-6
+
+
+@needs_model_contact
+def test_check_tangent_of_the_model_with_fiber_contact():
+    rng = np.random.default_rng(4)
+    model, u = _tangent_model(rng)
+    contact = model.add_contact(FiberContact(contact_law()))
+    state = sf.State(0.0, u, np.zeros(model.n_dofs))
+    assert sf.check_tangent(model, state, parts=[contact.name]) < 1e-6
+    assert sf.check_tangent(model, state) < 1e-6
+
+
+# --------------------------------------------------------------------------- safeguard
+def _crossing(load):
+    a = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=6, radius=0.05, law=LAW, name="upper")
+    b = sf.Fiber.straight((0.5, -0.5, -0.11), (0.5, 0.5, -0.11), n_elements=6, radius=0.05, law=LAW, name="lower")
+    model = sf.Model([a, b])
+    for f in (a, b):
+        model.fix(f, "start")
+        model.fix(f, "end")
+    model.add_line_load((0.0, 0.0, load), fibers=[a])
+    return model, a, FiberContact(contact_law(kappa=100.0, gamma=2.0))
+
+
+@needs_model_contact
+def test_safeguard_keeps_newton_out_of_the_inadmissible_zone():
+    model, upper, contact = _crossing(-0.8)
+    model.add_contact(contact)
+    zero = np.zeros(model.n_dofs)
+    ev = model.evaluate(zero, zero, zero, 0.0, c_v=0.0, c_a=0.0)
+    du = ConstrainedSolver(model.discretization.assembler, model.constrained_dofs).solve(
+        ev.element_matrices, -ev.residual, ev.extra)
+    # plain Newton: the first step (no contact yet) lands deep in the inadmissible zone
+    with pytest.raises(FloatingPointError, match="1 \\+ γg"):
+        contact.evaluate(model, du, 0.0)
+    pr_full = contact.pairs(model, du)
+    assert np.min(pr_full.admissibility) <= 0
+    delta = contact.max_step(model, zero, du, 0.0, delta_bar=0.25)
+    assert 0 < delta < 1
+    for fraction in np.linspace(0, 1, 21):  # along the whole safeguarded step
+        adm = contact.evaluate(model, fraction * delta * du, 0.0).admissibility
+        assert adm.size == 0 or np.all(adm > 0.25)  # δ̄ · min(1 + γg₀, 1) with g₀ ≥ 0
+    # and the safeguarded static solve converges to an admissible state in contact
+    result = sf.solve_static(model)
+    final = contact.evaluate(model, result.state.u, 0.0)
+    assert final.n_active > 0 and np.all(final.admissibility > 0)
+    d = model.discretization
+    z_upper, z_lower = (d.evaluate(d.reference_dofs + result.state.u, k, 0.5)[2, 0] for k in (0, 1))
+    assert z_upper - z_lower > 0.05  # still on top: (1 − 1/γ)(r_x + r_y) = 0.05
+
+
+def test_safeguard_bound_holds_along_random_steps():
+    """For random states and steps: every contact point keeps 1 + γg > δ̄ min(1 + γg₀, 1) on [0, δ]."""
+    rng = np.random.default_rng(9)
+    for trial in range(8):
+        model = sf.Model(_random_fibers(rng, n_fibers=4, ne=4))
+        contact = FiberContact(contact_law(gamma=0.8))
+        u = 0.005 * rng.standard_normal(model.n_dofs)
+        before = contact.pairs(model, u)
+        du = 0.05 * rng.standard_normal(model.n_dofs)
+        delta = contact.max_step(model, u, du, 0.0, delta_bar=0.3)
+        assert 0 < delta <= 1
+        start = {(int(p), int(f)): a for p, f, a in zip(before.point, before.fiber_y, before.admissibility)}
+        for fraction in np.linspace(0, 1, 11)[1:]:
+            pr = contact.pairs(model, u + fraction * delta * du)
+            for p, f, a in zip(pr.point, pr.fiber_y, pr.admissibility):
+                assert a > 0.3 * min(start.get((int(p), int(f)), 1.0), 1.0) - 1e-12
+
+
+# --------------------------------------------------------------------------- bundle
+def _squeezed_bundle(seed, n_elements=4):
+    """7 parallel fibers (hexagonal: one centre, six around) squeezed by inward line loads."""
+    rng = np.random.default_rng(seed)
+    r = 0.05
+    spacing = 2 * r * 1.05  # 5 % clearance
+    centres = [(0.0, 0.0)] + [(spacing * np.cos(a), spacing * np.sin(a)) for a in np.arange(6) * np.pi / 3]
+    fibers = []
+    for k, (y, z) in enumerate(centres):
+        p = rng.uniform(-0.0015, 0.0015, (2, 3)) * [0, 1, 1]  # no initial overlap
+        fibers.append(sf.Fiber.straight((0, y, z) + p[0], (1, y, z) + p[1], n_elements=n_elements, radius=r,
+                                        law=LAW, name=f"fiber{k}"))
+    model = sf.Model(fibers)
+    for f in fibers:
+        model.fix(f, "start")
+        model.fix(f, "end")
+    for f, (y, z) in zip(fibers[1:], centres[1:]):
+        inward = -np.array([0.0, y, z]) / np.hypot(y, z)
+        model.add_line_load(0.6 * (1 + 0.2 * rng.uniform(-1, 1)) * inward, fibers=[f])  # N/m
+    contact = model.add_contact(FiberContact(PenaltyLaw(stiffness=10.0, gamma=2.0)))
+    return model, contact
+
+
+@needs_model_contact
+def test_squeezed_bundle_converges_and_stays_admissible_over_100_seeds():
+    worst = np.inf
+    for seed in range(100):
+        model, contact = _squeezed_bundle(seed)
+        result = sf.solve_static(model)
+        u = result.state.u
+        assert np.all(np.isfinite(u)), seed
+        ev = contact.evaluate(model, u, 0.0)
+        assert np.all(np.isfinite(ev.residual)) and ev.n_active > 0, seed
+        assert np.all(ev.admissibility > 0), seed
+        worst = min(worst, float(ev.admissibility.min()))
+        # the outer fibers moved inwards (squeezed), the centre fiber hardly moved
+        d = model.discretization
+        centre = d.evaluate(d.reference_dofs + u, 0, 0.5)[1:, 0]
+        assert np.linalg.norm(centre) < 0.02, seed
+    assert worst < 0.99  # the fibers do press into each other
