@@ -6,5 +6,7 @@ and tangent blocks are added to the assembled system and its
 :meth:`~skfiber.contact.base.Contact.max_step` feeds Newton's safeguard.
 """
 from .base import Contact, ContactEvaluation, PenaltyLaw
+from .cylinder import CylinderContact
+from .fibers import FiberContact
 
-__all__ = ["Contact", "ContactEvaluation", "PenaltyLaw"]
+__all__ = ["Contact", "ContactEvaluation", "PenaltyLaw", "CylinderContact", "FiberContact"]
