@@ -23,7 +23,6 @@ from .discretization import Discretization
 from .fiber import Fiber
 from .materials import MaterialPoint
 from .terms import Term, complex_step_tangent
-from .assembly import form_function
 
 __all__ = ["Model", "State", "Evaluation"]
 
