@@ -61,6 +61,11 @@ class NewtonOptions:
     safeguard: float = 0.25
     #: smallest step fraction δ the safeguard may take before Newton gives up
     min_step: float = 1e-8
+    #: backtracking line search on ‖G‖ after the safeguard: at most this many
+    #: halvings of the step per iteration (0 = plain, safeguarded Newton)
+    line_search: int = 6
+    #: sufficient decrease of the line search: accept ‖G(u + s Δu)‖ ≤ (1 − c s) ‖G(u)‖
+    line_search_decrease: float = 1e-4
 
     def __post_init__(self):
         if not (self.rtol > 0 and math.isfinite(self.rtol)):
@@ -73,6 +78,10 @@ class NewtonOptions:
             raise ValueError(f"safeguard δ̄ must lie in (0, 1), got {self.safeguard}")
         if not 0 < self.min_step < 1:
             raise ValueError(f"min_step must lie in (0, 1), got {self.min_step}")
+        if isinstance(self.line_search, bool) or int(self.line_search) != self.line_search or self.line_search < 0:
+            raise ValueError(f"line_search must be an integer ≥ 0 (number of step halvings), got {self.line_search!r}")
+        if not 0 <= self.line_search_decrease < 1:
+            raise ValueError(f"line_search_decrease must lie in [0, 1), got {self.line_search_decrease}")
 
 
 class ConvergenceError(RuntimeError):
@@ -91,7 +100,7 @@ class ConvergenceError(RuntimeError):
 class NewtonReport:
     iterations: int
     residual_history: list[float]
-    #: safeguard step fractions δ of each iteration (1.0 = full Newton step)
+    #: step fractions of each iteration (safeguard δ × line search; 1.0 = full Newton step)
     step_fractions: list[float] = field(default_factory=list)
     active_contacts: int = 0
 
@@ -115,20 +124,25 @@ def newton(
     u = u0.copy()
     history: list[float] = []
     free = ~solver.fixed
-    for it in range(options.max_iterations + 1):
+
+    def evaluate_checked(uu):
         try:
-            ev = evaluate(u)
+            ev_ = evaluate(uu)
         except FloatingPointError as err:
-            raise ConvergenceError(str(err), t=t, step=step, residual_history=history) from err
-        if not (ev.min_stretch > 0 and math.isfinite(ev.min_stretch)):
-            raise ConvergenceError(
-                f"inadmissible state: stretch λ = {ev.min_stretch:.3g} (the fiber folded onto itself or blew up)",
-                t=t, step=step, residual_history=history,
-            )
-        res = float(np.linalg.norm(ev.residual[free]))
+            return None, str(err)
+        if not (ev_.min_stretch > 0 and math.isfinite(ev_.min_stretch)):
+            return None, f"inadmissible state: stretch λ = {ev_.min_stretch:.3g} (the fiber folded onto itself or blew up)"
+        res_ = float(np.linalg.norm(ev_.residual[free]))
+        if not math.isfinite(res_):
+            return None, "the residual is not finite"
+        return (ev_, res_), ""
+
+    trial, why = evaluate_checked(u)
+    if trial is None:
+        raise ConvergenceError(why, t=t, step=step, residual_history=history)
+    ev, res = trial
+    for it in range(options.max_iterations + 1):
         history.append(res)
-        if not math.isfinite(res):
-            raise ConvergenceError("the residual is not finite", t=t, step=step, residual_history=history)
         if res <= options.rtol * ev.reference_force + options.atol + ev.roundoff:
             return u, NewtonReport(it, history, fractions, ev.n_active_contacts)
         if it == options.max_iterations:
@@ -145,8 +159,23 @@ def newton(
                 f"no admissible step: the contact safeguard allows only δ = {delta:.3g} of the Newton step",
                 t=t, step=step, residual_history=history,
             )
-        fractions.append(min(delta, 1.0))
-        u = u + min(delta, 1.0) * du
+        # backtracking on ‖G‖ (Armijo): halve the safeguarded step until the residual decreases
+        # enough; after `line_search` halvings the last trial is taken anyway (if admissible)
+        s = min(delta, 1.0)
+        fallback = None
+        for k in range(options.line_search + 1):
+            trial, why = evaluate_checked(u + s * du)
+            if trial is not None:
+                fallback = (s, trial)
+                if trial[1] <= (1.0 - options.line_search_decrease * s) * res:
+                    break
+            if k < options.line_search:
+                s *= 0.5
+        if fallback is None:
+            raise ConvergenceError(why, t=t, step=step, residual_history=history)
+        s, (ev, res) = fallback
+        fractions.append(s)
+        u = u + s * du
     raise ConvergenceError(
         f"no convergence in {options.max_iterations} iterations", t=t, step=step, residual_history=history
     )

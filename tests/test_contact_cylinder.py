@@ -8,7 +8,7 @@ from skfiber.contact import Contact, PenaltyLaw
 from skfiber.contact.cylinder import CylinderContact
 from skfiber.contact.geometry import control_points, element_coefficients, gauss_legendre, sample_centerline
 from skfiber.linalg import ConstrainedSolver
-from skfiber.solver import ConvergenceError, newton
+from skfiber.solver import ConvergenceError, NewtonOptions, newton
 
 LAW = PenaltyLaw(stiffness=500.0, gamma=4.0)
 
@@ -312,12 +312,13 @@ def test_safeguard_keeps_newton_admissible():
     du = solver.solve(ev.element_matrices, -ev.residual, ev.extra)
     assert np.min(cyl.gaps(model, du).admissibility) < -2  # the full Newton step is inadmissible
     with pytest.raises(ConvergenceError, match="inadmissible contact with cylinder 'cylinder'"):
-        newton(evaluate, z, solver)  # plain Newton
+        newton(evaluate, z, solver, options=NewtonOptions(line_search=0))  # plain Newton
     delta = cyl.max_step(model, z, du, 0.0, delta_bar=0.25)
     assert 0.2 < delta < 1
     for frac in np.linspace(0, 1, 21):  # every point on the shortened step stays admissible
         assert np.min(cyl.gaps(model, frac * delta * du).admissibility) > 0.25 * 1.0
-    u, report = newton(evaluate, z, solver, max_step=lambda u, du: model.max_step(u, du, 0.0, delta_bar=0.25))
+    u, report = newton(evaluate, z, solver, options=NewtonOptions(line_search=0),
+                       max_step=lambda u, du: model.max_step(u, du, 0.0, delta_bar=0.25))
     assert report.step_fractions[0] == pytest.approx(delta) and report.step_fractions[-1] == 1.0
     assert np.min(cyl.gaps(model, u).admissibility) > 0.3
     force, _ = cyl.resultant(model, u, 0.0)  # the cylinder carries a good part of the 94 N
