@@ -42,6 +42,30 @@ elements with a point in contact.
 returns ∂G_c/∂(y0, a) (N, 6) for the chain rule with rigid coordinates q:
 ∂G_c/∂q = ∂G_c/∂y0 · ∂y0/∂q + ∂G_c/∂a · ∂a/∂q.
 
+**Reaction on the body** (:meth:`body_load`): the fibers push the body of the
+cylinder with −f_k at the body material point y_k = y0 + s_k t(a) (s_k = sc_k,
+the clamped axial coordinate, frozen as a material coordinate).  By virtual
+work its contribution to the body's residual (inertia + internal − external,
+as for the fiber), conjugate to the pose (y0, a), is
+
+    R_pose = [ Σ_k f_k ;  Q Σ_k s_k f_k ],   Q = ∂t/∂a = (I − t⊗t)/|a|,
+    f_k = F(g_k) ν_k J_k W_k,
+
+and a rigid body with pose (y0, a)(q) gets R_q = Jpᵀ R_pose.  Its exact
+derivative uses, per point, ∂f/∂x = C M, ∂f/∂x′ = b ν⊗a1 (b the factor of the
+second tangent line above), ∂f/∂y0 = −C M, ∂f/∂a = −C T Q with
+T = s I + [lateral] t⊗(x − y0); ∂s/∂x = −∂s/∂y0 = [lateral] t and
+∂s/∂a = [lateral] Q (x − y0) (s is constant on the caps); and, for a fixed
+vector v, ∂(Q v)/∂a = −((Q v)⊗t + (t·v) Q + t⊗(Q v))/|a|.  Hence
+
+    ∂R_pose/∂x_k = [ C M ;  Q f⊗∂s/∂x + s Q C M ],   ∂R_pose/∂x′_k = [ 1 ; s Q ] b ν⊗a1,
+    ∂R_pose/∂y0 = −Σ_k ∂R_pose/∂x_k,
+    ∂R_pose/∂a  = [ −Σ C T Q ;  ∂(Q V)/∂a|_V + Σ (Q f⊗∂s/∂a − s Q C T Q) ],   V = Σ s f.
+
+The moment about y0 of the forces on the cylinder is m = −t × V, so
+R_pose[3:] · (e × a) = −m · e for every e, and G_c · δu + R_pose · δpose = 0
+for any rigid motion of fiber and cylinder together (Newton's third law).
+
 **Broad phase**: an element is evaluated only if the ball around the box of its
 Bézier control points, grown by a bound of its current radius, reaches the
 (capsule of the) cylinder; vectorized over all elements.
@@ -53,6 +77,21 @@ segment is 1-Lipschitz) and r(δ) ≤ χ_E(δ) = max_E r0 √(max_E |A1| /
 of E (min/max over its contact points); the step is the largest δ with
 e_E(δ) > δ̄ min(e_E(0), 1) for every element.  ``safeguard="point"`` applies
 the same bound to each contact point alone (sharper, same cost).
+
+**Safeguard with a moving cylinder** (``max_step(..., pose_step=(Δy0, Δa))``,
+the pose moving as y0 + δ Δy0, a + δ Δa): let s_δ be the (clamped) axial
+coordinate of the closest point at δ.  As s_δ is admissible at δ = 0 too,
+d(0) ≤ |x(0) − y0 − s_δ t(0)|, hence
+
+    d(δ) ≥ d(0) − δ (|Δu| + |Δy0|) − |s_δ| |t(δ) − t(0)|,
+    |t(δ) − t(0)| ≤ τ(δ) = min(2, δ |Δa| / (|a| − δ |Δa|))   (2 if |a| ≤ δ |Δa|),
+    |s_δ| ≤ ρ(δ) = min(L, |x − y0| + δ (|Δu| + |Δy0|))     (no L if infinite),
+
+the τ bound from |dt/dδ| ≤ |Δa| / |a(δ)| ≤ |Δa| / (|a| − δ |Δa|) integrated
+(−ln(1 − z) ≤ z/(1 − z)), the ρ bound because |s_δ| ≤ |x(δ) − y0(δ)|: the arm
+grows along the step (the term beyond d(0) − δ (|Δu| + |Δy0| + ρ0 |Δa| /
+(|a| − δ |Δa|)) with ρ0 = max |x − y0| at δ = 0).  The broad phase grows its
+reach by |Δy0| + min(L, |c − y0| + |Δy0|) τ(1) accordingly.
 
 **Inadmissible states**: a contact point with 1 + γ g ≤ 0 (or on the axis)
 makes :meth:`evaluate` raise FloatingPointError naming the fiber, θ and the
@@ -78,6 +117,7 @@ import math
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, Sequence
 
 import numpy as np
@@ -92,7 +132,7 @@ from .geometry import (
     sample_centerline,
 )
 
-__all__ = ["CylinderContact", "CylinderPose", "CylinderGaps"]
+__all__ = ["CylinderContact", "CylinderPose", "CylinderGaps", "CylinderBodyLoad"]
 
 _I3 = np.eye(3)
 
@@ -131,6 +171,40 @@ class CylinderGaps:
     gap: np.ndarray
     normal: np.ndarray
     admissibility: np.ndarray
+
+
+@dataclass(frozen=True)
+class CylinderBodyLoad:
+    """Reaction of the fibers on the cylinder's body, conjugate to the pose (y0, a).
+
+    Attributes
+    ----------
+    force : (6,) R_pose = [Σ f_k ; Q Σ s_k f_k] (residual contribution of the
+        body: the forces −f_k act on it; see the module notes)
+    n_dofs : N, the number of fiber DOFs
+    n_active : number of contact points with g < 0
+    columns : (k,) sorted DOF indices where ∂R_pose/∂u may be nonzero, or None
+        without tangent
+    d_u_values : (6, k) ∂R_pose/∂u at ``columns``, or None without tangent
+    d_pose : (6, 6) ∂R_pose/∂(y0, a) (columns y0_x, y0_y, y0_z, a_x, a_y, a_z),
+        or None without tangent
+    """
+
+    force: np.ndarray
+    n_dofs: int
+    n_active: int = 0
+    columns: np.ndarray | None = None
+    d_u_values: np.ndarray | None = None
+    d_pose: np.ndarray | None = None
+
+    @cached_property
+    def d_u(self) -> np.ndarray | None:
+        """∂R_pose/∂u as a dense (6, N) array (None without tangent)."""
+        if self.d_u_values is None:
+            return None
+        D = np.zeros((6, self.n_dofs))
+        D[:, self.columns] = self.d_u_values
+        return D
 
 
 @dataclass(frozen=True)
@@ -308,7 +382,8 @@ class CylinderContact:
             self._masks[discretization] = el
         return el
 
-    def candidates(self, model, u: np.ndarray, t: float, du: np.ndarray | None = None) -> np.ndarray:
+    def candidates(self, model, u: np.ndarray, t: float, du: np.ndarray | None = None, *,
+                   pose_step: tuple | None = None) -> np.ndarray:
         """Broad phase: elements whose contact points may touch the cylinder.
 
         The box of an element's Bézier control points (of u and, with ``du``,
@@ -317,6 +392,10 @@ class CylinderContact:
         element has d(x) ≥ d(c) − ρ_b and r(x) ≤ r̄_E = max r0 √(max |A1| /
         min |x′|) with min |x′| bounded below by the derivative's control
         points.  The element is kept when d(c) − ρ_b < r_RB + r̄_E.
+
+        With ``pose_step=(Δy0, Δa)`` the cylinder moves along the step too
+        (y0 + δ Δy0, a + δ Δa, δ ∈ [0, 1]) and the reach grows by
+        |Δy0| + min(L, |c − y0| + |Δy0|) τ(1) (see the module notes).
         """
         d = model.discretization
         el = self._fiber_elements(d)
@@ -337,9 +416,17 @@ class CylinderContact:
         speed = min_speed_bound(Y, h, dY)  # lower bound of |x′| on the element
         with np.errstate(divide="ignore"):
             rbar = shapes.r0_max[el] * np.sqrt(shapes.A1_max[el] / speed)
-        _, _, _, y = self._closest(centre, self.pose_at(t))
+        pose = self.pose_at(t)
+        p, _, _, y = self._closest(centre, pose)
         w = centre - y
         dc = np.sqrt(np.einsum("mi,mi->m", w, w))
+        if pose_step is not None:
+            dy0, da = _pose_step(pose_step)
+            dy0_abs, da_abs = float(np.linalg.norm(dy0)), float(np.linalg.norm(da))
+            arm = np.sqrt(np.einsum("mi,mi->m", p, p)) + dy0_abs
+            if self.length is not None:
+                arm = np.minimum(arm, self.length)
+            dc = dc - dy0_abs - arm * _turn_bound(1.0, da_abs, pose.axis_norm)
         return el[dc - ball < self.radius + rbar]
 
     def _narrow(self, model, u: np.ndarray, t: float, elements: np.ndarray) -> _Narrow:
@@ -478,8 +565,98 @@ class CylinderContact:
         arm = nar.closest - nar.pose.point
         return f.sum(axis=(0, 1)), np.cross(arm, f).sum(axis=(0, 1))
 
+    def body_load(self, model, u: np.ndarray, t: float, *, tangent: bool = True) -> CylinderBodyLoad:
+        """Reaction of the fibers on the cylinder's rigid body, conjugate to the pose (y0, a).
+
+        Parameters
+        ----------
+        model
+            The fiber model (``model.discretization``).
+        u
+            (N,) fiber displacement DOF vector.
+        t
+            Time (s): the pose is ``pose_at(t)``.
+        tangent
+            Also return ∂R_pose/∂u and ∂R_pose/∂(y0, a) (default True).
+
+        Returns
+        -------
+        CylinderBodyLoad
+            ``force`` = R_pose = [Σ_k f_k ; Q Σ_k s_k f_k] (6,), the body's
+            residual contribution (the fibers push it with −f_k at
+            y0 + s_k t, s_k frozen); with ``tangent`` its exact derivatives:
+            ``d_u_values`` (6, k) at the DOFs ``columns`` (``d_u``: dense
+            (6, N)) and ``d_pose`` (6, 6).  Chain with rigid coordinates q as
+            R_q = Jpᵀ R_pose, Jp = ∂(y0, a)/∂q.  Formulas in the module notes.
+
+        Raises
+        ------
+        ValueError
+            If ``u`` is not a finite vector of length N.
+        FloatingPointError
+            If a contact point is inadmissible (1 + γ g ≤ 0), as :meth:`evaluate`.
+        """
+        d = model.discretization
+        N = d.n_dofs
+        u = _state_vector(u, N)
+        empty = CylinderBodyLoad(np.zeros(6), N, 0,
+                                 *((np.zeros(0, dtype=np.int64), np.zeros((6, 0)), np.zeros((6, 6)))
+                                   if tangent else (None, None, None)))
+        el = self.candidates(model, u, t)
+        if el.size == 0:
+            return empty
+        nar = self._narrow(model, u, t, el)
+        self._check(model, nar, t)
+        act = np.flatnonzero(np.any(nar.g < 0, axis=1))
+        if act.size == 0:
+            return empty
+        sub = _take(nar, act)
+        sa = sub.sample
+        F, dF = self.law.force(sub.g)
+        f = (F * sa.a1_norm * sa.weight)[..., None] * sub.nu  # force on the fiber × ds (m, q, 3)
+        pose = sub.pose
+        tt, n = pose.tangent, pose.axis_norm
+        P = _I3 - np.outer(tt, tt)
+        Q = P / n  # ∂t/∂a (symmetric)
+        V = np.einsum("mk,mki->i", sub.sc, f)
+        force = np.concatenate([f.sum(axis=(0, 1)), Q @ V])
+        n_active = int(np.count_nonzero(sub.g < 0))
+        if not tangent:
+            return CylinderBodyLoad(force, N, n_active)
+        C = self._C(sub, F, dF)
+        side = sub.side[..., None, None]
+        M = np.where(side, P, _I3)
+        sc = sub.sc[..., None, None]
+        CM = C @ M  # ∂f/∂x
+        J = sa.a1_norm
+        with np.errstate(divide="ignore", invalid="ignore"):
+            b = sa.weight * (dF * sub.d * sa.radius / (2.0 * sub.rho**2 * J) + F / J)
+        Bp = b[..., None, None] * (sub.nu[..., :, None] * sa.a1[..., None, :])  # ∂f/∂x′
+        ds_dx = np.where(sub.side[..., None], tt, 0.0)  # ∂s/∂x = −∂s/∂y0
+        Qf = f @ Q
+        # per point: ∂R_pose/∂x and ∂R_pose/∂x′ (m, q, 6, 3)
+        Rx = np.concatenate([CM, Qf[..., :, None] * ds_dx[..., None, :] + sc * (Q @ CM)], axis=-2)
+        Rxp = np.concatenate([Bp, sc * (Q @ Bp)], axis=-2)
+        # element blocks De[m, r, (a, j)] = Σ_k S[m,k,a] Rx[m,k,r,j] + dS[m,k,a] Rxp[m,k,r,j]
+        De = (np.einsum("mka,mkrj->mraj", sa.S, Rx) + np.einsum("mka,mkrj->mraj", sa.dS, Rxp)).reshape(-1, 6, 12)
+        columns, inverse = np.unique(sa.dofs.ravel(), return_inverse=True)
+        values = np.zeros((columns.size, 6))
+        np.add.at(values, inverse.ravel(), De.transpose(0, 2, 1).reshape(-1, 6))
+        # pose: ∂f/∂y0 = −C M, ∂f/∂a = −C T Q, ∂s/∂a = [side] Q (x − y0)
+        T = sc * _I3 + np.where(side, tt[:, None] * sub.p[..., None, :], 0.0)
+        CTQ = C @ T @ Q
+        ds_da = np.where(sub.side[..., None], sub.p @ Q, 0.0)
+        QV = Q @ V
+        d_pose = np.empty((6, 6))
+        d_pose[:, :3] = -Rx.sum(axis=(0, 1))  # translation invariance: ∂/∂y0 = −Σ ∂/∂x
+        d_pose[:3, 3:] = -CTQ.sum(axis=(0, 1))
+        d_pose[3:, 3:] = (-(np.outer(QV, tt) + (tt @ V) * Q + np.outer(tt, QV)) / n
+                          + np.einsum("mki,mkj->ij", Qf, ds_da) - Q @ (sc * CTQ).sum(axis=(0, 1)))
+        return CylinderBodyLoad(force, N, n_active, columns.astype(np.int64), values.T.copy(), d_pose)
+
     # --- safeguard ----------------------------------------------------------
-    def max_step(self, model, u: np.ndarray, du: np.ndarray, t: float, *, delta_bar: float) -> float:
+    def max_step(self, model, u: np.ndarray, du: np.ndarray, t: float, *, delta_bar: float,
+                 pose_step: tuple | None = None) -> float:
         """Largest δ ∈ (0, 1] keeping every contact point admissible (eqs. 69–73).
 
         For each element E that the broad phase finds along the whole step,
@@ -493,10 +670,34 @@ class CylinderContact:
         (e_E(0) ≤ 0), or with ``safeguard="point"``, the same bound is used
         point by point (E = one contact point).  Returns 1.0 when
         no element is near, 0.0 when u itself is inadmissible.
+
+        Parameters
+        ----------
+        model, u, du, t
+            Model, state, full Newton step of the fiber DOFs and time.
+        delta_bar
+            δ̄ ∈ (0, 1), the fraction of the margin to keep.
+        pose_step
+            ``(Δy0, Δa)``, the change of the cylinder's pose over the full
+            step (it moves as y0 + δ Δy0, a + δ Δa), or None (default) for a
+            cylinder that does not move during the step.  The distance bound
+            is then min_E d − δ (max_E |Δu| + |Δy0|) − ρ_E(δ) τ(δ) with
+            ρ_E(δ) = min(L, max_E |x − y0| + δ (max_E |Δu| + |Δy0|)) and
+            τ(δ) = min(2, δ |Δa| / (|a| − δ |Δa|)) (module notes).
+
+        Raises
+        ------
+        ValueError
+            If ``delta_bar`` is not in (0, 1) or ``pose_step`` is not two
+            finite 3-vectors.
         """
         if not 0 < delta_bar < 1:
             raise ValueError(f"delta_bar must lie in (0, 1), got {delta_bar!r}")
-        el = self.candidates(model, u, t, du)
+        motion = None
+        if pose_step is not None:
+            dy0, da = _pose_step(pose_step)
+            motion = (float(np.linalg.norm(dy0)), float(np.linalg.norm(da)), self.pose_at(t).axis_norm)
+        el = self.candidates(model, u, t, du, pose_step=pose_step)
         if el.size == 0:
             return 1.0
         nar = self._narrow(model, u, t, el)
@@ -505,13 +706,17 @@ class CylinderContact:
         dup_abs = np.linalg.norm(s.field(du, 1), axis=-1)
         if not (np.all(nar.d > 0) and np.all(1.0 + self.law.gamma * nar.g > 0)):
             return 0.0
-        elem = (nar.d.min(1), du_abs.max(1), s.r0.max(1), s.A1_norm.max(1), s.a1_norm.min(1), dup_abs.max(1))
-        e0 = self._estimate(*elem, 0.0)
+        elem = [nar.d.min(1), du_abs.max(1), s.r0.max(1), s.A1_norm.max(1), s.a1_norm.min(1), dup_abs.max(1)]
+        points = [nar.d, du_abs, s.r0, s.A1_norm, s.a1_norm, dup_abs]
+        if motion is not None:
+            arm = np.linalg.norm(nar.p, axis=-1)  # |x − y0|
+            elem.append(arm.max(1))
+            points.append(arm)
+        e0 = self._estimate(*elem, 0.0, motion=motion)
         coarse = ~(e0 > 0) | (self.safeguard == "point")
-        args = [np.concatenate([a[~coarse], b[coarse].ravel()]) for a, b in
-                zip(elem, (nar.d, du_abs, s.r0, s.A1_norm, s.a1_norm, dup_abs))]
-        target = delta_bar * np.minimum(self._estimate(*args, 0.0), 1.0)
-        ok = self._estimate(*args, 1.0) > target
+        args = [np.concatenate([a[~coarse], b[coarse].ravel()]) for a, b in zip(elem, points)]
+        target = delta_bar * np.minimum(self._estimate(*args, 0.0, motion=motion), 1.0)
+        ok = self._estimate(*args, 1.0, motion=motion) > target
         if np.all(ok):
             return 1.0
         args = [a[~ok] for a in args]
@@ -519,18 +724,73 @@ class CylinderContact:
         lo, hi = np.zeros(target.size), np.ones(target.size)
         for _ in range(30):  # bisection, all elements at once (e is decreasing in δ)
             mid = 0.5 * (lo + hi)
-            good = self._estimate(*args, mid) > target
+            good = self._estimate(*args, mid, motion=motion) > target
             lo = np.where(good, mid, lo)
             hi = np.where(good, hi, mid)
         return float(lo.min())
 
-    def _estimate(self, dmin, du, r0max, A1max, a1min, dup, delta):
-        """e(δ) of eq. 72 for a rigid cylinder (broadcasting; −∞ … 1 + γ(… − 1))."""
+    def _estimate(self, dmin, du, r0max, A1max, a1min, dup, *rest, motion=None):
+        """e(δ) of eq. 72 (broadcasting; −∞ … 1 + γ(… − 1)).
+
+        ``rest`` is (δ,) for a cylinder at rest, (ρ, δ) with ``motion`` =
+        (|Δy0|, |Δa|, |a|) for a moving one, ρ bounding |x − y0| at δ = 0.
+        """
+        if motion is None:
+            (delta,) = rest
+            dlow = dmin - delta * du
+        else:
+            arm0, delta = rest
+            dy0_abs, da_abs, a_norm = motion
+            move = du + dy0_abs
+            arm = arm0 + delta * move
+            if self.length is not None:
+                arm = np.minimum(arm, self.length)
+            dlow = dmin - delta * move - arm * _turn_bound(delta, da_abs, a_norm)
         speed = a1min - delta * dup
         ok = speed > 0
         chi = r0max * np.sqrt(A1max / np.where(ok, speed, 1.0))
-        ratio = np.where(ok, np.maximum(dmin - delta * du, 0.0) / (self.radius + chi), 0.0)
+        ratio = np.where(ok, np.maximum(dlow, 0.0) / (self.radius + chi), 0.0)
         return 1.0 + self.law.gamma * (ratio - 1.0)
+
+
+def _turn_bound(delta, da_abs: float, a_norm: float):
+    """τ(δ) ≥ |t(a + δ Δa) − t(a)|: min(2, δ |Δa| / (|a| − δ |Δa|)), 2 if |a| ≤ δ |Δa|."""
+    den = a_norm - np.multiply(delta, da_abs)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = np.where(den > 0, np.multiply(delta, da_abs) / np.where(den > 0, den, 1.0), 2.0)
+    return np.minimum(tau, 2.0)
+
+
+def _pose_step(pose_step) -> tuple[np.ndarray, np.ndarray]:
+    """Validate ``pose_step=(Δy0, Δa)``: two finite 3-vectors."""
+    fix = "give pose_step=(dy0, da), the change of the axis point and of the raw axis over the full step"
+    try:
+        dy0, da = pose_step
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"pose_step must be a pair (dy0, da) of 3-vectors, got {pose_step!r}; {fix}") from err
+    out = []
+    for value, name in ((dy0, "dy0"), (da, "da")):
+        try:
+            arr = np.asarray(value, dtype=float)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"pose_step {name} must be 3 numbers, got {value!r}; {fix}") from err
+        if arr.shape != (3,) or not np.all(np.isfinite(arr)):
+            raise ValueError(f"pose_step {name} must be 3 finite numbers, got {value!r}; {fix}")
+        out.append(arr)
+    return out[0], out[1]
+
+
+def _state_vector(u, n: int) -> np.ndarray:
+    """``u`` as a finite float vector of length n (ValueError otherwise)."""
+    try:
+        arr = np.asarray(u, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"u must be a vector of {n} numbers (the model's DOFs), got {type(u).__name__}") from err
+    if arr.shape != (n,):
+        raise ValueError(f"u must be a vector of the model's {n} DOFs, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("u must be finite (it has NaN or inf entries)")
+    return arr
 
 
 def _take(nar: _Narrow, rows: np.ndarray) -> _Narrow:
