@@ -1,0 +1,62 @@
+"""Hill-type muscle models of Millard et al. (2013), as in OpenSim's
+``Millard2012EquilibriumMuscle``, in vectorized numpy.
+
+``curves`` holds the smooth quintic-Bézier curve machinery and the five default
+curves (active force–length, force–velocity and its inverse, passive fiber
+force–length, tendon force–length) with OpenSim's parameters; ``musculotendon``
+the fixed-height pennation model, the equilibrium (eqs. 1–2), damped
+equilibrium (eq. 3) and rigid-tendon (eqs. 4–7) musculotendon models and
+first-order activation dynamics.
+
+Example
+-------
+>>> import numpy as np
+>>> from skfiber.hill import ActiveForceLengthCurve, Millard2012Muscle, MuscleParameters
+>>> float(ActiveForceLengthCurve()(1.0))
+1.0
+>>> muscle = Millard2012Muscle(MuscleParameters(optimal_fiber_length=0.1, tendon_slack_length=0.2))
+>>> rest = muscle.static_equilibrium(activation=[0.2, 1.0], musculotendon_length=0.3)
+>>> bool(np.all(rest.tendon_force > 0)), rest.fiber_velocity.shape
+(True, (2,))
+"""
+from .curves import (
+    ActiveForceLengthCurve,
+    CurveValues,
+    FiberForceLengthCurve,
+    ForceVelocityCurve,
+    ForceVelocityInverseCurve,
+    SmoothSegmentedCurve,
+    TendonForceLengthCurve,
+    corner_control_points,
+    scale_curviness,
+)
+from .musculotendon import (
+    FORMULATIONS,
+    FirstOrderActivation,
+    FixedHeightPennation,
+    Formulation,
+    Millard2012Muscle,
+    MuscleCurves,
+    MuscleParameters,
+    MusculotendonResponse,
+)
+
+__all__ = [
+    "ActiveForceLengthCurve",
+    "CurveValues",
+    "FiberForceLengthCurve",
+    "ForceVelocityCurve",
+    "ForceVelocityInverseCurve",
+    "SmoothSegmentedCurve",
+    "TendonForceLengthCurve",
+    "corner_control_points",
+    "scale_curviness",
+    "FORMULATIONS",
+    "FirstOrderActivation",
+    "FixedHeightPennation",
+    "Formulation",
+    "Millard2012Muscle",
+    "MuscleCurves",
+    "MuscleParameters",
+    "MusculotendonResponse",
+]
