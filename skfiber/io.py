@@ -493,9 +493,9 @@ def load_checkpoint(path: str | os.PathLike) -> Checkpoint:
             raise ValueError(f"{path} has checkpoint format {int(z['version'])}, this skfiber reads {CHECKPOINT_VERSION}")
         values = {k[len("state."):]: z[k] for k in z.files if k.startswith("state.")}
         names = [f.name for f in dataclasses.fields(State)]
-        missing = set(names) - set(values)
+        missing = {"t", "u", "v"} - set(values)
         if missing:
             raise ValueError(f"{path} lacks state fields {sorted(missing)}; it was written by another skfiber version")
-        state = State(**{n: (float(values[n]) if values[n].ndim == 0 else values[n].copy()) for n in names})
+        state = State(**{n: (float(values[n]) if values[n].ndim == 0 else values[n].copy()) for n in names if n in values})
         stats = {k[len("stats."):]: z[k].item() for k in z.files if k.startswith("stats.")}
         return Checkpoint(state, int(z["step"]), float(z["dt"]), float(z["t_start"]), str(z["fingerprint"]), stats)

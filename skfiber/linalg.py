@@ -62,7 +62,8 @@ class ConstrainedSolver:
         return x
 
     def solve(self, element_matrices: np.ndarray, rhs: np.ndarray, extra: list | None = None) -> np.ndarray:
-        rhs = np.where(self.fixed, 0.0, rhs)
+        """Solve for one right-hand side (N,) or several (N, k) at once."""
+        rhs = np.where(self.fixed[:, None] if np.ndim(rhs) == 2 else self.fixed, 0.0, rhs)
         data = element_matrices.ravel()[self._keep]
         extra = extra or []
         wide = any(np.max(np.abs(r - c), initial=0) > self.bandwidth for r, c, _ in extra)

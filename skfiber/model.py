@@ -34,23 +34,35 @@ VectorField = Sequence[float] | Callable[[np.ndarray, float], np.ndarray]
 
 @dataclass
 class State:
-    """Displacement u, velocity v and acceleration a of all Hermite DOFs at time t.
+    """Displacement u, velocity v and acceleration a of all Hermite DOFs at time t,
+    and the rigid coordinates q, velocities p and accelerations b.
 
-    ``a`` is the backward-Euler acceleration of the step that led here; it
-    only serves the predictor of the next step (default zero).
+    ``a`` and ``b`` are the backward-Euler accelerations of the step that led
+    here; they only serve the predictor of the next step (default zero).
+    Without a rigid system q, p and b are empty.
     """
 
     t: float
     u: np.ndarray
     v: np.ndarray
     a: np.ndarray | None = None
+    q: np.ndarray | None = None
+    p: np.ndarray | None = None
+    b: np.ndarray | None = None
 
     def __post_init__(self):
         if self.a is None:
             self.a = np.zeros_like(np.asarray(self.v, dtype=float))
+        if self.q is None:
+            self.q = np.zeros(0)
+        self.q = np.asarray(self.q, dtype=float)
+        if self.p is None:
+            self.p = np.zeros_like(self.q)
+        if self.b is None:
+            self.b = np.zeros_like(self.q)
 
     def copy(self) -> "State":
-        return State(self.t, self.u.copy(), self.v.copy(), self.a.copy())
+        return State(self.t, self.u.copy(), self.v.copy(), self.a.copy(), self.q.copy(), self.p.copy(), self.b.copy())
 
 
 class Evaluation:
@@ -102,9 +114,14 @@ class Model:
         The fibers (at least one).
     quadrature_points
         Gauss points per element for the cable integrals (default 4).
+    rigid
+        Optional :class:`skfiber.rigid.RigidSystem` (bones): fiber ends are
+        tied to its bodies with :meth:`attach`, and cylinders of its bodies
+        take part in contact (:meth:`skfiber.contact.CylinderContact.on_body`).
+        Time stepping then runs Newton on (u_I, q) (:mod:`skfiber.coupling`).
     """
 
-    def __init__(self, fibers: Sequence[Fiber], *, quadrature_points: int = 4):
+    def __init__(self, fibers: Sequence[Fiber], *, quadrature_points: int = 4, rigid=None):
         fibers = list(fibers)
         for f in fibers:
             if not isinstance(f, Fiber):
@@ -124,6 +141,14 @@ class Model:
         self.mass_matrix = d.assembler.to_csr(self._mass_elements)
         self._load_cache: tuple[float, np.ndarray] | None = None
         self._constant_load: np.ndarray | None = None
+        if rigid is not None:
+            from .rigid import RigidSystem
+
+            if not isinstance(rigid, RigidSystem):
+                raise TypeError(f"rigid must be a skfiber.rigid.RigidSystem, got {type(rigid).__name__}")
+            rigid.finalize()
+        self.rigid = rigid
+        self.attachments: list = []
 
     @property
     def n_dofs(self) -> int:
@@ -150,9 +175,100 @@ class Model:
         d = self.discretization
         dofs = d.end_dofs(fiber, end)
         key = (d.fiber_index(fiber), int(dofs[0]))
-        if key in self._prescribed:
-            raise ValueError(f"fiber {key[0]} end {end!r} already has a boundary condition")
+        self._check_end_free(key[0], end, dofs)
         self._prescribed[key] = _Prescribed(dofs, displacement)
+
+    def _check_end_free(self, k: int, end, dofs) -> None:
+        if (k, int(dofs[0])) in self._prescribed:
+            raise ValueError(f"fiber {k} end {end!r} already has a boundary condition (fix/prescribe); "
+                             "an end is fixed, prescribed or attached to a body, only one of them")
+        for att in self.attachments:
+            if att.dofs[0] == dofs[0]:
+                raise ValueError(f"fiber {k} end {end!r} is already attached to body {att.body!r}; "
+                                 "an end is fixed, prescribed or attached to a body, only one of them")
+
+    def attach(self, fiber: Fiber | int | str, end: str | int, body: str, *, point=None, name: str | None = None):
+        """Tie a fiber end to a body-fixed point (paper eq. 49a: x(end) = ĉ(q)).
+
+        The end's 3 position DOFs become dependent, u_D = c(q) = ĉ(q) − X
+        (eq. 54c); its slope stays free.  The force the fiber exerts on the
+        body there (eq. 62) is :meth:`attachment_forces`.
+
+        Parameters
+        ----------
+        fiber, end
+            The fiber and ``"start"`` or ``"end"``.
+        body
+            Name of a body of the model's rigid system (or ``"ground"``).
+        point
+            The body point in the reference configuration (q = 0), or the
+            name of one of the body's ``points``.  Default: the fiber end's
+            reference position.  It must coincide with the fiber end.
+        name
+            Label of the attachment (default ``"<fiber>.<end>"``).
+
+        Returns
+        -------
+        skfiber.coupling.Attachment
+        """
+        from .coupling import Attachment
+        from .rigid import GROUND
+
+        if self.rigid is None:
+            raise ValueError("attach() needs a rigid system: create the model as Model(fibers, rigid=system)")
+        d = self.discretization
+        k = d.fiber_index(fiber)
+        dofs = d.end_dofs(k, end)
+        self._check_end_free(k, end, dofs)
+        body = getattr(body, "name", body)
+        known = [b.name for b in self.rigid.bodies]
+        if not isinstance(body, str) or (body != GROUND and body not in known):
+            raise ValueError(f"attach: unknown body {body!r}; the rigid system has {known} (or 'ground')")
+        X_end = d.reference_dofs[dofs]
+        if point is None:
+            point = X_end
+        bp = self.rigid.point(body, point)
+        gap = float(np.linalg.norm(bp.reference - X_end))
+        scale = max(1.0, float(np.abs(X_end).max()))
+        if gap > 1e-9 * scale:
+            raise ValueError(
+                f"attach: the body point {bp.reference.tolist()} is {gap:.3g} m away from the reference position "
+                f"{X_end.tolist()} of fiber {k} end {end!r}; the fiber must start at its attachment "
+                "(move the fiber end there, or omit point= to use the fiber end)")
+        label = name or f"{self.fibers[k].name or k}.{end}"
+        if label in {a.name for a in self.attachments}:
+            raise ValueError(f"an attachment named {label!r} exists already; give another name")
+        att = Attachment(name=label, fiber=k, end=end, body=body, dofs=np.asarray(dofs), point=bp)
+        self.attachments.append(att)
+        return att
+
+    @property
+    def dependent_dofs(self) -> np.ndarray:
+        """Position DOFs of attached fiber ends (u_D = c(q)), attachment by attachment."""
+        if not self.attachments:
+            return np.zeros(0, dtype=int)
+        return np.concatenate([a.dofs for a in self.attachments])
+
+    def attachment_forces(self, state: "State") -> dict[str, np.ndarray]:
+        """Force (N) each attached fiber exerts on its body at ``state`` (paper eq. 62).
+
+        It is −G_D, the negative fiber residual (inertia + internal + contact −
+        external) at the attached end, evaluated with the state's velocity and
+        (backward-Euler) acceleration: the force at the insertion point.
+        """
+        if not self.attachments:
+            return {}
+        if self.rigid is not None:
+            self.set_coordinates(state.q)
+        ev = self.evaluate(state.u, state.v, state.a, state.t, c_v=0.0, c_a=0.0)
+        return {a.name: -ev.residual[a.dofs] for a in self.attachments}
+
+    def set_coordinates(self, q) -> None:
+        """Set the rigid coordinates q seen by contacts with body cylinders."""
+        for contact in self.contacts:
+            setter = getattr(contact, "set_coordinates", None)
+            if setter is not None:
+                setter(q)
 
     @property
     def constrained_dofs(self) -> np.ndarray:
@@ -223,6 +339,10 @@ class Model:
         taken = {"cable", "inertia", "loads"} | {t.name for t in self.terms} | {c.name for c in self.contacts}
         if contact.name in taken:
             raise ValueError(f"the name {contact.name!r} is taken; give the contact another name")
+        system = getattr(contact, "system", None)
+        if system is not None and system is not self.rigid:
+            raise ValueError(f"contact {contact.name!r} belongs to a body of another rigid system; "
+                             "create the model with Model(fibers, rigid=<that system>)")
         self.contacts.append(contact)
         return contact
 
@@ -417,8 +537,23 @@ class Model:
             K = K + sps.csr_matrix((vals, (rows, cols)), shape=K.shape)
         return K
 
-    def initial_state(self, t: float = 0.0) -> State:
-        """The reference configuration at rest (prescribed ends set at t)."""
+    def initial_state(self, t: float = 0.0, *, q=None) -> State:
+        """The reference configuration at rest (prescribed ends set at t).
+
+        With a rigid system: coordinates ``q`` (default 0) at rest, attached
+        fiber ends moved with their bodies.
+        """
         u = np.zeros(self.n_dofs)
         u[self.constrained_dofs] = self.prescribed_displacement(t)
-        return State(t, u, np.zeros(self.n_dofs))
+        if self.rigid is None:
+            if q is not None and np.size(q):
+                raise ValueError("q is given but the model has no rigid system")
+            return State(t, u, np.zeros(self.n_dofs))
+        q = np.zeros(self.rigid.n) if q is None else np.asarray(q, dtype=float)
+        if q.shape != (self.rigid.n,):
+            raise ValueError(f"q must have {self.rigid.n} entries {list(self.rigid.coordinate_names)}, got shape {q.shape}")
+        if self.attachments:
+            from .coupling import attachment_kinematics
+
+            u[self.dependent_dofs] = attachment_kinematics(self, q, t, hessian=False).displacement
+        return State(t, u, np.zeros(self.n_dofs), q=q)

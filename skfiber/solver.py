@@ -40,6 +40,7 @@ __all__ = [
     "SimulationResult",
     "StaticResult",
     "StepInfo",
+    "make_solver",
 ]
 
 
@@ -148,7 +149,10 @@ def newton(
         if it == options.max_iterations:
             break
         try:
-            du = solver.solve(ev.element_matrices, -ev.residual, ev.extra)
+            if hasattr(solver, "solve_newton"):  # coupled fibers + rigid bodies (skfiber.coupling)
+                du = solver.solve_newton(ev)
+            else:
+                du = solver.solve(ev.element_matrices, -ev.residual, ev.extra)
         except (np.linalg.LinAlgError, RuntimeError) as err:
             raise ConvergenceError(f"singular tangent ({err})", t=t, step=step, residual_history=history) from err
         if not np.all(np.isfinite(du)):
@@ -218,6 +222,9 @@ def solve_static(
     """
     if not isinstance(load_steps, (int, np.integer)) or load_steps < 1:
         raise ValueError(f"load_steps must be an integer ≥ 1, got {load_steps!r}")
+    if model.rigid is not None:
+        raise ValueError("solve_static does not handle rigid bodies yet; run simulate() with damping "
+                         "to reach equilibrium, or solve the fibers alone with fixed ends")
     _check_finite_time(t=t)
     if state is not None and state.u.shape != (model.n_dofs,):
         raise ValueError(f"state.u must have shape ({model.n_dofs},), got {state.u.shape}")
@@ -294,6 +301,9 @@ class SimulationResult:
     wall_time: float = 0.0
     interrupted: bool = False
     last_state: State | None = None
+    #: rigid coordinates q and velocities p at ``times`` (shape (len(times), n); n = 0 without bodies)
+    coordinates: np.ndarray | None = None
+    rigid_velocities: np.ndarray | None = None
 
     @property
     def final_state(self) -> State:
@@ -301,10 +311,13 @@ class SimulationResult:
         (continuing from it reproduces an uninterrupted run)."""
         if self.last_state is not None:
             return self.last_state.copy()
-        return State(float(self.times[-1]), self.displacements[-1].copy(), self.velocities[-1].copy())
+        return self.state(-1)
 
     def state(self, i: int) -> State:
-        return State(float(self.times[i]), self.displacements[i].copy(), self.velocities[i].copy())
+        q = p = None
+        if self.coordinates is not None:
+            q, p = self.coordinates[i].copy(), self.rigid_velocities[i].copy()
+        return State(float(self.times[i]), self.displacements[i].copy(), self.velocities[i].copy(), q=q, p=p)
 
 
 def backward_euler_step(
@@ -316,7 +329,14 @@ def backward_euler_step(
     options: NewtonOptions = NewtonOptions(),
     step: int | str = 0,
 ) -> tuple[State, NewtonReport]:
-    """One backward-Euler step from ``state`` to ``state.t + dt``."""
+    """One backward-Euler step from ``state`` to ``state.t + dt``.
+
+    ``solver`` is a :class:`~skfiber.linalg.ConstrainedSolver`, or for a
+    model with a rigid system a :class:`~skfiber.coupling.CoupledProblem`
+    (Newton on (u_I, q), paper eq. 64).
+    """
+    if hasattr(solver, "solve_newton"):
+        return _coupled_step(model, state, dt, solver, options=options, step=step)
     t1 = state.t + dt
     u_n, v_n = state.u, state.v
     # predictor: the solution if the acceleration stayed that of the last step
@@ -341,6 +361,57 @@ def backward_euler_step(
                        max_step=safeguard if model.contacts else None)
     v = (u - u_n) / dt
     return State(t1, u, v, (v - v_n) / dt), report
+
+
+def _coupled_step(model: Model, state: State, dt: float, problem, *, options: NewtonOptions, step) -> tuple[State, NewtonReport]:
+    """Backward Euler (paper eq. 64) for fibers + rigid bodies: Newton on z = (u_I, q).
+
+    v = (u − uₙ)/Δt and p = (q − qₙ)/Δt for all DOFs, the attached ends
+    included (v_D from their positions c(q)).
+    """
+    from .rigid import rigid_step
+
+    t1 = state.t + dt
+    N = model.n_dofs
+    u_n, v_n, q_n, p_n = state.u, state.v, state.q, state.p
+    z_n = np.concatenate([u_n, q_n])
+    z0 = np.concatenate([u_n + dt * v_n + dt**2 * state.a, q_n + dt * p_n + dt**2 * state.b])
+    c = model.constrained_dofs
+    z0[c] = model.prescribed_displacement(t1)
+    if model.contacts:  # keep the predictor admissible (as in the fiber-only step)
+        delta = problem.max_step(z_n, z0 - z_n, t1, delta_bar=options.safeguard)
+        if delta < 1.0:
+            z0 = z_n + delta * (z0 - z_n)
+            z0[c] = model.prescribed_displacement(t1)
+
+    def fiber_state(u):
+        v = (u - u_n) / dt
+        return v, (v - v_n) / dt, 1.0 / dt, 1.0 / dt**2
+
+    def rigid_state(q):
+        return rigid_step(model.rigid, q, q_prev=q_n, p_prev=p_n, dt=dt, t=t1)
+
+    def evaluate(z):
+        return problem.evaluate(z, t1, fiber_state=fiber_state, rigid_state=rigid_state)
+
+    def safeguard(z, dz):
+        return problem.max_step(z, dz, t1, delta_bar=options.safeguard)
+
+    z, report = newton(evaluate, z0, problem, options=options, t=t1, step=step,
+                       max_step=safeguard if model.contacts else None)
+    u, q, _ = problem.expand(z, t1)
+    v = (u - u_n) / dt
+    p = (q - q_n) / dt
+    return State(t1, u, v, (v - v_n) / dt, q, p, (p - p_n) / dt), report
+
+
+def make_solver(model: Model):
+    """The linear solver of the model's Newton systems: fibers only, or coupled to rigid bodies."""
+    if model.rigid is not None:
+        from .coupling import CoupledProblem
+
+        return CoupledProblem(model)
+    return ConstrainedSolver(model.discretization.assembler, model.constrained_dofs)
 
 
 def simulate(
@@ -383,9 +454,14 @@ def simulate(
         raise ValueError(f"store_every must be an integer ≥ 1, got {store_every!r}")
     if state.u.shape != (model.n_dofs,) or state.v.shape != (model.n_dofs,):
         raise ValueError(f"state arrays must have shape ({model.n_dofs},), got {state.u.shape} and {state.v.shape}")
-    solver = ConstrainedSolver(model.discretization.assembler, model.constrained_dofs)
+    n_q = 0 if model.rigid is None else model.rigid.n
+    if state.q.shape != (n_q,) or state.p.shape != (n_q,):
+        raise ValueError(f"state.q and state.p must have {n_q} entries (the rigid coordinates), "
+                         f"got shapes {state.q.shape} and {state.p.shape}")
+    solver = make_solver(model)
     n_steps = int(math.ceil((t_end - state.t) / dt - 1e-9))
     times, us, vs, its, histories = [state.t], [state.u.copy()], [state.v.copy()], [], []
+    qs, ps = [state.q.copy()], [state.p.copy()]
     retries = 0
     start = _time.perf_counter()
     last_print = start
@@ -403,6 +479,7 @@ def simulate(
                 callback(state, StepInfo(k, n_steps, t_end, n_it, n_retry, _time.perf_counter() - start, n_contact))
             if k % store_every == 0 or k == n_steps:
                 times.append(state.t); us.append(state.u.copy()); vs.append(state.v.copy())
+                qs.append(state.q.copy()); ps.append(state.p.copy())
             now = _time.perf_counter()
             if progress and (now - last_print > 1.0 or k == n_steps):
                 last_print = now
@@ -418,9 +495,10 @@ def simulate(
         warnings.warn(f"simulation interrupted at t = {state.t:.6g} s; returning the {len(times)} states computed so far")
         if times[-1] != state.t:
             times.append(state.t); us.append(state.u.copy()); vs.append(state.v.copy())
+            qs.append(state.q.copy()); ps.append(state.p.copy())
     return SimulationResult(
         np.array(times), np.array(us), np.array(vs), its, histories, retries,
-        _time.perf_counter() - start, interrupted, state.copy(),
+        _time.perf_counter() - start, interrupted, state.copy(), np.array(qs), np.array(ps),
     )
 
 

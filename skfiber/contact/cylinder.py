@@ -278,7 +278,9 @@ class CylinderContact:
     safeguard
         ``"element"`` (default): the element-wise estimate of paper eq. 72 in
         :meth:`max_step`; ``"point"``: the same bound per contact point
-        (sharper when one element moves a lot, same cost).
+        (sharper when one element moves a lot, same cost).  ``"trial"``: eq. 71 checked exactly at the end of
+        the step, δ halved until it holds (no bound in between; much less
+        conservative when the contact force is near the law's singular limit).
     name
         Name of the contact in the model (default ``"cylinder"``).
     """
@@ -309,7 +311,7 @@ class CylinderContact:
                 or not 1 <= quadrature_points <= 64:
             raise ValueError(f"contact quadrature_points must be an integer in 1 … 64 (the paper uses 5), "
                              f"got {quadrature_points!r}")
-        if safeguard not in ("element", "point"):
+        if safeguard not in ("element", "point", "trial"):
             raise ValueError(f"unknown safeguard estimate {safeguard!r}; "
                              "pick one of 'element' (paper eq. 72) or 'point'")
         if not isinstance(name, str) or not name:
@@ -339,6 +341,7 @@ class CylinderContact:
         self.name = name
         self.xi, self.weights = gauss_legendre(self.quadrature_points)
         self._masks: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+        self._memo: dict = {}  # last broad/narrow phase (evaluate, body_load, … ask for the same state)
 
     def __repr__(self) -> str:
         where = "moving (pose(t))" if self.pose is not None else (
@@ -346,6 +349,66 @@ class CylinderContact:
         length = "" if self.length is None else f", length={self.length:g}"
         return (f"CylinderContact({where}, radius={self.radius:g}{length}, κ={self.law.stiffness:g}, "
                 f"γ={self.law.gamma:g}, points={self.quadrature_points}, name={self.name!r})")
+
+    # --- cylinders of rigid bodies ------------------------------------------
+    #: the rigid system and body this cylinder belongs to (None: fixed or pose(t))
+    system = None
+    body: str | None = None
+
+    @classmethod
+    def on_body(cls, system, body, *, law: PenaltyLaw, fibers: Iterable | None = None,
+                quadrature_points: int = 5, safeguard: str = "element", name: str | None = None) -> "CylinderContact":
+        """Contact with the cylinder of a rigid body (paper §3.3): it moves with q.
+
+        The cylinder is the body's (start, axis, radius; finite, capsule rule).
+        The model sets the coordinates q before each evaluation
+        (:meth:`set_coordinates`); the coupled solver adds the reaction on the
+        body (:meth:`body_load`) and the q-derivatives (:mod:`skfiber.coupling`).
+
+        Example
+        -------
+        >>> from skfiber.rigid import Body, Revolute, RigidSystem
+        >>> system = RigidSystem()
+        >>> system.add_body(Body("bone", start=(0, 0, 0), axis=(0, 0.2, 0), radius=0.02, mass=1.0),
+        ...                 joint=Revolute(axis=(1, 0, 0))) and None
+        >>> cyl = CylinderContact.on_body(system, "bone", law=PenaltyLaw(stiffness=100.0, gamma=4.0))
+        >>> cyl.name, cyl.radius, cyl.length
+        ('bone', 0.02, 0.2)
+        """
+        from ..rigid import RigidSystem
+
+        if not isinstance(system, RigidSystem):
+            raise TypeError(f"system must be a skfiber.rigid.RigidSystem, got {type(system).__name__}")
+        b = system.body(getattr(body, "name", body))  # raises for unknown bodies
+        cylinder = system.cylinder(b.name)
+        holder = {"q": np.zeros(system.n), "key": None}
+
+        def pose(t):
+            key = (holder["q"].tobytes(), float(t))
+            if holder["key"] != key:  # the pose is asked for many times per evaluation
+                p = cylinder.pose(holder["q"], t, hessian=False)
+                holder["key"], holder["value"] = key, (p.start, p.axis)
+            return holder["value"]
+
+        out = cls(radius=b.radius, law=law, length=b.length, fibers=fibers, quadrature_points=quadrature_points,
+                  pose=pose, safeguard=safeguard, name=name or b.name)
+        out.system, out.body, out._holder, out._cylinder = system, b.name, holder, cylinder
+        return out
+
+    def set_coordinates(self, q) -> None:
+        """Rigid coordinates q of the body this cylinder belongs to (no-op for other cylinders)."""
+        if self.body is None:
+            return
+        q = np.asarray(q, dtype=float)
+        if q.shape != (self.system.n,):
+            raise ValueError(f"q must have {self.system.n} entries, got shape {q.shape}")
+        self._holder["q"] = q
+
+    def body_pose(self, t: float, *, hessian: bool = True):
+        """The :class:`skfiber.rigid.CylinderPose` (with q-Jacobians) at the current q and t."""
+        if self.body is None:
+            raise ValueError(f"cylinder {self.name!r} does not belong to a body; create it with on_body()")
+        return self._cylinder.pose(self._holder["q"], t, hessian=hessian)
 
     # --- geometry ---------------------------------------------------------
     def pose_at(self, t: float) -> CylinderPose:
@@ -401,6 +464,11 @@ class CylinderContact:
         el = self._fiber_elements(d)
         if el.size == 0:
             return el
+        key = None
+        if du is None and pose_step is None:  # the same state is queried by evaluate, body_load, …
+            key = ("candidates", id(d), np.asarray(u, dtype=float).tobytes(), _pose_key(self.pose_at(t)))
+            if self._memo.get("candidates", (None,))[0] == key:
+                return self._memo["candidates"][1]
         shapes = element_shapes(d, self.xi, self.weights)
         dofs = shapes.dofs[el]
         Y = (d.reference_dofs[dofs] + np.asarray(u)[dofs]).reshape(-1, 4, 3)
@@ -427,11 +495,23 @@ class CylinderContact:
             if self.length is not None:
                 arm = np.minimum(arm, self.length)
             dc = dc - dy0_abs - arm * _turn_bound(1.0, da_abs, pose.axis_norm)
-        return el[dc - ball < self.radius + rbar]
+        out = el[dc - ball < self.radius + rbar]
+        if key is not None:
+            self._memo["candidates"] = (key, out)
+        return out
 
     def _narrow(self, model, u: np.ndarray, t: float, elements: np.ndarray) -> _Narrow:
-        sample = sample_centerline(model.discretization, u, self.xi, self.weights, elements)
         pose = self.pose_at(t)
+        key = ("narrow", id(model.discretization), np.asarray(u, dtype=float).tobytes(), elements.tobytes(),
+               _pose_key(pose))
+        if self._memo.get("narrow", (None,))[0] == key:
+            return self._memo["narrow"][1]
+        out = self._narrow_new(model, u, pose, elements)
+        self._memo["narrow"] = (key, out)
+        return out
+
+    def _narrow_new(self, model, u: np.ndarray, pose: CylinderPose, elements: np.ndarray) -> _Narrow:
+        sample = sample_centerline(model.discretization, u, self.xi, self.weights, elements)
         p, sc, side, y = self._closest(sample.x, pose)
         w = sample.x - y
         dist = np.linalg.norm(w, axis=-1)
@@ -706,6 +786,8 @@ class CylinderContact:
         dup_abs = np.linalg.norm(s.field(du, 1), axis=-1)
         if not (np.all(nar.d > 0) and np.all(1.0 + self.law.gamma * nar.g > 0)):
             return 0.0
+        if self.safeguard == "trial":
+            return self._trial_step(model, u, du, t, nar, el, delta_bar, pose_step)
         elem = [nar.d.min(1), du_abs.max(1), s.r0.max(1), s.A1_norm.max(1), s.a1_norm.min(1), dup_abs.max(1)]
         points = [nar.d, du_abs, s.r0, s.A1_norm, s.a1_norm, dup_abs]
         if motion is not None:
@@ -728,6 +810,28 @@ class CylinderContact:
             lo = np.where(good, mid, lo)
             hi = np.where(good, hi, mid)
         return float(lo.min())
+
+    def _trial_step(self, model, u, du, t, nar: _Narrow, el, delta_bar: float, pose_step) -> float:
+        """``safeguard="trial"``: eq. 71 checked exactly at the end of the step.
+
+        δ = 1, 1/2, 1/4, … until every contact point of the elements in reach
+        has 1 + γ g(u + δ Δu) > δ̄ min(1 + γ g(u), 1) (the pose moved by
+        δ (Δy0, Δa)).  No bound in between: the residual is only evaluated
+        at the end of the step.
+        """
+        target = delta_bar * np.minimum(1.0 + self.law.gamma * nar.g, 1.0)
+        pose = self.pose_at(t)
+        dy0, da = (np.zeros(3), np.zeros(3)) if pose_step is None else _pose_step(pose_step)
+        delta = 1.0
+        for _ in range(40):
+            moved = pose if pose_step is None else _make_pose(pose.point + delta * dy0, pose.axis + delta * da)
+            with np.errstate(all="ignore"):
+                trial = self._narrow_new(model, u + delta * du, moved, el)
+                adm = 1.0 + self.law.gamma * trial.g
+            if np.all(adm > target) and np.all(trial.d > 0) and np.all(np.isfinite(trial.sample.radius)):
+                return delta
+            delta *= 0.5
+        return 0.0
 
     def _estimate(self, dmin, du, r0max, A1max, a1min, dup, *rest, motion=None):
         """e(δ) of eq. 72 (broadcasting; −∞ … 1 + γ(… − 1)).
@@ -791,6 +895,10 @@ def _state_vector(u, n: int) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         raise ValueError("u must be finite (it has NaN or inf entries)")
     return arr
+
+
+def _pose_key(pose: CylinderPose) -> bytes:
+    return pose.point.tobytes() + pose.axis.tobytes()
 
 
 def _take(nar: _Narrow, rows: np.ndarray) -> _Narrow:

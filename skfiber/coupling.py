@@ -1,0 +1,337 @@
+"""Fibers coupled to rigid bodies (paper §3.2, eqs. 49, 54, 58–64).
+
+A fiber end attached to a body point X (``Model.attach``) has the dependent
+position DOFs u_D = c(q, t) = ĉ(q, t) − X (eq. 54c); its slope stays free.
+With δu_D = C δq (eq. 59) the virtual work of the fibers, the bodies and the
+contacts splits into the rows of the independent fiber DOFs u_I and of q:
+
+    G_I(u(z), pose(q))                                                  = 0
+    R_rb(q) + C(q)ᵀ G_D(u(z), pose(q)) + Σ_cyl Jp(q)ᵀ R_pose(u(z), pose(q)) = 0
+
+with z = (u_I, q), G the fiber residual (inertia + internal + contact −
+external), R_rb the rigid residual M q̈ + h − Q (backward Euler:
+:func:`skfiber.rigid.rigid_step`), and for contact cylinders on bodies the
+reaction R_pose (:meth:`~skfiber.contact.CylinderContact.body_load`)
+chained with the pose Jacobian Jp = ∂(y0, a)/∂q.  Eliminating u_D is the
+paper's eqs. 58–63; the Lagrange multiplier (the coupling force, eq. 62) is
+−G_D, the force the fiber exerts on the body, reported by
+:meth:`skfiber.Model.attachment_forces`.
+
+The consistent tangent (W = dG/dq = K X_D + Gp Jp, X_D = ∂u/∂q: C on the
+rows D, Gp = ∂G/∂pose):
+
+    ∂G_I/∂u_I = K_II                 ∂G_I/∂q = W_I
+    ∂R_q/∂u_I = X_Dᵀ K_{:,I} + Jpᵀ ∂R_pose/∂u_I
+    ∂R_q/∂q  = dR_rb/dq + X_Dᵀ W + Σ_a G_D,a ∂²c_a/∂q² + Jpᵀ (∂R_pose/∂u X_D + ∂R_pose/∂pose Jp)
+               + Σ_i R_pose,i ∂²pose_i/∂q²
+
+In backward Euler the velocity of an attached end comes from its positions,
+v_D = (c(q⁺) − c(qₙ))/Δt (the fiber's own scheme), so K (with c_v, c_a) is
+the whole fiber part.  The linear system is solved by block elimination:
+the fiber block K_II (banded LAPACK, or SuperLU when contact widens the
+band) with the n + 1 right-hand sides [−G_I, W_I], then the n × n Schur
+complement for Δq — q adds no fill to the fiber matrix.
+
+Example
+-------
+A fiber hanging from the ground carries a pendulum:
+
+>>> import numpy as np
+>>> import skfiber as sf
+>>> from skfiber.rigid import Body, Revolute, RigidSystem
+>>> system = RigidSystem(gravity=(0, 0, -9.81))
+>>> system.add_body(Body("rod", start=(0, 0, 0), axis=(0.5, 0, 0), radius=0.01, mass=1.0),
+...                 joint=Revolute(axis=(0, 1, 0))) and None
+>>> fiber = sf.Fiber.straight((0.5, 0, 0.3), (0.5, 0, 0), n_elements=4, radius=0.005,
+...                           law=sf.passive_kelvin_voigt(mu_muscle=1e6, mu_tendon=1e6, eta_muscle=1e3, eta_tendon=1e3))
+>>> model = sf.Model([fiber], rigid=system)
+>>> model.fix(fiber, "start")
+>>> model.attach(fiber, "end", "rod").name
+'0.end'
+>>> result = sf.simulate(model, t_end=0.05, dt=0.01, progress=False)
+>>> result.coordinates.shape
+(6, 1)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .linalg import ConstrainedSolver
+from .model import Evaluation
+
+__all__ = ["Attachment", "AttachmentKinematics", "attachment_kinematics", "CoupledProblem", "CoupledEvaluation"]
+
+
+@dataclass(frozen=True, eq=False)
+class Attachment:
+    """A fiber end tied to a body point (made by :meth:`skfiber.Model.attach`)."""
+
+    name: str
+    fiber: int
+    end: str | int
+    body: str
+    dofs: np.ndarray  # the 3 position DOFs of the end
+    point: object  # skfiber.rigid.BodyPoint
+
+    def __repr__(self):
+        return f"Attachment({self.name!r}: fiber {self.fiber} {self.end!r} → {self.body!r})"
+
+
+@dataclass(frozen=True)
+class AttachmentKinematics:
+    """c(q, t) of all attachments stacked like ``Model.dependent_dofs``.
+
+    displacement (3P,), jacobian C (3P, n), hessian ∂C/∂q (3P, n, n) or None.
+    """
+
+    displacement: np.ndarray
+    jacobian: np.ndarray
+    hessian: np.ndarray | None
+
+
+def attachment_kinematics(model, q, t: float, *, hessian: bool = True) -> AttachmentKinematics:
+    """u_D = c(q, t), C and ∂C/∂q of the model's attachments (paper eqs. 54c, 59)."""
+    from .rigid import evaluate_points
+
+    atts = model.attachments
+    n = model.rigid.n
+    if not atts:
+        return AttachmentKinematics(np.zeros(0), np.zeros((0, n)), np.zeros((0, n, n)) if hessian else None)
+    pk = evaluate_points(model.rigid, [a.body for a in atts], np.array([a.point.reference for a in atts]), q, t,
+                         hessian=hessian)
+    P = len(atts)
+    H = None if pk.hessian is None else pk.hessian.reshape(3 * P, n, n)
+    return AttachmentKinematics((pk.position - pk.reference).reshape(-1), pk.jacobian.reshape(3 * P, n), H)
+
+
+class CoupledEvaluation(Evaluation):
+    """Residual of the coupled system on z = (u, q) and what the block solve needs."""
+
+    def __init__(self, residual, *, fiber, blocks, reference_force, roundoff):
+        super().__init__(residual, lambda: None, reference_force=reference_force, min_stretch=fiber.min_stretch,
+                         roundoff=roundoff, n_active_contacts=fiber.n_active_contacts)
+        self.fiber = fiber
+        self._blocks = blocks
+
+    @property
+    def element_matrices(self):  # the fiber tangent (the coupled solve uses the blocks)
+        return self.fiber.element_matrices
+
+
+class CoupledProblem:
+    """Newton's problem on z = (u, q) for a model with a rigid system.
+
+    The u_D entries of z are not unknowns: :meth:`expand` overwrites them
+    with c(q, t).  ``fixed`` marks the entries Newton does not solve for
+    (prescribed and dependent fiber DOFs); :meth:`solve_newton` returns the
+    increment with Δu_D = C Δq (the linearized motion of the ends, used by
+    the safeguard).
+
+    Parameters
+    ----------
+    model
+        A :class:`skfiber.Model` created with ``rigid=``.
+    """
+
+    def __init__(self, model):
+        if model.rigid is None:
+            raise ValueError("CoupledProblem needs a model with a rigid system (Model(fibers, rigid=system))")
+        self.model = model
+        self.system = model.rigid
+        self.N = model.n_dofs
+        self.n = model.rigid.n
+        asm = model.discretization.assembler
+        self.D = model.dependent_dofs
+        self.fiber_solver = ConstrainedSolver(asm, np.concatenate([model.constrained_dofs, self.D]).astype(int))
+        self.fixed = np.concatenate([self.fiber_solver.fixed, np.zeros(self.n, dtype=bool)])
+        self.body_contacts = [c for c in model.contacts if getattr(c, "body", None) is not None]
+        is_D = np.zeros(self.N, dtype=bool)
+        is_D[self.D] = True
+        self._is_D = is_D
+        edofs = asm.element_dofs.T  # (e, nb)
+        touch = np.flatnonzero(is_D[edofs].any(axis=1))
+        self._touch, self._touch_dofs = touch, edofs[touch]
+        self._kin_memo = None
+
+    # ------------------------------------------------------------------ state
+    def split(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return z[:self.N], z[self.N:]
+
+    def expand(self, z: np.ndarray, t: float, *, hessian: bool = False):
+        """(u with u_D = c(q, t), q, attachment kinematics)."""
+        u = z[:self.N].copy()
+        q = np.asarray(z[self.N:], dtype=float)
+        kin, _ = self.kinematics(q, t)
+        u[self.D] = kin.displacement
+        return u, q, kin
+
+    def kinematics(self, q: np.ndarray, t: float):
+        """Attachment kinematics and the poses of the contact cylinders on bodies at (q, t).
+
+        All body points in one batched evaluation (the last one is kept: the
+        residual, the safeguard and the tangent ask for the same (q, t)).
+        The contact cylinders are set to these poses.
+        """
+        from .rigid import CylinderPose, evaluate_points
+
+        key = (q.tobytes(), float(t))
+        if self._kin_memo is not None and self._kin_memo[0] == key:
+            return self._kin_memo[1]
+        atts = self.model.attachments
+        bodies = [a.body for a in atts]
+        points = [a.point.reference for a in atts]
+        for c in self.body_contacts:
+            b = self.system.body(c.body)
+            bodies += [b.name, b.name]
+            points += [b.start, b.end]
+        n, P = self.n, len(atts)
+        if not bodies:
+            kin = AttachmentKinematics(np.zeros(0), np.zeros((0, n)), np.zeros((0, n, n)))
+            out = (kin, [])
+        else:
+            pk = evaluate_points(self.system, bodies, np.array(points, dtype=float), q, t, hessian=True)
+            kin = AttachmentKinematics((pk.position[:P] - pk.reference[:P]).reshape(-1),
+                                       pk.jacobian[:P].reshape(3 * P, n), pk.hessian[:P].reshape(3 * P, n, n))
+            poses = []
+            for i, c in enumerate(self.body_contacts):
+                j, k = P + 2 * i, P + 2 * i + 1
+                pose = CylinderPose(
+                    start=pk.position[j], axis=pk.position[k] - pk.position[j], radius=c.radius,
+                    start_jacobian=pk.jacobian[j], axis_jacobian=pk.jacobian[k] - pk.jacobian[j],
+                    start_hessian=pk.hessian[j], axis_hessian=pk.hessian[k] - pk.hessian[j],
+                    start_dt=pk.dt[j], axis_dt=pk.dt[k] - pk.dt[j],
+                )
+                c.set_coordinates(q)
+                c._holder["key"], c._holder["value"] = (q.tobytes(), float(t)), (pose.start, pose.axis)
+                poses.append(pose)
+            out = (kin, poses)
+        self._kin_memo = (key, out)
+        return out
+
+    # ------------------------------------------------------------------ residual
+    def evaluate(self, z: np.ndarray, t: float, *, fiber_state, rigid_state) -> CoupledEvaluation:
+        """Residual (and blocks of the tangent) at z.
+
+        ``fiber_state(u) -> (v, a, c_v, c_a)`` gives the fiber velocity and
+        acceleration of the time scheme; ``rigid_state(q) ->`` a
+        :class:`skfiber.rigid.RigidStep`-like object (residual R_rb,
+        tangent dR_rb/dq, reference_force).
+        """
+        model = self.model
+        u, q, kin = self.expand(z, t)
+        _, poses = self.kinematics(q, t)
+        model.set_coordinates(q)
+        v, a, c_v, c_a = fiber_state(u)
+        ev = model.evaluate(u, v, a, t, c_v=c_v, c_a=c_a)
+        G = ev.residual
+        rs = rigid_state(q)
+        n = self.n
+        R_q = rs.residual + kin.jacobian.T @ G[self.D]
+        ref = max(ev.reference_force, rs.reference_force)
+        pose_terms = []
+        for contact, pose in zip(self.body_contacts, poses):
+            load = contact.body_load(model, u, t, tangent=True)
+            Jp = np.concatenate([pose.start_jacobian, pose.axis_jacobian])  # (6, n)
+            Hp = np.concatenate([pose.start_hessian, pose.axis_hessian])    # (6, n, n)
+            R_q = R_q + Jp.T @ load.force
+            ref = max(ref, float(np.linalg.norm(load.force[:3])))
+            pose_terms.append((contact, Jp, Hp, load))
+        residual = np.concatenate([G, R_q])
+        residual[:self.N][self.fiber_solver.fixed] = 0.0
+        blocks = dict(u=u, q=q, kin=kin, rigid=rs, pose_terms=pose_terms, t=t)
+        return CoupledEvaluation(residual, fiber=ev, blocks=blocks, reference_force=ref, roundoff=ev.roundoff)
+
+    # ------------------------------------------------------------------ tangent
+    def _K_times(self, ev, X: np.ndarray, *, transpose: bool = False) -> np.ndarray:
+        """K X (or Kᵀ X) for X (N, n) that vanishes outside the dependent DOFs."""
+        out = np.zeros((self.N, X.shape[1]))
+        if X.shape[1] == 0:
+            return out
+        if self._touch.size:
+            Ke = ev.element_matrices[self._touch]
+            if transpose:
+                Ke = Ke.transpose(0, 2, 1)
+            Ye = Ke @ X[self._touch_dofs]  # (e, nb, n)
+            np.add.at(out, self._touch_dofs.ravel(), Ye.reshape(-1, X.shape[1]))
+        for r, c, vals in ev.extra:
+            if transpose:
+                r, c = c, r
+            keep = self._is_D[c]
+            if np.any(keep):
+                np.add.at(out, r[keep], vals[keep, None] * X[c[keep]])
+        return out
+
+    def tangent_blocks(self, cev: CoupledEvaluation):
+        """(W = ∂G/∂q (N, n), ∂R_q/∂u (n, N), ∂R_q/∂q (n, n)) of the coupled tangent."""
+        b = cev._blocks
+        ev = cev.fiber
+        kin, n, N = b["kin"], self.n, self.N
+        X = np.zeros((N, n))
+        X[self.D] = kin.jacobian
+        W = self._K_times(ev, X)
+        Rq_u = self._K_times(ev, X, transpose=True).T
+        G_D = ev.residual[self.D]
+        Rq_q = b["rigid"].tangent + X.T @ W + np.einsum("a,aij->ij", G_D, kin.hessian)
+        for contact, Jp, Hp, load in b["pose_terms"]:
+            Gp = contact.pose_derivative(self.model, b["u"], b["t"])  # (N, 6)
+            W_pose = Gp @ Jp
+            W = W + W_pose
+            Rq_q = Rq_q + X.T @ W_pose
+            dRu = load.d_u  # (6, N)
+            Rq_u = Rq_u + Jp.T @ dRu
+            Rq_q = Rq_q + Jp.T @ (dRu @ X + load.d_pose @ Jp) + np.einsum("i,ijk->jk", load.force, Hp)
+        return W, Rq_u, Rq_q
+
+    def tangent_matrix(self, cev: CoupledEvaluation) -> np.ndarray:
+        """The whole coupled tangent ∂residual/∂z as a dense matrix (for checks and small problems).
+
+        Rows and columns of the fixed entries (prescribed and dependent
+        fiber DOFs) are zero.
+        """
+        N = self.N
+        free = np.concatenate([~self.fiber_solver.fixed, np.ones(self.n, dtype=bool)])
+        W, Rq_u, Rq_q = self.tangent_blocks(cev)
+        K = self.model.tangent_matrix(cev.fiber).toarray()
+        T = np.block([[K, W], [Rq_u, Rq_q]])
+        T[~free] = 0.0
+        T[:, ~free] = 0.0
+        return T
+
+    def solve_newton(self, cev: CoupledEvaluation) -> np.ndarray:
+        """The Newton increment Δz (block elimination of Δu_I, Schur complement for Δq)."""
+        N, n = self.N, self.n
+        G, R_q = cev.residual[:N], cev.residual[N:]
+        W, Rq_u, Rq_q = self.tangent_blocks(cev)
+        free = ~self.fiber_solver.fixed
+        rhs = np.concatenate([-G[:, None], W], axis=1)
+        sol = self.fiber_solver.solve(cev.fiber.element_matrices, rhs, cev.fiber.extra)
+        x0, Y = sol[:, 0], sol[:, 1:]
+        A = Rq_u[:, free]
+        S = Rq_q - A @ Y[free]
+        dq = np.linalg.solve(S, -R_q - A @ x0[free]) if n else np.zeros(0)
+        du = x0 - Y @ dq
+        du[~free] = 0.0
+        du[self.D] = cev._blocks["kin"].jacobian @ dq
+        return np.concatenate([du, dq])
+
+    # ------------------------------------------------------------------ safeguard
+    def max_step(self, z: np.ndarray, dz: np.ndarray, t: float, *, delta_bar: float) -> float:
+        """Safeguard (eqs. 69–73) for Δz; body cylinders move with Jp Δq (linearized)."""
+        model = self.model
+        u, q, _ = self.expand(z, t)
+        _, poses = self.kinematics(q, t)
+        model.set_coordinates(q)
+        pose_of = {id(c): p for c, p in zip(self.body_contacts, poses)}
+        du, dq = dz[:self.N], dz[self.N:]
+        delta = 1.0
+        for contact in model.contacts:
+            if id(contact) in pose_of:
+                pose = pose_of[id(contact)]
+                step = (pose.start_jacobian @ dq, pose.axis_jacobian @ dq)
+                d = contact.max_step(model, u, du, t, delta_bar=delta_bar, pose_step=step)
+            else:
+                d = contact.max_step(model, u, du, t, delta_bar=delta_bar)
+            delta = min(delta, float(d))
+        return delta

@@ -1,0 +1,220 @@
+"""Fibers coupled to rigid bodies (paper §3.2, eq. 64): tangent, dynamics, reactions, errors."""
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+import skfiber as sf
+from skfiber.contact import PenaltyLaw
+from skfiber.contact.cylinder import CylinderContact
+from skfiber.coupling import CoupledProblem
+from skfiber.rigid import Body, Fixed, JointSpringDamper, Revolute, RigidSystem, rigid_step
+
+LAW = sf.passive_kelvin_voigt(mu_muscle=2e4, mu_tendon=1e5, eta_muscle=50, eta_tendon=50) + sf.prestress(1e3)
+
+
+def two_link_model():
+    """Two hinged links, three fibers (one from the ground), a contact cylinder on the second link."""
+    system = RigidSystem(gravity=(0, 0, -9.81))
+    system.add_body(Body("b1", start=(0, 0, 0), axis=(0.4, 0, 0), radius=0.03, mass=1.0), joint=Revolute(axis=(0, 1, 0)))
+    system.add_body(Body("b2", start=(0.4, 0, 0), axis=(0.3, 0, 0), radius=0.05, mass=0.7), parent="b1",
+                    joint=Revolute(axis=(0, 1, 0.2), point=(0.4, 0, 0)))
+    system.add(JointSpringDamper("b2", stiffness=3.0, damping=0.2))
+    fa = sf.Fiber.straight((0.2, 0, 0.3), (0.2, 0, 0.0), n_elements=4, radius=0.01, law=LAW, name="a")
+    fb = sf.Fiber.polyline([(0.3, 0.0, 0.07), (0.5, 0.0, 0.052), (0.65, 0, 0.07)], n_elements=6, radius=0.01,
+                           law=LAW, name="b")
+    model = sf.Model([fa, fb], rigid=system)
+    model.fix(fa, "start")
+    model.attach(fa, "end", "b1")
+    model.attach(fb, "start", "b1")
+    model.attach(fb, "end", "b2")
+    model.add_gravity()
+    model.add_contact(CylinderContact.on_body(system, "b2", law=PenaltyLaw(stiffness=500.0, gamma=4.0), fibers=["b"]))
+    return model
+
+
+def step_functions(model, state, dt):
+    u_n, v_n = state.u, state.v
+
+    def fiber_state(u):
+        v = (u - u_n) / dt
+        return v, (v - v_n) / dt, 1.0 / dt, 1.0 / dt**2
+
+    def rigid_state(q):
+        return rigid_step(model.rigid, q, q_prev=state.q, p_prev=state.p, dt=dt, t=state.t + dt)
+
+    return fiber_state, rigid_state
+
+
+def test_coupled_tangent_matches_finite_differences():
+    """Fiber + contact with a moving body cylinder + attachments + rigid dynamics: the whole tangent."""
+    model = two_link_model()
+    prob = CoupledProblem(model)
+    rng = np.random.default_rng(1)
+    N, n = prob.N, prob.n
+    state = model.initial_state()
+    state = sf.State(0.0, state.u + 0.002 * rng.standard_normal(N), 0.01 * rng.standard_normal(N),
+                     q=state.q, p=np.array([0.1, -0.2]))
+    dt = 0.01
+    fs, rs = step_functions(model, state, dt)
+    z = np.concatenate([state.u + 0.001 * rng.standard_normal(N), state.q + [0.003, -0.004]])
+    cev = prob.evaluate(z, dt, fiber_state=fs, rigid_state=rs)
+    assert cev.n_active_contacts > 10  # the contact with the moving cylinder is active
+    T = prob.tangent_matrix(cev)
+    free = np.concatenate([~prob.fiber_solver.fixed, np.ones(n, dtype=bool)])
+    h = 1e-7
+    FD = np.zeros_like(T)
+    for j in np.flatnonzero(free):
+        zp, zm = z.copy(), z.copy()
+        zp[j] += h
+        zm[j] -= h
+        FD[:, j] = (prob.evaluate(zp, dt, fiber_state=fs, rigid_state=rs).residual
+                    - prob.evaluate(zm, dt, fiber_state=fs, rigid_state=rs).residual) / (2 * h)
+    FD[~free] = 0.0
+    scale = np.abs(T).max()
+    for rows, cols in [(slice(0, N), slice(0, N)), (slice(0, N), slice(N, None)),
+                       (slice(N, None), slice(0, N)), (slice(N, None), slice(N, None))]:
+        block, fd = T[rows, cols], FD[rows, cols]
+        assert np.abs(block).max() > 1.0  # every block is really there
+        assert np.abs(block - fd).max() <= 1e-6 * scale
+    # the block elimination solves the same system
+    dz = prob.solve_newton(cev)
+    ref = np.linalg.solve(T[np.ix_(free, free)], -cev.residual[free])
+    assert np.allclose(dz[free], ref, rtol=0, atol=1e-7 * np.abs(ref).max())
+
+
+def test_tangent_check_catches_a_missing_term():
+    """The check above can fail: dropping the ∂C/∂q term changes the tangent 100× more than its tolerance."""
+    model = two_link_model()
+    prob = CoupledProblem(model)
+    state = model.initial_state()
+    fs, rs = step_functions(model, state, 0.01)
+    z = np.concatenate([state.u, [0.2, -0.3]])
+    cev = prob.evaluate(z, 0.01, fiber_state=fs, rigid_state=rs)
+    T = prob.tangent_matrix(cev)
+    kin = cev._blocks["kin"]
+    object.__setattr__(kin, "hessian", np.zeros_like(kin.hessian))
+    T_wrong = prob.tangent_matrix(cev)
+    N = prob.N
+    assert np.abs(T_wrong[N:, N:] - T[N:, N:]).max() > 1e-4 * np.abs(T).max()
+
+
+def pendulum_model(n_elements=2, rho=1e-4):
+    """A rod (1 kg, 0.5 m, hinged about y at the origin) hanging on an elastic, viscous fiber."""
+    system = RigidSystem(gravity=(0, 0, -9.81))
+    system.add_body(Body("rod", start=(0, 0, 0), axis=(0.5, 0, 0), radius=0.01, mass=1.0), joint=Revolute(axis=(0, 1, 0)))
+    law = sf.passive_kelvin_voigt(mu_muscle=1e6, mu_tendon=1e6, eta_muscle=2e3, eta_tendon=2e3) + sf.prestress(1e4)
+    fiber = sf.Fiber.straight((0.5, 0, 0.4), (0.5, 0, 0), n_elements=n_elements, radius=0.005, law=law, density=rho)
+    model = sf.Model([fiber], rigid=system)
+    model.fix(fiber, "start")
+    model.attach(fiber, "end", "rod", name="tip")
+    return model
+
+
+def pendulum_ode(t_end):
+    """Independent reference: I θ̈ = Q_gravity + tip force · ∂tip/∂θ with the fiber as a massless spring–damper."""
+    m, L, r, g = 1.0, 0.5, 0.01, 9.81
+    I = m * (L**2 / 3 + r**2 / 4)
+    r0, l0, mu, eta, s0 = 0.005, 0.4, 1e6, 2e3, 1e4
+    anchor = np.array([0.5, 0, 0.4])
+
+    def rhs(t, y):
+        th, om = y
+        tip = np.array([L * np.cos(th), 0, -L * np.sin(th)])
+        dtip = np.array([-L * np.sin(th), 0, -L * np.cos(th)])
+        d = anchor - tip
+        ell = np.linalg.norm(d)
+        lam = ell / l0
+        lamdot = -(d @ dtip) * om / ell / l0
+        S = s0 / lam**2 + mu * (1 - lam**-3) + 3 * eta * lamdot / lam**3
+        force = np.pi * r0**2 * lam * S * d / ell
+        Q = 0.5 * L * m * g * np.cos(th) + force @ dtip
+        return [om, Q / I]
+
+    return solve_ivp(rhs, (0, t_end), [0.0, 0.0], method="Radau", rtol=1e-11, atol=1e-12, dense_output=True)
+
+
+def test_fiber_carrying_a_pendulum_agrees_with_an_ode():
+    """Backward Euler converges to the ODE at first order; Richardson extrapolation removes it."""
+    t_end = 0.2
+    ref = pendulum_ode(t_end)
+    errors, runs = [], []
+    for dt in (0.004, 0.002, 0.001):
+        model = pendulum_model()
+        res = sf.simulate(model, t_end=t_end, dt=dt, progress=False)
+        runs.append(res)
+        errors.append(np.abs(res.coordinates[:, 0] - ref.sol(res.times)[0]).max())
+    amplitude = np.abs(ref.sol(np.linspace(0, t_end, 50))[0]).max()
+    assert amplitude > 0.02  # the rod really swings
+    rates = np.log2(np.array(errors[:-1]) / errors[1:])
+    assert np.all((rates > 0.8) & (rates < 1.2)), (errors, rates)  # backward Euler: first order
+    extrapolated = 2 * runs[2].coordinates[::2, 0] - runs[1].coordinates[:, 0]
+    extrapolation_error = np.abs(extrapolated - ref.sol(runs[1].times)[0]).max()  # measured 1.8e-4
+    assert extrapolation_error < 0.25 * errors[-1] and extrapolation_error < 0.01 * amplitude
+
+
+def test_reactions_balance_at_rest():
+    """At rest the fiber pulls the fixed frame and the rod with equal and opposite forces,
+    and the rod's moment balance about the hinge holds."""
+    model = pendulum_model()
+    system = model.rigid
+    res = sf.simulate(model, t_end=3.0, dt=0.02, progress=False)
+    state = res.final_state
+    assert np.abs(state.p).max() < 1e-6  # at rest
+    tip = model.attachment_forces(state)["tip"]  # the fiber's pull on the rod
+    u = state.u
+    G = model.evaluate(u, state.v, state.a, state.t, c_v=0.0, c_a=0.0).residual
+    anchor = -G[model.constrained_dofs]  # the fiber's pull on the fixed support
+    assert np.allclose(anchor + tip, 0.0, atol=1e-6 * np.linalg.norm(tip))
+    th = state.q[0]
+    arm = np.array([0.5 * np.cos(th), 0, -0.5 * np.sin(th)])
+    gravity = np.array([0, 0, -9.81])
+    moment = np.cross(arm, tip)[1] + np.cross(0.5 * arm, gravity)[1]
+    assert abs(moment) < 1e-6 * np.linalg.norm(np.cross(arm, tip))
+    assert tip[2] == pytest.approx(9.81 / 2, rel=1e-3)  # it carries half the rod's weight
+
+
+def test_restart_from_final_state_is_exact():
+    model = pendulum_model()
+    full = sf.simulate(model, t_end=0.1, dt=0.01, progress=False)
+    half = sf.simulate(model, t_end=0.05, dt=0.01, progress=False)
+    rest = sf.simulate(model, t_end=0.1, dt=0.01, state=half.final_state, progress=False)
+    assert rest.times[-1] == full.times[-1]
+    assert np.allclose(rest.coordinates[-1], full.coordinates[-1], rtol=1e-12, atol=0)
+    assert np.allclose(rest.displacements[-1], full.displacements[-1], rtol=1e-10, atol=1e-15)
+
+
+def test_bad_models_give_clear_errors():
+    system = RigidSystem()
+    system.add_body(Body("arm", start=(0, 0, 0), axis=(0, 0, -0.3), radius=0.02, mass=1.0), joint=Revolute(axis=(0, 1, 0)))
+    fiber = sf.Fiber.straight((0, 0, 0.2), (0, 0, -0.2), n_elements=2, radius=0.01)
+    with pytest.raises(ValueError, match="needs a rigid system"):
+        sf.Model([fiber]).attach(fiber, "end", "arm")
+    model = sf.Model([fiber], rigid=system)
+    with pytest.raises(ValueError, match="unknown body 'leg'"):
+        model.attach(fiber, "end", "leg")
+    with pytest.raises(ValueError, match="body 'arm' has no point named 'elbow'"):
+        model.attach(fiber, "end", "arm", point="elbow")
+    with pytest.raises(ValueError, match="0.1 m away from the reference position"):
+        model.attach(fiber, "end", "arm", point=(0, 0, -0.3))
+    model.attach(fiber, "end", "arm")
+    with pytest.raises(ValueError, match="already attached to body 'arm'"):
+        model.attach(fiber, "end", "arm")
+    with pytest.raises(ValueError, match="already attached"):
+        model.fix(fiber, "end")
+    model.fix(fiber, "start")
+    with pytest.raises(ValueError, match="already has a boundary condition"):
+        model.attach(fiber, "start", "arm")
+    with pytest.raises(TypeError, match="RigidSystem"):
+        sf.Model([fiber], rigid="bones")
+    bad = RigidSystem()
+    bad.add_body(Body("free", start=(0, 0, 0), axis=(0, 0, -0.3), radius=0.02, mass=0.0), joint=Revolute(axis=(0, 1, 0)))
+    with pytest.raises(ValueError, match="mass"):
+        sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)], rigid=bad)
+    with pytest.raises(ValueError, match="zero length"):
+        Revolute(axis=(0, 0, 0))
+    other = RigidSystem()
+    other.add_body(Body("arm", start=(0, 0, 0), axis=(0, 0, -0.3), radius=0.02, mass=1.0), joint=Fixed())
+    with pytest.raises(ValueError, match="another rigid system"):
+        model.add_contact(CylinderContact.on_body(other, "arm", law=PenaltyLaw(stiffness=1.0, gamma=1.0)))
+    with pytest.raises(ValueError, match="q must have 1 entries"):
+        model.initial_state(q=[0.0, 1.0])

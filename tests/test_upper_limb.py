@@ -1,0 +1,35 @@
+"""The upper-limb demo (paper §5.4) at small size."""
+import numpy as np
+
+from skfiber.demos import upper_limb
+
+
+def test_upper_limb_first_half_second(tmp_path, capsys):
+    results = upper_limb.main(["--t-end", "0.5", "--quiet", "--output", str(tmp_path)])
+    r = results[0]
+    out = capsys.readouterr().out
+    assert out.strip().splitlines()[-1].startswith("summary: level=1 dofs=542 steps=16 ")
+    assert r.dofs == 542  # the paper's count for level 1 (Table 5)
+    assert r.times[-1] == 0.5 and len(r.times) == 17
+    # the biceps (α ≈ 0.13 at t = 0.5 s) flexes the elbow; the triceps then presses on the wrapping cylinder
+    assert 30.0 < r.angle_deg[-1] < 60.0
+    assert np.all(np.diff(r.angle_deg[:5]) > 0)
+    assert r.max_contacts > 0
+    # fibers pull on the upper arm (kN: Table 4's Smax is large); the biceps harder than the stretched triceps
+    assert np.all(r.biceps_origin_force > 0) and r.biceps_origin_force[-1] > 2 * r.triceps_origin_force[-1] > 1e3
+    for name in ("angle_level1.csv", "axial_force_level1.csv", "angle.png", "forces.png", "axial_force.png"):
+        assert (tmp_path / name).stat().st_size > 0
+    data = np.loadtxt(tmp_path / "angle_level1.csv", delimiter=",", skiprows=1)
+    assert data.shape == (17, 4) and np.allclose(data[:, 1], r.angle_deg, rtol=1e-8)
+
+
+def test_reference_configuration_is_admissible():
+    """At q = 0 every fiber end sits on its body point and the triceps bulge rests lightly on the wrapping cylinder."""
+    model = upper_limb.build_model(4)
+    state = model.initial_state()
+    forces = model.attachment_forces(state)
+    assert set(forces) == {f"{f.name}.{end}" for f in model.fibers for end in ("origin", "insertion")}
+    ev = model.evaluate(state.u, state.v, state.a, 0.0, c_v=0.0, c_a=0.0)
+    assert np.isfinite(ev.residual).all()
+    contact = model.contacts[0].evaluate(model, state.u, 0.0)
+    assert contact.n_active > 0 and contact.admissibility.min() > 0.5
