@@ -399,3 +399,25 @@ def test_demo_small(capsys):
     assert values["ne32_error_pct"] == pytest.approx(0.615, abs=0.01)
     assert "  -12.28631" in "\n".join(lines)  # 32 elements, 5 points (m)
     assert "-12.07385" in "\n".join(lines) and "-12.36233" in "\n".join(lines)  # 16 and 64 elements
+
+
+def test_trial_safeguard_keeps_the_margin_at_the_end_of_the_step():
+    """safeguard="trial": eq. 71 holds exactly at u + δ du, δ a power of 1/2, and Newton converges."""
+    law = sf.prestress(1e4) + sf.passive_kelvin_voigt(mu_muscle=1e4, mu_tendon=1e4, eta_muscle=0, eta_tendon=0)
+    model, _ = fiber_model(8, law=law)
+    cyl = model.add_contact(CylinderContact(point=(0.0, 0.0, -0.3), axis=(0, 1, 0), radius=0.2, law=LAW,
+                                            safeguard="trial"))
+    model.add_line_load((0.0, 0.0, -47.0))
+    solver = ConstrainedSolver(model.discretization.assembler, model.constrained_dofs)
+    z = np.zeros(model.n_dofs)
+    ev = model.evaluate(z, z, z, 0.0, c_v=0.0, c_a=0.0)
+    du = solver.solve(ev.element_matrices, -ev.residual, ev.extra)
+    delta = cyl.max_step(model, z, du, 0.0, delta_bar=0.25)
+    assert 0 < delta < 1 and np.log2(delta) == int(np.log2(delta))
+    before = cyl.gaps(model, z).admissibility
+    after = cyl.gaps(model, delta * du).admissibility
+    assert np.all(after > 0.25 * np.minimum(before, 1.0))
+    assert np.any(cyl.gaps(model, 2 * delta * du).admissibility <= 0.25 * np.minimum(before, 1.0))  # δ is the largest
+    u, report = newton(lambda u: model.evaluate(u, z, z, 0.0, c_v=0.0, c_a=0.0), z, solver,
+                       max_step=lambda u, du: model.max_step(u, du, 0.0, delta_bar=0.25))
+    assert cyl.resultant(model, u, 0.0)[0][2] == pytest.approx(-34.27, rel=1e-3)  # as with the element-wise bound

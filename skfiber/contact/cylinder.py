@@ -313,7 +313,7 @@ class CylinderContact:
                              f"got {quadrature_points!r}")
         if safeguard not in ("element", "point", "trial"):
             raise ValueError(f"unknown safeguard estimate {safeguard!r}; "
-                             "pick one of 'element' (paper eq. 72) or 'point'")
+                             "pick one of 'element' (paper eq. 72), 'point' or 'trial'")
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
         if pose is None:

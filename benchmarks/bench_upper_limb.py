@@ -1,0 +1,51 @@
+"""Timing of the upper-limb model (paper §5.4, Table 5) at levels 1–4.
+
+Runs ``demos/upper_limb.py`` (8/16/32/64 elements per fiber, 256/512/1024/2048
+backward-Euler steps over 8 s) and prints per level: wall time, the paper's
+d.o.f. count, Newton unknowns, Newton iterations (mean/max), retries, the
+ratio to the paper's MATLAB timings (66.0, 281.3, 958.2, 5579.6 s on a
+Ryzen 7 3700X), and the largest elbow-angle difference between levels 3 and 4.
+
+Run: ``python benchmarks/bench_upper_limb.py [--levels 1 2 3 4]``.  Ends with
+``summary: level1_s=<s> level2_s=<s> level3_s=<s> level4_s=<s> max_angle_diff_l3_l4_deg=<deg>``
+(``nan`` for levels not run).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+
+from skfiber.demos import upper_limb
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 2, 3, 4], choices=sorted(upper_limb.LEVELS))
+    parser.add_argument("--progress", action="store_true", help="show progress lines of each run")
+    args = parser.parse_args(argv)
+    results = {}
+    for level in args.levels:
+        ne, nt = upper_limb.LEVELS[level]
+        print(f"level {level}: {ne} elements per fiber, {nt} steps …", flush=True)
+        results[level] = upper_limb.run(level, progress=args.progress)
+        r = results[level]
+        its = np.asarray(r.newton_iterations)
+        print(f"  wall {r.wall_time:.2f} s, d.o.f. {r.dofs}, unknowns {r.unknowns}, Newton {its.mean():.2f}/{its.max()} "
+              f"(mean/max), retries {r.retries}, paper {upper_limb.PAPER_TABLE5[level][1]} s "
+              f"(ratio {upper_limb.PAPER_TABLE5[level][1] / r.wall_time:.1f}×)", flush=True)
+    print(upper_limb.report(list(results.values())))
+    diff = math.nan
+    if 3 in results and 4 in results:
+        a, b = results[3], results[4]
+        diff = float(np.abs(np.interp(b.times, a.times, a.angle_deg) - b.angle_deg).max())
+        print(f"largest elbow-angle difference between levels 3 and 4: {diff:.3f} deg")
+    secs = {k: (results[k].wall_time if k in results else math.nan) for k in (1, 2, 3, 4)}
+    print(f"summary: level1_s={secs[1]:.2f} level2_s={secs[2]:.2f} level3_s={secs[3]:.2f} "
+          f"level4_s={secs[4]:.2f} max_angle_diff_l3_l4_deg={diff:.3f}")
+    return results
+
+
+if __name__ == "__main__":
+    main()
