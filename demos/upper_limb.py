@@ -51,6 +51,7 @@ Run::
 
     python demos/upper_limb.py              # level 1 (seconds)
     python demos/upper_limb.py --level 3    # finer; --levels 1 2 3 4 compares them
+    python demos/upper_limb.py --vtk out    # + VTK series out/upper_limb.pvd (fibers, bones)
 """
 from __future__ import annotations
 
@@ -162,8 +163,12 @@ class UpperLimbResult:
 
 
 def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, n_steps: int | None = None,
-        progress: bool = True) -> UpperLimbResult:
-    """Simulate one level (or explicit ``n_elements``/``n_steps`` over ``t_end``)."""
+        progress: bool = True, vtk: Path | None = None, vtk_every: int = 4) -> UpperLimbResult:
+    """Simulate one level (or explicit ``n_elements``/``n_steps`` over ``t_end``).
+
+    With ``vtk`` a folder: a VTK series (fibers with their fields, bones as cylinders)
+    of every ``vtk_every``-th step, ``upper_limb.pvd`` for ParaView.
+    """
     if level not in LEVELS:
         raise ValueError(f"level must be one of {sorted(LEVELS)}, got {level!r}")
     ne, nt = LEVELS[level]
@@ -174,6 +179,12 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     dt = t_end / nt
     model = build_model(ne)
     forces = {"t": [0.0], "bi": [], "tri": []}
+    writer = None
+    if vtk is not None:
+        from skfiber.coupling import body_cylinders
+        from skfiber.io import VTKSeries
+
+        writer = VTKSeries(vtk, model, name="upper_limb", bodies=body_cylinders(model))
     profiles: dict = {}
     max_contacts = [0]
 
@@ -184,6 +195,9 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
         if info is not None:
             forces["t"].append(state.t)
             max_contacts[0] = max(max_contacts[0], info.active_contacts)
+        step = 0 if info is None else info.step
+        if writer is not None and (step % vtk_every == 0 or (info is not None and step == info.n_steps)):
+            writer.write(state, step)
         for tp in PROFILE_TIMES:
             if tp not in profiles and state.t >= tp - 1e-9:
                 profiles[tp] = {name: _axial_force(model, state, name) for name in ("biceps1", "triceps1")}
@@ -288,6 +302,7 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     parser.add_argument("--t-end", type=float, default=T_END, help="end time in s (default 8)")
     parser.add_argument("--output", type=Path, default=Path("upper_limb_output"), help="directory for CSV/PNG files")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument("--vtk", type=Path, default=None, help="also write a VTK series (every 4th step) to this folder")
     args = parser.parse_args(argv)
     levels = args.levels or [args.level or 1]
     results = []
@@ -296,7 +311,8 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
               f"(scaled to t_end = {args.t_end:g} s)" if args.t_end != T_END else
               f"level {level}: {LEVELS[level][0]} elements per fiber, {LEVELS[level][1]} steps over {T_END:g} s",
               flush=True)
-        results.append(run(level, t_end=args.t_end, progress=not args.quiet))
+        vtk = None if args.vtk is None else (args.vtk if len(levels) == 1 else args.vtk / f"level{level}")
+        results.append(run(level, t_end=args.t_end, progress=not args.quiet, vtk=vtk))
     files = write_outputs(results, args.output)
     print(report(results))
     r = results[-1]

@@ -61,7 +61,39 @@ import numpy as np
 from .linalg import ConstrainedSolver
 from .model import Evaluation
 
-__all__ = ["Attachment", "AttachmentKinematics", "attachment_kinematics", "CoupledProblem", "CoupledEvaluation"]
+__all__ = ["Attachment", "AttachmentKinematics", "attachment_kinematics", "CoupledProblem", "CoupledEvaluation",
+           "body_cylinders"]
+
+
+def body_cylinders(model):
+    """``bodies(state)`` for :class:`skfiber.io.VTKSeries` / ``run_simulation``: the
+    bodies of the model's rigid system as cylinders at the state's q (VTK output).
+
+    Example
+    -------
+    >>> import skfiber as sf
+    >>> from skfiber.rigid import Body, Revolute, RigidSystem
+    >>> system = RigidSystem()
+    >>> system.add_body(Body("arm", start=(0, 0, 0), axis=(0, 0, -0.3), radius=0.03, mass=1.0),
+    ...                 joint=Revolute(axis=(0, 1, 0))) and None
+    >>> model = sf.Model([sf.Fiber.straight((0.1, 0, 0), (0.1, 0, -0.3), n_elements=2)], rigid=system)
+    >>> [c.name for c in body_cylinders(model)(model.initial_state())]
+    ['arm']
+    """
+    from .io import Cylinder
+
+    if model.rigid is None:
+        raise ValueError("the model has no rigid system (Model(fibers, rigid=system))")
+    system = model.rigid
+
+    def bodies(state):
+        out = []
+        for b in system.bodies:
+            pose = system.cylinder(b.name).pose(state.q, state.t, hessian=False)
+            out.append(Cylinder(pose.start, pose.axis, b.radius, b.name))
+        return out
+
+    return bodies
 
 
 @dataclass(frozen=True, eq=False)

@@ -5,7 +5,7 @@ from skfiber.demos import upper_limb
 
 
 def test_upper_limb_first_half_second(tmp_path, capsys):
-    results = upper_limb.main(["--t-end", "0.5", "--quiet", "--output", str(tmp_path)])
+    results = upper_limb.main(["--t-end", "0.5", "--quiet", "--output", str(tmp_path), "--vtk", str(tmp_path / "vtk")])
     r = results[0]
     out = capsys.readouterr().out
     assert out.strip().splitlines()[-1].startswith("summary: level=1 dofs=542 steps=16 ")
@@ -19,6 +19,8 @@ def test_upper_limb_first_half_second(tmp_path, capsys):
     assert np.all(r.biceps_origin_force > 0) and r.biceps_origin_force[-1] > 2 * r.triceps_origin_force[-1] > 1e3
     for name in ("angle_level1.csv", "axial_force_level1.csv", "angle.png", "forces.png", "axial_force.png"):
         assert (tmp_path / name).stat().st_size > 0
+    pvd = (tmp_path / "vtk" / "upper_limb.pvd").read_text()
+    assert pvd.count("upper_limb_fibers_") == 5 and pvd.count("upper_limb_bodies_") == 5  # steps 0, 4, 8, 12, 16
     data = np.loadtxt(tmp_path / "angle_level1.csv", delimiter=",", skiprows=1)
     assert data.shape == (17, 4) and np.allclose(data[:, 1], r.angle_deg, rtol=1e-8)
 
