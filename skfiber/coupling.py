@@ -264,7 +264,7 @@ class CoupledProblem:
         ref = max(ev.reference_force, rs.reference_force)
         pose_terms = []
         for contact, pose in zip(self.body_contacts, poses):
-            load = contact.body_load(model, u, t, tangent=True)
+            load = contact.body_load(model, u, t, tangent=False)  # derivatives on demand (tangent_blocks)
             Jp = np.concatenate([pose.start_jacobian, pose.axis_jacobian])  # (6, n)
             Hp = np.concatenate([pose.start_hessian, pose.axis_hessian])    # (6, n, n)
             R_q = R_q + Jp.T @ load.force
@@ -306,7 +306,11 @@ class CoupledProblem:
         Rq_u = self._K_times(ev, X, transpose=True).T
         G_D = ev.residual[self.D]
         Rq_q = b["rigid"].tangent + X.T @ W + np.einsum("a,aij->ij", G_D, kin.hessian)
+        if b["pose_terms"]:
+            self.kinematics(b["q"], b["t"])
+            self.model.set_coordinates(b["q"])  # the body cylinders where this evaluation saw them
         for contact, Jp, Hp, load in b["pose_terms"]:
+            load = contact.body_load(self.model, b["u"], b["t"], tangent=True)
             Gp = contact.pose_derivative(self.model, b["u"], b["t"])  # (N, 6)
             W_pose = Gp @ Jp
             W = W + W_pose

@@ -81,7 +81,7 @@ class Evaluation:
         self.roundoff = roundoff
         self._tangent_fn = tangent_fn
         self._element_matrices = None
-        self.extra = list(extra or [])
+        self._extra = extra if callable(extra) else list(extra or [])
         self.reference_force = reference_force
         self.min_stretch = min_stretch
 
@@ -90,6 +90,13 @@ class Evaluation:
         if self._element_matrices is None:
             self._element_matrices = self._tangent_fn()
         return self._element_matrices
+
+    @property
+    def extra(self) -> list:
+        """COO triplets (rows, cols, values) of the contact tangents (computed on first access)."""
+        if callable(self._extra):
+            self._extra = list(self._extra())
+        return self._extra
 
 
 @dataclass(frozen=True)
@@ -148,6 +155,7 @@ class Model:
                 raise TypeError(f"rigid must be a skfiber.rigid.RigidSystem, got {type(rigid).__name__}")
             rigid.finalize()
         self.rigid = rigid
+        self._coordinates = None  # q last set with set_coordinates (contacts with body cylinders)
         self.attachments: list = []
 
     @property
@@ -265,6 +273,7 @@ class Model:
 
     def set_coordinates(self, q) -> None:
         """Set the rigid coordinates q seen by contacts with body cylinders."""
+        self._coordinates = np.array(q, dtype=float)
         for contact in self.contacts:
             setter = getattr(contact, "set_coordinates", None)
             if setter is not None:
@@ -510,11 +519,12 @@ class Model:
                 where = (f": the stress of fiber {k} ({d.fibers[k].law!r}) is not finite at "
                          f"λ ∈ [{np.min(lam):.4g}, {np.max(lam):.4g}]")
             raise FloatingPointError(f"non-finite residual at t = {t:.6g} s{where}")
-        extra, n_active = [], 0
+        n_active = 0
+        active_contacts = []
         for contact in self.contacts:
             if contact.name not in parts:
                 continue
-            ce = contact.evaluate(self, u, t, tangent=True)
+            ce = contact.evaluate(self, u, t, tangent=False)
             if np.any(ce.admissibility <= 0) or not np.all(np.isfinite(ce.residual)):
                 worst = float(np.min(ce.admissibility)) if ce.admissibility.size else float("nan")
                 raise FloatingPointError(
@@ -523,11 +533,22 @@ class Model:
                 )
             R += ce.residual
             ref = max(ref, np.linalg.norm(ce.residual))
-            extra.append((ce.rows, ce.cols, ce.values))
+            active_contacts.append(contact)
             n_active += int(ce.n_active)
+        u_frozen = u.copy()
+        q_frozen = None if self._coordinates is None else self._coordinates.copy()
+
+        def extra():
+            if q_frozen is not None:  # body cylinders at the pose of this evaluation
+                self.set_coordinates(q_frozen)
+            out = []
+            for contact in active_contacts:
+                ce = contact.evaluate(self, u_frozen, t, tangent=True)
+                out.append((ce.rows, ce.cols, ce.values))
+            return out
         return Evaluation(
             R, tangent_fn, reference_force=ref, min_stretch=float(np.min(w.lam)), roundoff=roundoff,
-            extra=extra, n_active_contacts=n_active,
+            extra=extra if active_contacts else [], n_active_contacts=n_active,
         )
 
     def tangent_matrix(self, evaluation: Evaluation) -> sps.csr_matrix:

@@ -67,6 +67,11 @@ class NewtonOptions:
     line_search: int = 6
     #: sufficient decrease of the line search: accept ‖G(u + s Δu)‖ ≤ (1 − c s) ‖G(u)‖
     line_search_decrease: float = 1e-4
+    #: give up early when ‖G‖ stagnates: when the residual has not dropped by
+    #: 10 % over this many iterations, Newton stops with a ConvergenceError
+    #: instead of running to `max_iterations` (time steps and load steps are
+    #: then bisected); 0 = never
+    stagnation_window: int = 5
 
     def __post_init__(self):
         if not (self.rtol > 0 and math.isfinite(self.rtol)):
@@ -83,6 +88,10 @@ class NewtonOptions:
             raise ValueError(f"line_search must be an integer ≥ 0 (number of step halvings), got {self.line_search!r}")
         if not 0 <= self.line_search_decrease < 1:
             raise ValueError(f"line_search_decrease must lie in [0, 1), got {self.line_search_decrease}")
+        if (isinstance(self.stagnation_window, bool) or int(self.stagnation_window) != self.stagnation_window
+                or self.stagnation_window < 0):
+            raise ValueError(f"stagnation_window must be an integer ≥ 0 (0 = never give up early), "
+                             f"got {self.stagnation_window!r}")
 
 
 class ConvergenceError(RuntimeError):
@@ -148,6 +157,13 @@ def newton(
             return u, NewtonReport(it, history, fractions, ev.n_active_contacts)
         if it == options.max_iterations:
             break
+        w = options.stagnation_window
+        if w and it >= w and res > 0.9 * history[it - w]:
+            raise ConvergenceError(
+                f"Newton stagnates: the residual did not drop by 10 % in {w} iterations "
+                f"({history[it - w]:.3e} → {res:.3e}; NewtonOptions.stagnation_window)",
+                t=t, step=step, residual_history=history,
+            )
         try:
             if hasattr(solver, "solve_newton"):  # coupled fibers + rigid bodies (skfiber.coupling)
                 du = solver.solve_newton(ev)
@@ -278,6 +294,7 @@ class StepInfo:
     n_steps: int
     t_end: float
     newton_iterations: int
+    #: failed Newton attempts in this step (each one split a (sub)step in two)
     retries: int
     elapsed: float
     active_contacts: int = 0
@@ -369,7 +386,6 @@ def _coupled_step(model: Model, state: State, dt: float, problem, *, options: Ne
     v = (u − uₙ)/Δt and p = (q − qₙ)/Δt for all DOFs, the attached ends
     included (v_D from their positions c(q)).
     """
-    from .rigid import rigid_step
 
     t1 = state.t + dt
     N = model.n_dofs
@@ -389,7 +405,7 @@ def _coupled_step(model: Model, state: State, dt: float, problem, *, options: Ne
         return v, (v - v_n) / dt, 1.0 / dt, 1.0 / dt**2
 
     def rigid_state(q):
-        return rigid_step(model.rigid, q, q_prev=q_n, p_prev=p_n, dt=dt, t=t1)
+        return _LazyRigidStep(model.rigid, q, q_n, p_n, dt, t1)
 
     def evaluate(z):
         return problem.evaluate(z, t1, fiber_state=fiber_state, rigid_state=rigid_state)
@@ -403,6 +419,28 @@ def _coupled_step(model: Model, state: State, dt: float, problem, *, options: Ne
     v = (u - u_n) / dt
     p = (q - q_n) / dt
     return State(t1, u, v, (v - v_n) / dt, q, p, (p - p_n) / dt), report
+
+
+class _LazyRigidStep:
+    """R_rb(q⁺) now, its tangent dR_rb/dq⁺ on first access (line-search trials and
+    the converged state never need it)."""
+
+    def __init__(self, system, q, q_prev, p_prev, dt, t):
+        from .rigid import rigid_step
+
+        self._args = (system, np.array(q, dtype=float), dict(q_prev=q_prev, p_prev=p_prev, dt=dt, t=t))
+        step = rigid_step(system, self._args[1], tangent=False, **self._args[2])
+        self.residual, self.velocity, self.reference_force = step.residual, step.velocity, step.reference_force
+        self._tangent = None
+
+    @property
+    def tangent(self) -> np.ndarray:
+        if self._tangent is None:
+            from .rigid import rigid_step
+
+            system, q, kw = self._args
+            self._tangent = rigid_step(system, q, tangent=True, **kw).tangent
+        return self._tangent
 
 
 def make_solver(model: Model):
@@ -435,8 +473,9 @@ def simulate(
     store_every
         Keep every k-th state in the result (the last one always).
     max_halvings
-        A step whose Newton fails is redone as 2, 4, … substeps, at most
-        2**max_halvings of them; then :class:`ConvergenceError` is raised.
+        A step whose Newton fails is split into two halves, a failing half
+        again, and so on, down to substeps of dt / 2**max_halvings; then
+        :class:`ConvergenceError` is raised.  Converged substeps are kept.
     callback
         Called as ``callback(state, info)`` after every step, with
         :class:`StepInfo` (step number, Newton iterations, …).  Writers of
@@ -503,26 +542,38 @@ def simulate(
 
 
 def _step_with_retries(model, state, h, solver, options, k, max_halvings):
-    """Advance by h; on failure split into 2, 4, … substeps."""
-    last_error = None
-    for level in range(max_halvings + 1):
-        n_sub = 2**level
+    """Advance by h; a failing (sub)step is split in two halves, recursively.
+
+    Only the failing part is redone: substeps that converged are kept.  At most
+    ``max_halvings`` levels (smallest substep h / 2**max_halvings).
+    Returns (state, Newton iterations, failed attempts, residual history, contacts).
+    """
+    counts = {"iterations": 0, "failures": 0, "contacts": 0}
+    history: list[float] = []
+
+    def advance(s, level, index):
+        """Substep ``index`` (0-based) of the 2**level substeps of length h / 2**level."""
+        dt_sub = h / 2**level
+        label = k if level == 0 else f"{k} (substep {index + 1}/{2**level})"
         try:
-            s = state
-            total = 0
-            history: list[float] = []
-            for j in range(n_sub):
-                s, rep = backward_euler_step(model, s, h / n_sub, solver, options=options, step=k if n_sub == 1 else f"{k} (substep {j + 1}/{n_sub})")
-                total += rep.iterations
-                history += rep.residual_history
-            return s, total, level, history, rep.active_contacts
+            s_new, rep = backward_euler_step(model, s, dt_sub, solver, options=options, step=label)
         except ConvergenceError as err:
-            last_error = err
-    raise ConvergenceError(
-        f"{last_error.reason}; still failing with the step split into {2**max_halvings} substeps "
-        f"(Δt = {h / 2**max_halvings:.3g} s)",
-        t=last_error.t, step=k, residual_history=last_error.residual_history,
-    ) from last_error
+            counts["failures"] += 1
+            if level == max_halvings:
+                raise ConvergenceError(
+                    f"{err.reason}; still failing with the step split into {2**max_halvings} substeps "
+                    f"(Δt = {dt_sub:.3g} s)",
+                    t=err.t, step=k, residual_history=err.residual_history,
+                ) from err
+            half = advance(s, level + 1, 2 * index)
+            return advance(half, level + 1, 2 * index + 1)
+        counts["iterations"] += rep.iterations
+        counts["contacts"] = rep.active_contacts
+        history.extend(rep.residual_history)
+        return s_new
+
+    out = advance(state, 0, 0)
+    return out, counts["iterations"], counts["failures"], history, counts["contacts"]
 
 
 def _check_finite_time(**values: float) -> None:
