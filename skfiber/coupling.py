@@ -37,6 +37,7 @@ Example
 A fiber hanging from the ground carries a pendulum:
 
 >>> import numpy as np
+import scipy.sparse as sps
 >>> import skfiber as sf
 >>> from skfiber.rigid import Body, Revolute, RigidSystem
 >>> system = RigidSystem(gravity=(0, 0, -9.81))
@@ -57,6 +58,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sps
 
 from .linalg import ConstrainedSolver
 from .model import Evaluation
@@ -185,6 +187,9 @@ class CoupledProblem:
         edofs = asm.element_dofs.T  # (e, nb)
         touch = np.flatnonzero(is_D[edofs].any(axis=1))
         self._touch, self._touch_dofs = touch, edofs[touch]
+        # scatter of element rows (touching elements) into global rows: out = P @ Ye.reshape(-1, n)
+        m = self._touch_dofs.size
+        self._scatter = sps.csr_matrix((np.ones(m), (self._touch_dofs.ravel(), np.arange(m))), shape=(self.N, m))
         self._kin_memo = None
 
     # ------------------------------------------------------------------ state
@@ -286,13 +291,15 @@ class CoupledProblem:
             if transpose:
                 Ke = Ke.transpose(0, 2, 1)
             Ye = Ke @ X[self._touch_dofs]  # (e, nb, n)
-            np.add.at(out, self._touch_dofs.ravel(), Ye.reshape(-1, X.shape[1]))
+            out += self._scatter @ Ye.reshape(-1, X.shape[1])
         for r, c, vals in ev.extra:
             if transpose:
                 r, c = c, r
             keep = self._is_D[c]
             if np.any(keep):
-                np.add.at(out, r[keep], vals[keep, None] * X[c[keep]])
+                rk, wk = r[keep], vals[keep, None] * X[c[keep]]
+                for j in range(X.shape[1]):
+                    out[:, j] += np.bincount(rk, weights=wk[:, j], minlength=self.N)
         return out
 
     def tangent_blocks(self, cev: CoupledEvaluation):

@@ -415,11 +415,17 @@ class CylinderContact:
         """Point, axis and unit axis at time t."""
         if self._fixed is not None:
             return self._fixed
+        value = self.pose(t)
+        cached = getattr(self, "_pose_cache", None)
+        if cached is not None and cached[0] is value:  # a body pose, unchanged since the last call
+            return cached[1]
         try:
-            point, axis = self.pose(t)
+            point, axis = value
         except (TypeError, ValueError) as err:
             raise ValueError(f"pose({t!r}) must return (point, axis), each 3 numbers: {err}") from err
-        return _make_pose(point, axis)
+        pose = _make_pose(point, axis)
+        self._pose_cache = (value, pose)
+        return pose
 
     def _closest(self, x: np.ndarray, pose: CylinderPose):
         """Clamped axial coordinate, side flag, closest point and x − y0 for points x (..., 3)."""
