@@ -386,6 +386,7 @@ def _coupled_step(model: Model, state: State, dt: float, problem, *, options: Ne
     v = (u − uₙ)/Δt and p = (q − qₙ)/Δt for all DOFs, the attached ends
     included (v_D from their positions c(q)).
     """
+    from .rigid import rigid_step
 
     t1 = state.t + dt
     N = model.n_dofs
@@ -404,8 +405,8 @@ def _coupled_step(model: Model, state: State, dt: float, problem, *, options: Ne
         v = (u - u_n) / dt
         return v, (v - v_n) / dt, 1.0 / dt, 1.0 / dt**2
 
-    def rigid_state(q):
-        return _LazyRigidStep(model.rigid, q, q_n, p_n, dt, t1)
+    def rigid_state(q):  # the tangent costs 10 % on top of the residual here: not worth deferring
+        return rigid_step(model.rigid, q, q_prev=q_n, p_prev=p_n, dt=dt, t=t1)
 
     def evaluate(z):
         return problem.evaluate(z, t1, fiber_state=fiber_state, rigid_state=rigid_state)
@@ -419,28 +420,6 @@ def _coupled_step(model: Model, state: State, dt: float, problem, *, options: Ne
     v = (u - u_n) / dt
     p = (q - q_n) / dt
     return State(t1, u, v, (v - v_n) / dt, q, p, (p - p_n) / dt), report
-
-
-class _LazyRigidStep:
-    """R_rb(q⁺) now, its tangent dR_rb/dq⁺ on first access (line-search trials and
-    the converged state never need it)."""
-
-    def __init__(self, system, q, q_prev, p_prev, dt, t):
-        from .rigid import rigid_step
-
-        self._args = (system, np.array(q, dtype=float), dict(q_prev=q_prev, p_prev=p_prev, dt=dt, t=t))
-        step = rigid_step(system, self._args[1], tangent=False, **self._args[2])
-        self.residual, self.velocity, self.reference_force = step.residual, step.velocity, step.reference_force
-        self._tangent = None
-
-    @property
-    def tangent(self) -> np.ndarray:
-        if self._tangent is None:
-            from .rigid import rigid_step
-
-            system, q, kw = self._args
-            self._tangent = rigid_step(system, q, tangent=True, **kw).tangent
-        return self._tangent
 
 
 def make_solver(model: Model):
