@@ -6,7 +6,9 @@ curves (active force–length, force–velocity and its inverse, passive fiber
 force–length, tendon force–length) with OpenSim's parameters; ``musculotendon``
 the fixed-height pennation model, the equilibrium (eqs. 1–2), damped
 equilibrium (eq. 3) and rigid-tendon (eqs. 4–7) musculotendon models and
-first-order activation dynamics.
+first-order activation dynamics; ``actuator`` the :class:`HillActuator`, a
+muscle along a path of body points as a force element of
+:class:`skfiber.rigid.RigidSystem` (its states integrated with the bodies).
 
 Example
 -------
@@ -30,6 +32,7 @@ from .curves import (
     corner_control_points,
     scale_curviness,
 )
+from .actuator import HillActuator
 from .musculotendon import (
     FORMULATIONS,
     FirstOrderActivation,
@@ -53,6 +56,7 @@ __all__ = [
     "scale_curviness",
     "FORMULATIONS",
     "FirstOrderActivation",
+    "HillActuator",
     "FixedHeightPennation",
     "Formulation",
     "Millard2012Muscle",

@@ -47,7 +47,7 @@ _EPS = float(np.finfo(float).eps)
 _ROOT_EPS = math.sqrt(_EPS)
 _SIGNIFICANT_REAL = 2.0**-40  # SimTK::SignificantReal for double (≈ 9.1e-13)
 _U_TOLERANCE = 100.0 * _EPS  # OpenSim's UTOL on |x(u) - x|
-_TABLE_SAMPLES = 64  # samples per segment of the tabulated u(x) (initial guess)
+_TABLE_SAMPLES = 2048  # samples per segment of the tabulated u(x) (initial guess)
 
 # Bernstein -> power basis of a quintic: coefficient of u**j is
 # sum_k C(5, j) C(j, k) (-1)**(j - k) P_k  (k <= j).
@@ -217,28 +217,26 @@ class SmoothSegmentedCurve:
         starts = self.x_points[:, 0]
         seg = np.clip(np.searchsorted(starts, x, side="right") - 1, 0, len(starts) - 1)
         cx = self._x_coeffs[seg]
-        dcx = cx[:, 1:] * np.arange(1, 6)
+        c0, c1, c2, c3, c4, c5 = cx.T
+        d1, d2, d3, d4 = 2.0 * c2, 3.0 * c3, 4.0 * c4, 5.0 * c5
+        # the fine table puts u within ~1e-7 of the root: Newton then needs one or two steps
         u = np.clip(np.interp(x, self._table_x, self._table_s) - seg, 0.0, 1.0)
         lo = np.zeros_like(x)
         hi = np.ones_like(x)
-        active = np.ones(x.shape, dtype=bool)
-        for _ in range(100):
-            f = _horner(cx[active], u[active]) - x[active]
+        for _ in range(100):  # all points together (no masking: cheaper for the small batches of a step)
+            f = c0 + u * (c1 + u * (c2 + u * (c3 + u * (c4 + u * c5)))) - x
             done = np.abs(f) <= _U_TOLERANCE
-            lo_a, hi_a, u_a = lo[active], hi[active], u[active]
-            lo_a = np.where(f < 0, u_a, lo_a)
-            hi_a = np.where(f > 0, u_a, hi_a)
-            d = _horner(dcx[active], u_a)
+            if done.all():
+                break
+            lo = np.where(f < 0, u, lo)
+            hi = np.where(f > 0, u, hi)
+            d = c1 + u * (d1 + u * (d2 + u * (d3 + u * d4)))
             with np.errstate(divide="ignore", invalid="ignore"):
-                newton = u_a - f / d
-            bad = ~((newton > lo_a) & (newton < hi_a) & (d > 0))
-            step = np.where(bad, 0.5 * (lo_a + hi_a), newton)
-            done |= (hi_a - lo_a) <= 4 * _EPS
-            u[active] = np.where(done, u_a, step)
-            lo[active], hi[active] = lo_a, hi_a
-            idx = np.flatnonzero(active)
-            active[idx[done]] = False
-            if not active.any():
+                newton = u - f / d
+            bad = ~((newton > lo) & (newton < hi) & (d > 0))
+            done |= (hi - lo) <= 4 * _EPS
+            u = np.where(done, u, np.where(bad, 0.5 * (lo + hi), newton))
+            if done.all():
                 break
         return seg, u
 

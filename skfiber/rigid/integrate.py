@@ -12,6 +12,21 @@ fiber residual (inertia + internal − external) at the dependent DOFs, i.e.
 the force the fiber exerts on the attachment (eq. 62); :func:`rigid_step`
 gives R_rb and dR_rb/dq⁺ for that assembly.
 
+Force elements with internal states (e.g. the fiber length of an
+elastic-tendon :class:`skfiber.hill.HillActuator`) declare them with the
+optional protocol ``n_states`` (int), ``state_names``, ``state_scale`` (m,),
+``initial_states(ctx)`` → (B, m) and ``state_rates(ctx)`` → (B, m) = ṡ(q, q̇, s, t);
+their force and rates read the states from ``ctx.element_states[name]`` (B, m).
+The states s of all such elements join q as unknowns of the same step, with
+the backward-Euler rows
+
+    R_s(q⁺, s⁺) = (s⁺ − sₙ − Δt ṡ(q⁺, p⁺, s⁺, t⁺)) / s_scale = 0,
+
+and Newton runs on (q⁺, s⁺) with the tangent d(R_rb, R_s)/d(q⁺, s⁺) by the same
+complex step (an element whose law is not complex-step safe propagates the
+imaginary parts through its own analytic tangent, as ``HillActuator`` does).
+Without such elements nothing changes.
+
 Example
 -------
 >>> import numpy as np
@@ -29,6 +44,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.linalg
 
 from .system import RigidSystem, complex_jacobian
 
@@ -39,7 +55,8 @@ from .system import RigidSystem, complex_jacobian
 STEP_TOL = 1e-8
 
 __all__ = ["RigidStep", "rigid_step", "rigid_residual", "rigid_tangent", "backward_euler_rigid",
-           "simulate_rigid", "RigidResult", "RigidNewtonReport"]
+           "simulate_rigid", "RigidResult", "RigidNewtonReport", "element_state_names",
+           "initial_element_states"]
 
 
 @dataclass(frozen=True)
@@ -48,12 +65,74 @@ class RigidStep:
 
     ``velocity`` p⁺ = (q⁺ − qₙ)/Δt; ``reference_force`` the largest of
     ‖M (p⁺ − pₙ)/Δt‖, ‖h‖ and the elements' ‖Q_e‖ (scale for convergence).
+    With element states (``n_states`` = m > 0) ``residual`` is (R_rb, R_s)
+    (n + m,) and ``tangent`` its derivative with respect to (q⁺, s⁺).
     """
 
     residual: np.ndarray
     tangent: np.ndarray | None
     velocity: np.ndarray
     reference_force: float
+    n_states: int = 0
+
+
+def _state_layout(system: RigidSystem) -> list:
+    """[(element, slice into s)] of the force elements with internal states."""
+    layout, k = [], 0
+    for element in system.elements:
+        m = int(getattr(element, "n_states", 0) or 0)
+        if m > 0:
+            layout.append((element, slice(k, k + m)))
+            k += m
+    return layout
+
+
+def _n_states(layout) -> int:
+    return layout[-1][1].stop if layout else 0
+
+
+def _state_scale(layout) -> np.ndarray:
+    if not layout:
+        return np.zeros(0)
+    return np.concatenate([np.broadcast_to(np.asarray(e.state_scale, dtype=float), (sl.stop - sl.start,))
+                           for e, sl in layout])
+
+
+def element_state_names(system: RigidSystem) -> tuple[str, ...]:
+    """Names of the internal states of all force elements, in the order of s."""
+    return tuple(name for e, _ in _state_layout(system) for name in e.state_names)
+
+
+def initial_element_states(system: RigidSystem, q, p, t: float = 0.0) -> np.ndarray:
+    """The elements' own initial states s₀ (m,) at (q, p, t) (e.g. muscle fibers in static equilibrium)."""
+    layout = _state_layout(system)
+    if not layout:
+        return np.zeros(0)
+    q = np.asarray(q, dtype=float)[None, :]
+    ctx = system._context(q, np.asarray(p, dtype=float)[None, :], float(t))
+    return np.concatenate([np.asarray(e.initial_states(ctx), dtype=float).reshape(1, -1)[0] for e, _ in layout])
+
+
+def _check_states(layout, states, states_prev):
+    m = _n_states(layout)
+    if m == 0:
+        if states is not None and np.size(states) or states_prev is not None and np.size(states_prev):
+            raise ValueError("states were given but no force element of the system has internal states")
+        return None, None
+    if states is None or states_prev is None:
+        names = ", ".join(e.name for e, _ in layout)
+        raise ValueError(f"force elements with internal states ({names}) need states= and states_prev= "
+                         f"({m} values each, see element_state_names); simulate_rigid and backward_euler_rigid "
+                         "pass them. The coupled fiber solver does not integrate element states: use elements "
+                         "without states there (e.g. a rigid-tendon HillActuator driven by an activation)")
+    out = []
+    for name, a in (("states", states), ("states_prev", states_prev)):
+        a = np.asarray(a, dtype=float)
+        if a.shape != (m,) or not np.all(np.isfinite(a)):
+            raise ValueError(f"{name} must be {m} finite values {list(n for e, _ in layout for n in e.state_names)}, "
+                             f"got {a!r}")
+        out.append(a)
+    return out
 
 
 def _check_step(system, q, q_prev, p_prev, dt, t):
@@ -71,19 +150,32 @@ def _check_step(system, q, q_prev, p_prev, dt, t):
     return arrays
 
 
-def _residual_batch(system: RigidSystem, Q, q_prev, p_prev, dt, t):
+def _residual_batch(system: RigidSystem, Q, q_prev, p_prev, dt, t, S=None, s_prev=None, layout=()):
     P = (Q - q_prev) / dt
     ctx = system._context(Q, P, t)
+    if layout:
+        ctx.element_states = {e.name: S[:, sl] for e, sl in layout}
     M, h = system._inertia(ctx)
     forces = system._forces(ctx)
     inertia = np.einsum("xkl,xl->xk", M, (P - p_prev) / dt)
     total = sum(forces.values(), np.zeros_like(h))
     ref = max([np.linalg.norm(np.real(inertia[0])), np.linalg.norm(np.real(h[0]))]
               + [np.linalg.norm(np.real(v[0])) for v in forces.values()])
-    return inertia + h - total, ref
+    R = inertia + h - total
+    if layout:
+        rows = []
+        for e, sl in layout:
+            rate = np.asarray(e.state_rates(ctx))
+            if rate.shape != (len(Q), sl.stop - sl.start):
+                raise ValueError(f"force element {e.name!r}: state_rates returned shape {rate.shape}, "
+                                 f"expected {(len(Q), sl.stop - sl.start)}")
+            rows.append((S[:, sl] - s_prev[sl] - dt * rate) / np.asarray(e.state_scale, dtype=float))
+        R = np.concatenate([R] + rows, axis=1)
+    return R, ref
 
 
-def rigid_step(system: RigidSystem, q, *, q_prev, p_prev, dt: float, t: float, tangent: bool = True) -> RigidStep:
+def rigid_step(system: RigidSystem, q, *, q_prev, p_prev, dt: float, t: float, tangent: bool = True,
+               states=None, states_prev=None) -> RigidStep:
     """Backward-Euler residual R_rb(q⁺) = M(q⁺)(p⁺ − pₙ)/Δt + h(q⁺, p⁺, t) − Q(q⁺, p⁺, t) and dR_rb/dq⁺.
 
     Parameters
@@ -96,20 +188,28 @@ def rigid_step(system: RigidSystem, q, *, q_prev, p_prev, dt: float, t: float, t
         Δt and the new time t⁺.
     tangent
         Also compute dR_rb/dq⁺ (n, n).
+    states, states_prev
+        s⁺ and sₙ (m,), required when force elements have internal states
+        (see the module notes); the residual is then (R_rb, R_s) and the
+        tangent is taken with respect to (q⁺, s⁺).
     """
     q, q_prev, p_prev = _check_step(system, q, q_prev, p_prev, dt, t)
     q = np.asarray(q, dtype=float)
+    layout = _state_layout(system)
+    s, s_prev = _check_states(layout, states, states_prev)
+    n, m = system.n, _n_states(layout)
     ref = [0.0]
 
-    def fn(Q):
-        R, ref[0] = _residual_batch(system, Q, q_prev, p_prev, dt, t)
+    def fn(X):
+        R, ref[0] = _residual_batch(system, X[:, :n], q_prev, p_prev, dt, t, X[:, n:], s_prev, layout)
         return R
 
+    x = q if m == 0 else np.concatenate([q, s])
     if tangent:
-        R, K = complex_jacobian(fn, q)
+        R, K = complex_jacobian(fn, x)
     else:
-        R, K = np.real(fn(q[None, :])[0]), None
-    return RigidStep(R, K, (q - q_prev) / dt, float(ref[0]))
+        R, K = np.real(fn(x[None, :])[0]), None
+    return RigidStep(R, K, (q - q_prev) / dt, float(ref[0]), m)
 
 
 def rigid_residual(system: RigidSystem, q, *, q_prev, p_prev, dt: float, t: float) -> np.ndarray:
@@ -126,10 +226,15 @@ def rigid_tangent(system: RigidSystem, q, *, q_prev, p_prev, dt: float, t: float
 class RigidNewtonReport:
     iterations: int
     residual_history: list[float]
+    #: s⁺, the new element states (empty without stateful elements)
+    states: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: ‖R_s‖∞ of each iteration (empty without stateful elements)
+    state_residual_history: list[float] = field(default_factory=list)
 
 
 def backward_euler_rigid(system: RigidSystem, q_prev, p_prev, t_prev: float, dt: float, *,
-                         options=None, step: int | str = 0, a_prev=None):
+                         options=None, step: int | str = 0, a_prev=None, states_prev=None,
+                         state_rate_prev=None):
     """One backward-Euler step from (qₙ, pₙ) at tₙ to tₙ + Δt: returns (q⁺, p⁺, report).
 
     Newton on R_rb(q⁺) = 0 from the predictor q⁺ = qₙ + Δt pₙ + Δt² aₙ
@@ -140,6 +245,16 @@ def backward_euler_rigid(system: RigidSystem, q_prev, p_prev, t_prev: float, dt:
     residual is of the order of the update squared: Newton converges
     quadratically here), which saves the last residual evaluation.
     Raises :class:`skfiber.ConvergenceError` with the residual history.
+
+    With stateful force elements ``states_prev`` = sₙ is required; the
+    unknowns are then (q⁺, s⁺), the predictor is q⁺ = qₙ + Δt pₙ,
+    s⁺ = sₙ + Δt ṡₙ (``state_rate_prev`` = ṡₙ, the last step's (sₙ − sₙ₋₁)/Δt,
+    default 0; ``a_prev`` is not used: extrapolating the acceleration of a
+    stiff muscle-driven step overshoots, and Newton may then find another root
+    of the implicit equations), the state rows converge when ‖R_s‖∞ ≤ rtol
+    (they are scaled by the elements' ``state_scale``), Newton is globalized
+    (:func:`_newton_with_states`: a trust region on the states and a
+    backtracking line search) and ``report.states`` is s⁺.
     """
     from ..solver import ConvergenceError, NewtonOptions
 
@@ -148,6 +263,12 @@ def backward_euler_rigid(system: RigidSystem, q_prev, p_prev, t_prev: float, dt:
     p_prev = np.asarray(p_prev, dtype=float)
     t = float(t_prev) + dt
     q = q_prev + dt * p_prev
+    layout = _state_layout(system)
+    if _n_states(layout):
+        return _newton_with_states(system, layout, q, q_prev, p_prev, t, dt, options=options, step=step,
+                                   states_prev=states_prev, state_rate_prev=state_rate_prev)
+    if states_prev is not None and np.size(states_prev):
+        raise ValueError("states_prev was given but no force element of the system has internal states")
     if a_prev is not None:
         q = q + dt**2 * np.asarray(a_prev, dtype=float)
     history: list[float] = []
@@ -176,26 +297,104 @@ def backward_euler_rigid(system: RigidSystem, q_prev, p_prev, t_prev: float, dt:
                            residual_history=history)
 
 
+#: largest scaled element-state change |Δs/s_scale| of one Newton iteration (trust region)
+STATE_STEP = 0.25
+
+
+def _newton_with_states(system, layout, q, q_prev, p_prev, t, dt, *, options, step, states_prev,
+                        state_rate_prev):
+    """Newton on (q⁺, s⁺), globalized for stiff element states.
+
+    Each update Δx = −K⁻¹R is first shortened so that no scaled state moves
+    by more than ``STATE_STEP`` (a muscle fiber by a quarter of its optimal
+    length), then halved (at most ``options.line_search`` times) until
+    Deuflhard's natural monotonicity test holds: the simplified Newton update
+    at the trial point, ‖K⁻¹R(x + δΔx)‖, is below (1 − δ/2)‖Δx‖ (norms of
+    (Δq, Δs/s_scale)).  The test is invariant to the scaling of the rows, so
+    forces and state rates need no common unit.
+    """
+    from ..solver import ConvergenceError
+
+    if states_prev is None:
+        _check_states(layout, None, None)  # raises the explanatory error
+    n = q.shape[0]
+    s_prev = np.asarray(states_prev, dtype=float)
+    s = s_prev.copy()
+    if state_rate_prev is not None:
+        s = s + dt * np.asarray(state_rate_prev, dtype=float)
+    scale = _state_scale(layout)
+    weights = np.concatenate([np.ones(n), 1.0 / scale])
+    history: list[float] = []
+    s_history: list[float] = []
+
+    def evaluate(q, s):
+        try:
+            return rigid_step(system, q, q_prev=q_prev, p_prev=p_prev, dt=dt, t=t, states=s, states_prev=s_prev)
+        except FloatingPointError as err:
+            raise ConvergenceError(str(err), t=t, step=step, residual_history=history) from err
+
+    ev = evaluate(q, s)
+    for it in range(options.max_iterations + 1):
+        res = float(np.linalg.norm(ev.residual[:n]))
+        res_s = float(np.max(np.abs(ev.residual[n:])))
+        history.append(res)
+        s_history.append(res_s)
+        if not (math.isfinite(res) and math.isfinite(res_s)):
+            what = "rigid" if not math.isfinite(res) else "element-state"
+            raise ConvergenceError(f"the {what} residual is not finite", t=t, step=step, residual_history=history)
+        if res <= options.rtol * ev.reference_force + options.atol and res_s <= options.rtol:
+            return q, ev.velocity, RigidNewtonReport(it, history, s.copy(), s_history)
+        if it == options.max_iterations:
+            break
+        try:
+            lu = scipy.linalg.lu_factor(ev.tangent, check_finite=True)
+        except (ValueError, np.linalg.LinAlgError) as err:
+            raise ConvergenceError(f"singular rigid tangent ({err})", t=t, step=step, residual_history=history) from err
+        dx = -scipy.linalg.lu_solve(lu, ev.residual)
+        size = float(np.linalg.norm(weights * dx))
+        largest = float(np.max(np.abs(dx[n:] / scale)))
+        delta = min(1.0, STATE_STEP / largest) if largest > 0 else 1.0
+        for k in range(options.line_search + 1):
+            trial = evaluate(q + delta * dx[:n], s + delta * dx[n:])
+            simplified = float(np.linalg.norm(weights * scipy.linalg.lu_solve(lu, trial.residual)))
+            if (math.isfinite(simplified) and simplified <= (1.0 - 0.5 * delta) * size) or k == options.line_search:
+                break
+            delta *= 0.5
+        q, s, ev = q + delta * dx[:n], s + delta * dx[n:], trial
+    state_hist = ", ".join(f"{r:.3e}" for r in s_history)
+    raise ConvergenceError(f"no convergence in {options.max_iterations} iterations (element-state residual "
+                           f"history ‖R_s‖∞: [{state_hist}])", t=t, step=step, residual_history=history)
+
+
 @dataclass
 class RigidResult:
-    """Time series of a rigid backward-Euler run: ``q[i]``, ``p[i]`` at ``times[i]``."""
+    """Time series of a rigid backward-Euler run: ``q[i]``, ``p[i]`` (and element ``states[i]``) at ``times[i]``."""
 
     times: np.ndarray
     q: np.ndarray
     p: np.ndarray
     newton_iterations: list[int] = field(default_factory=list)
     retries: int = 0
+    #: internal states of the force elements (len(times), m); m = 0 without stateful elements
+    states: np.ndarray | None = None
+    #: their names (:func:`element_state_names`)
+    state_names: tuple[str, ...] = ()
 
 
 def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float, *, t0: float = 0.0,
                    options=None, max_bisections: int = 6,
-                   callback=None) -> RigidResult:
+                   callback=None, states0=None) -> RigidResult:
     """Integrate the rigid system with backward Euler from (q0, p0) at t0 to t_end.
 
     The step is Δt = (t_end − t0)/N with N = ⌈(t_end − t0)/dt⌉.  A step whose
     Newton iteration fails is retried in 2, 4, … substeps (at most
     ``max_bisections`` halvings).  ``callback(t, q, p)`` after each step.
     ``options``: :class:`skfiber.NewtonOptions` (default settings if None).
+
+    Force elements with internal states are integrated in the same Newton
+    iteration (module notes); their initial states are ``states0`` or, by
+    default, :func:`initial_element_states` at (q0, p0, t0), and
+    ``result.states`` holds their time series.
     """
     from ..solver import ConvergenceError
     q0 = np.asarray(q0, dtype=float)
@@ -210,30 +409,43 @@ def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float, *, t0: 
     n_steps = max(1, math.ceil((t_end - t0) / dt - 1e-9))
     h = (t_end - t0) / n_steps
     times = t0 + h * np.arange(n_steps + 1)
-    Q = np.empty((n_steps + 1, n)); P = np.empty((n_steps + 1, n))
+    layout = _state_layout(system)
+    m = _n_states(layout)
+    if m:
+        s0 = initial_element_states(system, q0, p0, t0) if states0 is None else np.asarray(states0, dtype=float)
+        _check_states(layout, s0, s0)
+    elif states0 is not None and np.size(states0):
+        raise ValueError("states0 was given but no force element of the system has internal states")
+    Q = np.empty((n_steps + 1, n)); P = np.empty((n_steps + 1, n)); S = np.empty((n_steps + 1, m))
     Q[0], P[0] = q0, p0
+    if m:
+        S[0] = s0
     iterations, retries = [], 0
     a = np.zeros(n)  # last step's acceleration, for the predictor
+    sd = np.zeros(m)  # last step's state rate, for the predictor
     for i in range(n_steps):
-        q, p = Q[i], P[i]
+        q, p, s = Q[i], P[i], S[i]
         for level in range(max_bisections + 1):
             sub = 2**level
             try:
-                qq, pp, its, aa = q, p, 0, a
+                qq, pp, ss, its, aa, sdd = q, p, s, 0, a, sd
                 for j in range(sub):
                     q1, p1, rep = backward_euler_rigid(system, qq, pp, times[i] + j * h / sub, h / sub,
-                                                       options=options, step=i + 1, a_prev=aa)
+                                                       options=options, step=i + 1, a_prev=aa,
+                                                       states_prev=ss if m else None,
+                                                       state_rate_prev=sdd if m else None)
                     aa = (p1 - pp) / (h / sub)
-                    qq, pp = q1, p1
+                    sdd = (rep.states - ss) / (h / sub)
+                    qq, pp, ss = q1, p1, rep.states
                     its += rep.iterations
-                a = aa
+                a, sd = aa, sdd
                 break
             except ConvergenceError:
                 if level == max_bisections:
                     raise
                 retries += 1
-        Q[i + 1], P[i + 1] = qq, pp
+        Q[i + 1], P[i + 1], S[i + 1] = qq, pp, ss
         iterations.append(its)
         if callback is not None:
             callback(times[i + 1], qq, pp)
-    return RigidResult(times, Q, P, iterations, retries)
+    return RigidResult(times, Q, P, iterations, retries, S, element_state_names(system))

@@ -1,0 +1,307 @@
+"""HillActuator: a Millard muscle along a path of body points as a force element
+of the rigid system, its states integrated by the backward-Euler/Newton step."""
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+
+from skfiber.hill import HillActuator, Millard2012Muscle, MuscleParameters
+from skfiber.rigid import (
+    Body,
+    GeneralizedForce,
+    JointSpringDamper,
+    Revolute,
+    RigidSystem,
+    backward_euler_rigid,
+    rigid_step,
+    simulate_rigid,
+)
+from skfiber.rigid.integrate import element_state_names, initial_element_states
+
+G = 9.81
+EXCITATION = lambda t: 0.3 + 0.2 * math.sin(5 * t)  # noqa: E731
+
+
+def double_pendulum(formulation="damped", *, excitation=True, gravity=True, **muscle_options):
+    """Two links hinged about y; a muscle from the ground over a via point on link 1 to link 2."""
+    system = RigidSystem(gravity=(0, 0, -G) if gravity else (0, 0, 0))
+    system.add_body(Body("l1", start=(0, 0, 0), axis=(0, 0, -0.3), radius=0.02, mass=1.0),
+                    joint=Revolute(axis=(0, 1, 0)))
+    system.add_body(Body("l2", start=(0, 0, -0.3), axis=(0, 0, -0.3), radius=0.02, mass=0.8), parent="l1",
+                    joint=Revolute(axis=(0, 1, 0), point=(0, 0, -0.3)))
+    params = dict(max_isometric_force=100.0, optimal_fiber_length=0.1, tendon_slack_length=0.35,
+                  pennation_angle_at_optimal=0.2)
+    params.update(muscle_options)
+    muscle = Millard2012Muscle(MuscleParameters(**params), formulation=formulation)
+    source = dict(excitation=EXCITATION) if excitation else dict(activation=EXCITATION)
+    hill = system.add(HillActuator(muscle, [("ground", (0.05, 0, 0.05)), ("l1", (0.03, 0, -0.2)),
+                                            ("l2", (0.02, 0, -0.4))], name="m", **source))
+    system.finalize()
+    return system, hill
+
+
+def pendulum(muscle, *, origin=(0.1, 0, 0.0), insertion=(0, 0, -0.25), mass=1.0, **source):
+    """A rod of 0.5 m hinged at the origin about y (q > 0 swings the tip to −x), held by one muscle."""
+    system = RigidSystem(gravity=(0, 0, -G))
+    system.add_body(Body("rod", start=(0, 0, 0), axis=(0, 0, -0.5), radius=0.01, mass=mass),
+                    joint=Revolute(axis=(0, 1, 0)))
+    hill = system.add(HillActuator(muscle, [("ground", origin), ("rod", insertion)], name="m", **source))
+    system.finalize()
+    return system, hill
+
+
+def central_difference(fn, x, h):
+    x = np.asarray(x, dtype=float)
+    cols = []
+    for j in range(len(x)):
+        e = np.zeros_like(x)
+        e[j] = h * max(1.0, abs(x[j]))
+        cols.append((np.asarray(fn(x + e)) - np.asarray(fn(x - e))) / (2 * e[j]))
+    return np.stack(cols, axis=-1)
+
+
+# ----------------------------------------------------------------------------- path kinematics
+def test_path_length_and_jacobian_match_finite_differences():
+    system, hill = double_pendulum("rigid", excitation=False)
+    rng = np.random.default_rng(0)
+    for q in rng.uniform(-0.8, 0.8, size=(5, 2)):
+        J = hill.path_jacobian(q)
+        J_fd = central_difference(lambda x: hill.path_length(x), q, 1e-6)
+        np.testing.assert_allclose(J, J_fd, rtol=1e-8, atol=1e-10)
+    # the length by hand: three points, the via point on the moving link 1
+    q = np.array([0.4, -0.3])
+    pts = [np.array([0.05, 0, 0.05]), system.point("l1", (0.03, 0, -0.2)).position(q),
+           system.point("l2", (0.02, 0, -0.4)).position(q)]
+    assert hill.path_length(q) == pytest.approx(sum(np.linalg.norm(b - a) for a, b in zip(pts, pts[1:])), rel=1e-14)
+    # batches: (B, n) in, (B,) / (B, n) out
+    Q = rng.uniform(-0.5, 0.5, size=(4, 2))
+    np.testing.assert_allclose(hill.path_length(Q), [hill.path_length(x) for x in Q], rtol=1e-14)
+    np.testing.assert_allclose(hill.path_jacobian(Q), [hill.path_jacobian(x) for x in Q], rtol=1e-14)
+
+
+def test_path_velocity_and_generalized_force():
+    """ℓ̇ = (∂ℓ/∂q) q̇ reaches the muscle (rigid tendon, no pennation: v^M = ℓ̇); Q = −(∂ℓ/∂q)ᵀ f."""
+    system, hill = double_pendulum("rigid", excitation=False, pennation_angle_at_optimal=0.0,
+                                   tendon_slack_length=0.33)
+    q = np.array([0.3, -0.2])
+    J = hill.path_jacobian(q)
+    qd = np.sign(J) * np.array([0.7, 1.1])                          # the muscle lengthens
+    r = hill.response(q, qd, 0.1)
+    assert float(r.fiber_velocity) == pytest.approx(J @ qd, rel=1e-12)
+    assert float(r.tendon_force) > 0
+    np.testing.assert_allclose(hill.generalized_force(q, qd, 0.1), -J * float(r.tendon_force), rtol=1e-14)
+    np.testing.assert_allclose(system.force_contributions(q, qd, 0.1)["m"], -J * float(r.tendon_force), rtol=1e-14)
+    # the muscle only pulls: its power is negative while it lengthens
+    assert hill.generalized_force(q, qd, 0.1) @ qd < 0 < J @ qd
+
+
+# ----------------------------------------------------------------------------- step tangent
+@pytest.mark.parametrize("formulation, excitation", [("damped", True), ("damped", False), ("equilibrium", False),
+                                                     ("rigid", True), ("rigid", False)])
+def test_step_tangent_with_muscle_states_matches_finite_differences(formulation, excitation):
+    system, hill = double_pendulum(formulation, excitation=excitation)
+    q_n, p_n = np.array([0.18, -0.08]), np.array([0.5, -0.3])
+    s_n = initial_element_states(system, q_n, p_n, 0.0)
+    assert len(s_n) == hill.n_states == int(formulation != "rigid") + int(excitation)
+    assert element_state_names(system) == hill.state_names
+    dt, t = 0.01, 0.01
+    q, s = np.array([0.2, -0.1]), s_n * 1.01  # a non-converged iterate
+    kw = dict(q_prev=q_n, p_prev=p_n, dt=dt, t=t)
+    if hill.n_states:
+        kw["states_prev"] = s_n
+    x = np.concatenate([q, s])
+
+    def residual(x):
+        extra = dict(states=x[2:]) if hill.n_states else {}
+        return rigid_step(system, x[:2], tangent=False, **kw, **extra).residual
+
+    step = rigid_step(system, q, **kw, **(dict(states=s) if hill.n_states else {}))
+    assert step.residual.shape == (2 + hill.n_states,) and step.n_states == hill.n_states
+    K_fd = central_difference(residual, x, 1e-7)
+    scale = np.abs(step.tangent).max()
+    assert np.abs(step.tangent - K_fd).max() < 1e-8 * scale
+    # the muscle really couples: the state rows depend on q, the rigid rows on s
+    if formulation != "rigid":
+        assert np.abs(step.tangent[2, :2]).max() > 0 and np.abs(step.tangent[:2, 2]).max() > 0
+
+
+def test_newton_converges_quadratically_with_states():
+    system, hill = double_pendulum("damped", excitation=True)
+    s0 = initial_element_states(system, [0, 0], [0, 0], 0.0)
+    q, p, rep = backward_euler_rigid(system, [0.0, 0.0], [0.0, 0.0], 0.0, 0.01, states_prev=s0)
+    assert rep.iterations <= 5 and rep.states.shape == (2,)
+    h = rep.residual_history
+    assert h[-1] < 1e-9 * max(h[0], 1.0)
+    assert len(rep.state_residual_history) == len(h)
+
+
+# ----------------------------------------------------------------------------- statics
+def test_isometric_rigid_tendon_force_times_moment_arm():
+    """At fixed geometry with ℓ = l_s + l_o (no pennation): f = a f_o, Q = f × the moment arm by hand."""
+    a, f0, lopt = 0.35, 500.0, 0.1
+    origin, insertion = np.array([0.1, 0, 0.0]), np.array([0.0, 0, -0.25])
+    q = 0.3
+    c, s = math.cos(q), math.sin(q)
+    x_ins = np.array([insertion[0] * c + insertion[2] * s, 0.0, -insertion[0] * s + insertion[2] * c])  # about +y
+    ell = float(np.linalg.norm(x_ins - origin))
+    muscle = Millard2012Muscle(MuscleParameters(max_isometric_force=f0, optimal_fiber_length=lopt,
+                                                tendon_slack_length=ell - lopt), formulation="rigid")
+    system, hill = pendulum(muscle, activation=a)
+    assert hill.path_length([q]) == pytest.approx(ell, rel=1e-14)
+    # moment about +y of the force f e at the insertion, e towards the origin: (x × f e)·ŷ
+    e = (origin - x_ins) / ell
+    moment = np.cross(x_ins, a * f0 * e)[1]
+    r = hill.response([q], [0.0], 0.0)
+    assert float(r.tendon_force) == pytest.approx(a * f0, rel=1e-12)
+    assert hill.generalized_force([q], [0.0])[0] == pytest.approx(moment, rel=1e-12)
+
+
+def test_isometric_damped_muscle_relaxes_to_static_equilibrium():
+    """Body locked by a stiff joint spring: the fiber-length state settles where eq. (1) holds."""
+    muscle = Millard2012Muscle(MuscleParameters(max_isometric_force=300.0, optimal_fiber_length=0.1,
+                                                tendon_slack_length=0.15, pennation_angle_at_optimal=0.3))
+    system, hill = pendulum(muscle, activation=0.6)
+    system.add(JointSpringDamper("rod", stiffness=1e5, damping=50.0, rest=0.2))
+    q_lock = 0.2
+    ell = hill.path_length([q_lock])
+    rest = muscle.static_equilibrium(activation=0.6, musculotendon_length=ell)
+    l_start = float(rest.fiber_length) * 1.05                     # start off equilibrium
+    result = simulate_rigid(system, [q_lock], [0.0], 0.6, 0.01, states0=[l_start])
+    assert result.state_names == ("m.fiber_length",)
+    l_end = result.states[-1, 0]
+    assert abs(result.q[-1, 0] - q_lock) < 1e-3
+    ell_end = hill.path_length(result.q[-1])
+    expected = muscle.static_equilibrium(activation=0.6, musculotendon_length=ell_end)
+    assert l_end == pytest.approx(float(expected.fiber_length), rel=1e-6)
+    r = hill.response(result.q[-1], result.p[-1], result.times[-1], states=hill.states_from(result)[-1])
+    assert float(r.tendon_force) == pytest.approx(float(expected.tendon_force), rel=1e-5)
+    assert abs(float(r.equilibrium_residual)) < 1e-4 * float(r.tendon_force)
+
+
+@pytest.mark.parametrize("formulation", ["damped", "rigid"])
+def test_hanging_pendulum_held_at_rest(formulation):
+    """The activation that balances gravity at q* keeps the pendulum there; the moments cancel."""
+    q_star, mass = -0.4, 1.0                                          # the tip swings towards the muscle
+    muscle = Millard2012Muscle(MuscleParameters(max_isometric_force=200.0, optimal_fiber_length=0.1,
+                                                tendon_slack_length=0.15), formulation=formulation)
+    system, hill = pendulum(muscle, activation=0.5, mass=mass)
+    ell, J = hill.path_length([q_star]), hill.path_jacobian([q_star])[0]
+    gravity_moment = -mass * G * 0.25 * math.sin(q_star)           # about +y; the rod's center is 0.25 m down
+    f_needed = gravity_moment / J                                    # −J f + gravity = 0
+    assert f_needed > 0
+
+    def force(a):
+        return float(muscle.static_equilibrium(activation=a, musculotendon_length=ell).tendon_force)
+
+    a_star = brentq(lambda a: force(a) - f_needed, 0.01, 1.0, xtol=1e-15)
+    system, hill = pendulum(muscle, activation=a_star, mass=mass)
+    result = simulate_rigid(system, [q_star], [0.0], 0.3, 0.01)
+    assert np.max(np.abs(result.q[:, 0] - q_star)) < 1e-7
+    states = hill.states_from(result)[-1] if hill.n_states else None
+    Q_muscle = hill.generalized_force(result.q[-1], result.p[-1], 0.3, states=states)[0]
+    Q_gravity = system.elements[0].force(system._context(result.q[-1:], result.p[-1:], 0.3))[0, 0]
+    assert Q_gravity == pytest.approx(gravity_moment, rel=1e-6)
+    assert Q_muscle == pytest.approx(-gravity_moment, rel=1e-6)
+
+
+# ----------------------------------------------------------------------------- sanity
+@pytest.mark.parametrize("formulation", ["damped", "rigid"])
+def test_tension_is_never_negative(formulation):
+    """A pendulum swinging through the muscle's slack range: f ≥ 0 always, and 0 while slack."""
+    muscle = Millard2012Muscle(MuscleParameters(max_isometric_force=50.0, optimal_fiber_length=0.08,
+                                                tendon_slack_length=0.2), formulation=formulation)
+    system, hill = pendulum(muscle, activation=lambda t: 0.5 * (1 + math.sin(7 * t)))
+    result = simulate_rigid(system, [-0.6], [4.0], 1.0, 0.01)
+    states = hill.states_from(result) if hill.n_states else None
+    f = np.asarray(hill.response(result.q, result.p, result.times, states=states).tendon_force)
+    assert np.all(f >= 0.0)
+    assert np.any(f == 0.0) and f.max() > 10.0                     # slack at times, pulling at others
+    assert np.all(np.isfinite(result.q))
+
+
+def test_activation_state_follows_the_excitation():
+    muscle = Millard2012Muscle(MuscleParameters(max_isometric_force=100.0, optimal_fiber_length=0.1,
+                                                tendon_slack_length=0.15), formulation="rigid")
+    system = RigidSystem()
+    system.add_body(Body("rod", start=(0, 0, 0), axis=(0, 0, -0.5), radius=0.01, mass=1.0),
+                    joint=Revolute(axis=(0, 1, 0)))
+    system.add(JointSpringDamper("rod", stiffness=1e3, damping=10.0))
+    hill = system.add(HillActuator(muscle, [("ground", (0.1, 0, 0.0)), ("rod", (0, 0, -0.25))],
+                                   excitation=lambda t: 1.0 if t > 0.021 else 0.0, initial_activation=0.05))
+    result = simulate_rigid(system, [0.0], [0.0], 0.2, 0.002)
+    a = hill.states_from(result)[:, 0]
+    on = result.times > 0.021
+    assert a[0] == 0.05 and np.all(np.diff(a[~on]) < 0) and np.all(a[~on] > muscle.parameters.minimum_activation)
+    assert np.all(np.diff(a[on]) > 0) and a[-1] > 0.99                 # τ_act = 10 ms (0.5 + 1.5 a)
+    # backward Euler of da/dt = (u − a)/τ(a, u) at the end of the first rising step
+    k = int(np.argmax(on))
+    rate = muscle.activation_rate(a[k], 1.0)
+    assert a[k] == pytest.approx(a[k - 1] + 0.002 * float(rate), rel=1e-8)
+
+
+def test_stateless_actuator_needs_no_states():
+    """A rigid-tendon muscle driven by a(t) adds nothing to the unknowns (usable by the coupled solver)."""
+    system, hill = double_pendulum("rigid", excitation=False)
+    assert hill.n_states == 0 and element_state_names(system) == ()
+    step = rigid_step(system, [0.1, 0.2], q_prev=[0.1, 0.2], p_prev=[0.0, 0.0], dt=0.01, t=0.01)
+    assert step.residual.shape == (2,) and step.n_states == 0
+    assert simulate_rigid(system, [0.0, 0.0], [0.0, 0.0], 0.02, 0.01).states.shape == (3, 0)
+
+
+# ----------------------------------------------------------------------------- errors
+def test_bad_inputs_give_clear_errors():
+    muscle = Millard2012Muscle()
+    path = [("ground", (0.1, 0, 0)), ("rod", (0, 0, -0.25))]
+    with pytest.raises(ValueError, match="at least 2 points"):
+        HillActuator(muscle, [("rod", (0, 0, 0))], activation=0.5)
+    with pytest.raises(ValueError, match="on body 'rod'"):
+        HillActuator(muscle, [("rod", (0, 0, 0)), ("rod", (0, 0, -0.2))], activation=0.5)
+    with pytest.raises(ValueError, match="exactly one of activation"):
+        HillActuator(muscle, path)
+    with pytest.raises(ValueError, match="exactly one of activation"):
+        HillActuator(muscle, path, activation=0.5, excitation=0.5)
+    with pytest.raises(ValueError, match=r"must be in \[0, 1\]"):
+        HillActuator(muscle, path, activation=1.5)
+    with pytest.raises(ValueError, match="initial_activation needs excitation"):
+        HillActuator(muscle, path, activation=0.5, initial_activation=0.2)
+    with pytest.raises(TypeError, match="Millard2012Muscle"):
+        HillActuator("biceps", path, activation=0.5)
+    with pytest.raises(ValueError, match=r"\(body name, point\) pair"):
+        HillActuator(muscle, [("ground", (0, 0, 0)), (0.1, 0.2, 0.3)], activation=0.5)
+
+    def system_with(path):
+        s = RigidSystem()
+        s.add_body(Body("rod", start=(0, 0, 0), axis=(0, 0, -0.5), radius=0.01, mass=1.0),
+                   joint=Revolute(axis=(0, 1, 0)))
+        s.add(HillActuator(muscle, path, activation=0.5, name="m"))
+        return s
+
+    with pytest.raises(ValueError, match="unknown body 'forearm'"):
+        system_with([("ground", (0.1, 0, 0)), ("forearm", (0, 0, -0.25))]).finalize()
+    with pytest.raises(ValueError, match="coincide in the reference configuration"):
+        system_with([("ground", (0.1, 0, 0)), ("rod", (0.1, 0, 0)), ("rod", (0, 0, -0.2))]).finalize()
+    with pytest.raises(ValueError, match="3 finite numbers"):
+        system_with([("ground", (0.1, 0)), ("rod", (0, 0, -0.25))]).finalize()
+
+    s = system_with(path).finalize()
+    hill = s.elements[-1]
+    with pytest.raises(ValueError, match="internal states"):        # the coupled solver's call
+        rigid_step(s, [0.0], q_prev=[0.0], p_prev=[0.0], dt=0.01, t=0.01)
+    with pytest.raises(ValueError, match="internal states"):
+        s.generalized_forces([0.0], [0.0])
+    with pytest.raises(ValueError, match="pass states="):
+        hill.response([0.0])
+    with pytest.raises(ValueError, match="states must be 1 finite values"):
+        hill.response([0.0], states=[0.1, 0.2])
+    with pytest.raises(ValueError, match="states_prev must be 1 finite values"):
+        rigid_step(s, [0.0], q_prev=[0.0], p_prev=[0.0], dt=0.01, t=0.01, states=[0.1], states_prev=[np.nan])
+    unbound = HillActuator(muscle, path, activation=0.5)
+    with pytest.raises(ValueError, match="not bound to a RigidSystem"):
+        unbound.path_length([0.0])
+    other = RigidSystem()
+    other.add_body(Body("rod", start=(0, 0, 0), axis=(0, 0, -0.5), radius=0.01, mass=1.0),
+                   joint=Revolute(axis=(0, 1, 0)))
+    other.add(GeneralizedForce([0.0]))
+    with pytest.raises(ValueError, match="no force element of the system has internal states"):
+        simulate_rigid(other, [0.0], [0.0], 0.01, 0.01, states0=[0.1])
