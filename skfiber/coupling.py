@@ -37,7 +37,6 @@ Example
 A fiber hanging from the ground carries a pendulum:
 
 >>> import numpy as np
-import scipy.sparse as sps
 >>> import skfiber as sf
 >>> from skfiber.rigid import Body, Revolute, RigidSystem
 >>> system = RigidSystem(gravity=(0, 0, -9.81))
