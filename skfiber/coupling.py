@@ -247,20 +247,22 @@ class CoupledProblem:
         return out
 
     # ------------------------------------------------------------------ residual
-    def evaluate(self, z: np.ndarray, t: float, *, fiber_state, rigid_state) -> CoupledEvaluation:
+    def evaluate(self, z: np.ndarray, t: float, *, fiber_state, rigid_state,
+                 load_factor: float = 1.0) -> CoupledEvaluation:
         """Residual (and blocks of the tangent) at z.
 
         ``fiber_state(u) -> (v, a, c_v, c_a)`` gives the fiber velocity and
         acceleration of the time scheme; ``rigid_state(q) ->`` a
         :class:`skfiber.rigid.RigidStep`-like object (residual R_rb,
-        tangent dR_rb/dq, reference_force).
+        tangent dR_rb/dq, reference_force).  ``load_factor`` scales the
+        external fiber loads (static load stepping).
         """
         model = self.model
         u, q, kin = self.expand(z, t)
         _, poses = self.kinematics(q, t)
         model.set_coordinates(q)
         v, a, c_v, c_a = fiber_state(u)
-        ev = model.evaluate(u, v, a, t, c_v=c_v, c_a=c_a)
+        ev = model.evaluate(u, v, a, t, c_v=c_v, c_a=c_a, load_factor=load_factor)
         G = ev.residual
         rs = rigid_state(q)
         n = self.n

@@ -231,6 +231,14 @@ def solve_static(
     initial guess).  A failing increment is bisected up to ``max_bisections``
     times.  Inertia and viscosity are off.
 
+    With rigid bodies (``Model(..., rigid=system)``) Newton runs on the free
+    fiber DOFs and q together; the bodies' rows are their static residual
+    (gravity, springs, …) plus the fiber forces at the attachments, and the
+    returned state has ``q`` (and p = 0).  The load factor then scales only
+    the fiber loads and prescribed displacements; the rigid system's own
+    forces act in full.  Force elements with internal states (elastic-tendon
+    Hill muscles) have no static form here.
+
     A cable has no bending stiffness: a straight cable without tension has a
     singular tangent, and with little prestress several equilibria exist; the
     one found depends on the path.  Use prestress, enough load steps, and
@@ -238,12 +246,12 @@ def solve_static(
     """
     if not isinstance(load_steps, (int, np.integer)) or load_steps < 1:
         raise ValueError(f"load_steps must be an integer ≥ 1, got {load_steps!r}")
-    if model.rigid is not None:
-        raise ValueError("solve_static does not handle rigid bodies yet; run simulate() with damping "
-                         "to reach equilibrium, or solve the fibers alone with fixed ends")
     _check_finite_time(t=t)
     if state is not None and state.u.shape != (model.n_dofs,):
         raise ValueError(f"state.u must have shape ({model.n_dofs},), got {state.u.shape}")
+    if model.rigid is not None:
+        return _solve_static_coupled(model, t=t, load_steps=load_steps, state=state,
+                                     max_bisections=max_bisections, newton_options=newton_options)
     solver = ConstrainedSolver(model.discretization.assembler, model.constrained_dofs)
     c = model.constrained_dofs
     u = np.zeros(model.n_dofs) if state is None else state.u.copy()
@@ -283,6 +291,74 @@ def solve_static(
         bisections = 0
         ds_ = min(1.5 * ds_, 1.0 / load_steps)  # grow back after a bisection
     return StaticResult(State(t, u, zero.copy()), factors, iterations)
+
+
+def _solve_static_coupled(model: Model, *, t, load_steps, state, max_bisections, newton_options) -> StaticResult:
+    """:func:`solve_static` for fibers attached to rigid bodies: Newton on z = (u_I, q).
+
+    The rigid rows are the static residual h(q, 0, t) − Q(q, 0, t) plus the
+    fiber forces at the attachments (:func:`skfiber.rigid.rigid_static`);
+    the load factor scales the fiber loads and prescribed displacements, the
+    forces of the rigid system (gravity on bones, springs) act in full.
+    """
+    from .coupling import CoupledProblem
+    from .rigid import rigid_static
+
+    system = model.rigid
+    n_q = system.n
+    if state is not None and state.q.shape != (n_q,):
+        raise ValueError(f"state.q must have {n_q} entries (the rigid coordinates), got shape {state.q.shape}")
+    problem = CoupledProblem(model)
+    N = model.n_dofs
+    c = model.constrained_dofs
+    zero = np.zeros(N)
+    if state is None:
+        z = np.concatenate([zero, model.initial_state(t).q])
+    else:
+        z = np.concatenate([state.u, state.q])
+    t_start = t if state is None else state.t
+    factors, iterations = [], []
+    s, ds_ = 0.0, 1.0 / load_steps
+    bisections = 0
+
+    def fiber_state(u):
+        return zero, zero, 0.0, 0.0
+
+    while s < 1.0 - 1e-14:
+        s_new = min(1.0, s + ds_)
+        if state is None:
+            t_k, factor = t, s_new
+        else:
+            t_k, factor = t_start + s_new * (t - t_start), 1.0
+        trial = z.copy()
+        trial[c] = model.prescribed_displacement(t_k, factor)
+
+        def evaluate(zz, _t=t_k, _f=factor):
+            return problem.evaluate(zz, _t, fiber_state=fiber_state,
+                                    rigid_state=lambda q: rigid_static(system, q, t=_t), load_factor=_f)
+
+        def safeguard(zz, dz, _t=t_k):
+            return problem.max_step(zz, dz, _t, delta_bar=newton_options.safeguard)
+
+        label = f"load factor {s_new:.4g}" if state is None else f"continuation to t = {t_k:.4g}"
+        try:
+            z_new, report = newton(evaluate, trial, problem, options=newton_options, t=t_k, step=label,
+                                   max_step=safeguard if model.contacts else None)
+        except ConvergenceError:
+            bisections += 1
+            if bisections > max_bisections:
+                raise
+            ds_ /= 2
+            continue
+        u_full, q, _ = problem.expand(z_new, t_k)
+        z = np.concatenate([u_full, q])
+        s = s_new
+        factors.append(s)
+        iterations.append(report.iterations)
+        bisections = 0
+        ds_ = min(1.5 * ds_, 1.0 / load_steps)
+    u, q = z[:N], z[N:]
+    return StaticResult(State(t, u, zero.copy(), q=q.copy(), p=np.zeros(n_q)), factors, iterations)
 
 
 # --------------------------------------------------------------------------- dynamics

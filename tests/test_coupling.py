@@ -12,9 +12,9 @@ from skfiber.rigid import Body, Fixed, JointSpringDamper, Revolute, RigidSystem,
 LAW = sf.passive_kelvin_voigt(mu_muscle=2e4, mu_tendon=1e5, eta_muscle=50, eta_tendon=50) + sf.prestress(1e3)
 
 
-def two_link_model():
+def two_link_model(*, body_gravity=True):
     """Two hinged links, three fibers (one from the ground), a contact cylinder on the second link."""
-    system = RigidSystem(gravity=(0, 0, -9.81))
+    system = RigidSystem(gravity=(0, 0, -9.81) if body_gravity else (0, 0, 0))
     system.add_body(Body("b1", start=(0, 0, 0), axis=(0.4, 0, 0), radius=0.03, mass=1.0), joint=Revolute(axis=(0, 1, 0)))
     system.add_body(Body("b2", start=(0.4, 0, 0), axis=(0.3, 0, 0), radius=0.05, mass=0.7), parent="b1",
                     joint=Revolute(axis=(0, 1, 0.2), point=(0.4, 0, 0)))
@@ -218,3 +218,61 @@ def test_bad_models_give_clear_errors():
         model.add_contact(CylinderContact.on_body(other, "arm", law=PenaltyLaw(stiffness=1.0, gamma=1.0)))
     with pytest.raises(ValueError, match="q must have 1 entries"):
         model.initial_state(q=[0.0, 1.0])
+
+
+def test_solve_static_with_bodies_equals_the_dynamic_rest_state():
+    """solve_static with a rigid body: the same equilibrium the damped dynamics comes to rest in."""
+    model = pendulum_model()
+    rest = sf.simulate(model, t_end=3.0, dt=0.02, progress=False).final_state
+    assert np.abs(rest.p).max() < 1e-6
+    static = sf.solve_static(model)
+    st = static.state
+    assert st.q.shape == (1,) and np.all(st.p == 0)
+    assert st.q[0] == pytest.approx(rest.q[0], abs=1e-7)
+    assert np.abs(st.u - rest.u).max() < 1e-6 * np.abs(rest.u).max()
+    tip = model.attachment_forces(st)["tip"]
+    assert tip[2] == pytest.approx(9.81 / 2, rel=1e-4)  # about half the rod's weight (the fiber tilts slightly)
+    th = st.q[0]  # the moment balance about the hinge holds to Newton's tolerance
+    arm = np.array([0.5 * np.cos(th), 0, -0.5 * np.sin(th)])
+    moment = np.cross(arm, tip)[1] + np.cross(0.5 * arm, [0, 0, -9.81])[1]
+    assert abs(moment) < 1e-9 * np.linalg.norm(np.cross(arm, tip))
+    # continuation from the equilibrium is one Newton solve with nothing left to do
+    again = sf.solve_static(model, state=st)
+    assert again.iterations == [0]
+
+
+def test_solve_static_with_bodies_and_a_moving_contact_cylinder_converges():
+    """Fibers (with their weight, ramped by the load factor) hold two hinged links that press a
+    fiber onto the second link's cylinder.  (With the links' own weight the start q = 0 is
+    far from equilibrium and the contact safeguard allows only steps of ~0.5 %: statics
+    from a far-off start is for simulate() with damping.)"""
+    model = two_link_model(body_gravity=False)
+    result = sf.solve_static(model, load_steps=2)
+    state = result.state
+    prob = CoupledProblem(model)
+    zero = np.zeros(model.n_dofs)
+    from skfiber.rigid import rigid_static
+
+    cev = prob.evaluate(np.concatenate([state.u, state.q]), 0.0,
+                        fiber_state=lambda u: (zero, zero, 0.0, 0.0),
+                        rigid_state=lambda q: rigid_static(model.rigid, q, t=0.0))
+    free = np.concatenate([~prob.fiber_solver.fixed, np.ones(prob.n, dtype=bool)])
+    assert np.linalg.norm(cev.residual[free]) <= 1e-8 * cev.reference_force
+    assert result.load_factors[-1] == 1.0 and np.abs(state.q).max() > 1e-3  # the links moved
+    assert cev.n_active_contacts > 0
+
+
+def test_rigid_static_tangent_and_errors():
+    from skfiber.rigid import rigid_static
+
+    model = two_link_model()
+    system = model.rigid
+    q = np.array([0.3, -0.2])
+    st = rigid_static(system, q, t=0.0)
+    h = 1e-7
+    fd = np.column_stack([(rigid_static(system, q + h * e, t=0.0, tangent=False).residual
+                           - rigid_static(system, q - h * e, t=0.0, tangent=False).residual) / (2 * h)
+                          for e in np.eye(2)])
+    assert np.abs(st.tangent - fd).max() < 1e-6 * np.abs(st.tangent).max()
+    with pytest.raises(ValueError, match="q must be 2 finite values"):
+        rigid_static(system, [0.1], t=0.0)

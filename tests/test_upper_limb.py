@@ -1,6 +1,7 @@
 """The upper-limb demo (paper §5.4) at small size."""
 import numpy as np
 
+import skfiber as sf
 from skfiber.demos import upper_limb
 
 
@@ -35,3 +36,12 @@ def test_reference_configuration_is_admissible():
     assert np.isfinite(ev.residual).all()
     contact = model.contacts[0].evaluate(model, state.u, 0.0)
     assert contact.n_active > 0 and contact.admissibility.min() > 0.5
+
+
+def test_forearm_hangs_nearly_downward_at_rest():
+    """Paper §5.4: at t = 0 the model is close to equilibrium with the forearm hanging down —
+    the static equilibrium with all bodies and fibers (solve_static with rigid bodies)."""
+    model = upper_limb.build_model(8)
+    result = sf.solve_static(model, t=0.0)
+    angle = np.degrees(result.state.q[0])
+    assert abs(angle) < 1.0 and angle != 0.0  # 0.21° with these attachment points

@@ -54,7 +54,7 @@ from .system import RigidSystem, complex_jacobian
 #: relative size of a final Newton update that counts as converged (see backward_euler_rigid)
 STEP_TOL = 1e-8
 
-__all__ = ["RigidStep", "rigid_step", "rigid_residual", "rigid_tangent", "backward_euler_rigid",
+__all__ = ["RigidStep", "rigid_step", "rigid_static", "rigid_residual", "rigid_tangent", "backward_euler_rigid",
            "simulate_rigid", "RigidResult", "RigidNewtonReport", "element_state_names",
            "initial_element_states"]
 
@@ -210,6 +210,44 @@ def rigid_step(system: RigidSystem, q, *, q_prev, p_prev, dt: float, t: float, t
     else:
         R, K = np.real(fn(x[None, :])[0]), None
     return RigidStep(R, K, (q - q_prev) / dt, float(ref[0]), m)
+
+
+def rigid_static(system: RigidSystem, q, *, t: float, tangent: bool = True) -> RigidStep:
+    """Static residual R_st(q) = h(q, 0, t) − Q(q, 0, t) (at rest: gravity, springs, …) and dR_st/dq.
+
+    The rigid part of a static equilibrium (:func:`skfiber.solve_static` with
+    bodies); the fiber forces at the attachments are added by the coupling.
+
+    Raises
+    ------
+    ValueError
+        If a force element has internal states (a muscle fiber length has no
+        static residual here: integrate in time instead).
+    """
+    if _state_layout(system):
+        names = ", ".join(e.name for e, _ in _state_layout(system))
+        raise ValueError(f"a static equilibrium cannot include force elements with internal states ({names}); "
+                         "run the dynamics (simulate_rigid) with damping instead")
+    n = system.n
+    q = np.asarray(q, dtype=float)
+    if q.shape != (n,) or not np.all(np.isfinite(q)):
+        raise ValueError(f"q must be {n} finite values {list(system.coordinate_names)}, got {q!r}")
+    if not math.isfinite(t):
+        raise ValueError(f"t must be finite, got {t!r}")
+    ref = [0.0]
+
+    def fn(Q):
+        ctx = system._context(Q, np.zeros_like(Q), t)
+        _, h = system._inertia(ctx)
+        forces = system._forces(ctx)
+        ref[0] = max([np.linalg.norm(np.real(h[0]))] + [np.linalg.norm(np.real(v[0])) for v in forces.values()])
+        return h - sum(forces.values(), np.zeros_like(h))
+
+    if tangent:
+        R, K = complex_jacobian(fn, q)
+    else:
+        R, K = np.real(fn(q[None, :])[0]), None
+    return RigidStep(R, K, np.zeros(n), float(ref[0]))
 
 
 def rigid_residual(system: RigidSystem, q, *, q_prev, p_prev, dt: float, t: float) -> np.ndarray:
