@@ -46,7 +46,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
 from skfem import BilinearForm, LinearForm
 from skfem.helpers import dot
 

@@ -265,7 +265,6 @@ class CoupledProblem:
         ev = model.evaluate(u, v, a, t, c_v=c_v, c_a=c_a, load_factor=load_factor)
         G = ev.residual
         rs = rigid_state(q)
-        n = self.n
         R_q = rs.residual + kin.jacobian.T @ G[self.D]
         ref = max(ev.reference_force, rs.reference_force)
         pose_terms = []
@@ -334,7 +333,6 @@ class CoupledProblem:
         Rows and columns of the fixed entries (prescribed and dependent
         fiber DOFs) are zero.
         """
-        N = self.N
         free = np.concatenate([~self.fiber_solver.fixed, np.ones(self.n, dtype=bool)])
         W, Rq_u, Rq_q = self.tangent_blocks(cev)
         K = self.model.tangent_matrix(cev.fiber).toarray()

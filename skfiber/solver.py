@@ -465,7 +465,6 @@ def _coupled_step(model: Model, state: State, dt: float, problem, *, options: Ne
     from .rigid import rigid_step
 
     t1 = state.t + dt
-    N = model.n_dofs
     u_n, v_n, q_n, p_n = state.u, state.v, state.q, state.p
     z_n = np.concatenate([u_n, q_n])
     z0 = np.concatenate([u_n + dt * v_n + dt**2 * state.a, q_n + dt * p_n + dt**2 * state.b])

@@ -17,3 +17,67 @@ def straight_model(n_elements=8, *, law=None, fibers=1, **fiber_kwargs):
         for k in range(fibers)
     ]
     return sf.Model(fs), fs
+
+
+# --------------------------------------------------------------------------- fibers + bodies
+LAW_COUPLED = sf.passive_kelvin_voigt(mu_muscle=2e4, mu_tendon=1e5, eta_muscle=50, eta_tendon=50) + sf.prestress(1e3)
+
+
+def two_link_model(*, body_gravity=True, elements=()):
+    """Two hinged links, three fibers (one from the ground), a contact cylinder on the second link.
+
+    ``elements``: functions ``system -> force element`` added to the rigid system (e.g. a muscle).
+    """
+    from skfiber.contact import PenaltyLaw
+    from skfiber.contact.cylinder import CylinderContact
+    from skfiber.rigid import Body, JointSpringDamper, Revolute, RigidSystem
+
+    system = RigidSystem(gravity=(0, 0, -9.81) if body_gravity else (0, 0, 0))
+    system.add_body(Body("b1", start=(0, 0, 0), axis=(0.4, 0, 0), radius=0.03, mass=1.0), joint=Revolute(axis=(0, 1, 0)))
+    system.add_body(Body("b2", start=(0.4, 0, 0), axis=(0.3, 0, 0), radius=0.05, mass=0.7), parent="b1",
+                    joint=Revolute(axis=(0, 1, 0.2), point=(0.4, 0, 0)))
+    system.add(JointSpringDamper("b2", stiffness=3.0, damping=0.2))
+    for make in elements:
+        system.add(make(system))
+    fa = sf.Fiber.straight((0.2, 0, 0.3), (0.2, 0, 0.0), n_elements=4, radius=0.01, law=LAW_COUPLED, name="a")
+    fb = sf.Fiber.polyline([(0.3, 0.0, 0.07), (0.5, 0.0, 0.052), (0.65, 0, 0.07)], n_elements=6, radius=0.01,
+                           law=LAW_COUPLED, name="b")
+    model = sf.Model([fa, fb], rigid=system)
+    model.fix(fa, "start")
+    model.attach(fa, "end", "b1")
+    model.attach(fb, "start", "b1")
+    model.attach(fb, "end", "b2")
+    model.add_gravity()
+    model.add_contact(CylinderContact.on_body(system, "b2", law=PenaltyLaw(stiffness=500.0, gamma=4.0), fibers=["b"]))
+    return model
+
+
+def step_functions(model, state, dt):
+    """fiber_state(u), rigid_state(q) of one backward-Euler step from ``state`` (for CoupledProblem.evaluate)."""
+    from skfiber.rigid import rigid_step
+
+    u_n, v_n = state.u, state.v
+
+    def fiber_state(u):
+        v = (u - u_n) / dt
+        return v, (v - v_n) / dt, 1.0 / dt, 1.0 / dt**2
+
+    def rigid_state(q):
+        return rigid_step(model.rigid, q, q_prev=state.q, p_prev=state.p, dt=dt, t=state.t + dt)
+
+    return fiber_state, rigid_state
+
+
+def coupled_tangent_and_differences(prob, cev, z, t, *, fiber_state, rigid_state, h=1e-7):
+    """(T, FD, free): the coupled tangent at z and its central differences (fixed rows/columns zero)."""
+    T = prob.tangent_matrix(cev)
+    free = np.concatenate([~prob.fiber_solver.fixed, np.ones(prob.n, dtype=bool)])
+    FD = np.zeros_like(T)
+    for j in np.flatnonzero(free):
+        zp, zm = z.copy(), z.copy()
+        zp[j] += h
+        zm[j] -= h
+        FD[:, j] = (prob.evaluate(zp, t, fiber_state=fiber_state, rigid_state=rigid_state).residual
+                    - prob.evaluate(zm, t, fiber_state=fiber_state, rigid_state=rigid_state).residual) / (2 * h)
+    FD[~free] = 0.0
+    return T, FD, free

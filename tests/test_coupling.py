@@ -7,42 +7,9 @@ import skfiber as sf
 from skfiber.contact import PenaltyLaw
 from skfiber.contact.cylinder import CylinderContact
 from skfiber.coupling import CoupledProblem
-from skfiber.rigid import Body, Fixed, JointSpringDamper, Revolute, RigidSystem, rigid_step
+from skfiber.rigid import Body, Fixed, Revolute, RigidSystem
 
-LAW = sf.passive_kelvin_voigt(mu_muscle=2e4, mu_tendon=1e5, eta_muscle=50, eta_tendon=50) + sf.prestress(1e3)
-
-
-def two_link_model(*, body_gravity=True):
-    """Two hinged links, three fibers (one from the ground), a contact cylinder on the second link."""
-    system = RigidSystem(gravity=(0, 0, -9.81) if body_gravity else (0, 0, 0))
-    system.add_body(Body("b1", start=(0, 0, 0), axis=(0.4, 0, 0), radius=0.03, mass=1.0), joint=Revolute(axis=(0, 1, 0)))
-    system.add_body(Body("b2", start=(0.4, 0, 0), axis=(0.3, 0, 0), radius=0.05, mass=0.7), parent="b1",
-                    joint=Revolute(axis=(0, 1, 0.2), point=(0.4, 0, 0)))
-    system.add(JointSpringDamper("b2", stiffness=3.0, damping=0.2))
-    fa = sf.Fiber.straight((0.2, 0, 0.3), (0.2, 0, 0.0), n_elements=4, radius=0.01, law=LAW, name="a")
-    fb = sf.Fiber.polyline([(0.3, 0.0, 0.07), (0.5, 0.0, 0.052), (0.65, 0, 0.07)], n_elements=6, radius=0.01,
-                           law=LAW, name="b")
-    model = sf.Model([fa, fb], rigid=system)
-    model.fix(fa, "start")
-    model.attach(fa, "end", "b1")
-    model.attach(fb, "start", "b1")
-    model.attach(fb, "end", "b2")
-    model.add_gravity()
-    model.add_contact(CylinderContact.on_body(system, "b2", law=PenaltyLaw(stiffness=500.0, gamma=4.0), fibers=["b"]))
-    return model
-
-
-def step_functions(model, state, dt):
-    u_n, v_n = state.u, state.v
-
-    def fiber_state(u):
-        v = (u - u_n) / dt
-        return v, (v - v_n) / dt, 1.0 / dt, 1.0 / dt**2
-
-    def rigid_state(q):
-        return rigid_step(model.rigid, q, q_prev=state.q, p_prev=state.p, dt=dt, t=state.t + dt)
-
-    return fiber_state, rigid_state
+from conftest import coupled_tangent_and_differences, step_functions, two_link_model
 
 
 def test_coupled_tangent_matches_finite_differences():
@@ -50,7 +17,7 @@ def test_coupled_tangent_matches_finite_differences():
     model = two_link_model()
     prob = CoupledProblem(model)
     rng = np.random.default_rng(1)
-    N, n = prob.N, prob.n
+    N = prob.N
     state = model.initial_state()
     state = sf.State(0.0, state.u + 0.002 * rng.standard_normal(N), 0.01 * rng.standard_normal(N),
                      q=state.q, p=np.array([0.1, -0.2]))
@@ -59,17 +26,7 @@ def test_coupled_tangent_matches_finite_differences():
     z = np.concatenate([state.u + 0.001 * rng.standard_normal(N), state.q + [0.003, -0.004]])
     cev = prob.evaluate(z, dt, fiber_state=fs, rigid_state=rs)
     assert cev.n_active_contacts > 10  # the contact with the moving cylinder is active
-    T = prob.tangent_matrix(cev)
-    free = np.concatenate([~prob.fiber_solver.fixed, np.ones(n, dtype=bool)])
-    h = 1e-7
-    FD = np.zeros_like(T)
-    for j in np.flatnonzero(free):
-        zp, zm = z.copy(), z.copy()
-        zp[j] += h
-        zm[j] -= h
-        FD[:, j] = (prob.evaluate(zp, dt, fiber_state=fs, rigid_state=rs).residual
-                    - prob.evaluate(zm, dt, fiber_state=fs, rigid_state=rs).residual) / (2 * h)
-    FD[~free] = 0.0
+    T, FD, free = coupled_tangent_and_differences(prob, cev, z, dt, fiber_state=fs, rigid_state=rs)
     scale = np.abs(T).max()
     for rows, cols in [(slice(0, N), slice(0, N)), (slice(0, N), slice(N, None)),
                        (slice(N, None), slice(0, N)), (slice(N, None), slice(N, None))]:
@@ -156,7 +113,6 @@ def test_reactions_balance_at_rest():
     """At rest the fiber pulls the fixed frame and the rod with equal and opposite forces,
     and the rod's moment balance about the hinge holds."""
     model = pendulum_model()
-    system = model.rigid
     res = sf.simulate(model, t_end=3.0, dt=0.02, progress=False)
     state = res.final_state
     assert np.abs(state.p).max() < 1e-6  # at rest

@@ -312,64 +312,32 @@ def test_rigid_tendon_actuator_next_to_fibers_in_the_coupled_model():
     attachments, rigid dynamics and the muscle's Q = −(∂ℓ/∂q)ᵀ f) against finite differences,
     and a short coupled run in which the muscle pulls."""
     import skfiber as sf
-    from skfiber.contact import PenaltyLaw
-    from skfiber.contact.cylinder import CylinderContact
     from skfiber.coupling import CoupledProblem
 
-    law = sf.passive_kelvin_voigt(mu_muscle=2e4, mu_tendon=1e5, eta_muscle=50, eta_tendon=50) + sf.prestress(1e3)
-    system = RigidSystem(gravity=(0, 0, -9.81))
-    system.add_body(Body("b1", start=(0, 0, 0), axis=(0.4, 0, 0), radius=0.03, mass=1.0), joint=Revolute(axis=(0, 1, 0)))
-    system.add_body(Body("b2", start=(0.4, 0, 0), axis=(0.3, 0, 0), radius=0.05, mass=0.7), parent="b1",
-                    joint=Revolute(axis=(0, 1, 0.2), point=(0.4, 0, 0)))
-    system.add(JointSpringDamper("b2", stiffness=3.0, damping=0.2))
+    from conftest import coupled_tangent_and_differences, step_functions, two_link_model
+
     muscle = Millard2012Muscle(MuscleParameters(max_isometric_force=20.0, optimal_fiber_length=0.3,
                                                 tendon_slack_length=0.3), formulation="rigid")
-    hill = system.add(HillActuator(muscle, [("ground", (0.0, 0, 0.2)), ("b2", (0.6, 0, 0))],
-                                   activation=lambda t: 0.3, name="hill"))
-    fa = sf.Fiber.straight((0.2, 0, 0.3), (0.2, 0, 0.0), n_elements=4, radius=0.01, law=law, name="a")
-    fb = sf.Fiber.polyline([(0.3, 0.0, 0.07), (0.5, 0.0, 0.052), (0.65, 0, 0.07)], n_elements=6, radius=0.01,
-                           law=law, name="b")
-    model = sf.Model([fa, fb], rigid=system)
-    model.fix(fa, "start")
-    model.attach(fa, "end", "b1")
-    model.attach(fb, "start", "b1")
-    model.attach(fb, "end", "b2")
-    model.add_gravity()
-    model.add_contact(CylinderContact.on_body(system, "b2", law=PenaltyLaw(stiffness=500.0, gamma=4.0), fibers=["b"]))
+    hill = HillActuator(muscle, [("ground", (0.0, 0, 0.2)), ("b2", (0.6, 0, 0))], activation=lambda t: 0.3,
+                        name="hill")
+    model = two_link_model(elements=[lambda system: hill])
+    system = model.rigid
     assert hill.n_states == 0
 
     prob = CoupledProblem(model)
     rng = np.random.default_rng(3)
-    N, n = prob.N, prob.n
+    N = prob.N
     s0 = model.initial_state()
     state = sf.State(0.0, s0.u + 0.002 * rng.standard_normal(N), 0.01 * rng.standard_normal(N),
                      q=s0.q, p=np.array([0.1, -0.2]))
     dt = 0.01
-
-    def fiber_state(u):
-        v = (u - state.u) / dt
-        return v, (v - state.v) / dt, 1.0 / dt, 1.0 / dt**2
-
-    def rigid_state(q):
-        return rigid_step(system, q, q_prev=state.q, p_prev=state.p, dt=dt, t=dt)
-
+    fs, rs = step_functions(model, state, dt)
     z = np.concatenate([state.u + 0.001 * rng.standard_normal(N), state.q + [0.003, -0.004]])
-    cev = prob.evaluate(z, dt, fiber_state=fiber_state, rigid_state=rigid_state)
+    cev = prob.evaluate(z, dt, fiber_state=fs, rigid_state=rs)
     # the muscle pulls: its generalized force is a real part of the q rows
     ctx = system._context(z[N:][None, :], ((z[N:] - state.q) / dt)[None, :], dt)
-    Q_hill = np.real(hill.force(ctx))[0]
-    assert np.abs(Q_hill).max() > 0.5
-    T = prob.tangent_matrix(cev)
-    free = np.concatenate([~prob.fiber_solver.fixed, np.ones(n, dtype=bool)])
-    h = 1e-7
-    FD = np.zeros_like(T)
-    for j in np.flatnonzero(free):
-        zp, zm = z.copy(), z.copy()
-        zp[j] += h
-        zm[j] -= h
-        FD[:, j] = (prob.evaluate(zp, dt, fiber_state=fiber_state, rigid_state=rigid_state).residual
-                    - prob.evaluate(zm, dt, fiber_state=fiber_state, rigid_state=rigid_state).residual) / (2 * h)
-    FD[~free] = 0.0
+    assert np.abs(np.real(hill.force(ctx))[0]).max() > 0.5
+    T, FD, _ = coupled_tangent_and_differences(prob, cev, z, dt, fiber_state=fs, rigid_state=rs)
     assert np.abs(T - FD).max() <= 1e-6 * np.abs(T).max()
     # the same model runs; switching the muscle off changes the motion
     run = sf.simulate(model, t_end=0.1, dt=0.01, progress=False)
