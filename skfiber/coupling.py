@@ -312,7 +312,8 @@ class CoupledProblem:
         W = self._K_times(ev, X)
         Rq_u = self._K_times(ev, X, transpose=True).T
         G_D = ev.residual[self.D]
-        Rq_q = b["rigid"].tangent + X.T @ W + np.einsum("a,aij->ij", G_D, kin.hessian)
+        # Σ_a G_D,a ∂²c_a/∂q² (a matrix product: einsum costs more than the work on these tiny arrays)
+        Rq_q = b["rigid"].tangent + X.T @ W + (G_D @ kin.hessian.reshape(len(G_D), n * n)).reshape(n, n)
         if b["pose_terms"]:
             self.kinematics(b["q"], b["t"])
             self.model.set_coordinates(b["q"])  # the body cylinders where this evaluation saw them
@@ -324,7 +325,7 @@ class CoupledProblem:
             Rq_q = Rq_q + X.T @ W_pose
             dRu = load.d_u  # (6, N)
             Rq_u = Rq_u + Jp.T @ dRu
-            Rq_q = Rq_q + Jp.T @ (dRu @ X + load.d_pose @ Jp) + np.einsum("i,ijk->jk", load.force, Hp)
+            Rq_q = Rq_q + Jp.T @ (dRu @ X + load.d_pose @ Jp) + (load.force @ Hp.reshape(6, n * n)).reshape(n, n)
         return W, Rq_u, Rq_q
 
     def tangent_matrix(self, cev: CoupledEvaluation) -> np.ndarray:

@@ -113,6 +113,7 @@ Example
 """
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 from collections.abc import Iterable
@@ -125,10 +126,10 @@ import numpy as np
 from .base import ContactEvaluation, PenaltyLaw
 from .geometry import (
     CenterlineSample,
-    control_points,
     element_shapes,
     gauss_legendre,
     min_speed_bound,
+    norm3,
     sample_centerline,
 )
 
@@ -221,6 +222,180 @@ class _Narrow:
     nu: np.ndarray
     rho: np.ndarray  # r_RB + r
     g: np.ndarray
+
+
+class _ContactState:
+    """The contact points at one state (u, pose) and what is derived from them (internal).
+
+    Made once per state by :meth:`CylinderContact._state`; every piece is
+    computed on first use and kept, so that the residual, the tangent
+    triplets, the body load and its derivatives and the pose derivative share
+    the contact search, the penalty law and the per-point matrices (the
+    formulas are those of the module notes).  ``nar`` is None when no element
+    is in reach; ``act`` are the rows of ``nar`` with a point in contact and
+    ``sub`` the narrow-phase data restricted to them.
+    """
+
+    def __init__(self, contact: "CylinderContact", n_dofs: int, elements: np.ndarray, nar: "_Narrow | None"):
+        self.contact = contact
+        self.n_dofs = n_dofs
+        self.elements = elements
+        self.nar = nar
+        self._admissibility = None
+
+    # --- all points in reach ------------------------------------------------
+    def check(self, model, t: float) -> np.ndarray:
+        """1 + γ g of the points in reach; raises FloatingPointError (at time t) on an inadmissible state."""
+        if self._admissibility is None:
+            self._admissibility = self.contact._check(model, self.nar, t)
+        return self._admissibility
+
+    @cached_property
+    def law(self) -> tuple[np.ndarray, np.ndarray]:
+        """F(g), dF/dg at all points in reach."""
+        return self.contact.law.force(self.nar.g)
+
+    @cached_property
+    def force_density(self) -> np.ndarray:
+        """f = F ν J W, the force on the fiber × ds at all points in reach (m, q, 3)."""
+        s = self.nar.sample
+        return (self.law[0] * s.a1_norm * s.weight)[..., None] * self.nar.nu
+
+    @cached_property
+    def residual(self) -> np.ndarray:
+        """G_c (N,)."""
+        s = self.nar.sample
+        # r[m, a, i] = −Σ_k S[m, k, a] f[m, k, i] (batched matmuls here and below: einsum is slow on small blocks)
+        r_el = -(s.S.transpose(0, 2, 1) @ self.force_density).reshape(-1, 12)
+        return np.bincount(s.dofs.ravel(), weights=r_el.ravel(), minlength=self.n_dofs)
+
+    @cached_property
+    def n_active(self) -> int:
+        return int(np.count_nonzero(self.nar.g < 0))
+
+    @cached_property
+    def act(self) -> np.ndarray:
+        """Rows (elements) of ``nar`` with a point in contact."""
+        return np.flatnonzero(np.any(self.nar.g < 0, axis=1))
+
+    # --- the elements in contact -------------------------------------------
+    @cached_property
+    def sub(self) -> "_Narrow":
+        return _take(self.nar, self.act)
+
+    @cached_property
+    def f(self) -> np.ndarray:
+        """f on the elements in contact (m, q, 3)."""
+        return self.force_density[self.act]
+
+    @cached_property
+    def point_matrices(self):
+        """(C, P, M, CM, b, Bp) per point of the elements in contact.
+
+        C = ∂f/∂w, P = I − t⊗t, M = ∂w/∂x (P on the lateral surface, I on the
+        caps), CM = ∂f/∂x, b the factor of the x′ term and Bp = ∂f/∂x′ = b ν⊗a1.
+        """
+        sub, act = self.sub, self.act
+        F, dF = self.law[0][act], self.law[1][act]
+        sa = sub.sample
+        C = self.contact._C(sub, F, dF)
+        tt = sub.pose.tangent
+        P = _I3 - np.outer(tt, tt)
+        M = np.where(sub.side[..., None, None], P, _I3)
+        CM = C @ M
+        J = sa.a1_norm
+        with np.errstate(divide="ignore", invalid="ignore"):
+            b = sa.weight * (dF * sub.d * sa.radius / (2.0 * sub.rho**2 * J) + F / J)
+        Bp = b[..., None, None] * (sub.nu[..., :, None] * sa.a1[..., None, :])
+        return C, P, M, CM, b, Bp
+
+    @cached_property
+    def CTQ(self) -> np.ndarray:
+        """C T Q per point: −∂f/∂a, T = s I + [lateral] t⊗(x − y0), Q = ∂t/∂a = P/|a| (m, q, 3, 3)."""
+        sub = self.sub
+        C, P = self.point_matrices[:2]
+        tt = sub.pose.tangent
+        Q = P / sub.pose.axis_norm
+        T = sub.sc[..., None, None] * _I3 + np.where(
+            sub.side[..., None, None], tt[:, None] * sub.p[..., None, :], 0.0)
+        return C @ T @ Q
+
+    def tangent_triplets(self):
+        """COO (rows, cols, values) of ∂G_c/∂u on the elements in contact."""
+        sa = self.sub.sample
+        _, _, _, CM, _, Bp = self.point_matrices
+        A = -CM
+        B = -Bp
+        # K[m, (a,i), (b,j)] = Σ_k S[m,k,a] (A[m,k,i,j] S[m,k,b] + B[m,k,i,j] dS[m,k,b])
+        G = A[:, :, :, None, :] * sa.S[:, :, None, :, None] + B[:, :, :, None, :] * sa.dS[:, :, None, :, None]
+        K = np.matmul(sa.S.transpose(0, 2, 1), G.reshape(*G.shape[:2], 36)).reshape(-1, 12, 12)
+        rows = np.broadcast_to(sa.dofs[:, :, None], K.shape).ravel()
+        cols = np.broadcast_to(sa.dofs[:, None, :], K.shape).ravel()
+        return rows.astype(np.int64), cols.astype(np.int64), K.ravel()
+
+    def pose_derivative(self) -> np.ndarray:
+        """∂G_c/∂(y0, a) (N, 6)."""
+        sa = self.sub.sample
+        CM = self.point_matrices[3]
+        # the residual per point is −F ν J W, so its pose derivative is −C ∂w/∂pose = C (M | T ∂t/∂a)
+        G = np.concatenate([CM, self.CTQ], axis=-1)
+        R = (sa.S.transpose(0, 2, 1) @ G.reshape(*G.shape[:2], 18)).reshape(-1, 12, 6)  # Σ_k S[m,k,a] G[m,k,i,j]
+        rows = sa.dofs.ravel()
+        D = np.zeros((self.n_dofs, 6))
+        for j in range(6):
+            D[:, j] = np.bincount(rows, weights=R[:, :, j].ravel(), minlength=self.n_dofs)
+        return D
+
+    # --- reaction on the body ----------------------------------------------
+    @cached_property
+    def _V(self) -> np.ndarray:
+        return self.sub.sc.reshape(-1) @ self.f.reshape(-1, 3)  # Σ s f
+
+    @cached_property
+    def body_force(self) -> np.ndarray:
+        """R_pose = [Σ f ; Q Σ s f] (6,)."""
+        P = _I3 - np.outer(self.sub.pose.tangent, self.sub.pose.tangent)
+        Q = P / self.sub.pose.axis_norm
+        return np.concatenate([self.f.sum(axis=(0, 1)), Q @ self._V])
+
+    def body_tangent(self):
+        """(columns, ∂R_pose/∂u at them (6, k), ∂R_pose/∂(y0, a) (6, 6))."""
+        sub, f = self.sub, self.f
+        sa = sub.sample
+        pose = sub.pose
+        tt, n = pose.tangent, pose.axis_norm
+        _, P, _, CM, _, Bp = self.point_matrices
+        Q = P / n  # ∂t/∂a (symmetric)
+        V = self._V
+        side = sub.side[..., None, None]
+        sc = sub.sc[..., None, None]
+        ds_dx = np.where(sub.side[..., None], tt, 0.0)  # ∂s/∂x = −∂s/∂y0
+        Qf = f @ Q
+        # per point: ∂R_pose/∂x and ∂R_pose/∂x′ (m, q, 6, 3)
+        Rx = np.concatenate([CM, Qf[..., :, None] * ds_dx[..., None, :] + sc * (Q @ CM)], axis=-2)
+        Rxp = np.concatenate([Bp, sc * (Q @ Bp)], axis=-2)
+        # element blocks De[m, a, r, j] = Σ_k S[m,k,a] Rx[m,k,r,j] + dS[m,k,a] Rxp[m,k,r,j]
+        m, nq = Rx.shape[:2]
+        De = (sa.S.transpose(0, 2, 1) @ Rx.reshape(m, nq, 18)
+              + sa.dS.transpose(0, 2, 1) @ Rxp.reshape(m, nq, 18)).reshape(m, 4, 6, 3)
+        De = De.transpose(2, 0, 1, 3).reshape(6, -1)  # [r, (m, a, j)], the columns in sa.dofs order
+        dofs = sa.dofs.ravel()
+        used = np.zeros(self.n_dofs, dtype=bool)
+        used[dofs] = True
+        columns = np.flatnonzero(used)
+        values = np.empty((6, columns.size))
+        for r in range(6):
+            values[r] = np.bincount(dofs, weights=De[r], minlength=self.n_dofs)[columns]
+        # pose: ∂f/∂y0 = −C M, ∂f/∂a = −C T Q, ∂s/∂a = [side] Q (x − y0)
+        CTQ = self.CTQ
+        ds_da = np.where(sub.side[..., None], sub.p @ Q, 0.0)
+        QV = Q @ V
+        d_pose = np.empty((6, 6))
+        d_pose[:, :3] = -Rx.sum(axis=(0, 1))  # translation invariance: ∂/∂y0 = −Σ ∂/∂x
+        d_pose[:3, 3:] = -CTQ.sum(axis=(0, 1))
+        d_pose[3:, 3:] = (-(np.outer(QV, tt) + (tt @ V) * Q + np.outer(tt, QV)) / n
+                          + Qf.reshape(-1, 3).T @ ds_da.reshape(-1, 3) - Q @ (sc * CTQ).sum(axis=(0, 1)))
+        return columns.astype(np.int64), values, d_pose
 
 
 def _vector(value, name: str, fix: str) -> np.ndarray:
@@ -470,41 +645,63 @@ class CylinderContact:
         el = self._fiber_elements(d)
         if el.size == 0:
             return el
-        key = None
+        pose = self.pose_at(t)
         if du is None and pose_step is None:  # the same state is queried by evaluate, body_load, …
-            key = ("candidates", id(d), np.asarray(u, dtype=float).tobytes(), _pose_key(self.pose_at(t)))
-            if self._memo.get("candidates", (None,))[0] == key:
-                return self._memo["candidates"][1]
+            return self._state(model, u, t).elements
+        return self._broad(d, u, pose, el, du, pose_step)
+
+    def _broad(self, d, u: np.ndarray, pose: CylinderPose, el: np.ndarray, du: np.ndarray | None = None,
+               pose_step: tuple | None = None) -> np.ndarray:
+        """The broad phase of :meth:`candidates` on the elements ``el`` (no memo)."""
         shapes = element_shapes(d, self.xi, self.weights)
         dofs = shapes.dofs[el]
         Y = (d.reference_dofs[dofs] + np.asarray(u)[dofs]).reshape(-1, 4, 3)
         h = shapes.h[el]
-        P = control_points(Y, h)
+        P = _control_point_list(Y, h)
         dY = None
         if du is not None:
             dY = np.asarray(du)[dofs].reshape(-1, 4, 3)
-            P = np.concatenate([P, control_points(Y + dY, h)], axis=1)
-        lo, hi = P.min(axis=1), P.max(axis=1)
+            P += _control_point_list(Y + dY, h)
+        lo, hi = functools.reduce(np.minimum, P), functools.reduce(np.maximum, P)
         centre, span = 0.5 * (lo + hi), hi - lo
-        ball = 0.5 * np.sqrt(np.einsum("mi,mi->m", span, span))
+        ball = 0.5 * norm3(span)
         speed = min_speed_bound(Y, h, dY)  # lower bound of |x′| on the element
         with np.errstate(divide="ignore"):
             rbar = shapes.r0_max[el] * np.sqrt(shapes.A1_max[el] / speed)
-        pose = self.pose_at(t)
         p, _, _, y = self._closest(centre, pose)
-        w = centre - y
-        dc = np.sqrt(np.einsum("mi,mi->m", w, w))
+        dc = norm3(centre - y)
         if pose_step is not None:
             dy0, da = _pose_step(pose_step)
             dy0_abs, da_abs = float(np.linalg.norm(dy0)), float(np.linalg.norm(da))
-            arm = np.sqrt(np.einsum("mi,mi->m", p, p)) + dy0_abs
+            arm = norm3(p) + dy0_abs
             if self.length is not None:
                 arm = np.minimum(arm, self.length)
             dc = dc - dy0_abs - arm * _turn_bound(1.0, da_abs, pose.axis_norm)
-        out = el[dc - ball < self.radius + rbar]
-        if key is not None:
-            self._memo["candidates"] = (key, out)
-        return out
+        return el[dc - ball < self.radius + rbar]
+
+    def _state(self, model, u: np.ndarray, t: float) -> "_ContactState":
+        """Broad and narrow phase at (u, pose(t)) and everything derived from them, memoized.
+
+        :meth:`evaluate` (residual, then tangent), :meth:`body_load`,
+        :meth:`pose_derivative` and :meth:`candidates` all ask for the same
+        state within one Newton iteration; the contact points are found and
+        their forces and derivatives computed once (:class:`_ContactState`).
+        """
+        d = model.discretization
+        pose = self.pose_at(t)
+        key = (id(d), np.asarray(u, dtype=float).tobytes(), _pose_key(pose))
+        memo = self._memo.get("state")
+        if memo is not None and memo[0] == key:
+            return memo[1]
+        el = self._fiber_elements(d)
+        if el.size:
+            el = self._broad(d, u, pose, el)
+        nar = self._narrow_new(model, u, pose, el) if el.size else None
+        state = _ContactState(self, d.n_dofs, el, nar)
+        self._memo["state"] = (key, state)
+        if nar is not None:  # _narrow on these elements finds it too
+            self._memo["narrow"] = (("narrow", id(d), key[1], el.tobytes(), key[2]), nar)
+        return state
 
     def _narrow(self, model, u: np.ndarray, t: float, elements: np.ndarray) -> _Narrow:
         pose = self.pose_at(t)
@@ -520,7 +717,7 @@ class CylinderContact:
         sample = sample_centerline(model.discretization, u, self.xi, self.weights, elements)
         p, sc, side, y = self._closest(sample.x, pose)
         w = sample.x - y
-        dist = np.linalg.norm(w, axis=-1)
+        dist = norm3(w)
         rho = self.radius + sample.radius
         with np.errstate(divide="ignore", invalid="ignore"):
             nu = w / dist[..., None]
@@ -568,41 +765,13 @@ class CylinderContact:
         Raises FloatingPointError (naming fiber and cylinder) when a point has
         1 + γ g ≤ 0.
         """
-        d = model.discretization
-        N = d.n_dofs
-        el = self.candidates(model, u, t)
-        if el.size == 0:
-            return ContactEvaluation(np.zeros(N))
-        nar = self._narrow(model, u, t, el)
-        adm = self._check(model, nar, t)
-        s = nar.sample
-        F, dF = self.law.force(nar.g)
-        f = (F * s.a1_norm * s.weight)[..., None] * nar.nu  # force on the fiber × ds
-        r_el = -np.einsum("mka,mki->mai", s.S, f).reshape(-1, 12)
-        residual = np.bincount(s.dofs.ravel(), weights=r_el.ravel(), minlength=N)
-        out = ContactEvaluation(residual, admissibility=adm.ravel(), n_active=int(np.count_nonzero(nar.g < 0)))
-        if not tangent:
-            return out
-        act = np.flatnonzero(np.any(nar.g < 0, axis=1))
-        if act.size == 0:
-            return out
-        sub = _take(nar, act)
-        Fa, dFa = F[act], dF[act]
-        sa = sub.sample
-        t_ = sub.pose.tangent
-        C = self._C(sub, Fa, dFa)
-        M = np.where(sub.side[..., None, None], _I3 - np.outer(t_, t_), _I3)
-        A = -C @ M
-        J = sa.a1_norm
-        with np.errstate(divide="ignore", invalid="ignore"):
-            b = sa.weight * (dFa * sub.d * sa.radius / (2.0 * sub.rho**2 * J) + Fa / J)
-        B = -b[..., None, None] * (sub.nu[..., :, None] * sa.a1[..., None, :])
-        # K[m, (a,i), (b,j)] = Σ_k S[m,k,a] (A[m,k,i,j] S[m,k,b] + B[m,k,i,j] dS[m,k,b])
-        G = A[:, :, :, None, :] * sa.S[:, :, None, :, None] + B[:, :, :, None, :] * sa.dS[:, :, None, :, None]
-        K = np.matmul(sa.S.transpose(0, 2, 1), G.reshape(*G.shape[:2], 36)).reshape(-1, 12, 12)
-        rows = np.broadcast_to(sa.dofs[:, :, None], K.shape).ravel()
-        cols = np.broadcast_to(sa.dofs[:, None, :], K.shape).ravel()
-        out.rows, out.cols, out.values = rows.astype(np.int64), cols.astype(np.int64), K.ravel()
+        st = self._state(model, u, t)
+        if st.nar is None:
+            return ContactEvaluation(np.zeros(st.n_dofs))
+        adm = st.check(model, t)
+        out = ContactEvaluation(st.residual.copy(), admissibility=adm.ravel().copy(), n_active=st.n_active)
+        if tangent and st.act.size:
+            out.rows, out.cols, out.values = st.tangent_triplets()
         return out
 
     def pose_derivative(self, model, u: np.ndarray, t: float) -> np.ndarray:
@@ -611,33 +780,13 @@ class CylinderContact:
         ``a`` is the raw axis of ``pose`` (not normalized); chain with rigid
         coordinates q as ∂G_c/∂q = D[:, :3] ∂y0/∂q + D[:, 3:] ∂a/∂q.
         """
-        d = model.discretization
-        D = np.zeros((d.n_dofs, 6))
-        el = self.candidates(model, u, t)
-        if el.size == 0:
-            return D
-        nar = self._narrow(model, u, t, el)
-        self._check(model, nar, t)
-        act = np.flatnonzero(np.any(nar.g < 0, axis=1))
-        if act.size == 0:
-            return D
-        sub = _take(nar, act)
-        F, dF = self.law.force(sub.g)
-        C = self._C(sub, F, dF)
-        pose = sub.pose
-        tt = pose.tangent
-        M = np.where(sub.side[..., None, None], _I3 - np.outer(tt, tt), _I3)
-        # ∂w/∂y0 = −M;  ∂w/∂t = −T, T = sc I + [side] t⊗p;  ∂t/∂a = (I − t⊗t)/|a|
-        T = sub.sc[..., None, None] * _I3 + np.where(
-            sub.side[..., None, None], tt[:, None] * sub.p[..., None, :], 0.0)
-        dt_da = (_I3 - np.outer(tt, tt)) / pose.axis_norm
-        # the residual per point is −F ν J W, so its pose derivative is −C ∂w/∂pose = C (M | T ∂t/∂a)
-        G = np.concatenate([C @ M, C @ T @ dt_da], axis=-1)
-        R = np.einsum("mka,mkij->maij", sub.sample.S, G).reshape(-1, 12, 6)
-        rows = sub.sample.dofs.ravel()
-        for j in range(6):
-            D[:, j] = np.bincount(rows, weights=R[:, :, j].ravel(), minlength=d.n_dofs)
-        return D
+        st = self._state(model, u, t)
+        if st.nar is None:
+            return np.zeros((st.n_dofs, 6))
+        st.check(model, t)  # raises on an inadmissible state
+        if st.act.size == 0:
+            return np.zeros((st.n_dofs, 6))
+        return st.pose_derivative()
 
     def resultant(self, model, u: np.ndarray, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """Force (N) and moment about y0 (N·m) that the fibers exert on the cylinder."""
@@ -682,63 +831,20 @@ class CylinderContact:
         FloatingPointError
             If a contact point is inadmissible (1 + γ g ≤ 0), as :meth:`evaluate`.
         """
-        d = model.discretization
-        N = d.n_dofs
+        N = model.discretization.n_dofs
         u = _state_vector(u, N)
-        empty = CylinderBodyLoad(np.zeros(6), N, 0,
-                                 *((np.zeros(0, dtype=np.int64), np.zeros((6, 0)), np.zeros((6, 6)))
-                                   if tangent else (None, None, None)))
-        el = self.candidates(model, u, t)
-        if el.size == 0:
-            return empty
-        nar = self._narrow(model, u, t, el)
-        self._check(model, nar, t)
-        act = np.flatnonzero(np.any(nar.g < 0, axis=1))
-        if act.size == 0:
-            return empty
-        sub = _take(nar, act)
-        sa = sub.sample
-        F, dF = self.law.force(sub.g)
-        f = (F * sa.a1_norm * sa.weight)[..., None] * sub.nu  # force on the fiber × ds (m, q, 3)
-        pose = sub.pose
-        tt, n = pose.tangent, pose.axis_norm
-        P = _I3 - np.outer(tt, tt)
-        Q = P / n  # ∂t/∂a (symmetric)
-        V = np.einsum("mk,mki->i", sub.sc, f)
-        force = np.concatenate([f.sum(axis=(0, 1)), Q @ V])
-        n_active = int(np.count_nonzero(sub.g < 0))
+        st = self._state(model, u, t)
+        if st.nar is not None:
+            st.check(model, t)  # raises on an inadmissible state
+        if st.nar is None or st.act.size == 0:
+            return CylinderBodyLoad(np.zeros(6), N, 0,
+                                    *((np.zeros(0, dtype=np.int64), np.zeros((6, 0)), np.zeros((6, 6)))
+                                      if tangent else (None, None, None)))
+        force = st.body_force.copy()
         if not tangent:
-            return CylinderBodyLoad(force, N, n_active)
-        C = self._C(sub, F, dF)
-        side = sub.side[..., None, None]
-        M = np.where(side, P, _I3)
-        sc = sub.sc[..., None, None]
-        CM = C @ M  # ∂f/∂x
-        J = sa.a1_norm
-        with np.errstate(divide="ignore", invalid="ignore"):
-            b = sa.weight * (dF * sub.d * sa.radius / (2.0 * sub.rho**2 * J) + F / J)
-        Bp = b[..., None, None] * (sub.nu[..., :, None] * sa.a1[..., None, :])  # ∂f/∂x′
-        ds_dx = np.where(sub.side[..., None], tt, 0.0)  # ∂s/∂x = −∂s/∂y0
-        Qf = f @ Q
-        # per point: ∂R_pose/∂x and ∂R_pose/∂x′ (m, q, 6, 3)
-        Rx = np.concatenate([CM, Qf[..., :, None] * ds_dx[..., None, :] + sc * (Q @ CM)], axis=-2)
-        Rxp = np.concatenate([Bp, sc * (Q @ Bp)], axis=-2)
-        # element blocks De[m, r, (a, j)] = Σ_k S[m,k,a] Rx[m,k,r,j] + dS[m,k,a] Rxp[m,k,r,j]
-        De = (np.einsum("mka,mkrj->mraj", sa.S, Rx) + np.einsum("mka,mkrj->mraj", sa.dS, Rxp)).reshape(-1, 6, 12)
-        columns, inverse = np.unique(sa.dofs.ravel(), return_inverse=True)
-        values = np.zeros((columns.size, 6))
-        np.add.at(values, inverse.ravel(), De.transpose(0, 2, 1).reshape(-1, 6))
-        # pose: ∂f/∂y0 = −C M, ∂f/∂a = −C T Q, ∂s/∂a = [side] Q (x − y0)
-        T = sc * _I3 + np.where(side, tt[:, None] * sub.p[..., None, :], 0.0)
-        CTQ = C @ T @ Q
-        ds_da = np.where(sub.side[..., None], sub.p @ Q, 0.0)
-        QV = Q @ V
-        d_pose = np.empty((6, 6))
-        d_pose[:, :3] = -Rx.sum(axis=(0, 1))  # translation invariance: ∂/∂y0 = −Σ ∂/∂x
-        d_pose[:3, 3:] = -CTQ.sum(axis=(0, 1))
-        d_pose[3:, 3:] = (-(np.outer(QV, tt) + (tt @ V) * Q + np.outer(tt, QV)) / n
-                          + np.einsum("mki,mkj->ij", Qf, ds_da) - Q @ (sc * CTQ).sum(axis=(0, 1)))
-        return CylinderBodyLoad(force, N, n_active, columns.astype(np.int64), values.T.copy(), d_pose)
+            return CylinderBodyLoad(force, N, st.n_active)
+        columns, values, d_pose = st.body_tangent()
+        return CylinderBodyLoad(force, N, st.n_active, columns, values, d_pose)
 
     # --- safeguard ----------------------------------------------------------
     def max_step(self, model, u: np.ndarray, du: np.ndarray, t: float, *, delta_bar: float,
@@ -788,16 +894,16 @@ class CylinderContact:
             return 1.0
         nar = self._narrow(model, u, t, el)
         s = nar.sample
-        du_abs = np.linalg.norm(s.field(du), axis=-1)
-        dup_abs = np.linalg.norm(s.field(du, 1), axis=-1)
         if not (np.all(nar.d > 0) and np.all(1.0 + self.law.gamma * nar.g > 0)):
             return 0.0
         if self.safeguard == "trial":
             return self._trial_step(model, u, du, t, nar, el, delta_bar, pose_step)
+        du_abs = norm3(s.field(du))
+        dup_abs = norm3(s.field(du, 1))
         elem = [nar.d.min(1), du_abs.max(1), s.r0.max(1), s.A1_norm.max(1), s.a1_norm.min(1), dup_abs.max(1)]
         points = [nar.d, du_abs, s.r0, s.A1_norm, s.a1_norm, dup_abs]
         if motion is not None:
-            arm = np.linalg.norm(nar.p, axis=-1)  # |x − y0|
+            arm = norm3(nar.p)  # |x − y0|
             elem.append(arm.max(1))
             points.append(arm)
         e0 = self._estimate(*elem, 0.0, motion=motion)
@@ -905,6 +1011,12 @@ def _state_vector(u, n: int) -> np.ndarray:
 
 def _pose_key(pose: CylinderPose) -> bytes:
     return pose.point.tobytes() + pose.axis.tobytes()
+
+
+def _control_point_list(Y: np.ndarray, h: np.ndarray) -> list:
+    """The Bézier control points of :func:`~skfiber.contact.geometry.control_points` as a list of 4 (m, 3) arrays."""
+    hs = np.asarray(h, dtype=float)[:, None] / 3.0
+    return [Y[:, 0], Y[:, 0] + hs * Y[:, 1], Y[:, 2] - hs * Y[:, 3], Y[:, 2]]
 
 
 def _take(nar: _Narrow, rows: np.ndarray) -> _Narrow:

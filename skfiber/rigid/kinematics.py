@@ -25,6 +25,9 @@ from .tree import PRESCRIBED, PRISMATIC, REVOLUTE, Tree
 
 __all__ = ["Kinematics", "cross"]
 
+_EYE3 = np.eye(3)
+_EYE3.setflags(write=False)
+
 
 def cross(a, b):
     """a × b over the last axis, broadcasting, any dtype (complex-step safe)."""
@@ -90,7 +93,7 @@ class Kinematics:
         dtype = np.result_type(q.dtype, float, np.asarray(qd).dtype if qd is not None else float)
         self.dtype = dtype
         R = np.zeros((B, nb + 1, 3, 3), dtype)
-        R[:, nb] = np.eye(3)
+        R[:, nb] = _EYE3
         p = np.zeros((B, nb + 1, 3), dtype)
         omega = np.zeros((B, nz, 3), dtype)
         origin = np.zeros((B, nz, 3), dtype)
@@ -100,7 +103,7 @@ class Kinematics:
         rot = tree.rotations
         if len(rot.coordinates):  # Rot(a, q) = I + sin q K + (1 − cos q) K² of all revolute joints at once
             angle = q[:, rot.coordinates, None, None]
-            local = np.eye(3) + np.sin(angle) * rot.K + (1.0 - np.cos(angle)) * rot.K2   # (B, r, 3, 3)
+            local = _EYE3 + np.sin(angle) * rot.K + (1.0 - np.cos(angle)) * rot.K2   # (B, r, 3, 3)
         for b in range(nb):
             par = tree.parent[b] if tree.parent[b] >= 0 else nb
             Rp, pp = R[:, par], p[:, par]
@@ -114,8 +117,9 @@ class Kinematics:
                 Rl = local[:, rot.slot[k]]
                 R[:, b] = Rp @ Rl
                 # Rp [a, P, P − Rl P]: joint axis, joint point and translation in one product
-                V = Rp @ np.stack([np.broadcast_to(joint.axis, (B, 3)), np.broadcast_to(joint.point, (B, 3)),
-                                   joint.point - Rl @ joint.point], axis=-1)
+                cols = np.empty((B, 3, 3), dtype)
+                cols[..., 0], cols[..., 1], cols[..., 2] = joint.axis, joint.point, joint.point - Rl @ joint.point
+                V = Rp @ cols
                 omega[:, k] = V[..., 0]
                 origin[:, k] = V[..., 1] + pp
                 p[:, b] = V[..., 2] + pp
@@ -183,7 +187,8 @@ class Kinematics:
         idx = np.arange(len(self.tree.kind))
         H[:, :, idx, idx] = np.einsum("bpkkc->bpkc", A)
         tau = self.tree.tau_joints
-        H[:, :, tau, tau] += self.own_terms(bodies, x)
+        if len(tau):  # prescribed joints only
+            H[:, :, tau, tau] += self.own_terms(bodies, x)
         return H
 
     def velocity_product(self, bodies, x, S, *, frozen: bool = False, qd=None):
