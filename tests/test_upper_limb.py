@@ -1,5 +1,6 @@
 """The upper-limb demo (paper §5.4) at small size."""
 import numpy as np
+import pytest
 
 import skfiber as sf
 from skfiber.demos import upper_limb
@@ -24,6 +25,30 @@ def test_upper_limb_first_half_second(tmp_path, capsys):
     assert pvd.count("upper_limb_fibers_") == 5 and pvd.count("upper_limb_bodies_") == 5  # steps 0, 4, 8, 12, 16
     data = np.loadtxt(tmp_path / "angle_level1.csv", delimiter=",", skiprows=1)
     assert data.shape == (17, 4) and np.allclose(data[:, 1], r.angle_deg, rtol=1e-8)
+    # a 0.5 s run is not compared with the paper's 8 s timing
+    assert not r.complete and "—" in upper_limb.report(results).splitlines()[1]
+
+
+def test_interrupted_run_is_reported_as_partial(monkeypatch, capsys, tmp_path):
+    """Ctrl-C during the run: the steps done are written, marked as partial, and no further level runs."""
+    real = sf.simulate
+
+    def interrupted_after_three_steps(model, **kwargs):
+        def callback(state, info):
+            kwargs["callback"](state, info)
+            if info.step == 3:
+                raise KeyboardInterrupt
+
+        return real(model, **{**kwargs, "callback": callback})
+
+    monkeypatch.setattr(sf, "simulate", interrupted_after_three_steps)
+    with pytest.warns(UserWarning, match="simulation interrupted"):
+        results = upper_limb.main(["--levels", "1", "2", "--t-end", "0.5", "--quiet", "--output", str(tmp_path)])
+    assert len(results) == 1 and results[0].interrupted and len(results[0].newton_iterations) == 3
+    out = capsys.readouterr().out
+    assert "level 1 was interrupted at t = 0.09375 s (3 of 16 steps): partial results" in out
+    assert out.strip().splitlines()[-1].endswith("interrupted_at_s=0.09375")
+    assert (tmp_path / "angle_level1.csv").exists()
 
 
 def test_reference_configuration_is_admissible():
