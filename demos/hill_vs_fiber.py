@@ -302,6 +302,14 @@ class HillRun:
     newton_iterations: list[int]
     retries: int
     mappings: list[HillMapping]
+    #: True when Ctrl-C stopped the run (the series end there)
+    interrupted: bool = False
+
+    def until(self, t: float) -> "HillRun":
+        """The run restricted to times ≤ t."""
+        k = int(np.searchsorted(self.times, t + 1e-12, side="right"))
+        return replace(self, times=self.times[:k], angle_deg=self.angle_deg[:k],
+                       forces={name: f[:k] for name, f in self.forces.items()})
 
 
 def build_hill_system(mappings: list[HillMapping], *, formulation: str = "damped"
@@ -332,7 +340,7 @@ def run_hill(*, t_end: float = T_END, n_steps: int | None = None, formulation: s
         states = hill.states_from(result) if hill.n_states else None
         forces[name] = np.asarray(hill.response(result.q, result.p, result.times, states=states).tendon_force)
     return HillRun(result.times, np.degrees(result.q[:, 0]), forces, wall, result.newton_iterations,
-                   result.retries, mappings)
+                   result.retries, mappings, result.interrupted)
 
 
 # ----------------------------------------------------------------------------- OpenSim
@@ -447,11 +455,20 @@ def main(argv: list[str] | None = None) -> Comparison:
     scaled = "" if args.t_end == T_END else f" (scaled to t_end = {args.t_end:g} s)"
     print(f"Hill model: 5 muscles, {N_STEPS} steps over {T_END:g} s{scaled}", flush=True)
     hill = run_hill(t_end=args.t_end, mappings=mappings)
-    print(f"  wall time {hill.wall_time:.2f} s, Newton iterations mean {np.mean(hill.newton_iterations):.2f} "
-          f"max {max(hill.newton_iterations)}, retries {hill.retries}")
+    print(f"  wall time {hill.wall_time:.2f} s, Newton iterations mean {np.mean(hill.newton_iterations or [0]):.2f} "
+          f"max {max(hill.newton_iterations or [0])}, retries {hill.retries}")
+    if hill.interrupted:  # Ctrl-C: report what there is, do not start the fiber model
+        print(f"Hill model interrupted at t = {hill.times[-1]:.4g} s; the fiber model was not run")
+        err = Comparison(hill, None, errors, []).max_curve_error
+        print(f"summary: max_curve_err_vs_opensim={'nan' if math.isnan(err) else f'{err:.3g}'} "
+              f"hill_wall_s={hill.wall_time:.2f} fiber_wall_s=nan interrupted_at_s={hill.times[-1]:.4g}")
+        return Comparison(hill, None, errors, [])
     print("Fiber model: level 1", flush=True)
     fiber = upper_limb.run(1, t_end=args.t_end, progress=not args.quiet)
     print(f"  wall time {fiber.wall_time:.2f} s")
+    if fiber.interrupted:  # compare over the time both models reached
+        print(f"Fiber model interrupted at t = {fiber.times[-1]:.4g} s; comparing up to there")
+        hill = hill.until(float(fiber.times[-1]))
 
     files = write_outputs(hill, fiber, args.output)
     fiber_angle = np.interp(hill.times, fiber.times, fiber.angle_deg)
@@ -468,7 +485,8 @@ def main(argv: list[str] | None = None) -> Comparison:
     result = Comparison(hill, fiber, errors, files)
     err = result.max_curve_error
     print(f"summary: max_curve_err_vs_opensim={'nan' if math.isnan(err) else f'{err:.3g}'} "
-          f"hill_wall_s={hill.wall_time:.2f} fiber_wall_s={fiber.wall_time:.2f}")
+          f"hill_wall_s={hill.wall_time:.2f} fiber_wall_s={fiber.wall_time:.2f}"
+          + (f" interrupted_at_s={fiber.times[-1]:.4g}" if fiber.interrupted else ""))
     return result
 
 

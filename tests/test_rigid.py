@@ -482,3 +482,20 @@ def test_pendulum_chain_main(capsys, tmp_path):
     assert lines[-1].startswith("summary: energy_drift_rate=") and "independent_rate" not in lines[-1]
     with pytest.raises(SystemExit):
         demo.main(["--links", "9"])
+
+
+def test_simulate_rigid_keeps_the_steps_done_when_interrupted():
+    system = RigidSystem(gravity=(0, 0, -9.81))
+    system.add_body(Body("rod", start=(0, 0, 0), axis=(0, 0, -0.5), radius=0.01, mass=1.0),
+                    joint=Revolute(axis=(0, 1, 0)))
+
+    def stop_after_three(t, q, p):
+        if t > 0.025:
+            raise KeyboardInterrupt
+
+    with pytest.warns(UserWarning, match="rigid simulation interrupted at t = 0.03 s"):
+        part = simulate_rigid(system, [0.3], [0.0], t_end=0.1, dt=0.01, callback=stop_after_three)
+    full = simulate_rigid(system, [0.3], [0.0], t_end=0.1, dt=0.01)
+    assert part.interrupted and not full.interrupted
+    assert part.times.shape == (4,) and part.q.shape == (4, 1) and len(part.newton_iterations) == 3
+    assert np.array_equal(part.q, full.q[:4])

@@ -417,6 +417,8 @@ class RigidResult:
     states: np.ndarray | None = None
     #: their names (:func:`element_state_names`)
     state_names: tuple[str, ...] = ()
+    #: True when Ctrl-C stopped the run: the arrays hold the steps done until then
+    interrupted: bool = False
 
 
 def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float, *, t0: float = 0.0,
@@ -433,7 +435,12 @@ def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float, *, t0: 
     iteration (module notes); their initial states are ``states0`` or, by
     default, :func:`initial_element_states` at (q0, p0, t0), and
     ``result.states`` holds their time series.
+
+    Ctrl-C stops the run with a warning and returns the steps done so far
+    (``result.interrupted``).
     """
+    import warnings
+
     from ..solver import ConvergenceError
     q0 = np.asarray(q0, dtype=float)
     p0 = np.asarray(p0, dtype=float)
@@ -461,29 +468,37 @@ def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float, *, t0: 
     iterations, retries = [], 0
     a = np.zeros(n)  # last step's acceleration, for the predictor
     sd = np.zeros(m)  # last step's state rate, for the predictor
-    for i in range(n_steps):
-        q, p, s = Q[i], P[i], S[i]
-        for level in range(max_bisections + 1):
-            sub = 2**level
-            try:
-                qq, pp, ss, its, aa, sdd = q, p, s, 0, a, sd
-                for j in range(sub):
-                    q1, p1, rep = backward_euler_rigid(system, qq, pp, times[i] + j * h / sub, h / sub,
-                                                       options=options, step=i + 1, a_prev=aa,
-                                                       states_prev=ss if m else None,
-                                                       state_rate_prev=sdd if m else None)
-                    aa = (p1 - pp) / (h / sub)
-                    sdd = (rep.states - ss) / (h / sub)
-                    qq, pp, ss = q1, p1, rep.states
-                    its += rep.iterations
-                a, sd = aa, sdd
-                break
-            except ConvergenceError:
-                if level == max_bisections:
-                    raise
-                retries += 1
-        Q[i + 1], P[i + 1], S[i + 1] = qq, pp, ss
-        iterations.append(its)
-        if callback is not None:
-            callback(times[i + 1], qq, pp)
-    return RigidResult(times, Q, P, iterations, retries, S, element_state_names(system))
+    done = n_steps
+    try:
+        for i in range(n_steps):
+            q, p, s = Q[i], P[i], S[i]
+            for level in range(max_bisections + 1):
+                sub = 2**level
+                try:
+                    qq, pp, ss, its, aa, sdd = q, p, s, 0, a, sd
+                    for j in range(sub):
+                        q1, p1, rep = backward_euler_rigid(system, qq, pp, times[i] + j * h / sub, h / sub,
+                                                           options=options, step=i + 1, a_prev=aa,
+                                                           states_prev=ss if m else None,
+                                                           state_rate_prev=sdd if m else None)
+                        aa = (p1 - pp) / (h / sub)
+                        sdd = (rep.states - ss) / (h / sub)
+                        qq, pp, ss = q1, p1, rep.states
+                        its += rep.iterations
+                    a, sd = aa, sdd
+                    break
+                except ConvergenceError:
+                    if level == max_bisections:
+                        raise
+                    retries += 1
+            Q[i + 1], P[i + 1], S[i + 1] = qq, pp, ss
+            iterations.append(its)
+            if callback is not None:
+                callback(times[i + 1], qq, pp)
+    except KeyboardInterrupt:
+        done = len(iterations)
+        warnings.warn(f"rigid simulation interrupted at t = {times[done]:.6g} s; returning the {done + 1} states "
+                      "computed so far")
+    k = done + 1
+    return RigidResult(times[:k], Q[:k], P[:k], iterations, retries, S[:k], element_state_names(system),
+                       done < n_steps)
