@@ -210,8 +210,10 @@ class SmoothSegmentedCurve:
     def parameter(self, x) -> tuple[np.ndarray, np.ndarray]:
         """Segment index and Bézier parameter u with x(u) = x, for x inside the domain.
 
-        Vectorized safeguarded Newton iteration (bisection whenever a step leaves
-        the current bracket); all points iterate together.
+        Vectorized: a tabulated inverse (2048 samples per segment) and three
+        Newton steps; points where that does not meet OpenSim's tolerance
+        |x(u) − x| ≤ 100 ε take a safeguarded Newton iteration (bisection
+        whenever a step leaves the bracket).
         """
         x = np.asarray(x, dtype=float).ravel()
         starts = self.x_points[:, 0]
@@ -219,11 +221,31 @@ class SmoothSegmentedCurve:
         cx = self._x_coeffs[seg]
         c0, c1, c2, c3, c4, c5 = cx.T
         d1, d2, d3, d4 = 2.0 * c2, 3.0 * c3, 4.0 * c4, 5.0 * c5
-        # the fine table puts u within ~1e-7 of the root: Newton then needs one or two steps
+        # the fine table puts u within ~1e-7 of the root: two plain Newton steps reach round-off, a third
+        # polishes it (x′ > 0 inside the segments); points where that fails take the safeguarded loop below
         u = np.clip(np.interp(x, self._table_x, self._table_s) - seg, 0.0, 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for _ in range(3):  # points already within the tolerance stay put (x′ may vanish at the ends)
+                f = c0 + u * (c1 + u * (c2 + u * (c3 + u * (c4 + u * c5)))) - x
+                u = np.where(np.abs(f) <= _U_TOLERANCE, u, u - f / (c1 + u * (d1 + u * (d2 + u * (d3 + u * d4)))))
+        f = c0 + u * (c1 + u * (c2 + u * (c3 + u * (c4 + u * c5)))) - x
+        ok = (np.abs(f) <= _U_TOLERANCE) & (u >= 0.0) & (u <= 1.0)
+        if ok.all():
+            return seg, u
+        bad = ~ok
+        u_bad = self._parameter_safeguarded(x[bad], cx[bad])
+        u = np.where(ok, u, 0.0)
+        u[bad] = u_bad
+        return seg, u
+
+    def _parameter_safeguarded(self, x: np.ndarray, cx: np.ndarray) -> np.ndarray:
+        """Bracketed Newton (bisection whenever a step leaves the bracket) for x(u) = x on [0, 1]."""
+        c0, c1, c2, c3, c4, c5 = cx.T
+        d1, d2, d3, d4 = 2.0 * c2, 3.0 * c3, 4.0 * c4, 5.0 * c5
+        u = np.full_like(x, 0.5)
         lo = np.zeros_like(x)
         hi = np.ones_like(x)
-        for _ in range(100):  # all points together (no masking: cheaper for the small batches of a step)
+        for _ in range(200):
             f = c0 + u * (c1 + u * (c2 + u * (c3 + u * (c4 + u * c5)))) - x
             done = np.abs(f) <= _U_TOLERANCE
             if done.all():
@@ -238,7 +260,7 @@ class SmoothSegmentedCurve:
             u = np.where(done, u, np.where(bad, 0.5 * (lo + hi), newton))
             if done.all():
                 break
-        return seg, u
+        return u
 
     def evaluate(self, x, *, order: int = 1) -> CurveValues:
         """Value and derivatives d/dx up to `order` (0, 1 or 2; higher entries are zero).
