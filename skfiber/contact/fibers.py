@@ -417,9 +417,17 @@ class FiberContact:
             two centerlines meet (d = 0), or the state is not finite.
         """
         s = self._setup(model)
-        st = self._state(s, model, u)
-        pr = self._pairs(model, s, st)
-        self._check(s, pr, t)
+        # the last state's contact search is kept: Newton asks for the residual of a trial
+        # state first and for the tangent at the same state when it solves with it
+        key = (id(model.discretization), np.asarray(u, dtype=float).tobytes(), self.law)
+        memo = getattr(self, "_last", None)
+        if memo is not None and memo[0] == key:
+            st, pr = memo[1]
+        else:
+            st = self._state(s, model, u)
+            pr = self._pairs(model, s, st)
+            self._check(s, pr, t)
+            self._last = (key, (st, pr))
         F, dF = self.law.force(pr.gap)
         active = np.flatnonzero(pr.gap < 0)
         N = model.discretization.n_dofs
