@@ -367,7 +367,6 @@ class _ContactState:
         _, P, _, CM, _, Bp = self.point_matrices
         Q = P / n  # ∂t/∂a (symmetric)
         V = self._V
-        side = sub.side[..., None, None]
         sc = sub.sc[..., None, None]
         ds_dx = np.where(sub.side[..., None], tt, 0.0)  # ∂s/∂x = −∂s/∂y0
         Qf = f @ Q
