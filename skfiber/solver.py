@@ -249,14 +249,47 @@ def solve_static(
     _check_finite_time(t=t)
     if state is not None and state.u.shape != (model.n_dofs,):
         raise ValueError(f"state.u must have shape ({model.n_dofs},), got {state.u.shape}")
-    if model.rigid is not None:
-        return _solve_static_coupled(model, t=t, load_steps=load_steps, state=state,
-                                     max_bisections=max_bisections, newton_options=newton_options)
-    solver = ConstrainedSolver(model.discretization.assembler, model.constrained_dofs)
+    N = model.n_dofs
+    zero = np.zeros(N)
+    if model.rigid is None:  # Newton on the fiber DOFs
+        solver = ConstrainedSolver(model.discretization.assembler, model.constrained_dofs)
+        z = zero.copy() if state is None else state.u.copy()
+
+        def evaluate(zz, t_k, factor):
+            return model.evaluate(zz, zero, zero, t_k, c_v=0.0, c_a=0.0, load_factor=factor)
+
+        def safeguard(zz, dz, t_k):
+            return model.max_step(zz, dz, t_k, delta_bar=newton_options.safeguard)
+
+        def finish(zz, t_k):
+            return zz
+    else:  # Newton on z = (u_I, q), the rigid rows static (skfiber.rigid.rigid_static)
+        from .coupling import CoupledProblem
+        from .rigid import rigid_static
+
+        system = model.rigid
+        if state is not None and state.q.shape != (system.n,):
+            raise ValueError(f"state.q must have {system.n} entries (the rigid coordinates), "
+                             f"got shape {state.q.shape}")
+        solver = CoupledProblem(model)
+        z = np.concatenate([zero, model.initial_state(t).q] if state is None else [state.u, state.q])
+
+        def fiber_state(u):
+            return zero, zero, 0.0, 0.0
+
+        def evaluate(zz, t_k, factor):
+            return solver.evaluate(zz, t_k, fiber_state=fiber_state, load_factor=factor,
+                                   rigid_state=lambda q: rigid_static(system, q, t=t_k))
+
+        def safeguard(zz, dz, t_k):
+            return solver.max_step(zz, dz, t_k, delta_bar=newton_options.safeguard)
+
+        def finish(zz, t_k):  # the attached ends where the bodies put them
+            u, q, _ = solver.expand(zz, t_k)
+            return np.concatenate([u, q])
+
     c = model.constrained_dofs
-    u = np.zeros(model.n_dofs) if state is None else state.u.copy()
     t_start = t if state is None else state.t
-    zero = np.zeros(model.n_dofs)
     factors, iterations = [], []
     s, ds_ = 0.0, 1.0 / load_steps
     bisections = 0
@@ -266,99 +299,27 @@ def solve_static(
             t_k, factor = t, s_new
         else:  # continuation in time
             t_k, factor = t_start + s_new * (t - t_start), 1.0
-        trial = u.copy()
+        trial = z.copy()
         trial[c] = model.prescribed_displacement(t_k, factor)
-
-        def evaluate(uu, _t=t_k, _f=factor):
-            return model.evaluate(uu, zero, zero, _t, c_v=0.0, c_a=0.0, load_factor=_f)
-
         label = f"load factor {s_new:.4g}" if state is None else f"continuation to t = {t_k:.4g}"
-        def safeguard(uu, du, _t=t_k):
-            return model.max_step(uu, du, _t, delta_bar=newton_options.safeguard)
-
         try:
-            u_new, report = newton(evaluate, trial, solver, options=newton_options, t=t_k, step=label,
-                                   max_step=safeguard if model.contacts else None)
+            z_new, report = newton(lambda zz: evaluate(zz, t_k, factor), trial, solver, options=newton_options,
+                                   t=t_k, step=label,
+                                   max_step=(lambda zz, dz: safeguard(zz, dz, t_k)) if model.contacts else None)
         except ConvergenceError:
             bisections += 1  # consecutive bisections of this increment
             if bisections > max_bisections:
                 raise
             ds_ /= 2
             continue
-        u, s = u_new, s_new
+        z, s = finish(z_new, t_k), s_new
         factors.append(s)
         iterations.append(report.iterations)
         bisections = 0
         ds_ = min(1.5 * ds_, 1.0 / load_steps)  # grow back after a bisection
-    return StaticResult(State(t, u, zero.copy()), factors, iterations)
-
-
-def _solve_static_coupled(model: Model, *, t, load_steps, state, max_bisections, newton_options) -> StaticResult:
-    """:func:`solve_static` for fibers attached to rigid bodies: Newton on z = (u_I, q).
-
-    The rigid rows are the static residual h(q, 0, t) − Q(q, 0, t) plus the
-    fiber forces at the attachments (:func:`skfiber.rigid.rigid_static`);
-    the load factor scales the fiber loads and prescribed displacements, the
-    forces of the rigid system (gravity on bones, springs) act in full.
-    """
-    from .coupling import CoupledProblem
-    from .rigid import rigid_static
-
-    system = model.rigid
-    n_q = system.n
-    if state is not None and state.q.shape != (n_q,):
-        raise ValueError(f"state.q must have {n_q} entries (the rigid coordinates), got shape {state.q.shape}")
-    problem = CoupledProblem(model)
-    N = model.n_dofs
-    c = model.constrained_dofs
-    zero = np.zeros(N)
-    if state is None:
-        z = np.concatenate([zero, model.initial_state(t).q])
-    else:
-        z = np.concatenate([state.u, state.q])
-    t_start = t if state is None else state.t
-    factors, iterations = [], []
-    s, ds_ = 0.0, 1.0 / load_steps
-    bisections = 0
-
-    def fiber_state(u):
-        return zero, zero, 0.0, 0.0
-
-    while s < 1.0 - 1e-14:
-        s_new = min(1.0, s + ds_)
-        if state is None:
-            t_k, factor = t, s_new
-        else:
-            t_k, factor = t_start + s_new * (t - t_start), 1.0
-        trial = z.copy()
-        trial[c] = model.prescribed_displacement(t_k, factor)
-
-        def evaluate(zz, _t=t_k, _f=factor):
-            return problem.evaluate(zz, _t, fiber_state=fiber_state,
-                                    rigid_state=lambda q: rigid_static(system, q, t=_t), load_factor=_f)
-
-        def safeguard(zz, dz, _t=t_k):
-            return problem.max_step(zz, dz, _t, delta_bar=newton_options.safeguard)
-
-        label = f"load factor {s_new:.4g}" if state is None else f"continuation to t = {t_k:.4g}"
-        try:
-            z_new, report = newton(evaluate, trial, problem, options=newton_options, t=t_k, step=label,
-                                   max_step=safeguard if model.contacts else None)
-        except ConvergenceError:
-            bisections += 1
-            if bisections > max_bisections:
-                raise
-            ds_ /= 2
-            continue
-        u_full, q, _ = problem.expand(z_new, t_k)
-        z = np.concatenate([u_full, q])
-        s = s_new
-        factors.append(s)
-        iterations.append(report.iterations)
-        bisections = 0
-        ds_ = min(1.5 * ds_, 1.0 / load_steps)
-    u, q = z[:N], z[N:]
-    return StaticResult(State(t, u, zero.copy(), q=q.copy(), p=np.zeros(n_q)), factors, iterations)
+    if model.rigid is None:
+        return StaticResult(State(t, z, zero.copy()), factors, iterations)
+    return StaticResult(State(t, z[:N], zero.copy(), q=z[N:].copy(), p=np.zeros(model.rigid.n)), factors, iterations)
 
 
 # --------------------------------------------------------------------------- dynamics

@@ -81,3 +81,21 @@ def coupled_tangent_and_differences(prob, cev, z, t, *, fiber_state, rigid_state
                     - prob.evaluate(zm, t, fiber_state=fiber_state, rigid_state=rigid_state).residual) / (2 * h)
     FD[~free] = 0.0
     return T, FD, free
+
+
+def perturbed_step(model, seed, dt=0.01):
+    """A backward-Euler step of ``two_link_model`` from a random state near rest to a random trial z.
+
+    Returns (problem, state, z, fiber_state, rigid_state).
+    """
+    from skfiber.coupling import CoupledProblem
+
+    prob = CoupledProblem(model)
+    rng = np.random.default_rng(seed)
+    N = prob.N
+    s0 = model.initial_state()
+    state = sf.State(0.0, s0.u + 0.002 * rng.standard_normal(N), 0.01 * rng.standard_normal(N),
+                     q=s0.q, p=np.array([0.1, -0.2]))
+    fs, rs = step_functions(model, state, dt)
+    z = np.concatenate([state.u + 0.001 * rng.standard_normal(N), state.q + [0.003, -0.004]])
+    return prob, state, z, fs, rs

@@ -9,21 +9,15 @@ from skfiber.contact.cylinder import CylinderContact
 from skfiber.coupling import CoupledProblem
 from skfiber.rigid import Body, Fixed, Revolute, RigidSystem
 
-from conftest import coupled_tangent_and_differences, step_functions, two_link_model
+from conftest import coupled_tangent_and_differences, perturbed_step, step_functions, two_link_model
 
 
 def test_coupled_tangent_matches_finite_differences():
     """Fiber + contact with a moving body cylinder + attachments + rigid dynamics: the whole tangent."""
     model = two_link_model()
-    prob = CoupledProblem(model)
-    rng = np.random.default_rng(1)
-    N = prob.N
-    state = model.initial_state()
-    state = sf.State(0.0, state.u + 0.002 * rng.standard_normal(N), 0.01 * rng.standard_normal(N),
-                     q=state.q, p=np.array([0.1, -0.2]))
     dt = 0.01
-    fs, rs = step_functions(model, state, dt)
-    z = np.concatenate([state.u + 0.001 * rng.standard_normal(N), state.q + [0.003, -0.004]])
+    prob, state, z, fs, rs = perturbed_step(model, 1, dt)
+    N = prob.N
     cev = prob.evaluate(z, dt, fiber_state=fs, rigid_state=rs)
     assert cev.n_active_contacts > 10  # the contact with the moving cylinder is active
     T, FD, free = coupled_tangent_and_differences(prob, cev, z, dt, fiber_state=fs, rigid_state=rs)

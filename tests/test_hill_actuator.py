@@ -312,9 +312,7 @@ def test_rigid_tendon_actuator_next_to_fibers_in_the_coupled_model():
     attachments, rigid dynamics and the muscle's Q = −(∂ℓ/∂q)ᵀ f) against finite differences,
     and a short coupled run in which the muscle pulls."""
     import skfiber as sf
-    from skfiber.coupling import CoupledProblem
-
-    from conftest import coupled_tangent_and_differences, step_functions, two_link_model
+    from conftest import coupled_tangent_and_differences, perturbed_step, two_link_model
 
     muscle = Millard2012Muscle(MuscleParameters(max_isometric_force=20.0, optimal_fiber_length=0.3,
                                                 tendon_slack_length=0.3), formulation="rigid")
@@ -324,15 +322,9 @@ def test_rigid_tendon_actuator_next_to_fibers_in_the_coupled_model():
     system = model.rigid
     assert hill.n_states == 0
 
-    prob = CoupledProblem(model)
-    rng = np.random.default_rng(3)
-    N = prob.N
-    s0 = model.initial_state()
-    state = sf.State(0.0, s0.u + 0.002 * rng.standard_normal(N), 0.01 * rng.standard_normal(N),
-                     q=s0.q, p=np.array([0.1, -0.2]))
     dt = 0.01
-    fs, rs = step_functions(model, state, dt)
-    z = np.concatenate([state.u + 0.001 * rng.standard_normal(N), state.q + [0.003, -0.004]])
+    prob, state, z, fs, rs = perturbed_step(model, 3, dt)
+    N = prob.N
     cev = prob.evaluate(z, dt, fiber_state=fs, rigid_state=rs)
     # the muscle pulls: its generalized force is a real part of the q rows
     ctx = system._context(z[N:][None, :], ((z[N:] - state.q) / dt)[None, :], dt)

@@ -126,6 +126,7 @@ import numpy as np
 from .base import ContactEvaluation, PenaltyLaw
 from .geometry import (
     CenterlineSample,
+    control_point_list,
     element_shapes,
     gauss_legendre,
     min_speed_bound,
@@ -656,11 +657,11 @@ class CylinderContact:
         dofs = shapes.dofs[el]
         Y = (d.reference_dofs[dofs] + np.asarray(u)[dofs]).reshape(-1, 4, 3)
         h = shapes.h[el]
-        P = _control_point_list(Y, h)
+        P = control_point_list(Y, h)
         dY = None
         if du is not None:
             dY = np.asarray(du)[dofs].reshape(-1, 4, 3)
-            P += _control_point_list(Y + dY, h)
+            P += control_point_list(Y + dY, h)
         lo, hi = functools.reduce(np.minimum, P), functools.reduce(np.maximum, P)
         centre, span = 0.5 * (lo + hi), hi - lo
         ball = 0.5 * norm3(span)
@@ -1010,12 +1011,6 @@ def _state_vector(u, n: int) -> np.ndarray:
 
 def _pose_key(pose: CylinderPose) -> bytes:
     return pose.point.tobytes() + pose.axis.tobytes()
-
-
-def _control_point_list(Y: np.ndarray, h: np.ndarray) -> list:
-    """The Bézier control points of :func:`~skfiber.contact.geometry.control_points` as a list of 4 (m, 3) arrays."""
-    hs = np.asarray(h, dtype=float)[:, None] / 3.0
-    return [Y[:, 0], Y[:, 0] + hs * Y[:, 1], Y[:, 2] - hs * Y[:, 3], Y[:, 2]]
 
 
 def _take(nar: _Narrow, rows: np.ndarray) -> _Narrow:

@@ -46,6 +46,7 @@ __all__ = [
     "sample_centerline",
     "element_coefficients",
     "control_points",
+    "control_point_list",
     "bounding_boxes",
     "min_speed_bound",
 ]
@@ -211,8 +212,17 @@ def control_points(Y: np.ndarray, h: np.ndarray) -> np.ndarray:
     h (m,) is the element length in θ: P0 = x0, P1 = x0 + h x0′/3,
     P2 = x1 − h x1′/3, P3 = x1; the segment lies in their convex hull.
     """
+    return np.stack(control_point_list(Y, h), axis=1)
+
+
+def control_point_list(Y: np.ndarray, h: np.ndarray) -> list[np.ndarray]:
+    """The control points of :func:`control_points` as a list of 4 (m, 3) arrays (P0 … P3).
+
+    Elementwise minima, maxima and sums over this list are much faster than
+    reductions over the short middle axis of one (m, 4, 3) array.
+    """
     hs = np.asarray(h, dtype=float)[:, None] / 3.0
-    return np.stack([Y[:, 0], Y[:, 0] + hs * Y[:, 1], Y[:, 2] - hs * Y[:, 3], Y[:, 2]], axis=1)
+    return [Y[:, 0], Y[:, 0] + hs * Y[:, 1], Y[:, 2] - hs * Y[:, 3], Y[:, 2]]
 
 
 def bounding_boxes(P: np.ndarray, inflate: np.ndarray | float = 0.0) -> tuple[np.ndarray, np.ndarray]:

@@ -150,18 +150,26 @@ def _check_step(system, q, q_prev, p_prev, dt, t):
     return arrays
 
 
+def _balance(system: RigidSystem, ctx, acceleration=None):
+    """M a + h − Q at the context's (q, q̇, t) (a = None: at rest, no inertia term) and its force scale."""
+    M, h = system._inertia(ctx)
+    forces = system._forces(ctx)
+    parts = [h] + list(forces.values())
+    R = h - sum(forces.values(), np.zeros_like(h))
+    if acceleration is not None:
+        inertia = np.einsum("xkl,xl->xk", M, acceleration)
+        R = R + inertia
+        parts.append(inertia)
+    ref = max(np.linalg.norm(np.real(v[0])) for v in parts)
+    return R, ref
+
+
 def _residual_batch(system: RigidSystem, Q, q_prev, p_prev, dt, t, S=None, s_prev=None, layout=()):
     P = (Q - q_prev) / dt
     ctx = system._context(Q, P, t)
     if layout:
         ctx.element_states = {e.name: S[:, sl] for e, sl in layout}
-    M, h = system._inertia(ctx)
-    forces = system._forces(ctx)
-    inertia = np.einsum("xkl,xl->xk", M, (P - p_prev) / dt)
-    total = sum(forces.values(), np.zeros_like(h))
-    ref = max([np.linalg.norm(np.real(inertia[0])), np.linalg.norm(np.real(h[0]))]
-              + [np.linalg.norm(np.real(v[0])) for v in forces.values()])
-    R = inertia + h - total
+    R, ref = _balance(system, ctx, (P - p_prev) / dt)
     if layout:
         rows = []
         for e, sl in layout:
@@ -237,11 +245,8 @@ def rigid_static(system: RigidSystem, q, *, t: float, tangent: bool = True) -> R
     ref = [0.0]
 
     def fn(Q):
-        ctx = system._context(Q, np.zeros_like(Q), t)
-        _, h = system._inertia(ctx)
-        forces = system._forces(ctx)
-        ref[0] = max([np.linalg.norm(np.real(h[0]))] + [np.linalg.norm(np.real(v[0])) for v in forces.values()])
-        return h - sum(forces.values(), np.zeros_like(h))
+        R, ref[0] = _balance(system, system._context(Q, np.zeros_like(Q), t))
+        return R
 
     if tangent:
         R, K = complex_jacobian(fn, q)
