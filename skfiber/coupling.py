@@ -144,7 +144,7 @@ class CoupledEvaluation(Evaluation):
 
     def __init__(self, residual, *, fiber, blocks, reference_force, roundoff):
         super().__init__(residual, lambda: None, reference_force=reference_force, min_stretch=fiber.min_stretch,
-                         roundoff=roundoff, n_active_contacts=fiber.n_active_contacts)
+                         roundoff=roundoff, n_active_contacts=fiber.n_active_contacts, margins=fiber.margins)
         self.fiber = fiber
         self._blocks = blocks
 
@@ -190,6 +190,7 @@ class CoupledProblem:
         m = self._touch_dofs.size
         self._scatter = sps.csr_matrix((np.ones(m), (self._touch_dofs.ravel(), np.arange(m))), shape=(self.N, m))
         self._kin_memo = None
+        self._end_margins = None  # contact margins of the last converged step (skfiber.solver)
 
     # ------------------------------------------------------------------ state
     def split(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

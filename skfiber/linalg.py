@@ -44,6 +44,7 @@ class ConstrainedSolver:
         self._diag_fixed = (bw * self.N + self.constrained)
         self.last_method = ""
         self._work = None
+        self._end_margins = None  # contact margins of the last converged step (skfiber.solver)
 
     def _gbsv(self, ab: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         """LAPACK gbsv on band storage (2bw+1, N) (what solve_banded does, minus copies)."""

@@ -71,12 +71,15 @@ class Evaluation:
     ``residual`` = internal + inertia + terms − external.  The tangent
     ``∂residual/∂u`` is computed on first access of ``element_matrices``
     (e, nb, nb); ``extra`` holds COO triplets (rows, cols, values) of blocks
-    outside the cable mesh pattern.
+    outside the cable mesh pattern.  ``margins`` maps each contact's name to
+    its :attr:`~skfiber.contact.base.ContactEvaluation.margins` when every
+    contact supports the end-of-step safeguard check, else None.
     """
 
     def __init__(self, residual, tangent_fn, *, reference_force: float, min_stretch: float, extra=None,
-                 roundoff: float = 0.0, n_active_contacts: int = 0):
+                 roundoff: float = 0.0, n_active_contacts: int = 0, margins: dict | None = None):
         self.residual = residual
+        self.margins = margins
         self.n_active_contacts = n_active_contacts
         self.roundoff = roundoff
         self._tangent_fn = tangent_fn
@@ -156,6 +159,7 @@ class Model:
             rigid.finalize()
         self.rigid = rigid
         self._coordinates = None  # q last set with set_coordinates (contacts with body cylinders)
+        self._last_residual = None  # (state key, residual) of the last full evaluation (attachment_forces)
         self.attachments: list = []
 
     @property
@@ -268,8 +272,17 @@ class Model:
             return {}
         if self.rigid is not None:
             self.set_coordinates(state.q)
-        ev = self.evaluate(state.u, state.v, state.a, state.t, c_v=0.0, c_a=0.0)
-        return {a.name: -ev.residual[a.dofs] for a in self.attachments}
+        memo = self._last_residual
+        if memo is not None and memo[0] == self._state_key(state.u, state.v, state.a, state.t):
+            residual = memo[1]  # the last Newton evaluation of a step was at this state
+        else:
+            residual = self.evaluate(state.u, state.v, state.a, state.t, c_v=0.0, c_a=0.0).residual
+        return {a.name: -residual[a.dofs] for a in self.attachments}
+
+    def _state_key(self, u, v, a, t) -> tuple:
+        q = b"" if self._coordinates is None else self._coordinates.tobytes()
+        return (np.asarray(u, dtype=float).tobytes(), np.asarray(v, dtype=float).tobytes(),
+                np.asarray(a, dtype=float).tobytes(), float(t), q)
 
     def set_coordinates(self, q) -> None:
         """Set the rigid coordinates q seen by contacts with body cylinders."""
@@ -521,10 +534,14 @@ class Model:
             raise FloatingPointError(f"non-finite residual at t = {t:.6g} s{where}")
         n_active = 0
         active_contacts = []
+        margins = {} if self.contacts and parts >= {c.name for c in self.contacts} else None
         for contact in self.contacts:
             if contact.name not in parts:
                 continue
             ce = contact.evaluate(self, u, t, tangent=False)
+            if margins is not None:
+                m = getattr(ce, "margins", None)
+                margins = None if m is None else {**margins, contact.name: m}
             if np.any(ce.admissibility <= 0) or not np.all(np.isfinite(ce.residual)):
                 worst = float(np.min(ce.admissibility)) if ce.admissibility.size else float("nan")
                 raise FloatingPointError(
@@ -546,9 +563,11 @@ class Model:
                 ce = contact.evaluate(self, u_frozen, t, tangent=True)
                 out.append((ce.rows, ce.cols, ce.values))
             return out
+        if parts == names and load_factor == 1.0:  # the residual does not depend on c_v, c_a
+            self._last_residual = (self._state_key(u, v, a, t), R.copy())
         return Evaluation(
             R, tangent_fn, reference_force=ref, min_stretch=float(np.min(w.lam)), roundoff=roundoff,
-            extra=extra if active_contacts else [], n_active_contacts=n_active,
+            extra=extra if active_contacts else [], n_active_contacts=n_active, margins=margins,
         )
 
     def tangent_matrix(self, evaluation: Evaluation) -> sps.csr_matrix:

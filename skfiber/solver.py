@@ -19,6 +19,7 @@ Example
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import time as _time
@@ -28,6 +29,7 @@ from typing import Callable
 
 import numpy as np
 
+from .contact.base import margins_kept
 from .linalg import ConstrainedSolver
 from .model import Evaluation, Model, State
 
@@ -42,6 +44,14 @@ __all__ = [
     "StepInfo",
     "make_solver",
 ]
+
+
+#: NewtonOptions.stagnation_window = None means this many iterations in static solves …
+STATIC_STAGNATION_WINDOW = 5
+#: … and this many in backward-Euler steps (a failing step is split in two; at
+#: the snap-back of the upper-limb model this halves the evaluations spent in
+#: failing attempts, docs/performance.md)
+STEP_STAGNATION_WINDOW = 1
 
 
 @dataclass(frozen=True)
@@ -70,8 +80,10 @@ class NewtonOptions:
     #: give up early when ‖G‖ stagnates: when the residual has not dropped by
     #: 10 % over this many iterations, Newton stops with a ConvergenceError
     #: instead of running to `max_iterations` (time steps and load steps are
-    #: then bisected); 0 = never
-    stagnation_window: int = 5
+    #: then bisected); 0 = never.  None (default): 1 in backward-Euler steps,
+    #: where a failing step is cheaply split in two, and 5 in static solves,
+    #: where Newton may creep towards an equilibrium (stiff contact)
+    stagnation_window: int | None = None
 
     def __post_init__(self):
         if not (self.rtol > 0 and math.isfinite(self.rtol)):
@@ -88,10 +100,16 @@ class NewtonOptions:
             raise ValueError(f"line_search must be an integer ≥ 0 (number of step halvings), got {self.line_search!r}")
         if not 0 <= self.line_search_decrease < 1:
             raise ValueError(f"line_search_decrease must lie in [0, 1), got {self.line_search_decrease}")
-        if (isinstance(self.stagnation_window, bool) or int(self.stagnation_window) != self.stagnation_window
-                or self.stagnation_window < 0):
-            raise ValueError(f"stagnation_window must be an integer ≥ 0 (0 = never give up early), "
-                             f"got {self.stagnation_window!r}")
+        w = self.stagnation_window
+        if w is not None and (isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 0):
+            raise ValueError(f"stagnation_window must be an integer ≥ 0 (0 = never give up early) or None "
+                             f"(1 in time steps, 5 in static solves), got {w!r}")
+
+    def with_stagnation_window(self, default: int) -> "NewtonOptions":
+        """These options with ``stagnation_window`` set to ``default`` if it is None."""
+        if self.stagnation_window is not None:
+            return self
+        return dataclasses.replace(self, stagnation_window=default)
 
 
 class ConvergenceError(RuntimeError):
@@ -113,6 +131,8 @@ class NewtonReport:
     #: step fractions of each iteration (safeguard δ × line search; 1.0 = full Newton step)
     step_fractions: list[float] = field(default_factory=list)
     active_contacts: int = 0
+    #: contact margins of the converged state's evaluation (see Evaluation.margins)
+    margins: dict | None = None
 
 
 def newton(
@@ -124,11 +144,17 @@ def newton(
     t: float = 0.0,
     step: int | str = 0,
     max_step: Callable[[np.ndarray, np.ndarray], float] | None = None,
+    first: Evaluation | None = None,
 ) -> tuple[np.ndarray, NewtonReport]:
     """Solve G(u) = 0 on the free DOFs starting from u0 (constrained DOFs as in u0).
 
     ``max_step(u, du)`` is the safeguard (paper eqs. 69–73): the update is
-    u + δ du with δ = max_step(u, du) ∈ (0, 1].
+    u + δ du with δ = max_step(u, du) ∈ (0, 1].  When every contact checks
+    eq. 71 at the end of the step (``safeguard="trial"``, the evaluations
+    carry ``margins``), the full step is evaluated first and kept if
+    :func:`~skfiber.contact.base.margins_kept` holds; ``max_step`` is only
+    called when it does not.  ``first`` is the evaluation at u0 when the
+    caller has it already.
     """
     fractions: list[float] = []
     u = u0.copy()
@@ -140,6 +166,9 @@ def newton(
             ev_ = evaluate(uu)
         except FloatingPointError as err:
             return None, str(err)
+        return checked(ev_)
+
+    def checked(ev_):
         if not (ev_.min_stretch > 0 and math.isfinite(ev_.min_stretch)):
             return None, f"inadmissible state: stretch λ = {ev_.min_stretch:.3g} (the fiber folded onto itself or blew up)"
         res_ = float(np.linalg.norm(ev_.residual[free]))
@@ -147,17 +176,17 @@ def newton(
             return None, "the residual is not finite"
         return (ev_, res_), ""
 
-    trial, why = evaluate_checked(u)
+    trial, why = evaluate_checked(u) if first is None else checked(first)
     if trial is None:
         raise ConvergenceError(why, t=t, step=step, residual_history=history)
     ev, res = trial
     for it in range(options.max_iterations + 1):
         history.append(res)
         if res <= options.rtol * ev.reference_force + options.atol + ev.roundoff:
-            return u, NewtonReport(it, history, fractions, ev.n_active_contacts)
+            return u, NewtonReport(it, history, fractions, ev.n_active_contacts, ev.margins)
         if it == options.max_iterations:
             break
-        w = options.stagnation_window
+        w = STATIC_STAGNATION_WINDOW if options.stagnation_window is None else options.stagnation_window
         if w and it >= w and res > 0.9 * history[it - w]:
             raise ConvergenceError(
                 f"Newton stagnates: the residual did not drop by 10 % in {w} iterations "
@@ -173,7 +202,18 @@ def newton(
             raise ConvergenceError(f"singular tangent ({err})", t=t, step=step, residual_history=history) from err
         if not np.all(np.isfinite(du)):
             raise ConvergenceError("the Newton increment is not finite (singular tangent?)", t=t, step=step, residual_history=history)
-        delta = 1.0 if max_step is None else float(max_step(u, du))
+        full = None  # the evaluation at u + du, when the safeguard is checked from it
+        if max_step is None:
+            delta = 1.0
+        else:
+            delta = None
+            if ev.margins is not None:  # eq. 71 at the end of the full step, from its evaluation
+                full, _ = evaluate_checked(u + du)
+                if (full is not None and full[0].margins is not None
+                        and margins_kept(ev.margins, full[0].margins, options.safeguard)):
+                    delta = 1.0
+            if delta is None:
+                delta = float(max_step(u, du))
         if not delta >= options.min_step:
             raise ConvergenceError(
                 f"no admissible step: the contact safeguard allows only δ = {delta:.3g} of the Newton step",
@@ -184,7 +224,10 @@ def newton(
         s = min(delta, 1.0)
         fallback = None
         for k in range(options.line_search + 1):
-            trial, why = evaluate_checked(u + s * du)
+            if k == 0 and s == 1.0 and full is not None:
+                trial, why = full, ""
+            else:
+                trial, why = evaluate_checked(u + s * du)
             if trial is not None:
                 fallback = (s, trial)
                 if trial[1] <= (1.0 - options.line_search_decrease * s) * res:
@@ -389,6 +432,7 @@ def backward_euler_step(
     model with a rigid system a :class:`~skfiber.coupling.CoupledProblem`
     (Newton on (u_I, q), paper eq. 64).
     """
+    options = options.with_stagnation_window(STEP_STAGNATION_WINDOW)
     if hasattr(solver, "solve_newton"):
         return _coupled_step(model, state, dt, solver, options=options, step=step)
     t1 = state.t + dt
@@ -397,11 +441,6 @@ def backward_euler_step(
     u0 = u_n + dt * v_n + dt**2 * state.a
     c = model.constrained_dofs
     u0[c] = model.prescribed_displacement(t1)
-    if model.contacts:  # keep the predictor admissible: go from uₙ only as far as the safeguard allows
-        delta = model.max_step(u_n, u0 - u_n, t1, delta_bar=options.safeguard)
-        if delta < 1.0:
-            u0 = u_n + delta * (u0 - u_n)
-            u0[c] = model.prescribed_displacement(t1)
 
     def evaluate(u):
         v = (u - u_n) / dt
@@ -411,10 +450,48 @@ def backward_euler_step(
     def safeguard(u, du):
         return model.max_step(u, du, t1, delta_bar=options.safeguard)
 
+    def prescribe(u):
+        u[c] = model.prescribed_displacement(t1)
+
+    first = None
+    if model.contacts:
+        u0, first = _admissible_predictor(solver, u_n, u0, evaluate, safeguard, options, prescribe)
     u, report = newton(evaluate, u0, solver, options=options, t=t1, step=step,
-                       max_step=safeguard if model.contacts else None)
+                       max_step=safeguard if model.contacts else None, first=first)
+    _keep_margins(solver, u, report)
     v = (u - u_n) / dt
     return State(t1, u, v, (v - v_n) / dt), report
+
+
+def _admissible_predictor(solver, x_n, x0, evaluate, max_step, options, prescribe):
+    """The predictor x0 kept admissible (eq. 71 from xₙ) and its evaluation, if made.
+
+    When the contact margins at xₙ are known (the last step's converged
+    evaluation, kept on ``solver`` by :func:`_keep_margins`) and the
+    evaluation at x0 keeps them (:func:`margins_kept`), x0 is taken with that
+    evaluation.  Otherwise the safeguard ``max_step(xₙ, x0 − xₙ)`` shortens the
+    move from xₙ.
+    """
+    ev = None
+    memo = solver._end_margins
+    if memo is not None and memo[0] == x_n.tobytes():
+        try:
+            ev = evaluate(x0)
+        except FloatingPointError:  # inadmissible: let the safeguard shorten the move
+            ev = None
+        if ev is not None and ev.margins is not None and margins_kept(memo[1], ev.margins, options.safeguard):
+            return x0, ev
+    delta = max_step(x_n, x0 - x_n)
+    if delta < 1.0:
+        x0 = x_n + delta * (x0 - x_n)
+        prescribe(x0)
+        return x0, None
+    return x0, ev
+
+
+def _keep_margins(solver, x: np.ndarray, report: NewtonReport) -> None:
+    """Remember the contact margins of the converged state x for the next step's predictor."""
+    solver._end_margins = None if report.margins is None else (x.tobytes(), report.margins)
 
 
 def _coupled_step(model: Model, state: State, dt: float, problem, *, options: NewtonOptions, step) -> tuple[State, NewtonReport]:
@@ -431,11 +508,6 @@ def _coupled_step(model: Model, state: State, dt: float, problem, *, options: Ne
     z0 = np.concatenate([u_n + dt * v_n + dt**2 * state.a, q_n + dt * p_n + dt**2 * state.b])
     c = model.constrained_dofs
     z0[c] = model.prescribed_displacement(t1)
-    if model.contacts:  # keep the predictor admissible (as in the fiber-only step)
-        delta = problem.max_step(z_n, z0 - z_n, t1, delta_bar=options.safeguard)
-        if delta < 1.0:
-            z0 = z_n + delta * (z0 - z_n)
-            z0[c] = model.prescribed_displacement(t1)
 
     def fiber_state(u):
         v = (u - u_n) / dt
@@ -450,9 +522,16 @@ def _coupled_step(model: Model, state: State, dt: float, problem, *, options: Ne
     def safeguard(z, dz):
         return problem.max_step(z, dz, t1, delta_bar=options.safeguard)
 
+    def prescribe(z):
+        z[c] = model.prescribed_displacement(t1)
+
+    first = None
+    if model.contacts:  # keep the predictor admissible (as in the fiber-only step)
+        z0, first = _admissible_predictor(problem, z_n, z0, evaluate, safeguard, options, prescribe)
     z, report = newton(evaluate, z0, problem, options=options, t=t1, step=step,
-                       max_step=safeguard if model.contacts else None)
+                       max_step=safeguard if model.contacts else None, first=first)
     u, q, _ = problem.expand(z, t1)
+    _keep_margins(problem, np.concatenate([u, q]), report)
     v = (u - u_n) / dt
     p = (q - q_n) / dt
     return State(t1, u, v, (v - v_n) / dt, q, p, (p - p_n) / dt), report

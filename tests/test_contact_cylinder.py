@@ -421,3 +421,51 @@ def test_trial_safeguard_keeps_the_margin_at_the_end_of_the_step():
     u, report = newton(lambda u: model.evaluate(u, z, z, 0.0, c_v=0.0, c_a=0.0), z, solver,
                        max_step=lambda u, du: model.max_step(u, du, 0.0, delta_bar=0.25))
     assert cyl.resultant(model, u, 0.0)[0][2] == pytest.approx(-34.27, rel=1e-3)  # as with the element-wise bound
+
+
+def test_end_of_step_margin_check_agrees_with_the_trial_safeguard():
+    """margins_kept on the evaluations before and after a step accepts exactly the steps that
+    the trial safeguard takes whole (δ = 1), over step lengths on both sides of the limit."""
+    from skfiber.contact.base import margins_kept
+
+    law = sf.prestress(1e4) + sf.passive_kelvin_voigt(mu_muscle=1e4, mu_tendon=1e4, eta_muscle=0, eta_tendon=0)
+    model, _ = fiber_model(8, law=law)
+    cyl = model.add_contact(CylinderContact(point=(0.0, 0.0, -0.3), axis=(0, 1, 0), radius=0.2, law=LAW,
+                                            safeguard="trial"))
+    model.add_line_load((0.0, 0.0, -47.0))
+    solver = ConstrainedSolver(model.discretization.assembler, model.constrained_dofs)
+    z = np.zeros(model.n_dofs)
+    ev = model.evaluate(z, z, z, 0.0, c_v=0.0, c_a=0.0)
+    du = solver.solve(ev.element_matrices, -ev.residual, ev.extra)
+    assert set(ev.margins) == {cyl.name}
+    outcomes = []
+    for scale in np.geomspace(0.01, 2.0, 40):
+        whole = cyl.max_step(model, z, scale * du, 0.0, delta_bar=0.25) == 1.0
+        try:
+            after = model.evaluate(scale * du, z, z, 0.0, c_v=0.0, c_a=0.0).margins
+        except FloatingPointError:  # beyond the penalty law's limit: never kept
+            after = None
+        kept = after is not None and margins_kept(ev.margins, after, 0.25)
+        assert kept == whole, f"step scale {scale:.4g}: end check {kept}, trial safeguard {whole}"
+        outcomes.append(kept)
+    assert any(outcomes) and not all(outcomes)  # both sides of the limit were probed
+    # the bound-based safeguards bound the whole path: their evaluations carry no margins
+    model.contacts[0].safeguard = "element"
+    assert model.evaluate(z, z, z, 0.0, c_v=0.0, c_a=0.0).margins is None
+
+
+def test_margins_kept_matches_pointwise_rule():
+    """Independent check of margins_kept against a loop over the points (random element sets)."""
+    from skfiber.contact.base import margins_kept
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        el0 = np.sort(rng.choice(12, size=rng.integers(0, 8), replace=False))
+        el1 = np.sort(rng.choice(12, size=rng.integers(0, 8), replace=False))
+        m0 = rng.uniform(0.05, 1.5, (el0.size, 3))
+        m1 = rng.uniform(0.05, 1.5, (el1.size, 3))
+        expected = True
+        for i, e in enumerate(el1):
+            before = m0[list(el0).index(e)] if e in el0 else np.ones(3)
+            expected &= bool(np.all(m1[i] > 0.25 * np.minimum(before, 1.0)))
+        assert margins_kept({"c": (el0, m0)}, {"c": (el1, m1)}, 0.25) == expected

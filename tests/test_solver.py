@@ -192,3 +192,27 @@ def test_overflowing_law_is_named_in_the_error():
     model.prescribe(fiber, "end", lambda t: (0.5, 0.0, 0.0))
     with pytest.raises(sf.ConvergenceError, match="explosive.*not finite|not finite.*explosive"):
         sf.solve_static(model, max_bisections=0)
+
+
+def test_stagnation_window_defaults_to_1_in_time_steps_and_5_in_static_solves():
+    """Newton on G(u) = u − 1 with a damped update (residual × 0.99 per iteration): it stagnates,
+    and gives up after the window; None resolves to 5 (static) unless a caller sets 1 (time steps)."""
+    from types import SimpleNamespace
+
+    from skfiber.solver import STATIC_STAGNATION_WINDOW, STEP_STAGNATION_WINDOW, newton
+
+    def evaluate(u):
+        return SimpleNamespace(residual=u - 1.0, min_stretch=1.0, reference_force=1.0, roundoff=0.0,
+                               n_active_contacts=0, margins=None, element_matrices=None, extra=[])
+
+    solver = SimpleNamespace(fixed=np.zeros(1, dtype=bool), solve=lambda K, rhs, extra: 0.01 * rhs)
+    for options, window in [(sf.NewtonOptions(), STATIC_STAGNATION_WINDOW),
+                            (sf.NewtonOptions().with_stagnation_window(STEP_STAGNATION_WINDOW), 1),
+                            (sf.NewtonOptions(stagnation_window=3).with_stagnation_window(1), 3)]:
+        with pytest.raises(sf.ConvergenceError, match="stagnates") as info:
+            newton(evaluate, np.zeros(1), solver, options=options)
+        assert len(info.value.residual_history) == window + 1
+    assert (STATIC_STAGNATION_WINDOW, STEP_STAGNATION_WINDOW) == (5, 1)
+    for bad in (-1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="stagnation_window"):
+            sf.NewtonOptions(stagnation_window=bad)

@@ -70,3 +70,51 @@ def test_forearm_hangs_nearly_downward_at_rest():
     result = sf.solve_static(model, t=0.0)
     angle = np.degrees(result.state.q[0])
     assert abs(angle) < 1.0 and angle != 0.0  # 0.21° with these attachment points
+
+
+def test_end_of_step_safeguard_check_changes_nothing(monkeypatch):
+    """Newton checks the wrapping contact's eq. 71 from the evaluation at the end of the full step
+    (margins_kept) instead of searching the contact points along it (max_step): same trajectory,
+    far fewer safeguard searches."""
+    import skfiber.coupling
+    import skfiber.solver
+
+    def run():
+        calls = []
+        real = skfiber.coupling.CoupledProblem.max_step
+        monkeypatch.setattr(skfiber.coupling.CoupledProblem, "max_step",
+                            lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+        model = upper_limb.build_model(8)
+        result = sf.simulate(model, t_end=0.5, dt=8 / 256, progress=False)
+        return result, len(calls)
+
+    fast, searches = run()
+    monkeypatch.setattr(skfiber.solver, "margins_kept", lambda *a: False)  # always search along the step
+    slow, searches_slow = run()
+    assert fast.newton_iterations == slow.newton_iterations
+    assert np.max(np.abs(fast.coordinates - slow.coordinates)) < 1e-10
+    assert np.max(np.abs(fast.displacements - slow.displacements)) < 1e-10
+    # one search per step for the predictor, otherwise only where the end check fails
+    assert searches_slow >= 16 + sum(slow.newton_iterations) and searches < 0.5 * searches_slow
+
+
+def test_insertion_forces_reuse_the_last_newton_evaluation():
+    """attachment_forces at a state the solver just converged to takes the residual of that
+    evaluation (no new evaluation) and equals a fresh evaluation bit for bit."""
+    model = upper_limb.build_model(8)
+    evaluations = []
+    real = model.evaluate
+    model.evaluate = lambda *a, **k: evaluations.append(1) or real(*a, **k)
+    seen = {}
+
+    def callback(state, info):
+        evaluations.clear()
+        seen[info.step] = model.attachment_forces(state)
+        assert not evaluations
+
+    result = sf.simulate(model, t_end=0.25, dt=8 / 256, progress=False, callback=callback)
+    model._last_residual = None  # forget it: evaluate afresh
+    fresh = model.attachment_forces(result.final_state)
+    assert evaluations and set(fresh) == set(seen[8])
+    for name, force in fresh.items():
+        np.testing.assert_array_equal(force, seen[8][name])

@@ -17,7 +17,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["PenaltyLaw", "ContactEvaluation", "Contact"]
+__all__ = ["PenaltyLaw", "ContactEvaluation", "Contact", "margins_kept"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,13 @@ class ContactEvaluation:
         reach (for the safeguard and checks); all must be > 0.
     n_active
         Number of contact points with g < 0.
+    margins
+        ``(elements, m)`` with m[i, k] = 1 + γ g at contact point k of
+        element ``elements[i]`` (sorted), for a contact whose safeguard is
+        eq. 71 checked at the end of the step (``safeguard="trial"``): Newton
+        then tries the full step first and checks it with
+        :func:`margins_kept` from the two evaluations, instead of searching
+        the contact points along the step.  None (default): use ``max_step``.
     """
 
     residual: np.ndarray
@@ -81,6 +88,39 @@ class ContactEvaluation:
     values: np.ndarray = field(default_factory=lambda: np.zeros(0))
     admissibility: np.ndarray = field(default_factory=lambda: np.zeros(0))
     n_active: int = 0
+    margins: tuple | None = None
+
+
+def margins_kept(before: dict, after: dict, delta_bar: float) -> bool:
+    """Eq. 71 at the end of a step, from the contact margins of the evaluations before and after it.
+
+    ``before`` and ``after`` map a contact's name to its
+    :attr:`ContactEvaluation.margins` ``(elements, 1 + γ g)``.  True when every
+    contact point in reach after the step keeps 1 + γ g > δ̄ min(1 + γ g
+    before, 1); a point out of reach before had g > 0 there (its target is
+    δ̄), a point out of reach after has g > 0 (it passes).
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> before = {"c": (np.array([3]), np.array([[0.8, 1.2]]))}
+    >>> margins_kept(before, {"c": (np.array([3]), np.array([[0.3, 0.9]]))}, 0.25)
+    True
+    >>> margins_kept(before, {"c": (np.array([3, 4]), np.array([[0.3, 0.9], [0.2, 1.0]]))}, 0.25)
+    False
+    """
+    for name, (el1, m1) in after.items():
+        if m1.size == 0:
+            continue
+        el0, m0 = before[name]
+        target = np.full(m1.shape, float(delta_bar))
+        if el0.size:
+            i = np.minimum(np.searchsorted(el0, el1), el0.size - 1)
+            found = el0[i] == el1
+            target[found] = delta_bar * np.minimum(m0[i[found]], 1.0)
+        if not np.all(m1 > target):
+            return False
+    return True
 
 
 @runtime_checkable

@@ -766,10 +766,13 @@ class CylinderContact:
         1 + γ g ≤ 0.
         """
         st = self._state(model, u, t)
+        trial = self.safeguard == "trial"  # eq. 71 checked from this and the next evaluation (margins_kept)
         if st.nar is None:
-            return ContactEvaluation(np.zeros(st.n_dofs))
+            return ContactEvaluation(np.zeros(st.n_dofs), margins=(st.elements, np.zeros((0, self.xi.size)))
+                                     if trial else None)
         adm = st.check(model, t)
-        out = ContactEvaluation(st.residual.copy(), admissibility=adm.ravel().copy(), n_active=st.n_active)
+        out = ContactEvaluation(st.residual.copy(), admissibility=adm.ravel().copy(), n_active=st.n_active,
+                                margins=(st.elements, adm) if trial else None)
         if tangent and st.act.size:
             out.rows, out.cols, out.values = st.tangent_triplets()
         return out
