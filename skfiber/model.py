@@ -159,7 +159,11 @@ class Model:
             rigid.finalize()
         self.rigid = rigid
         self._coordinates = None  # q last set with set_coordinates (contacts with body cylinders)
-        self._last_residual = None  # (state key, residual) of the last full evaluation (attachment_forces)
+        # (state key, residual) of the last full evaluation, kept only while `simulate` runs
+        # (`_remember_residual`), so that attachment_forces in its callbacks reuses it; any
+        # change of the model through its methods forgets it
+        self._last_residual = None
+        self._remember_residual = False
         self.attachments: list = []
 
     @property
@@ -184,6 +188,7 @@ class Model:
         self._add_prescribed(fiber, end, displacement)
 
     def _add_prescribed(self, fiber, end, displacement) -> None:
+        self._last_residual = None
         d = self.discretization
         dofs = d.end_dofs(fiber, end)
         key = (d.fiber_index(fiber), int(dofs[0]))
@@ -223,6 +228,7 @@ class Model:
         -------
         skfiber.coupling.Attachment
         """
+        self._last_residual = None
         from .coupling import Attachment
         from .rigid import GROUND
 
@@ -267,6 +273,8 @@ class Model:
         It is −G_D, the negative fiber residual (inertia + internal + contact −
         external) at the attached end, evaluated with the state's velocity and
         (backward-Euler) acceleration: the force at the insertion point.
+        Called from a ``simulate`` callback it reuses the residual of the
+        step's last Newton evaluation (same state, bit-identical result).
         """
         if not self.attachments:
             return {}
@@ -328,6 +336,7 @@ class Model:
         self._loads.append(_Load(kind, value, self._element_mask(fibers)))
         self._load_cache = None
         self._constant_load = None
+        self._last_residual = None
 
     def add_body_force(self, b0: VectorField, *, fibers: Iterable | None = None) -> None:
         """Body force b0 per reference volume (N/m³): 3 numbers or f(θ, t) → (3, …)."""
@@ -351,6 +360,7 @@ class Model:
         Its residual and tangent blocks join the assembled system and its
         ``max_step`` joins Newton's safeguard (paper eqs. 69–73).
         """
+        self._last_residual = None
         from .contact.base import Contact
 
         if not isinstance(contact, Contact):
@@ -377,6 +387,7 @@ class Model:
 
     def add_term(self, residual, tangent=None, *, name: str | None = None) -> Term:
         """Add an extra weak-form term (see :mod:`skfiber.terms`)."""
+        self._last_residual = None
         term = residual if isinstance(residual, Term) else Term(residual, tangent, name or f"term{len(self.terms)}")
         if term.name in {t.name for t in self.terms}:
             raise ValueError(f"a term named {term.name!r} exists already; give another name")
@@ -563,7 +574,7 @@ class Model:
                 ce = contact.evaluate(self, u_frozen, t, tangent=True)
                 out.append((ce.rows, ce.cols, ce.values))
             return out
-        if parts == names and load_factor == 1.0:  # the residual does not depend on c_v, c_a
+        if self._remember_residual and parts == names and load_factor == 1.0:  # R does not depend on c_v, c_a
             self._last_residual = (self._state_key(u, v, a, t), R.copy())
         return Evaluation(
             R, tangent_fn, reference_force=ref, min_stretch=float(np.min(w.lam)), roundoff=roundoff,

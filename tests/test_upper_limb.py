@@ -118,3 +118,13 @@ def test_insertion_forces_reuse_the_last_newton_evaluation():
     assert evaluations and set(fresh) == set(seen[8])
     for name, force in fresh.items():
         np.testing.assert_array_equal(force, seen[8][name])
+
+
+def test_insertion_forces_after_the_run_see_a_changed_model():
+    """Outside simulate nothing is reused: changing the model after a run changes the forces."""
+    model = upper_limb.build_model(4)
+    result = sf.simulate(model, t_end=2 / 32, dt=1 / 32, progress=False)
+    before = model.attachment_forces(result.final_state)["biceps1.origin"]
+    model.add_line_load((0.0, 0.0, -1e3))
+    after = model.attachment_forces(result.final_state)["biceps1.origin"]
+    assert abs(after[2] - before[2]) > 1.0
