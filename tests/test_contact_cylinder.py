@@ -401,8 +401,9 @@ def test_demo_small(capsys):
     assert "-12.07385" in "\n".join(lines) and "-12.36233" in "\n".join(lines)  # 16 and 64 elements
 
 
-def test_trial_safeguard_keeps_the_margin_at_the_end_of_the_step():
-    """safeguard="trial": eq. 71 holds exactly at u + δ du, δ a power of 1/2, and Newton converges."""
+def trial_safeguard_first_step():
+    """A prestressed fiber pressed onto a cylinder with safeguard="trial": model, cylinder,
+    solver, the reference state z, its evaluation and the first Newton step du (too long)."""
     law = sf.prestress(1e4) + sf.passive_kelvin_voigt(mu_muscle=1e4, mu_tendon=1e4, eta_muscle=0, eta_tendon=0)
     model, _ = fiber_model(8, law=law)
     cyl = model.add_contact(CylinderContact(point=(0.0, 0.0, -0.3), axis=(0, 1, 0), radius=0.2, law=LAW,
@@ -412,6 +413,12 @@ def test_trial_safeguard_keeps_the_margin_at_the_end_of_the_step():
     z = np.zeros(model.n_dofs)
     ev = model.evaluate(z, z, z, 0.0, c_v=0.0, c_a=0.0)
     du = solver.solve(ev.element_matrices, -ev.residual, ev.extra)
+    return model, cyl, solver, z, ev, du
+
+
+def test_trial_safeguard_keeps_the_margin_at_the_end_of_the_step():
+    """safeguard="trial": eq. 71 holds exactly at u + δ du, δ a power of 1/2, and Newton converges."""
+    model, cyl, solver, z, ev, du = trial_safeguard_first_step()
     delta = cyl.max_step(model, z, du, 0.0, delta_bar=0.25)
     assert 0 < delta < 1 and np.log2(delta) == int(np.log2(delta))
     before = cyl.gaps(model, z).admissibility
@@ -428,15 +435,7 @@ def test_end_of_step_margin_check_agrees_with_the_trial_safeguard():
     the trial safeguard takes whole (δ = 1), over step lengths on both sides of the limit."""
     from skfiber.contact.base import margins_kept
 
-    law = sf.prestress(1e4) + sf.passive_kelvin_voigt(mu_muscle=1e4, mu_tendon=1e4, eta_muscle=0, eta_tendon=0)
-    model, _ = fiber_model(8, law=law)
-    cyl = model.add_contact(CylinderContact(point=(0.0, 0.0, -0.3), axis=(0, 1, 0), radius=0.2, law=LAW,
-                                            safeguard="trial"))
-    model.add_line_load((0.0, 0.0, -47.0))
-    solver = ConstrainedSolver(model.discretization.assembler, model.constrained_dofs)
-    z = np.zeros(model.n_dofs)
-    ev = model.evaluate(z, z, z, 0.0, c_v=0.0, c_a=0.0)
-    du = solver.solve(ev.element_matrices, -ev.residual, ev.extra)
+    model, cyl, solver, z, ev, du = trial_safeguard_first_step()
     assert set(ev.margins) == {cyl.name}
     outcomes = []
     for scale in np.geomspace(0.01, 2.0, 40):
