@@ -162,6 +162,7 @@ class SymbolicLaw:
         self._compiled = sp.lambdify(
             _ARGS, [expression, self._d_stretch, self._d_rate], modules="numpy", cse=_cse_products
         )
+        self._kernel = None  # compiled loop (skfiber.law_kernels), made on first use by a model
 
     def __call__(self, point: MaterialPoint) -> StressResponse:
         args = (

@@ -129,16 +129,27 @@ class Model:
         tied to its bodies with :meth:`attach`, and cylinders of its bodies
         take part in contact (:meth:`skfiber.contact.CylinderContact.on_body`).
         Time stepping then runs Newton on (u_I, q) (:mod:`skfiber.coupling`).
+    compiled
+        Evaluate the built-in cable terms (internal force and its tangent) with
+        the compiled kernels of :mod:`skfiber.cable_kernels` (default) instead
+        of the forms of :mod:`skfiber.forms`: the same numbers to round-off,
+        several times faster.  ``False`` evaluates the forms (to check an edited
+        form, or the kernels).  Extra terms (:meth:`add_term`) always run as forms.
     """
 
-    def __init__(self, fibers: Sequence[Fiber], *, quadrature_points: int = 4, rigid=None):
+    def __init__(self, fibers: Sequence[Fiber], *, quadrature_points: int = 4, rigid=None, compiled: bool = True):
         fibers = list(fibers)
         for f in fibers:
             if not isinstance(f, Fiber):
                 raise TypeError(f"Model takes Fiber objects, got {type(f).__name__}")
         if len({id(f) for f in fibers}) != len(fibers):
             raise ValueError("the same Fiber object is given twice; create one Fiber per fiber")
+        if not isinstance(compiled, bool):
+            raise TypeError(f"compiled must be True or False, got {compiled!r}")
         self.discretization = Discretization(fibers, quadrature_points=quadrature_points)
+        self.compiled = compiled
+        self._jets = None  # (G, dofs) of skfiber.cable_kernels, built on first use
+        self._law_kernels = None  # [(LawKernel, point indices)] per law group, [] if not all compile
         self.fibers = self.discretization.fibers
         self.terms: list[Term] = []
         self.contacts: list = []
@@ -441,21 +452,7 @@ class Model:
         asm = d.assembler
         x, xdot = asm.interpolate_many(np.stack([d.reference_dofs + u, v]))
         kin = forms.cable_kinematics(x, xdot, d.jacobian)
-        alpha = self.activations(t)
-        if len(d.law_groups) == 1:  # one law for all fibers: no gather/scatter
-            law = d.law_groups[0][0]
-            resp = law(MaterialPoint(kin.lam, kin.lamdot, d.theta, t, d.muscle_fraction, alpha))
-            S, dS, dSr = resp.stress, resp.d_stretch, resp.d_stretch_rate
-        else:
-            S = np.empty_like(kin.lam)
-            dS = np.empty_like(kin.lam)
-            dSr = np.empty_like(kin.lam)
-            for law, mask in d.law_groups:
-                point = MaterialPoint(
-                    kin.lam[mask], kin.lamdot[mask], d.theta[mask], t, d.muscle_fraction[mask], alpha[mask]
-                )
-                resp = law(point)
-                S[mask], dS[mask], dSr[mask] = resp.stress, resp.d_stretch, resp.d_stretch_rate
+        S, dS, dSr = self._stress(kin.lam, kin.lamdot, t)
         w = asm.parameters(
             x=x, xdot=xdot, X=d.reference_field, theta=d.theta, t=t, J=d.jacobian, area=d.area,
             rho=d.density, gamma_m=d.muscle_fraction, c_v=c_v,
@@ -463,6 +460,56 @@ class Model:
             S=S, dS_dlam=dS, dS_dlamdot=dSr,
         )
         return w
+
+    def _stress(self, lam: np.ndarray, lamdot: np.ndarray, t: float):
+        """S, ∂S/∂λ, ∂S/∂λ̇ (e, q) of the fibers' laws (one call per distinct law).
+
+        With ``compiled``, symbolic laws run as compiled loops
+        (:mod:`skfiber.law_kernels`); other laws, and laws numba cannot
+        compile, with numpy.
+        """
+        d = self.discretization
+        if self.compiled and self._law_kernels is None:
+            from .law_kernels import law_kernel
+
+            nq = d.theta.shape[1]  # masks are over elements; the kernels index points (element-major)
+            plan = [(law_kernel(law), np.flatnonzero(np.repeat(mask, nq))) for law, mask in d.law_groups]
+            self._law_kernels = plan if all(k is not None for k, _ in plan) else []
+        if self.compiled and self._law_kernels and lam.flags.c_contiguous and lamdot.flags.c_contiguous:
+            alpha_e = np.array([f.activation_at(t) for f in self.fibers])[d.element_fiber]
+            S, dS, dSr = np.empty_like(lam), np.empty_like(lam), np.empty_like(lam)
+            nq = lam.shape[1]
+            args = (lam.ravel(), lamdot.ravel(), d.theta.ravel(), t, d.muscle_fraction.ravel(), alpha_e, nq)
+            outs = (S.ravel(), dS.ravel(), dSr.ravel())
+            if all(kernel(*args, idx, *outs) for kernel, idx in self._law_kernels):
+                return S, dS, dSr
+            self._law_kernels = []  # a law failed to compile (warned): numpy from now on
+        alpha = self.activations(t)
+        if len(d.law_groups) == 1:  # one law for all fibers: no gather/scatter
+            law = d.law_groups[0][0]
+            resp = law(MaterialPoint(lam, lamdot, d.theta, t, d.muscle_fraction, alpha))
+            return resp.stress, resp.d_stretch, resp.d_stretch_rate
+        S = np.empty_like(lam)
+        dS = np.empty_like(lam)
+        dSr = np.empty_like(lam)
+        for law, mask in d.law_groups:
+            point = MaterialPoint(lam[mask], lamdot[mask], d.theta[mask], t, d.muscle_fraction[mask], alpha[mask])
+            resp = law(point)
+            S[mask], dS[mask], dSr[mask] = resp.stress, resp.d_stretch, resp.d_stretch_rate
+        return S, dS, dSr
+
+    def _compiled_coefficients(self, u: np.ndarray, v: np.ndarray, t: float, *, c_v: float) -> dict:
+        """What the cable kernels need at a state (:mod:`skfiber.cable_kernels`)."""
+        from . import cable_kernels
+
+        d = self.discretization
+        if self._jets is None:
+            self._jets = cable_kernels.gradient_jets(d.assembler)
+        G, dofs = self._jets
+        x_s, xdot_s, lam, lamdot = cable_kernels.cable_kinematics(G, dofs, d.reference_dofs + u, v, d.jacobian)
+        S, dS, dSr = self._stress(lam, lamdot, t)
+        return dict(x_s=x_s, xdot_s=xdot_s, lam=lam, lamdot=lamdot, S=np.asarray(S, dtype=float),
+                    dS_dlam=np.asarray(dS, dtype=float), dS_dlamdot=np.asarray(dSr, dtype=float), c_v=c_v)
 
     @np.errstate(over="ignore", invalid="ignore", divide="ignore")  # reported below instead
     def evaluate(
@@ -498,12 +545,23 @@ class Model:
         unknown = parts - names
         if unknown:
             raise ValueError(f"unknown parts {sorted(unknown)}; pick from {sorted(names)}")
-        w = self.coefficients(u, v, t, c_v=c_v)
+        terms = [term for term in self.terms if term.name in parts]
+        if self.compiled and not terms:
+            from . import cable_kernels
+
+            w = self._compiled_coefficients(u, v, t, c_v=c_v)
+            G, dofs = self._jets
+        else:
+            w = self.coefficients(u, v, t, c_v=c_v)
         R = np.zeros(self.n_dofs)
         ref = 0.0
         roundoff = 0.0
         if "cable" in parts:
-            Fi, Fi_magnitude = asm.linear_vector(forms.internal_force, w, magnitude=True)
+            if self.compiled and not terms:
+                Fi, Fi_magnitude = cable_kernels.internal_force(G, dofs, self.n_dofs, S=w["S"], area=d.area,
+                                                                dx=asm.dx, x_s=w["x_s"])
+            else:
+                Fi, Fi_magnitude = asm.linear_vector(forms.internal_force, w, magnitude=True)
             R += Fi
             ref = max(ref, np.linalg.norm(Fi))
             roundoff = ROUNDOFF_FACTOR * np.finfo(float).eps * np.linalg.norm(Fi_magnitude)
@@ -515,7 +573,6 @@ class Model:
             Fe = load_factor * self.external_force(t)
             R -= Fe
             ref = max(ref, np.linalg.norm(Fe))
-        terms = [term for term in self.terms if term.name in parts]
         for term in terms:
             Ft = asm.linear_vector(term.residual, w)
             R += Ft
@@ -523,7 +580,9 @@ class Model:
 
         def tangent_fn():
             Ke = np.zeros_like(self._mass_elements)
-            if "cable" in parts:
+            if "cable" in parts and self.compiled and not terms:
+                Ke += cable_kernels.internal_tangent(G, **w, area=d.area, dx=asm.dx, J=d.jacobian)
+            elif "cable" in parts:
                 Ke += asm.bilinear(forms.internal_tangent, w)
             if "inertia" in parts and c_a:
                 Ke += c_a * self._mass_elements
@@ -535,7 +594,7 @@ class Model:
             return Ke
 
         if not np.all(np.isfinite(R)):
-            bad = np.flatnonzero(~np.isfinite(w["S"]).all(axis=1))
+            bad = np.flatnonzero(~np.isfinite(w["S"]).all(axis=1))  # (e, q) in both paths
             where = ""
             if bad.size:
                 k = int(d.element_fiber[bad[0]])
@@ -577,7 +636,7 @@ class Model:
         if self._remember_residual and parts == names and load_factor == 1.0:  # R does not depend on c_v, c_a
             self._last_residual = (self._state_key(u, v, a, t), R.copy())
         return Evaluation(
-            R, tangent_fn, reference_force=ref, min_stretch=float(np.min(w.lam)), roundoff=roundoff,
+            R, tangent_fn, reference_force=ref, min_stretch=float(np.min(w["lam"])), roundoff=roundoff,
             extra=extra if active_contacts else [], n_active_contacts=n_active, margins=margins,
         )
 
