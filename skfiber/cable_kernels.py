@@ -20,10 +20,10 @@ compiled=True)``, the default); the forms stay the definition: the tests
 compare kernels and forms on random states, and ``compiled=False`` evaluates
 the forms.  Extra terms (:meth:`skfiber.Model.add_term`) always run as forms.
 
-All kernels take ``G`` (e, q, 3, nb): the θ-derivatives of the 3 components
-of the local basis functions at the quadrature points (the gradient jets of
-:class:`skfiber.assembly.BatchedAssembler`), ``dofs`` (e, nb) the global DOF
-of each local one, ``J`` = |A1| and ``dx`` the quadrature weights (e, q).
+All kernels take ``jets`` = :func:`gradient_jets` of the basis: the
+θ-derivatives of the local basis functions at the quadrature points, the
+component each one moves, and its global DOF; ``J`` = |A1| and ``dx`` the
+quadrature weights (e, q).
 
 Example
 -------
@@ -31,9 +31,9 @@ Example
 >>> from skfiber import Fiber
 >>> from skfiber.discretization import Discretization
 >>> d = Discretization([Fiber.straight((0, 0, 0), (2, 0, 0), n_elements=4)])
->>> G, dofs = gradient_jets(d.assembler)
+>>> jets = gradient_jets(d.assembler)
 >>> x = d.reference_dofs * np.r_[1.1, 1, 1, 1.1, 1, 1][np.arange(d.n_dofs) % 6]  # 10 % stretch along x
->>> x_s, xdot_s, lam, lamdot = cable_kinematics(G, dofs, x, np.zeros(d.n_dofs), d.jacobian)
+>>> x_s, xdot_s, lam, lamdot = cable_kinematics(jets, x, np.zeros(d.n_dofs), d.jacobian)
 >>> bool(np.allclose(lam, 1.1))
 True
 """
@@ -45,28 +45,37 @@ import numpy as np
 __all__ = ["gradient_jets", "cable_kinematics", "internal_force", "internal_tangent"]
 
 
-def gradient_jets(assembler) -> tuple[np.ndarray, np.ndarray]:
-    """(G (e, q, 3, nb), dofs (e, nb)) of a vector cubic Hermite line basis.
+def gradient_jets(assembler) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(g (e, q, nb), component (nb,), dofs (e, nb)) of a vector cubic Hermite line basis.
+
+    Local basis function i is g[e, q, i] times the unit vector of its
+    ``component[i]`` (a vector element: each basis function moves one
+    component), g being its θ-derivative at the quadrature points.
 
     Raises
     ------
     ValueError
-        If the basis is not a 3-component field on a line.
+        If the basis is not a 3-component field on a line whose basis
+        functions each move one component.
     """
     if assembler.ncomp != 3 or assembler.dim != 1:
         raise ValueError(f"the cable kernels need a 3-component field on a line, got {assembler.ncomp} "
                          f"components in {assembler.dim} dimensions")
-    B = assembler._Bj[False]  # (e, q, jets, nb): 3 values, then 3 θ-derivatives
-    G = np.ascontiguousarray(B[:, :, 3:6, :])
+    B = assembler._B  # (e, q, jets, nb): 3 values, 3 θ-derivatives (, second derivatives)
+    moves = np.any(B[:, :, 0:3, :] != 0, axis=(0, 1)) | np.any(B[:, :, 3:6, :] != 0, axis=(0, 1))  # (3, nb)
+    if not np.all(moves.sum(axis=0) == 1):
+        raise ValueError("the cable kernels need a vector element whose basis functions each move one component")
+    component = np.argmax(moves, axis=0).astype(np.int64)
+    g = np.ascontiguousarray(np.take_along_axis(B[:, :, 3:6, :], component[None, None, None, :], axis=2)[:, :, 0, :])
     dofs = np.ascontiguousarray(assembler.element_dofs.T.astype(np.int64))
-    return G, dofs
+    return g, component, dofs
 
 
-@numba.njit(cache=True, fastmath=False)
-def _kinematics(G, dofs, x, v, J):  # pragma: no cover - compiled
-    ne, nq, _, nb = G.shape
-    x_s = np.empty((ne, nq, 3))
-    xdot_s = np.empty((ne, nq, 3))
+@numba.njit(cache=True)
+def _kinematics(g, comp, dofs, x, v, J):  # pragma: no cover - compiled
+    ne, nq, nb = g.shape
+    x_s = np.zeros((ne, nq, 3))
+    xdot_s = np.zeros((ne, nq, 3))
     lam = np.empty((ne, nq))
     lamdot = np.empty((ne, nq))
     xe = np.empty(nb)
@@ -76,69 +85,63 @@ def _kinematics(G, dofs, x, v, J):  # pragma: no cover - compiled
             xe[i] = x[dofs[e, i]]
             ve[i] = v[dofs[e, i]]
         for q in range(nq):
+            for i in range(nb):
+                a = comp[i]
+                x_s[e, q, a] += g[e, q, i] * xe[i]
+                xdot_s[e, q, a] += g[e, q, i] * ve[i]
             ll = 0.0
             lv = 0.0
             for a in range(3):
-                sx = 0.0
-                sv = 0.0
-                for i in range(nb):
-                    g = G[e, q, a, i]
-                    if g != 0.0:
-                        sx += g * xe[i]
-                        sv += g * ve[i]
-                sx /= J[e, q]
-                sv /= J[e, q]
-                x_s[e, q, a] = sx
-                xdot_s[e, q, a] = sv
-                ll += sx * sx
-                lv += sx * sv
+                x_s[e, q, a] /= J[e, q]
+                xdot_s[e, q, a] /= J[e, q]
+                ll += x_s[e, q, a] * x_s[e, q, a]
+                lv += x_s[e, q, a] * xdot_s[e, q, a]
             lam[e, q] = np.sqrt(ll)
             lamdot[e, q] = lv / lam[e, q]
     return x_s, xdot_s, lam, lamdot
 
 
-def cable_kinematics(G: np.ndarray, dofs: np.ndarray, x: np.ndarray, v: np.ndarray, J: np.ndarray):
+def cable_kinematics(jets, x: np.ndarray, v: np.ndarray, J: np.ndarray):
     """x_s, ẋ_s (e, q, 3), λ = |x_s| and λ̇ = x_s·ẋ_s/λ (e, q) (eq. 33).
 
-    ``x`` are the DOFs of the current position (reference + displacement),
-    ``v`` those of the velocity, both (N,).
+    ``jets`` is :func:`gradient_jets` of the basis; ``x`` are the DOFs of the
+    current position (reference + displacement), ``v`` those of the velocity,
+    both (N,).
     """
-    return _kinematics(G, dofs, np.ascontiguousarray(x, dtype=float), np.ascontiguousarray(v, dtype=float), J)
+    g, comp, dofs = jets
+    return _kinematics(g, comp, dofs, np.ascontiguousarray(x, dtype=float), np.ascontiguousarray(v, dtype=float), J)
 
 
-@numba.njit(cache=True, fastmath=False)
-def _internal_force(G, dofs, n, coefficient, x_s):  # pragma: no cover - compiled
-    ne, nq, _, nb = G.shape
+@numba.njit(cache=True)
+def _internal_force(g, comp, dofs, n, coefficient, x_s):  # pragma: no cover - compiled
+    ne, nq, nb = g.shape
     F = np.zeros(n)
     M = np.zeros(n)
     for e in range(ne):
         for q in range(nq):
             c = coefficient[e, q]
             for i in range(nb):
-                r = 0.0
-                for a in range(3):
-                    r += x_s[e, q, a] * G[e, q, a, i]
-                r *= c
+                r = c * x_s[e, q, comp[i]] * g[e, q, i]
                 F[dofs[e, i]] += r
                 M[dofs[e, i]] += abs(r)
     return F, M
 
 
-def internal_force(G: np.ndarray, dofs: np.ndarray, n: int, *, S: np.ndarray, area: np.ndarray,
-                   dx: np.ndarray, x_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def internal_force(jets, n: int, *, S: np.ndarray, area: np.ndarray, dx: np.ndarray,
+                   x_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """π r0² ∫ S x_s · ξ_s dS assembled (N,), and Σ|contributions| per DOF.
 
     With ξ_s = ξ′/|A1| and dS = |A1| dθ the integrand is area · S · x_s · ξ′ dθ.
     """
-    return _internal_force(G, dofs, int(n), area * S * dx, x_s)
+    g, comp, dofs = jets
+    return _internal_force(g, comp, dofs, int(n), area * S * dx, x_s)
 
 
-@numba.njit(cache=True, fastmath=False)
-def _internal_tangent(G, c0, c1, c2, x_s, xdot_s):  # pragma: no cover - compiled
-    ne, nq, _, nb = G.shape
+@numba.njit(cache=True)
+def _internal_tangent(g, comp, c0, c1, c2, x_s, xdot_s):  # pragma: no cover - compiled
+    ne, nq, nb = g.shape
     K = np.zeros((ne, nb, nb))
     D = np.empty((3, 3))
-    Y = np.empty((3, nb))
     for e in range(ne):
         for q in range(nq):
             # D[a, b] = c0 δ_ab + x_s[a] (c1 x_s[b] + c2 ẋ_s[b])   (test a, trial b)
@@ -146,23 +149,15 @@ def _internal_tangent(G, c0, c1, c2, x_s, xdot_s):  # pragma: no cover - compile
                 for b in range(3):
                     D[a, b] = x_s[e, q, a] * (c1[e, q] * x_s[e, q, b] + c2[e, q] * xdot_s[e, q, b])
                 D[a, a] += c0[e, q]
-            # Y = D G (3, nb), then K += Gᵀ Y
-            for a in range(3):
-                for j in range(nb):
-                    s = 0.0
-                    for b in range(3):
-                        s += D[a, b] * G[e, q, b, j]
-                    Y[a, j] = s
             for i in range(nb):
-                for a in range(3):
-                    g = G[e, q, a, i]
-                    if g != 0.0:
-                        for j in range(nb):
-                            K[e, i, j] += g * Y[a, j]
+                gi = g[e, q, i]
+                a = comp[i]
+                for j in range(nb):
+                    K[e, i, j] += gi * g[e, q, j] * D[a, comp[j]]
     return K
 
 
-def internal_tangent(G: np.ndarray, *, S, dS_dlam, dS_dlamdot, c_v: float, lam, lamdot, x_s, xdot_s,
+def internal_tangent(jets, *, S, dS_dlam, dS_dlamdot, c_v: float, lam, lamdot, x_s, xdot_s,
                      area, dx, J) -> np.ndarray:
     """Element matrices (e, nb, nb) of :func:`skfiber.forms.internal_tangent`.
 
@@ -175,4 +170,5 @@ def internal_tangent(G: np.ndarray, *, S, dS_dlam, dS_dlamdot, c_v: float, lam, 
     c0 = f * S
     c1 = f * (dS_dlam / lam + dS_dlamdot * (c_v / lam - lamdot / lam**2))
     c2 = f * dS_dlamdot / lam
-    return _internal_tangent(G, c0, c1, c2, x_s, xdot_s)
+    g, comp, _ = jets
+    return _internal_tangent(g, comp, c0, c1, c2, x_s, xdot_s)

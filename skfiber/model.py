@@ -154,7 +154,7 @@ class Model:
             raise TypeError(f"compiled must be True or False, got {compiled!r}")
         self.discretization = Discretization(fibers, quadrature_points=quadrature_points)
         self.compiled = compiled
-        self._jets = None  # (G, dofs) of skfiber.cable_kernels, built on first use
+        self._jets = None  # skfiber.cable_kernels.gradient_jets of the basis, built on first use
         self._law_kernels = None  # [(LawKernel, point indices)] per law group, [] if not all compile
         self.fibers = self.discretization.fibers
         self.terms: list[Term] = []
@@ -511,8 +511,7 @@ class Model:
         d = self.discretization
         if self._jets is None:
             self._jets = cable_kernels.gradient_jets(d.assembler)
-        G, dofs = self._jets
-        x_s, xdot_s, lam, lamdot = cable_kernels.cable_kinematics(G, dofs, d.reference_dofs + u, v, d.jacobian)
+        x_s, xdot_s, lam, lamdot = cable_kernels.cable_kinematics(self._jets, d.reference_dofs + u, v, d.jacobian)
         S, dS, dSr = self._stress(lam, lamdot, t)
         return dict(x_s=x_s, xdot_s=xdot_s, lam=lam, lamdot=lamdot, S=np.asarray(S, dtype=float),
                     dS_dlam=np.asarray(dS, dtype=float), dS_dlamdot=np.asarray(dSr, dtype=float), c_v=c_v)
@@ -556,7 +555,6 @@ class Model:
             from . import cable_kernels
 
             w = self._compiled_coefficients(u, v, t, c_v=c_v)
-            G, dofs = self._jets
         else:
             w = self.coefficients(u, v, t, c_v=c_v)
         R = np.zeros(self.n_dofs)
@@ -564,7 +562,7 @@ class Model:
         roundoff = 0.0
         if "cable" in parts:
             if self.compiled and not terms:
-                Fi, Fi_magnitude = cable_kernels.internal_force(G, dofs, self.n_dofs, S=w["S"], area=d.area,
+                Fi, Fi_magnitude = cable_kernels.internal_force(self._jets, self.n_dofs, S=w["S"], area=d.area,
                                                                 dx=asm.dx, x_s=w["x_s"])
             else:
                 Fi, Fi_magnitude = asm.linear_vector(forms.internal_force, w, magnitude=True)
@@ -587,7 +585,7 @@ class Model:
         def tangent_fn():
             Ke = np.zeros_like(self._mass_elements)
             if "cable" in parts and self.compiled and not terms:
-                Ke += cable_kernels.internal_tangent(G, **w, area=d.area, dx=asm.dx, J=d.jacobian)
+                Ke += cable_kernels.internal_tangent(self._jets, **w, area=d.area, dx=asm.dx, J=d.jacobian)
             elif "cable" in parts:
                 Ke += asm.bilinear(forms.internal_tangent, w)
             if "inertia" in parts and c_a:

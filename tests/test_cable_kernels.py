@@ -50,17 +50,17 @@ def test_kernels_equal_form_pieces(state):
     d = model.discretization
     asm = d.assembler
     w = model.coefficients(u, v, 0.4, c_v=13.0)
-    G, dofs = cable_kernels.gradient_jets(asm)
-    x_s, xdot_s, lam, lamdot = cable_kernels.cable_kinematics(G, dofs, d.reference_dofs + u, v, d.jacobian)
+    jets = cable_kernels.gradient_jets(asm)
+    x_s, xdot_s, lam, lamdot = cable_kernels.cable_kinematics(jets, d.reference_dofs + u, v, d.jacobian)
     assert np.allclose(np.moveaxis(x_s, 2, 0), w["x_s"], rtol=0, atol=1e-13)
     assert np.allclose(np.moveaxis(xdot_s, 2, 0), w["xdot_s"], rtol=0, atol=1e-12)
     assert np.allclose(lam, w["lam"], rtol=1e-14, atol=0)
     assert np.allclose(lamdot, w["lamdot"], rtol=0, atol=1e-12)
-    F, M = cable_kernels.internal_force(G, dofs, d.n_dofs, S=w["S"], area=d.area, dx=asm.dx, x_s=x_s)
+    F, M = cable_kernels.internal_force(jets, d.n_dofs, S=w["S"], area=d.area, dx=asm.dx, x_s=x_s)
     F_ref, M_ref = asm.linear_vector(forms.internal_force, w, magnitude=True)
     assert np.abs(F - F_ref).max() <= 1e-12 * np.abs(F_ref).max()
     assert np.abs(M - M_ref).max() <= 1e-12 * np.abs(M_ref).max()
-    K = cable_kernels.internal_tangent(G, S=w["S"], dS_dlam=w["dS_dlam"], dS_dlamdot=w["dS_dlamdot"], c_v=13.0,
+    K = cable_kernels.internal_tangent(jets, S=w["S"], dS_dlam=w["dS_dlam"], dS_dlamdot=w["dS_dlamdot"], c_v=13.0,
                                        lam=lam, lamdot=lamdot, x_s=x_s, xdot_s=xdot_s, area=d.area, dx=asm.dx,
                                        J=d.jacobian)
     K_ref = asm.bilinear(forms.internal_tangent, w)
@@ -94,3 +94,12 @@ def test_extra_terms_run_as_forms(rng):
 def test_bad_compiled_option():
     with pytest.raises(TypeError, match="compiled must be True or False"):
         sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)], compiled="yes")
+
+
+def test_gradient_jets_need_a_3d_vector_line_basis():
+    from types import SimpleNamespace
+
+    with pytest.raises(ValueError, match="3-component field on a line"):
+        cable_kernels.gradient_jets(SimpleNamespace(ncomp=1, dim=1))
+    with pytest.raises(ValueError, match="3-component field on a line"):
+        cable_kernels.gradient_jets(SimpleNamespace(ncomp=3, dim=2))
