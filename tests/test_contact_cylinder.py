@@ -468,3 +468,120 @@ def test_margins_kept_matches_pointwise_rule():
             before = m0[list(el0).index(e)] if e in el0 else np.ones(3)
             expected &= bool(np.all(m1[i] > 0.25 * np.minimum(before, 1.0)))
         assert margins_kept({"c": (el0, m0)}, {"c": (el1, m1)}, 0.25) == expected
+
+
+# --------------------------------------------------------------------------- compiled kernels vs numpy
+def numpy_broad_phase(cyl, model, u, du=None, pose_step=None):
+    """The broad phase of ``CylinderContact.candidates`` written with numpy and the geometry helpers."""
+    from skfiber.contact.geometry import element_shapes, min_speed_bound
+
+    d = model.discretization
+    sh = element_shapes(d, cyl.xi, cyl.weights)
+    pose = cyl.pose_at(0.0)
+    Y = element_coefficients(d, u)
+    P = control_points(Y, sh.h)
+    dY = None
+    if du is not None:
+        dY = np.asarray(du)[sh.dofs].reshape(-1, 4, 3)
+        P = np.concatenate([P, control_points(Y + dY, sh.h)], axis=1)
+    lo, hi = P.min(axis=1), P.max(axis=1)
+    centre, ball = 0.5 * (lo + hi), 0.5 * np.linalg.norm(hi - lo, axis=1)
+    with np.errstate(divide="ignore"):
+        rbar = sh.r0_max * np.sqrt(sh.A1_max / min_speed_bound(Y, sh.h, dY))
+    p = centre - pose.point
+    s = p @ pose.tangent
+    if cyl.length is not None:
+        s = np.clip(s, 0.0, cyl.length)
+    dc = np.linalg.norm(p - s[:, None] * pose.tangent, axis=1)
+    if pose_step is not None:
+        dy0, da = (np.linalg.norm(v) for v in pose_step)
+        arm = np.linalg.norm(p, axis=1) + dy0
+        if cyl.length is not None:
+            arm = np.minimum(arm, cyl.length)
+        tau = min(2.0, da / (pose.axis_norm - da)) if pose.axis_norm > da else 2.0
+        dc = dc - dy0 - arm * tau
+    return np.flatnonzero(dc - ball < cyl.radius + rbar)
+
+
+@pytest.mark.parametrize("length", [None, 0.6])
+def test_compiled_contact_matches_numpy_reference(length, rng):
+    """Kernels (skfiber.contact.cylinder_kernels) against numpy: broad phase, points, residual, body reaction."""
+    from skfiber.contact.geometry import sample_centerline
+
+    model, _ = fiber_model(8, radius=lambda th: 0.04 + 0.03 * th, fibers=2)
+    # a finite axis ending under the fibers: lateral and cap points in contact
+    cyl = CylinderContact(point=(-0.2, -0.3, -0.25), axis=(0.3, 1.0, 0.0), radius=0.2, law=LAW, length=length)
+    pose = cyl.pose_at(0.0)
+    d = model.discretization
+    checked = caps = 0
+    for _ in range(6):
+        u = random_state(model, rng, 0.01)
+        du = random_state(model, rng, 0.02)
+        step = (0.01 * rng.standard_normal(3), 0.05 * rng.standard_normal(3))
+        for args in ((None, None), (du, None), (du, step)):
+            np.testing.assert_array_equal(cyl.candidates(model, u, 0.0, *args[:1], pose_step=args[1]),
+                                          numpy_broad_phase(cyl, model, u, *args))
+        el = cyl.candidates(model, u, 0.0)
+        if el.size == 0:
+            continue
+        # the points and gaps against the numpy sample of the centerline
+        s = sample_centerline(d, u, cyl.xi, cyl.weights, el)
+        nar = cyl._narrow(model, u, 0.0, el)
+        for name in ("x", "a1", "a1_norm", "stretch", "radius", "weight"):
+            np.testing.assert_allclose(getattr(nar.sample, name), getattr(s, name), rtol=1e-13, atol=1e-15)
+        p = s.x - pose.point
+        sc = p @ pose.tangent
+        side = np.ones(sc.shape, dtype=bool) if length is None else (sc > 0) & (sc < length)
+        sc = sc if length is None else np.clip(sc, 0.0, length)
+        w = p - sc[..., None] * pose.tangent
+        dist = np.linalg.norm(w, axis=-1)
+        g = dist / (cyl.radius + s.radius) - 1.0
+        np.testing.assert_array_equal(nar.side, side)
+        np.testing.assert_allclose(nar.sc, sc, rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(nar.d, dist, rtol=1e-13)
+        np.testing.assert_allclose(nar.nu, w / dist[..., None], rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(nar.g, g, rtol=1e-12, atol=1e-15)
+        # residual G_c = −Σ S^T F ν J W and the body reaction [Σ f ; Q Σ s f]
+        F, _ = LAW.force(g)
+        f = (F * s.a1_norm * s.weight)[..., None] * w / dist[..., None]
+        r_el = -(s.S.transpose(0, 2, 1) @ f).reshape(-1, 12)
+        residual = np.bincount(s.dofs.ravel(), weights=r_el.ravel(), minlength=model.n_dofs)
+        ev = cyl.evaluate(model, u, 0.0)
+        scale = np.abs(residual).max()
+        np.testing.assert_allclose(ev.residual, residual, rtol=0, atol=1e-13 * scale)
+        np.testing.assert_allclose(ev.admissibility, 1 + LAW.gamma * g.ravel(), rtol=1e-13)
+        assert ev.n_active == np.count_nonzero(g < 0)
+        touching = np.any(g < 0, axis=1)
+        assert ev.values.size == 144 * np.count_nonzero(touching)
+        assert set(ev.rows) == set(s.dofs[touching].ravel())
+        load = cyl.body_load(model, u, 0.0)
+        Q = (np.eye(3) - np.outer(pose.tangent, pose.tangent)) / pose.axis_norm
+        expected = np.r_[f.sum(axis=(0, 1)), Q @ (sc.ravel() @ f.reshape(-1, 3))]
+        np.testing.assert_allclose(load.force, expected, rtol=0, atol=1e-13 * np.abs(expected).max())
+        np.testing.assert_array_equal(load.columns, np.unique(s.dofs[touching]))
+        checked += int(ev.n_active > 0)
+        caps += int(np.any(~side & (g < 0)))
+    assert checked >= 3 and (length is None or caps >= 1)
+
+
+def test_wrong_size_state_raises_before_the_compiled_loops():
+    """The kernels index u without bounds checks: the length is checked before (ValueError, not a crash)."""
+    model, _ = fiber_model(8)
+    cyl = CylinderContact(point=(0.0, 0.0, -0.22), axis=(0, 1, 0), radius=0.2, law=LAW)
+    n = model.n_dofs
+    with pytest.raises(ValueError, match="u must be a vector"):
+        cyl.evaluate(model, np.zeros(n - 6), 0.0)
+    with pytest.raises(ValueError, match="du must be a vector"):
+        cyl.max_step(model, np.zeros(n), np.zeros(3), 0.0, delta_bar=0.25)
+    # other dtypes and layouts are converted: the same result
+    u = random_state(model, np.random.default_rng(3), 0.005)
+    ref = cyl.evaluate(model, u, 0.0).residual
+    cyl._memo.clear()
+    np.testing.assert_array_equal(cyl.evaluate(model, list(u), 0.0).residual, ref)
+    strided = np.zeros(2 * n)
+    strided[::2] = u
+    frozen = u.copy()
+    frozen.setflags(write=False)
+    for v in (strided[::2], frozen):
+        cyl._memo.clear()  # evaluate again, not from the last state
+        np.testing.assert_array_equal(cyl.evaluate(model, v, 0.0).residual, ref)

@@ -68,7 +68,17 @@ for any rigid motion of fiber and cylinder together (Newton's third law).
 
 **Broad phase**: an element is evaluated only if the ball around the box of its
 Bézier control points, grown by a bound of its current radius, reaches the
-(capsule of the) cylinder; vectorized over all elements.
+(capsule of the) cylinder.
+
+**Implementation**: the broad phase, the narrow phase with the penalty force,
+residual and body reaction, and all derivatives (tangent triplets, pose
+derivative, body load derivatives) are three compiled loops over the elements
+and their contact points (:mod:`skfiber.contact.cylinder_kernels`, numba):
+with a few dozen contact points per state, numpy's per-call overhead would
+dominate.  One state (u, pose) is computed once and kept (:class:`_ContactState`):
+the residual call, the tangent call, the body load and the pose derivative of
+one Newton iteration share it.  The tests compare the kernels with numpy
+computations of the same formulas and the derivatives with finite differences.
 
 **Safeguard** (:meth:`max_step`, eqs. 69–73 for a rigid partner): per element
 E near the cylinder, d(δ) ≥ min_E d − δ max_E |Δu| (the distance to a line or
@@ -113,7 +123,6 @@ Example
 """
 from __future__ import annotations
 
-import functools
 import math
 import weakref
 from collections.abc import Iterable
@@ -123,21 +132,17 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from . import cylinder_kernels as ck
 from .base import ContactEvaluation, PenaltyLaw
-from .geometry import (
-    CenterlineSample,
-    control_point_list,
-    element_shapes,
-    gauss_legendre,
-    min_speed_bound,
-    norm3,
-    sample_centerline,
-)
+from .geometry import CenterlineSample, element_shapes, gauss_legendre, norm3
 
 __all__ = ["CylinderContact", "CylinderPose", "CylinderGaps", "CylinderBodyLoad"]
 
-_I3 = np.eye(3)
-
+# empty triplets of an evaluation without tangent (read-only: shared by all of them)
+_NO_INDEX = np.zeros(0, dtype=np.int64)
+_NO_VALUE = np.zeros(0)
+_NO_INDEX.setflags(write=False)
+_NO_VALUE.setflags(write=False)
 
 @dataclass(frozen=True)
 class CylinderPose:
@@ -209,193 +214,125 @@ class CylinderBodyLoad:
         return D
 
 
-@dataclass(frozen=True)
-class _Narrow:
-    """Everything the residual, tangent and pose derivative need (internal)."""
+def _column(start: int, stop: int | None = None, doc: str = "") -> property:
+    """A property giving one column (or 3 columns: a vector) of ``_Narrow.pts`` as a view."""
+    if stop is None:
+        return property(lambda self: self.pts[..., start], doc=doc)
+    return property(lambda self: self.pts[..., start:stop], doc=doc)
 
-    sample: CenterlineSample
-    pose: CylinderPose
-    p: np.ndarray  # x − y0 (m, q, 3)
-    sc: np.ndarray  # clamped axial coordinate (m, q)
-    side: np.ndarray  # on the lateral surface (not a cap) (m, q) bool
-    closest: np.ndarray
-    d: np.ndarray
-    nu: np.ndarray
-    rho: np.ndarray  # r_RB + r
-    g: np.ndarray
+
+class _Narrow:
+    """The contact points of some elements and their data at one state (internal).
+
+    The output of :func:`~skfiber.contact.cylinder_kernels.contact_points`:
+    ``pts`` (m, q, NF) holds the per-point data, exposed as views below
+    (x, closest point y, distance d, normal ν, gap g, …); ``adm`` = 1 + γ g;
+    ``residual``, ``force`` (R_pose), ``n_active``, ``act`` (rows with a point
+    in contact) and ``bad`` (first inadmissible point or −1).  ``sample``
+    gives the centerline data as a :class:`CenterlineSample`.
+    """
+
+    def __init__(self, elements: np.ndarray, pose: CylinderPose, shapes, element_fiber: np.ndarray, out: tuple):
+        self.elements = elements
+        self.pose = pose
+        self._shapes = shapes
+        self._element_fiber = element_fiber
+        self.pts, self.adm, self.residual, self.force, self.n_active, self.act, self.bad = out
+        self.adm.setflags(write=False)  # handed out by evaluate (admissibility, margins) without a copy
+
+    x = _column(ck.COL_X, ck.COL_X + 3, "x (m, q, 3)")
+    p = _column(ck.COL_P, ck.COL_P + 3, "x − y0 (m, q, 3)")
+    sc = _column(ck.COL_SC, doc="clamped axial coordinate of the closest point (m, q)")
+    closest = _column(ck.COL_Y, ck.COL_Y + 3, "closest axis point y (m, q, 3)")
+    d = _column(ck.COL_D, doc="d = |x − y| (m, q)")
+    nu = _column(ck.COL_NU, ck.COL_NU + 3, "ν = (x − y)/d (m, q, 3)")
+    rho = _column(ck.COL_RHO, doc="r_RB + r (m, q)")
+    g = _column(ck.COL_G, doc="gap g = d/ρ − 1 (m, q)")
+    radius = _column(ck.COL_RAD, doc="current fiber radius r (m, q)")
+
+    @property
+    def side(self) -> np.ndarray:
+        """True on the lateral surface, False on a cap (m, q)."""
+        return self.pts[..., ck.COL_SIDE] != 0.0
+
+    @cached_property
+    def sample(self) -> CenterlineSample:
+        """The centerline at the points (what :func:`~skfiber.contact.geometry.sample_centerline` gives)."""
+        sh, el, pts = self._shapes, self.elements, self.pts
+        return CenterlineSample(
+            elements=el, dofs=sh.dofs[el], fiber=self._element_fiber[el], theta=sh.theta[el], S=sh.S[el],
+            dS=sh.dS[el], x=self.x, a1=pts[..., ck.COL_A1:ck.COL_A1 + 3], a1_norm=pts[..., ck.COL_A1N],
+            A1_norm=sh.A1[el], r0=sh.r0[el], stretch=pts[..., ck.COL_LAM], radius=self.radius,
+            weight=pts[..., ck.COL_W])
 
 
 class _ContactState:
-    """The contact points at one state (u, pose) and what is derived from them (internal).
+    """The contact at one state (u, pose) and what is derived from it (internal).
 
-    Made once per state by :meth:`CylinderContact._state`; every piece is
-    computed on first use and kept, so that the residual, the tangent
-    triplets, the body load and its derivatives and the pose derivative share
-    the contact search, the penalty law and the per-point matrices (the
-    formulas are those of the module notes).  ``nar`` is None when no element
-    is in reach; ``act`` are the rows of ``nar`` with a point in contact and
-    ``sub`` the narrow-phase data restricted to them.
+    Made once per state by :meth:`CylinderContact._state`: the narrow phase
+    (:class:`_Narrow`) already holds the residual, the admissibility and the
+    body reaction; the derivatives (tangent triplets, pose derivative, body
+    load derivatives) come from one kernel call on first use and are kept, so
+    that the residual call, the tangent call, the body load and the pose
+    derivative of one Newton iteration share the work.  ``nar`` is None when no
+    element is in reach.
     """
 
-    def __init__(self, contact: "CylinderContact", n_dofs: int, elements: np.ndarray, nar: "_Narrow | None"):
+    def __init__(self, contact: "CylinderContact", n_dofs: int, elements: np.ndarray, nar: "_Narrow | None",
+                 data: "ck.KernelData"):
         self.contact = contact
         self.n_dofs = n_dofs
         self.elements = elements
         self.nar = nar
-        self._admissibility = None
+        self.data = data
 
-    # --- all points in reach ------------------------------------------------
     def check(self, model, t: float) -> np.ndarray:
-        """1 + γ g of the points in reach; raises FloatingPointError (at time t) on an inadmissible state."""
-        if self._admissibility is None:
-            self._admissibility = self.contact._check(model, self.nar, t)
-        return self._admissibility
+        """1 + γ g of the points in reach (m, q); raises FloatingPointError (at time t) on an inadmissible state."""
+        if self.nar.bad >= 0:
+            self.contact._check(model, self.nar, t)
+        return self.nar.adm
 
-    @cached_property
-    def law(self) -> tuple[np.ndarray, np.ndarray]:
-        """F(g), dF/dg at all points in reach."""
-        return self.contact.law.force(self.nar.g)
-
-    @cached_property
-    def force_density(self) -> np.ndarray:
-        """f = F ν J W, the force on the fiber × ds at all points in reach (m, q, 3)."""
-        s = self.nar.sample
-        return (self.law[0] * s.a1_norm * s.weight)[..., None] * self.nar.nu
-
-    @cached_property
+    @property
     def residual(self) -> np.ndarray:
         """G_c (N,)."""
-        s = self.nar.sample
-        # r[m, a, i] = −Σ_k S[m, k, a] f[m, k, i] (batched matmuls here and below: einsum is slow on small blocks)
-        r_el = -(s.S.transpose(0, 2, 1) @ self.force_density).reshape(-1, 12)
-        return np.bincount(s.dofs.ravel(), weights=r_el.ravel(), minlength=self.n_dofs)
+        return self.nar.residual
 
-    @cached_property
+    @property
+    def body_force(self) -> np.ndarray:
+        """R_pose = [Σ f ; Q Σ s f] (6,)."""
+        return self.nar.force
+
+    @property
     def n_active(self) -> int:
-        return int(np.count_nonzero(self.nar.g < 0))
+        return self.nar.n_active
 
-    @cached_property
+    @property
     def act(self) -> np.ndarray:
         """Rows (elements) of ``nar`` with a point in contact."""
-        return np.flatnonzero(np.any(self.nar.g < 0, axis=1))
-
-    # --- the elements in contact -------------------------------------------
-    @cached_property
-    def sub(self) -> "_Narrow":
-        return _take(self.nar, self.act)
+        return self.nar.act
 
     @cached_property
-    def f(self) -> np.ndarray:
-        """f on the elements in contact (m, q, 3)."""
-        return self.force_density[self.act]
-
-    @cached_property
-    def point_matrices(self):
-        """(C, P, M, CM, b, Bp) per point of the elements in contact.
-
-        C = ∂f/∂w, P = I − t⊗t, M = ∂w/∂x (P on the lateral surface, I on the
-        caps), CM = ∂f/∂x, b the factor of the x′ term and Bp = ∂f/∂x′ = b ν⊗a1.
-        """
-        sub, act = self.sub, self.act
-        F, dF = self.law[0][act], self.law[1][act]
-        sa = sub.sample
-        C = self.contact._C(sub, F, dF)
-        tt = sub.pose.tangent
-        P = _I3 - np.outer(tt, tt)
-        M = np.where(sub.side[..., None, None], P, _I3)
-        CM = C @ M
-        J = sa.a1_norm
-        with np.errstate(divide="ignore", invalid="ignore"):
-            b = sa.weight * (dF * sub.d * sa.radius / (2.0 * sub.rho**2 * J) + F / J)
-        Bp = b[..., None, None] * (sub.nu[..., :, None] * sa.a1[..., None, :])
-        return C, P, M, CM, b, Bp
-
-    @cached_property
-    def CTQ(self) -> np.ndarray:
-        """C T Q per point: −∂f/∂a, T = s I + [lateral] t⊗(x − y0), Q = ∂t/∂a = P/|a| (m, q, 3, 3)."""
-        sub = self.sub
-        C, P = self.point_matrices[:2]
-        tt = sub.pose.tangent
-        Q = P / sub.pose.axis_norm
-        T = sub.sc[..., None, None] * _I3 + np.where(
-            sub.side[..., None, None], tt[:, None] * sub.p[..., None, :], 0.0)
-        return C @ T @ Q
+    def derivatives(self) -> tuple:
+        """:func:`~skfiber.contact.cylinder_kernels.contact_derivatives` on the elements in contact (read-only)."""
+        nar = self.nar
+        out = ck.contact_derivatives(self.data, nar.pts, nar.elements, nar.act, nar.pose.tangent,
+                                     nar.pose.axis_norm, self.n_dofs)
+        for a in out:
+            a.setflags(write=False)
+        return out
 
     def tangent_triplets(self):
-        """COO (rows, cols, values) of ∂G_c/∂u on the elements in contact."""
-        sa = self.sub.sample
-        _, _, _, CM, _, Bp = self.point_matrices
-        A = -CM
-        B = -Bp
-        # K[m, (a,i), (b,j)] = Σ_k S[m,k,a] (A[m,k,i,j] S[m,k,b] + B[m,k,i,j] dS[m,k,b])
-        G = A[:, :, :, None, :] * sa.S[:, :, None, :, None] + B[:, :, :, None, :] * sa.dS[:, :, None, :, None]
-        K = np.matmul(sa.S.transpose(0, 2, 1), G.reshape(*G.shape[:2], 36)).reshape(-1, 12, 12)
-        rows = np.broadcast_to(sa.dofs[:, :, None], K.shape).ravel()
-        cols = np.broadcast_to(sa.dofs[:, None, :], K.shape).ravel()
-        return rows.astype(np.int64), cols.astype(np.int64), K.ravel()
+        """COO (rows, cols, values) of ∂G_c/∂u on the elements in contact (read-only arrays)."""
+        return self.derivatives[:3]
 
     def pose_derivative(self) -> np.ndarray:
         """∂G_c/∂(y0, a) (N, 6)."""
-        sa = self.sub.sample
-        CM = self.point_matrices[3]
-        # the residual per point is −F ν J W, so its pose derivative is −C ∂w/∂pose = C (M | T ∂t/∂a)
-        G = np.concatenate([CM, self.CTQ], axis=-1)
-        R = (sa.S.transpose(0, 2, 1) @ G.reshape(*G.shape[:2], 18)).reshape(-1, 12, 6)  # Σ_k S[m,k,a] G[m,k,i,j]
-        rows = sa.dofs.ravel()
-        D = np.zeros((self.n_dofs, 6))
-        for j in range(6):
-            D[:, j] = np.bincount(rows, weights=R[:, :, j].ravel(), minlength=self.n_dofs)
-        return D
-
-    # --- reaction on the body ----------------------------------------------
-    @cached_property
-    def _V(self) -> np.ndarray:
-        return self.sub.sc.reshape(-1) @ self.f.reshape(-1, 3)  # Σ s f
-
-    @cached_property
-    def body_force(self) -> np.ndarray:
-        """R_pose = [Σ f ; Q Σ s f] (6,)."""
-        P = _I3 - np.outer(self.sub.pose.tangent, self.sub.pose.tangent)
-        Q = P / self.sub.pose.axis_norm
-        return np.concatenate([self.f.sum(axis=(0, 1)), Q @ self._V])
+        return self.derivatives[3].copy()
 
     def body_tangent(self):
         """(columns, ∂R_pose/∂u at them (6, k), ∂R_pose/∂(y0, a) (6, 6))."""
-        sub, f = self.sub, self.f
-        sa = sub.sample
-        pose = sub.pose
-        tt, n = pose.tangent, pose.axis_norm
-        _, P, _, CM, _, Bp = self.point_matrices
-        Q = P / n  # ∂t/∂a (symmetric)
-        V = self._V
-        sc = sub.sc[..., None, None]
-        ds_dx = np.where(sub.side[..., None], tt, 0.0)  # ∂s/∂x = −∂s/∂y0
-        Qf = f @ Q
-        # per point: ∂R_pose/∂x and ∂R_pose/∂x′ (m, q, 6, 3)
-        Rx = np.concatenate([CM, Qf[..., :, None] * ds_dx[..., None, :] + sc * (Q @ CM)], axis=-2)
-        Rxp = np.concatenate([Bp, sc * (Q @ Bp)], axis=-2)
-        # element blocks De[m, a, r, j] = Σ_k S[m,k,a] Rx[m,k,r,j] + dS[m,k,a] Rxp[m,k,r,j]
-        m, nq = Rx.shape[:2]
-        De = (sa.S.transpose(0, 2, 1) @ Rx.reshape(m, nq, 18)
-              + sa.dS.transpose(0, 2, 1) @ Rxp.reshape(m, nq, 18)).reshape(m, 4, 6, 3)
-        De = De.transpose(2, 0, 1, 3).reshape(6, -1)  # [r, (m, a, j)], the columns in sa.dofs order
-        dofs = sa.dofs.ravel()
-        used = np.zeros(self.n_dofs, dtype=bool)
-        used[dofs] = True
-        columns = np.flatnonzero(used)
-        values = np.empty((6, columns.size))
-        for r in range(6):
-            values[r] = np.bincount(dofs, weights=De[r], minlength=self.n_dofs)[columns]
-        # pose: ∂f/∂y0 = −C M, ∂f/∂a = −C T Q, ∂s/∂a = [side] Q (x − y0)
-        CTQ = self.CTQ
-        ds_da = np.where(sub.side[..., None], sub.p @ Q, 0.0)
-        QV = Q @ V
-        d_pose = np.empty((6, 6))
-        d_pose[:, :3] = -Rx.sum(axis=(0, 1))  # translation invariance: ∂/∂y0 = −Σ ∂/∂x
-        d_pose[:3, 3:] = -CTQ.sum(axis=(0, 1))
-        d_pose[3:, 3:] = (-(np.outer(QV, tt) + (tt @ V) * Q + np.outer(tt, QV)) / n
-                          + Qf.reshape(-1, 3).T @ ds_da.reshape(-1, 3) - Q @ (sc * CTQ).sum(axis=(0, 1)))
-        return columns.astype(np.int64), values, d_pose
+        columns, values, d_pose = self.derivatives[4:]
+        return columns.copy(), values.copy(), d_pose.copy()
 
 
 def _vector(value, name: str, fix: str) -> np.ndarray:
@@ -405,7 +342,8 @@ def _vector(value, name: str, fix: str) -> np.ndarray:
         raise ValueError(f"cylinder {name} must be 3 numbers, got {value!r}; {fix}") from err
     if arr.shape != (3,):
         raise ValueError(f"cylinder {name} must be 3 numbers, got shape {arr.shape}; {fix}")
-    if not np.all(np.isfinite(arr)):
+    x, y, z = arr.tolist()  # scalar checks: much cheaper than numpy calls on 3 numbers
+    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
         raise ValueError(f"cylinder {name} must be finite, got {arr.tolist()}; {fix}")
     return arr
 
@@ -418,10 +356,10 @@ def _positive_number(value) -> bool:
 def _make_pose(point, axis) -> CylinderPose:
     y0 = _vector(point, "point", "give a point on the cylinder axis in metres, e.g. point=(0.5, 0.5, -0.2)")
     a = _vector(axis, "axis", "give the axis direction, e.g. axis=(1, 1, 0)")
-    n = float(np.linalg.norm(a))
+    n = _norm(a)
     if not n > 0:
         raise ValueError(f"cylinder axis must be a nonzero direction, got {a.tolist()}; give e.g. axis=(1, 1, 0)")
-    return CylinderPose(y0, a, a / n, n)
+    return CylinderPose(np.array(y0), a, a / n, n)  # a copy of y0: contiguous and writable for the kernels
 
 
 class CylinderContact:
@@ -516,6 +454,7 @@ class CylinderContact:
         self.name = name
         self.xi, self.weights = gauss_legendre(self.quadrature_points)
         self._masks: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+        self._data: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # kernel data per discretization
         self._memo: dict = {}  # last broad/narrow phase (evaluate, body_load, … ask for the same state)
 
     def __repr__(self) -> str:
@@ -602,18 +541,6 @@ class CylinderContact:
         self._pose_cache = (value, pose)
         return pose
 
-    def _closest(self, x: np.ndarray, pose: CylinderPose):
-        """Clamped axial coordinate, side flag, closest point and x − y0 for points x (..., 3)."""
-        p = x - pose.point
-        s = p @ pose.tangent
-        if self.length is None:
-            sc, side = s, np.ones(s.shape, dtype=bool)
-        else:
-            sc = np.clip(s, 0.0, self.length)
-            side = (s > 0.0) & (s < self.length)
-        y = pose.point + sc[..., None] * pose.tangent
-        return p, sc, side, y
-
     def _fiber_elements(self, discretization) -> np.ndarray:
         """Indices of the elements of the fibers this cylinder acts on."""
         el = self._masks.get(discretization)
@@ -648,36 +575,30 @@ class CylinderContact:
         pose = self.pose_at(t)
         if du is None and pose_step is None:  # the same state is queried by evaluate, body_load, …
             return self._state(model, u, t).elements
-        return self._broad(d, u, pose, el, du, pose_step)
+        return self._broad(d, u, pose, el, du, None if pose_step is None else _pose_step(pose_step))
 
     def _broad(self, d, u: np.ndarray, pose: CylinderPose, el: np.ndarray, du: np.ndarray | None = None,
                pose_step: tuple | None = None) -> np.ndarray:
-        """The broad phase of :meth:`candidates` on the elements ``el`` (no memo)."""
-        shapes = element_shapes(d, self.xi, self.weights)
-        dofs = shapes.dofs[el]
-        Y = (d.reference_dofs[dofs] + np.asarray(u)[dofs]).reshape(-1, 4, 3)
-        h = shapes.h[el]
-        P = control_point_list(Y, h)
-        dY = None
-        if du is not None:
-            dY = np.asarray(du)[dofs].reshape(-1, 4, 3)
-            P += control_point_list(Y + dY, h)
-        lo, hi = functools.reduce(np.minimum, P), functools.reduce(np.maximum, P)
-        centre, span = 0.5 * (lo + hi), hi - lo
-        ball = 0.5 * norm3(span)
-        speed = min_speed_bound(Y, h, dY)  # lower bound of |x′| on the element
-        with np.errstate(divide="ignore"):
-            rbar = shapes.r0_max[el] * np.sqrt(shapes.A1_max[el] / speed)
-        p, _, _, y = self._closest(centre, pose)
-        dc = norm3(centre - y)
+        """The broad phase of :meth:`candidates` on the elements ``el`` (no memo; one compiled call).
+
+        ``pose_step`` is (Δy0, Δa) as validated by :func:`_pose_step`, or None.
+        """
+        motion = None
         if pose_step is not None:
-            dy0, da = _pose_step(pose_step)
-            dy0_abs, da_abs = float(np.linalg.norm(dy0)), float(np.linalg.norm(da))
-            arm = norm3(p) + dy0_abs
-            if self.length is not None:
-                arm = np.minimum(arm, self.length)
-            dc = dc - dy0_abs - arm * _turn_bound(1.0, da_abs, pose.axis_norm)
-        return el[dc - ball < self.radius + rbar]
+            dy0, da = pose_step
+            motion = (_norm(dy0), _turn_bound(1.0, _norm(da), pose.axis_norm))
+        du = None if du is None else _kernel_vector(du, d.n_dofs, "du")
+        return ck.broad_phase(self._kernel_data(d), _kernel_vector(u, d.n_dofs), np.asarray(el, dtype=np.int64),
+                              pose.point, pose.tangent, self.radius, self.length, du, motion)
+
+    def _kernel_data(self, d) -> "ck.KernelData":
+        """The :class:`~skfiber.contact.cylinder_kernels.KernelData` of the rule on ``d`` (kept per discretization,
+        with its :class:`~skfiber.contact.geometry.ElementShapes` in ``self._data[d][0]``)."""
+        out = self._data.get(d)
+        if out is None:
+            shapes = element_shapes(d, self.xi, self.weights)
+            out = self._data[d] = (shapes, ck.KernelData.of(shapes, d))
+        return out[1]
 
     def _state(self, model, u: np.ndarray, t: float) -> "_ContactState":
         """Broad and narrow phase at (u, pose(t)) and everything derived from them, memoized.
@@ -689,15 +610,17 @@ class CylinderContact:
         """
         d = model.discretization
         pose = self.pose_at(t)
-        key = (id(d), np.asarray(u, dtype=float).tobytes(), _pose_key(pose))
+        u = _kernel_vector(u, d.n_dofs)
+        key = (id(d), u.tobytes(), _pose_key(pose))
         memo = self._memo.get("state")
         if memo is not None and memo[0] == key:
             return memo[1]
         el = self._fiber_elements(d)
+        data = self._kernel_data(d)
         if el.size:
-            el = self._broad(d, u, pose, el)
+            el = ck.broad_phase(data, u, el, pose.point, pose.tangent, self.radius, self.length)
         nar = self._narrow_new(model, u, pose, el) if el.size else None
-        state = _ContactState(self, d.n_dofs, el, nar)
+        state = _ContactState(self, d.n_dofs, el, nar, data)
         self._memo["state"] = (key, state)
         if nar is not None:  # _narrow on these elements finds it too
             self._memo["narrow"] = (("narrow", id(d), key[1], el.tobytes(), key[2]), nar)
@@ -705,8 +628,9 @@ class CylinderContact:
 
     def _narrow(self, model, u: np.ndarray, t: float, elements: np.ndarray) -> _Narrow:
         pose = self.pose_at(t)
-        key = ("narrow", id(model.discretization), np.asarray(u, dtype=float).tobytes(), elements.tobytes(),
-               _pose_key(pose))
+        u = _kernel_vector(u, model.discretization.n_dofs)
+        elements = np.asarray(elements, dtype=np.int64)
+        key = ("narrow", id(model.discretization), u.tobytes(), elements.tobytes(), _pose_key(pose))
         if self._memo.get("narrow", (None,))[0] == key:
             return self._memo["narrow"][1]
         out = self._narrow_new(model, u, pose, elements)
@@ -714,20 +638,17 @@ class CylinderContact:
         return out
 
     def _narrow_new(self, model, u: np.ndarray, pose: CylinderPose, elements: np.ndarray) -> _Narrow:
-        sample = sample_centerline(model.discretization, u, self.xi, self.weights, elements)
-        p, sc, side, y = self._closest(sample.x, pose)
-        w = sample.x - y
-        dist = norm3(w)
-        rho = self.radius + sample.radius
-        with np.errstate(divide="ignore", invalid="ignore"):
-            nu = w / dist[..., None]
-            g = dist / rho - 1.0
-        return _Narrow(sample, pose, p, sc, side, y, dist, nu, rho, g)
+        """Narrow phase on ``elements`` (int64): one :func:`~skfiber.contact.cylinder_kernels.contact_points` call."""
+        d = model.discretization
+        data = self._kernel_data(d)
+        out = ck.contact_points(data, _kernel_vector(u, d.n_dofs), elements, pose.point, pose.tangent,
+                                pose.axis_norm, self.radius, self.length, self.law.stiffness, self.law.gamma)
+        return _Narrow(elements, pose, self._data[d][0], d.element_fiber, out)
 
     def _check(self, model, nar: _Narrow, t: float) -> np.ndarray:
         """1 + γ g; raises FloatingPointError on an inadmissible state."""
-        adm = 1.0 + self.law.gamma * nar.g
-        bad = ~(adm > 0) | ~(nar.d > 0) | ~np.isfinite(nar.sample.radius)
+        adm = nar.adm
+        bad = ~(adm > 0) | ~(nar.d > 0) | ~np.isfinite(nar.radius)
         if np.any(bad):
             m, k = np.unravel_index(np.argmax(bad), bad.shape)
             fk = int(nar.sample.fiber[m])
@@ -746,19 +667,9 @@ class CylinderContact:
         el = self.candidates(model, u, t)
         nar = self._narrow(model, u, t, el)
         s = nar.sample
-        return CylinderGaps(el, s.fiber, s.theta, s.x, nar.closest, nar.d, s.radius, nar.g, nar.nu,
-                            1.0 + self.law.gamma * nar.g)
+        return CylinderGaps(el, s.fiber, s.theta, s.x, nar.closest, nar.d, s.radius, nar.g, nar.nu, nar.adm.copy())
 
     # --- residual and tangent ----------------------------------------------
-    def _C(self, nar: _Narrow, F, dF) -> np.ndarray:
-        """∂(F ν J W)/∂w per point (m, q, 3, 3) for w = x − y."""
-        s = nar.sample
-        JW = s.a1_norm * s.weight
-        nn = nar.nu[..., :, None] * nar.nu[..., None, :]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            a = np.where(F != 0, F / nar.d, 0.0)
-        return JW[..., None, None] * ((dF / nar.rho)[..., None, None] * nn + a[..., None, None] * (_I3 - nn))
-
     def evaluate(self, model, u: np.ndarray, t: float, *, tangent: bool = True) -> ContactEvaluation:
         """Residual contribution, tangent triplets, admissibility and active count.
 
@@ -771,11 +682,9 @@ class CylinderContact:
             return ContactEvaluation(np.zeros(st.n_dofs), margins=(st.elements, np.zeros((0, self.xi.size)))
                                      if trial else None)
         adm = st.check(model, t)
-        out = ContactEvaluation(st.residual.copy(), admissibility=adm.ravel().copy(), n_active=st.n_active,
-                                margins=(st.elements, adm) if trial else None)
-        if tangent and st.act.size:
-            out.rows, out.cols, out.values = st.tangent_triplets()
-        return out
+        triplets = st.tangent_triplets() if tangent and st.act.size else (_NO_INDEX, _NO_INDEX, _NO_VALUE)
+        return ContactEvaluation(st.residual.copy(), *triplets, admissibility=adm.ravel(), n_active=st.n_active,
+                                 margins=(st.elements, adm) if trial else None)
 
     def pose_derivative(self, model, u: np.ndarray, t: float) -> np.ndarray:
         """∂G_c/∂(y0, a) as a dense (N, 6) array: columns y0_x, y0_y, y0_z, a_x, a_y, a_z.
@@ -889,18 +798,22 @@ class CylinderContact:
         if not 0 < delta_bar < 1:
             raise ValueError(f"delta_bar must lie in (0, 1), got {delta_bar!r}")
         motion = None
+        pose = self.pose_at(t)
         if pose_step is not None:
-            dy0, da = _pose_step(pose_step)
-            motion = (float(np.linalg.norm(dy0)), float(np.linalg.norm(da)), self.pose_at(t).axis_norm)
-        el = self.candidates(model, u, t, du, pose_step=pose_step)
+            pose_step = _pose_step(pose_step)
+            motion = (_norm(pose_step[0]), _norm(pose_step[1]), pose.axis_norm)
+        d = model.discretization
+        el = self._fiber_elements(d)
+        if el.size:
+            el = self._broad(d, u, pose, el, du, pose_step)
         if el.size == 0:
             return 1.0
         nar = self._narrow(model, u, t, el)
-        s = nar.sample
-        if not (np.all(nar.d > 0) and np.all(1.0 + self.law.gamma * nar.g > 0)):
+        if nar.bad >= 0 and not (np.all(nar.d > 0) and np.all(nar.adm > 0)):
             return 0.0
         if self.safeguard == "trial":
             return self._trial_step(model, u, du, t, nar, el, delta_bar, pose_step)
+        s = nar.sample
         du_abs = norm3(s.field(du))
         dup_abs = norm3(s.field(du, 1))
         elem = [nar.d.min(1), du_abs.max(1), s.r0.max(1), s.A1_norm.max(1), s.a1_norm.min(1), dup_abs.max(1)]
@@ -934,16 +847,16 @@ class CylinderContact:
         δ (Δy0, Δa)).  No bound in between: the residual is only evaluated
         at the end of the step.
         """
-        target = delta_bar * np.minimum(1.0 + self.law.gamma * nar.g, 1.0)
+        target = delta_bar * np.minimum(nar.adm, 1.0)
         pose = self.pose_at(t)
-        dy0, da = (np.zeros(3), np.zeros(3)) if pose_step is None else _pose_step(pose_step)
         delta = 1.0
         for _ in range(40):
-            moved = pose if pose_step is None else _make_pose(pose.point + delta * dy0, pose.axis + delta * da)
-            with np.errstate(all="ignore"):
-                trial = self._narrow_new(model, u + delta * du, moved, el)
-                adm = 1.0 + self.law.gamma * trial.g
-            if np.all(adm > target) and np.all(trial.d > 0) and np.all(np.isfinite(trial.sample.radius)):
+            moved = pose if pose_step is None else _make_pose(pose.point + delta * pose_step[0],
+                                                              pose.axis + delta * pose_step[1])
+            trial = self._narrow_new(model, u + delta * du, moved, el)
+            # target > 0, so the points pass when all of them keep their margin and none is flagged
+            # (d ≤ 0 or a non-finite radius: ``bad``)
+            if trial.bad < 0 and (trial.adm > target).all():
                 return delta
             delta *= 0.5
         return 0.0
@@ -972,8 +885,16 @@ class CylinderContact:
         return 1.0 + self.law.gamma * (ratio - 1.0)
 
 
+def _norm(v: np.ndarray) -> float:
+    """|v| of a vector (np.linalg.norm bit for bit, without its overhead)."""
+    return math.sqrt(v.dot(v))
+
+
 def _turn_bound(delta, da_abs: float, a_norm: float):
     """τ(δ) ≥ |t(a + δ Δa) − t(a)|: min(2, δ |Δa| / (|a| − δ |Δa|)), 2 if |a| ≤ δ |Δa|."""
+    if isinstance(delta, float):  # one δ: the same arithmetic on Python floats
+        den = a_norm - delta * da_abs
+        return min(delta * da_abs / den, 2.0) if den > 0 else 2.0
     den = a_norm - np.multiply(delta, da_abs)
     with np.errstate(divide="ignore", invalid="ignore"):
         tau = np.where(den > 0, np.multiply(delta, da_abs) / np.where(den > 0, den, 1.0), 2.0)
@@ -1007,20 +928,24 @@ def _state_vector(u, n: int) -> np.ndarray:
         raise ValueError(f"u must be a vector of {n} numbers (the model's DOFs), got {type(u).__name__}") from err
     if arr.shape != (n,):
         raise ValueError(f"u must be a vector of the model's {n} DOFs, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
+    if not np.isfinite(arr).all():
         raise ValueError("u must be finite (it has NaN or inf entries)")
     return arr
+
+
+def _kernel_vector(u, n: int, name: str = "u") -> np.ndarray:
+    """``u`` as a writable C-contiguous float vector of length n for the kernels (copies only if needed).
+
+    One array type for every call (one compiled signature); the length is
+    checked here because the compiled loops index it without bounds checks.
+    """
+    if not (type(u) is np.ndarray and u.dtype == np.float64 and u.flags.c_contiguous and u.flags.writeable):
+        u = np.require(u, dtype=np.float64, requirements="CW")
+    if u.shape != (n,):
+        raise ValueError(f"{name} must be a vector of the model's {n} DOFs, got shape {u.shape}")
+    return u
 
 
 def _pose_key(pose: CylinderPose) -> bytes:
     return pose.point.tobytes() + pose.axis.tobytes()
 
-
-def _take(nar: _Narrow, rows: np.ndarray) -> _Narrow:
-    """The same data restricted to some of its elements."""
-    s = nar.sample
-    sample = CenterlineSample(*(getattr(s, f)[rows] for f in (
-        "elements", "dofs", "fiber", "theta", "S", "dS", "x", "a1", "a1_norm", "A1_norm", "r0",
-        "stretch", "radius", "weight")))
-    return _Narrow(sample, nar.pose, nar.p[rows], nar.sc[rows], nar.side[rows], nar.closest[rows],
-                   nar.d[rows], nar.nu[rows], nar.rho[rows], nar.g[rows])
