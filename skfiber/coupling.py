@@ -56,8 +56,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
-import scipy.sparse as sps
 
 from .linalg import ConstrainedSolver
 from .model import Evaluation
@@ -139,6 +139,31 @@ def attachment_kinematics(model, q, t: float, *, hessian: bool = True) -> Attach
     return AttachmentKinematics((pk.position - pk.reference).reshape(-1), pk.jacobian.reshape(3 * P, n), H)
 
 
+_ALL = np.zeros(0, dtype=np.int64)  # "all entries in order" for _scatter_dependent
+
+
+@numba.njit(cache=True)
+def _scatter_dependent(values, index, rows, cols, pos, C, KX, XK):  # pragma: no cover - compiled
+    """Add the matrix entries K[rows, cols] = values[index] to KX = K X and XK = Xᵀ K.
+
+    X (N, n) is C (|D|, n) on the dependent DOFs (``pos`` ≥ 0: the row of C) and zero elsewhere, so an
+    entry contributes K[r, c] C[pos c] to row r of KX if c is dependent, and K[r, c] C[pos r] to column c
+    of XK if r is.  ``index`` empty: values[k] is the k-th entry.
+    """
+    n = C.shape[1]
+    m = rows.shape[0]
+    for k in range(m):
+        v = values[index[k]] if index.shape[0] else values[k]
+        r, c = rows[k], cols[k]
+        pc, pr = pos[c], pos[r]
+        if pc >= 0:
+            for a in range(n):
+                KX[r, a] += v * C[pc, a]
+        if pr >= 0:
+            for a in range(n):
+                XK[a, c] += v * C[pr, a]
+
+
 class CoupledEvaluation(Evaluation):
     """Residual of the coupled system on z = (u, q) and what the block solve needs."""
 
@@ -183,13 +208,10 @@ class CoupledProblem:
         is_D = np.zeros(self.N, dtype=bool)
         is_D[self.D] = True
         self._is_D = is_D
-        edofs = asm.element_dofs.T  # (e, nb)
-        touch = np.flatnonzero(is_D[edofs].any(axis=1))
-        self._touch, self._touch_dofs = touch, edofs[touch]
-        # scatter of element rows (touching elements) into global rows: out = P @ Ye.reshape(-1, n)
-        m = self._touch_dofs.size
-        self._scatter = sps.csr_matrix((np.ones(m), (self._touch_dofs.ravel(), np.arange(m))), shape=(self.N, m))
+        self._fixed_index = np.flatnonzero(self.fiber_solver.fixed)
+        self._dependent_index(asm.element_dofs.T)
         self._kin_memo = None
+        self._points = None
         self._end_margins = None  # contact margins of the last converged step (skfiber.solver)
 
     # ------------------------------------------------------------------ state
@@ -204,6 +226,22 @@ class CoupledProblem:
         u[self.D] = kin.displacement
         return u, q, kin
 
+    def _point_layout(self):
+        """(body indices (P + 2c,), reference points (P + 2c, 3)): the attachment points, then the start
+        and end of each contact cylinder on a body (fixed once the problem is made)."""
+        if self._points is None:
+            atts = self.model.attachments
+            names = [a.body for a in atts]
+            points = [a.point.reference for a in atts]
+            for c in self.body_contacts:
+                b = self.system.body(c.body)
+                names += [b.name, b.name]
+                points += [b.start, b.end]
+            index = self.system.tree.index
+            self._points = (np.array([index[name] for name in names], dtype=np.int64),
+                            np.array(points, dtype=float).reshape(-1, 3))
+        return self._points
+
     def kinematics(self, q: np.ndarray, t: float):
         """Attachment kinematics and the poses of the contact cylinders on bodies at (q, t).
 
@@ -211,39 +249,41 @@ class CoupledProblem:
         residual, the safeguard and the tangent ask for the same (q, t)).
         The contact cylinders are set to these poses.
         """
+        return self._kinematics(q, t)[:2]
+
+    def _kinematics(self, q: np.ndarray, t: float):
+        """(attachment kinematics, cylinder poses, [(Jp (6, n), Hp (6, n, n)) per cylinder]) at (q, t), memoized.
+
+        Jp = ∂(y0, a)/∂q and Hp = ∂²(y0, a)/∂q² of each contact cylinder on a body (start y0, axis a).
+        """
         from .rigid import CylinderPose, evaluate_points
 
         key = (q.tobytes(), float(t))
         if self._kin_memo is not None and self._kin_memo[0] == key:
             return self._kin_memo[1]
-        atts = self.model.attachments
-        bodies = [a.body for a in atts]
-        points = [a.point.reference for a in atts]
-        for c in self.body_contacts:
-            b = self.system.body(c.body)
-            bodies += [b.name, b.name]
-            points += [b.start, b.end]
-        n, P = self.n, len(atts)
-        if not bodies:
-            kin = AttachmentKinematics(np.zeros(0), np.zeros((0, n)), np.zeros((0, n, n)))
-            out = (kin, [])
+        bodies, points = self._point_layout()
+        n, P = self.n, len(self.model.attachments)
+        if not len(bodies):
+            out = (AttachmentKinematics(np.zeros(0), np.zeros((0, n)), np.zeros((0, n, n))), [], [])
         else:
-            pk = evaluate_points(self.system, bodies, np.array(points, dtype=float), q, t, hessian=True)
-            kin = AttachmentKinematics((pk.position[:P] - pk.reference[:P]).reshape(-1),
+            pk = evaluate_points(self.system, bodies, points, q, t, hessian=True)
+            kin = AttachmentKinematics((pk.position[:P] - points[:P]).reshape(-1),
                                        pk.jacobian[:P].reshape(3 * P, n), pk.hessian[:P].reshape(3 * P, n, n))
-            poses = []
+            x, C, H, x_t = pk.position, pk.jacobian, pk.hessian, pk.dt
+            for v in (x, C, H, x_t):  # the end points of the cylinders → their axes a = end − start
+                v[P + 1::2] -= v[P::2]
+            poses, jets = [], []
             for i, c in enumerate(self.body_contacts):
-                j, k = P + 2 * i, P + 2 * i + 1
-                pose = CylinderPose(
-                    start=pk.position[j], axis=pk.position[k] - pk.position[j], radius=c.radius,
-                    start_jacobian=pk.jacobian[j], axis_jacobian=pk.jacobian[k] - pk.jacobian[j],
-                    start_hessian=pk.hessian[j], axis_hessian=pk.hessian[k] - pk.hessian[j],
-                    start_dt=pk.dt[j], axis_dt=pk.dt[k] - pk.dt[j],
-                )
+                j = P + 2 * i
+                pose = CylinderPose(start=x[j], axis=x[j + 1], radius=c.radius,
+                                    start_jacobian=C[j], axis_jacobian=C[j + 1],
+                                    start_hessian=H[j], axis_hessian=H[j + 1],
+                                    start_dt=x_t[j], axis_dt=x_t[j + 1])
                 c.set_coordinates(q)
-                c._holder["key"], c._holder["value"] = (q.tobytes(), float(t)), (pose.start, pose.axis)
+                c._holder["key"], c._holder["value"] = key, (pose.start, pose.axis)
                 poses.append(pose)
-            out = (kin, poses)
+                jets.append((C[j:j + 2].reshape(6, n), H[j:j + 2].reshape(6, n, n)))  # rows (y0, a)
+            out = (kin, poses, jets)
         self._kin_memo = (key, out)
         return out
 
@@ -260,7 +300,7 @@ class CoupledProblem:
         """
         model = self.model
         u, q, kin = self.expand(z, t)
-        _, poses = self.kinematics(q, t)
+        _, _, jets = self._kinematics(q, t)
         model.set_coordinates(q)
         v, a, c_v, c_a = fiber_state(u)
         ev = model.evaluate(u, v, a, t, c_v=c_v, c_a=c_a, load_factor=load_factor)
@@ -269,10 +309,8 @@ class CoupledProblem:
         R_q = rs.residual + kin.jacobian.T @ G[self.D]
         ref = max(ev.reference_force, rs.reference_force)
         pose_terms = []
-        for contact, pose in zip(self.body_contacts, poses):
+        for contact, (Jp, Hp) in zip(self.body_contacts, jets):  # Jp (6, n), Hp (6, n, n)
             load = contact.body_load(model, u, t, tangent=False)  # derivatives on demand (tangent_blocks)
-            Jp = np.concatenate([pose.start_jacobian, pose.axis_jacobian])  # (6, n)
-            Hp = np.concatenate([pose.start_hessian, pose.axis_hessian])    # (6, n, n)
             R_q = R_q + Jp.T @ load.force
             ref = max(ref, float(np.linalg.norm(load.force[:3])))
             pose_terms.append((contact, Jp, Hp, load))
@@ -282,51 +320,67 @@ class CoupledProblem:
         return CoupledEvaluation(residual, fiber=ev, blocks=blocks, reference_force=ref, roundoff=ev.roundoff)
 
     # ------------------------------------------------------------------ tangent
-    def _K_times(self, ev, X: np.ndarray, *, transpose: bool = False) -> np.ndarray:
-        """K X (or Kᵀ X) for X (N, n) that vanishes outside the dependent DOFs."""
-        out = np.zeros((self.N, X.shape[1]))
-        if X.shape[1] == 0:
-            return out
-        if self._touch.size:
-            Ke = ev.element_matrices[self._touch]
-            if transpose:
-                Ke = Ke.transpose(0, 2, 1)
-            Ye = Ke @ X[self._touch_dofs]  # (e, nb, n)
-            out += self._scatter @ Ye.reshape(-1, X.shape[1])
+    def _dependent_index(self, edofs: np.ndarray) -> None:
+        """The entries of the element matrices in a row or a column of a dependent DOF (built once).
+
+        ``_touch_entries`` = (flat index into the element matrices, global row, global column) of every
+        entry (e, i, j) of an element that touches a dependent DOF; ``_pos_D`` the position of each
+        DOF in D (−1 if not dependent).
+        """
+        pos = -np.ones(self.N, dtype=np.int64)
+        pos[self.D] = np.arange(len(self.D))
+        self._pos_D = pos
+        nb = edofs.shape[1]
+        touch = np.flatnonzero(self._is_D[edofs].any(axis=1))
+        e, i, j = (a.ravel() for a in np.meshgrid(touch, np.arange(nb), np.arange(nb), indexing="ij"))
+        row, col = edofs[e, i], edofs[e, j]
+        keep = self._is_D[row] | self._is_D[col]
+        self._touch_entries = tuple(np.ascontiguousarray(a[keep], dtype=np.int64)
+                                    for a in ((e * nb + i) * nb + j, row, col))
+
+    def _dependent_products(self, ev, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(K X (N, n), Xᵀ K (n, N)) for the fiber tangent K and X = ∂u/∂q (C on the rows D, zero elsewhere).
+
+        Only the entries of K in the rows and columns D contribute: one compiled pass over those of the
+        touching elements and over the extra blocks (:func:`_scatter_dependent`).
+        """
+        KX = np.zeros((self.N, self.n))
+        XK = np.zeros((self.n, self.N))
+        C = np.ascontiguousarray(C, dtype=float)
+        flat, rows, cols = self._touch_entries
+        _scatter_dependent(ev.element_matrices.reshape(-1), flat, rows, cols, self._pos_D, C, KX, XK)
         for r, c, vals in ev.extra:
-            if transpose:
-                r, c = c, r
-            keep = self._is_D[c]
-            if np.any(keep):
-                rk, wk = r[keep], vals[keep, None] * X[c[keep]]
-                for j in range(X.shape[1]):
-                    out[:, j] += np.bincount(rk, weights=wk[:, j], minlength=self.N)
-        return out
+            _scatter_dependent(vals, _ALL, r, c, self._pos_D, C, KX, XK)
+        return KX, XK
 
     def tangent_blocks(self, cev: CoupledEvaluation):
         """(W = ∂G/∂q (N, n), ∂R_q/∂u (n, N), ∂R_q/∂q (n, n)) of the coupled tangent."""
         b = cev._blocks
         ev = cev.fiber
-        kin, n, N = b["kin"], self.n, self.N
-        X = np.zeros((N, n))
-        X[self.D] = kin.jacobian
-        W = self._K_times(ev, X)
-        Rq_u = self._K_times(ev, X, transpose=True).T
-        G_D = ev.residual[self.D]
+        kin, n, D = b["kin"], self.n, self.D
+        C = kin.jacobian  # X = ∂u/∂q is C on the rows D and zero elsewhere
+        W, Rq_u = self._dependent_products(ev, C)
+        G_D = ev.residual[D]
         # Σ_a G_D,a ∂²c_a/∂q² (a matrix product: einsum costs more than the work on these tiny arrays)
-        Rq_q = b["rigid"].tangent + X.T @ W + (G_D @ kin.hessian.reshape(len(G_D), n * n)).reshape(n, n)
+        Rq_q = b["rigid"].tangent + (G_D @ kin.hessian.reshape(len(G_D), n * n)).reshape(n, n)
         if b["pose_terms"]:
             self.kinematics(b["q"], b["t"])
             self.model.set_coordinates(b["q"])  # the body cylinders where this evaluation saw them
+            X = np.zeros((self.N, n))
+            X[D] = C
         for contact, Jp, Hp, load in b["pose_terms"]:
             load = contact.body_load(self.model, b["u"], b["t"], tangent=True)
             Gp = contact.pose_derivative(self.model, b["u"], b["t"])  # (N, 6)
-            W_pose = Gp @ Jp
-            W = W + W_pose
-            Rq_q = Rq_q + X.T @ W_pose
-            dRu = load.d_u  # (6, N)
-            Rq_u = Rq_u + Jp.T @ dRu
-            Rq_q = Rq_q + Jp.T @ (dRu @ X + load.d_pose @ Jp) + (load.force @ Hp.reshape(6, n * n)).reshape(n, n)
+            W = W + Gp @ Jp
+            if load.columns is not None:  # ∂R_pose/∂u is nonzero on a few columns only
+                cols, dRu = load.columns, load.d_u_values  # (k,), (6, k)
+                Rq_u[:, cols] += Jp.T @ dRu
+                dRu_X = dRu @ X[cols]
+            else:  # pragma: no cover - a load with a dense derivative
+                Rq_u = Rq_u + Jp.T @ load.d_u
+                dRu_X = load.d_u @ X
+            Rq_q = Rq_q + Jp.T @ (dRu_X + load.d_pose @ Jp) + (load.force @ Hp.reshape(6, n * n)).reshape(n, n)
+        Rq_q = Rq_q + C.T @ W[D]  # Xᵀ W, the pose terms of W included
         return W, Rq_u, Rq_q
 
     def tangent_matrix(self, cev: CoupledEvaluation) -> np.ndarray:
@@ -348,15 +402,15 @@ class CoupledProblem:
         N, n = self.N, self.n
         G, R_q = cev.residual[:N], cev.residual[N:]
         W, Rq_u, Rq_q = self.tangent_blocks(cev)
-        free = ~self.fiber_solver.fixed
-        rhs = np.concatenate([-G[:, None], W], axis=1)
-        sol = self.fiber_solver.solve(cev.fiber.element_matrices, rhs, cev.fiber.extra)
-        x0, Y = sol[:, 0], sol[:, 1:]
-        A = Rq_u[:, free]
-        S = Rq_q - A @ Y[free]
-        dq = np.linalg.solve(S, -R_q - A @ x0[free]) if n else np.zeros(0)
-        du = x0 - Y @ dq
-        du[~free] = 0.0
+        rhs = np.empty((N, n + 1))
+        rhs[:, 0] = -G
+        rhs[:, 1:] = W
+        sol = self.fiber_solver.solve(cev.fiber.element_matrices, rhs, cev.fiber.extra)  # [x0, Y] = K_II⁻¹ [−G, W]
+        sol[self._fixed_index] = 0.0  # (the solver's identity rows give 0 there already)
+        AY = Rq_u @ sol  # ∂R_q/∂u_I [x0, Y]: the fixed rows of sol vanish
+        S = Rq_q - AY[:, 1:]
+        dq = np.linalg.solve(S, -R_q - AY[:, 0]) if n else np.zeros(0)
+        du = sol[:, 0] - sol[:, 1:] @ dq
         du[self.D] = cev._blocks["kin"].jacobian @ dq
         return np.concatenate([du, dq])
 

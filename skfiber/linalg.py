@@ -2,9 +2,11 @@
 
 The cable DOFs are numbered node by node, so the tangent is banded
 (bandwidth 11 per fiber; fibers do not couple).  LAPACK's banded solver
-(``scipy.linalg.solve_banded``) is then 5–10× faster than a sparse LU.  When
-extra blocks widen the band (contact between fibers, rigid coupling), the
-solve falls back to SuperLU (``scipy.sparse.linalg.splu``).
+(``gbsv``, as in ``scipy.linalg.solve_banded``) is then 5–10× faster than a
+sparse LU; the band storage is summed directly in LAPACK's layout (one
+``np.bincount`` of all element and extra entries) and factorized in place.
+When extra blocks widen the band (contact between fibers, rigid coupling),
+the solve falls back to SuperLU (``scipy.sparse.linalg.splu``).
 """
 from __future__ import annotations
 
@@ -38,24 +40,33 @@ class ConstrainedSolver:
         self.fixed = fixed
         rows, cols = assembler.rows, assembler.cols
         self._keep = ~(fixed[rows] | fixed[cols])
+        self._keep_index = np.flatnonzero(self._keep)
         self.bandwidth = assembler.bandwidth
         bw = self.bandwidth
-        self._band_index = ((bw + rows - cols) * self.N + cols)[self._keep]
-        self._diag_fixed = (bw * self.N + self.constrained)
+        # LAPACK band storage with room for the fill of the pivoting, (3 bw + 1, N) in Fortran order:
+        # A[i, j] is at row 2 bw + i − j of column j, i.e. at flat index (2 bw + i − j) + j (3 bw + 1)
+        self._rows_band = 3 * bw + 1
+        self._band_index = self._band_flat(rows, cols)
+        # the band slots of the constrained rows and columns (cleared; then 1 on their diagonal)
+        d, off = np.meshgrid(self.constrained, np.arange(-bw, bw + 1), indexing="ij")
+        inside = (d + off >= 0) & (d + off < self.N)
+        d, e = d[inside], (d + off)[inside]
+        self._fixed_band = np.unique(np.concatenate([self._band_flat(d, e), self._band_flat(e, d)]))
+        self._diag_fixed = self._band_flat(self.constrained, self.constrained)
         self.last_method = ""
-        self._work = None
+        self._gbsv_fn = None
         self._end_margins = None  # contact margins of the last converged step (skfiber.solver)
 
-    def _gbsv(self, ab: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-        """LAPACK gbsv on band storage (2bw+1, N) (what solve_banded does, minus copies)."""
+    def _band_flat(self, r: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """Flat index of the entries A[r, c] in the Fortran-ordered band storage of :meth:`_gbsv`."""
+        return (2 * self.bandwidth + r - c) + c * self._rows_band
+
+    def _gbsv(self, work: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        """LAPACK gbsv on the band storage ``work`` (3 bw + 1, N), Fortran order, overwritten, as is ``rhs``."""
+        if self._gbsv_fn is None:
+            self._gbsv_fn = sla.get_lapack_funcs("gbsv", (work,))
         bw = self.bandwidth
-        if self._work is None:
-            self._work = np.zeros((3 * bw + 1, self.N), order="F")
-            self._gbsv_fn = sla.get_lapack_funcs("gbsv", (self._work,))
-        work = self._work
-        work[:bw] = 0.0
-        work[bw:] = ab
-        _, _, x, info = self._gbsv_fn(bw, bw, work, rhs, overwrite_ab=True, overwrite_b=False)
+        _, _, x, info = self._gbsv_fn(bw, bw, work, rhs, overwrite_ab=True, overwrite_b=True)
         if info > 0:
             raise np.linalg.LinAlgError(f"singular matrix (zero pivot at row {info - 1})")
         if info < 0:
@@ -65,22 +76,25 @@ class ConstrainedSolver:
     def solve(self, element_matrices: np.ndarray, rhs: np.ndarray, extra: list | None = None) -> np.ndarray:
         """Solve for one right-hand side (N,) or several (N, k) at once."""
         rhs = np.where(self.fixed[:, None] if np.ndim(rhs) == 2 else self.fixed, 0.0, rhs)
-        data = element_matrices.ravel()[self._keep]
         extra = extra or []
         wide = any(np.max(np.abs(r - c), initial=0) > self.bandwidth for r, c, _ in extra)
-        if not wide:
-            bw = self.bandwidth
-            size = (2 * bw + 1) * self.N
-            ab = np.bincount(self._band_index, weights=data, minlength=size)
-            ab[self._diag_fixed] = 1.0
+        if not wide:  # all entries summed into the band, then the constrained rows and columns replaced
+            index, weights = [self._band_index], [element_matrices.reshape(-1)]
             for r, c, v in extra:
-                keep = ~(self.fixed[r] | self.fixed[c])
-                ab += np.bincount(((bw + r - c) * self.N + c)[keep], weights=v[keep], minlength=size)
+                index.append(self._band_flat(r, c))
+                weights.append(v)
+            if len(index) > 1:
+                index, weights = np.concatenate(index), np.concatenate(weights)
+            else:
+                index, weights = index[0], weights[0]
+            work = np.bincount(index, weights=weights, minlength=self._rows_band * self.N)
+            work[self._fixed_band] = 0.0
+            work[self._diag_fixed] = 1.0
             self.last_method = "banded"
-            return self._gbsv(ab.reshape(2 * bw + 1, self.N), rhs)
+            return self._gbsv(work.reshape(self.N, self._rows_band).T, rhs)
         rows = [self.assembler.rows[self._keep], self.constrained]
         cols = [self.assembler.cols[self._keep], self.constrained]
-        vals = [data, np.ones(self.constrained.size)]
+        vals = [element_matrices.reshape(-1)[self._keep_index], np.ones(self.constrained.size)]
         for r, c, v in extra:
             keep = ~(self.fixed[r] | self.fixed[c])
             rows.append(r[keep]); cols.append(c[keep]); vals.append(v[keep])

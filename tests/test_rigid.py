@@ -188,6 +188,101 @@ def test_prescribed_rates_by_differences_match_exact():
         np.testing.assert_allclose(getattr(b, name), getattr(a, name), atol=1e-7)
 
 
+# --------------------------------------------------------------------------- compiled kernels
+def _numpy_inertia(kin, qd, *, frozen):
+    """M and h from the numpy kinematics (the definition the compiled kernel follows, skfiber.rigid.kernels)."""
+    tree = kin.tree
+    nb, qj = tree.n_bodies, tree.q_joints
+    bodies = np.arange(nb)
+    xS = kin.positions(bodies, tree.com)
+    S = kin.twists(bodies, xS)
+    JS, Jw_all = S[:, :, qj], kin.angular_jacobian()
+    Jw = Jw_all[:, :, qj]
+    Rb = kin.R[:, :nb]
+    Iw = Rb @ tree.inertia @ np.swapaxes(Rb, -1, -2)
+    M = np.einsum("b,xbkc,xblc->xkl", tree.mass, JS, JS) + np.einsum("xbkc,xbcd,xbld->xkl", Jw, Iw, Jw)
+    if frozen:
+        zd = kin._rates(qd, frozen=True)
+        aS = kin.velocity_product(bodies, xS, S, frozen=True, qd=qd)
+        al = kin.angular_velocity_product(frozen=True, qd=qd)
+    else:
+        zd = kin.zeta_rate
+        aS = kin.velocity_product(bodies, xS, S)
+        al = kin.angular_velocity_product()
+    w = np.einsum("xbkc,xk->xbc", Jw_all, zd)
+    Iww = np.einsum("xbcd,xbd->xbc", Iw, w)
+    moment = np.einsum("xbcd,xbd->xbc", Iw, al) + np.cross(w, Iww)
+    h = np.einsum("b,xbkc,xbc->xk", tree.mass, JS, aS) + np.einsum("xbkc,xbc->xk", Jw, moment)
+    return M, h, xS, S
+
+
+@pytest.mark.parametrize("prescribed", [True, False])
+def test_compiled_inertia_terms_match_the_numpy_formulas(prescribed):
+    """M, h (absolute and relative motion) of the kernel = the numpy expressions, real and complex,
+    for a batch of configurations with one time each."""
+    from skfiber.rigid.kinematics import Kinematics
+
+    system = tree_system(prescribed=prescribed)
+    rng = np.random.default_rng(3)
+    q = rng.normal(size=(3, 4)) + 1j * rng.normal(size=(3, 4)) * 1e-3
+    qd = rng.normal(size=(3, 4))
+    for qq, t in ((q, np.array([0.1, 0.7, 1.3])), (q.real, 0.4)):
+        for frozen in (False, True):
+            kin = Kinematics(system.tree, qq, t, qd)
+            ctx = system._context(qq, qd, t)
+            M, h = system._inertia(ctx, frozen=frozen)
+            M_ref, h_ref, xS, S = _numpy_inertia(kin, qd, frozen=frozen)
+            assert np.iscomplexobj(M) == np.iscomplexobj(qq)
+            np.testing.assert_allclose(M, M_ref, rtol=0, atol=1e-13 * np.abs(M_ref).max())
+            np.testing.assert_allclose(h, h_ref, rtol=0, atol=1e-13 * np.abs(h_ref).max())
+            np.testing.assert_allclose(ctx.com()[0], xS, rtol=0, atol=1e-14)
+            np.testing.assert_allclose(ctx.com()[1], S, rtol=0, atol=1e-14)
+            assert np.array_equal(M, np.swapaxes(M, 1, 2))
+
+
+def test_compiled_point_jets_match_the_numpy_formulas(system, state):
+    """evaluate_points (compiled) = positions, twists and second derivatives of Kinematics (numpy)."""
+    from skfiber.rigid import evaluate_points
+    from skfiber.rigid.kinematics import Kinematics
+
+    q, qd, _, t = state
+    tree = system.tree
+    names = ["a", "c", "e", "f", "base", "ground", "d"]
+    idx = np.array([tree.index[b] for b in names])
+    X = np.random.default_rng(4).normal(size=(len(names), 3))
+    kin = Kinematics(tree, q[None], t, qd[None])
+    x = kin.positions(idx, X)
+    S = kin.twists(idx, x)
+    H = kin.second_derivatives(idx, x, S)[0]
+    qj, tj = tree.q_joints, tree.tau_joints
+    pk = evaluate_points(system, names, X, q, t, qd)
+    close = dict(rtol=0, atol=1e-14)
+    np.testing.assert_allclose(pk.position, x[0], **close)
+    np.testing.assert_allclose(pk.jacobian, np.swapaxes(S[0][:, qj], 1, 2), **close)
+    np.testing.assert_allclose(pk.hessian, np.moveaxis(H[:, qj][:, :, qj], -1, 1), **close)
+    np.testing.assert_allclose(pk.dt, S[0][:, tj].sum(axis=1), **close)
+    np.testing.assert_allclose(pk.jacobian_dt, np.swapaxes(H[:, tj][:, :, qj].sum(axis=1), 1, 2), **close)
+    np.testing.assert_allclose(pk.dtt, H[:, tj][:, :, tj].sum(axis=(1, 2)), **close)
+    by_index = evaluate_points(system, idx, X, q, t, hessian=False)  # body indices instead of names
+    assert by_index.hessian is None
+    np.testing.assert_array_equal(by_index.jacobian, pk.jacobian)
+
+
+def test_batched_kinematics_with_one_time_per_configuration(system):
+    """A complex batch with its own time per entry = the entries one by one (the complex step passes through)."""
+    from skfiber.rigid.kinematics import Kinematics
+
+    rng = np.random.default_rng(5)
+    q = rng.normal(size=(4, 4)) + 1e-30j * np.eye(4)
+    t = np.array([0.0, 0.3, 0.9, 2.0])
+    kin = Kinematics(system.tree, q, t)
+    for i in range(4):
+        one = Kinematics(system.tree, q[i:i + 1], float(t[i]))
+        for name in ("R", "p", "omega", "origin", "velocity", "own_angular", "own_linear"):
+            assert np.array_equal(getattr(kin, name)[i], getattr(one, name)[0]), name
+    assert np.abs(kin.R.imag).max() > 0
+
+
 # --------------------------------------------------------------------------- dynamics
 def test_equations_of_motion_are_lagranges(system, state):
     """M q̈ + h = d/dt ∂T/∂q̇ − ∂T/∂q with T computed from body velocities only."""

@@ -50,8 +50,8 @@ class Gravity:
 
     def force(self, ctx):
         tree = ctx.kin.tree
-        JS = ctx.com_jacobian()  # (B, nb, 3, n)
-        return np.einsum("b,xbcn,c->xn", tree.mass, JS, self.g)
+        S = ctx.com()[1]  # twists of the centers of mass (B, nb, nz, 3): Q = Σ_b m_b J_Sbᵀ g
+        return (tree.mass @ (S @ self.g))[:, tree.q_joints]
 
     def energy(self, ctx):
         tree = ctx.kin.tree

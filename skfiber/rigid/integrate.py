@@ -153,14 +153,18 @@ def _check_step(system, q, q_prev, p_prev, dt, t):
 def _balance(system: RigidSystem, ctx, acceleration=None):
     """M a + h − Q at the context's (q, q̇, t) (a = None: at rest, no inertia term) and its force scale."""
     M, h = system._inertia(ctx)
-    forces = system._forces(ctx)
-    parts = [h] + list(forces.values())
-    R = h - sum(forces.values(), np.zeros_like(h))
+    forces = list(system._forces(ctx).values())
+    parts = [h] + forces
+    Q = forces[0] if len(forces) == 1 else sum(forces, np.zeros_like(h))
+    R = h - Q
     if acceleration is not None:
-        inertia = np.einsum("xkl,xl->xk", M, acceleration)
+        inertia = (M @ acceleration[:, :, None])[:, :, 0]
         R = R + inertia
         parts.append(inertia)
-    ref = max(np.linalg.norm(np.real(v[0])) for v in parts)
+    ref = 0.0  # the largest ‖part‖ of configuration 0 (the real one of a complex-step batch)
+    for v in parts:
+        v0 = v[0].real
+        ref = max(ref, math.sqrt(float(v0 @ v0)))
     return R, ref
 
 

@@ -16,17 +16,26 @@ The time t enters through the prescribed joints (ζ = τ_b = t), so
 ∂x/∂t = Σ_b s_b(x), ∂C/∂t = Σ_b ∂²x/∂τ_b∂q and ∂²x/∂t² = Σ_{b,b'} ∂²x/∂τ_b∂τ_b'.
 A body's angular velocity is ω = Σ_k ω_k ζ̇_k with ∂ω_k/∂ζ_j = ω_j × ω_k
 (j strictly upstream of k).
+
+The poses and twists are computed by a compiled loop over the tree
+(:func:`.kernels.tree_poses`); the methods below are the numpy definitions of
+the derived quantities (the compiled inertia terms and point derivatives of
+:mod:`.kernels` are tested against them).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .tree import PRESCRIBED, PRISMATIC, REVOLUTE, Tree
+from .kernels import tree_poses
+from .tree import Tree
 
 __all__ = ["Kinematics", "cross"]
 
 _EYE3 = np.eye(3)
 _EYE3.setflags(write=False)
+_NO_MOTION = (np.zeros((1, 0, 3, 3)), np.zeros((1, 0, 5, 3)))
 
 
 def cross(a, b):
@@ -45,12 +54,6 @@ def _matvec(R, x):
     if x.ndim == 1:
         return R @ x
     return (R @ x[..., None])[..., 0]
-
-
-def _stack_motions(states):
-    """One PrescribedState with a leading batch axis from a list of them."""
-    first = states[0]
-    return type(first)(*(np.array([getattr(s, f) for s in states]) for f in first.__dataclass_fields__))
 
 
 class Kinematics:
@@ -83,64 +86,27 @@ class Kinematics:
         if q.ndim != 2 or q.shape[1] != tree.n:
             raise ValueError(f"q must have shape (B, {tree.n}), got {q.shape}")
         self.tree = tree
-        B, nb, nz = q.shape[0], tree.n_bodies, len(tree.kind)
-        t = np.asarray(t, dtype=float)
-        if t.ndim == 1 and t.shape != (B,):
-            raise ValueError(f"t must be a number or have one entry per configuration ({B}), got shape {t.shape}")
-        if t.ndim > 1 or not np.all(np.isfinite(t)):
-            raise ValueError(f"t must be a finite number or a vector of them, got {t!r}")
-        self.t = float(t) if t.ndim == 0 else t
+        B = q.shape[0]
+        if isinstance(t, (float, int)) and math.isfinite(t):  # the common case, without numpy calls
+            self.t = float(t)
+        else:
+            t = np.asarray(t, dtype=float)
+            if t.ndim == 1 and t.shape != (B,):
+                raise ValueError(f"t must be a number or have one entry per configuration ({B}), got shape {t.shape}")
+            if t.ndim > 1 or not np.all(np.isfinite(t)):
+                raise ValueError(f"t must be a finite number or a vector of them, got {t!r}")
+            self.t = float(t) if t.ndim == 0 else t
         dtype = np.result_type(q.dtype, float, np.asarray(qd).dtype if qd is not None else float)
         self.dtype = dtype
-        R = np.zeros((B, nb + 1, 3, 3), dtype)
-        R[:, nb] = _EYE3
-        p = np.zeros((B, nb + 1, 3), dtype)
-        omega = np.zeros((B, nz, 3), dtype)
-        origin = np.zeros((B, nz, 3), dtype)
-        velocity = np.zeros((B, nz, 3), dtype)
-        own_angular = np.zeros((B, nz, 3), dtype)   # ω̇ of prescribed joints
-        own_linear = np.zeros((B, nz, 3), dtype)    # d̈ of prescribed joints
-        rot = tree.rotations
-        if len(rot.coordinates):  # Rot(a, q) = I + sin q K + (1 − cos q) K² of all revolute joints at once
-            angle = q[:, rot.coordinates, None, None]
-            local = _EYE3 + np.sin(angle) * rot.K + (1.0 - np.cos(angle)) * rot.K2   # (B, r, 3, 3)
-        for b in range(nb):
-            par = tree.parent[b] if tree.parent[b] >= 0 else nb
-            Rp, pp = R[:, par], p[:, par]
-            joint = tree.joints[b]
-            k = tree.joint_of_body[b]
-            if k < 0:  # fixed
-                R[:, b], p[:, b] = Rp, pp
-                continue
-            kind = tree.kind[k]
-            if kind == REVOLUTE:
-                Rl = local[:, rot.slot[k]]
-                R[:, b] = Rp @ Rl
-                # Rp [a, P, P − Rl P]: joint axis, joint point and translation in one product
-                cols = np.empty((B, 3, 3), dtype)
-                cols[..., 0], cols[..., 1], cols[..., 2] = joint.axis, joint.point, joint.point - Rl @ joint.point
-                V = Rp @ cols
-                omega[:, k] = V[..., 0]
-                origin[:, k] = V[..., 1] + pp
-                p[:, b] = V[..., 2] + pp
-            elif kind == PRISMATIC:
-                R[:, b] = Rp
-                p[:, b] = _matvec(Rp, q[:, tree.coordinate[k], None] * joint.axis) + pp
-                velocity[:, k] = _matvec(Rp, joint.axis)
-            else:  # PRESCRIBED
-                m = joint.motion(self.t) if t.ndim == 0 else _stack_motions([joint.motion(ti) for ti in t])
-                O = joint.center
-                R[:, b] = Rp @ m.rotation
-                p[:, b] = _matvec(Rp, O - _matvec(m.rotation, O) + m.translation) + pp
-                omega[:, k] = _matvec(Rp, m.angular_velocity)
-                origin[:, k] = _matvec(Rp, O + m.translation) + pp
-                velocity[:, k] = _matvec(Rp, m.velocity)
-                own_angular[:, k] = _matvec(Rp, m.angular_acceleration)
-                own_linear[:, k] = _matvec(Rp, m.acceleration)
+        tab, rot = tree.tables, tree.rotations
+        pres_R, pres_v = self._prescribed_data(tree, self.t)
+        R, p, omega, origin, velocity, own_angular, own_linear = tree_poses(
+            np.ascontiguousarray(q, dtype=dtype), tab.parent, tab.joint_of_body, tab.kind, tab.coordinate,
+            tab.axis, tab.point, rot.K, rot.K2, rot.slot, tab.tau_slot, pres_R, pres_v, tab.center)
         self.R, self.p = R, p
         self.omega, self.origin, self.velocity = omega, origin, velocity
         self.own_angular, self.own_linear = own_angular, own_linear
-        self.prescribed = tree.kind == PRESCRIBED
+        self.prescribed = tab.prescribed
         self.B = B
         if qd is not None:
             qd = np.asarray(qd)
@@ -151,10 +117,23 @@ class Kinematics:
             self.zeta_rate = None
 
     # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _prescribed_data(tree: Tree, t):
+        """(R_b (T, m, 3, 3), (d, ω, ω̇, ḋ, d̈) (T, m, 5, 3)) of the prescribed joints at t (T = 1 or len(t))."""
+        tau = tree.tau_joints
+        if not len(tau):
+            return _NO_MOTION
+        times = [t] if np.ndim(t) == 0 else list(t)
+        states = [[tree.joints[tree.body_of_joint[k]].motion(ti) for k in tau] for ti in times]
+        pres_R = np.array([[m.rotation for m in row] for row in states], dtype=float)
+        pres_v = np.array([[(m.translation, m.angular_velocity, m.angular_acceleration, m.velocity, m.acceleration)
+                            for m in row] for row in states], dtype=float)
+        return pres_R, pres_v
+
     def _rates(self, qd, *, frozen: bool):
         zd = np.zeros((self.B, len(self.tree.kind)), np.result_type(qd.dtype, self.dtype))
         zd[:, self.tree.q_joints] = qd
-        if not frozen:
+        if not frozen and len(self.tree.tau_joints):
             zd[:, self.tree.tau_joints] = 1.0
         return zd
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bodies import _vector
+from .kernels import point_jets
 from .kinematics import Kinematics
 from .tree import GROUND
 
@@ -71,32 +72,28 @@ def evaluate_points(system, bodies, points, q, t: float = 0.0, qd=None, *, hessi
 
     Returns a :class:`PointKinematics` whose arrays have a leading axis P.
     ``q`` (n,) may be complex (complex-step derivatives pass through).
+    ``bodies`` may also be an integer array of body indices (``system.tree.index``).
     """
     tree = system.tree
-    idx = np.array([system._body_index(b) for b in bodies], dtype=int)
-    X = np.asarray(points, dtype=float).reshape(len(idx), 3)
+    if isinstance(bodies, np.ndarray) and bodies.dtype.kind == "i":
+        idx = np.ascontiguousarray(bodies, dtype=np.int64)
+    else:
+        idx = np.array([system._body_index(b) for b in bodies], dtype=np.int64)
+    X = np.ascontiguousarray(points, dtype=float).reshape(len(idx), 3)
     q = np.asarray(q)
     if q.shape != (tree.n,):
         raise ValueError(f"q must have {tree.n} entries {list(tree.coordinate_names)}, got shape {q.shape}")
     kin = Kinematics(tree, q[None, :], t, None if qd is None else np.asarray(qd)[None, :])
-    x = kin.positions(idx, X)
-    S = kin.twists(idx, x)
-    H = kin.second_derivatives(idx, x, S)[0] if (hessian or len(tree.tau_joints)) else None
-    qj, tj = tree.q_joints, tree.tau_joints
-    C = np.swapaxes(S[0][:, qj], 1, 2)                          # (P, 3, n)
-    dt = S[0][:, tj].sum(axis=1)
-    if len(tj):
-        C_t = np.swapaxes(H[:, tj][:, :, qj].sum(axis=1), 1, 2)  # (P, 3, n)
-        dtt = H[:, tj][:, :, tj].sum(axis=(1, 2))
-    else:
-        C_t = np.zeros_like(C)
-        dtt = np.zeros_like(dt)
-    hess = np.moveaxis(H[:, qj][:, :, qj], -1, 1) if hessian else None  # (P, 3, n, n)
+    tab = tree.tables
+    x, C, H, dt, C_t, dtt = point_jets(kin.R, kin.p, idx, X, tree.path, kin.omega, kin.origin, kin.velocity,
+                                       kin.own_angular, kin.own_linear, tree.upstream, tab.prescribed, tab.q_joints,
+                                       tab.tau_joints, hessian)
     velocity = bias = None
     if qd is not None:
+        S = kin.twists(idx, x[None])
         velocity = np.einsum("pkc,k->pc", S[0], kin.zeta_rate[0])
-        bias = kin.velocity_product(idx, x, S)[0]
-    return PointKinematics(X, x[0], C, hess, dt, C_t, dtt, velocity, bias)
+        bias = kin.velocity_product(idx, x[None], S)[0]
+    return PointKinematics(X, x, C, H if hessian else None, dt, C_t, dtt, velocity, bias)
 
 
 class BodyPoint:

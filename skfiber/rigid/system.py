@@ -17,7 +17,9 @@ with J_Sb = ∂x_Sb/∂q, J_ωb = ∂ω_b/∂q̇ and a⁰, α⁰ the acceleratio
 (Coriolis, centrifugal and gyroscopic terms, and the transport terms of a
 prescribed base motion, γ in the multibody paper's eq. 43).  All Jacobians
 are analytic (:mod:`.kinematics`); the Newton tangents are complex-step
-derivatives of these analytic expressions (exact to round-off).
+derivatives of these analytic expressions (exact to round-off).  M and h are
+computed by one compiled pass over the bodies (:func:`.kernels.inertia_terms`),
+so the complex step (a batch of n configurations) costs about one evaluation.
 
 Example
 -------
@@ -44,7 +46,8 @@ import numpy as np
 from .bodies import Body, _vector
 from .forces import Gravity
 from .joints import Fixed, Prescribed, Prismatic, Revolute, skew
-from .kinematics import Kinematics, cross
+from .kernels import inertia_terms
+from .kinematics import Kinematics
 from .tree import GROUND, Tree, build_tree
 
 __all__ = ["RigidSystem", "COMPLEX_STEP", "complex_jacobian"]
@@ -282,32 +285,26 @@ class RigidSystem:
         return _Context(self, Kinematics(self.tree, q, t, qd), q, qd, t)
 
     def _inertia(self, ctx: _Context, *, rates: bool = True, frozen: bool = False):
-        """M (B, n, n) and, with rates, h (B, n) (frozen: relative motion only)."""
+        """M (B, n, n) and, with rates, h (B, n) (frozen: relative motion only).
+
+        One compiled pass (:func:`.kernels.inertia_terms`); the centers of mass
+        and their twists it computes on the way are kept on ``ctx`` for gravity.
+        """
         kin, tree = ctx.kin, ctx.kin.tree
-        nb = tree.n_bodies
-        xS, S = ctx.com()
-        qj = tree.q_joints
-        JS = S[:, :, qj]
-        Jw_all = kin.angular_jacobian()
-        Jw = Jw_all[:, :, qj]
-        Rb = kin.R[:, :nb]
-        Iw = Rb @ tree.inertia @ np.swapaxes(Rb, -1, -2)
-        M = _gram(JS * tree.mass[None, :, None, None], JS) + _gram(Jw @ Iw, Jw)
         if not rates:
-            return M, None
-        if frozen:
+            zd = np.zeros((ctx.B, len(tree.kind)), kin.dtype)
+        elif frozen:
             zd = kin._rates(ctx.qd, frozen=True)
-            aS = kin.velocity_product(np.arange(nb), xS, S, frozen=True, qd=ctx.qd)
-            al = kin.angular_velocity_product(frozen=True, qd=ctx.qd)
         else:
             zd = kin.zeta_rate
-            aS = kin.velocity_product(np.arange(nb), xS, S)
-            al = kin.angular_velocity_product()
-        w = np.einsum("xbkc,xk->xbc", Jw_all, zd)
-        Iww = (Iw @ w[..., None])[..., 0]
-        moment = (Iw @ al[..., None])[..., 0] + cross(w, Iww)
-        h = _gram(JS, (aS * tree.mass[None, :, None])[:, :, None]) [..., 0] + _gram(Jw, moment[:, :, None])[..., 0]
-        return M, h
+        if zd.dtype != kin.dtype:  # pragma: no cover - Kinematics includes q̇ in its dtype
+            raise TypeError(f"rates of dtype {zd.dtype} with kinematics of dtype {kin.dtype}")
+        M, h, xS, S = inertia_terms(kin.R, kin.p, kin.omega, kin.origin, kin.velocity, kin.own_angular,
+                                    kin.own_linear, zd, not frozen, rates, tree.path, tree.upstream,
+                                    tree.tables.prescribed, tree.tables.q_joints, tree.mass, tree.com, tree.inertia)
+        if ctx._com is None:
+            ctx._com = (xS, S)
+        return M, (h if rates else None)
 
     def _forces(self, ctx: _Context) -> dict:
         out = {}
@@ -529,15 +526,6 @@ class RigidSystem:
 
         return BodyCylinder(self, body)
 
-
-
-def _gram(A, B):
-    """Σ_b Σ_c A[x, b, k, c] B[x, b, l, c] → (x, k, l) as one batched matmul."""
-    X, nb, k, c = A.shape
-    l = B.shape[2]
-    A2 = A.transpose(0, 2, 1, 3).reshape(X, k, nb * c)
-    B2 = B.transpose(0, 1, 3, 2).reshape(X, nb * c, l)
-    return A2 @ B2
 
 
 def complex_jacobian(fn, x):

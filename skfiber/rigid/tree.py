@@ -34,6 +34,23 @@ class Rotations:
 
 
 @dataclass(frozen=True)
+class JointTables:
+    """Constant joint data as flat arrays (the compiled kinematics, :mod:`.kernels`)."""
+
+    axis: np.ndarray         # (nz, 3) axis of each revolute / prismatic joint (0 for prescribed)
+    point: np.ndarray        # (nz, 3) point of each revolute joint (0 otherwise)
+    tau_slot: np.ndarray     # (nz,) moving joint → index among the prescribed joints (−1 otherwise)
+    center: np.ndarray       # (m, 3) center O of each prescribed joint
+    prescribed: np.ndarray   # (nz,) bool: the joint is prescribed
+    parent: np.ndarray       # (nb,) int64 parent index, −1 = ground
+    joint_of_body: np.ndarray  # (nb,) int64
+    kind: np.ndarray         # (nz,) int64
+    coordinate: np.ndarray   # (nz,) int64
+    q_joints: np.ndarray     # (n,) int64
+    tau_joints: np.ndarray   # (m,) int64
+
+
+@dataclass(frozen=True)
 class Tree:
     """Topology and constant data of a rigid system (see module docstring).
 
@@ -57,6 +74,7 @@ class Tree:
     index: dict                 # body name → index (ground → nb)
     coordinate_names: tuple[str, ...]
     rotations: Rotations
+    tables: JointTables
 
     @property
     def mass_depends_on_time(self) -> bool:
@@ -173,12 +191,30 @@ def build_tree(entries: list[tuple[Body, str, object]]) -> Tree:
         K2=np.array([joints[b]._K2 for b in body_of_joint[rev]]).reshape(len(rev), 3, 3),
         slot=slot,
     )
+    q_joints = np.argsort(np.where(coordinate >= 0, coordinate, nz + 1))[: len(coordinate_names)].astype(int)
+    tau_joints = np.flatnonzero(kind == PRESCRIBED)
+    axis = np.zeros((nz, 3))
+    point = np.zeros((nz, 3))
+    for k in range(nz):
+        joint = joints[body_of_joint[k]]
+        if isinstance(joint, (Revolute, Prismatic)):
+            axis[k] = joint.axis
+        if isinstance(joint, Revolute):
+            point[k] = joint.point
+    tau_slot = -np.ones(nz, dtype=np.int64)
+    tau_slot[tau_joints] = np.arange(len(tau_joints))
+    int64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
+    tables = JointTables(
+        axis=axis, point=point, tau_slot=tau_slot,
+        center=np.array([joints[body_of_joint[k]].center for k in tau_joints], dtype=float).reshape(-1, 3),
+        prescribed=kind == PRESCRIBED, parent=int64(parent), joint_of_body=int64(joint_of_body), kind=int64(kind),
+        coordinate=int64(coordinate), q_joints=int64(q_joints), tau_joints=int64(tau_joints),
+    )
     return Tree(
-        rotations=rotations,
+        rotations=rotations, tables=tables,
         bodies=bodies, joints=joints, parent=parent, joint_of_body=joint_of_body,
         body_of_joint=body_of_joint, kind=kind, coordinate=coordinate,
-        q_joints=np.argsort(np.where(coordinate >= 0, coordinate, nz + 1))[: len(coordinate_names)].astype(int),
-        tau_joints=np.flatnonzero(kind == PRESCRIBED),
+        q_joints=q_joints, tau_joints=tau_joints,
         path=path, upstream=upstream,
         mass=np.array([b.mass for b in bodies]), com=np.array([b.center_of_mass for b in bodies]).reshape(nb, 3),
         inertia=np.array([b.inertia_matrix for b in bodies]).reshape(nb, 3, 3),
