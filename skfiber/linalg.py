@@ -3,13 +3,14 @@
 The cable DOFs are numbered node by node, so the tangent is banded
 (bandwidth 11 per fiber; fibers do not couple).  LAPACK's banded solver
 (``gbsv``, as in ``scipy.linalg.solve_banded``) is then 5–10× faster than a
-sparse LU; the band storage is summed directly in LAPACK's layout (one
-``np.bincount`` of all element and extra entries) and factorized in place.
+sparse LU; the band storage is summed directly in LAPACK's layout (two small compiled
+loops over the element and extra entries) and factorized in place.
 When extra blocks widen the band (contact between fibers, rigid coupling),
 the solve falls back to SuperLU (``scipy.sparse.linalg.splu``).
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sps
@@ -77,17 +78,15 @@ class ConstrainedSolver:
         """Solve for one right-hand side (N,) or several (N, k) at once."""
         rhs = np.where(self.fixed[:, None] if np.ndim(rhs) == 2 else self.fixed, 0.0, rhs)
         extra = extra or []
-        wide = any(np.max(np.abs(r - c), initial=0) > self.bandwidth for r, c, _ in extra)
+        work = np.zeros(self._rows_band * self.N)
+        Ke = np.ascontiguousarray(element_matrices, dtype=float).reshape(-1)
+        wide = not _add_to_band(work, self._band_index, Ke)
+        for r, c, v in extra:
+            if wide:
+                break
+            wide = not _add_triplets_to_band(work, np.asarray(r, dtype=np.int64), np.asarray(c, dtype=np.int64),
+                                             np.asarray(v, dtype=float), self.bandwidth, self._rows_band)
         if not wide:  # all entries summed into the band, then the constrained rows and columns replaced
-            index, weights = [self._band_index], [element_matrices.reshape(-1)]
-            for r, c, v in extra:
-                index.append(self._band_flat(r, c))
-                weights.append(v)
-            if len(index) > 1:
-                index, weights = np.concatenate(index), np.concatenate(weights)
-            else:
-                index, weights = index[0], weights[0]
-            work = np.bincount(index, weights=weights, minlength=self._rows_band * self.N)
             work[self._fixed_band] = 0.0
             work[self._diag_fixed] = 1.0
             self.last_method = "banded"
@@ -101,3 +100,22 @@ class ConstrainedSolver:
         K = sps.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(self.N, self.N))
         self.last_method = "splu"
         return spla.splu(K).solve(rhs)
+
+
+@numba.njit(cache=True)
+def _add_to_band(work, index, values):  # pragma: no cover - compiled
+    """work[index[k]] += values[k] (the element matrices into the band storage); always True."""
+    for k in range(index.shape[0]):
+        work[index[k]] += values[k]
+    return True
+
+
+@numba.njit(cache=True)
+def _add_triplets_to_band(work, rows, cols, values, bw, rows_band):  # pragma: no cover - compiled
+    """Add COO triplets to the band storage; False (work partly updated) if one lies outside the band."""
+    for k in range(rows.shape[0]):
+        if abs(rows[k] - cols[k]) > bw:
+            return False
+    for k in range(rows.shape[0]):
+        work[(2 * bw + rows[k] - cols[k]) + cols[k] * rows_band] += values[k]
+    return True
