@@ -163,6 +163,8 @@ class UpperLimbResult:
     #: the end time asked for, and whether Ctrl-C stopped the run before it
     t_end: float = T_END
     interrupted: bool = False
+    #: seconds of the throw-away first step (kernel compilation on a first run), not in wall_time
+    warmup_time: float = 0.0
 
     @property
     def complete(self) -> bool:
@@ -211,6 +213,13 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
                 profiles[tp] = {name: _axial_force(model, state, name) for name in ("biceps1", "triceps1")}
 
     state0 = model.initial_state()
+    # one throw-away step first: numba compiles the kernels on the first run on a machine
+    # (seconds) and loads them from its cache later; this keeps that out of the wall time
+    start = time.perf_counter()
+    sf.simulate(model, t_end=dt, dt=dt, state=state0, progress=False)
+    warmup = time.perf_counter() - start
+    if progress and warmup > 1.0:
+        print(f"  compiled the numba kernels in {warmup:.1f} s (once per machine; cached for later runs)", flush=True)
     record(state0)
     start = time.perf_counter()
     result = sf.simulate(model, t_end=t_end, dt=dt, callback=record, progress=progress)
@@ -222,7 +231,7 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
         level, ne, nt, paper_dofs(model), int(np.count_nonzero(~sf.solver.make_solver(model).fixed)),
         result.times, np.degrees(result.coordinates[:, 0]), np.array(forces["bi"]), np.array(forces["tri"]),
         wall, result.newton_iterations, result.retries, max_contacts[0], profiles, model, result.final_state,
-        t_end, result.interrupted,
+        t_end, result.interrupted, warmup,
     )
 
 
