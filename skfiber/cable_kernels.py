@@ -138,9 +138,8 @@ def internal_force(jets, n: int, *, S: np.ndarray, area: np.ndarray, dx: np.ndar
 
 
 @numba.njit(cache=True)
-def _internal_tangent(g, comp, c0, c1, c2, x_s, xdot_s):  # pragma: no cover - compiled
+def _internal_tangent(g, comp, c0, c1, c2, x_s, xdot_s, K):  # pragma: no cover - compiled
     ne, nq, nb = g.shape
-    K = np.zeros((ne, nb, nb))
     D = np.empty((3, 3))
     for e in range(ne):
         for q in range(nq):
@@ -158,17 +157,24 @@ def _internal_tangent(g, comp, c0, c1, c2, x_s, xdot_s):  # pragma: no cover - c
 
 
 def internal_tangent(jets, *, S, dS_dlam, dS_dlamdot, c_v: float, lam, lamdot, x_s, xdot_s,
-                     area, dx, J) -> np.ndarray:
+                     area, dx, J, out: np.ndarray | None = None) -> np.ndarray:
     """Element matrices (e, nb, nb) of :func:`skfiber.forms.internal_tangent`.
 
     With g = ∂/∂θ of the basis functions, the form is
     Σ_q g_test · D g_trial with, per quadrature point,
     D = f [S I + x_s ⊗ (ĉ₁ x_s + ĉ₂ ẋ_s)], f = area dx / |A1|,
     ĉ₁ = ∂S/∂λ / λ + ∂S/∂λ̇ (c_v/λ − λ̇/λ²), ĉ₂ = ∂S/∂λ̇ / λ.
+    With ``out`` given, the element matrices are added to it (and it is returned).
     """
     f = area * dx / J
     c0 = f * S
     c1 = f * (dS_dlam / lam + dS_dlamdot * (c_v / lam - lamdot / lam**2))
     c2 = f * dS_dlamdot / lam
     g, comp, _ = jets
-    return _internal_tangent(g, comp, c0, c1, c2, x_s, xdot_s)
+    ne, _, nb = g.shape
+    if out is None:
+        out = np.zeros((ne, nb, nb))
+    elif out.shape != (ne, nb, nb) or out.dtype != np.float64 or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous float array of shape {(ne, nb, nb)}")
+    _internal_tangent(g, comp, c0, c1, c2, x_s, xdot_s, out)
+    return out

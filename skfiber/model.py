@@ -583,13 +583,14 @@ class Model:
             ref = max(ref, _norm(Ft))
 
         def tangent_fn():
-            Ke = np.zeros_like(self._mass_elements)
-            if "cable" in parts and self.compiled and not terms:
-                Ke += cable_kernels.internal_tangent(self._jets, **w, area=d.area, dx=asm.dx, J=d.jacobian)
+            if "inertia" in parts and c_a:
+                Ke = c_a * self._mass_elements
+            else:
+                Ke = np.zeros_like(self._mass_elements)
+            if "cable" in parts and self.compiled and not terms:  # accumulated into Ke
+                cable_kernels.internal_tangent(self._jets, **w, area=d.area, dx=asm.dx, J=d.jacobian, out=Ke)
             elif "cable" in parts:
                 Ke += asm.bilinear(forms.internal_tangent, w)
-            if "inertia" in parts and c_a:
-                Ke += c_a * self._mass_elements
             for term in terms:
                 if term.tangent is None:
                     Ke += complex_step_tangent(term.residual, asm, w)

@@ -65,6 +65,13 @@ def test_kernels_equal_form_pieces(state):
                                        J=d.jacobian)
     K_ref = asm.bilinear(forms.internal_tangent, w)
     assert np.abs(K - K_ref).max() <= 1e-12 * np.abs(K_ref).max()
+    args = dict(S=w["S"], dS_dlam=w["dS_dlam"], dS_dlamdot=w["dS_dlamdot"], c_v=13.0, lam=lam, lamdot=lamdot,
+                x_s=x_s, xdot_s=xdot_s, area=d.area, dx=asm.dx, J=d.jacobian)
+    base = np.full_like(K, 2.5)
+    out = cable_kernels.internal_tangent(jets, **args, out=base)
+    assert out is base and np.abs(base - 2.5 - K).max() <= 1e-12 * np.abs(K).max()  # added to out
+    with pytest.raises(ValueError, match="out must be"):
+        cable_kernels.internal_tangent(jets, **args, out=np.zeros((2, 12, 12)))
 
 
 def test_compiled_tangent_against_finite_differences():
