@@ -44,8 +44,10 @@ class State:
     and the rigid coordinates q, velocities p and accelerations b.
 
     ``a`` and ``b`` are the backward-Euler accelerations of the step that led
-    here; they only serve the predictor of the next step (default zero).
-    Without a rigid system q, p and b are empty.
+    here, ``a_prev`` and ``b_prev`` those of the step before it and ``dt_last``
+    the size of the step that led here; they only serve the predictor of the
+    next step (:func:`skfiber.solver.predicted_accelerations`; default zero,
+    and empty / 0 for unknown).  Without a rigid system q, p and b are empty.
     """
 
     t: float
@@ -55,6 +57,9 @@ class State:
     q: np.ndarray | None = None
     p: np.ndarray | None = None
     b: np.ndarray | None = None
+    a_prev: np.ndarray | None = None
+    b_prev: np.ndarray | None = None
+    dt_last: float = 0.0
 
     def __post_init__(self):
         if self.a is None:
@@ -66,9 +71,13 @@ class State:
             self.p = np.zeros_like(self.q)
         if self.b is None:
             self.b = np.zeros_like(self.q)
+        self.a_prev = np.zeros(0) if self.a_prev is None else np.asarray(self.a_prev, dtype=float)
+        self.b_prev = np.zeros(0) if self.b_prev is None else np.asarray(self.b_prev, dtype=float)
+        self.dt_last = float(self.dt_last)
 
     def copy(self) -> "State":
-        return State(self.t, self.u.copy(), self.v.copy(), self.a.copy(), self.q.copy(), self.p.copy(), self.b.copy())
+        return State(self.t, self.u.copy(), self.v.copy(), self.a.copy(), self.q.copy(), self.p.copy(), self.b.copy(),
+                     self.a_prev.copy(), self.b_prev.copy(), self.dt_last)
 
 
 class Evaluation:

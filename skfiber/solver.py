@@ -43,9 +43,16 @@ __all__ = [
     "StaticResult",
     "StepInfo",
     "make_solver",
+    "predicted_accelerations",
 ]
 
 
+#: the predictor extrapolates the acceleration when it changed over the last step by at most
+#: this fraction of its size (see predicted_accelerations).  Measured on the upper limb
+#: (iterations / residual evaluations, constant vs this predictor): level 1 996 → 952 /
+#: 1519 → 1473, level 3 (4 s) 1245 → 1168, level 4 (4 s) 2289 → 1971 / 3459 → 3101, no
+#: more failed attempts; always extrapolating cost level 2 50 % more failed attempts
+PREDICTOR_SMOOTHNESS = 0.3
 #: NewtonOptions.stagnation_window = None means this many iterations in static solves …
 STATIC_STAGNATION_WINDOW = 5
 #: … and this many in backward-Euler steps (a failing step is split in two; at
@@ -437,8 +444,8 @@ def backward_euler_step(
         return _coupled_step(model, state, dt, solver, options=options, step=step)
     t1 = state.t + dt
     u_n, v_n = state.u, state.v
-    # predictor: the solution if the acceleration stayed that of the last step
-    u0 = u_n + dt * v_n + dt**2 * state.a
+    a0, _ = predicted_accelerations(state, dt)
+    u0 = u_n + dt * v_n + dt**2 * a0
     c = model.constrained_dofs
     u0[c] = model.prescribed_displacement(t1)
 
@@ -460,7 +467,38 @@ def backward_euler_step(
                        max_step=safeguard if model.contacts else None, first=first)
     _keep_margins(solver, u, report)
     v = (u - u_n) / dt
-    return State(t1, u, v, (v - v_n) / dt), report
+    return State(t1, u, v, (v - v_n) / dt, a_prev=state.a, dt_last=dt), report
+
+
+def predicted_accelerations(state: State, dt: float) -> tuple[np.ndarray, np.ndarray]:
+    """The accelerations (fibers, bodies) the predictor of a step of size ``dt`` from ``state`` assumes.
+
+    The step's solution is predicted as uₙ + Δt vₙ + Δt² a (and likewise for q).
+    a is the last step's acceleration extrapolated linearly in time,
+    aₙ + (Δt/Δtₙ)(aₙ − aₙ₋₁), when the accelerations vary smoothly —
+    ‖(aₙ, bₙ) − (aₙ₋₁, bₙ₋₁)‖ ≤ :data:`PREDICTOR_SMOOTHNESS` ‖(aₙ, bₙ)‖ — and
+    the last one aₙ otherwise (or when aₙ₋₁ is unknown).  The converged step
+    does not depend on the predictor beyond Newton's tolerance; a better one
+    saves iterations.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> from skfiber.model import State
+    >>> s = State(0.2, np.zeros(2), np.zeros(2), np.array([1.0, 2.0]), a_prev=np.array([0.9, 1.9]), dt_last=0.1)
+    >>> predicted_accelerations(s, 0.1)[0]
+    array([1.1, 2.1])
+    """
+    a, b = state.a, state.b
+    if state.dt_last <= 0 or state.a_prev.shape != a.shape or state.b_prev.shape != b.shape:
+        return a, b
+    da, db = a - state.a_prev, b - state.b_prev
+    change = math.sqrt(float(da @ da) + float(db @ db))
+    size = math.sqrt(float(a @ a) + float(b @ b))
+    if not change <= PREDICTOR_SMOOTHNESS * size:
+        return a, b
+    r = dt / state.dt_last
+    return a + r * da, b + r * db
 
 
 def _admissible_predictor(solver, x_n, x0, evaluate, max_step, options, prescribe):
@@ -505,7 +543,8 @@ def _coupled_step(model: Model, state: State, dt: float, problem, *, options: Ne
     t1 = state.t + dt
     u_n, v_n, q_n, p_n = state.u, state.v, state.q, state.p
     z_n = np.concatenate([u_n, q_n])
-    z0 = np.concatenate([u_n + dt * v_n + dt**2 * state.a, q_n + dt * p_n + dt**2 * state.b])
+    a0, b0 = predicted_accelerations(state, dt)
+    z0 = np.concatenate([u_n + dt * v_n + dt**2 * a0, q_n + dt * p_n + dt**2 * b0])
     c = model.constrained_dofs
     z0[c] = model.prescribed_displacement(t1)
 
@@ -534,7 +573,7 @@ def _coupled_step(model: Model, state: State, dt: float, problem, *, options: Ne
     _keep_margins(problem, np.concatenate([u, q]), report)
     v = (u - u_n) / dt
     p = (q - q_n) / dt
-    return State(t1, u, v, (v - v_n) / dt, q, p, (p - p_n) / dt), report
+    return State(t1, u, v, (v - v_n) / dt, q, p, (p - p_n) / dt, state.a, state.b, dt), report
 
 
 def make_solver(model: Model):

@@ -72,6 +72,9 @@ def test_checkpoint_roundtrip(tmp_path):
     sio.save_checkpoint(tmp_path / "c.npz", ck)
     back = sio.load_checkpoint(tmp_path / "c.npz")
     assert _diff(back.state, state) == 0.0 and back.state.t == state.t
+    # what the next step's predictor needs (resuming reproduces an uninterrupted run)
+    assert state.a_prev.shape == state.a.shape and state.dt_last == DT
+    assert np.array_equal(back.state.a_prev, state.a_prev) and back.state.dt_last == state.dt_last
     assert (back.step, back.dt, back.t_start, back.fingerprint) == (2, DT, 0.0, ck.fingerprint)
     assert back.stats == {"newton_iterations": 7}
     assert sio.model_fingerprint(build_model(2)) != ck.fingerprint

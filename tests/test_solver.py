@@ -216,3 +216,30 @@ def test_stagnation_window_defaults_to_1_in_time_steps_and_5_in_static_solves():
     for bad in (-1, 1.5, True, "2"):
         with pytest.raises(ValueError, match="stagnation_window"):
             sf.NewtonOptions(stagnation_window=bad)
+
+
+def test_predictor_extrapolates_smooth_accelerations_only():
+    from skfiber.solver import PREDICTOR_SMOOTHNESS, predicted_accelerations
+
+    a, a_prev = np.array([1.0, 2.0]), np.array([0.9, 1.9])
+    s = sf.State(0.2, np.zeros(2), np.zeros(2), a, q=np.zeros(1), b=np.array([4.0]), a_prev=a_prev, b_prev=[3.9],
+                 dt_last=0.1)
+    pa, pb = predicted_accelerations(s, 0.05)  # half the last step: half the last change
+    assert np.allclose(pa, [1.05, 2.05]) and np.allclose(pb, [4.05])
+    jump = 1.01 * PREDICTOR_SMOOTHNESS * np.sqrt(1 + 4 + 16)
+    s.a_prev = a - np.array([jump, 0.0])
+    pa, pb = predicted_accelerations(s, 0.1)  # not smooth: the last acceleration
+    assert pa is s.a and pb is s.b
+    unknown = sf.State(0.2, np.zeros(2), np.zeros(2), a)  # a_prev empty, dt_last 0
+    assert predicted_accelerations(unknown, 0.1)[0] is unknown.a
+
+
+def test_step_records_what_the_predictor_needs():
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, law=materials.paper_law())
+    model = sf.Model([fiber])
+    model.fix(fiber, "start")
+    model.add_gravity()
+    r = sf.simulate(model, t_end=0.03, dt=0.01, progress=False)
+    s = r.final_state
+    assert s.dt_last == pytest.approx(0.01) and s.a_prev.shape == s.a.shape
+    assert not np.array_equal(s.a_prev, s.a)
