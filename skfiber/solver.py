@@ -49,10 +49,10 @@ __all__ = [
 
 #: the predictor extrapolates the acceleration when it changed over the last step by at most
 #: this fraction of its size (see predicted_accelerations).  Measured on the upper limb
-#: (iterations / residual evaluations, constant vs this predictor): level 1 996 → 952 /
-#: 1519 → 1473, level 3 (4 s) 1245 → 1168, level 4 (4 s) 2289 → 1971 / 3459 → 3101, no
-#: more failed attempts; always extrapolating cost level 2 50 % more failed attempts
-PREDICTOR_SMOOTHNESS = 0.3
+#: (Newton iterations of the full runs, constant vs this predictor): level 1 996 → 952,
+#: level 3 2458 → 2253, level 4 4487 → 3708 (0.3: 3851; 1.0 at level 4 over 4 s: as 0.5);
+#: always extrapolating cost level 2 50 % more failed attempts
+PREDICTOR_SMOOTHNESS = 0.5
 #: NewtonOptions.stagnation_window = None means this many iterations in static solves …
 STATIC_STAGNATION_WINDOW = 5
 #: … and this many in backward-Euler steps (a failing step is split in two; at
