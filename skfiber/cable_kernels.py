@@ -139,20 +139,30 @@ def internal_force(jets, n: int, *, S: np.ndarray, area: np.ndarray, dx: np.ndar
 
 @numba.njit(cache=True)
 def _internal_tangent(g, comp, c0, c1, c2, x_s, xdot_s, K):  # pragma: no cover - compiled
+    # D = c0 I + x_s ⊗ (c1 x_s + c2 ẋ_s) (test ⊗ trial), so per point
+    # K += c0 (g gᵀ on equal components) + p yᵀ with p_i = g_i x_s[comp i], y_j = g_j (c1 x_s + c2 ẋ_s)[comp j]
     ne, nq, nb = g.shape
-    D = np.empty((3, 3))
+    p = np.empty(nb)
+    y = np.empty(nb)
     for e in range(ne):
         for q in range(nq):
-            # D[a, b] = c0 δ_ab + x_s[a] (c1 x_s[b] + c2 ẋ_s[b])   (test a, trial b)
-            for a in range(3):
-                for b in range(3):
-                    D[a, b] = x_s[e, q, a] * (c1[e, q] * x_s[e, q, b] + c2[e, q] * xdot_s[e, q, b])
-                D[a, a] += c0[e, q]
+            a0 = c0[e, q]
+            a1 = c1[e, q]
+            a2 = c2[e, q]
             for i in range(nb):
-                gi = g[e, q, i]
                 a = comp[i]
+                gi = g[e, q, i]
+                p[i] = gi * x_s[e, q, a]
+                y[i] = gi * (a1 * x_s[e, q, a] + a2 * xdot_s[e, q, a])
+            for i in range(nb):
+                pi = p[i]
+                gi0 = a0 * g[e, q, i]
+                ci = comp[i]
                 for j in range(nb):
-                    K[e, i, j] += gi * g[e, q, j] * D[a, comp[j]]
+                    v = pi * y[j]
+                    if comp[j] == ci:
+                        v += gi0 * g[e, q, j]
+                    K[e, i, j] += v
     return K
 
 
