@@ -74,8 +74,8 @@ def gradient_jets(assembler) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 @numba.njit(cache=True)
 def _kinematics(g, comp, dofs, x, v, J):  # pragma: no cover - compiled
     ne, nq, nb = g.shape
-    x_s = np.zeros((ne, nq, 3))
-    xdot_s = np.zeros((ne, nq, 3))
+    x_s = np.empty((ne, nq, 3))
+    xdot_s = np.empty((ne, nq, 3))
     lam = np.empty((ne, nq))
     lamdot = np.empty((ne, nq))
     xe = np.empty(nb)
@@ -85,19 +85,31 @@ def _kinematics(g, comp, dofs, x, v, J):  # pragma: no cover - compiled
             xe[i] = x[dofs[e, i]]
             ve[i] = v[dofs[e, i]]
         for q in range(nq):
+            # x′ and ẋ′ per component, in scalars (faster than indexing a small array by comp[i])
+            s0 = s1 = s2 = t0 = t1 = t2 = 0.0
             for i in range(nb):
-                a = comp[i]
-                x_s[e, q, a] += g[e, q, i] * xe[i]
-                xdot_s[e, q, a] += g[e, q, i] * ve[i]
-            ll = 0.0
-            lv = 0.0
-            for a in range(3):
-                x_s[e, q, a] /= J[e, q]
-                xdot_s[e, q, a] /= J[e, q]
-                ll += x_s[e, q, a] * x_s[e, q, a]
-                lv += x_s[e, q, a] * xdot_s[e, q, a]
-            lam[e, q] = np.sqrt(ll)
-            lamdot[e, q] = lv / lam[e, q]
+                gi = g[e, q, i]
+                c = comp[i]
+                if c == 0:
+                    s0 += gi * xe[i]
+                    t0 += gi * ve[i]
+                elif c == 1:
+                    s1 += gi * xe[i]
+                    t1 += gi * ve[i]
+                else:
+                    s2 += gi * xe[i]
+                    t2 += gi * ve[i]
+            inv = 1.0 / J[e, q]
+            s0 *= inv
+            s1 *= inv
+            s2 *= inv
+            t0 *= inv
+            t1 *= inv
+            t2 *= inv
+            x_s[e, q, 0], x_s[e, q, 1], x_s[e, q, 2] = s0, s1, s2
+            xdot_s[e, q, 0], xdot_s[e, q, 1], xdot_s[e, q, 2] = t0, t1, t2
+            lam[e, q] = np.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
+            lamdot[e, q] = (s0 * t0 + s1 * t1 + s2 * t2) / lam[e, q]
     return x_s, xdot_s, lam, lamdot
 
 
