@@ -150,13 +150,21 @@ def internal_force(jets, n: int, *, S: np.ndarray, area: np.ndarray, dx: np.ndar
 
 
 @numba.njit(cache=True)
-def _internal_tangent(g, comp, c0, c1, c2, x_s, xdot_s, K):  # pragma: no cover - compiled
+def _internal_tangent(g, comp, c0, c1, c2, x_s, xdot_s, M, c_a):  # pragma: no cover - compiled
     # D = c0 I + x_s ⊗ (c1 x_s + c2 ẋ_s) (test ⊗ trial), so per point
-    # K += c0 (g gᵀ on equal components) + p yᵀ with p_i = g_i x_s[comp i], y_j = g_j (c1 x_s + c2 ẋ_s)[comp j]
+    # K += c0 (g gᵀ on equal components) + p yᵀ with p_i = g_i x_s[comp i], y_j = g_j (c1 x_s + c2 ẋ_s)[comp j];
+    # K starts as c_a M (M empty: zero)
     ne, nq, nb = g.shape
+    K = np.empty((ne, nb, nb))
     p = np.empty(nb)
     y = np.empty(nb)
     for e in range(ne):
+        if M.shape[0]:
+            for i in range(nb):
+                for j in range(nb):
+                    K[e, i, j] = c_a * M[e, i, j]
+        else:
+            K[e] = 0.0
         for q in range(nq):
             a0 = c0[e, q]
             a1 = c1[e, q]
@@ -179,14 +187,15 @@ def _internal_tangent(g, comp, c0, c1, c2, x_s, xdot_s, K):  # pragma: no cover 
 
 
 def internal_tangent(jets, *, S, dS_dlam, dS_dlamdot, c_v: float, lam, lamdot, x_s, xdot_s,
-                     area, dx, J, out: np.ndarray | None = None) -> np.ndarray:
+                     area, dx, J, mass: np.ndarray | None = None, c_a: float = 0.0) -> np.ndarray:
     """Element matrices (e, nb, nb) of :func:`skfiber.forms.internal_tangent`.
 
     With g = ∂/∂θ of the basis functions, the form is
     Σ_q g_test · D g_trial with, per quadrature point,
     D = f [S I + x_s ⊗ (ĉ₁ x_s + ĉ₂ ẋ_s)], f = area dx / |A1|,
     ĉ₁ = ∂S/∂λ / λ + ∂S/∂λ̇ (c_v/λ − λ̇/λ²), ĉ₂ = ∂S/∂λ̇ / λ.
-    With ``out`` given, the element matrices are added to it (and it is returned).
+    With ``mass`` (element matrices (e, nb, nb)) the result is c_a · mass plus the
+    internal tangent (the inertia term of the time scheme in the same pass).
     """
     f = area * dx / J
     c0 = f * S
@@ -194,9 +203,8 @@ def internal_tangent(jets, *, S, dS_dlam, dS_dlamdot, c_v: float, lam, lamdot, x
     c2 = f * dS_dlamdot / lam
     g, comp, _ = jets
     ne, _, nb = g.shape
-    if out is None:
-        out = np.zeros((ne, nb, nb))
-    elif out.shape != (ne, nb, nb) or out.dtype != np.float64 or not out.flags.c_contiguous:
-        raise ValueError(f"out must be a C-contiguous float array of shape {(ne, nb, nb)}")
-    _internal_tangent(g, comp, c0, c1, c2, x_s, xdot_s, out)
-    return out
+    if mass is None:
+        mass = np.zeros((0, nb, nb))
+    elif mass.shape != (ne, nb, nb) or mass.dtype != np.float64:
+        raise ValueError(f"mass must be float element matrices of shape {(ne, nb, nb)}, got {mass.shape}")
+    return _internal_tangent(g, comp, c0, c1, c2, x_s, xdot_s, np.ascontiguousarray(mass), float(c_a))

@@ -592,14 +592,14 @@ class Model:
             ref = max(ref, _norm(Ft))
 
         def tangent_fn():
-            if "inertia" in parts and c_a:
-                Ke = c_a * self._mass_elements
+            inertia = "inertia" in parts and c_a
+            if "cable" in parts and self.compiled and not terms:  # c_a M + the cable tangent in one pass
+                Ke = cable_kernels.internal_tangent(self._jets, **w, area=d.area, dx=asm.dx, J=d.jacobian,
+                                                    mass=self._mass_elements if inertia else None, c_a=c_a)
             else:
-                Ke = np.zeros_like(self._mass_elements)
-            if "cable" in parts and self.compiled and not terms:  # accumulated into Ke
-                cable_kernels.internal_tangent(self._jets, **w, area=d.area, dx=asm.dx, J=d.jacobian, out=Ke)
-            elif "cable" in parts:
-                Ke += asm.bilinear(forms.internal_tangent, w)
+                Ke = c_a * self._mass_elements if inertia else np.zeros_like(self._mass_elements)
+                if "cable" in parts:
+                    Ke += asm.bilinear(forms.internal_tangent, w)
             for term in terms:
                 if term.tangent is None:
                     Ke += complex_step_tangent(term.residual, asm, w)

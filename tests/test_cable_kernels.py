@@ -67,11 +67,11 @@ def test_kernels_equal_form_pieces(state):
     assert np.abs(K - K_ref).max() <= 1e-12 * np.abs(K_ref).max()
     args = dict(S=w["S"], dS_dlam=w["dS_dlam"], dS_dlamdot=w["dS_dlamdot"], c_v=13.0, lam=lam, lamdot=lamdot,
                 x_s=x_s, xdot_s=xdot_s, area=d.area, dx=asm.dx, J=d.jacobian)
-    base = np.full_like(K, 2.5)
-    out = cable_kernels.internal_tangent(jets, **args, out=base)
-    assert out is base and np.abs(base - 2.5 - K).max() <= 1e-12 * np.abs(K).max()  # added to out
-    with pytest.raises(ValueError, match="out must be"):
-        cable_kernels.internal_tangent(jets, **args, out=np.zeros((2, 12, 12)))
+    mass = model._mass_elements
+    both = cable_kernels.internal_tangent(jets, **args, mass=mass, c_a=400.0)  # + c_a M in the same pass
+    assert np.abs(both - 400.0 * mass - K).max() <= 1e-12 * np.abs(both).max()
+    with pytest.raises(ValueError, match="mass must be"):
+        cable_kernels.internal_tangent(jets, **args, mass=np.zeros((2, 12, 12)), c_a=1.0)
 
 
 def test_compiled_tangent_against_finite_differences():
