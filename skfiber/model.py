@@ -30,6 +30,7 @@ __all__ = ["Model", "State", "Evaluation"]
 # Newton's residual floor: this many machine epsilons of the summed element force magnitudes
 ROUNDOFF_FACTOR = 1e4
 
+
 def _norm(x: np.ndarray) -> float:
     """‖x‖₂ of a 1D array (np.linalg.norm costs several times more on the short vectors here)."""
     return math.sqrt(float(x.dot(x)))
