@@ -59,6 +59,7 @@ import argparse
 import csv
 import math
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -187,7 +188,19 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     if t_end != T_END and n_steps is None:
         nt = max(1, int(round(nt * t_end / T_END)))
     dt = t_end / nt
-    model = build_model(ne)
+    # building the model and a throw-away first step compile the numba kernels on the first
+    # run on a machine (seconds) and load them from numba's cache later: say so if it takes long
+    setup = time.perf_counter()
+    notice = threading.Timer(2.0, print, args=("  compiling the numba kernels (the first run on this machine only; "
+                                               "≈ 20 s, cached for later runs) …",), kwargs={"flush": True})
+    notice.daemon = True
+    if progress:
+        notice.start()
+    try:
+        model = build_model(ne)
+    except BaseException:
+        notice.cancel()
+        raise
     forces = {"t": [0.0], "bi": [], "tri": []}
     writer = None
     if vtk is not None:
@@ -212,14 +225,16 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
             if tp not in profiles and state.t >= tp - 1e-9:
                 profiles[tp] = {name: _axial_force(model, state, name) for name in ("biceps1", "triceps1")}
 
-    state0 = model.initial_state()
-    # one throw-away step first: numba compiles the kernels on the first run on a machine
-    # (seconds) and loads them from its cache later; this keeps that out of the wall time
+    # the throw-away step keeps the compilation out of the wall time
     start = time.perf_counter()
-    sf.simulate(model, t_end=dt, dt=dt, state=state0, progress=False)
+    try:
+        state0 = model.initial_state()
+        sf.simulate(model, t_end=dt, dt=dt, state=state0, progress=False)
+    finally:
+        notice.cancel()
     warmup = time.perf_counter() - start
-    if progress and warmup > 1.0:
-        print(f"  compiled the numba kernels in {warmup:.1f} s (once per machine; cached for later runs)", flush=True)
+    if progress and time.perf_counter() - setup > 2.0:
+        print(f"  compiled the numba kernels in {time.perf_counter() - setup:.1f} s", flush=True)
     record(state0)
     start = time.perf_counter()
     result = sf.simulate(model, t_end=t_end, dt=dt, callback=record, progress=progress)
