@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
+import threading
 import time as _time
 import warnings
 from dataclasses import dataclass, field
@@ -53,6 +54,8 @@ __all__ = [
 #: level 3 2458 → 2253, level 4 4487 → 3708 (0.3: 3851; 1.0 at level 4 over 4 s: as 0.5);
 #: always extrapolating cost level 2 50 % more failed attempts
 PREDICTOR_SMOOTHNESS = 0.5
+#: simulate(progress=True) explains a first step slower than this (s): numba compiling the kernels
+FIRST_STEP_NOTICE_S = 3.0
 #: NewtonOptions.stagnation_window = None means this many iterations in static solves …
 STATIC_STAGNATION_WINDOW = 5
 #: … and this many in backward-Euler steps (a failing step is split in two; at
@@ -640,11 +643,19 @@ def simulate(
     last_print = start
     interrupted = False
     t0 = state.t
+    # the first step compiles the numba kernels on the first run on a machine: say so if it is slow
+    notice = threading.Timer(FIRST_STEP_NOTICE_S, print, args=(
+        "  the first step takes a while: on the first run on a machine numba compiles the kernels "
+        "(cached for later runs) …",), kwargs={"file": sys.stderr, "flush": True})
+    notice.daemon = True
+    if progress:
+        notice.start()
     try:
         for k in range(1, n_steps + 1):
             t_target = min(t0 + k * dt, t_end) if k < n_steps else t_end
             h = t_target - state.t
             state, n_it, n_retry, hist, n_contact = _step_with_retries(model, state, h, solver, newton_options, k, max_halvings)
+            notice.cancel()
             its.append(n_it)
             histories.append(hist)
             retries += n_retry
@@ -670,6 +681,7 @@ def simulate(
             times.append(state.t); us.append(state.u.copy()); vs.append(state.v.copy())
             qs.append(state.q.copy()); ps.append(state.p.copy())
     finally:  # outside the run the model may change: evaluate afresh
+        notice.cancel()
         model._remember_residual = False
         model._last_residual = None
     return SimulationResult(

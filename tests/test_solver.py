@@ -243,3 +243,28 @@ def test_step_records_what_the_predictor_needs():
     s = r.final_state
     assert s.dt_last == pytest.approx(0.01) and s.a_prev.shape == s.a.shape
     assert not np.array_equal(s.a_prev, s.a)
+
+
+def test_slow_first_step_is_explained(monkeypatch, capsys):
+    """simulate(progress=True) says why a first step is slow (numba compiling on a first run)."""
+    import time
+
+    import skfiber.solver as solver_module
+
+    real = solver_module._step_with_retries
+
+    def slow(*args, **kwargs):
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(solver_module, "FIRST_STEP_NOTICE_S", 0.05)
+    monkeypatch.setattr(solver_module, "_step_with_retries", slow)
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)
+    model = sf.Model([fiber])
+    model.fix(fiber, "start")
+    model.fix(fiber, "end")
+    sf.simulate(model, t_end=0.02, dt=0.01, progress=True)
+    err = capsys.readouterr().err
+    assert err.count("numba compiles the kernels") == 1  # once, for the first step only
+    sf.simulate(model, t_end=0.02, dt=0.01, progress=False)
+    assert "numba" not in capsys.readouterr().err
