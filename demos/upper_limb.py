@@ -59,7 +59,6 @@ import argparse
 import csv
 import math
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -191,11 +190,8 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     # building the model and a throw-away first step compile the numba kernels on the first
     # run on a machine (seconds) and load them from numba's cache later: say so if it takes long
     setup = time.perf_counter()
-    notice = threading.Timer(2.0, print, args=("  compiling the numba kernels (the first run on this machine only; "
-                                               "≈ 20 s, cached for later runs) …",), kwargs={"flush": True})
-    notice.daemon = True
-    if progress:
-        notice.start()
+    notice = sf.solver.compile_notice("  compiling the numba kernels (the first run on this machine only; "
+                                      "≈ 20 s, cached for later runs) …", enabled=progress, delay=2.0)
     try:
         model = build_model(ne)
     except BaseException:

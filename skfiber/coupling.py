@@ -372,13 +372,9 @@ class CoupledProblem:
             load = contact.body_load(self.model, b["u"], b["t"], tangent=True)
             Gp = contact.pose_derivative(self.model, b["u"], b["t"])  # (N, 6)
             W = W + Gp @ Jp
-            if load.columns is not None:  # ∂R_pose/∂u is nonzero on a few columns only
-                cols, dRu = load.columns, load.d_u_values  # (k,), (6, k)
-                Rq_u[:, cols] += Jp.T @ dRu
-                dRu_X = dRu @ X[cols]
-            else:  # pragma: no cover - a load with a dense derivative
-                Rq_u = Rq_u + Jp.T @ load.d_u
-                dRu_X = load.d_u @ X
+            cols, dRu = load.columns, load.d_u_values  # ∂R_pose/∂u is nonzero on the few columns (k,) only
+            Rq_u[:, cols] += Jp.T @ dRu
+            dRu_X = dRu @ X[cols]
             Rq_q = Rq_q + Jp.T @ (dRu_X + load.d_pose @ Jp) + (load.force @ Hp.reshape(6, n * n)).reshape(n, n)
         Rq_q = Rq_q + C.T @ W[D]  # Xᵀ W, the pose terms of W included
         return W, Rq_u, Rq_q

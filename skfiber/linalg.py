@@ -80,12 +80,13 @@ class ConstrainedSolver:
         extra = extra or []
         work = np.zeros(self._rows_band * self.N)
         Ke = np.ascontiguousarray(element_matrices, dtype=float).reshape(-1)
-        wide = not _add_to_band(work, self._band_index, Ke)
+        _add_to_band(work, self._band_index, Ke)
+        wide = False
         for r, c, v in extra:
-            if wide:
+            if not _add_triplets_to_band(work, np.asarray(r, dtype=np.int64), np.asarray(c, dtype=np.int64),
+                                         np.asarray(v, dtype=float), self.bandwidth, self._rows_band):
+                wide = True
                 break
-            wide = not _add_triplets_to_band(work, np.asarray(r, dtype=np.int64), np.asarray(c, dtype=np.int64),
-                                             np.asarray(v, dtype=float), self.bandwidth, self._rows_band)
         if not wide:  # all entries summed into the band, then the constrained rows and columns replaced
             work[self._fixed_band] = 0.0
             work[self._diag_fixed] = 1.0
@@ -104,15 +105,14 @@ class ConstrainedSolver:
 
 @numba.njit(cache=True)
 def _add_to_band(work, index, values):  # pragma: no cover - compiled
-    """work[index[k]] += values[k] (the element matrices into the band storage); always True."""
+    """work[index[k]] += values[k] (the element matrices into the band storage)."""
     for k in range(index.shape[0]):
         work[index[k]] += values[k]
-    return True
 
 
 @numba.njit(cache=True)
 def _add_triplets_to_band(work, rows, cols, values, bw, rows_band):  # pragma: no cover - compiled
-    """Add COO triplets to the band storage; False (work partly updated) if one lies outside the band."""
+    """Add COO triplets to the band storage; False (and none added) if one lies outside the band."""
     for k in range(rows.shape[0]):
         if abs(rows[k] - cols[k]) > bw:
             return False

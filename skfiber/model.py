@@ -491,16 +491,15 @@ class Model:
             nq = d.theta.shape[1]  # masks are over elements; the kernels index points (element-major)
             plan = [(law_kernel(law), np.flatnonzero(np.repeat(mask, nq))) for law, mask in d.law_groups]
             self._law_kernels = plan if all(k is not None for k, _ in plan) else []
+        alpha = self.activations(t)  # (e, 1)
         if self.compiled and self._law_kernels and lam.flags.c_contiguous and lamdot.flags.c_contiguous:
-            alpha_e = np.array([f.activation_at(t) for f in self.fibers])[d.element_fiber]
             S, dS, dSr = np.empty_like(lam), np.empty_like(lam), np.empty_like(lam)
-            nq = lam.shape[1]
-            args = (lam.ravel(), lamdot.ravel(), d.theta.ravel(), t, d.muscle_fraction.ravel(), alpha_e, nq)
+            args = (lam.ravel(), lamdot.ravel(), d.theta.ravel(), t, d.muscle_fraction.ravel(), alpha.ravel(),
+                    lam.shape[1])
             outs = (S.ravel(), dS.ravel(), dSr.ravel())
             if all(kernel(*args, idx, *outs) for kernel, idx in self._law_kernels):
                 return S, dS, dSr
             self._law_kernels = []  # a law failed to compile (warned): numpy from now on
-        alpha = self.activations(t)
         if len(d.law_groups) == 1:  # one law for all fibers: no gather/scatter
             law = d.law_groups[0][0]
             resp = law(MaterialPoint(lam, lamdot, d.theta, t, d.muscle_fraction, alpha))
@@ -561,7 +560,8 @@ class Model:
         if unknown:
             raise ValueError(f"unknown parts {sorted(unknown)}; pick from {sorted(names)}")
         terms = [term for term in self.terms if term.name in parts]
-        if self.compiled and not terms:
+        kernels = self.compiled and not terms  # the built-in cable terms as compiled kernels
+        if kernels:
             from . import cable_kernels
 
             w = self._compiled_coefficients(u, v, t, c_v=c_v)
@@ -571,7 +571,7 @@ class Model:
         ref = 0.0
         roundoff = 0.0
         if "cable" in parts:
-            if self.compiled and not terms:
+            if kernels:
                 Fi, Fi_magnitude = cable_kernels.internal_force(self._jets, self.n_dofs, S=w["S"], area=d.area,
                                                                 dx=asm.dx, x_s=w["x_s"])
             else:
@@ -594,7 +594,7 @@ class Model:
 
         def tangent_fn():
             inertia = "inertia" in parts and c_a
-            if "cable" in parts and self.compiled and not terms:  # c_a M + the cable tangent in one pass
+            if "cable" in parts and kernels:  # c_a M + the cable tangent in one pass
                 Ke = cable_kernels.internal_tangent(self._jets, **w, area=d.area, dx=asm.dx, J=d.jacobian,
                                                     mass=self._mass_elements if inertia else None, c_a=c_a)
             else:

@@ -45,6 +45,7 @@ __all__ = [
     "StepInfo",
     "make_solver",
     "predicted_accelerations",
+    "compile_notice",
 ]
 
 
@@ -579,6 +580,26 @@ def _coupled_step(model: Model, state: State, dt: float, problem, *, options: Ne
     return State(t1, u, v, (v - v_n) / dt, q, p, (p - p_n) / dt, state.a, state.b, dt), report
 
 
+def compile_notice(message: str, *, enabled: bool = True, delay: float | None = None,
+                   file=None) -> threading.Timer:
+    """A timer that prints ``message`` after ``delay`` s (default :data:`FIRST_STEP_NOTICE_S`) unless cancelled first.
+
+    For work that is slow only on the first run on a machine, while numba
+    compiles the kernels (later runs load them from its cache): start it
+    before, ``cancel()`` it after.  With ``enabled=False`` it never prints.
+
+    Example
+    -------
+    >>> notice = compile_notice("compiling …", enabled=False)
+    >>> notice.cancel()
+    """
+    notice = threading.Timer(FIRST_STEP_NOTICE_S if delay is None else delay, print, args=(message,), kwargs={"file": file, "flush": True})
+    notice.daemon = True  # never keeps the interpreter alive
+    if enabled:
+        notice.start()
+    return notice
+
+
 def make_solver(model: Model):
     """The linear solver of the model's Newton systems: fibers only, or coupled to rigid bodies."""
     if model.rigid is not None:
@@ -644,12 +665,8 @@ def simulate(
     interrupted = False
     t0 = state.t
     # the first step compiles the numba kernels on the first run on a machine: say so if it is slow
-    notice = threading.Timer(FIRST_STEP_NOTICE_S, print, args=(
-        "  the first step takes a while: on the first run on a machine numba compiles the kernels "
-        "(cached for later runs) …",), kwargs={"file": sys.stderr, "flush": True})
-    notice.daemon = True
-    if progress:
-        notice.start()
+    notice = compile_notice("  the first step takes a while: on the first run on a machine numba compiles the "
+                            "kernels (cached for later runs) …", enabled=progress, file=sys.stderr)
     try:
         for k in range(1, n_steps + 1):
             t_target = min(t0 + k * dt, t_end) if k < n_steps else t_end
