@@ -12,7 +12,10 @@ quantities in one pass over elements and quadrature points each:
   :func:`skfiber.forms.internal_force` and Σ|contributions| per DOF
   (the scale of its round-off);
 * :func:`internal_tangent` — the element matrices of
-  :func:`skfiber.forms.internal_tangent`.
+  :func:`skfiber.forms.internal_tangent`;
+* :func:`cable_residual` — internal force + inertia − external load in one
+  pass, with the norms Newton's convergence test needs (what
+  :meth:`skfiber.Model.evaluate` calls on its fast path).
 
 The stress law stays a numpy call between the first and the other two.  The
 model uses these kernels for its built-in cable terms (``Model(...,
@@ -42,7 +45,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["gradient_jets", "cable_kinematics", "internal_force", "internal_tangent"]
+__all__ = ["gradient_jets", "cable_kinematics", "internal_force", "internal_tangent", "cable_residual"]
 
 
 def gradient_jets(assembler) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -147,6 +150,52 @@ def internal_force(jets, n: int, *, S: np.ndarray, area: np.ndarray, dx: np.ndar
     """
     g, comp, dofs = jets
     return _internal_force(g, comp, dofs, int(n), area * S * dx, x_s)
+
+
+@numba.njit(cache=True)
+def _residual(g, comp, dofs, coefficient, x_s, mass, a, f_ext, load_factor, out):  # pragma: no cover - compiled
+    # out ← F_int + M a − load_factor f_ext; returns (‖F_int‖, ‖Σ|F_int contributions|‖, ‖M a‖, ‖load_factor f_ext‖)
+    ne, nq, nb = g.shape
+    n = out.shape[0]
+    F = np.zeros(n)
+    A = np.zeros(n)
+    Ma = np.zeros(n)
+    for e in range(ne):
+        for q in range(nq):
+            c = coefficient[e, q]
+            for i in range(nb):
+                r = c * x_s[e, q, comp[i]] * g[e, q, i]
+                F[dofs[e, i]] += r
+                A[dofs[e, i]] += abs(r)
+        for i in range(nb):
+            s = 0.0
+            for j in range(nb):
+                s += mass[e, i, j] * a[dofs[e, j]]
+            Ma[dofs[e, i]] += s
+    nF = nA = nM = nE = 0.0
+    for k in range(n):
+        fe = load_factor * f_ext[k]
+        out[k] = F[k] + Ma[k] - fe
+        nF += F[k] * F[k]
+        nA += A[k] * A[k]
+        nM += Ma[k] * Ma[k]
+        nE += fe * fe
+    return np.sqrt(nF), np.sqrt(nA), np.sqrt(nM), np.sqrt(nE)
+
+
+def cable_residual(jets, *, S, area, dx, x_s, mass, a, f_ext, load_factor: float = 1.0):
+    """(R, norms): R = F_int + M a − load_factor · f_ext (N,) of the built-in cable terms.
+
+    F_int is :func:`internal_force`, ``mass`` the element mass matrices (e, nb, nb),
+    ``a`` the acceleration DOFs and ``f_ext`` the assembled external load.  ``norms``
+    = (‖F_int‖, ‖Σ|contributions of F_int|‖, ‖M a‖, ‖load_factor f_ext‖): the force
+    scales of Newton's convergence test (:class:`skfiber.solver.NewtonOptions`).
+    """
+    g, comp, dofs = jets
+    R = np.empty(f_ext.shape[0])
+    norms = _residual(g, comp, dofs, area * S * dx, x_s, mass, np.ascontiguousarray(a, dtype=float),
+                      np.ascontiguousarray(f_ext, dtype=float), float(load_factor), R)
+    return R, norms
 
 
 @numba.njit(cache=True)

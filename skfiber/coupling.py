@@ -54,6 +54,7 @@ A fiber hanging from the ground carries a pendulum:
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numba
@@ -61,6 +62,7 @@ import numpy as np
 
 from .linalg import ConstrainedSolver
 from .model import Evaluation
+from .rigid import CylinderPose, evaluate_points
 
 __all__ = ["Attachment", "AttachmentKinematics", "attachment_kinematics", "CoupledProblem", "CoupledEvaluation",
            "body_cylinders"]
@@ -126,8 +128,6 @@ class AttachmentKinematics:
 
 def attachment_kinematics(model, q, t: float, *, hessian: bool = True) -> AttachmentKinematics:
     """u_D = c(q, t), C and ∂C/∂q of the model's attachments (paper eqs. 54c, 59)."""
-    from .rigid import evaluate_points
-
     atts = model.attachments
     n = model.rigid.n
     if not atts:
@@ -162,6 +162,16 @@ def _scatter_dependent(values, index, rows, cols, pos, C, KX, XK):  # pragma: no
         if pr >= 0:
             for a in range(n):
                 XK[a, c] += v * C[pr, a]
+
+
+def _solve_small(S: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """S⁻¹ b for the n × n Schur complement (n = 1, the common hinge, without numpy.linalg's overhead)."""
+    if S.shape[0] == 1:
+        s = float(S[0, 0])
+        if s == 0.0 or not math.isfinite(s):
+            raise np.linalg.LinAlgError(f"singular Schur complement of the rigid coordinates ({s})")
+        return b / s
+    return np.linalg.solve(S, b) if S.shape[0] else np.zeros(0)
 
 
 class CoupledEvaluation(Evaluation):
@@ -256,8 +266,6 @@ class CoupledProblem:
 
         Jp = ∂(y0, a)/∂q and Hp = ∂²(y0, a)/∂q² of each contact cylinder on a body (start y0, axis a).
         """
-        from .rigid import CylinderPose, evaluate_points
-
         key = (q.tobytes(), float(t))
         if self._kin_memo is not None and self._kin_memo[0] == key:
             return self._kin_memo[1]
@@ -299,8 +307,11 @@ class CoupledProblem:
         external fiber loads (static load stepping).
         """
         model = self.model
-        u, q, kin = self.expand(z, t)
-        _, _, jets = self._kinematics(q, t)
+        N = self.N
+        q = np.array(z[N:], dtype=float)
+        kin, _, jets = self._kinematics(q, t)
+        u = z[:N].copy()
+        u[self.D] = kin.displacement
         model.set_coordinates(q)
         v, a, c_v, c_a = fiber_state(u)
         ev = model.evaluate(u, v, a, t, c_v=c_v, c_a=c_a, load_factor=load_factor)
@@ -312,10 +323,13 @@ class CoupledProblem:
         for contact, (Jp, Hp) in zip(self.body_contacts, jets):  # Jp (6, n), Hp (6, n, n)
             load = contact.body_load(model, u, t, tangent=False)  # derivatives on demand (tangent_blocks)
             R_q = R_q + Jp.T @ load.force
-            ref = max(ref, float(np.linalg.norm(load.force[:3])))
+            f = load.force[:3]
+            ref = max(ref, math.sqrt(float(f @ f)))
             pose_terms.append((contact, Jp, Hp, load))
-        residual = np.concatenate([G, R_q])
-        residual[:self.N][self.fiber_solver.fixed] = 0.0
+        residual = np.empty(N + self.n)
+        residual[:N] = G
+        residual[N:] = R_q
+        residual[self._fixed_index] = 0.0
         blocks = dict(u=u, q=q, kin=kin, rigid=rs, pose_terms=pose_terms, t=t)
         return CoupledEvaluation(residual, fiber=ev, blocks=blocks, reference_force=ref, roundoff=ev.roundoff)
 
@@ -405,7 +419,7 @@ class CoupledProblem:
         sol[self._fixed_index] = 0.0  # (the solver's identity rows give 0 there already)
         AY = Rq_u @ sol  # ∂R_q/∂u_I [x0, Y]: the fixed rows of sol vanish
         S = Rq_q - AY[:, 1:]
-        dq = np.linalg.solve(S, -R_q - AY[:, 0]) if n else np.zeros(0)
+        dq = _solve_small(S, -R_q - AY[:, 0])
         du = sol[:, 0] - sol[:, 1:] @ dq
         du[self.D] = cev._blocks["kin"].jacobian @ dq
         return np.concatenate([du, dq])

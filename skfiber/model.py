@@ -29,6 +29,7 @@ __all__ = ["Model", "State", "Evaluation"]
 
 # Newton's residual floor: this many machine epsilons of the summed element force magnitudes
 ROUNDOFF_FACTOR = 1e4
+_EPS = float(np.finfo(float).eps)
 
 
 def _norm(x: np.ndarray) -> float:
@@ -166,6 +167,7 @@ class Model:
         self.compiled = compiled
         self._jets = None  # skfiber.cable_kernels.gradient_jets of the basis, built on first use
         self._law_kernels = None  # [(LawKernel, point indices)] per law group, [] if not all compile
+        self._activation_cache = None  # ((t, activations), α (e, 1)) of the last activations(t)
         self.fibers = self.discretization.fibers
         self.terms: list[Term] = []
         self.contacts: list = []
@@ -459,8 +461,11 @@ class Model:
     # --- evaluation -----------------------------------------------------
     def activations(self, t: float) -> np.ndarray:
         """α(t) at the quadrature points, shape (e, 1)."""
-        alpha = np.array([f.activation_at(t) for f in self.fibers])
-        return alpha[self.discretization.element_fiber][:, None]
+        key = (float(t), tuple(f.activation for f in self.fibers))  # the same activations at the same t
+        if self._activation_cache is None or self._activation_cache[0] != key:
+            alpha = np.array([f.activation_at(t) for f in self.fibers])
+            self._activation_cache = (key, alpha[self.discretization.element_fiber][:, None])
+        return self._activation_cache[1]
 
     def coefficients(self, u: np.ndarray, v: np.ndarray, t: float, *, c_v: float) -> FormExtraParams:
         """``w`` for the cable forms and terms at a state."""
@@ -525,7 +530,6 @@ class Model:
         return dict(x_s=x_s, xdot_s=xdot_s, lam=lam, lamdot=lamdot, S=np.asarray(S, dtype=float),
                     dS_dlam=np.asarray(dS, dtype=float), dS_dlamdot=np.asarray(dSr, dtype=float), c_v=c_v)
 
-    @np.errstate(over="ignore", invalid="ignore", divide="ignore")  # reported below instead
     def evaluate(
         self,
         u: np.ndarray,
@@ -552,13 +556,94 @@ class Model:
             Restrict to some contributions: ``"cable"``, ``"inertia"``,
             ``"loads"`` and term names (for checks); default all.
         """
+        names = {"cable", "inertia", "loads"} | {t_.name for t_ in self.terms} | {c.name for c in self.contacts}
+        if parts is None:
+            parts = names
+        else:
+            parts = set(parts)
+            unknown = parts - names
+            if unknown:
+                raise ValueError(f"unknown parts {sorted(unknown)}; pick from {sorted(names)}")
+        if self.compiled and not self.terms and parts == names:  # the common case: one compiled pass
+            R, w, ref, roundoff, tangent_fn = self._fiber_part_compiled(u, v, a, t, c_v, c_a, load_factor)
+        else:
+            R, w, ref, roundoff, tangent_fn = self._fiber_part(u, v, a, t, c_v, c_a, load_factor, parts)
+        if not np.all(np.isfinite(R)):
+            d = self.discretization
+            bad = np.flatnonzero(~np.isfinite(w["S"]).all(axis=1))  # (e, q) in both paths
+            where = ""
+            if bad.size:
+                k = int(d.element_fiber[bad[0]])
+                lam = w["lam"][bad[0]]
+                where = (f": the stress of fiber {k} ({d.fibers[k].law!r}) is not finite at "
+                         f"λ ∈ [{np.min(lam):.4g}, {np.max(lam):.4g}]")
+            raise FloatingPointError(f"non-finite residual at t = {t:.6g} s{where}")
+        n_active = 0
+        active_contacts = []
+        margins = {} if self.contacts and parts == names else None
+        for contact in self.contacts:
+            if contact.name not in parts:
+                continue
+            ce = contact.evaluate(self, u, t, tangent=False)
+            if margins is not None:
+                m = getattr(ce, "margins", None)
+                margins = None if m is None else {**margins, contact.name: m}
+            if not (ce.admissibility.size == 0 or ce.admissibility.min() > 0) or not math.isfinite(_norm(ce.residual)):
+                worst = float(np.min(ce.admissibility)) if ce.admissibility.size else float("nan")
+                raise FloatingPointError(
+                    f"inadmissible contact state at t = {t:.6g} s in {contact.name!r}: "
+                    f"min 1 + γg = {worst:.3g} (penetration beyond the penalty law's limit)"
+                )
+            R += ce.residual
+            ref = max(ref, _norm(ce.residual))
+            active_contacts.append(contact)
+            n_active += int(ce.n_active)
+        extra = []
+        if active_contacts:
+            u_frozen = u.copy()
+            q_frozen = None if self._coordinates is None else self._coordinates.copy()
+
+            def extra():
+                if q_frozen is not None:  # body cylinders at the pose of this evaluation
+                    self.set_coordinates(q_frozen)
+                out = []
+                for contact in active_contacts:
+                    ce = contact.evaluate(self, u_frozen, t, tangent=True)
+                    out.append((ce.rows, ce.cols, ce.values))
+                return out
+        if self._remember_residual and parts == names and load_factor == 1.0:  # R does not depend on c_v, c_a
+            self._last_residual = (self._state_key(u, v, a, t), R.copy())
+        return Evaluation(
+            R, tangent_fn, reference_force=ref, min_stretch=float(w["lam"].min()), roundoff=roundoff,
+            extra=extra, n_active_contacts=n_active, margins=margins,
+        )
+
+    def _fiber_part_compiled(self, u, v, a, t, c_v, c_a, load_factor):
+        """(R, w, reference force, round-off floor, tangent) of cable + inertia + loads, compiled.
+
+        The same numbers as :meth:`_fiber_part` with all parts (to round-off):
+        :func:`skfiber.cable_kernels.cable_residual` sums them in one pass.
+        """
+        from . import cable_kernels
+
+        d = self.discretization
+        w = self._compiled_coefficients(u, v, t, c_v=c_v)
+        R, (n_int, n_mag, n_inertia, n_ext) = cable_kernels.cable_residual(
+            self._jets, S=w["S"], area=d.area, dx=d.assembler.dx, x_s=w["x_s"], mass=self._mass_elements, a=a,
+            f_ext=self.external_force(t), load_factor=load_factor)
+        ref = max(n_int, n_inertia, n_ext)
+        roundoff = ROUNDOFF_FACTOR * _EPS * n_mag
+
+        def tangent_fn():  # c_a M + the cable tangent in one pass
+            return cable_kernels.internal_tangent(self._jets, **w, area=d.area, dx=d.assembler.dx, J=d.jacobian,
+                                                  mass=self._mass_elements if c_a else None, c_a=c_a)
+        return R, w, ref, roundoff, tangent_fn
+
+    @np.errstate(over="ignore", invalid="ignore", divide="ignore")  # a non-finite residual is reported by evaluate
+    def _fiber_part(self, u, v, a, t, c_v, c_a, load_factor, parts):
+        """(R, w, reference force, round-off floor, tangent) of the chosen fiber parts and terms."""
         d = self.discretization
         asm = d.assembler
-        names = {"cable", "inertia", "loads"} | {t_.name for t_ in self.terms} | {c.name for c in self.contacts}
-        parts = names if parts is None else set(parts)
-        unknown = parts - names
-        if unknown:
-            raise ValueError(f"unknown parts {sorted(unknown)}; pick from {sorted(names)}")
         terms = [term for term in self.terms if term.name in parts]
         kernels = self.compiled and not terms  # the built-in cable terms as compiled kernels
         if kernels:
@@ -578,7 +663,7 @@ class Model:
                 Fi, Fi_magnitude = asm.linear_vector(forms.internal_force, w, magnitude=True)
             R += Fi
             ref = max(ref, _norm(Fi))
-            roundoff = ROUNDOFF_FACTOR * np.finfo(float).eps * _norm(Fi_magnitude)
+            roundoff = ROUNDOFF_FACTOR * _EPS * _norm(Fi_magnitude)
         if "inertia" in parts:
             Fa = self.mass_matrix @ a
             R += Fa
@@ -607,53 +692,7 @@ class Model:
                 else:
                     Ke += asm.bilinear(term.tangent, w)
             return Ke
-
-        if not np.all(np.isfinite(R)):
-            bad = np.flatnonzero(~np.isfinite(w["S"]).all(axis=1))  # (e, q) in both paths
-            where = ""
-            if bad.size:
-                k = int(d.element_fiber[bad[0]])
-                lam = w["lam"][bad[0]]
-                where = (f": the stress of fiber {k} ({d.fibers[k].law!r}) is not finite at "
-                         f"λ ∈ [{np.min(lam):.4g}, {np.max(lam):.4g}]")
-            raise FloatingPointError(f"non-finite residual at t = {t:.6g} s{where}")
-        n_active = 0
-        active_contacts = []
-        margins = {} if self.contacts and parts >= {c.name for c in self.contacts} else None
-        for contact in self.contacts:
-            if contact.name not in parts:
-                continue
-            ce = contact.evaluate(self, u, t, tangent=False)
-            if margins is not None:
-                m = getattr(ce, "margins", None)
-                margins = None if m is None else {**margins, contact.name: m}
-            if np.any(ce.admissibility <= 0) or not np.all(np.isfinite(ce.residual)):
-                worst = float(np.min(ce.admissibility)) if ce.admissibility.size else float("nan")
-                raise FloatingPointError(
-                    f"inadmissible contact state at t = {t:.6g} s in {contact.name!r}: "
-                    f"min 1 + γg = {worst:.3g} (penetration beyond the penalty law's limit)"
-                )
-            R += ce.residual
-            ref = max(ref, _norm(ce.residual))
-            active_contacts.append(contact)
-            n_active += int(ce.n_active)
-        u_frozen = u.copy()
-        q_frozen = None if self._coordinates is None else self._coordinates.copy()
-
-        def extra():
-            if q_frozen is not None:  # body cylinders at the pose of this evaluation
-                self.set_coordinates(q_frozen)
-            out = []
-            for contact in active_contacts:
-                ce = contact.evaluate(self, u_frozen, t, tangent=True)
-                out.append((ce.rows, ce.cols, ce.values))
-            return out
-        if self._remember_residual and parts == names and load_factor == 1.0:  # R does not depend on c_v, c_a
-            self._last_residual = (self._state_key(u, v, a, t), R.copy())
-        return Evaluation(
-            R, tangent_fn, reference_force=ref, min_stretch=float(np.min(w["lam"])), roundoff=roundoff,
-            extra=extra if active_contacts else [], n_active_contacts=n_active, margins=margins,
-        )
+        return R, w, ref, roundoff, tangent_fn
 
     def tangent_matrix(self, evaluation: Evaluation) -> sps.csr_matrix:
         """The global tangent as a CSR matrix."""

@@ -110,3 +110,33 @@ def test_gradient_jets_need_a_3d_vector_line_basis():
         cable_kernels.gradient_jets(SimpleNamespace(ncomp=1, dim=1))
     with pytest.raises(ValueError, match="3-component field on a line"):
         cable_kernels.gradient_jets(SimpleNamespace(ncomp=3, dim=2))
+
+
+def test_load_factor_scales_the_loads_on_both_paths(state):
+    u, v, a = state
+    fast, forms_model = _model(compiled=True), _model(compiled=False)
+    e1 = fast.evaluate(u, v, a, 0.7, c_v=50.0, c_a=2500.0, load_factor=0.25)
+    e2 = forms_model.evaluate(u, v, a, 0.7, c_v=50.0, c_a=2500.0, load_factor=0.25)
+    e0 = fast.evaluate(u, v, a, 0.7, c_v=50.0, c_a=2500.0, load_factor=0.0)
+    scale = np.abs(e2.residual).max()
+    assert np.abs(e1.residual - e2.residual).max() <= 1e-12 * scale
+    # the residual is affine in the load factor: R(0.25) = R(0) − 0.25 F_ext
+    F_ext = fast.external_force(0.7)
+    assert np.abs(e1.residual - (e0.residual - 0.25 * F_ext)).max() <= 1e-12 * scale
+    assert e1.reference_force == pytest.approx(e2.reference_force, rel=1e-12)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_non_finite_stress_names_the_fiber(compiled):
+    """A law that is not finite at the state: FloatingPointError naming the fiber and the stretch range."""
+    import sympy as sp
+
+    lam = sf.materials.SYMBOLS["stretch"]
+    law = sf.SymbolicLaw(1e4 * sp.sqrt(1.02 - lam), name="only up to 2 % stretch")
+    fibers = [sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2),
+              sf.Fiber.straight((0, 1, 0), (1, 1, 0), n_elements=2, law=law)]
+    model = sf.Model(fibers, compiled=compiled)
+    d = model.discretization
+    u = d.reference_dofs * np.r_[0.05, 0, 0, 0.05, 0, 0][np.arange(d.n_dofs) % 6]  # 5 % stretch along x
+    with pytest.raises(FloatingPointError, match=r"fiber 1 .*only up to 2 % stretch.*λ ∈ \[1\.05"):
+        model.evaluate(u, u * 0, u * 0, 0.0, c_v=0.0, c_a=0.0)
