@@ -45,9 +45,9 @@ def Rx(a):
     return rotation_about(np.array([1.0, 0, 0]), np.array([a]))[0]
 
 
-def tree_system(*, damping=True, prescribed=True):
+def tree_system(*, damping=True, prescribed=True, gravity=(0.3, -0.2, -G)):
     """Every joint type and force element; 4 coordinates (a, b angles, c distance, e angle)."""
-    s = RigidSystem(gravity=(0.3, -0.2, -G))
+    s = RigidSystem(gravity=gravity)
     base = (Prescribed(translation=lambda t: (0.1 * np.sin(2 * t), 0.05 * t**2, 0.02 * np.cos(t)),
                        rotation=lambda t: Rz(0.3 * np.sin(t)) @ Rx(0.2 * t), center=(0.1, 0, 0))
             if prescribed else Fixed())
@@ -594,3 +594,167 @@ def test_simulate_rigid_keeps_the_steps_done_when_interrupted():
     assert part.interrupted and not full.interrupted
     assert part.times.shape == (4,) and part.q.shape == (4, 1) and len(part.newton_iterations) == 3
     assert np.array_equal(part.q, full.q[:4])
+
+
+# --------------------------------------------------------------------------- fast paths
+def _gravity_only_system():
+    """Like the upper-limb demo: a fixed body, a revolute one and a massless body fixed to it."""
+    s = RigidSystem(gravity=(0.0, 0.0, -G))
+    s.add_body(Body("upper", start=(0, 0, 0), axis=(0, 0, -0.35), radius=0.03, mass=1.9), joint=Fixed())
+    s.add_body(Body("fore", start=(0, 0, -0.35), axis=(0.05, 0, -0.28), radius=0.03, mass=1.5),
+               parent="upper", joint=Revolute(axis=(0, -1, 0), point=(0, 0, -0.35)))
+    s.add_body(Body("wrap", start=(0, -0.08, -0.35), axis=(0, 0.16, 0), radius=0.02, mass=0.0), parent="fore")
+    return s
+
+
+class _ScaledGravity(sf.rigid.forces.Gravity):
+    """A Gravity subclass: not the built-in class, so it is evaluated through force(ctx)."""
+
+    def force(self, ctx):
+        return 0.5 * super().force(ctx)
+
+
+def _fast_path_systems():
+    from demos import pendulum_chain
+
+    custom = _gravity_only_system()
+    custom.add(_ScaledGravity(np.array([0.0, 0.3, -2.0]), name="half gravity"))
+    custom.add(JointSpringDamper("fore", stiffness=Characteristic.tan_sec(2.0), damping=0.3))
+    return {
+        "tree": add_loads(tree_system()),                   # prescribed base, every element
+        "tree fixed": tree_system(damping=False, prescribed=False),
+        "no gravity": tree_system(gravity=(0, 0, 0)),          # no Gravity element at all
+        "gravity only": _gravity_only_system(),
+        "gravity subclass": custom,
+        "chain": pendulum_chain.build_chain(5),              # moving base, joint springs, a ligament
+    }
+
+
+@pytest.mark.parametrize("name", ["tree", "tree fixed", "no gravity", "gravity only", "gravity subclass", "chain"])
+def test_fast_rigid_step_equals_the_definition(name):
+    """rigid_step (compiled balance, kept tables) = the definition (_balance on a full context) on random
+    states: residual, tangent (complex step), velocity and force scale, with and without the tangent."""
+    from skfiber.rigid.integrate import _step
+
+    system = _fast_path_systems()[name]
+    n = system.n
+    rng = np.random.default_rng(7)
+    for k in range(3):
+        q, q_n, p_n = rng.normal(size=(3, n)) * [[0.5], [0.5], [2.0]]
+        dt, t = 10.0 ** rng.uniform(-4, -1), rng.uniform(0, 2)
+        for tangent in (True, False):
+            fast = rigid_step(system, q, q_prev=q_n, p_prev=p_n, dt=dt, t=t, tangent=tangent)
+            ref = _step(system, q, q_n, p_n, dt, t, tangent, None, None, fast=False)
+            scale = ref.reference_force
+            assert scale > 0 and fast.reference_force == pytest.approx(scale, rel=1e-13)
+            np.testing.assert_allclose(fast.residual, ref.residual, rtol=0, atol=1e-13 * scale)
+            np.testing.assert_array_equal(fast.velocity, ref.velocity)
+            if tangent:
+                K_scale = np.abs(ref.tangent).max()
+                np.testing.assert_allclose(fast.tangent, ref.tangent, rtol=0, atol=1e-13 * K_scale)
+            else:
+                assert fast.tangent is None
+    if name == "gravity only":  # the built-in gravity is the only element: no context is built
+        from skfiber.rigid.integrate import _fast_balance
+
+        Q = q[None, :] + 1e-30j
+        assert _fast_balance(system, Q, q_n, p_n, 0.01, 0.3)[2] is None
+
+
+def test_fast_rigid_step_with_element_states_equals_the_definition():
+    """The same with a stateful force element (an elastic-tendon muscle with excitation: 2 states)."""
+    from test_hill_actuator import double_pendulum
+
+    from skfiber.rigid.integrate import _step, initial_element_states
+
+    system, hill = double_pendulum("damped", excitation=True)
+    system.add(JointSpringDamper("l2", stiffness=1.0, damping=0.05))
+    q_n, p_n = np.array([0.18, -0.08]), np.array([0.5, -0.3])
+    s_n = initial_element_states(system, q_n, p_n, 0.0)
+    assert len(s_n) == 2
+    for q, s in ((np.array([0.2, -0.1]), s_n * 1.01), (np.array([0.1, 0.05]), s_n * 0.97)):
+        for tangent in (True, False):
+            fast = rigid_step(system, q, q_prev=q_n, p_prev=p_n, dt=0.01, t=0.01, tangent=tangent, states=s,
+                              states_prev=s_n)
+            ref = _step(system, q, q_n, p_n, 0.01, 0.01, tangent, s, s_n, fast=False)
+            assert fast.n_states == ref.n_states == 2
+            assert fast.reference_force == pytest.approx(ref.reference_force, rel=1e-13)
+            np.testing.assert_allclose(fast.residual, ref.residual, rtol=0, atol=1e-13 * ref.reference_force)
+            if tangent:
+                np.testing.assert_allclose(fast.tangent, ref.tangent, rtol=0, atol=1e-13 * np.abs(ref.tangent).max())
+
+
+def test_step_follows_changes_of_the_system():
+    """The kept tables are rebuilt when bodies or elements are added, and gravity is read at each call."""
+    system = _gravity_only_system()
+    kw = dict(q_prev=[0.1], p_prev=[0.0], dt=0.01, t=0.0)
+    before = rigid_step(system, [0.2], **kw).residual
+    system.add(JointSpringDamper("fore", stiffness=3.0))
+    after = rigid_step(system, [0.2], **kw).residual
+    np.testing.assert_allclose(after - before, [3.0 * 0.2], rtol=1e-12)
+    system.gravity[2] = -2 * G  # the bound Gravity element shares the array
+    doubled = rigid_step(system, [0.2], **kw).residual
+    weight = system.force_contributions([0.2], [10.0])["gravity"]
+    np.testing.assert_allclose(doubled - after, -0.5 * weight, rtol=1e-12)
+    system.add_body(Body("hand", start=(0.05, 0, -0.63), axis=(0, 0, -0.1), radius=0.03, mass=0.4),
+                    parent="fore", joint=Revolute(axis=(0, -1, 0), point=(0.05, 0, -0.63)))
+    assert rigid_step(system, [0.2, 0.0], q_prev=[0.1, 0.0], p_prev=[0.0, 0.0], dt=0.01, t=0.0).tangent.shape == (2, 2)
+
+
+def test_step_without_coordinates():
+    """A system whose only body moves as prescribed has no coordinates: empty residual and tangent."""
+    s = RigidSystem(gravity=(0, 0, -G))
+    s.add_body(Body("base", start=(0, 0, 0), axis=(0.2, 0, 0), radius=0.03, mass=1.0),
+               joint=Prescribed(translation=lambda t: (0.1 * t, 0, 0)))
+    step = rigid_step(s, [], q_prev=[], p_prev=[], dt=0.01, t=0.1)
+    assert step.residual.shape == (0,) and step.tangent.shape == (0, 0) and step.reference_force == 0.0
+
+
+@pytest.mark.parametrize("prescribed", [True, False])
+def test_fused_point_jets_equal_the_two_kernels(system, state, prescribed):
+    """evaluate_points without q̇ (one fused kernel, the coupled solver's case) = with q̇ (Kinematics and
+    point_jets), real and complex q, for several times (the kept prescribed motion follows t)."""
+    from skfiber.rigid import evaluate_points
+
+    sys_ = system if prescribed else tree_system(prescribed=False)
+    q, qd, _, _ = state
+    names = ["a", "c", "e", "f", "base", "ground", "d", "b"]
+    X = np.random.default_rng(6).normal(size=(len(names), 3))
+    fields = ("position", "jacobian", "hessian", "dt", "jacobian_dt", "dtt")
+    for t in (0.37, 0.37, 1.2):
+        for qq in (q, q + 1e-20j * np.arange(1, 5)):
+            fast = evaluate_points(sys_, names, X, qq, t)
+            ref = evaluate_points(sys_, names, X, qq, t, qd)
+            for f in fields:
+                a, b = getattr(fast, f), getattr(ref, f)
+                assert a.dtype == b.dtype and np.iscomplexobj(a) == np.iscomplexobj(qq)
+                np.testing.assert_array_equal(a, b, err_msg=f)
+            assert fast.velocity is None and fast.acceleration_bias is None
+    no_h = evaluate_points(sys_, names, X, q, 0.5, hessian=False)
+    assert no_h.hessian is None
+    np.testing.assert_array_equal(no_h.jacobian, evaluate_points(sys_, names, X, q, 0.5, qd).jacobian)
+
+
+def test_compiled_point_data_of_the_context_matches_the_numpy_formulas(system):
+    """ctx.position / jacobian / velocity (one compiled call) = Kinematics.positions and twists (numpy),
+    for a complex batch with one time per configuration, and without q̇."""
+    rng = np.random.default_rng(8)
+    q = rng.normal(size=(3, 4)) * 0.5 + 1e-30j * rng.normal(size=(3, 4))
+    qd = rng.normal(size=(3, 4))
+    t = np.array([0.1, 0.6, 1.4])
+    bodies, X = system.finalize()._point_arrays()
+    assert len(bodies) >= 4
+    for vel in (qd, None):
+        ctx = system._context(q, vel, t)
+        kin = ctx.kin
+        x = kin.positions(bodies, X)
+        S = kin.twists(bodies, x)
+        close = dict(rtol=0, atol=1e-14)
+        for i in range(len(bodies)):
+            np.testing.assert_allclose(ctx.position(i), x[:, i], **close)
+            np.testing.assert_allclose(ctx.jacobian(i), np.swapaxes(S[:, i][:, system.tree.q_joints], 1, 2), **close)
+            if vel is None:
+                with pytest.raises(ValueError, match="point velocities need q̇"):
+                    ctx.velocity(i)
+            else:
+                np.testing.assert_allclose(ctx.velocity(i), np.einsum("bkc,bk->bc", S[:, i], kin.zeta_rate), **close)

@@ -14,8 +14,9 @@ gives R_rb and dR_rb/dq⁺ for that assembly.
 
 Force elements with internal states (e.g. the fiber length of an
 elastic-tendon :class:`skfiber.hill.HillActuator`) declare them with the
-optional protocol ``n_states`` (int), ``state_names``, ``state_scale`` (m,),
-``initial_states(ctx)`` → (B, m) and ``state_rates(ctx)`` → (B, m) = ṡ(q, q̇, s, t);
+optional protocol ``n_states`` (int, fixed once the element is added),
+``state_names``, ``state_scale`` (m,), ``initial_states(ctx)`` → (B, m) and
+``state_rates(ctx)`` → (B, m) = ṡ(q, q̇, s, t);
 their force and rates read the states from ``ctx.element_states[name]`` (B, m).
 The states s of all such elements join q as unknowns of the same step, with
 the backward-Euler rows
@@ -26,6 +27,14 @@ and Newton runs on (q⁺, s⁺) with the tangent d(R_rb, R_s)/d(q⁺, s⁺) by t
 complex step (an element whose law is not complex-step safe propagates the
 imaginary parts through its own analytic tangent, as ``HillActuator`` does).
 Without such elements nothing changes.
+
+:func:`rigid_step` runs once per Newton residual of a coupled model, so it is
+built for a small cost per call: the tables of the tree and the element
+layout are kept per assembled system (``RigidSystem._plan``), and M a + h and
+the weight of all configurations of the complex-step batch come from one
+compiled call (:func:`_fast_balance`); other force elements are evaluated
+through ``force(ctx)`` as always.  :func:`_balance` on a full context is the
+definition (the tests compare the two).
 
 Example
 -------
@@ -46,7 +55,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
-from .system import RigidSystem, complex_jacobian
+from .kernels import euler_terms
+from .system import COMPLEX_STEP, RigidSystem, complex_jacobian
 
 # skfiber.solver (ConvergenceError, NewtonOptions) is imported inside the functions, so that
 # skfiber.model / skfiber.solver may import skfiber.rigid without an import cycle.
@@ -77,14 +87,8 @@ class RigidStep:
 
 
 def _state_layout(system: RigidSystem) -> list:
-    """[(element, slice into s)] of the force elements with internal states."""
-    layout, k = [], 0
-    for element in system.elements:
-        m = int(getattr(element, "n_states", 0) or 0)
-        if m > 0:
-            layout.append((element, slice(k, k + m)))
-            k += m
-    return layout
+    """[(element, slice into s)] of the force elements with internal states (kept by the system's plan)."""
+    return system._plan().layout
 
 
 def _n_states(layout) -> int:
@@ -135,19 +139,19 @@ def _check_states(layout, states, states_prev):
     return out
 
 
-def _check_step(system, q, q_prev, p_prev, dt, t):
-    n = system.n
-    arrays = []
-    for name, a in (("q", q), ("q_prev", q_prev), ("p_prev", p_prev)):
-        a = np.asarray(a)
-        if a.shape != (n,):
-            raise ValueError(f"{name} must have {n} entries {list(system.coordinate_names)}, got shape {a.shape}")
-        arrays.append(a)
+def _check_step(system, q, q_prev, p_prev, dt, t, n=None):
+    """q, q_prev, p_prev as float arrays of shape (n,), after checking them, Δt and t."""
+    n = system.n if n is None else n
+    q, q_prev, p_prev = np.asarray(q, dtype=float), np.asarray(q_prev, dtype=float), np.asarray(p_prev, dtype=float)
+    if not q.shape == q_prev.shape == p_prev.shape == (n,):
+        for name, a in (("q", q), ("q_prev", q_prev), ("p_prev", p_prev)):
+            if a.shape != (n,):
+                raise ValueError(f"{name} must have {n} entries {list(system.coordinate_names)}, got shape {a.shape}")
     if not (dt > 0 and math.isfinite(dt)):
         raise ValueError(f"dt must be > 0, got {dt!r}")
     if not math.isfinite(t):
         raise ValueError(f"t must be finite, got {t!r}")
-    return arrays
+    return q, q_prev, p_prev
 
 
 def _balance(system: RigidSystem, ctx, acceleration=None):
@@ -168,12 +172,52 @@ def _balance(system: RigidSystem, ctx, acceleration=None):
     return R, ref
 
 
-def _residual_batch(system: RigidSystem, Q, q_prev, p_prev, dt, t, S=None, s_prev=None, layout=()):
-    P = (Q - q_prev) / dt
-    ctx = system._context(Q, P, t)
-    if layout:
-        ctx.element_states = {e.name: S[:, sl] for e, sl in layout}
-    R, ref = _balance(system, ctx, (P - p_prev) / dt)
+def _fast_balance(system: RigidSystem, Q, q_prev, p_prev, dt, t: float, S=None):
+    """(R, ref, ctx): R, ref of :func:`_balance` at (Q, P, t) with P = (Q − qₙ)/Δt and A = (P − pₙ)/Δt
+    (to round-off), and the context of the force elements.
+
+    M A, h and the weight of the system's gravity come from one compiled call
+    (:func:`.kernels.euler_terms`); only the other force elements need a
+    context ``ctx`` (None if there are none), which gets
+    ``ctx.element_states`` from S when elements have internal states.
+    Q (B, n) C-contiguous; t a number.
+    """
+    plan = system._plan()
+    gravity = plan.gravity
+    F, ref = euler_terms(Q, q_prev, p_prev, dt, _NO_GRAVITY if gravity is None else gravity.g,
+                         *plan.kernel_args(t))
+    R = F[3]  # (h − Q_g) + M A
+    if not plan.elements:
+        return R, ref, None
+    ctx = system._context(Q, (Q - q_prev) / dt, t)
+    if plan.layout:
+        ctx.element_states = {e.name: S[:, sl] for e, sl in plan.layout}
+    for Qe in system._forces(ctx, plan.elements).values():
+        R = R - Qe
+        v0 = Qe[0].real
+        ref = max(ref, math.sqrt(float(v0 @ v0)))
+    return R, ref, ctx
+
+
+_NO_GRAVITY = np.zeros(3)
+
+
+def _residual_batch(system: RigidSystem, Q, q_prev, p_prev, dt, t, S=None, s_prev=None, *, fast: bool = True):
+    """R (B, n + m) and ref of the backward-Euler step at a batch of (q⁺, s⁺) (t a number).
+
+    ``fast``: :func:`_fast_balance`; else :func:`_balance` on a full context,
+    the definition (the tests compare the two).
+    """
+    layout = system._plan().layout
+    Q = np.ascontiguousarray(Q)
+    if fast:
+        R, ref, ctx = _fast_balance(system, Q, q_prev, p_prev, dt, t, S)
+    else:
+        P = (Q - q_prev) / dt
+        ctx = system._context(Q, P, t)
+        if layout:
+            ctx.element_states = {e.name: S[:, sl] for e, sl in layout}
+        R, ref = _balance(system, ctx, (P - p_prev) / dt)
     if layout:
         rows = []
         for e, sl in layout:
@@ -205,23 +249,27 @@ def rigid_step(system: RigidSystem, q, *, q_prev, p_prev, dt: float, t: float, t
         (see the module notes); the residual is then (R_rb, R_s) and the
         tangent is taken with respect to (q⁺, s⁺).
     """
-    q, q_prev, p_prev = _check_step(system, q, q_prev, p_prev, dt, t)
-    q = np.asarray(q, dtype=float)
-    layout = _state_layout(system)
-    s, s_prev = _check_states(layout, states, states_prev)
-    n, m = system.n, _n_states(layout)
-    ref = [0.0]
+    return _step(system, q, q_prev, p_prev, dt, t, tangent, states, states_prev, fast=True)
 
-    def fn(X):
-        R, ref[0] = _residual_batch(system, X[:, :n], q_prev, p_prev, dt, t, X[:, n:], s_prev, layout)
-        return R
 
+def _step(system, q, q_prev, p_prev, dt, t, tangent, states, states_prev, *, fast: bool) -> RigidStep:
+    """:func:`rigid_step`; ``fast=False`` evaluates the definition (:func:`_balance`), for the tests."""
+    plan = system._plan()
+    q, q_prev, p_prev = _check_step(system, q, q_prev, p_prev, dt, t, plan.n)
+    t = float(t)
+    s, s_prev = _check_states(plan.layout, states, states_prev)
+    n, m = plan.n, plan.n_states
     x = q if m == 0 else np.concatenate([q, s])
-    if tangent:
-        R, K = complex_jacobian(fn, x)
-    else:
-        R, K = np.real(fn(x[None, :])[0]), None
-    return RigidStep(R, K, (q - q_prev) / dt, float(ref[0]), m)
+    if not tangent:
+        R, ref = _residual_batch(system, x[None, :n], q_prev, p_prev, dt, t, x[None, n:], s_prev, fast=fast)
+        return RigidStep(R[0].real, None, (q - q_prev) / dt, float(ref), m)
+    if n + m == 0:
+        R, ref = _residual_batch(system, np.zeros((1, 0), complex), q_prev, p_prev, dt, t, fast=fast)
+        return RigidStep(R[0].real, np.zeros((0, 0)), (q - q_prev) / dt, float(ref), m)
+    # the complex step (complex_jacobian): one batch x + i h I, row j gives column j of the tangent
+    X = x + plan.complex_steps(n + m)
+    R, ref = _residual_batch(system, X[:, :n], q_prev, p_prev, dt, t, X[:, n:], s_prev, fast=fast)
+    return RigidStep(R[0].real, R.imag.T / COMPLEX_STEP, (q - q_prev) / dt, float(ref), m)
 
 
 def rigid_static(system: RigidSystem, q, *, t: float, tangent: bool = True) -> RigidStep:

@@ -13,7 +13,13 @@ step):
   centers of mass with their twists, which gravity reuses)
   (:meth:`~skfiber.rigid.RigidSystem._inertia`);
 * :func:`point_jets` — positions of body points with their q- and
-  t-derivatives up to the second order (:func:`~skfiber.rigid.evaluate_points`).
+  t-derivatives up to the second order (:func:`~skfiber.rigid.evaluate_points`);
+* :func:`point_kinematics` — positions, Jacobians and velocities of the
+  points force elements register (``ctx.position`` … of the force context);
+* :func:`euler_terms` and :func:`body_point_jets` — the above fused into one
+  call each for the hot paths (:func:`~skfiber.rigid.rigid_step`,
+  :func:`~skfiber.rigid.evaluate_points`): at a few bodies the cost of a
+  kernel is its call (the arguments and the returned arrays), not its loops.
 
 The formulas are those of :mod:`skfiber.rigid.kinematics` and
 :mod:`skfiber.rigid.system` (see there); the numpy methods of
@@ -34,7 +40,7 @@ import numpy as np
 
 from . import tree as _tree
 
-__all__ = ["tree_poses", "inertia_terms", "point_jets"]
+__all__ = ["tree_poses", "inertia_terms", "point_jets", "point_kinematics", "euler_terms", "body_point_jets"]
 
 # joint kinds of skfiber.rigid.tree, repeated here: numba's cache of this module does not see other files
 _REVOLUTE, _PRISMATIC = 0, 1
@@ -92,7 +98,6 @@ def tree_poses(q, parent, joint_of_body, kind, coordinate, axis, point, K, K2, s
     B = q.shape[0]
     nb = parent.shape[0]
     nz = kind.shape[0]
-    T = pres_R.shape[0]
     dt = q.dtype
     R = np.zeros((B, nb + 1, 3, 3), dt)
     p = np.zeros((B, nb + 1, 3), dt)
@@ -101,6 +106,19 @@ def tree_poses(q, parent, joint_of_body, kind, coordinate, axis, point, K, K2, s
     velocity = np.zeros((B, nz, 3), dt)
     own_angular = np.zeros((B, nz, 3), dt)
     own_linear = np.zeros((B, nz, 3), dt)
+    _poses(q, parent, joint_of_body, kind, coordinate, axis, point, K, K2, slot, tau_slot, pres_R, pres_v, center,
+           R, p, omega, origin, velocity, own_angular, own_linear)
+    return R, p, omega, origin, velocity, own_angular, own_linear
+
+
+@numba.njit(cache=True)
+def _poses(q, parent, joint_of_body, kind, coordinate, axis, point, K, K2, slot, tau_slot, pres_R, pres_v, center,
+           R, p, omega, origin, velocity, own_angular, own_linear):  # pragma: no cover - compiled
+    """The loop of :func:`tree_poses`, writing into its outputs (zero on entry)."""
+    B = q.shape[0]
+    nb = parent.shape[0]
+    T = pres_R.shape[0]
+    dt = q.dtype
     Rl = np.empty((3, 3), dt)
     y = np.empty(3, dt)
     w = np.empty(3, dt)
@@ -170,7 +188,6 @@ def tree_poses(q, parent, joint_of_body, kind, coordinate, axis, point, K, K2, s
                 _mv(Rp, V[3], velocity[x, k])
                 _mv(Rp, V[2], own_angular[x, k])
                 _mv(Rp, V[4], own_linear[x, k])
-    return R, p, omega, origin, velocity, own_angular, own_linear
 
 
 @numba.njit(cache=True)
@@ -199,6 +216,20 @@ def inertia_terms(R, p, omega, origin, velocity, own_angular, own_linear, zd, ow
     h = np.zeros((B, n), dt)
     xS = np.empty((B, nb, 3), dt)
     S = np.zeros((B, nb, nz, 3), dt)
+    _inertia(R, p, omega, origin, velocity, own_angular, own_linear, zd, own, rates, path, upstream, prescribed,
+             q_joints, mass, com, inertia, M, h, xS, S)
+    return M, h, xS, S
+
+
+@numba.njit(cache=True)
+def _inertia(R, p, omega, origin, velocity, own_angular, own_linear, zd, own, rates, path, upstream, prescribed,
+             q_joints, mass, com, inertia, M, h, xS, S):  # pragma: no cover - compiled
+    """The loop of :func:`inertia_terms`, writing into its outputs (M, h, S zero on entry)."""
+    B = R.shape[0]
+    nb = mass.shape[0]
+    nz = omega.shape[1]
+    n = q_joints.shape[0]
+    dt = R.dtype
     Iw = np.empty((3, 3), dt)
     tmp = np.empty((3, 3), dt)
     Om = np.zeros((nz, 3), dt)
@@ -309,7 +340,6 @@ def inertia_terms(R, p, omega, origin, velocity, own_angular, own_linear, zd, ow
                 wa = omega[x, ka]
                 h[x, a] += mb * (Sa[0] * aS[0] + Sa[1] * aS[1] + Sa[2] * aS[2]) + (
                     wa[0] * mom[0] + wa[1] * mom[1] + wa[2] * mom[2])
-    return M, h, xS, S
 
 
 @numba.njit(cache=True)
@@ -339,9 +369,7 @@ def point_jets(R, p, bodies, X, path, omega, origin, velocity, own_angular, own_
     ω_k × s_k + D_k on the diagonal (D_k for prescribed joints, see :mod:`.kinematics`).
     """
     P = bodies.shape[0]
-    nz = omega.shape[1]
     n = q_joints.shape[0]
-    m = tau_joints.shape[0]
     dt = R.dtype
     x = np.empty((P, 3), dt)
     C = np.zeros((P, 3, n), dt)
@@ -350,6 +378,20 @@ def point_jets(R, p, bodies, X, path, omega, origin, velocity, own_angular, own_
     x_t = np.zeros((P, 3), dt)
     C_t = np.zeros((P, 3, n), dt)
     x_tt = np.zeros((P, 3), dt)
+    _jets(R, p, bodies, X, path, omega, origin, velocity, own_angular, own_linear, upstream, prescribed,
+          q_joints, tau_joints, hessian, x, C, H, x_t, C_t, x_tt)
+    return x, C, H, x_t, C_t, x_tt
+
+
+@numba.njit(cache=True)
+def _jets(R, p, bodies, X, path, omega, origin, velocity, own_angular, own_linear, upstream, prescribed,
+          q_joints, tau_joints, hessian, x, C, H, x_t, C_t, x_tt):  # pragma: no cover - compiled
+    """The loop of :func:`point_jets`, writing into its outputs (all but x zero on entry)."""
+    P = bodies.shape[0]
+    nz = omega.shape[1]
+    n = q_joints.shape[0]
+    m = tau_joints.shape[0]
+    dt = R.dtype
     S = np.zeros((nz, 3), dt)
     H2 = np.zeros((nz, nz, 3), dt)
     c = np.empty(3, dt)
@@ -413,4 +455,182 @@ def point_jets(R, p, bodies, X, path, omega, origin, velocity, own_angular, own_
             for t2 in range(m):
                 for i in range(3):
                     x_tt[pt, i] += H2[tau_joints[t], tau_joints[t2], i]
+
+
+@numba.njit(cache=True)
+def euler_terms(q, q_prev, p_prev, dt, g, parent, joint_of_body, kind, coordinate, axis, point, K, K2, slot,
+                tau_slot, pres_R, pres_v, center, path, upstream, prescribed, q_joints, tau_joints, mass, com,
+                inertia):  # pragma: no cover - compiled
+    """The backward-Euler balance M a + h − Q_g of a batch of configurations q⁺ in one call.
+
+    With p⁺ = (q⁺ − qₙ)/Δt and a = (p⁺ − pₙ)/Δt: :func:`tree_poses` and
+    :func:`inertia_terms` fused (ζ̇ = p⁺ on the coordinates, 1 on the prescribed
+    joints), and the weight Q_g = Σ_b m_b J_Sbᵀ g, so that the step residual of
+    a system whose only force element is gravity takes one compiled call
+    (:func:`skfiber.rigid.integrate._fast_balance`).  The arguments after ``g``
+    are those of :func:`tree_poses` and :func:`inertia_terms`.
+
+    Parameters
+    ----------
+    q : (B, n)
+        Configurations q⁺ (float, or complex for the complex step).
+    q_prev, p_prev : (n,)
+        qₙ and pₙ.
+    dt : float
+        Δt.
+    g : (3,)
+        Gravitational acceleration.
+
+    Returns
+    -------
+    F : (4, B, n)
+        M a, h, Q_g and (h − Q_g) + M a.
+    ref : float
+        The largest norm of the real parts of M a, h and Q_g of configuration 0 (the force scale).
+    """
+    B = q.shape[0]
+    nb = parent.shape[0]
+    nz = kind.shape[0]
+    n = q_joints.shape[0]
+    dt_ = q.dtype
+    R = np.zeros((B, nb + 1, 3, 3), dt_)
+    p = np.zeros((B, nb + 1, 3), dt_)
+    omega = np.zeros((B, nz, 3), dt_)
+    origin = np.zeros((B, nz, 3), dt_)
+    velocity = np.zeros((B, nz, 3), dt_)
+    own_angular = np.zeros((B, nz, 3), dt_)
+    own_linear = np.zeros((B, nz, 3), dt_)
+    _poses(q, parent, joint_of_body, kind, coordinate, axis, point, K, K2, slot, tau_slot, pres_R, pres_v, center,
+           R, p, omega, origin, velocity, own_angular, own_linear)
+    zd = np.zeros((B, nz), dt_)  # ζ̇
+    acc = np.empty((B, n), dt_)
+    for x in range(B):
+        for a in range(n):
+            v = (q[x, a] - q_prev[a]) / dt
+            zd[x, q_joints[a]] = v
+            acc[x, a] = (v - p_prev[a]) / dt
+        for t in range(tau_joints.shape[0]):
+            zd[x, tau_joints[t]] = 1.0
+    M = np.zeros((B, n, n), dt_)
+    F = np.zeros((4, B, n), dt_)
+    xS = np.empty((B, nb, 3), dt_)
+    S = np.zeros((B, nb, nz, 3), dt_)
+    _inertia(R, p, omega, origin, velocity, own_angular, own_linear, zd, True, True, path, upstream, prescribed,
+             q_joints, mass, com, inertia, M, F[1], xS, S)
+    for x in range(B):
+        for a in range(n):
+            ma = F[0, x, a]
+            for e in range(n):
+                ma += M[x, a, e] * acc[x, e]
+            F[0, x, a] = ma
+            ka = q_joints[a]
+            Qa = F[2, x, a]
+            for b in range(nb):
+                Sb = S[x, b, ka]
+                Qa += mass[b] * (Sb[0] * g[0] + Sb[1] * g[1] + Sb[2] * g[2])
+            F[2, x, a] = Qa
+            F[3, x, a] = (F[1, x, a] - Qa) + ma
+    ref = 0.0
+    for k in range(3):
+        sq = 0.0
+        for a in range(n if B else 0):
+            sq += F[k, 0, a].real ** 2
+        ref = max(ref, np.sqrt(sq))
+    return F, ref
+
+
+@numba.njit(cache=True)
+def body_point_jets(q, bodies, X, hessian, parent, joint_of_body, kind, coordinate, axis, point, K, K2, slot,
+                    tau_slot, pres_R, pres_v, center, path, upstream, prescribed, q_joints,
+                    tau_joints):  # pragma: no cover - compiled
+    """:func:`tree_poses` and :func:`point_jets` fused: the jets of body points at one configuration q (1, n).
+
+    The arguments are those of the two kernels (the tables of the tree last); returns those of
+    :func:`point_jets`.
+    """
+    nb = parent.shape[0]
+    nz = kind.shape[0]
+    n = q_joints.shape[0]
+    P = bodies.shape[0]
+    dt = q.dtype
+    R = np.zeros((1, nb + 1, 3, 3), dt)
+    p = np.zeros((1, nb + 1, 3), dt)
+    omega = np.zeros((1, nz, 3), dt)
+    origin = np.zeros((1, nz, 3), dt)
+    velocity = np.zeros((1, nz, 3), dt)
+    own_angular = np.zeros((1, nz, 3), dt)
+    own_linear = np.zeros((1, nz, 3), dt)
+    _poses(q[:1], parent, joint_of_body, kind, coordinate, axis, point, K, K2, slot, tau_slot, pres_R, pres_v, center,
+           R, p, omega, origin, velocity, own_angular, own_linear)
+    x = np.empty((P, 3), dt)
+    C = np.zeros((P, 3, n), dt)
+    nh = n if hessian else 0
+    H = np.zeros((P, 3, nh, nh), dt)
+    x_t = np.zeros((P, 3), dt)
+    C_t = np.zeros((P, 3, n), dt)
+    x_tt = np.zeros((P, 3), dt)
+    _jets(R, p, bodies, X, path, omega, origin, velocity, own_angular, own_linear, upstream, prescribed,
+          q_joints, tau_joints, hessian, x, C, H, x_t, C_t, x_tt)
     return x, C, H, x_t, C_t, x_tt
+
+
+@numba.njit(cache=True)
+def point_kinematics(R, p, omega, origin, velocity, bodies, X, path, q_joints, zd,
+                     rates):  # pragma: no cover - compiled
+    """Positions, Jacobians and velocities of body points at a batch of configurations.
+
+    What force elements ask of their registered points (``ctx.position``,
+    ``ctx.jacobian``, ``ctx.velocity`` of :class:`~skfiber.rigid.system._Context`);
+    the numpy definitions are :meth:`Kinematics.positions <skfiber.rigid.kinematics.Kinematics.positions>`
+    and :meth:`~skfiber.rigid.kinematics.Kinematics.twists`.
+
+    Parameters
+    ----------
+    R, p, omega, origin, velocity
+        Poses and joint twists of :func:`tree_poses` (B configurations).
+    bodies, X : (P,), (P, 3)
+        Body index (nb: the ground) and reference coordinates of each point.
+    path, q_joints
+        Tables of the tree.
+    zd : (B, nz)
+        ζ̇ (read only if ``rates``).
+
+    Returns
+    -------
+    x : (B, P, 3)  x = R X + p
+    C : (B, P, 3, n)  ∂x/∂q: the twists s_k(x) = ω_k × (x − o_k) + v_k of the coordinates' joints
+    v : (B, P, 3)  Σ_k s_k(x) ζ̇_k (zero unless ``rates``)
+    """
+    B = R.shape[0]
+    P = bodies.shape[0]
+    nz = omega.shape[1]
+    n = q_joints.shape[0]
+    dt = R.dtype
+    x = np.empty((B, P, 3), dt)
+    C = np.zeros((B, P, 3, n), dt)
+    v = np.zeros((B, P, 3), dt)
+    S = np.zeros((nz, 3), dt)
+    c = np.empty(3, dt)
+    for y in range(B):
+        for pt in range(P):
+            b = bodies[pt]
+            r = x[y, pt]
+            _mv(R[y, b], X[pt], r)
+            for i in range(3):
+                r[i] += p[y, b, i]
+            for k in range(nz):
+                for i in range(3):
+                    S[k, i] = 0.0
+                if path[b, k]:
+                    o = origin[y, k]
+                    om = omega[y, k]
+                    _cross(om[0], om[1], om[2], r[0] - o[0], r[1] - o[1], r[2] - o[2], c)
+                    for i in range(3):
+                        S[k, i] = c[i] + velocity[y, k, i]
+                    if rates:
+                        for i in range(3):
+                            v[y, pt, i] += S[k, i] * zd[y, k]
+            for a in range(n):
+                for i in range(3):
+                    C[y, pt, i, a] = S[q_joints[a], i]
+    return x, C, v

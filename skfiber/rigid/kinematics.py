@@ -70,6 +70,9 @@ class Kinematics:
     qd
         Velocities q̇, shape (B, n), or None (then the rate-dependent
         quantities are unavailable).
+    motion
+        The prescribed motion at t (:meth:`_prescribed_data`) when the caller
+        keeps it (:meth:`~skfiber.rigid.RigidSystem._plan`); computed if None.
 
     Attributes
     ----------
@@ -81,7 +84,7 @@ class Kinematics:
         ζ̇: q̇ on the coordinates, 1 on the prescribed joints.
     """
 
-    def __init__(self, tree: Tree, q, t: float, qd=None):
+    def __init__(self, tree: Tree, q, t: float, qd=None, *, motion=None):
         q = np.asarray(q)
         if q.ndim != 2 or q.shape[1] != tree.n:
             raise ValueError(f"q must have shape (B, {tree.n}), got {q.shape}")
@@ -99,7 +102,7 @@ class Kinematics:
         dtype = np.result_type(q.dtype, float, np.asarray(qd).dtype if qd is not None else float)
         self.dtype = dtype
         tab, rot = tree.tables, tree.rotations
-        pres_R, pres_v = self._prescribed_data(tree, self.t)
+        pres_R, pres_v = self._prescribed_data(tree, self.t) if motion is None else motion
         R, p, omega, origin, velocity, own_angular, own_linear = tree_poses(
             np.ascontiguousarray(q, dtype=dtype), tab.parent, tab.joint_of_body, tab.kind, tab.coordinate,
             tab.axis, tab.point, rot.K, rot.K2, rot.slot, tab.tau_slot, pres_R, pres_v, tab.center)

@@ -24,12 +24,13 @@ Example
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from .bodies import _vector
-from .kernels import point_jets
+from .kernels import body_point_jets, point_jets
 from .kinematics import Kinematics
 from .tree import GROUND
 
@@ -74,7 +75,8 @@ def evaluate_points(system, bodies, points, q, t: float = 0.0, qd=None, *, hessi
     ``q`` (n,) may be complex (complex-step derivatives pass through).
     ``bodies`` may also be an integer array of body indices (``system.tree.index``).
     """
-    tree = system.tree
+    plan = system._plan()
+    tree = plan.tree
     if isinstance(bodies, np.ndarray) and bodies.dtype.kind == "i":
         idx = np.ascontiguousarray(bodies, dtype=np.int64)
     else:
@@ -83,6 +85,11 @@ def evaluate_points(system, bodies, points, q, t: float = 0.0, qd=None, *, hessi
     q = np.asarray(q)
     if q.shape != (tree.n,):
         raise ValueError(f"q must have {tree.n} entries {list(tree.coordinate_names)}, got shape {q.shape}")
+    if qd is None and isinstance(t, (float, int)) and math.isfinite(t):
+        # the coupled solver's case: poses and jets in one compiled call, the tables kept by the plan
+        q = np.ascontiguousarray(q[None, :], dtype=complex if np.iscomplexobj(q) else float)
+        x, C, H, dt, C_t, dtt = body_point_jets(q, idx, X, hessian, *plan.point_args(t))
+        return PointKinematics(X, x, C, H if hessian else None, dt, C_t, dtt)
     kin = Kinematics(tree, q[None, :], t, None if qd is None else np.asarray(qd)[None, :])
     tab = tree.tables
     x, C, H, dt, C_t, dtt = point_jets(kin.R, kin.p, idx, X, tree.path, kin.omega, kin.origin, kin.velocity,

@@ -20,6 +20,10 @@ are analytic (:mod:`.kinematics`); the Newton tangents are complex-step
 derivatives of these analytic expressions (exact to round-off).  M and h are
 computed by one compiled pass over the bodies (:func:`.kernels.inertia_terms`),
 so the complex step (a batch of n configurations) costs about one evaluation.
+The backward-Euler residual of :func:`~skfiber.rigid.rigid_step` fuses the
+poses, M, h and gravity into one compiled call (:func:`.kernels.euler_terms`)
+with the tree's tables kept per assembled system (``RigidSystem._plan``); the
+other force elements see the context as here.
 
 Example
 -------
@@ -39,6 +43,7 @@ A pendulum: a rod of 1 kg and 0.5 m hinged at its top about y.
 """
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -46,8 +51,8 @@ import numpy as np
 from .bodies import Body, _vector
 from .forces import Gravity
 from .joints import Fixed, Prescribed, Prismatic, Revolute, skew
-from .kernels import inertia_terms
-from .kinematics import Kinematics
+from .kernels import inertia_terms, point_kinematics
+from .kinematics import _NO_MOTION, Kinematics
 from .tree import GROUND, Tree, build_tree
 
 __all__ = ["RigidSystem", "COMPLEX_STEP", "complex_jacobian"]
@@ -70,14 +75,16 @@ class _Context:
         self._com = None
 
     def _point_data(self):
+        """(x (B, P, 3), C (B, P, 3, n), v (B, P, 3) or None) of the registered points, in one compiled call
+        (:func:`.kernels.point_kinematics`; the numpy definitions are ``kin.positions`` and ``kin.twists``)."""
         if self._points is None:
             bodies, X = self.system._point_arrays()
             kin = self.kin
-            x = kin.positions(bodies, X)
-            S = kin.twists(bodies, x)
-            C = np.swapaxes(S[:, :, kin.tree.q_joints], 2, 3)
-            v = np.einsum("bpkc,bk->bpc", S, kin.zeta_rate) if kin.zeta_rate is not None else None
-            self._points = (x, C, v)
+            rates = kin.zeta_rate is not None
+            zd = kin.zeta_rate if rates else np.zeros((kin.B, len(kin.tree.kind)), kin.dtype)
+            x, C, v = point_kinematics(kin.R, kin.p, kin.omega, kin.origin, kin.velocity, bodies, X,
+                                       kin.tree.path, kin.tree.tables.q_joints, np.ascontiguousarray(zd), rates)
+            self._points = (x, C, v if rates else None)
         return self._points
 
     def position(self, i):
@@ -108,6 +115,86 @@ class _Context:
         return np.swapaxes(self.com()[1][:, :, self.kin.tree.q_joints], 2, 3)
 
 
+class _Plan:
+    """What the fast evaluations of a finalized system need that does not depend on the state.
+
+    :func:`~skfiber.rigid.rigid_step` and :func:`~skfiber.rigid.evaluate_points`
+    run once per Newton residual of a coupled model; for the few bodies of a
+    muscle model their cost is the Python around the compiled kernels, not
+    the arithmetic.  Built once per assembled tree (:meth:`RigidSystem._plan`).
+
+    Attributes
+    ----------
+    tree, n
+        The tree and the number of coordinates.
+    gravity
+        The system's :class:`~.forces.Gravity` element (None without gravity):
+        its weight is computed inside the compiled kernel (:func:`.kernels.euler_terms`).
+    elements
+        The other force elements, evaluated through their ``force(ctx)``.
+    layout, n_states
+        [(element, slice into s)] of the elements with internal states
+        (``n_states`` must not change once the system is assembled) and their total.
+    pose_tables, body_tables, point_tables
+        The tree's arrays in the argument order of the kernels: those of
+        :func:`.kernels.tree_poses` before the prescribed motion, and those of
+        :func:`.kernels.euler_terms` / :func:`.kernels.body_point_jets` after it.
+    """
+
+    def __init__(self, system: "RigidSystem"):
+        tree = system._tree
+        tab, rot = tree.tables, tree.rotations
+        self.tree, self.n = tree, tree.n
+        bound = system._bound
+        # exactly the built-in class: a subclass may redefine force()
+        self.gravity = next((e for e in bound if type(e) is Gravity), None)
+        self.elements = tuple(e for e in bound if e is not self.gravity)
+        layout, k = [], 0
+        for element in bound:
+            m = int(getattr(element, "n_states", 0) or 0)
+            if m > 0:
+                layout.append((element, slice(k, k + m)))
+                k += m
+        self.layout, self.n_states = layout, k
+        self.pose_tables = (tab.parent, tab.joint_of_body, tab.kind, tab.coordinate, tab.axis, tab.point,
+                            rot.K, rot.K2, rot.slot, tab.tau_slot)
+        self.center = tab.center
+        self.body_tables = (tree.path, tree.upstream, tab.prescribed, tab.q_joints, tab.tau_joints,
+                            tree.mass, tree.com, tree.inertia)
+        self.point_tables = (tree.path, tree.upstream, tab.prescribed, tab.q_joints, tab.tau_joints)
+        self._steps = None
+        self._t = None  # the time of the kept motion and kernel arguments
+        self._motion = self._euler_args = self._point_args = None
+
+    def complex_steps(self, size: int) -> np.ndarray:
+        """i h I (size, size): the complex-step batch is x + i h I (:func:`complex_jacobian`)."""
+        if self._steps is None or self._steps.shape[0] != size:
+            self._steps = 1j * COMPLEX_STEP * np.eye(size)
+            self._steps.setflags(write=False)
+        return self._steps
+
+    def motion(self, t: float) -> tuple:
+        """(R_b, (d, ω, ω̇, ḋ, d̈)) of the prescribed joints at the time t (a number), the last one kept."""
+        if t != self._t:  # Prescribed.motion keeps its last time too: the same t, the same motion
+            motion = Kinematics._prescribed_data(self.tree, t) if len(self.tree.tau_joints) else _NO_MOTION
+            self._euler_args = self.pose_tables + motion + (self.center,) + self.body_tables
+            self._point_args = self.pose_tables + motion + (self.center,) + self.point_tables
+            self._t, self._motion = t, motion
+        return self._motion
+
+    def kernel_args(self, t: float) -> tuple:
+        """The arguments of :func:`.kernels.euler_terms` after g at the time t."""
+        if t != self._t:
+            self.motion(t)
+        return self._euler_args
+
+    def point_args(self, t: float) -> tuple:
+        """The arguments of :func:`.kernels.body_point_jets` after ``hessian`` at the time t."""
+        if t != self._t:
+            self.motion(t)
+        return self._point_args
+
+
 class RigidSystem:
     """Rigid bodies (cylinders) in a kinematic tree, with force elements.
 
@@ -130,6 +217,7 @@ class RigidSystem:
         self._points: list[tuple[str, np.ndarray]] = []
         self._point_cache = None
         self._tree: Tree | None = None
+        self._plan_cache: _Plan | None = None
 
     # ------------------------------------------------------------ building
     def add_body(self, body: Body, *, parent: str | Body = GROUND, joint=None) -> Body:
@@ -210,6 +298,14 @@ class RigidSystem:
         self.finalize()
         return self._tree
 
+    def _plan(self) -> _Plan:
+        """The :class:`_Plan` of the assembled system (rebuilt after :meth:`add_body` or :meth:`add`)."""
+        plan = self._plan_cache
+        if plan is None or plan.tree is not self._tree or self._tree is None:
+            self.finalize()
+            plan = self._plan_cache = _Plan(self)
+        return plan
+
     @property
     def n(self) -> int:
         """Number of coordinates."""
@@ -282,7 +378,9 @@ class RigidSystem:
         return Kinematics(self.tree, q, t, qd)
 
     def _context(self, q, qd, t):
-        return _Context(self, Kinematics(self.tree, q, t, qd), q, qd, t)
+        plan = self._plan()
+        motion = plan.motion(t) if isinstance(t, (float, int)) and math.isfinite(t) else None  # kept per t
+        return _Context(self, Kinematics(plan.tree, q, t, qd, motion=motion), q, qd, t)
 
     def _inertia(self, ctx: _Context, *, rates: bool = True, frozen: bool = False):
         """M (B, n, n) and, with rates, h (B, n) (frozen: relative motion only).
@@ -306,9 +404,10 @@ class RigidSystem:
             ctx._com = (xS, S)
         return M, (h if rates else None)
 
-    def _forces(self, ctx: _Context) -> dict:
+    def _forces(self, ctx: _Context, elements=None) -> dict:
+        """{name: Q_e (B, n)} of the force elements (default: all, gravity first)."""
         out = {}
-        for element in self._bound:
+        for element in self._bound if elements is None else elements:
             Q = np.asarray(element.force(ctx))
             if Q.shape != (ctx.B, ctx.n):
                 raise ValueError(f"force element {element.name!r} returned shape {Q.shape}, expected {(ctx.B, ctx.n)}")
