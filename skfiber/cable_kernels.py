@@ -128,10 +128,9 @@ def cable_kinematics(jets, x: np.ndarray, v: np.ndarray, J: np.ndarray):
 
 
 @numba.njit(cache=True)
-def _internal_force(g, comp, dofs, n, coefficient, x_s):  # pragma: no cover - compiled
+def _add_internal_force(g, comp, dofs, coefficient, x_s, F, M):  # pragma: no cover - compiled
+    """F += the internal force, M += Σ|contributions| (coefficient = area S dx per point)."""
     ne, nq, nb = g.shape
-    F = np.zeros(n)
-    M = np.zeros(n)
     for e in range(ne):
         for q in range(nq):
             c = coefficient[e, q]
@@ -139,6 +138,13 @@ def _internal_force(g, comp, dofs, n, coefficient, x_s):  # pragma: no cover - c
                 r = c * x_s[e, q, comp[i]] * g[e, q, i]
                 F[dofs[e, i]] += r
                 M[dofs[e, i]] += abs(r)
+
+
+@numba.njit(cache=True)
+def _internal_force(g, comp, dofs, n, coefficient, x_s):  # pragma: no cover - compiled
+    F = np.zeros(n)
+    M = np.zeros(n)
+    _add_internal_force(g, comp, dofs, coefficient, x_s, F, M)
     return F, M
 
 
@@ -160,13 +166,8 @@ def _residual(g, comp, dofs, coefficient, x_s, mass, a, f_ext, load_factor, out)
     F = np.zeros(n)
     A = np.zeros(n)
     Ma = np.zeros(n)
+    _add_internal_force(g, comp, dofs, coefficient, x_s, F, A)
     for e in range(ne):
-        for q in range(nq):
-            c = coefficient[e, q]
-            for i in range(nb):
-                r = c * x_s[e, q, comp[i]] * g[e, q, i]
-                F[dofs[e, i]] += r
-                A[dofs[e, i]] += abs(r)
         for i in range(nb):
             s = 0.0
             for j in range(nb):

@@ -493,15 +493,8 @@ def euler_terms(q, q_prev, p_prev, dt, g, parent, joint_of_body, kind, coordinat
     nz = kind.shape[0]
     n = q_joints.shape[0]
     dt_ = q.dtype
-    R = np.zeros((B, nb + 1, 3, 3), dt_)
-    p = np.zeros((B, nb + 1, 3), dt_)
-    omega = np.zeros((B, nz, 3), dt_)
-    origin = np.zeros((B, nz, 3), dt_)
-    velocity = np.zeros((B, nz, 3), dt_)
-    own_angular = np.zeros((B, nz, 3), dt_)
-    own_linear = np.zeros((B, nz, 3), dt_)
-    _poses(q, parent, joint_of_body, kind, coordinate, axis, point, K, K2, slot, tau_slot, pres_R, pres_v, center,
-           R, p, omega, origin, velocity, own_angular, own_linear)
+    R, p, omega, origin, velocity, own_angular, own_linear = tree_poses(
+        q, parent, joint_of_body, kind, coordinate, axis, point, K, K2, slot, tau_slot, pres_R, pres_v, center)
     zd = np.zeros((B, nz), dt_)  # ζ̇
     acc = np.empty((B, n), dt_)
     for x in range(B):
@@ -548,30 +541,10 @@ def body_point_jets(q, bodies, X, hessian, parent, joint_of_body, kind, coordina
     The arguments are those of the two kernels (the tables of the tree last); returns those of
     :func:`point_jets`.
     """
-    nb = parent.shape[0]
-    nz = kind.shape[0]
-    n = q_joints.shape[0]
-    P = bodies.shape[0]
-    dt = q.dtype
-    R = np.zeros((1, nb + 1, 3, 3), dt)
-    p = np.zeros((1, nb + 1, 3), dt)
-    omega = np.zeros((1, nz, 3), dt)
-    origin = np.zeros((1, nz, 3), dt)
-    velocity = np.zeros((1, nz, 3), dt)
-    own_angular = np.zeros((1, nz, 3), dt)
-    own_linear = np.zeros((1, nz, 3), dt)
-    _poses(q[:1], parent, joint_of_body, kind, coordinate, axis, point, K, K2, slot, tau_slot, pres_R, pres_v, center,
-           R, p, omega, origin, velocity, own_angular, own_linear)
-    x = np.empty((P, 3), dt)
-    C = np.zeros((P, 3, n), dt)
-    nh = n if hessian else 0
-    H = np.zeros((P, 3, nh, nh), dt)
-    x_t = np.zeros((P, 3), dt)
-    C_t = np.zeros((P, 3, n), dt)
-    x_tt = np.zeros((P, 3), dt)
-    _jets(R, p, bodies, X, path, omega, origin, velocity, own_angular, own_linear, upstream, prescribed,
-          q_joints, tau_joints, hessian, x, C, H, x_t, C_t, x_tt)
-    return x, C, H, x_t, C_t, x_tt
+    R, p, omega, origin, velocity, own_angular, own_linear = tree_poses(
+        q[:1], parent, joint_of_body, kind, coordinate, axis, point, K, K2, slot, tau_slot, pres_R, pres_v, center)
+    return point_jets(R, p, bodies, X, path, omega, origin, velocity, own_angular, own_linear, upstream, prescribed,
+                      q_joints, tau_joints, hessian)
 
 
 @numba.njit(cache=True)
