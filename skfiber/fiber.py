@@ -57,7 +57,9 @@ class Fiber:
     law
         Stress law (see :mod:`skfiber.materials`); default: Table 1 of the paper.
     activation
-        α(t) ∈ [0, 1], number or callable of t.
+        α(t) ∈ [0, 1], number or callable of t (a function of t alone: the
+        model evaluates it once per time and reuses the value while t and the
+        ``activation`` attribute stay the same).
     tangent
         Optional X′(θ) (3, n); by default a 4th-order central difference of
         ``curve``.

@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sps
 from skfem.assembly.form.form import FormExtraParams
 
-from . import forms
+from . import cable_kernels, forms
 from .discretization import Discretization
 from .fiber import Fiber
 from .materials import MaterialPoint
@@ -460,7 +460,7 @@ class Model:
 
     # --- evaluation -----------------------------------------------------
     def activations(self, t: float) -> np.ndarray:
-        """α(t) at the quadrature points, shape (e, 1)."""
+        """α(t) at the quadrature points, shape (e, 1) (cached per t and per the fibers' ``activation``)."""
         key = (float(t), tuple(f.activation for f in self.fibers))  # the same activations at the same t
         if self._activation_cache is None or self._activation_cache[0] != key:
             alpha = np.array([f.activation_at(t) for f in self.fibers])
@@ -520,8 +520,6 @@ class Model:
 
     def _compiled_coefficients(self, u: np.ndarray, v: np.ndarray, t: float, *, c_v: float) -> dict:
         """What the cable kernels need at a state (:mod:`skfiber.cable_kernels`)."""
-        from . import cable_kernels
-
         d = self.discretization
         if self._jets is None:
             self._jets = cable_kernels.gradient_jets(d.assembler)
@@ -603,7 +601,7 @@ class Model:
             u_frozen = u.copy()
             q_frozen = None if self._coordinates is None else self._coordinates.copy()
 
-            def extra():
+            def contact_tangents():
                 if q_frozen is not None:  # body cylinders at the pose of this evaluation
                     self.set_coordinates(q_frozen)
                 out = []
@@ -611,6 +609,7 @@ class Model:
                     ce = contact.evaluate(self, u_frozen, t, tangent=True)
                     out.append((ce.rows, ce.cols, ce.values))
                 return out
+            extra = contact_tangents
         if self._remember_residual and parts == names and load_factor == 1.0:  # R does not depend on c_v, c_a
             self._last_residual = (self._state_key(u, v, a, t), R.copy())
         return Evaluation(
@@ -624,8 +623,6 @@ class Model:
         The same numbers as :meth:`_fiber_part` with all parts (to round-off):
         :func:`skfiber.cable_kernels.cable_residual` sums them in one pass.
         """
-        from . import cable_kernels
-
         d = self.discretization
         w = self._compiled_coefficients(u, v, t, c_v=c_v)
         R, (n_int, n_mag, n_inertia, n_ext) = cable_kernels.cable_residual(
@@ -647,8 +644,6 @@ class Model:
         terms = [term for term in self.terms if term.name in parts]
         kernels = self.compiled and not terms  # the built-in cable terms as compiled kernels
         if kernels:
-            from . import cable_kernels
-
             w = self._compiled_coefficients(u, v, t, c_v=c_v)
         else:
             w = self.coefficients(u, v, t, c_v=c_v)
