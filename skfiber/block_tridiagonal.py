@@ -76,7 +76,8 @@ def in_pattern(rows: np.ndarray, cols: np.ndarray) -> bool:
 
 @numba.njit(cache=True)
 def scatter_add(work, index, values):  # pragma: no cover - compiled
-    """work[index[k]] += values[k] (element matrices into the block storage)."""
+    """work[index[k]] += values[k] (element matrices into the block storage, or into the band storage of
+    :class:`skfiber.linalg.ConstrainedSolver`)."""
     for k in range(index.shape[0]):
         work[index[k]] += values[k]
 
@@ -160,11 +161,15 @@ def factor_solve(A, R, pivot_tol):  # pragma: no cover - compiled
             for i in range(B):
                 for j in range(B):
                     S[i, j] = A[n, 1, i, j]
-        # the block's scale (a max tree per row: shorter dependency chains than one running max)
+        # the block's scale (two running maxima per row: shorter dependency chains than one)
         scale = 0.0
         for i in range(B):
-            r = max(max(abs(S[i, 0]), abs(S[i, 1])), max(abs(S[i, 2]), abs(S[i, 3])))
-            scale = max(scale, max(r, max(abs(S[i, 4]), abs(S[i, 5]))))
+            r0 = abs(S[i, B - 1])  # (B odd: the last column; else counted twice)
+            r1 = 0.0
+            for j in range(0, B - 1, 2):
+                r0 = max(r0, abs(S[i, j]))
+                r1 = max(r1, abs(S[i, j + 1]))
+            scale = max(scale, max(r0, r1))
         if not (scale > 0.0 and scale < np.inf):  # zero block, inf or nan
             return Y, n + 1
         tiny = pivot_tol * scale

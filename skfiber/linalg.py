@@ -118,11 +118,11 @@ class ConstrainedSolver:
         """The block-tridiagonal LU with its residual check; None when it does not apply or fails."""
         B, nn = bt.B, self._nodes
         work = np.zeros(nn * 3 * B * B)
-        bt.scatter_add(work, self._block_index, np.ascontiguousarray(element_matrices, dtype=float).reshape(-1))
-        for r, c, v in extra:
+        for r, c, v in extra:  # first: an entry outside the pattern (contact between fibers) ends this path early
             if not bt.add_triplets(work, np.asarray(r, dtype=np.int64), np.asarray(c, dtype=np.int64),
                                    np.asarray(v, dtype=float), self.N):
-                return None  # an entry outside the pattern: band or sparse path
+                return None  # band or sparse path
+        bt.scatter_add(work, self._block_index, np.ascontiguousarray(element_matrices, dtype=float).reshape(-1))
         work[self._block_fixed] = 0.0
         work[self._block_diag_fixed] = 1.0
         A = work.reshape(nn, 3, B, B)
@@ -183,15 +183,14 @@ class ConstrainedSolver:
                 self.last_method = "block"
                 return x
         work = np.zeros(self._rows_band * self.N)
-        Ke = np.ascontiguousarray(element_matrices, dtype=float).reshape(-1)
-        _add_to_band(work, self._band_index, Ke)
         wide = False
-        for r, c, v in extra:
+        for r, c, v in extra:  # first: an entry outside the band skips the element scatter
             if not _add_triplets_to_band(work, np.asarray(r, dtype=np.int64), np.asarray(c, dtype=np.int64),
                                          np.asarray(v, dtype=float), self.bandwidth, self._rows_band):
                 wide = True
                 break
         if not wide:  # all entries summed into the band, then the constrained rows and columns replaced
+            bt.scatter_add(work, self._band_index, np.ascontiguousarray(element_matrices, dtype=float).reshape(-1))
             work[self._fixed_band] = 0.0
             work[self._diag_fixed] = 1.0
             self.last_method = "banded"
@@ -205,13 +204,6 @@ class ConstrainedSolver:
         K = sps.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(self.N, self.N))
         self.last_method = "splu"
         return spla.splu(K).solve(rhs)
-
-
-@numba.njit(cache=True)
-def _add_to_band(work, index, values):  # pragma: no cover - compiled
-    """work[index[k]] += values[k] (the element matrices into the band storage)."""
-    for k in range(index.shape[0]):
-        work[index[k]] += values[k]
 
 
 @numba.njit(cache=True)
