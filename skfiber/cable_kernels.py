@@ -236,6 +236,24 @@ def _internal_tangent(g, comp, c0, c1, c2, x_s, xdot_s, M, c_a):  # pragma: no c
     return K
 
 
+@numba.njit(cache=True)
+def _law_tangent(g, comp, area, dx, J, S, dS, dR, lam, lamdot, c_v, x_s, xdot_s, M, c_a):  # pragma: no cover - compiled
+    """:func:`_internal_tangent` with its coefficients computed from the law's response (as in
+    :func:`internal_tangent`, same arithmetic)."""
+    ne, nq = S.shape
+    c0 = np.empty((ne, nq))
+    c1 = np.empty((ne, nq))
+    c2 = np.empty((ne, nq))
+    for e in range(ne):
+        for q in range(nq):
+            f = area[e, q] * dx[e, q] / J[e, q]
+            la = lam[e, q]
+            c0[e, q] = f * S[e, q]
+            c1[e, q] = f * (dS[e, q] / la + dR[e, q] * (c_v / la - lamdot[e, q] / (la * la)))
+            c2[e, q] = f * dR[e, q] / la
+    return _internal_tangent(g, comp, c0, c1, c2, x_s, xdot_s, M, c_a)
+
+
 def internal_tangent(jets, *, S, dS_dlam, dS_dlamdot, c_v: float, lam, lamdot, x_s, xdot_s,
                      area, dx, J, mass: np.ndarray | None = None, c_a: float = 0.0) -> np.ndarray:
     """Element matrices (e, nb, nb) of :func:`skfiber.forms.internal_tangent`.
@@ -247,14 +265,16 @@ def internal_tangent(jets, *, S, dS_dlam, dS_dlamdot, c_v: float, lam, lamdot, x
     With ``mass`` (element matrices (e, nb, nb)) the result is c_a · mass plus the
     internal tangent (the inertia term of the time scheme in the same pass).
     """
-    f = area * dx / J
-    c0 = f * S
-    c1 = f * (dS_dlam / lam + dS_dlamdot * (c_v / lam - lamdot / lam**2))
-    c2 = f * dS_dlamdot / lam
     g, comp, _ = jets
     ne, _, nb = g.shape
     if mass is None:
         mass = np.zeros((0, nb, nb))
     elif mass.shape != (ne, nb, nb) or mass.dtype != np.float64:
         raise ValueError(f"mass must be float element matrices of shape {(ne, nb, nb)}, got {mass.shape}")
-    return _internal_tangent(g, comp, c0, c1, c2, x_s, xdot_s, np.ascontiguousarray(mass), float(c_a))
+    shape = np.shape(S)
+
+    def c(a):  # (e, q) float arrays (a law may give a derivative as a scalar)
+        return np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=float), shape))
+
+    return _law_tangent(g, comp, c(area), c(dx), c(J), c(S), c(dS_dlam), c(dS_dlamdot), c(lam), c(lamdot),
+                        float(c_v), x_s, xdot_s, np.ascontiguousarray(mass), float(c_a))

@@ -201,9 +201,13 @@ class CoupledProblem:
     ----------
     model
         A :class:`skfiber.Model` created with ``rigid=``.
+    fast
+        Evaluate and solve straight on the compiled kernels when every part of
+        the model has one (:class:`skfiber.coupling_fast.FastCoupling`: the
+        same numbers, less Python); False: always through the model's objects.
     """
 
-    def __init__(self, model):
+    def __init__(self, model, *, fast: bool = True):
         if model.rigid is None:
             raise ValueError("CoupledProblem needs a model with a rigid system (Model(fibers, rigid=system))")
         self.model = model
@@ -223,15 +227,21 @@ class CoupledProblem:
         self._kin_memo = None
         self._points = None
         self._end_margins = None  # contact margins of the last converged step (skfiber.solver)
+        from .coupling_fast import FastCoupling
+
+        self._fast = FastCoupling(self) if fast and FastCoupling.supports(model) else None
 
     # ------------------------------------------------------------------ state
     def split(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return z[:self.N], z[self.N:]
 
-    def expand(self, z: np.ndarray, t: float, *, hessian: bool = False):
-        """(u with u_D = c(q, t), q, attachment kinematics)."""
+    def expand(self, z: np.ndarray, t: float, *, hessian: bool = False, kinematics: bool = True):
+        """(u with u_D = c(q, t), q, attachment kinematics (None with ``kinematics=False``))."""
         u = z[:self.N].copy()
         q = np.asarray(z[self.N:], dtype=float)
+        if not kinematics and self._fast is not None and len(self.model.attachments):
+            u[self.D] = self._fast.displacement(np.ascontiguousarray(q), t)
+            return u, q, None
         kin, _ = self.kinematics(q, t)
         u[self.D] = kin.displacement
         return u, q, kin
@@ -306,6 +316,10 @@ class CoupledProblem:
         tangent dR_rb/dq, reference_force).  ``load_factor`` scales the
         external fiber loads (static load stepping).
         """
+        if self._fast is not None:
+            cev = self._fast.evaluate(z, t, fiber_state=fiber_state, rigid_state=rigid_state, load_factor=load_factor)
+            if cev is not None:
+                return cev  # else: rejected; the general path raises with the diagnosis
         model = self.model
         N = self.N
         q = np.array(z[N:], dtype=float)
@@ -369,6 +383,8 @@ class CoupledProblem:
 
     def tangent_blocks(self, cev: CoupledEvaluation):
         """(W = ∂G/∂q (N, n), ∂R_q/∂u (n, N), ∂R_q/∂q (n, n)) of the coupled tangent."""
+        if "fast" in cev._blocks:
+            return self._fast.tangent_blocks(cev)
         b = cev._blocks
         ev = cev.fiber
         kin, n, D = b["kin"], self.n, self.D
@@ -409,6 +425,8 @@ class CoupledProblem:
 
     def solve_newton(self, cev: CoupledEvaluation) -> np.ndarray:
         """The Newton increment Δz (block elimination of Δu_I, Schur complement for Δq)."""
+        if "fast" in cev._blocks:
+            return self._fast.solve_newton(cev)
         N, n = self.N, self.n
         G, R_q = cev.residual[:N], cev.residual[N:]
         W, Rq_u, Rq_q = self.tangent_blocks(cev)

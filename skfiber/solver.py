@@ -542,7 +542,7 @@ def _coupled_step(model: Model, state: State, dt: float, problem, *, options: Ne
     v = (u − uₙ)/Δt and p = (q − qₙ)/Δt for all DOFs, the attached ends
     included (v_D from their positions c(q)).
     """
-    from .rigid import rigid_step
+    from .rigid import EulerStep
 
     t1 = state.t + dt
     u_n, v_n, q_n, p_n = state.u, state.v, state.q, state.p
@@ -556,8 +556,8 @@ def _coupled_step(model: Model, state: State, dt: float, problem, *, options: Ne
         v = (u - u_n) / dt
         return v, (v - v_n) / dt, 1.0 / dt, 1.0 / dt**2
 
-    def rigid_state(q):  # the tangent costs 10 % on top of the residual here: not worth deferring
-        return rigid_step(model.rigid, q, q_prev=q_n, p_prev=p_n, dt=dt, t=t1)
+    # R_rb(q) with its tangent (it costs 10 % on top of the residual here: not worth deferring)
+    rigid_state = EulerStep(model.rigid, q_prev=q_n, p_prev=p_n, dt=dt, t=t1)
 
     def evaluate(z):
         return problem.evaluate(z, t1, fiber_state=fiber_state, rigid_state=rigid_state)
@@ -573,7 +573,7 @@ def _coupled_step(model: Model, state: State, dt: float, problem, *, options: Ne
         z0, first = _admissible_predictor(problem, z_n, z0, evaluate, safeguard, options, prescribe)
     z, report = newton(evaluate, z0, problem, options=options, t=t1, step=step,
                        max_step=safeguard if model.contacts else None, first=first)
-    u, q, _ = problem.expand(z, t1)
+    u, q, _ = problem.expand(z, t1, kinematics=False)
     _keep_margins(problem, np.concatenate([u, q]), report)
     v = (u - u_n) / dt
     p = (q - q_n) / dt

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+import numba
 import numpy as np
 
 __all__ = ["PenaltyLaw", "ContactEvaluation", "Contact", "margins_kept"]
@@ -113,13 +114,23 @@ def margins_kept(before: dict, after: dict, delta_bar: float) -> bool:
         if m1.size == 0:
             continue
         el0, m0 = before[name]
-        target = np.full(m1.shape, float(delta_bar))
-        if el0.size:
-            i = np.minimum(np.searchsorted(el0, el1), el0.size - 1)
-            found = el0[i] == el1
-            target[found] = delta_bar * np.minimum(m0[i[found]], 1.0)
-        if not np.all(m1 > target):
+        m1 = np.asarray(m1, dtype=float).reshape(len(el1), -1)
+        m0 = np.asarray(m0, dtype=float).reshape(len(el0), m1.shape[1])  # the same points per element
+        if not _kept(np.asarray(el0, dtype=np.int64), m0, np.asarray(el1, dtype=np.int64), m1, float(delta_bar)):
             return False
+    return True
+
+
+@numba.njit(cache=True)
+def _kept(el0, m0, el1, m1, delta_bar):  # pragma: no cover - compiled
+    """:func:`margins_kept` for one contact: elements (sorted) and margins (rows × points) before and after."""
+    for r in range(el1.shape[0]):
+        i = np.searchsorted(el0, el1[r])
+        found = i < el0.shape[0] and el0[i] == el1[r]
+        for k in range(m1.shape[1]):
+            target = delta_bar * min(m0[i, k], 1.0) if found else delta_bar
+            if not m1[r, k] > target:
+                return False
     return True
 
 

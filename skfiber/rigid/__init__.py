@@ -42,6 +42,7 @@ from .bodies import Body, solid_cylinder_inertia
 from .characteristic import Characteristic
 from .forces import GeneralizedForce, JointSpringDamper, PointForce, PointSpringDamper
 from .integrate import (
+    EulerStep,
     RigidResult,
     RigidStep,
     backward_euler_rigid,
@@ -77,6 +78,7 @@ __all__ = [
     "evaluate_points",
     "RigidStep",
     "rigid_step",
+    "EulerStep",
     "rigid_static",
     "rigid_residual",
     "rigid_tangent",

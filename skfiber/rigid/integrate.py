@@ -64,7 +64,7 @@ from .system import COMPLEX_STEP, RigidSystem, complex_jacobian
 #: relative size of a final Newton update that counts as converged (see backward_euler_rigid)
 STEP_TOL = 1e-8
 
-__all__ = ["RigidStep", "rigid_step", "rigid_static", "rigid_residual", "rigid_tangent", "backward_euler_rigid",
+__all__ = ["RigidStep", "EulerStep", "rigid_step", "rigid_static", "rigid_residual", "rigid_tangent", "backward_euler_rigid",
            "simulate_rigid", "RigidResult", "RigidNewtonReport", "element_state_names",
            "initial_element_states"]
 
@@ -250,6 +250,50 @@ def rigid_step(system: RigidSystem, q, *, q_prev, p_prev, dt: float, t: float, t
         tangent is taken with respect to (q⁺, s⁺).
     """
     return _step(system, q, q_prev, p_prev, dt, t, tangent, states, states_prev, fast=True)
+
+
+class EulerStep:
+    """One backward-Euler step of a rigid system as a function of q⁺: ``step(q)`` is
+    :func:`rigid_step` (``q_prev``, ``p_prev``, ``dt``, ``t`` fixed).
+
+    The coupled fiber solver evaluates it once per Newton residual
+    (:mod:`skfiber.coupling_fast` asks for :meth:`terms`).
+
+    Example
+    -------
+    >>> from skfiber.rigid import Body, Revolute, RigidSystem
+    >>> system = RigidSystem(gravity=(0, 0, -9.81))
+    >>> system.add_body(Body("arm", start=(0, 0, 0), axis=(0.3, 0, 0), radius=0.02, mass=1.0),
+    ...                 joint=Revolute(axis=(0, 1, 0))) and None
+    >>> step = EulerStep(system, q_prev=[0.0], p_prev=[0.0], dt=0.01, t=0.01)
+    >>> bool(np.allclose(step.terms(np.array([0.0]))[0], step([0.0]).residual))
+    True
+    """
+
+    def __init__(self, system: RigidSystem, *, q_prev, p_prev, dt: float, t: float):
+        plan = system._plan()
+        _, q_prev, p_prev = _check_step(system, np.zeros(plan.n), q_prev, p_prev, dt, t, plan.n)
+        self.system = system
+        self.q_prev, self.p_prev, self.dt, self.t = q_prev, p_prev, float(dt), float(t)
+        # one compiled call gives residual and tangent when gravity is the only force element
+        self._direct = not plan.elements and not plan.layout and plan.n > 0
+
+    def __call__(self, q) -> RigidStep:
+        return rigid_step(self.system, q, q_prev=self.q_prev, p_prev=self.p_prev, dt=self.dt, t=self.t)
+
+    def terms(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """(R_rb, dR_rb/dq⁺, reference force) at q⁺ ((n,) float array, not checked): the numbers of
+        ``step(q)``, in one kernel call when gravity is the only force element."""
+        if not self._direct:
+            rs = self(q)
+            return rs.residual, rs.tangent, rs.reference_force
+        plan = self.system._plan()
+        gravity = plan.gravity
+        X = q + plan.complex_steps(plan.n)
+        F, ref = euler_terms(X, self.q_prev, self.p_prev, self.dt, _NO_GRAVITY if gravity is None else gravity.g,
+                             *plan.kernel_args(self.t))
+        R = F[3]
+        return R[0].real, R.imag.T / COMPLEX_STEP, float(ref)
 
 
 def _step(system, q, q_prev, p_prev, dt, t, tangent, states, states_prev, *, fast: bool) -> RigidStep:

@@ -1,0 +1,142 @@
+"""The fast path of the coupled solver (skfiber.coupling_fast, skfiber.coupled_kernels) against the general path."""
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from skfem import LinearForm
+from skfem.helpers import dot
+
+import skfiber as sf
+from skfiber.coupling import CoupledProblem
+from skfiber.coupling_fast import FastCoupling, FastEvaluation
+from skfiber.rigid import EulerStep, rigid_step
+from skfiber.solver import predicted_accelerations
+
+from conftest import perturbed_step, two_link_model
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from demos import upper_limb  # noqa: E402
+
+
+def assert_same_evaluation(fast, general):
+    """Residual and Newton's scalars bit for bit (same kernels, same order of the sums)."""
+    assert isinstance(fast, FastEvaluation) and not isinstance(general, FastEvaluation)
+    np.testing.assert_array_equal(fast.residual, general.residual)
+    assert fast.reference_force == general.reference_force
+    assert fast.roundoff == general.roundoff
+    assert fast.min_stretch == general.min_stretch
+    assert fast.n_active_contacts == general.n_active_contacts
+    assert (fast.margins is None) == (general.margins is None)
+    for name, (el, m) in (fast.margins or {}).items():
+        np.testing.assert_array_equal(el, general.margins[name][0])
+        np.testing.assert_array_equal(m, general.margins[name][1])
+
+
+def assert_same_solve(prob_fast, prob_general, fast, general):
+    """Tangent blocks and increments equal to round-off (matrix products summed in another order)."""
+    for a, b in zip(prob_fast.tangent_blocks(fast), prob_general.tangent_blocks(general)):
+        assert np.abs(b).max() > 0
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * np.abs(b).max())
+    dz_general = prob_general.solve_newton(general)
+    scale = np.abs(dz_general).max()
+    np.testing.assert_allclose(prob_fast.solve_newton(fast), dz_general, rtol=0, atol=1e-10 * scale)
+    assert prob_fast.fiber_solver.last_method == "block"  # the compiled increment, not its fallback
+    # the numpy variant of the fast solve (used when the compiled one is rejected) agrees too
+    np.testing.assert_allclose(prob_fast._fast.solve_blocks(fast), dz_general, rtol=0, atol=1e-10 * scale)
+    np.testing.assert_allclose(prob_fast.tangent_matrix(fast), prob_general.tangent_matrix(general), rtol=0,
+                               atol=1e-12 * np.abs(prob_general.tangent_matrix(general)).max())
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_two_links_with_a_body_cylinder(seed):
+    """Two coordinates, a joint spring (the rigid step through rigid_step), a cylinder on a moving body."""
+    model = two_link_model()
+    fast, state, z, fs, rs = perturbed_step(model, seed)
+    general = CoupledProblem(model, fast=False)
+    assert fast._fast is not None and general._fast is None
+    t = state.t + 0.01
+    ev_fast = fast.evaluate(z, t, fiber_state=fs, rigid_state=rs)
+    ev_general = general.evaluate(z, t, fiber_state=fs, rigid_state=rs)
+    assert ev_general.n_active_contacts > 0
+    assert_same_evaluation(ev_fast, ev_general)
+    assert_same_solve(fast, general, ev_fast, ev_general)
+
+
+def test_upper_limb_state_in_contact():
+    """The demo's model a few steps into the run: trial safeguard margins, gravity-only rigid step (EulerStep)."""
+    model = upper_limb.build_model(4)
+    dt = 8.0 / 128
+    state = sf.simulate(model, t_end=6 * dt, dt=dt, progress=False).final_state
+    a0, b0 = predicted_accelerations(state, dt)
+    z = np.concatenate([state.u + dt * state.v + dt**2 * a0, state.q + dt * state.p + dt**2 * b0])
+    t = state.t + dt
+
+    def fiber_state(u):
+        v = (u - state.u) / dt
+        return v, (v - state.v) / dt, 1.0 / dt, 1.0 / dt**2
+
+    rigid_state = EulerStep(model.rigid, q_prev=state.q, p_prev=state.p, dt=dt, t=t)
+    fast, general = CoupledProblem(model), CoupledProblem(model, fast=False)
+    ev_fast = fast.evaluate(z, t, fiber_state=fiber_state, rigid_state=rigid_state)
+    ev_general = general.evaluate(z, t, fiber_state=fiber_state, rigid_state=rigid_state)
+    assert ev_general.n_active_contacts > 0 and ev_general.margins
+    assert_same_evaluation(ev_fast, ev_general)
+    assert_same_solve(fast, general, ev_fast, ev_general)
+
+
+def test_runs_agree(monkeypatch):
+    """A short run of the demo's model takes the same Newton iterations on both paths, with the same states
+    to round-off."""
+    results = []
+    for fast in (True, False):
+        model = upper_limb.build_model(4)
+        monkeypatch.setattr(sf.solver, "make_solver", lambda m, fast=fast: CoupledProblem(m, fast=fast))
+        results.append(sf.simulate(model, t_end=0.5, dt=8.0 / 128, progress=False))
+    one, two = results
+    assert one.newton_iterations == two.newton_iterations and sum(one.newton_iterations) > 16
+    np.testing.assert_allclose(one.coordinates, two.coordinates, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(one.displacements, two.displacements, rtol=0, atol=1e-9)
+
+
+def test_an_inadmissible_contact_is_reported_by_the_general_path():
+    """The fast path hands a state it would reject to the general path, which names fiber and cylinder."""
+    model = two_link_model()
+    fast, state, z, fs, rs = perturbed_step(model, 1)
+    general = CoupledProblem(model, fast=False)
+    t = state.t + 0.01
+    z = z.copy()
+    z[fast.N + 1] -= 0.3  # the second link turns into fiber "b"
+    with pytest.raises(FloatingPointError) as expected:
+        general.evaluate(z, t, fiber_state=fs, rigid_state=rs)
+    assert fast._fast.evaluate(z, t, fiber_state=fs, rigid_state=rs) is None
+    with pytest.raises(FloatingPointError, match="inadmissible contact") as raised:
+        fast.evaluate(z, t, fiber_state=fs, rigid_state=rs)
+    assert str(raised.value) == str(expected.value)
+
+
+def test_models_without_kernels_take_the_general_path():
+    model = two_link_model()
+    assert FastCoupling.supports(model)
+    model.add_term(LinearForm(lambda v, w: 2.0 * dot(w.xdot, v) * w.J), name="drag")
+    assert not FastCoupling.supports(model) and CoupledProblem(model)._fast is None
+    slow = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)], rigid=model.rigid, compiled=False)
+    assert not FastCoupling.supports(slow)
+
+
+def test_euler_step_terms_equal_rigid_step():
+    """EulerStep.terms: one kernel call with gravity only, rigid_step otherwise; the same numbers."""
+    for model in (upper_limb.build_model(2), two_link_model()):
+        system = model.rigid
+        n = system.n
+        rng = np.random.default_rng(5)
+        q_prev, p_prev, q = rng.normal(size=n), rng.normal(size=n), rng.normal(size=n)
+        step = EulerStep(system, q_prev=q_prev, p_prev=p_prev, dt=0.01, t=0.3)
+        R, K, ref = step.terms(q)
+        rs = rigid_step(system, q, q_prev=q_prev, p_prev=p_prev, dt=0.01, t=0.3)
+        np.testing.assert_array_equal(R, rs.residual)
+        np.testing.assert_array_equal(K, rs.tangent)
+        assert ref == rs.reference_force
+        assert step(q).residual.tolist() == rs.residual.tolist()
+    with pytest.raises(ValueError, match="dt must be > 0"):
+        EulerStep(system, q_prev=q_prev, p_prev=p_prev, dt=0.0, t=0.3)
