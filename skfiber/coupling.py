@@ -427,6 +427,10 @@ class CoupledProblem:
         """The Newton increment Δz (block elimination of Δu_I, Schur complement for Δq)."""
         if "fast" in cev._blocks:
             return self._fast.solve_newton(cev)
+        return self._solve_blocks(cev)
+
+    def _solve_blocks(self, cev) -> np.ndarray:
+        """:meth:`solve_newton` with numpy and the fiber solver (for any evaluation of this problem)."""
         N, n = self.N, self.n
         G, R_q = cev.residual[:N], cev.residual[N:]
         W, Rq_u, Rq_q = self.tangent_blocks(cev)

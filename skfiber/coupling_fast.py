@@ -34,7 +34,7 @@ from . import cable_kernels
 from .contact import cylinder_kernels as ck
 from .contact.cylinder import CylinderContact
 from .coupled_kernels import OK, coupled_increment
-from .coupling import AttachmentKinematics, _scatter_dependent, _solve_small
+from .coupling import AttachmentKinematics, _scatter_dependent
 from .linalg import PIVOT_TOL, RESIDUAL_TOL
 from .model import ROUNDOFF_FACTOR, Evaluation
 from .rigid.kernels import body_point_jets
@@ -401,19 +401,6 @@ class FastCoupling:
         return dz
 
     def solve_blocks(self, ev: FastEvaluation) -> np.ndarray:
-        """:meth:`CoupledProblem.solve_newton` for a fast evaluation, with numpy and the fiber solver."""
-        p = self.problem
-        N, n = p.N, p.n
-        G, R_q = ev.residual[:N], ev.residual[N:]
-        W, Rq_u, Rq_q = self.tangent_blocks(ev)
-        rhs = np.empty((N, n + 1))
-        rhs[:, 0] = -G
-        rhs[:, 1:] = W
-        sol = p.fiber_solver.solve(ev.element_matrices, rhs, ev.extra)  # [x0, Y] = K_II⁻¹ [−G, W]
-        sol[p._fixed_index] = 0.0
-        AY = Rq_u @ sol
-        S = Rq_q - AY[:, 1:]
-        dq = _solve_small(S, -R_q - AY[:, 0])
-        du = sol[:, 0] - sol[:, 1:] @ dq
-        du[p.D] = ev.kin.jacobian @ dq
-        return np.concatenate([du, dq])
+        """:meth:`CoupledProblem.solve_newton` for a fast evaluation, with numpy and the fiber solver
+        (band or sparse LU when the block LU does not apply or is rejected, and their errors)."""
+        return self.problem._solve_blocks(ev)
