@@ -99,7 +99,7 @@ class FastEvaluation:
     """
 
     def __init__(self, residual, *, reference_force, roundoff, min_stretch, margins, n_active_contacts,
-                 fiber_residual, law, kinematics, c_v, c_a, kin, rigid_tangent, contacts):
+                 fiber_residual, law, kinematics, c_v, c_a, kin, rigid_tangent, contacts, fast):
         self.residual = residual
         self.reference_force = reference_force
         self.roundoff = roundoff
@@ -113,7 +113,7 @@ class FastEvaluation:
         self.contacts = contacts
         self._element_matrices = None
         self._fiber = None
-        self.fast = None  # the FastCoupling that made it
+        self.fast = fast  # the FastCoupling that made it
 
     @property
     def element_matrices(self) -> np.ndarray:
@@ -302,12 +302,10 @@ class FastCoupling:
         residual[:N] = R
         residual[N:] = R_q
         residual[p._fixed_index] = 0.0
-        out = FastEvaluation(residual, reference_force=ref, roundoff=ROUNDOFF_FACTOR * _EPS * n_mag,
-                             min_stretch=float(lam.min()), margins=margins, n_active_contacts=n_active,
-                             fiber_residual=R, law=(S, dS, dR), kinematics=(x_s, xdot_s, lam, lamdot), c_v=c_v,
-                             c_a=c_a, kin=kin, rigid_tangent=rigid_tangent, contacts=contacts)
-        out.fast = self
-        return out
+        return FastEvaluation(residual, reference_force=ref, roundoff=ROUNDOFF_FACTOR * _EPS * n_mag,
+                              min_stretch=float(lam.min()), margins=margins, n_active_contacts=n_active,
+                              fiber_residual=R, law=(S, dS, dR), kinematics=(x_s, xdot_s, lam, lamdot), c_v=c_v,
+                              c_a=c_a, kin=kin, rigid_tangent=rigid_tangent, contacts=contacts, fast=self)
 
     # ------------------------------------------------------------------ tangent
     def _tangent(self, ev: FastEvaluation) -> np.ndarray:
