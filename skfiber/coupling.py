@@ -317,9 +317,12 @@ class CoupledProblem:
         external fiber loads (static load stepping).
         """
         if self._fast is not None:
-            cev = self._fast.evaluate(z, t, fiber_state=fiber_state, rigid_state=rigid_state, load_factor=load_factor)
-            if cev is not None:
-                return cev  # else: rejected; the general path raises with the diagnosis
+            return self._fast.evaluate(z, t, fiber_state=fiber_state, rigid_state=rigid_state, load_factor=load_factor)
+        return self._evaluate_general(z, t, fiber_state=fiber_state, rigid_state=rigid_state, load_factor=load_factor)
+
+    def _evaluate_general(self, z: np.ndarray, t: float, *, fiber_state, rigid_state,
+                          load_factor: float = 1.0) -> CoupledEvaluation:
+        """:meth:`evaluate` through the model's objects (the definition)."""
         model = self.model
         N = self.N
         q = np.array(z[N:], dtype=float)

@@ -33,13 +33,15 @@ import numpy as np
 from . import cable_kernels
 from .contact import cylinder_kernels as ck
 from .contact.cylinder import CylinderContact
-from .coupled_kernels import OK, coupled_increment
+from .coupled_kernels import (IN_REACH, INADMISSIBLE, OK, coupled_increment, coupled_positions, coupled_rows,
+                              cylinder_contact, euler_kinematics, fiber_residual)
 from .coupling import AttachmentKinematics, _scatter_dependent
 from .linalg import PIVOT_TOL, RESIDUAL_TOL
 from .model import ROUNDOFF_FACTOR, Evaluation
 from .rigid.kernels import body_point_jets
+from .solver import EulerRates
 
-__all__ = ["FastCoupling", "FastEvaluation"]
+__all__ = ["FastCoupling", "FastEvaluation", "InadmissibleState"]
 
 _EPS = float(np.finfo(float).eps)
 
@@ -50,44 +52,64 @@ _NO_VALUE = np.zeros(0)
 class _Cylinder:
     """What the kernels need of one cylinder contact (fixed for a problem)."""
 
-    def __init__(self, contact: CylinderContact, d, row: int):
+    def __init__(self, contact: CylinderContact, d, body: int, row: int):
         self.contact = contact
         self.name = contact.name
-        self.data = contact._kernel_data(d)
+        data = contact._kernel_data(d)
+        self.data = data
+        self.arrays = (data.reference, None, data.dofs, data.S, data.dS, data.r0, data.A1, data.h, data.w,
+                       data.r0_max, data.A1_max)  # the kernel arguments, u in the slot of None
         self.elements = np.ascontiguousarray(contact._fiber_elements(d), dtype=np.int64)
         self.radius = float(contact.radius)
         self.length = contact.length
+        self.finite, self.L = ck._length(contact.length)
         self.stiffness = float(contact.law.stiffness)
         self.gamma = float(contact.law.gamma)
-        self.trial = contact.safeguard == "trial"
         self.n_points = contact.xi.size
-        self.row = row  # its start among the body points (−1: not on a body)
+        self.body = body  # its index among the cylinders on bodies (−1: not on a body)
+        self.row = row  # its start point among the body points (−1: not on a body)
 
 
 class _Contact:
-    """One contact at one state: elements in reach and the kernel outputs (None: none in reach)."""
+    """One contact at one state: the elements in reach and the kernel outputs."""
 
-    __slots__ = ("cylinder", "point", "tangent", "axis_norm", "elements", "out", "Jp", "Hp", "_derivatives")
+    __slots__ = ("cylinder", "tangent", "axis_norm", "elements", "pts", "force", "act", "_derivatives")
 
-    def __init__(self, cylinder, point, tangent, axis_norm, elements, out, Jp, Hp):
+    def __init__(self, cylinder, tangent, axis_norm, elements, pts, force, act):
         self.cylinder = cylinder
-        self.point, self.tangent, self.axis_norm = point, tangent, axis_norm
+        self.tangent, self.axis_norm = tangent, axis_norm
         self.elements = elements
-        self.out = out
-        self.Jp, self.Hp = Jp, Hp
+        self.pts, self.force, self.act = pts, force, act
         self._derivatives = None
 
     @property
     def active(self) -> bool:
-        return self.out is not None and self.out[5].size > 0
+        return self.act.size > 0
 
     def derivatives(self, n_dofs: int):
         """:func:`~skfiber.contact.cylinder_kernels.contact_derivatives` (computed once)."""
         if self._derivatives is None:
-            pts, act = self.out[0], self.out[5]
-            self._derivatives = ck.contact_derivatives(self.cylinder.data, pts, self.elements, act, self.tangent,
-                                                       self.axis_norm, n_dofs)
+            self._derivatives = ck.contact_derivatives(self.cylinder.data, self.pts, self.elements, self.act,
+                                                       self.tangent, self.axis_norm, n_dofs)
         return self._derivatives
+
+
+class InadmissibleState(FloatingPointError):
+    """What the fast path raises where the general path raises: a state it cannot evaluate.
+
+    The message is the general path's (the diagnosis: which fiber, where, by how much), computed when it
+    is first asked for — Newton's safeguard rejects such trial states routinely and never reads it.
+    """
+
+    def __init__(self, explain):
+        super().__init__()
+        self._explain = explain
+        self._message = None
+
+    def __str__(self) -> str:
+        if self._message is None:
+            self._message = self._explain()
+        return self._message
 
 
 class FastEvaluation:
@@ -99,7 +121,7 @@ class FastEvaluation:
     """
 
     def __init__(self, residual, *, reference_force, roundoff, min_stretch, margins, n_active_contacts,
-                 fiber_residual, law, kinematics, c_v, c_a, kin, rigid_tangent, contacts, fast):
+                 fiber_residual, law, kinematics, c_v, c_a, points, rigid_tangent, contacts, fast):
         self.residual = residual
         self.reference_force = reference_force
         self.roundoff = roundoff
@@ -108,12 +130,29 @@ class FastEvaluation:
         self.n_active_contacts = n_active_contacts
         self.fiber_residual = fiber_residual  # G (N,): inertia + internal + contact − external
         self._law, self._kinematics, self._c = law, kinematics, (c_v, c_a)
-        self.kin = kin
+        self._points = points  # (x, C, H) of coupled_positions
         self.rigid_tangent = rigid_tangent
         self.contacts = contacts
         self._element_matrices = None
         self._fiber = None
+        self._kin = None
         self.fast = fast  # the FastCoupling that made it
+
+    @property
+    def kin(self) -> AttachmentKinematics:
+        """The attachments' u_D = c(q, t), C and ∂C/∂q."""
+        if self._kin is None:
+            x, C, H = self._points
+            P, n = self.fast._P, C.shape[2]
+            self._kin = AttachmentKinematics((x[:P] - self.fast._points[:P]).reshape(-1), C[:P].reshape(3 * P, n),
+                                             H[:P].reshape(3 * P, n, n))
+        return self._kin
+
+    def pose_jets(self, contact: _Contact):
+        """(Jp (6, n), Hp (6, n, n)) = ∂(y0, a)/∂q and ∂²(y0, a)/∂q² of a contact cylinder on a body."""
+        _, C, H = self._points
+        j, n = contact.cylinder.row, C.shape[2]
+        return C[j:j + 2].reshape(6, n), H[j:j + 2].reshape(6, n, n)
 
     @property
     def element_matrices(self) -> np.ndarray:
@@ -158,8 +197,11 @@ class FastCoupling:
         self._bodies, self._points = bodies, points
         self._P = len(model.attachments)
         body_contacts = {id(c): i for i, c in enumerate(problem.body_contacts)}
-        self._cylinders = [_Cylinder(c, d, self._P + 2 * body_contacts[id(c)] if id(c) in body_contacts else -1)
-                           for c in model.contacts]
+        self._cylinders = []
+        for c in model.contacts:
+            i = body_contacts.get(id(c), -1)
+            self._cylinders.append(_Cylinder(c, d, i, self._P + 2 * i if i >= 0 else -1))
+        self._n_body_cylinders = len(problem.body_contacts)
         if model._jets is None:
             model._jets = cable_kernels.gradient_jets(d.assembler)
         c = np.ascontiguousarray
@@ -217,95 +259,96 @@ class FastCoupling:
         return (x - self._points[:P]).reshape(-1)
 
     def evaluate(self, z: np.ndarray, t: float, *, fiber_state, rigid_state, load_factor: float = 1.0):
-        """:meth:`CoupledProblem.evaluate` (None: redo it with the general path, which raises)."""
+        """:meth:`CoupledProblem.evaluate`.
+
+        Raises :class:`InadmissibleState` (a FloatingPointError) where the general path raises: a
+        non-finite residual, a contact point with 1 + γg ≤ 0.
+        """
         p = self.problem
-        model, N, n, P = self.model, p.N, p.n, self._P
-        q = z[N:].copy()
-        if len(self._bodies):
-            x, C, H, _, _, _ = body_point_jets(q[None, :], self._bodies, self._points, True,
-                                               *p.system._plan().point_args(t))
-            if len(self._bodies) > P:  # the end points of the cylinders → their axes a = end − start
-                for v in (x, C, H):
-                    v[P + 1::2] -= v[P::2]
-            kin = AttachmentKinematics((x[:P] - self._points[:P]).reshape(-1), C[:P].reshape(3 * P, n),
-                                       H[:P].reshape(3 * P, n, n))
-        else:
-            kin = AttachmentKinematics(np.zeros(0), np.zeros((0, n)), np.zeros((0, n, n)))
-        u = z[:N].copy()
-        u[p.D] = kin.displacement
-        model.set_coordinates(q)
-        v, a, c_v, c_a = fiber_state(u)
+        model, N = self.model, p.N
+        t = float(t)
+        z = np.ascontiguousarray(z, dtype=float)
+        q, u, x, C, H = coupled_positions(z, N, p.D, self._P, self._bodies, self._points,
+                                          *p.system._plan().point_args(t))
         g, comp, dofs = self._jets
-        x_s, xdot_s, lam, lamdot = cable_kernels._kinematics(g, comp, dofs, self._reference + u, v, self._J)
+        if type(fiber_state) is EulerRates:
+            v, a, x_s, xdot_s, lam, lamdot, lam_min = euler_kinematics(
+                u, fiber_state.u_prev, fiber_state.v_prev, fiber_state.dt, g, comp, dofs, self._reference, self._J)
+            c_v, c_a = fiber_state.c_v, fiber_state.c_a
+        else:
+            v, a, c_v, c_a = fiber_state(u)
+            v, a = (np.ascontiguousarray(w, dtype=float) for w in (v, a))
+            x_s, xdot_s, lam, lamdot = cable_kernels._kinematics(g, comp, dofs, self._reference + u, v, self._J)
+            lam_min = lam.min()
         S, dS, dR = self._stress(lam, lamdot, t)
-        R = np.empty(N)
-        n_int, n_mag, n_inertia, n_ext = cable_kernels._residual(
-            g, comp, dofs, self._area * S * self._dx, x_s, self._mass, a, model.external_force(t),
-            float(load_factor), R)
+        R, n_int, n_mag, n_inertia, n_ext, finite = fiber_residual(
+            g, comp, dofs, self._area, S, self._dx, x_s, self._mass, a, model.external_force(t), float(load_factor))
+        if not finite:
+            raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor, "the fiber residual is not finite")
         ref = max(n_int, n_inertia, n_ext)
-        if not math.isfinite(R.dot(R)):
-            return None
         margins = {} if self._cylinders else None
         n_active = 0
         contacts = []
+        forces = np.zeros((self._n_body_cylinders, 6))
         for cyl in self._cylinders:
-            Jp = Hp = None
             if cyl.row >= 0:
-                j = cyl.row
-                point, axis = x[j], x[j + 1]
-                axis_norm = math.sqrt(float(axis @ axis))
-                tangent = axis / axis_norm
-                Jp, Hp = C[j:j + 2].reshape(6, n), H[j:j + 2].reshape(6, n, n)  # rows (y0, a)
+                point, axis = x[cyl.row], x[cyl.row + 1]
             else:
                 pose = cyl.contact.pose_at(t)
-                point, tangent, axis_norm = pose.point, pose.tangent, pose.axis_norm
-            el = cyl.elements
-            if el.size:
-                el = ck.broad_phase(cyl.data, u, el, point, tangent, cyl.radius, cyl.length)
-            out = None
-            if el.size:
-                out = ck.contact_points(cyl.data, u, el, point, tangent, axis_norm, cyl.radius, cyl.length,
-                                        cyl.stiffness, cyl.gamma)
-                adm, res = out[1], out[2]
-                if out[6] >= 0 or not adm.min() > 0:
-                    return None  # inadmissible: the general path says where
-                R += res
+                point, axis = pose.point, pose.axis
+            arrays = cyl.arrays
+            status, el, tangent, axis_norm, pts, adm, res, force, n, act = cylinder_contact(
+                arrays[0], u, *arrays[2:], cyl.elements, point, axis, cyl.radius, cyl.finite, cyl.L, cyl.stiffness,
+                cyl.gamma, R)
+            if status == INADMISSIBLE:
+                raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor,
+                                         f"inadmissible contact with cylinder {cyl.name!r} at t = {t:.6g} s")
+            if status == IN_REACH:
                 norm = math.sqrt(res.dot(res))
                 if not math.isfinite(norm):
-                    return None
+                    raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor,
+                                             f"the residual of contact {cyl.name!r} is not finite")
                 ref = max(ref, norm)
-                n_active += int(out[4])
+                n_active += n
+                if cyl.body >= 0:
+                    forces[cyl.body] = force
             if margins is not None:
-                if not cyl.trial:
-                    margins = None
+                if cyl.contact.safeguard == "trial":
+                    margins[cyl.name] = (el, adm)
                 else:
-                    margins[cyl.name] = (el, out[1] if out is not None else np.zeros((0, cyl.n_points)))
-            contacts.append(_Contact(cyl, point, tangent, axis_norm, el, out, Jp, Hp))
+                    margins = None
+            contacts.append(_Contact(cyl, tangent, axis_norm, el, pts, force, act))
         if model._remember_residual and load_factor == 1.0:
-            model._last_residual = (model._state_key(u, v, a, t), R.copy())
+            model._last_residual = ((u, v, a, t, q), R)  # fresh arrays, never changed (Model._memo_matches)
         terms = getattr(rigid_state, "terms", None)
         if terms is not None:
             rigid_residual, rigid_tangent, rigid_ref = terms(q)
         else:
             rs = rigid_state(q)
             rigid_residual, rigid_tangent, rigid_ref = rs.residual, rs.tangent, rs.reference_force
-        R_q = rigid_residual + kin.jacobian.T @ R[p.D]
+        residual = coupled_rows(R, np.ascontiguousarray(rigid_residual, dtype=float), C, p.D, self._P, forces,
+                                p._fixed_index)
         ref = max(ref, rigid_ref)
-        for c in contacts:
-            if c.Jp is None:
-                continue
-            force = c.out[3] if c.active else np.zeros(6)
-            R_q = R_q + c.Jp.T @ force
-            f = force[:3]
-            ref = max(ref, math.sqrt(float(f @ f)))
-        residual = np.empty(N + n)
-        residual[:N] = R
-        residual[N:] = R_q
-        residual[p._fixed_index] = 0.0
+        for f in forces:
+            ref = max(ref, math.sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]))
         return FastEvaluation(residual, reference_force=ref, roundoff=ROUNDOFF_FACTOR * _EPS * n_mag,
-                              min_stretch=float(lam.min()), margins=margins, n_active_contacts=n_active,
+                              min_stretch=float(lam_min), margins=margins, n_active_contacts=n_active,
                               fiber_residual=R, law=(S, dS, dR), kinematics=(x_s, xdot_s, lam, lamdot), c_v=c_v,
-                              c_a=c_a, kin=kin, rigid_tangent=rigid_tangent, contacts=contacts, fast=self)
+                              c_a=c_a, points=(x, C, H), rigid_tangent=rigid_tangent, contacts=contacts, fast=self)
+
+    def _inadmissible(self, z, t, fiber_state, rigid_state, load_factor, what: str) -> InadmissibleState:
+        """The error for a state the fast path rejects, with the general path's message."""
+        z = z.copy()
+
+        def explain() -> str:
+            try:
+                self.problem._evaluate_general(z, t, fiber_state=fiber_state, rigid_state=rigid_state,
+                                               load_factor=load_factor)
+            except FloatingPointError as err:
+                return str(err)
+            return what  # (the general path accepted it: not expected)
+
+        return InadmissibleState(explain)
 
     # ------------------------------------------------------------------ tangent
     def _tangent(self, ev: FastEvaluation) -> np.ndarray:
@@ -336,15 +379,14 @@ class FastCoupling:
         Rq_q = ev.rigid_tangent + (G_D @ kin.hessian.reshape(len(G_D), n * n)).reshape(n, n)
         X = None
         for c in ev.contacts:
-            if c.Jp is None:
+            if c.cylinder.row < 0:
                 continue
-            Jp, Hp = c.Jp, c.Hp
+            Jp, Hp = ev.pose_jets(c)
             if c.active:
                 _, _, _, Gp, cols, dRu, d_pose = c.derivatives(N)
-                force = c.out[3]
             else:
                 Gp, cols, dRu, d_pose = np.zeros((N, 6)), _NO_INDEX, np.zeros((6, 0)), np.zeros((6, 6))
-                force = np.zeros(6)
+            force = c.force
             if X is None:
                 X = np.zeros((N, n))
                 X[D] = C
@@ -372,26 +414,37 @@ class FastCoupling:
             rows, cols, vals = (np.concatenate(a) for a in zip(*triplets))
         else:
             rows, cols, vals = _NO_INDEX, _NO_INDEX, _NO_VALUE
-        pose = [c for c in ev.contacts if c.Jp is not None and c.active]
-        if pose:
+        pose = [c for c in ev.contacts if c.cylinder.row >= 0 and c.active]
+        _, C_all, H_all = ev._points
+        if len(pose) == 1:  # the common case: views, no copies
+            c = pose[0]
+            j = c.cylinder.row
+            _, _, _, Gp, columns, dRu, d_pose = c.derivatives(N)
+            Jp, Hp = C_all[j:j + 2].reshape(1, 6, n), H_all[j:j + 2].reshape(1, 6, n, n)
+            force, Gp, d_pose = c.force.reshape(1, 6), Gp.reshape(1, N, 6), d_pose.reshape(1, 6, 6)
+            offsets = np.array([0, columns.size], dtype=np.int64)
+        elif pose:
             derivs = [c.derivatives(N) for c in pose]
-            Jp = np.array([c.Jp for c in pose])
-            Hp = np.array([c.Hp for c in pose])
-            force = np.array([c.out[3] for c in pose])
+            jets = [ev.pose_jets(c) for c in pose]
+            Jp = np.array([jp for jp, _ in jets])
+            Hp = np.array([hp for _, hp in jets])
+            force = np.array([c.force for c in pose])
             Gp = np.array([d[3] for d in derivs])
             columns = np.concatenate([d[4] for d in derivs])
             offsets = np.cumsum([0] + [d[4].size for d in derivs]).astype(np.int64)
-            dRu = np.ascontiguousarray(np.concatenate([d[5] for d in derivs], axis=1))
+            dRu = np.concatenate([d[5] for d in derivs], axis=1)
             d_pose = np.array([d[6] for d in derivs])
         else:
             Jp, Hp, force, Gp = (np.zeros((0, 6, n)), np.zeros((0, 6, n, n)), np.zeros((0, 6)),
                                  np.zeros((0, N, 6)))
             columns, offsets, dRu, d_pose = _NO_INDEX, np.zeros(1, dtype=np.int64), np.zeros((6, 0)), np.zeros((0, 6, 6))
-        kin = ev.kin
+        dRu = np.ascontiguousarray(dRu)
+        P = self._P
         flat, trows, tcols = p._touch_entries
         dz, status = coupled_increment(
             K, rows, cols, vals, fs._block_index, fs._block_fixed, fs._block_diag_fixed, flat, trows, tcols,
-            p._pos_D, kin.jacobian, kin.hessian, ev.fiber_residual, ev.residual[N:], ev.rigid_tangent, p.D,
+            p._pos_D, C_all[:P].reshape(3 * P, n), H_all[:P].reshape(3 * P, n, n), ev.fiber_residual,
+            ev.residual[N:], ev.rigid_tangent, p.D,
             fs.constrained, Jp, Hp, force, Gp, columns, offsets, dRu, d_pose, PIVOT_TOL, RESIDUAL_TOL)
         if status != OK:
             return self.solve_blocks(ev)  # the general linear algebra (band or sparse LU, its errors)

@@ -309,17 +309,25 @@ class Model:
             return {}
         if self.rigid is not None:
             self.set_coordinates(state.q)
-        memo = self._last_residual
-        if memo is not None and memo[0] == self._state_key(state.u, state.v, state.a, state.t):
-            residual = memo[1]  # the last Newton evaluation of a step was at this state
+        if self._memo_matches(state.u, state.v, state.a, state.t):
+            residual = self._last_residual[1]  # the last Newton evaluation of a step was at this state
         else:
             residual = self.evaluate(state.u, state.v, state.a, state.t, c_v=0.0, c_a=0.0).residual
         return {a.name: -residual[a.dofs] for a in self.attachments}
 
-    def _state_key(self, u, v, a, t) -> tuple:
-        q = b"" if self._coordinates is None else self._coordinates.tobytes()
-        return (np.asarray(u, dtype=float).tobytes(), np.asarray(v, dtype=float).tobytes(),
-                np.asarray(a, dtype=float).tobytes(), float(t), q)
+    def _memo_matches(self, u, v, a, t) -> bool:
+        """Whether ``_last_residual`` = ((u, v, a, t, q), R) was computed at this state (bit for bit,
+        q being the model's coordinates).  The arrays in the memo are copies or fresh arrays that
+        nobody changes."""
+        memo = self._last_residual
+        if memo is None:
+            return False
+        u0, v0, a0, t0, q0 = memo[0]
+        q = self._coordinates
+        if float(t) != t0 or (q is None) != (q0 is None):
+            return False
+        pairs = [(u, u0), (v, v0), (a, a0)] + ([] if q is None else [(q, q0)])
+        return all(np.asarray(x, dtype=float).tobytes() == y.tobytes() for x, y in pairs)
 
     def set_coordinates(self, q) -> None:
         """Set the rigid coordinates q seen by contacts with body cylinders."""
@@ -611,7 +619,9 @@ class Model:
                 return out
             extra = contact_tangents
         if self._remember_residual and parts == names and load_factor == 1.0:  # R does not depend on c_v, c_a
-            self._last_residual = (self._state_key(u, v, a, t), R.copy())
+            q = None if self._coordinates is None else self._coordinates.copy()
+            self._last_residual = ((np.array(u, dtype=float), np.array(v, dtype=float), np.array(a, dtype=float),
+                                    float(t), q), R.copy())
         return Evaluation(
             R, tangent_fn, reference_force=ref, min_stretch=float(w["lam"].min()), roundoff=roundoff,
             extra=extra, n_active_contacts=n_active, margins=margins,

@@ -176,7 +176,7 @@ def newton(
         try:
             ev_ = evaluate(uu)
         except FloatingPointError as err:
-            return None, str(err)
+            return None, err  # (its message is made only if Newton fails: it may cost an evaluation)
         return checked(ev_)
 
     def checked(ev_):
@@ -189,7 +189,7 @@ def newton(
 
     trial, why = evaluate_checked(u) if first is None else checked(first)
     if trial is None:
-        raise ConvergenceError(why, t=t, step=step, residual_history=history)
+        raise ConvergenceError(str(why), t=t, step=step, residual_history=history)
     ev, res = trial
     for it in range(options.max_iterations + 1):
         history.append(res)
@@ -246,7 +246,7 @@ def newton(
             if k < options.line_search:
                 s *= 0.5
         if fallback is None:
-            raise ConvergenceError(why, t=t, step=step, residual_history=history)
+            raise ConvergenceError(str(why), t=t, step=step, residual_history=history)
         s, (ev, res) = fallback
         fractions.append(s)
         u = u + s * du
@@ -505,6 +505,33 @@ def predicted_accelerations(state: State, dt: float) -> tuple[np.ndarray, np.nda
     return a + r * da, b + r * db
 
 
+class EulerRates:
+    """The fiber rates of a backward-Euler step as a function of the new displacement u:
+    v = (u − uₙ)/Δt, a = (v − vₙ)/Δt, with their derivatives c_v = ∂v/∂u = 1/Δt and
+    c_a = ∂a/∂u = 1/Δt² — the ``fiber_state`` of :meth:`skfiber.coupling.CoupledProblem.evaluate`
+    (the coupled fast path computes them inside its kernels).
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> rates = EulerRates(u_prev=np.zeros(2), v_prev=np.ones(2), dt=0.5)
+    >>> v, a, c_v, c_a = rates(np.array([1.0, 0.5]))
+    >>> v.tolist(), a.tolist(), c_v, c_a
+    ([2.0, 1.0], [2.0, 0.0], 2.0, 4.0)
+    """
+
+    def __init__(self, *, u_prev: np.ndarray, v_prev: np.ndarray, dt: float):
+        self.u_prev = np.ascontiguousarray(u_prev, dtype=float)
+        self.v_prev = np.ascontiguousarray(v_prev, dtype=float)
+        self.dt = float(dt)
+        self.c_v = 1.0 / self.dt
+        self.c_a = 1.0 / self.dt**2
+
+    def __call__(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
+        v = (u - self.u_prev) / self.dt
+        return v, (v - self.v_prev) / self.dt, self.c_v, self.c_a
+
+
 def _admissible_predictor(solver, x_n, x0, evaluate, max_step, options, prescribe):
     """The predictor x0 kept admissible (eq. 71 from xₙ) and its evaluation, if made.
 
@@ -552,10 +579,7 @@ def _coupled_step(model: Model, state: State, dt: float, problem, *, options: Ne
     c = model.constrained_dofs
     z0[c] = model.prescribed_displacement(t1)
 
-    def fiber_state(u):
-        v = (u - u_n) / dt
-        return v, (v - v_n) / dt, 1.0 / dt, 1.0 / dt**2
-
+    fiber_state = EulerRates(u_prev=u_n, v_prev=v_n, dt=dt)
     # R_rb(q) with its tangent (it costs 10 % on top of the residual here: not worth deferring)
     rigid_state = EulerStep(model.rigid, q_prev=q_n, p_prev=p_n, dt=dt, t=t1)
 
@@ -574,6 +598,7 @@ def _coupled_step(model: Model, state: State, dt: float, problem, *, options: Ne
     z, report = newton(evaluate, z0, problem, options=options, t=t1, step=step,
                        max_step=safeguard if model.contacts else None, first=first)
     u, q, _ = problem.expand(z, t1, kinematics=False)
+    model.set_coordinates(q)  # body cylinders at the step's end (the fast path does not move them)
     _keep_margins(problem, np.concatenate([u, q]), report)
     v = (u - u_n) / dt
     p = (q - q_n) / dt

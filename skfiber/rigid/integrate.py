@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
-from .kernels import euler_terms
+from .kernels import euler_step_terms, euler_terms
 from .system import COMPLEX_STEP, RigidSystem, complex_jacobian
 
 # skfiber.solver (ConvergenceError, NewtonOptions) is imported inside the functions, so that
@@ -289,11 +289,8 @@ class EulerStep:
             return rs.residual, rs.tangent, rs.reference_force
         plan = self.system._plan()
         gravity = plan.gravity
-        X = q + plan.complex_steps(plan.n)
-        F, ref = euler_terms(X, self.q_prev, self.p_prev, self.dt, _NO_GRAVITY if gravity is None else gravity.g,
-                             *plan.kernel_args(self.t))
-        R = F[3]
-        return R[0].real, R.imag.T / COMPLEX_STEP, float(ref)
+        return euler_step_terms(q, COMPLEX_STEP, self.q_prev, self.p_prev, self.dt,
+                                _NO_GRAVITY if gravity is None else gravity.g, *plan.kernel_args(self.t))
 
 
 def _step(system, q, q_prev, p_prev, dt, t, tangent, states, states_prev, *, fast: bool) -> RigidStep:

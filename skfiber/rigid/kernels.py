@@ -40,7 +40,7 @@ import numpy as np
 
 from . import tree as _tree
 
-__all__ = ["tree_poses", "inertia_terms", "point_jets", "point_kinematics", "euler_terms", "body_point_jets"]
+__all__ = ["tree_poses", "inertia_terms", "point_jets", "point_kinematics", "euler_terms", "euler_step_terms", "body_point_jets"]
 
 # joint kinds of skfiber.rigid.tree, repeated here: numba's cache of this module does not see other files
 _REVOLUTE, _PRISMATIC = 0, 1
@@ -530,6 +530,32 @@ def euler_terms(q, q_prev, p_prev, dt, g, parent, joint_of_body, kind, coordinat
             sq += F[k, 0, a].real ** 2
         ref = max(ref, np.sqrt(sq))
     return F, ref
+
+
+@numba.njit(cache=True)
+def euler_step_terms(q, h, q_prev, p_prev, dt, g, parent, joint_of_body, kind, coordinate, axis, point, K, K2, slot,
+                     tau_slot, pres_R, pres_v, center, path, upstream, prescribed, q_joints, tau_joints, mass, com,
+                     inertia):  # pragma: no cover - compiled
+    """:func:`euler_terms` with its complex-step tangent at one real configuration q⁺ (n ≥ 1).
+
+    The batch is q⁺ + i h I (:func:`skfiber.rigid.complex_jacobian`); returns the residual
+    (h − Q_g) + M a (n,), its tangent (n, n) and the force scale.
+    """
+    n = q.shape[0]
+    X = np.empty((n, n), np.complex128)
+    for b in range(n):
+        for a in range(n):
+            X[b, a] = complex(q[a], h if a == b else 0.0)
+    F, ref = euler_terms(X, q_prev, p_prev, dt, g, parent, joint_of_body, kind, coordinate, axis, point, K, K2, slot,
+                         tau_slot, pres_R, pres_v, center, path, upstream, prescribed, q_joints, tau_joints, mass,
+                         com, inertia)
+    R = np.empty(n)
+    T = np.empty((n, n))
+    for a in range(n):
+        R[a] = F[3, 0, a].real
+        for b in range(n):
+            T[a, b] = F[3, b, a].imag / h
+    return R, T, ref
 
 
 @numba.njit(cache=True)
