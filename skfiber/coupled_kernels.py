@@ -7,7 +7,7 @@ between the kernels of the general path —
 * :func:`coupled_positions` — q, the body points (attachments, contact
   cylinders on bodies) with their q-derivatives, and u with u_D = c(q, t);
 * :func:`euler_kinematics` — the backward-Euler rates v, a and the cable
-  kinematics x_s, ẋ_s, λ, λ̇;
+  kinematics x_s, ẋ_s, λ, λ̇ (:func:`euler_state`: both in one call);
 * :func:`fiber_residual` — inertia + internal force − external load;
 * :func:`cylinder_contact` — broad and narrow phase of one contact cylinder,
   its residual added;
@@ -36,7 +36,7 @@ from .contact.cylinder_kernels import _broad, _points
 from .coupling import _scatter_dependent
 from .rigid.kernels import body_point_jets
 
-__all__ = ["coupled_positions", "euler_kinematics", "fiber_residual", "cylinder_contact", "coupled_rows",
+__all__ = ["coupled_positions", "euler_kinematics", "euler_state", "fiber_residual", "cylinder_contact", "coupled_rows",
            "coupled_increment"]
 
 #: status of :func:`coupled_increment`
@@ -103,6 +103,19 @@ def euler_kinematics(u, u_prev, v_prev, dt, g, comp, dofs, reference, J):  # pra
 
 
 @numba.njit(cache=True)
+def euler_state(z, N, D, P, bodies, X, u_prev, v_prev, dt, g, comp, dofs, reference, J, parent, joint_of_body, kind,
+                coordinate, axis, point, K, K2, slot, tau_slot, pres_R, pres_v, center, path, upstream, prescribed,
+                q_joints, tau_joints):  # pragma: no cover - compiled
+    """:func:`coupled_positions` and :func:`euler_kinematics` in one call (the arguments of both, the tables
+    of the tree last): (q, u, x, C, H, v, a, x_s, ẋ_s, λ, λ̇, min λ)."""
+    q, u, x, C, H = coupled_positions(z, N, D, P, bodies, X, parent, joint_of_body, kind, coordinate, axis, point,
+                                      K, K2, slot, tau_slot, pres_R, pres_v, center, path, upstream, prescribed,
+                                      q_joints, tau_joints)
+    v, a, x_s, xdot_s, lam, lamdot, lam_min = euler_kinematics(u, u_prev, v_prev, dt, g, comp, dofs, reference, J)
+    return q, u, x, C, H, v, a, x_s, xdot_s, lam, lamdot, lam_min
+
+
+@numba.njit(cache=True)
 def fiber_residual(g, comp, dofs, area, S, dx, x_s, mass, a, f_ext, load_factor):  # pragma: no cover - compiled
     """G = F_int + M a − load_factor f_ext (:func:`skfiber.cable_kernels.cable_residual`, coefficient
     area · S · dx), its norms (‖F_int‖, ‖Σ|F_int contributions|‖, ‖M a‖, ‖load_factor f_ext‖) and
@@ -130,8 +143,9 @@ def cylinder_contact(ref, u, dofs, S, dS, r0, A1, h, w, r0max, A1max, elements, 
     status : NONE_IN_REACH, IN_REACH or INADMISSIBLE (R unchanged)
     el : the elements in reach
     tangent, axis_norm : a/|a| and |a|
-    pts, adm, res, force, n_active, act : those of :func:`~skfiber.contact.cylinder_kernels.contact_points`
+    pts, adm, force, n_active, act : those of :func:`~skfiber.contact.cylinder_kernels.contact_points`
         (empty when no element is in reach)
+    norm : ‖G_c‖ (inf when not finite)
     """
     axis_norm = np.sqrt(axis[0] * axis[0] + axis[1] * axis[1] + axis[2] * axis[2])
     tangent = axis / axis_norm
@@ -141,14 +155,17 @@ def cylinder_contact(ref, u, dofs, S, dS, r0, A1, h, w, r0max, A1max, elements, 
                     0.0)
     if el.size == 0:
         return (NONE_IN_REACH, el, tangent, axis_norm, np.empty((0, w.size, 1)), np.empty((0, w.size)),
-                np.zeros(0), np.zeros(6), 0, np.zeros(0, np.int64))
+                np.zeros(6), 0, np.zeros(0, np.int64), 0.0)
     pts, adm, res, force, n_active, act, bad = _points(ref, u, dofs, S, dS, r0, A1, h, w, el, point, tangent,
                                                        axis_norm, radius, finite, L, kappa, gamma)
     if bad >= 0 or not adm.min() > 0:
-        return INADMISSIBLE, el, tangent, axis_norm, pts, adm, res, force, n_active, act
+        return INADMISSIBLE, el, tangent, axis_norm, pts, adm, force, n_active, act, 0.0
+    sq = 0.0
     for k in range(R.shape[0]):
         R[k] += res[k]
-    return IN_REACH, el, tangent, axis_norm, pts, adm, res, force, n_active, act
+        sq += res[k] * res[k]
+    norm = np.sqrt(sq) if np.isfinite(sq) else np.inf
+    return IN_REACH, el, tangent, axis_norm, pts, adm, force, n_active, act, norm
 
 
 @numba.njit(cache=True)

@@ -240,7 +240,8 @@ class CoupledProblem:
         u = z[:self.N].copy()
         q = np.asarray(z[self.N:], dtype=float)
         if not kinematics and self._fast is not None and len(self.model.attachments):
-            u[self.D] = self._fast.displacement(np.ascontiguousarray(q), t)
+            last = self._fast.expanded(np.ascontiguousarray(z, dtype=float), float(t))  # Newton's last evaluation
+            u[self.D] = self._fast.displacement(np.ascontiguousarray(q), t) if last is None else last[self.D]
             return u, q, None
         kin, _ = self.kinematics(q, t)
         u[self.D] = kin.displacement

@@ -34,7 +34,7 @@ from . import cable_kernels
 from .contact import cylinder_kernels as ck
 from .contact.cylinder import CylinderContact
 from .coupled_kernels import (IN_REACH, INADMISSIBLE, OK, coupled_increment, coupled_positions, coupled_rows,
-                              cylinder_contact, euler_kinematics, fiber_residual)
+                              cylinder_contact, euler_state, fiber_residual)
 from .coupling import AttachmentKinematics, _scatter_dependent
 from .linalg import PIVOT_TOL, RESIDUAL_TOL
 from .model import ROUNDOFF_FACTOR, Evaluation
@@ -214,6 +214,7 @@ class FastCoupling:
         self._mass = c(model._mass_elements, dtype=float)
         self._no_mass = np.zeros((0,) + self._mass.shape[1:])
         self._laws = None  # [(compiled function, point indices, parameters)] once the laws compiled
+        self._last = None  # (z as bytes, t, u) of the last evaluation
 
     @staticmethod
     def supports(model) -> bool:
@@ -242,14 +243,22 @@ class FastCoupling:
             return tuple(np.asarray(v, dtype=float) for v in out)
         if not self._laws:
             return tuple(np.asarray(v, dtype=float) for v in model._stress(lam, lamdot, t))
-        S, dS, dR = np.empty_like(lam), np.empty_like(lam), np.empty_like(lam)
+        out = np.empty((3,) + lam.shape)
         alpha = model.activations(t).ravel()
-        lam_, lamdot_, S_, dS_, dR_ = lam.ravel(), lamdot.ravel(), S.ravel(), dS.ravel(), dR.ravel()
+        lam_, lamdot_, flat = lam.ravel(), lamdot.ravel(), out.reshape(3, -1)
+        S_, dS_, dR_ = flat
         nq = lam.shape[1]
         t = float(t)
         for function, idx, params in self._laws:
             function(lam_, lamdot_, self._theta, t, self._muscle, alpha, nq, idx, params, S_, dS_, dR_)
-        return S, dS, dR
+        return out[0], out[1], out[2]
+
+    def expanded(self, z: np.ndarray, t: float) -> np.ndarray | None:
+        """u with u_D = c(q, t) at z if the last evaluation was at (z, t) (a copy), else None."""
+        last = self._last
+        if last is None or last[1] != t or last[0] != z.tobytes():
+            return None
+        return last[2].copy()
 
     def displacement(self, q: np.ndarray, t: float) -> np.ndarray:
         """u_D = c(q, t) of the attachments (3P,) in one kernel call (no derivatives)."""
@@ -268,14 +277,15 @@ class FastCoupling:
         model, N = self.model, p.N
         t = float(t)
         z = np.ascontiguousarray(z, dtype=float)
-        q, u, x, C, H = coupled_positions(z, N, p.D, self._P, self._bodies, self._points,
-                                          *p.system._plan().point_args(t))
         g, comp, dofs = self._jets
         if type(fiber_state) is EulerRates:
-            v, a, x_s, xdot_s, lam, lamdot, lam_min = euler_kinematics(
-                u, fiber_state.u_prev, fiber_state.v_prev, fiber_state.dt, g, comp, dofs, self._reference, self._J)
+            q, u, x, C, H, v, a, x_s, xdot_s, lam, lamdot, lam_min = euler_state(
+                z, N, p.D, self._P, self._bodies, self._points, fiber_state.u_prev, fiber_state.v_prev,
+                fiber_state.dt, g, comp, dofs, self._reference, self._J, *p.system._plan().point_args(t))
             c_v, c_a = fiber_state.c_v, fiber_state.c_a
         else:
+            q, u, x, C, H = coupled_positions(z, N, p.D, self._P, self._bodies, self._points,
+                                              *p.system._plan().point_args(t))
             v, a, c_v, c_a = fiber_state(u)
             v, a = (np.ascontiguousarray(w, dtype=float) for w in (v, a))
             x_s, xdot_s, lam, lamdot = cable_kernels._kinematics(g, comp, dofs, self._reference + u, v, self._J)
@@ -297,14 +307,13 @@ class FastCoupling:
                 pose = cyl.contact.pose_at(t)
                 point, axis = pose.point, pose.axis
             arrays = cyl.arrays
-            status, el, tangent, axis_norm, pts, adm, res, force, n, act = cylinder_contact(
+            status, el, tangent, axis_norm, pts, adm, force, n, act, norm = cylinder_contact(
                 arrays[0], u, *arrays[2:], cyl.elements, point, axis, cyl.radius, cyl.finite, cyl.L, cyl.stiffness,
                 cyl.gamma, R)
             if status == INADMISSIBLE:
                 raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor,
                                          f"inadmissible contact with cylinder {cyl.name!r} at t = {t:.6g} s")
             if status == IN_REACH:
-                norm = math.sqrt(res.dot(res))
                 if not math.isfinite(norm):
                     raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor,
                                              f"the residual of contact {cyl.name!r} is not finite")
@@ -318,6 +327,7 @@ class FastCoupling:
                 else:
                     margins = None
             contacts.append(_Contact(cyl, tangent, axis_norm, el, pts, force, act))
+        self._last = (z.tobytes(), t, u)  # u with u_D = c(q, t) at this z (expand)
         if model._remember_residual and load_factor == 1.0:
             model._last_residual = ((u, v, a, t, q), R)  # fresh arrays, never changed (Model._memo_matches)
         terms = getattr(rigid_state, "terms", None)
@@ -408,7 +418,7 @@ class FastCoupling:
         N, n = p.N, p.n
         K = ev.element_matrices
         triplets = ev.extra
-        if len(triplets) == 1:
+        if len(triplets) == 1:  # (a single contact: its derivatives, computed once, give the pose terms too)
             rows, cols, vals = triplets[0]
         elif triplets:
             rows, cols, vals = (np.concatenate(a) for a in zip(*triplets))

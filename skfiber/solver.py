@@ -182,7 +182,8 @@ def newton(
     def checked(ev_):
         if not (ev_.min_stretch > 0 and math.isfinite(ev_.min_stretch)):
             return None, f"inadmissible state: stretch λ = {ev_.min_stretch:.3g} (the fiber folded onto itself or blew up)"
-        res_ = float(np.linalg.norm(ev_.residual[free]))
+        r = ev_.residual[free]
+        res_ = math.sqrt(float(r.dot(r)))  # np.linalg.norm bit for bit, without its overhead
         if not math.isfinite(res_):
             return None, "the residual is not finite"
         return (ev_, res_), ""
@@ -211,7 +212,7 @@ def newton(
                 du = solver.solve(ev.element_matrices, -ev.residual, ev.extra)
         except (np.linalg.LinAlgError, RuntimeError) as err:
             raise ConvergenceError(f"singular tangent ({err})", t=t, step=step, residual_history=history) from err
-        if not np.all(np.isfinite(du)):
+        if not np.isfinite(du).all():
             raise ConvergenceError("the Newton increment is not finite (singular tangent?)", t=t, step=step, residual_history=history)
         full = None  # the evaluation at u + du, when the safeguard is checked from it
         if max_step is None:
