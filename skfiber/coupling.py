@@ -387,7 +387,7 @@ class CoupledProblem:
 
     def tangent_blocks(self, cev: CoupledEvaluation):
         """(W = ∂G/∂q (N, n), ∂R_q/∂u (n, N), ∂R_q/∂q (n, n)) of the coupled tangent."""
-        if "fast" in cev._blocks:
+        if getattr(cev, "fast", None) is not None:  # a FastEvaluation
             return self._fast.tangent_blocks(cev)
         b = cev._blocks
         ev = cev.fiber
@@ -429,7 +429,7 @@ class CoupledProblem:
 
     def solve_newton(self, cev: CoupledEvaluation) -> np.ndarray:
         """The Newton increment Δz (block elimination of Δu_I, Schur complement for Δq)."""
-        if "fast" in cev._blocks:
+        if getattr(cev, "fast", None) is not None:  # a FastEvaluation
             return self._fast.solve_newton(cev)
         return self._solve_blocks(cev)
 

@@ -177,8 +177,8 @@ class FastEvaluation:
         return self._fiber
 
     @property
-    def _blocks(self):  # what CoupledProblem.solve_newton reads of an evaluation
-        return {"kin": self.kin, "fast": True}
+    def _blocks(self):  # what CoupledProblem._solve_blocks reads of an evaluation
+        return {"kin": self.kin}
 
 
 class FastCoupling:

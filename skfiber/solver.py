@@ -20,6 +20,7 @@ Example
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import sys
 import threading
@@ -120,7 +121,13 @@ class NewtonOptions:
         """These options with ``stagnation_window`` set to ``default`` if it is None."""
         if self.stagnation_window is not None:
             return self
-        return dataclasses.replace(self, stagnation_window=default)
+        return _with_window(self, default)
+
+
+@functools.lru_cache(maxsize=16)
+def _with_window(options: NewtonOptions, window: int) -> NewtonOptions:
+    """``options`` with ``stagnation_window=window`` (made once, not in every step)."""
+    return dataclasses.replace(options, stagnation_window=window)
 
 
 class ConvergenceError(RuntimeError):
