@@ -172,7 +172,8 @@ def cylinder_contact(ref, u, dofs, S, dS, r0, A1, h, w, r0max, A1max, elements, 
 def coupled_rows(R, rigid_residual, C, D, P, forces, fixed):  # pragma: no cover - compiled
     """The coupled residual (N + n,): G on the fiber rows (zero on the ``fixed`` ones), and on the rows of q
     R_rb + C_Aᵀ G_D + Σ_c Jp_cᵀ R_pose,c with C_A = ∂c/∂q of the attachments (rows 0 … P − 1 of C) and
-    Jp_c = ∂(y0, a)/∂q of the c-th cylinder on a body (rows P + 2c, P + 2c + 1 of C, ``forces`` (c, 6))."""
+    Jp_c = ∂(y0, a)/∂q of the c-th cylinder on a body (rows P + 2c, P + 2c + 1 of C, ``forces`` (c, 6));
+    also the largest norm of the forces on the cylinders, max_c |R_pose,c[:3]| (0 without)."""
     N = R.shape[0]
     n = rigid_residual.shape[0]
     out = np.empty(N + n)
@@ -193,7 +194,11 @@ def coupled_rows(R, rigid_residual, C, D, P, forces, fixed):  # pragma: no cover
         out[N + a] = s
     for k in range(fixed.shape[0]):
         out[fixed[k]] = 0.0
-    return out
+    largest = 0.0
+    for c in range(forces.shape[0]):
+        f = forces[c]
+        largest = max(largest, np.sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]))
+    return out, largest
 
 
 @numba.njit(cache=True)

@@ -453,6 +453,8 @@ class CoupledProblem:
     # ------------------------------------------------------------------ safeguard
     def max_step(self, z: np.ndarray, dz: np.ndarray, t: float, *, delta_bar: float) -> float:
         """Safeguard (eqs. 69–73) for Δz; body cylinders move with Jp Δq (linearized)."""
+        if self._fast is not None:
+            return self._fast.max_step(z, dz, t, delta_bar=delta_bar)
         model = self.model
         u, q, _ = self.expand(z, t)
         _, poses = self.kinematics(q, t)

@@ -336,11 +336,9 @@ class FastCoupling:
         else:
             rs = rigid_state(q)
             rigid_residual, rigid_tangent, rigid_ref = rs.residual, rs.tangent, rs.reference_force
-        residual = coupled_rows(R, np.ascontiguousarray(rigid_residual, dtype=float), C, p.D, self._P, forces,
-                                p._fixed_index)
-        ref = max(ref, rigid_ref)
-        for f in forces:
-            ref = max(ref, math.sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]))
+        residual, body_force = coupled_rows(R, np.ascontiguousarray(rigid_residual, dtype=float), C, p.D, self._P,
+                                            forces, p._fixed_index)
+        ref = max(ref, rigid_ref, body_force)
         return FastEvaluation(residual, reference_force=ref, roundoff=ROUNDOFF_FACTOR * _EPS * n_mag,
                               min_stretch=float(lam_min), margins=margins, n_active_contacts=n_active,
                               fiber_residual=R, law=(S, dS, dR), kinematics=(x_s, xdot_s, lam, lamdot), c_v=c_v,
@@ -359,6 +357,29 @@ class FastCoupling:
             return what  # (the general path accepted it: not expected)
 
         return InadmissibleState(explain)
+
+    def max_step(self, z: np.ndarray, dz: np.ndarray, t: float, *, delta_bar: float) -> float:
+        """:meth:`CoupledProblem.max_step` with the body points from one kernel call: each contact's
+        ``max_step``, a cylinder on a body moving with (C_y0 Δq, C_a Δq)."""
+        p, model = self.problem, self.model
+        N, t = p.N, float(t)
+        z = np.ascontiguousarray(z, dtype=float)
+        q, u, x, C, _ = coupled_positions(z, N, p.D, self._P, self._bodies, self._points,
+                                          *p.system._plan().point_args(t))
+        model.set_coordinates(q)
+        du, dq = dz[:N], dz[N:]
+        key = (q.tobytes(), t)
+        delta = 1.0
+        for cyl in self._cylinders:
+            contact = cyl.contact
+            if cyl.row >= 0:
+                j = cyl.row
+                contact._holder["key"], contact._holder["value"] = key, (x[j], x[j + 1])  # its pose at q
+                d = contact.max_step(model, u, du, t, delta_bar=delta_bar, pose_step=(C[j] @ dq, C[j + 1] @ dq))
+            else:
+                d = contact.max_step(model, u, du, t, delta_bar=delta_bar)
+            delta = min(delta, float(d))
+        return delta
 
     # ------------------------------------------------------------------ tangent
     def _tangent(self, ev: FastEvaluation) -> np.ndarray:

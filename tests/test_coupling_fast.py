@@ -11,7 +11,7 @@ import skfiber as sf
 from skfiber.coupling import CoupledProblem
 from skfiber.coupling_fast import FastCoupling, FastEvaluation, InadmissibleState
 from skfiber.rigid import EulerStep, rigid_step
-from skfiber.solver import predicted_accelerations
+from skfiber.solver import EulerRates, predicted_accelerations
 
 from conftest import perturbed_step, two_link_model
 
@@ -53,6 +53,16 @@ def assert_same_solve(prob_fast, prob_general, fast, general):
                                atol=1e-12 * np.abs(prob_general.tangent_matrix(general)).max())
 
 
+def assert_same_safeguard(prob_fast, prob_general, z, steps, t):
+    """The safeguard's δ for each step (the same contact code on the same poses)."""
+    deltas = []
+    for dz in steps:
+        d = prob_fast.max_step(z, dz, t, delta_bar=0.25)
+        assert d == prob_general.max_step(z, dz, t, delta_bar=0.25)
+        deltas.append(d)
+    return deltas
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_two_links_with_a_body_cylinder(seed):
     """Two coordinates, a joint spring (the rigid step through rigid_step), a cylinder on a moving body."""
@@ -66,6 +76,8 @@ def test_two_links_with_a_body_cylinder(seed):
     assert ev_general.n_active_contacts > 0
     assert_same_evaluation(ev_fast, ev_general)
     assert_same_solve(fast, general, ev_fast, ev_general)
+    dz = general.solve_newton(ev_general)
+    assert_same_safeguard(fast, general, z, [dz, 10 * dz, 100 * dz], t)
 
 
 def test_upper_limb_state_in_contact():
@@ -88,6 +100,15 @@ def test_upper_limb_state_in_contact():
     assert ev_general.n_active_contacts > 0 and ev_general.margins
     assert_same_evaluation(ev_fast, ev_general)
     assert_same_solve(fast, general, ev_fast, ev_general)
+    # the step's rates as EulerRates: the fast path computes them inside its kernels, bit for bit
+    rates = EulerRates(u_prev=state.u, v_prev=state.v, dt=dt)
+    assert_same_evaluation(fast.evaluate(z, t, fiber_state=rates, rigid_state=rigid_state), ev_general)
+    # the Newton step, and the triceps pushed 9 cm forwards through the elbow's cylinder
+    d = model.discretization
+    push = np.zeros_like(z)
+    push[:d.n_dofs][(np.arange(d.n_dofs) % 6 == 0) & np.isclose(d.reference_dofs, -0.10)] = 0.09
+    deltas = assert_same_safeguard(fast, general, z, [general.solve_newton(ev_general), push], t)
+    assert deltas[0] == 1.0 and deltas[1] < 0.01
 
 
 def test_runs_agree(monkeypatch):
