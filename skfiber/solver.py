@@ -46,6 +46,7 @@ __all__ = [
     "StepInfo",
     "make_solver",
     "predicted_accelerations",
+    "EulerRates",
     "compile_notice",
 ]
 
