@@ -18,11 +18,13 @@ with the layers removed:
 * the body points (attachments, ends of the contact cylinders on bodies) in
   one :func:`~skfiber.rigid.kernels.body_point_jets` call.
 
-The kernels and the order of the sums are those of the general path, so the
-residuals agree bit for bit and the increments to round-off
-(``tests/test_coupling_fast.py``).  An evaluation that the general path would
-reject (a non-finite residual, an inadmissible contact point) is redone by the
-general path, which raises its error with the diagnosis.
+The evaluation is a few compiled calls around the laws
+(:mod:`skfiber.coupled_kernels`).  The kernels and the order of the sums of the
+fiber rows are those of the general path, so those rows agree bit for bit; the
+rows of q and the increments agree to round-off (``tests/test_coupling_fast.py``).
+Where the general path raises (a non-finite residual, an inadmissible contact
+point) the fast path raises :class:`InadmissibleState`, whose message is the
+general path's diagnosis, made when read.
 """
 from __future__ import annotations
 
@@ -61,11 +63,9 @@ class _Cylinder:
                        data.r0_max, data.A1_max)  # the kernel arguments, u in the slot of None
         self.elements = np.ascontiguousarray(contact._fiber_elements(d), dtype=np.int64)
         self.radius = float(contact.radius)
-        self.length = contact.length
         self.finite, self.L = ck._length(contact.length)
         self.stiffness = float(contact.law.stiffness)
         self.gamma = float(contact.law.gamma)
-        self.n_points = contact.xi.size
         self.body = body  # its index among the cylinders on bodies (−1: not on a body)
         self.row = row  # its start point among the body points (−1: not on a body)
 

@@ -166,3 +166,28 @@ def test_euler_step_terms_equal_rigid_step():
         assert step(q).residual.tolist() == rs.residual.tolist()
     with pytest.raises(ValueError, match="dt must be > 0"):
         EulerStep(system, q_prev=q_prev, p_prev=p_prev, dt=0.0, t=0.3)
+
+
+def test_fixed_and_moving_cylinders_next_to_body_ones():
+    """Cylinders that are not on a body (fixed, and moving with pose(t)) in a coupled model: both paths agree."""
+    from skfiber.contact import PenaltyLaw
+    from skfiber.contact.cylinder import CylinderContact
+
+    model = two_link_model()
+    law = PenaltyLaw(stiffness=300.0, gamma=4.0)
+    model.add_contact(CylinderContact(point=(0.225, -0.1, 0.15), axis=(0, 1, 0), radius=0.02, law=law, fibers=["a"],
+                                      name="fixed"))
+    model.add_contact(CylinderContact(pose=lambda t: ((0.175, -0.1, 0.22 + 0.01 * t), (0, 1, 0)), radius=0.02,
+                                      law=law, fibers=["a"], name="moving"))
+    fast, state, z, fs, rs = perturbed_step(model, 2)
+    general = CoupledProblem(model, fast=False)
+    assert fast._fast is not None
+    t = state.t + 0.01
+    ev_fast = fast.evaluate(z, t, fiber_state=fs, rigid_state=rs)
+    ev_general = general.evaluate(z, t, fiber_state=fs, rigid_state=rs)
+    active = {c.cylinder.name: c.active for c in ev_fast.contacts}
+    assert active["fixed"] and active["moving"] and active["b2"]
+    assert_same_evaluation(ev_fast, ev_general)
+    assert_same_solve(fast, general, ev_fast, ev_general)
+    dz = general.solve_newton(ev_general)
+    assert_same_safeguard(fast, general, z, [dz, 10 * dz], t)
