@@ -237,12 +237,14 @@ class CoupledProblem:
 
     def expand(self, z: np.ndarray, t: float, *, hessian: bool = False, kinematics: bool = True):
         """(u with u_D = c(q, t), q, attachment kinematics (None with ``kinematics=False``))."""
-        u = z[:self.N].copy()
         q = np.asarray(z[self.N:], dtype=float)
         if not kinematics and self._fast is not None and len(self.model.attachments):
-            last = self._fast.expanded(np.ascontiguousarray(z, dtype=float), float(t))  # Newton's last evaluation
-            u[self.D] = self._fast.displacement(np.ascontiguousarray(q), t) if last is None else last[self.D]
+            u = self._fast.expanded(np.ascontiguousarray(z, dtype=float), float(t))  # Newton's last evaluation
+            if u is None:
+                u = z[:self.N].copy()
+                u[self.D] = self._fast.displacement(np.ascontiguousarray(q), t)
             return u, q, None
+        u = z[:self.N].copy()
         kin, _ = self.kinematics(q, t)
         u[self.D] = kin.displacement
         return u, q, kin

@@ -9,14 +9,13 @@ demo its Python costs more than the arithmetic (docs/performance.md), so for
 models whose parts all have kernels this module computes the same numbers
 with the layers removed:
 
-* the fibers through :meth:`Model._fiber_part_compiled` (a compiled model
-  without custom terms);
+* the fibers through the kernels of :meth:`Model._fiber_part_compiled` (a
+  compiled model without custom terms);
 * every contact a :class:`~skfiber.contact.CylinderContact` (fixed, moving
-  with ``pose(t)``, or on a body of the model's rigid system): broad phase,
-  contact points and their derivatives, one kernel call each
-  (:mod:`skfiber.contact.cylinder_kernels`);
-* the body points (attachments, ends of the contact cylinders on bodies) in
-  one :func:`~skfiber.rigid.kernels.body_point_jets` call.
+  with ``pose(t)``, or on a body of the model's rigid system), through the
+  kernels of :mod:`skfiber.contact.cylinder_kernels`;
+* the body points (attachments, ends of the contact cylinders on bodies)
+  through :func:`~skfiber.rigid.kernels.body_point_jets`.
 
 The evaluation is a few compiled calls around the laws
 (:mod:`skfiber.coupled_kernels`).  The kernels and the order of the sums of the
@@ -59,8 +58,8 @@ class _Cylinder:
         self.name = contact.name
         data = contact._kernel_data(d)
         self.data = data
-        self.arrays = (data.reference, None, data.dofs, data.S, data.dS, data.r0, data.A1, data.h, data.w,
-                       data.r0_max, data.A1_max)  # the kernel arguments, u in the slot of None
+        # the arguments of coupled_kernels.cylinder_contact after u
+        self.shapes = (data.dofs, data.S, data.dS, data.r0, data.A1, data.h, data.w, data.r0_max, data.A1_max)
         self.elements = np.ascontiguousarray(contact._fiber_elements(d), dtype=np.int64)
         self.radius = float(contact.radius)
         self.finite, self.L = ck._length(contact.length)
@@ -306,10 +305,9 @@ class FastCoupling:
             else:
                 pose = cyl.contact.pose_at(t)
                 point, axis = pose.point, pose.axis
-            arrays = cyl.arrays
             status, el, tangent, axis_norm, pts, adm, force, n, act, norm = cylinder_contact(
-                arrays[0], u, *arrays[2:], cyl.elements, point, axis, cyl.radius, cyl.finite, cyl.L, cyl.stiffness,
-                cyl.gamma, R)
+                cyl.data.reference, u, *cyl.shapes, cyl.elements, point, axis, cyl.radius, cyl.finite, cyl.L,
+                cyl.stiffness, cyl.gamma, R)
             if status == INADMISSIBLE:
                 raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor,
                                          f"inadmissible contact with cylinder {cyl.name!r} at t = {t:.6g} s")
@@ -439,7 +437,7 @@ class FastCoupling:
         N, n = p.N, p.n
         K = ev.element_matrices
         triplets = ev.extra
-        if len(triplets) == 1:  # (a single contact: its derivatives, computed once, give the pose terms too)
+        if len(triplets) == 1:
             rows, cols, vals = triplets[0]
         elif triplets:
             rows, cols, vals = (np.concatenate(a) for a in zip(*triplets))

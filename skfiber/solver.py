@@ -462,10 +462,11 @@ def backward_euler_step(
     c = model.constrained_dofs
     u0[c] = model.prescribed_displacement(t1)
 
+    rates = EulerRates(u_prev=u_n, v_prev=v_n, dt=dt)
+
     def evaluate(u):
-        v = (u - u_n) / dt
-        a = (v - v_n) / dt
-        return model.evaluate(u, v, a, t1, c_v=1.0 / dt, c_a=1.0 / dt**2)
+        v, a, c_v, c_a = rates(u)
+        return model.evaluate(u, v, a, t1, c_v=c_v, c_a=c_a)
 
     def safeguard(u, du):
         return model.max_step(u, du, t1, delta_bar=options.safeguard)

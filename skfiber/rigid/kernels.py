@@ -40,7 +40,8 @@ import numpy as np
 
 from . import tree as _tree
 
-__all__ = ["tree_poses", "inertia_terms", "point_jets", "point_kinematics", "euler_terms", "euler_step_terms", "body_point_jets"]
+__all__ = ["tree_poses", "inertia_terms", "point_jets", "point_kinematics", "euler_terms", "euler_step_terms",
+           "body_point_jets"]
 
 # joint kinds of skfiber.rigid.tree, repeated here: numba's cache of this module does not see other files
 _REVOLUTE, _PRISMATIC = 0, 1
