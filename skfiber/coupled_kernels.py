@@ -13,6 +13,9 @@ between the kernels of the general path —
   its residual added;
 * :func:`coupled_rows` — the rows of q: R_rb + Cᵀ G_D + Σ Jpᵀ R_pose.
 
+Safeguard: :func:`trial_step` is the ``safeguard="trial"`` step bound of one
+cylinder (:meth:`skfiber.contact.cylinder.CylinderContact.max_step`) in one call.
+
 Increment:
 
 :meth:`skfiber.coupling.CoupledProblem.solve_newton` builds the blocks of the
@@ -22,6 +25,9 @@ a few hundred DOFs that is some thirty small numpy operations around the
 kernels; :func:`coupled_increment` does the same arithmetic in one pass (the
 fast path, :mod:`skfiber.coupling_fast`), with the fiber block solved by the
 block-tridiagonal LU of :mod:`skfiber.block_tridiagonal` and its checks.
+:func:`newton_increment` computes its inputs too — the cable tangent from the
+laws' response and the derivatives of at most one contact in touch — so that a
+Newton step with at most one contact is one call.
 """
 from __future__ import annotations
 
@@ -31,13 +37,13 @@ import numba
 import numpy as np
 
 from . import block_tridiagonal as bt
-from .cable_kernels import _kinematics, _residual
-from .contact.cylinder_kernels import _broad, _points
+from .cable_kernels import _kinematics, _law_tangent, _residual
+from .contact.cylinder_kernels import COL_D, _broad, _derivatives, _points
 from .coupling import _scatter_dependent
 from .rigid.kernels import body_point_jets
 
 __all__ = ["coupled_positions", "euler_kinematics", "euler_state", "fiber_residual", "cylinder_contact", "coupled_rows",
-           "coupled_increment"]
+           "coupled_increment", "newton_increment", "trial_step"]
 
 #: status of :func:`coupled_increment`
 OK, BLOCK_FAILED, OUTSIDE_PATTERN, SINGULAR_SCHUR = 0, 1, 2, 3
@@ -330,3 +336,114 @@ def coupled_increment(K, rows, cols, vals, block_index, block_fixed, block_diag_
     for i in range(n):
         dz[N + i] = dq[i]
     return dz, OK
+
+
+@numba.njit(cache=True)
+def newton_increment(g, comp, area, dx, J, S, dS, dR, lam, lamdot, c_v, x_s, xdot_s, M, c_a, pts, elements, act,
+                     contact_dofs, contact_S, contact_dS, tangent, axis_norm, row, force, block_index, block_fixed,
+                     block_diag_fixed, touch_flat, touch_rows, touch_cols, pos, points_C, points_H, P, G, R_q,
+                     rigid_tangent, D, constrained, pivot_tol, residual_tol):  # pragma: no cover - compiled
+    """:func:`coupled_increment` with its inputs computed in the same call, for at most one contact in touch.
+
+    The fiber element matrices are :func:`skfiber.cable_kernels._law_tangent` of the arguments up to
+    ``c_a``; the contact's triplets and pose derivatives are
+    :func:`skfiber.contact.cylinder_kernels.contact_derivatives` of ``pts`` … ``axis_norm`` (``act``
+    empty: no contact in touch).  ``row`` is the cylinder's start point among the body points (−1: a
+    cylinder not on a body) and ``force`` its R_pose; ``points_C``, ``points_H`` (P + 2c, 3, n),
+    (P + 2c, 3, n, n) are the jets of the body points (the first P the attachments).  The arithmetic is
+    that of the separate calls, so Δz is the same bit for bit.  Returns (Δz, status).
+    """
+    K = _law_tangent(g, comp, area, dx, J, S, dS, dR, lam, lamdot, c_v, x_s, xdot_s, M, c_a)
+    N = G.shape[0]
+    n = R_q.shape[0]
+    C = np.empty((3 * P, n))
+    H = np.empty((3 * P, n, n))
+    for a in range(P):
+        for i in range(3):
+            C[3 * a + i] = points_C[a, i]
+            H[3 * a + i] = points_H[a, i]
+    on_body = row >= 0 and act.size > 0
+    c = 1 if on_body else 0
+    Jp = np.empty((c, 6, n))
+    Hp = np.empty((c, 6, n, n))
+    f = np.empty((c, 6))
+    if act.size > 0:
+        rows, cols, vals, Dfib, columns, dRu, dp = _derivatives(pts, elements, act, contact_dofs, contact_S,
+                                                                 contact_dS, tangent, axis_norm, N)
+    else:
+        rows, cols, vals = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+        Dfib, columns, dRu, dp = np.zeros((N, 6)), np.zeros(0, np.int64), np.zeros((6, 0)), np.zeros((6, 6))
+    if on_body:
+        for k in range(6):
+            f[0, k] = force[k]
+            Jp[0, k] = points_C[row + k // 3, k % 3]
+            Hp[0, k] = points_H[row + k // 3, k % 3]
+    offsets = np.zeros(c + 1, np.int64)
+    offsets[c] = columns.size if on_body else 0
+    return coupled_increment(K, rows, cols, vals, block_index, block_fixed, block_diag_fixed, touch_flat, touch_rows,
+                             touch_cols, pos, C, H, G, R_q, rigid_tangent, D, constrained, Jp, Hp, f,
+                             Dfib.reshape((1, N, 6))[:c], columns if on_body else columns[:0],
+                             offsets, dRu if on_body else dRu[:, :0], dp.reshape((1, 6, 6))[:c], pivot_tol,
+                             residual_tol)
+
+
+@numba.njit(cache=True)
+def trial_step(ref, u, du, dofs, S, dS, r0, A1, h, w, r0max, A1max, elements, point, axis, dy0, da, moving, radius,
+               finite, L, kappa, gamma, delta_bar):  # pragma: no cover - compiled
+    """:meth:`~skfiber.contact.cylinder.CylinderContact.max_step` of one cylinder with ``safeguard="trial"``.
+
+    The broad phase along the whole step (the cylinder moving as y0 + δ Δy0, a + δ Δa when ``moving``),
+    the narrow phase at u, then δ = 1, 1/2, 1/4, … until every point in reach keeps
+    1 + γ g > δ̄ min(1 + γ g(u), 1) at u + δ Δu — the arithmetic of the Python method.  The arguments are
+    those of :func:`cylinder_contact` with ``du``, ``dy0``, ``da`` and ``delta_bar`` added.  Returns δ; nan
+    where the Python method raises (an axis of zero length along the step: it says why).
+    """
+    axis_norm = np.sqrt(axis[0] * axis[0] + axis[1] * axis[1] + axis[2] * axis[2])
+    if not axis_norm > 0:
+        return np.nan
+    tangent = axis / axis_norm
+    dy0_abs = 0.0
+    tau = 0.0
+    if moving:
+        dy0_abs = np.sqrt(dy0[0] * dy0[0] + dy0[1] * dy0[1] + dy0[2] * dy0[2])
+        da_abs = np.sqrt(da[0] * da[0] + da[1] * da[1] + da[2] * da[2])
+        if not (np.isfinite(dy0_abs) and np.isfinite(da_abs)):
+            return np.nan
+        den = axis_norm - 1.0 * da_abs
+        tau = min(1.0 * da_abs / den, 2.0) if den > 0 else 2.0
+    el = elements
+    if el.size:
+        el = _broad(ref, u, dofs, h, r0max, A1max, elements, point, tangent, radius, finite, L, du, moving, dy0_abs,
+                    tau)
+    if el.size == 0:
+        return 1.0
+    pts, adm, _, _, _, _, bad = _points(ref, u, dofs, S, dS, r0, A1, h, w, el, point, tangent, axis_norm, radius,
+                                        finite, L, kappa, gamma)
+    if bad >= 0:
+        for r in range(adm.shape[0]):
+            for k in range(adm.shape[1]):
+                if not (pts[r, k, COL_D] > 0 and adm[r, k] > 0):
+                    return 0.0
+    target = delta_bar * np.minimum(adm, 1.0)
+    delta = 1.0
+    for _ in range(40):
+        p, t, n = point, tangent, axis_norm
+        if moving:
+            p = point + delta * dy0
+            a = axis + delta * da
+            n = np.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
+            if not n > 0:
+                return np.nan
+            t = a / n
+        _, adm_t, _, _, _, _, bad_t = _points(ref, u + delta * du, dofs, S, dS, r0, A1, h, w, el, p, t, n, radius,
+                                              finite, L, kappa, gamma)
+        if bad_t < 0:
+            kept = True
+            for r in range(adm_t.shape[0]):
+                for k in range(adm_t.shape[1]):
+                    if not adm_t[r, k] > target[r, k]:
+                        kept = False
+            if kept:
+                return delta
+        delta *= 0.5
+    return 0.0

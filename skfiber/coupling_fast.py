@@ -35,7 +35,7 @@ from . import cable_kernels
 from .contact import cylinder_kernels as ck
 from .contact.cylinder import CylinderContact
 from .coupled_kernels import (IN_REACH, INADMISSIBLE, OK, coupled_increment, coupled_positions, coupled_rows,
-                              cylinder_contact, euler_state, fiber_residual)
+                              cylinder_contact, euler_state, fiber_residual, newton_increment, trial_step)
 from .coupling import AttachmentKinematics, _scatter_dependent
 from .linalg import PIVOT_TOL, RESIDUAL_TOL
 from .model import ROUNDOFF_FACTOR, Evaluation
@@ -48,6 +48,10 @@ _EPS = float(np.finfo(float).eps)
 
 _NO_INDEX = np.zeros(0, dtype=np.int64)
 _NO_VALUE = np.zeros(0)
+_ZERO3 = np.zeros(3)
+#: the contact arguments of newton_increment when no contact is in touch
+_NO_CONTACT = (np.zeros((0, 1, 1)), _NO_INDEX, _NO_INDEX, np.zeros((0, 12), dtype=np.int64), np.zeros((0, 1, 4)),
+               np.zeros((0, 1, 4)), np.zeros(3), 1.0, -1, np.zeros(6))
 
 
 class _Cylinder:
@@ -370,6 +374,18 @@ class FastCoupling:
         delta = 1.0
         for cyl in self._cylinders:
             contact = cyl.contact
+            if contact.safeguard == "trial" and 0 < delta_bar < 1:  # one compiled call
+                if cyl.row >= 0:
+                    j = cyl.row
+                    point, axis, dy0, da, moving = x[j], x[j + 1], C[j] @ dq, C[j + 1] @ dq, True
+                else:
+                    pose = contact.pose_at(t)
+                    point, axis, dy0, da, moving = pose.point, pose.axis, _ZERO3, _ZERO3, False
+                d = trial_step(cyl.data.reference, u, du, *cyl.shapes, cyl.elements, point, axis, dy0, da, moving,
+                               cyl.radius, cyl.finite, cyl.L, cyl.stiffness, cyl.gamma, float(delta_bar))
+                if not math.isnan(d):
+                    delta = min(delta, d)
+                    continue  # (nan: the method below says what is wrong)
             if cyl.row >= 0:
                 j = cyl.row
                 contact._holder["key"], contact._holder["value"] = key, (x[j], x[j + 1])  # its pose at q
@@ -380,15 +396,18 @@ class FastCoupling:
         return delta
 
     # ------------------------------------------------------------------ tangent
-    def _tangent(self, ev: FastEvaluation) -> np.ndarray:
-        """c_a M + the cable tangent per element (:func:`skfiber.cable_kernels.internal_tangent`)."""
+    def _tangent_args(self, ev: FastEvaluation) -> tuple:
+        """The arguments of :func:`skfiber.cable_kernels._law_tangent` at an evaluation."""
         g, comp, _ = self._jets
         S, dS, dR = ev._law
         x_s, xdot_s, lam, lamdot = ev._kinematics
         c_v, c_a = ev._c
-        return cable_kernels._law_tangent(g, comp, self._area, self._dx, self._J, S, dS, dR, lam, lamdot,
-                                          float(c_v), x_s, xdot_s, self._mass if c_a else self._no_mass,
-                                          float(c_a))
+        return (g, comp, self._area, self._dx, self._J, S, dS, dR, lam, lamdot, float(c_v), x_s, xdot_s,
+                self._mass if c_a else self._no_mass, float(c_a))
+
+    def _tangent(self, ev: FastEvaluation) -> np.ndarray:
+        """c_a M + the cable tangent per element (:func:`skfiber.cable_kernels.internal_tangent`)."""
+        return cable_kernels._law_tangent(*self._tangent_args(ev))
 
     def tangent_blocks(self, ev: FastEvaluation):
         """(W, ∂R_q/∂u, ∂R_q/∂q) of :meth:`CoupledProblem.tangent_blocks` from a fast evaluation."""
@@ -427,14 +446,48 @@ class FastCoupling:
         return W, Rq_u, Rq_q
 
     def solve_newton(self, ev: FastEvaluation) -> np.ndarray:
-        """:meth:`CoupledProblem.solve_newton` for a fast evaluation: one compiled call
-        (:func:`skfiber.coupled_kernels.coupled_increment`) when the fiber block is block tridiagonal,
-        else (or when its block LU is rejected) :meth:`solve_blocks`."""
-        p = self.problem
-        fs = p.fiber_solver
+        """:meth:`CoupledProblem.solve_newton` for a fast evaluation: compiled when the fiber block is
+        block tridiagonal — one call (:func:`skfiber.coupled_kernels.newton_increment`) with at most one
+        contact in touch, else the tangent, the contact derivatives and
+        :func:`~skfiber.coupled_kernels.coupled_increment` — and :meth:`solve_blocks` otherwise or when the
+        block LU is rejected."""
+        fs = self.problem.fiber_solver
         if fs._block_index is None:
             return self.solve_blocks(ev)
+        active = [c for c in ev.contacts if c.active]
+        if len(active) <= 1:
+            dz, status = self._fused_increment(ev, active[0] if active else None)
+        else:
+            dz, status = self._separate_increment(ev)
+        if status != OK:
+            return self.solve_blocks(ev)  # the general linear algebra (band or sparse LU, its errors)
+        fs.last_method = "block"
+        return dz
+
+    def _fused_increment(self, ev: FastEvaluation, contact: _Contact | None):
+        """(Δz, status) of :func:`~skfiber.coupled_kernels.newton_increment`: ``contact`` the only one in touch."""
+        p = self.problem
+        fs = p.fiber_solver
+        if contact is None:
+            args = _NO_CONTACT
+        else:
+            cyl = contact.cylinder
+            args = (contact.pts, contact.elements, contact.act, cyl.data.dofs, cyl.data.S, cyl.data.dS,
+                    contact.tangent, contact.axis_norm, cyl.row, contact.force)
+        flat, rows, cols = p._touch_entries
+        _, C, H = ev._points
+        return newton_increment(*self._tangent_args(ev), *args, fs._block_index, fs._block_fixed,
+                                fs._block_diag_fixed, flat, rows, cols, p._pos_D, C, H, self._P, ev.fiber_residual,
+                                ev.residual[p.N:], ev.rigid_tangent, p.D, fs.constrained, PIVOT_TOL, RESIDUAL_TOL)
+
+    def _separate_increment(self, ev: FastEvaluation):
+        """(Δz, status) of :func:`~skfiber.coupled_kernels.coupled_increment` for any number of contacts, its
+        inputs (element matrices, contact derivatives) from their own kernels."""
+        p = self.problem
+        fs = p.fiber_solver
         N, n = p.N, p.n
+        P = self._P
+        flat, trows, tcols = p._touch_entries
         K = ev.element_matrices
         triplets = ev.extra
         if len(triplets) == 1:
@@ -445,7 +498,7 @@ class FastCoupling:
             rows, cols, vals = _NO_INDEX, _NO_INDEX, _NO_VALUE
         pose = [c for c in ev.contacts if c.cylinder.row >= 0 and c.active]
         _, C_all, H_all = ev._points
-        if len(pose) == 1:  # the common case: views, no copies
+        if len(pose) == 1:  # views, no copies
             c = pose[0]
             j = c.cylinder.row
             _, _, _, Gp, columns, dRu, d_pose = c.derivatives(N)
@@ -468,17 +521,12 @@ class FastCoupling:
                                  np.zeros((0, N, 6)))
             columns, offsets, dRu, d_pose = _NO_INDEX, np.zeros(1, dtype=np.int64), np.zeros((6, 0)), np.zeros((0, 6, 6))
         dRu = np.ascontiguousarray(dRu)
-        P = self._P
-        flat, trows, tcols = p._touch_entries
         dz, status = coupled_increment(
             K, rows, cols, vals, fs._block_index, fs._block_fixed, fs._block_diag_fixed, flat, trows, tcols,
             p._pos_D, C_all[:P].reshape(3 * P, n), H_all[:P].reshape(3 * P, n, n), ev.fiber_residual,
             ev.residual[N:], ev.rigid_tangent, p.D,
             fs.constrained, Jp, Hp, force, Gp, columns, offsets, dRu, d_pose, PIVOT_TOL, RESIDUAL_TOL)
-        if status != OK:
-            return self.solve_blocks(ev)  # the general linear algebra (band or sparse LU, its errors)
-        fs.last_method = "block"
-        return dz
+        return dz, status
 
     def solve_blocks(self, ev: FastEvaluation) -> np.ndarray:
         """:meth:`CoupledProblem.solve_newton` for a fast evaluation, with numpy and the fiber solver

@@ -54,13 +54,27 @@ def assert_same_solve(prob_fast, prob_general, fast, general):
 
 
 def assert_same_safeguard(prob_fast, prob_general, z, steps, t):
-    """The safeguard's δ for each step (the same contact code on the same poses)."""
+    """The safeguard's δ for each step (the same contact arithmetic on the same poses; with
+    ``safeguard="trial"`` the fast path's is the compiled :func:`skfiber.coupled_kernels.trial_step`)."""
     deltas = []
     for dz in steps:
         d = prob_fast.max_step(z, dz, t, delta_bar=0.25)
         assert d == prob_general.max_step(z, dz, t, delta_bar=0.25)
         deltas.append(d)
     return deltas
+
+
+def assert_fused_increment(prob_fast, ev):
+    """With at most one contact in touch the increment is one compiled call (newton_increment), bit for bit
+    the increment of the separate kernels."""
+    fc = prob_fast._fast
+    active = [c for c in ev.contacts if c.active]
+    assert len(active) <= 1
+    fused, status = fc._fused_increment(ev, active[0] if active else None)
+    separate, status_separate = fc._separate_increment(ev)
+    assert status == status_separate == 0
+    np.testing.assert_array_equal(fused, separate)
+    np.testing.assert_array_equal(prob_fast.solve_newton(ev), fused)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -76,11 +90,20 @@ def test_two_links_with_a_body_cylinder(seed):
     assert ev_general.n_active_contacts > 0
     assert_same_evaluation(ev_fast, ev_general)
     assert_same_solve(fast, general, ev_fast, ev_general)
+    assert_fused_increment(fast, ev_fast)
     dz = general.solve_newton(ev_general)
     assert_same_safeguard(fast, general, z, [dz, 10 * dz, 100 * dz], t)
+    # the fibers lifted 10 cm off the cylinder: the fused call without a contact
+    N = fast.N
+    far = z.copy()
+    far[:N][np.arange(N) % 6 == 2] += 0.1  # the z coordinate of each node
+    ev_far = fast.evaluate(far, t, fiber_state=fs, rigid_state=rs)
+    assert ev_far.n_active_contacts == 0 and not any(c.active for c in ev_far.contacts)
+    assert_fused_increment(fast, ev_far)
+    assert_same_solve(fast, general, ev_far, general.evaluate(far, t, fiber_state=fs, rigid_state=rs))
 
 
-def test_upper_limb_state_in_contact():
+def test_upper_limb_state_in_contact(monkeypatch):
     """The demo's model a few steps into the run: trial safeguard margins, gravity-only rigid step (EulerStep)."""
     model = upper_limb.build_model(4)
     dt = 8.0 / 128
@@ -107,8 +130,13 @@ def test_upper_limb_state_in_contact():
     d = model.discretization
     push = np.zeros_like(z)
     push[:d.n_dofs][(np.arange(d.n_dofs) % 6 == 0) & np.isclose(d.reference_dofs, -0.10)] = 0.09
+    calls = []
+    kernel = sf.coupling_fast.trial_step
+    monkeypatch.setattr(sf.coupling_fast, "trial_step", lambda *a: calls.append(kernel(*a)) or calls[-1])
     deltas = assert_same_safeguard(fast, general, z, [general.solve_newton(ev_general), push], t)
     assert deltas[0] == 1.0 and deltas[1] < 0.01
+    assert calls == deltas  # the compiled safeguard, one call per step (one cylinder)
+    assert_fused_increment(fast, ev_fast)
 
 
 def test_runs_agree(monkeypatch):
@@ -191,3 +219,28 @@ def test_fixed_and_moving_cylinders_next_to_body_ones():
     assert_same_solve(fast, general, ev_fast, ev_general)
     dz = general.solve_newton(ev_general)
     assert_same_safeguard(fast, general, z, [dz, 10 * dz], t)
+
+
+def test_trial_safeguard_in_one_call(monkeypatch):
+    """``safeguard="trial"`` on a cylinder of a moving body, a fixed one and one moving with pose(t): the
+    compiled bound (coupled_kernels.trial_step) gives the contacts' own δ, halvings included."""
+    from skfiber.contact import PenaltyLaw
+    from skfiber.contact.cylinder import CylinderContact
+
+    model = two_link_model()
+    model.contacts[0].safeguard = "trial"
+    law = PenaltyLaw(stiffness=300.0, gamma=4.0)
+    model.add_contact(CylinderContact(point=(0.225, -0.1, 0.15), axis=(0, 1, 0), radius=0.02, law=law, fibers=["a"],
+                                      name="fixed", safeguard="trial"))
+    model.add_contact(CylinderContact(pose=lambda t: ((0.175, -0.1, 0.22 + 0.01 * t), (0, 1, 0)), radius=0.02,
+                                      law=law, fibers=["a"], name="moving", safeguard="trial"))
+    calls = []
+    kernel = sf.coupling_fast.trial_step
+    monkeypatch.setattr(sf.coupling_fast, "trial_step", lambda *a: calls.append(kernel(*a)) or calls[-1])
+    fast, state, z, fs, rs = perturbed_step(model, 1)
+    general = CoupledProblem(model, fast=False)
+    t = state.t + 0.01
+    dz = general.solve_newton(general.evaluate(z, t, fiber_state=fs, rigid_state=rs))
+    deltas = assert_same_safeguard(fast, general, z, [s * dz for s in (1, 3, 10, 30, 100, 300)], t)
+    assert len(calls) == 3 * len(deltas)  # every cylinder in one call per step
+    assert deltas[0] == 1.0 and 0 < min(deltas) < 0.1 and any(0.1 < d < 1 for d in deltas)
