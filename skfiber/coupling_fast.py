@@ -35,10 +35,12 @@ from . import cable_kernels
 from .contact import cylinder_kernels as ck
 from .contact.cylinder import CylinderContact
 from .coupled_kernels import (IN_REACH, INADMISSIBLE, OK, coupled_increment, coupled_positions, coupled_rows,
-                              cylinder_contact, euler_state, fiber_residual, newton_increment, trial_step)
+                              coupled_residual, cylinder_contact, euler_state, euler_state_rigid, fiber_residual,
+                              newton_increment, trial_step)
 from .coupling import AttachmentKinematics, _scatter_dependent
 from .linalg import PIVOT_TOL, RESIDUAL_TOL
 from .model import ROUNDOFF_FACTOR, Evaluation
+from .rigid.integrate import EulerStep
 from .rigid.kernels import body_point_jets
 from .solver import EulerRates
 
@@ -49,6 +51,10 @@ _EPS = float(np.finfo(float).eps)
 _NO_INDEX = np.zeros(0, dtype=np.int64)
 _NO_VALUE = np.zeros(0)
 _ZERO3 = np.zeros(3)
+#: the cylinder arguments of coupled_residual without a cylinder (no element: nothing in reach)
+_NO_CYLINDER = (np.zeros(0), np.zeros(0), np.zeros((0, 12), dtype=np.int64), np.zeros((0, 1, 4)), np.zeros((0, 1, 4)),
+                np.zeros((0, 1)), np.zeros((0, 1)), np.zeros(0), np.zeros(1), np.zeros(0), np.zeros(0), _NO_INDEX,
+                np.zeros(3), np.array([1.0, 0.0, 0.0]), 1.0, False, 0.0, 0.0, 0.0, -1)
 #: the contact arguments of newton_increment when no contact is in touch
 _NO_CONTACT = (np.zeros((0, 1, 1)), _NO_INDEX, _NO_INDEX, np.zeros((0, 12), dtype=np.int64), np.zeros((0, 1, 4)),
                np.zeros((0, 1, 4)), np.zeros(3), 1.0, -1, np.zeros(6))
@@ -281,10 +287,17 @@ class FastCoupling:
         t = float(t)
         z = np.ascontiguousarray(z, dtype=float)
         g, comp, dofs = self._jets
+        rigid = None
         if type(fiber_state) is EulerRates:
-            q, u, x, C, H, v, a, x_s, xdot_s, lam, lamdot, lam_min = euler_state(
-                z, N, p.D, self._P, self._bodies, self._points, fiber_state.u_prev, fiber_state.v_prev,
-                fiber_state.dt, g, comp, dofs, self._reference, self._J, *p.system._plan().point_args(t))
+            head = (z, N, p.D, self._P, self._bodies, self._points, fiber_state.u_prev, fiber_state.v_prev,
+                    fiber_state.dt, g, comp, dofs, self._reference, self._J)
+            if (type(rigid_state) is EulerStep and rigid_state.direct and rigid_state.t == t
+                    and rigid_state.system is p.system):  # the bodies' terms in the same call
+                (q, u, x, C, H, v, a, x_s, xdot_s, lam, lamdot, lam_min, *rigid) = euler_state_rigid(
+                    *head, *rigid_state.kernel_args())
+            else:
+                q, u, x, C, H, v, a, x_s, xdot_s, lam, lamdot, lam_min = euler_state(
+                    *head, *p.system._plan().point_args(t))
             c_v, c_a = fiber_state.c_v, fiber_state.c_a
         else:
             q, u, x, C, H = coupled_positions(z, N, p.D, self._P, self._bodies, self._points,
@@ -294,57 +307,94 @@ class FastCoupling:
             x_s, xdot_s, lam, lamdot = cable_kernels._kinematics(g, comp, dofs, self._reference + u, v, self._J)
             lam_min = lam.min()
         S, dS, dR = self._stress(lam, lamdot, t)
-        R, n_int, n_mag, n_inertia, n_ext, finite = fiber_residual(
-            g, comp, dofs, self._area, S, self._dx, x_s, self._mass, a, model.external_force(t), float(load_factor))
-        if not finite:
-            raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor, "the fiber residual is not finite")
-        ref = max(n_int, n_inertia, n_ext)
-        margins = {} if self._cylinders else None
-        n_active = 0
-        contacts = []
-        forces = np.zeros((self._n_body_cylinders, 6))
-        for cyl in self._cylinders:
-            if cyl.row >= 0:
-                point, axis = x[cyl.row], x[cyl.row + 1]
+        if rigid is not None:
+            rigid_residual, rigid_tangent, rigid_ref = rigid
+        else:
+            terms = getattr(rigid_state, "terms", None)
+            if terms is not None:
+                rigid_residual, rigid_tangent, rigid_ref = terms(q)
             else:
-                pose = cyl.contact.pose_at(t)
-                point, axis = pose.point, pose.axis
-            status, el, tangent, axis_norm, pts, adm, force, n, act, norm = cylinder_contact(
-                cyl.data.reference, u, *cyl.shapes, cyl.elements, point, axis, cyl.radius, cyl.finite, cyl.L,
-                cyl.stiffness, cyl.gamma, R)
-            if status == INADMISSIBLE:
-                raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor,
-                                         f"inadmissible contact with cylinder {cyl.name!r} at t = {t:.6g} s")
-            if status == IN_REACH:
-                if not math.isfinite(norm):
-                    raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor,
-                                             f"the residual of contact {cyl.name!r} is not finite")
-                ref = max(ref, norm)
+                rs = rigid_state(q)
+                rigid_residual, rigid_tangent, rigid_ref = rs.residual, rs.tangent, rs.reference_force
+            rigid_residual = np.ascontiguousarray(rigid_residual, dtype=float)
+        fiber_args = (g, comp, dofs, self._area, S, self._dx, x_s, self._mass, a, model.external_force(t),
+                      float(load_factor))
+        contacts = []
+        margins = {} if self._cylinders else None
+        if len(self._cylinders) <= 1:  # the common case: one compiled call
+            cyl = self._cylinders[0] if self._cylinders else None
+            if cyl is None:
+                cylinder_args = _NO_CYLINDER
+            else:
+                point, axis = self._pose(cyl, x, t)
+                cylinder_args = (cyl.data.reference, u, *cyl.shapes, cyl.elements, point, axis, cyl.radius, cyl.finite,
+                                 cyl.L, cyl.stiffness, cyl.gamma, cyl.body)
+            residual, body_force, R, n_int, n_mag, n_inertia, n_ext, finite, *outcome = coupled_residual(
+                *fiber_args, *cylinder_args, self._n_body_cylinders, rigid_residual, C, p.D, self._P, p._fixed_index)
+            if not finite:
+                raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor, "the fiber residual is not finite")
+            ref = max(n_int, n_inertia, n_ext)
+            n_active = 0
+            if cyl is not None:
+                ref, n_active, margins = self._contact(cyl, outcome, ref, margins, contacts, z, t, fiber_state,
+                                                       rigid_state, load_factor)
+        else:
+            R, n_int, n_mag, n_inertia, n_ext, finite = fiber_residual(*fiber_args)
+            if not finite:
+                raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor, "the fiber residual is not finite")
+            ref = max(n_int, n_inertia, n_ext)
+            n_active = 0
+            forces = np.zeros((self._n_body_cylinders, 6))
+            for cyl in self._cylinders:
+                point, axis = self._pose(cyl, x, t)
+                outcome = cylinder_contact(cyl.data.reference, u, *cyl.shapes, cyl.elements, point, axis, cyl.radius,
+                                           cyl.finite, cyl.L, cyl.stiffness, cyl.gamma, R)
+                ref, n, margins = self._contact(cyl, outcome, ref, margins, contacts, z, t, fiber_state,
+                                                rigid_state, load_factor)
                 n_active += n
-                if cyl.body >= 0:
-                    forces[cyl.body] = force
-            if margins is not None:
-                if cyl.contact.safeguard == "trial":
-                    margins[cyl.name] = (el, adm)
-                else:
-                    margins = None
-            contacts.append(_Contact(cyl, tangent, axis_norm, el, pts, force, act))
+                if outcome[0] == IN_REACH and cyl.body >= 0:
+                    forces[cyl.body] = outcome[6]
+            residual, body_force = coupled_rows(R, rigid_residual, C, p.D, self._P, forces, p._fixed_index)
         self._last = (z.tobytes(), t, u)  # u with u_D = c(q, t) at this z (expand)
         if model._remember_residual and load_factor == 1.0:
             model._last_residual = ((u, v, a, t, q), R)  # fresh arrays, never changed (Model._memo_matches)
-        terms = getattr(rigid_state, "terms", None)
-        if terms is not None:
-            rigid_residual, rigid_tangent, rigid_ref = terms(q)
-        else:
-            rs = rigid_state(q)
-            rigid_residual, rigid_tangent, rigid_ref = rs.residual, rs.tangent, rs.reference_force
-        residual, body_force = coupled_rows(R, np.ascontiguousarray(rigid_residual, dtype=float), C, p.D, self._P,
-                                            forces, p._fixed_index)
         ref = max(ref, rigid_ref, body_force)
         return FastEvaluation(residual, reference_force=ref, roundoff=ROUNDOFF_FACTOR * _EPS * n_mag,
                               min_stretch=float(lam_min), margins=margins, n_active_contacts=n_active,
                               fiber_residual=R, law=(S, dS, dR), kinematics=(x_s, xdot_s, lam, lamdot), c_v=c_v,
                               c_a=c_a, points=(x, C, H), rigid_tangent=rigid_tangent, contacts=contacts, fast=self)
+
+    @staticmethod
+    def _pose(cyl: _Cylinder, x: np.ndarray, t: float) -> tuple:
+        """(point, raw axis) of a contact cylinder: from the body points x, or its pose at t."""
+        if cyl.row >= 0:
+            return x[cyl.row], x[cyl.row + 1]
+        pose = cyl.contact.pose_at(t)
+        return pose.point, pose.axis
+
+    def _contact(self, cyl: _Cylinder, outcome, ref: float, margins, contacts: list, z, t, fiber_state, rigid_state,
+                 load_factor):
+        """What Newton reads of one cylinder's :func:`~skfiber.coupled_kernels.cylinder_contact` ``outcome``:
+        (force scale, number of points in contact, margins); its :class:`_Contact` appended to ``contacts``.
+        Raises :class:`InadmissibleState` for an inadmissible or non-finite contact."""
+        status, el, tangent, axis_norm, pts, adm, force, n, act, norm = outcome
+        if status == INADMISSIBLE:
+            raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor,
+                                     f"inadmissible contact with cylinder {cyl.name!r} at t = {t:.6g} s")
+        if status != IN_REACH:
+            n = 0
+        elif not math.isfinite(norm):
+            raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor,
+                                     f"the residual of contact {cyl.name!r} is not finite")
+        else:
+            ref = max(ref, norm)
+        if margins is not None:
+            if cyl.contact.safeguard == "trial":
+                margins[cyl.name] = (el, adm)
+            else:
+                margins = None
+        contacts.append(_Contact(cyl, tangent, axis_norm, el, pts, force, act))
+        return ref, n, margins
 
     def _inadmissible(self, z, t, fiber_state, rigid_state, load_factor, what: str) -> InadmissibleState:
         """The error for a state the fast path rejects, with the general path's message."""

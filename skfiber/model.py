@@ -179,7 +179,7 @@ class Model:
         )
         self.mass_matrix = d.assembler.to_csr(self._mass_elements)
         self._load_cache: tuple[float, np.ndarray] | None = None
-        self._constant_load: np.ndarray | None = None
+        self._constant_load: tuple | None = None
         if rigid is not None:
             from .rigid import RigidSystem
 
@@ -435,14 +435,18 @@ class Model:
         """Assembled external load vector at time t.
 
         Loads that do not depend on time are assembled once; callables f(θ, t)
-        once per new t.
+        once per new t.  The array is shared between calls (without callables, by
+        all times): read it, do not change it.
         """
         if self._load_cache is not None and self._load_cache[0] == t:
             return self._load_cache[1]
-        if self._constant_load is None:
-            self._constant_load = self._assemble_loads([l for l in self._loads if not callable(l.value)], t)
-        F = self._constant_load + self._assemble_loads([l for l in self._loads if callable(l.value)], t)
-        if not np.all(np.isfinite(F)):
+        if self._constant_load is None:  # (the loads without t, the callables, whether the first are finite)
+            constant = self._assemble_loads([l for l in self._loads if not callable(l.value)], t)
+            self._constant_load = (constant, [l for l in self._loads if callable(l.value)],
+                                   bool(np.all(np.isfinite(constant))))
+        constant, timed, finite = self._constant_load
+        F = constant + self._assemble_loads(timed, t) if timed else constant
+        if not (finite and (not timed or np.all(np.isfinite(F)))):
             raise FloatingPointError(f"the external load is not finite at t = {t}")
         self._load_cache = (t, F)
         return F

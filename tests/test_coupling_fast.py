@@ -1,5 +1,6 @@
 """The fast path of the coupled solver (skfiber.coupling_fast, skfiber.coupled_kernels) against the general path."""
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -126,6 +127,16 @@ def test_upper_limb_state_in_contact(monkeypatch):
     # the step's rates as EulerRates: the fast path computes them inside its kernels, bit for bit
     rates = EulerRates(u_prev=state.u, v_prev=state.v, dt=dt)
     assert_same_evaluation(fast.evaluate(z, t, fiber_state=rates, rigid_state=rigid_state), ev_general)
+    # the bodies' terms in the kinematics call (euler_state_rigid) or from their own kernel: the same numbers
+    calls = []
+    fused_kernel = sf.coupling_fast.euler_state_rigid
+    monkeypatch.setattr(sf.coupling_fast, "euler_state_rigid", lambda *a: calls.append(1) or fused_kernel(*a))
+    fused = fast.evaluate(z, t, fiber_state=rates, rigid_state=rigid_state)
+    separate = fast.evaluate(z, t, fiber_state=rates, rigid_state=types.SimpleNamespace(terms=rigid_state.terms))
+    assert len(calls) == 1
+    np.testing.assert_array_equal(fused.residual, separate.residual)
+    np.testing.assert_array_equal(fused.rigid_tangent, separate.rigid_tangent)
+    assert fused.reference_force == separate.reference_force
     # the Newton step, and the triceps pushed 9 cm forwards through the elbow's cylinder
     d = model.discretization
     push = np.zeros_like(z)

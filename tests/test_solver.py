@@ -90,6 +90,23 @@ def test_gravity_equals_body_force():
     np.testing.assert_allclose(model_a.external_force(0.0), model_b.external_force(0.0), rtol=1e-15)
 
 
+def test_external_force_constant_and_timed_loads():
+    """Loads without t are assembled once (one array for all times); callables per t, checked to be finite."""
+    model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, density=900.0)])
+    model.add_gravity((0, 0, -9.81))
+    F0 = model.external_force(0.0)
+    assert model.external_force(0.3) is F0 and F0[2::6].sum() < 0
+    model.add_line_load(lambda theta, t: np.stack([np.zeros_like(theta), np.zeros_like(theta), -t + 0 * theta]))
+    F1 = model.external_force(0.5)
+    F2 = model.external_force(1.0)
+    np.testing.assert_allclose(F2 - F0, 2 * (F1 - F0), rtol=1e-12, atol=1e-12)
+    assert model.external_force(0.0) is not F0 and np.array_equal(model.external_force(0.0), F0)
+    model.add_line_load(lambda theta, t: np.full((3,) + np.shape(theta), np.inf if t > 2 else 0.0))
+    model.external_force(1.5)
+    with pytest.raises(FloatingPointError, match="external load is not finite at t = 3"):
+        model.external_force(3.0)
+
+
 def test_dynamic_backward_euler_is_first_order():
     """Two step sizes: the error against a fine reference drops by ~2 per halving."""
     law = materials.paper_law()

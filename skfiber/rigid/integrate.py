@@ -287,10 +287,20 @@ class EulerStep:
         if not self._direct:
             rs = self(q)
             return rs.residual, rs.tangent, rs.reference_force
+        return euler_step_terms(q, *self.kernel_args())
+
+    def kernel_args(self) -> tuple:
+        """The arguments of :func:`~skfiber.rigid.kernels.euler_step_terms` after q (when gravity is the
+        only force element: ``direct``)."""
         plan = self.system._plan()
         gravity = plan.gravity
-        return euler_step_terms(q, COMPLEX_STEP, self.q_prev, self.p_prev, self.dt,
-                                _NO_GRAVITY if gravity is None else gravity.g, *plan.kernel_args(self.t))
+        return (COMPLEX_STEP, self.q_prev, self.p_prev, self.dt, _NO_GRAVITY if gravity is None else gravity.g,
+                *plan.kernel_args(self.t))
+
+    @property
+    def direct(self) -> bool:
+        """Whether :meth:`terms` is one compiled call (gravity the only force element)."""
+        return self._direct
 
 
 def _step(system, q, q_prev, p_prev, dt, t, tangent, states, states_prev, *, fast: bool) -> RigidStep:
