@@ -28,8 +28,10 @@ general path's diagnosis, made when read.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
+from numba.core.errors import NumbaError
 
 from . import cable_kernels
 from .contact import cylinder_kernels as ck
@@ -38,6 +40,7 @@ from .coupled_kernels import (IN_REACH, INADMISSIBLE, OK, coupled_increment, cou
                               coupled_residual, cylinder_contact, euler_state, euler_state_rigid, fiber_residual,
                               newton_increment, trial_step)
 from .coupling import AttachmentKinematics, _scatter_dependent
+from .evaluation_kernel import fused_evaluation
 from .linalg import PIVOT_TOL, RESIDUAL_TOL
 from .model import ROUNDOFF_FACTOR, Evaluation
 from .rigid.integrate import EulerStep
@@ -55,6 +58,8 @@ _ZERO3 = np.zeros(3)
 _NO_CYLINDER = (np.zeros(0), np.zeros(0), np.zeros((0, 12), dtype=np.int64), np.zeros((0, 1, 4)), np.zeros((0, 1, 4)),
                 np.zeros((0, 1)), np.zeros((0, 1)), np.zeros(0), np.zeros(1), np.zeros(0), np.zeros(0), _NO_INDEX,
                 np.zeros(3), np.array([1.0, 0.0, 0.0]), 1.0, False, 0.0, 0.0, 0.0, -1)
+#: … and of the fused evaluation (skfiber.evaluation_kernel), without u, with the number of body cylinders
+_NO_CYLINDER_FUSED = _NO_CYLINDER[:1] + _NO_CYLINDER[2:] + (0,)
 #: the contact arguments of newton_increment when no contact is in touch
 _NO_CONTACT = (np.zeros((0, 1, 1)), _NO_INDEX, _NO_INDEX, np.zeros((0, 12), dtype=np.int64), np.zeros((0, 1, 4)),
                np.zeros((0, 1, 4)), np.zeros(3), 1.0, -1, np.zeros(6))
@@ -223,6 +228,10 @@ class FastCoupling:
         self._mass = c(model._mass_elements, dtype=float)
         self._no_mass = np.zeros((0,) + self._mass.shape[1:])
         self._laws = None  # [(compiled function, point indices, parameters)] once the laws compiled
+        self._law_args = ()  # ((point indices, parameters), …) of the laws
+        self._nq = int(shape[1])
+        self._fused = None  # skfiber.evaluation_kernel's function (False: not available)
+        self._fused_ready = False  # whether it has run (compiled) once
         self._last = None  # (z as bytes, t, u) of the last evaluation
 
     @staticmethod
@@ -247,6 +256,8 @@ class FastCoupling:
             plan = model._law_kernels or []
             if plan and all(k._function is not None for k, _ in plan):
                 self._laws = [(k._function, idx, k.params) for k, idx in plan]
+                self._law_args = tuple((np.ascontiguousarray(idx, dtype=np.int64), np.ascontiguousarray(params, dtype=float))
+                                       for _, idx, params in self._laws)
             else:
                 self._laws = []
             return tuple(np.asarray(v, dtype=float) for v in out)
@@ -287,12 +298,20 @@ class FastCoupling:
         t = float(t)
         z = np.ascontiguousarray(z, dtype=float)
         g, comp, dofs = self._jets
-        rigid = None
+        rigid = fused = None
         if type(fiber_state) is EulerRates:
             head = (z, N, p.D, self._P, self._bodies, self._points, fiber_state.u_prev, fiber_state.v_prev,
                     fiber_state.dt, g, comp, dofs, self._reference, self._J)
-            if (type(rigid_state) is EulerStep and rigid_state.direct and rigid_state.t == t
-                    and rigid_state.system is p.system):  # the bodies' terms in the same call
+            direct = (type(rigid_state) is EulerStep and rigid_state.direct and rigid_state.t == t
+                      and rigid_state.system is p.system)  # the bodies' terms in the same call
+            if direct and self._laws and len(self._cylinders) <= 1 and self._fused is not False:
+                fused = self._evaluate_fused(head, rigid_state, t, load_factor)
+            if fused is not None:
+                (q, u, x, C, H, v, a, x_s, xdot_s, lam, lamdot, lam_min, rigid_tangent, rigid_ref, law,
+                 *fused) = fused
+                S, dS, dR = law
+                rigid = ()
+            elif direct:
                 (q, u, x, C, H, v, a, x_s, xdot_s, lam, lamdot, lam_min, *rigid) = euler_state_rigid(
                     *head, *rigid_state.kernel_args())
             else:
@@ -306,8 +325,11 @@ class FastCoupling:
             v, a = (np.ascontiguousarray(w, dtype=float) for w in (v, a))
             x_s, xdot_s, lam, lamdot = cable_kernels._kinematics(g, comp, dofs, self._reference + u, v, self._J)
             lam_min = lam.min()
-        S, dS, dR = self._stress(lam, lamdot, t)
-        if rigid is not None:
+        if fused is None:
+            S, dS, dR = self._stress(lam, lamdot, t)
+        if fused is not None:
+            pass
+        elif rigid is not None:
             rigid_residual, rigid_tangent, rigid_ref = rigid
         else:
             terms = getattr(rigid_state, "terms", None)
@@ -318,19 +340,21 @@ class FastCoupling:
                 rigid_residual, rigid_tangent, rigid_ref = rs.residual, rs.tangent, rs.reference_force
             rigid_residual = np.ascontiguousarray(rigid_residual, dtype=float)
         fiber_args = (g, comp, dofs, self._area, S, self._dx, x_s, self._mass, a, model.external_force(t),
-                      float(load_factor))
+                      float(load_factor)) if fused is None else None
         contacts = []
         margins = {} if self._cylinders else None
-        if len(self._cylinders) <= 1:  # the common case: one compiled call
+        if len(self._cylinders) <= 1:  # the common case: one compiled call (or part of the fused one)
             cyl = self._cylinders[0] if self._cylinders else None
-            if cyl is None:
-                cylinder_args = _NO_CYLINDER
-            else:
-                point, axis = self._pose(cyl, x, t)
-                cylinder_args = (cyl.data.reference, u, *cyl.shapes, cyl.elements, point, axis, cyl.radius, cyl.finite,
-                                 cyl.L, cyl.stiffness, cyl.gamma, cyl.body)
-            residual, body_force, R, n_int, n_mag, n_inertia, n_ext, finite, *outcome = coupled_residual(
-                *fiber_args, *cylinder_args, self._n_body_cylinders, rigid_residual, C, p.D, self._P, p._fixed_index)
+            if fused is None:
+                if cyl is None:
+                    cylinder_args = _NO_CYLINDER
+                else:
+                    point, axis = self._pose(cyl, x, t)
+                    cylinder_args = (cyl.data.reference, u, *cyl.shapes, cyl.elements, point, axis, cyl.radius,
+                                     cyl.finite, cyl.L, cyl.stiffness, cyl.gamma, cyl.body)
+                fused = coupled_residual(*fiber_args, *cylinder_args, self._n_body_cylinders, rigid_residual, C, p.D,
+                                         self._P, p._fixed_index)
+            residual, body_force, R, n_int, n_mag, n_inertia, n_ext, finite, *outcome = fused
             if not finite:
                 raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor, "the fiber residual is not finite")
             ref = max(n_int, n_inertia, n_ext)
@@ -363,6 +387,43 @@ class FastCoupling:
                               min_stretch=float(lam_min), margins=margins, n_active_contacts=n_active,
                               fiber_residual=R, law=(S, dS, dR), kinematics=(x_s, xdot_s, lam, lamdot), c_v=c_v,
                               c_a=c_a, points=(x, C, H), rigid_tangent=rigid_tangent, contacts=contacts, fast=self)
+
+    def _evaluate_fused(self, head: tuple, rigid_state, t: float, load_factor) -> tuple | None:
+        """The returns of :mod:`skfiber.evaluation_kernel`'s generated ``evaluate`` (None when it cannot be
+        compiled: warned once, and the separate calls are used from then on)."""
+        model = self.model
+        if self._fused is None:
+            try:
+                self._fused = fused_evaluation([function for function, _, _ in self._laws])
+            except Exception as error:  # an unwritable folder, …
+                return self._no_fused(error)
+        cyl = self._cylinders[0] if self._cylinders else None
+        if cyl is None:
+            cylinder, row = _NO_CYLINDER_FUSED, -1
+        else:
+            point, axis = (_ZERO3, _ZERO3) if cyl.row >= 0 else self._pose(cyl, None, t)
+            cylinder, row = (cyl.data.reference, *cyl.shapes, cyl.elements, point, axis, cyl.radius, cyl.finite,
+                             cyl.L, cyl.stiffness, cyl.gamma, cyl.body, self._n_body_cylinders), cyl.row
+        g, comp, dofs = self._jets
+        args = (head, rigid_state.kernel_args(), self._theta, t, self._muscle, model.activations(t).ravel(), self._nq,
+                self._law_args, (g, comp, dofs, self._area, self._dx, self._mass, model.external_force(t),
+                                 float(load_factor)), cylinder, row, self.problem.D, self._P,
+                self.problem._fixed_index)
+        if self._fused_ready:
+            return self._fused(*args)
+        try:  # the first call compiles (or loads numba's cached machine code)
+            out = self._fused(*args)
+        except NumbaError as error:
+            return self._no_fused(error)
+        self._fused_ready = True
+        return out
+
+    def _no_fused(self, error: Exception) -> None:
+        self._fused = False
+        first_line = str(error).splitlines()[0] if str(error) else ""
+        warnings.warn(f"the fused evaluation kernel could not be made ({type(error).__name__}: {first_line}); "
+                      "the fast path runs its kernels one by one", RuntimeWarning, stacklevel=3)
+        return None
 
     @staticmethod
     def _pose(cyl: _Cylinder, x: np.ndarray, t: float) -> tuple:

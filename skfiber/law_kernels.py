@@ -118,30 +118,31 @@ def _key(source: str) -> str:
     return hashlib.sha1(source.encode()).hexdigest()[:20]
 
 
-def _forget(source: str) -> None:
+def _forget(source: str, kind: str = "law") -> None:
     """Drop the module of a source and numba's cached machine code for it (a stale or broken cache)."""
     key = _key(source)
     _MODULES.pop(key, None)
-    sys.modules.pop(f"skfiber_law_{key}", None)
+    sys.modules.pop(f"skfiber_{kind}_{key}", None)
     for folder in {_writable_folder(), cache_folder()}:
-        for path in (folder / "__pycache__").glob(f"law_{key}.*"):
+        for path in (folder / "__pycache__").glob(f"{kind}_{key}.*"):
             try:
                 path.unlink()
             except OSError:
                 pass
 
 
-def _load(source: str):
+def _load(source: str, kind: str = "law"):
+    """The module of a generated source (``kind``: its file name prefix), written to the cache folder once."""
     key = _key(source)
     if key in _MODULES:
         return _MODULES[key]
     folder = _writable_folder()
-    path = folder / f"law_{key}.py"
+    path = folder / f"{kind}_{key}.py"
     if not path.exists() or path.read_text() != source:
-        tmp = folder / f".law_{key}.{os.getpid()}.tmp"
+        tmp = folder / f".{kind}_{key}.{os.getpid()}.tmp"
         tmp.write_text(source)
         os.replace(tmp, path)  # atomic: other processes see the old or the whole new file
-    name = f"skfiber_law_{key}"
+    name = f"skfiber_{kind}_{key}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # numba's cache looks the module up by name

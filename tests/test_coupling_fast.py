@@ -127,16 +127,30 @@ def test_upper_limb_state_in_contact(monkeypatch):
     # the step's rates as EulerRates: the fast path computes them inside its kernels, bit for bit
     rates = EulerRates(u_prev=state.u, v_prev=state.v, dt=dt)
     assert_same_evaluation(fast.evaluate(z, t, fiber_state=rates, rigid_state=rigid_state), ev_general)
-    # the bodies' terms in the kinematics call (euler_state_rigid) or from their own kernel: the same numbers
-    calls = []
-    fused_kernel = sf.coupling_fast.euler_state_rigid
-    monkeypatch.setattr(sf.coupling_fast, "euler_state_rigid", lambda *a: calls.append(1) or fused_kernel(*a))
+    # the whole residual in one generated call (skfiber.evaluation_kernel), the bodies' terms in the kinematics
+    # call (euler_state_rigid), or everything in its own call: the same numbers bit for bit
+    fc = fast._fast
     fused = fast.evaluate(z, t, fiber_state=rates, rigid_state=rigid_state)
+    assert fc._fused_ready
+    calls = []
+    kinematics_kernel = sf.coupling_fast.euler_state_rigid
+    monkeypatch.setattr(sf.coupling_fast, "euler_state_rigid", lambda *a: calls.append(1) or kinematics_kernel(*a))
+    function, fc._fused = fc._fused, False
+    kinematics = fast.evaluate(z, t, fiber_state=rates, rigid_state=rigid_state)
     separate = fast.evaluate(z, t, fiber_state=rates, rigid_state=types.SimpleNamespace(terms=rigid_state.terms))
+    fc._fused = function
     assert len(calls) == 1
-    np.testing.assert_array_equal(fused.residual, separate.residual)
-    np.testing.assert_array_equal(fused.rigid_tangent, separate.rigid_tangent)
-    assert fused.reference_force == separate.reference_force
+    for other in (kinematics, separate):
+        assert_same_evaluation(fused, ev_general)
+        for name in ("residual", "fiber_residual", "rigid_tangent", "_law", "_kinematics", "_points"):
+            a, b = getattr(fused, name), getattr(other, name)
+            for x, y in zip(*((a, b) if isinstance(a, tuple) else ((a,), (b,)))):
+                np.testing.assert_array_equal(x, y)
+        assert (fused.reference_force, fused.roundoff, fused.min_stretch, fused.n_active_contacts) == \
+               (other.reference_force, other.roundoff, other.min_stretch, other.n_active_contacts)
+        for name, (el, m) in fused.margins.items():
+            np.testing.assert_array_equal(el, other.margins[name][0])
+            np.testing.assert_array_equal(m, other.margins[name][1])
     # the Newton step, and the triceps pushed 9 cm forwards through the elbow's cylinder
     d = model.discretization
     push = np.zeros_like(z)
