@@ -12,6 +12,7 @@ Example
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
@@ -30,6 +31,7 @@ __all__ = ["Model", "State", "Evaluation"]
 # Newton's residual floor: this many machine epsilons of the summed element force magnitudes
 ROUNDOFF_FACTOR = 1e4
 _EPS = float(np.finfo(float).eps)
+_ACTIVATION = operator.attrgetter("activation")
 
 
 def _norm(x: np.ndarray) -> float:
@@ -473,7 +475,7 @@ class Model:
     # --- evaluation -----------------------------------------------------
     def activations(self, t: float) -> np.ndarray:
         """α(t) at the quadrature points, shape (e, 1) (cached per t and per the fibers' ``activation``)."""
-        key = (float(t), tuple(f.activation for f in self.fibers))  # the same activations at the same t
+        key = (float(t), tuple(map(_ACTIVATION, self.fibers)))  # the same activations at the same t
         if self._activation_cache is None or self._activation_cache[0] != key:
             alpha = np.array([f.activation_at(t) for f in self.fibers])
             self._activation_cache = (key, alpha[self.discretization.element_fiber][:, None])

@@ -1,6 +1,7 @@
 """The fast path of the coupled solver (skfiber.coupling_fast, skfiber.coupled_kernels) against the general path."""
 import sys
 import types
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -269,3 +270,36 @@ def test_trial_safeguard_in_one_call(monkeypatch):
     deltas = assert_same_safeguard(fast, general, z, [s * dz for s in (1, 3, 10, 30, 100, 300)], t)
     assert len(calls) == 3 * len(deltas)  # every cylinder in one call per step
     assert deltas[0] == 1.0 and 0 < min(deltas) < 0.1 and any(0.1 < d < 1 for d in deltas)
+
+
+def test_fused_evaluation_falls_back_with_a_warning(monkeypatch):
+    """When the generated evaluation kernel cannot be made (numba cannot compile it, the cache folder is not
+    writable, …) the fast path warns once and runs its kernels one by one: the same numbers."""
+    from numba.core.errors import TypingError
+
+    model = upper_limb.build_model(4)
+    fast = CoupledProblem(model)
+    state = model.initial_state()
+    dt = 8.0 / 128
+    z = np.concatenate([state.u, state.q])
+    rates = EulerRates(u_prev=state.u, v_prev=state.v, dt=dt)
+    rigid_state = EulerStep(model.rigid, q_prev=state.q, p_prev=state.p, dt=dt, t=dt)
+    fast.evaluate(z, dt, fiber_state=rates, rigid_state=rigid_state)  # compiles the laws
+    reference = fast.evaluate(z, dt, fiber_state=rates, rigid_state=rigid_state)
+    assert fast._fast._fused_ready
+
+    def broken(*args):
+        raise TypingError("cannot type this")
+
+    for make in (lambda laws: broken, lambda laws: (_ for _ in ()).throw(OSError("read-only cache folder"))):
+        other = CoupledProblem(model)
+        monkeypatch.setattr(sf.coupling_fast, "fused_evaluation", make)
+        other.evaluate(z, dt, fiber_state=rates, rigid_state=rigid_state)
+        with pytest.warns(RuntimeWarning, match="fused evaluation kernel could not be made"):
+            ev = other.evaluate(z, dt, fiber_state=rates, rigid_state=rigid_state)
+        assert other._fast._fused is False
+        np.testing.assert_array_equal(ev.residual, reference.residual)
+        np.testing.assert_array_equal(other.solve_newton(ev), fast.solve_newton(reference))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no second warning
+            other.evaluate(z, dt, fiber_state=rates, rigid_state=rigid_state)

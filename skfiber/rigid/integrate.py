@@ -277,6 +277,7 @@ class EulerStep:
         self.q_prev, self.p_prev, self.dt, self.t = q_prev, p_prev, float(dt), float(t)
         # one compiled call gives residual and tangent when gravity is the only force element
         self._direct = not plan.elements and not plan.layout and plan.n > 0
+        self._args = None  # (plan, kernel_args())
 
     def __call__(self, q) -> RigidStep:
         return rigid_step(self.system, q, q_prev=self.q_prev, p_prev=self.p_prev, dt=self.dt, t=self.t)
@@ -291,11 +292,13 @@ class EulerStep:
 
     def kernel_args(self) -> tuple:
         """The arguments of :func:`~skfiber.rigid.kernels.euler_step_terms` after q (when gravity is the
-        only force element: ``direct``)."""
+        only force element: ``direct``); made once per step and plan of the system."""
         plan = self.system._plan()
-        gravity = plan.gravity
-        return (COMPLEX_STEP, self.q_prev, self.p_prev, self.dt, _NO_GRAVITY if gravity is None else gravity.g,
-                *plan.kernel_args(self.t))
+        if self._args is None or self._args[0] is not plan:
+            gravity = plan.gravity
+            self._args = (plan, (COMPLEX_STEP, self.q_prev, self.p_prev, self.dt,
+                                 _NO_GRAVITY if gravity is None else gravity.g, *plan.kernel_args(self.t)))
+        return self._args[1]
 
     @property
     def direct(self) -> bool:
