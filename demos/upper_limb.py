@@ -191,7 +191,7 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     # run on a machine (seconds) and load them from numba's cache later: say so if it takes long
     setup = time.perf_counter()
     notice = sf.solver.compile_notice("  compiling the numba kernels (the first run on this machine only; "
-                                      "≈ 20 s, cached for later runs) …", enabled=progress, delay=2.0)
+                                      "≈ 1 min, cached for later runs) …", enabled=progress, delay=2.0)
     try:
         model = build_model(ne)
     except BaseException:

@@ -7,14 +7,15 @@ between the kernels of the general path —
 * :func:`coupled_positions` — q, the body points (attachments, contact
   cylinders on bodies) with their q-derivatives, and u with u_D = c(q, t);
 * :func:`euler_kinematics` — the backward-Euler rates v, a and the cable
-  kinematics x_s, ẋ_s, λ, λ̇ (:func:`euler_state`: both in one call;
-  :func:`euler_state_rigid` adds the rigid bodies' backward-Euler terms);
+  kinematics x_s, ẋ_s, λ, λ̇ (:func:`euler_state`: both in one call);
 * :func:`fiber_residual` — inertia + internal force − external load;
 * :func:`cylinder_contact` — broad and narrow phase of one contact cylinder,
   its residual added;
-* :func:`coupled_rows` — the rows of q: R_rb + Cᵀ G_D + Σ Jpᵀ R_pose;
-* :func:`coupled_residual` — the last three in one call, for at most one
-  contact cylinder.
+* :func:`coupled_rows` — the rows of q: R_rb + Cᵀ G_D + Σ Jpᵀ R_pose.
+
+In the common case (a backward-Euler step, gravity the only force on the
+bodies, at most one cylinder) these run as one call of a kernel generated per
+set of laws (:mod:`skfiber.evaluation_kernel`).
 
 Safeguard: :func:`trial_step` is the ``safeguard="trial"`` step bound of one
 cylinder (:meth:`skfiber.contact.cylinder.CylinderContact.max_step`) in one call.
@@ -43,10 +44,10 @@ from . import block_tridiagonal as bt
 from .cable_kernels import _kinematics, _law_tangent, _residual
 from .contact.cylinder_kernels import COL_D, _broad, _derivatives, _points
 from .coupling import _scatter_dependent
-from .rigid.kernels import body_point_jets, euler_step_terms
+from .rigid.kernels import body_point_jets
 
-__all__ = ["coupled_positions", "euler_kinematics", "euler_state", "euler_state_rigid", "fiber_residual", "cylinder_contact", "coupled_rows",
-           "coupled_residual", "coupled_increment", "newton_increment", "trial_step"]
+__all__ = ["coupled_positions", "euler_kinematics", "euler_state", "fiber_residual", "cylinder_contact", "coupled_rows",
+           "coupled_increment", "newton_increment", "trial_step"]
 
 #: status of :func:`coupled_increment`
 OK, BLOCK_FAILED, OUTSIDE_PATTERN, SINGULAR_SCHUR = 0, 1, 2, 3
@@ -122,23 +123,6 @@ def euler_state(z, N, D, P, bodies, X, u_prev, v_prev, dt, g, comp, dofs, refere
                                       q_joints, tau_joints)
     v, a, x_s, xdot_s, lam, lamdot, lam_min = euler_kinematics(u, u_prev, v_prev, dt, g, comp, dofs, reference, J)
     return q, u, x, C, H, v, a, x_s, xdot_s, lam, lamdot, lam_min
-
-
-@numba.njit(cache=True)
-def euler_state_rigid(z, N, D, P, bodies, X, u_prev, v_prev, dt, g, comp, dofs, reference, J, h, q_prev, p_prev,
-                      rigid_dt, gravity, parent, joint_of_body, kind, coordinate, axis, point, K, K2, slot, tau_slot,
-                      pres_R, pres_v, center, path, upstream, prescribed, q_joints, tau_joints, mass, com,
-                      inertia):  # pragma: no cover - compiled
-    """:func:`euler_state` and :func:`skfiber.rigid.kernels.euler_step_terms` at its q in one call (the
-    arguments of both; the rigid step's after J, then the tables of the tree with the bodies' mass data):
-    the returns of :func:`euler_state`, then R_rb, dR_rb/dq and the rigid force scale."""
-    q, u, x, C, H, v, a, x_s, xdot_s, lam, lamdot, lam_min = euler_state(
-        z, N, D, P, bodies, X, u_prev, v_prev, dt, g, comp, dofs, reference, J, parent, joint_of_body, kind, coordinate,
-        axis, point, K, K2, slot, tau_slot, pres_R, pres_v, center, path, upstream, prescribed, q_joints, tau_joints)
-    R, T, ref = euler_step_terms(q, h, q_prev, p_prev, rigid_dt, gravity, parent, joint_of_body, kind, coordinate, axis,
-                                 point, K, K2, slot, tau_slot, pres_R, pres_v, center, path, upstream, prescribed,
-                                 q_joints, tau_joints, mass, com, inertia)
-    return q, u, x, C, H, v, a, x_s, xdot_s, lam, lamdot, lam_min, R, T, ref
 
 
 @numba.njit(cache=True)
@@ -225,29 +209,6 @@ def coupled_rows(R, rigid_residual, C, D, P, forces, fixed):  # pragma: no cover
         f = forces[c]
         largest = max(largest, np.sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]))
     return out, largest
-
-
-@numba.njit(cache=True)
-def coupled_residual(g, comp, dofs, area, S, dx, x_s, mass, a, f_ext, load_factor, ref, u, contact_dofs, contact_S,
-                     contact_dS, r0, A1, h, w, r0max, A1max, elements, point, axis, radius, finite, L, kappa, gamma,
-                     body, n_body, rigid_residual, C, D, P, fixed):  # pragma: no cover - compiled
-    """:func:`fiber_residual`, :func:`cylinder_contact` and :func:`coupled_rows` in one call (their arguments
-    in that order; ``elements`` empty: no cylinder).  ``body`` is the cylinder's index among the ``n_body``
-    cylinders on bodies (−1: not on a body).
-
-    Returns the coupled residual and the largest body force of :func:`coupled_rows`, then the returns of
-    :func:`fiber_residual` (G with the contact's G_c added, when admissible) and of :func:`cylinder_contact`.
-    """
-    R, nF, nA, nM, nE, ok = fiber_residual(g, comp, dofs, area, S, dx, x_s, mass, a, f_ext, load_factor)
-    status, el, tangent, axis_norm, pts, adm, force, n_active, act, norm = cylinder_contact(
-        ref, u, contact_dofs, contact_S, contact_dS, r0, A1, h, w, r0max, A1max, elements, point, axis, radius, finite,
-        L, kappa, gamma, R)
-    forces = np.zeros((n_body, 6))
-    if status == IN_REACH and body >= 0:
-        forces[body] = force
-    residual, largest = coupled_rows(R, rigid_residual, C, D, P, forces, fixed)
-    return (residual, largest, R, nF, nA, nM, nE, ok, status, el, tangent, axis_norm, pts, adm, force, n_active, act,
-            norm)
 
 
 @numba.njit(cache=True)

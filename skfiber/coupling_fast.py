@@ -37,8 +37,7 @@ from . import cable_kernels
 from .contact import cylinder_kernels as ck
 from .contact.cylinder import CylinderContact
 from .coupled_kernels import (IN_REACH, INADMISSIBLE, OK, coupled_increment, coupled_positions, coupled_rows,
-                              coupled_residual, cylinder_contact, euler_state, euler_state_rigid, fiber_residual,
-                              newton_increment, trial_step)
+                              cylinder_contact, euler_state, fiber_residual, newton_increment, trial_step)
 from .coupling import AttachmentKinematics, _scatter_dependent
 from .evaluation_kernel import fused_evaluation
 from .linalg import PIVOT_TOL, RESIDUAL_TOL
@@ -54,12 +53,11 @@ _EPS = float(np.finfo(float).eps)
 _NO_INDEX = np.zeros(0, dtype=np.int64)
 _NO_VALUE = np.zeros(0)
 _ZERO3 = np.zeros(3)
-#: the cylinder arguments of coupled_residual without a cylinder (no element: nothing in reach)
-_NO_CYLINDER = (np.zeros(0), np.zeros(0), np.zeros((0, 12), dtype=np.int64), np.zeros((0, 1, 4)), np.zeros((0, 1, 4)),
+#: the cylinder arguments of the fused evaluation (skfiber.evaluation_kernel) without a cylinder: no element,
+#: nothing in reach
+_NO_CYLINDER = (np.zeros(0), np.zeros((0, 12), dtype=np.int64), np.zeros((0, 1, 4)), np.zeros((0, 1, 4)),
                 np.zeros((0, 1)), np.zeros((0, 1)), np.zeros(0), np.zeros(1), np.zeros(0), np.zeros(0), _NO_INDEX,
-                np.zeros(3), np.array([1.0, 0.0, 0.0]), 1.0, False, 0.0, 0.0, 0.0, -1)
-#: … and of the fused evaluation (skfiber.evaluation_kernel), without u, with the number of body cylinders
-_NO_CYLINDER_FUSED = _NO_CYLINDER[:1] + _NO_CYLINDER[2:] + (0,)
+                np.zeros(3), np.array([1.0, 0.0, 0.0]), 1.0, False, 0.0, 0.0, 0.0, -1, 0)
 #: the contact arguments of newton_increment when no contact is in touch
 _NO_CONTACT = (np.zeros((0, 1, 1)), _NO_INDEX, _NO_INDEX, np.zeros((0, 12), dtype=np.int64), np.zeros((0, 1, 4)),
                np.zeros((0, 1, 4)), np.zeros(3), 1.0, -1, np.zeros(6))
@@ -247,22 +245,27 @@ class FastCoupling:
         return True
 
     # ------------------------------------------------------------------ residual
-    def _stress(self, lam, lamdot, t):
-        """S, ∂S/∂λ, ∂S/∂λ̇ (e, q): the laws' compiled functions called directly (Model._stress the first
-        time, which compiles them, and for laws without a kernel)."""
+    def _compile_laws(self, t: float) -> None:
+        """The laws' compiled functions (:meth:`Model._stress` compiles them, here at the reference stretch),
+        or [] when a law has none."""
         model = self.model
-        if self._laws is None:
-            out = model._stress(lam, lamdot, t)
-            plan = model._law_kernels or []
-            if plan and all(k._function is not None for k, _ in plan):
-                self._laws = [(k._function, idx, k.params) for k, idx in plan]
-                self._law_args = tuple((np.ascontiguousarray(idx, dtype=np.int64), np.ascontiguousarray(params, dtype=float))
-                                       for _, idx, params in self._laws)
-            else:
-                self._laws = []
-            return tuple(np.asarray(v, dtype=float) for v in out)
+        shape = (self._theta.size // self._nq, self._nq)
+        model._stress(np.ones(shape), np.zeros(shape), t)
+        plan = model._law_kernels or []
+        if plan and all(k._function is not None for k, _ in plan):
+            self._laws = [(k._function, idx, k.params) for k, idx in plan]
+            self._law_args = tuple((np.ascontiguousarray(idx, dtype=np.int64), np.ascontiguousarray(params, dtype=float))
+                                   for _, idx, params in self._laws)
+        else:
+            self._laws = []
+
+    def _stress(self, lam, lamdot, t) -> np.ndarray:
+        """S, ∂S/∂λ, ∂S/∂λ̇ as one (3, e, q) array: the laws' compiled functions called directly
+        (:meth:`Model._stress` for laws without a kernel)."""
+        model = self.model
         if not self._laws:
-            return tuple(np.asarray(v, dtype=float) for v in model._stress(lam, lamdot, t))
+            return np.array([np.broadcast_to(np.asarray(v, dtype=float), lam.shape)
+                             for v in model._stress(lam, lamdot, t)])
         out = np.empty((3,) + lam.shape)
         alpha = model.activations(t).ravel()
         lam_, lamdot_, flat = lam.ravel(), lamdot.ravel(), out.reshape(3, -1)
@@ -271,7 +274,7 @@ class FastCoupling:
         t = float(t)
         for function, idx, params in self._laws:
             function(lam_, lamdot_, self._theta, t, self._muscle, alpha, nq, idx, params, S_, dS_, dR_)
-        return out[0], out[1], out[2]
+        return out
 
     def expanded(self, z: np.ndarray, t: float) -> np.ndarray | None:
         """u with u_D = c(q, t) at z if the last evaluation was at (z, t) (a copy), else None."""
@@ -298,23 +301,16 @@ class FastCoupling:
         t = float(t)
         z = np.ascontiguousarray(z, dtype=float)
         g, comp, dofs = self._jets
-        rigid = fused = None
+        if self._laws is None:
+            self._compile_laws(t)
+        fused = None
         if type(fiber_state) is EulerRates:
             head = (z, N, p.D, self._P, self._bodies, self._points, fiber_state.u_prev, fiber_state.v_prev,
                     fiber_state.dt, g, comp, dofs, self._reference, self._J)
-            direct = (type(rigid_state) is EulerStep and rigid_state.direct and rigid_state.t == t
-                      and rigid_state.system is p.system)  # the bodies' terms in the same call
-            if direct and self._laws and len(self._cylinders) <= 1 and self._fused is not False:
-                fused = self._evaluate_fused(head, rigid_state, t, load_factor)
-            if fused is not None:
-                (q, u, x, C, H, v, a, x_s, xdot_s, lam, lamdot, lam_min, rigid_tangent, rigid_ref, law,
-                 *fused) = fused
-                S, dS, dR = law
-                rigid = ()
-            elif direct:
-                (q, u, x, C, H, v, a, x_s, xdot_s, lam, lamdot, lam_min, *rigid) = euler_state_rigid(
-                    *head, *rigid_state.kernel_args())
-            else:
+            if (self._laws and len(self._cylinders) <= 1 and self._fused is not False and type(rigid_state) is EulerStep
+                    and rigid_state.direct and rigid_state.t == t and rigid_state.system is p.system):
+                fused = self._evaluate_fused(head, rigid_state, t, load_factor)  # the common case: one call
+            if fused is None:
                 q, u, x, C, H, v, a, x_s, xdot_s, lam, lamdot, lam_min = euler_state(
                     *head, *p.system._plan().point_args(t))
             c_v, c_a = fiber_state.c_v, fiber_state.c_a
@@ -325,49 +321,26 @@ class FastCoupling:
             v, a = (np.ascontiguousarray(w, dtype=float) for w in (v, a))
             x_s, xdot_s, lam, lamdot = cable_kernels._kinematics(g, comp, dofs, self._reference + u, v, self._J)
             lam_min = lam.min()
-        if fused is None:
-            S, dS, dR = self._stress(lam, lamdot, t)
-        if fused is not None:
-            pass
-        elif rigid is not None:
-            rigid_residual, rigid_tangent, rigid_ref = rigid
-        else:
-            terms = getattr(rigid_state, "terms", None)
-            if terms is not None:
-                rigid_residual, rigid_tangent, rigid_ref = terms(q)
-            else:
-                rs = rigid_state(q)
-                rigid_residual, rigid_tangent, rigid_ref = rs.residual, rs.tangent, rs.reference_force
-            rigid_residual = np.ascontiguousarray(rigid_residual, dtype=float)
-        fiber_args = (g, comp, dofs, self._area, S, self._dx, x_s, self._mass, a, model.external_force(t),
-                      float(load_factor)) if fused is None else None
         contacts = []
         margins = {} if self._cylinders else None
-        if len(self._cylinders) <= 1:  # the common case: one compiled call (or part of the fused one)
-            cyl = self._cylinders[0] if self._cylinders else None
-            if fused is None:
-                if cyl is None:
-                    cylinder_args = _NO_CYLINDER
-                else:
-                    point, axis = self._pose(cyl, x, t)
-                    cylinder_args = (cyl.data.reference, u, *cyl.shapes, cyl.elements, point, axis, cyl.radius,
-                                     cyl.finite, cyl.L, cyl.stiffness, cyl.gamma, cyl.body)
-                fused = coupled_residual(*fiber_args, *cylinder_args, self._n_body_cylinders, rigid_residual, C, p.D,
-                                         self._P, p._fixed_index)
-            residual, body_force, R, n_int, n_mag, n_inertia, n_ext, finite, *outcome = fused
+        n_active = 0
+        if fused is not None:
+            (q, u, x, C, H, v, a, x_s, xdot_s, lam, lamdot, lam_min, rigid_tangent, rigid_ref, law, residual,
+             body_force, R, n_int, n_mag, n_inertia, n_ext, finite, *outcome) = fused
             if not finite:
                 raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor, "the fiber residual is not finite")
             ref = max(n_int, n_inertia, n_ext)
-            n_active = 0
-            if cyl is not None:
-                ref, n_active, margins = self._contact(cyl, outcome, ref, margins, contacts, z, t, fiber_state,
-                                                       rigid_state, load_factor)
+            if self._cylinders:
+                ref, n_active, margins = self._contact(self._cylinders[0], outcome, ref, margins, contacts, z, t,
+                                                       fiber_state, rigid_state, load_factor)
         else:
-            R, n_int, n_mag, n_inertia, n_ext, finite = fiber_residual(*fiber_args)
+            law = self._stress(lam, lamdot, t)
+            R, n_int, n_mag, n_inertia, n_ext, finite = fiber_residual(
+                g, comp, dofs, self._area, law[0], self._dx, x_s, self._mass, a, model.external_force(t),
+                float(load_factor))
             if not finite:
                 raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor, "the fiber residual is not finite")
             ref = max(n_int, n_inertia, n_ext)
-            n_active = 0
             forces = np.zeros((self._n_body_cylinders, 6))
             for cyl in self._cylinders:
                 point, axis = self._pose(cyl, x, t)
@@ -378,14 +351,21 @@ class FastCoupling:
                 n_active += n
                 if outcome[0] == IN_REACH and cyl.body >= 0:
                     forces[cyl.body] = outcome[6]
-            residual, body_force = coupled_rows(R, rigid_residual, C, p.D, self._P, forces, p._fixed_index)
+            terms = getattr(rigid_state, "terms", None)
+            if terms is not None:
+                rigid_residual, rigid_tangent, rigid_ref = terms(q)
+            else:
+                rs = rigid_state(q)
+                rigid_residual, rigid_tangent, rigid_ref = rs.residual, rs.tangent, rs.reference_force
+            residual, body_force = coupled_rows(R, np.ascontiguousarray(rigid_residual, dtype=float), C, p.D, self._P,
+                                                forces, p._fixed_index)
         self._last = (z.tobytes(), t, u)  # u with u_D = c(q, t) at this z (expand)
         if model._remember_residual and load_factor == 1.0:
             model._last_residual = ((u, v, a, t, q), R)  # fresh arrays, never changed (Model._memo_matches)
         ref = max(ref, rigid_ref, body_force)
         return FastEvaluation(residual, reference_force=ref, roundoff=ROUNDOFF_FACTOR * _EPS * n_mag,
                               min_stretch=float(lam_min), margins=margins, n_active_contacts=n_active,
-                              fiber_residual=R, law=(S, dS, dR), kinematics=(x_s, xdot_s, lam, lamdot), c_v=c_v,
+                              fiber_residual=R, law=law, kinematics=(x_s, xdot_s, lam, lamdot), c_v=c_v,
                               c_a=c_a, points=(x, C, H), rigid_tangent=rigid_tangent, contacts=contacts, fast=self)
 
     def _evaluate_fused(self, head: tuple, rigid_state, t: float, load_factor) -> tuple | None:
@@ -399,16 +379,14 @@ class FastCoupling:
                 return self._no_fused(error)
         cyl = self._cylinders[0] if self._cylinders else None
         if cyl is None:
-            cylinder, row = _NO_CYLINDER_FUSED, -1
+            cylinder, row = _NO_CYLINDER, -1
         else:
             point, axis = (_ZERO3, _ZERO3) if cyl.row >= 0 else self._pose(cyl, None, t)
             cylinder, row = (cyl.data.reference, *cyl.shapes, cyl.elements, point, axis, cyl.radius, cyl.finite,
                              cyl.L, cyl.stiffness, cyl.gamma, cyl.body, self._n_body_cylinders), cyl.row
-        g, comp, dofs = self._jets
         args = (head, rigid_state.kernel_args(), self._theta, t, self._muscle, model.activations(t).ravel(), self._nq,
-                self._law_args, (g, comp, dofs, self._area, self._dx, self._mass, model.external_force(t),
-                                 float(load_factor)), cylinder, row, self.problem.D, self._P,
-                self.problem._fixed_index)
+                self._law_args, (self._area, self._dx, self._mass, model.external_force(t), float(load_factor)),
+                cylinder, row, self.problem._fixed_index)
         if self._fused_ready:
             return self._fused(*args)
         try:  # the first call compiles (or loads numba's cached machine code)

@@ -1,17 +1,17 @@
 """The fast path's residual as one compiled call, generated per set of stress laws.
 
-:meth:`skfiber.coupling_fast.FastCoupling.evaluate` runs
-:func:`~skfiber.coupled_kernels.euler_state_rigid` (positions, rates, cable
-kinematics, the rigid step's terms), the laws' compiled loops
-(:mod:`skfiber.law_kernels`) and :func:`~skfiber.coupled_kernels.coupled_residual`
-(fiber residual, one contact cylinder, rows of q).  Each call from Python costs
-its dispatch and the boxing of what it returns, and inside a Newton run, where
-other code runs in between, each also starts cold; the three are ≈ 30 % of an
-evaluation at level 1 of the upper limb.  The laws are functions made at run
+:meth:`skfiber.coupling_fast.FastCoupling.evaluate` runs the kernels of
+:mod:`skfiber.coupled_kernels` (positions, rates and cable kinematics; fiber
+residual; contact; rows of q), the rigid step's terms
+(:func:`skfiber.rigid.kernels.euler_step_terms`) and the laws' compiled loops
+(:mod:`skfiber.law_kernels`).  Each call from Python costs its dispatch and the
+boxing of what it returns, and inside a Newton run, where other code runs in
+between, each also starts cold: called one by one they took ≈ 1.5× the time of
+one call at level 1 of the upper limb.  The laws are functions made at run
 time, so a kernel that calls them is too: :func:`fused_evaluation` writes a
-small module that calls the three in a row (the same functions, so the same
-numbers bit for bit) next to the law modules, and numba caches its machine code
-there.
+small module that calls them all in a row (the same functions in the same
+order, so the same numbers bit for bit) next to the law modules, and numba
+caches its machine code there.
 
 The source names the law modules and a digest of skfiber's own sources: numba
 checks a cached function against its own file only, not against the functions it
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import law_kernels
+from .coupled_kernels import IN_REACH
 
 __all__ = ["fused_evaluation", "fused_source"]
 
@@ -41,31 +42,45 @@ _TEMPLATE = '''\
 import numba
 import numpy as np
 
-from skfiber.coupled_kernels import coupled_residual, euler_state_rigid
+from skfiber.coupled_kernels import coupled_positions, coupled_rows, cylinder_contact, euler_kinematics, fiber_residual
+from skfiber.rigid.kernels import euler_step_terms
 {imports}
 
 
 @numba.njit(cache=True)
-def evaluate(state_args, rigid_args, theta, t, muscle, alpha, nq, laws, residual_args, cylinder_args, row, D, P,
-             fixed):
-    q, u, x, C, H, v, a, x_s, xdot_s, lam, lamdot, lam_min, R_rb, T_rb, ref_rb = euler_state_rigid(*state_args,
-                                                                                                  *rigid_args)
+def evaluate(state_args, rigid_args, theta, t, muscle, alpha, nq, laws, residual_args, cylinder_args, row, fixed):
+    z, N, D, P, bodies, X, u_prev, v_prev, dt, g, comp, dofs, reference, J = state_args
+    (h, q_prev, p_prev, rigid_dt, gravity, parent, joint_of_body, kind, coordinate, axis, point, K, K2, slot, tau_slot,
+     pres_R, pres_v, center, path, upstream, prescribed, q_joints, tau_joints, body_mass, com, inertia) = rigid_args
+    q, u, x, C, H = coupled_positions(z, N, D, P, bodies, X, parent, joint_of_body, kind, coordinate, axis, point, K,
+                                      K2, slot, tau_slot, pres_R, pres_v, center, path, upstream, prescribed, q_joints,
+                                      tau_joints)
+    v, a, x_s, xdot_s, lam, lamdot, lam_min = euler_kinematics(u, u_prev, v_prev, dt, g, comp, dofs, reference, J)
+    R_rb, T_rb, ref_rb = euler_step_terms(q, h, q_prev, p_prev, rigid_dt, gravity, parent, joint_of_body, kind,
+                                          coordinate, axis, point, K, K2, slot, tau_slot, pres_R, pres_v, center, path,
+                                          upstream, prescribed, q_joints, tau_joints, body_mass, com, inertia)
     law = np.empty((3,) + lam.shape)
     n = lam.size
     flat = law.reshape((3, n))
     lam_ = lam.reshape(n)
     lamdot_ = lamdot.reshape(n)
 {calls}
-    g, comp, dofs, area, dx, mass, f_ext, load_factor = residual_args
-    (ref, c_dofs, c_S, c_dS, r0, A1, h, w, r0max, A1max, elements, point, axis, radius, finite, L, kappa, gamma, body,
-     n_body) = cylinder_args
+    area, dx, mass, f_ext, load_factor = residual_args
+    R, nF, nA, nM, nE, finite = fiber_residual(g, comp, dofs, area, law[0], dx, x_s, mass, a, f_ext, load_factor)
+    (ref, c_dofs, c_S, c_dS, r0, A1, c_h, w, r0max, A1max, elements, y0, y_axis, radius, finite_length, L, kappa, gamma,
+     body, n_body) = cylinder_args
     if row >= 0:  # a cylinder on a body: its start point and axis among the body points
-        point = x[row]
-        axis = x[row + 1]
-    out = coupled_residual(g, comp, dofs, area, law[0], dx, x_s, mass, a, f_ext, load_factor, ref, u, c_dofs, c_S, c_dS,
-                           r0, A1, h, w, r0max, A1max, elements, point, axis, radius, finite, L, kappa, gamma, body,
-                           n_body, R_rb, C, D, P, fixed)
-    return (q, u, x, C, H, v, a, x_s, xdot_s, lam, lamdot, lam_min, T_rb, ref_rb, law) + out
+        y0 = x[row]
+        y_axis = x[row + 1]
+    status, el, tangent, axis_norm, pts, adm, force, n_active, act, norm = cylinder_contact(
+        ref, u, c_dofs, c_S, c_dS, r0, A1, c_h, w, r0max, A1max, elements, y0, y_axis, radius, finite_length, L, kappa,
+        gamma, R)
+    forces = np.zeros((n_body, 6))
+    if status == {in_reach} and body >= 0:
+        forces[body] = force
+    residual, largest = coupled_rows(R, R_rb, C, D, P, forces, fixed)
+    return (q, u, x, C, H, v, a, x_s, xdot_s, lam, lamdot, lam_min, T_rb, ref_rb, law, residual, largest, R, nF, nA,
+            nM, nE, finite, status, el, tangent, axis_norm, pts, adm, force, n_active, act, norm)
 '''
 
 
@@ -86,19 +101,22 @@ def fused_source(modules: Sequence[str], which: Sequence[int]) -> str:
     imports = "\n".join(f"import {name} as _law{i}" for i, name in enumerate(modules))
     calls = "\n".join(f"    _law{m}.evaluate(lam_, lamdot_, theta, t, muscle, alpha, nq, laws[{k}][0], laws[{k}][1], "
                       f"flat[0], flat[1], flat[2])" for k, m in enumerate(which))
-    return _TEMPLATE.format(digest=_digest(), imports=imports, calls=calls)
+    return _TEMPLATE.format(digest=_digest(), imports=imports, calls=calls, in_reach=IN_REACH)
 
 
 def fused_evaluation(law_functions: Sequence[Callable]) -> Callable:
     """The generated ``evaluate`` for the laws' compiled functions (one per law group, in order).
 
-    Its arguments: the tuples of :func:`~skfiber.coupled_kernels.euler_state_rigid` before and after the
-    rigid step's, the laws' (θ, t, γ_M, α per element, points per element, ((indices, parameters), …)),
-    (g, comp, dofs, area, dx, mass, f_ext, load_factor) of the fiber residual, the cylinder's arguments of
-    :func:`~skfiber.coupled_kernels.coupled_residual` (its point and axis replaced by the body points
-    ``row``, ``row + 1`` when ``row`` ≥ 0), then D, P and the fixed rows.  Returns those of
-    :func:`~skfiber.coupled_kernels.euler_state_rigid` without R_rb, the laws' (3, e, q) response, then
-    those of :func:`~skfiber.coupled_kernels.coupled_residual`.  Compiles on the first call (once per
+    Its arguments: the head of :func:`~skfiber.coupled_kernels.euler_state`'s (z … J), the arguments of
+    :func:`~skfiber.rigid.kernels.euler_step_terms` after q (:meth:`skfiber.rigid.EulerStep.kernel_args`),
+    the laws' (θ, t, γ_M, α per element, points per element, ((indices, parameters), …)), (area, dx, mass,
+    f_ext, load_factor) of :func:`~skfiber.coupled_kernels.fiber_residual`, the cylinder's arguments of
+    :func:`~skfiber.coupled_kernels.cylinder_contact` from its ``dofs`` on without ``R``, with its index
+    among the body cylinders and their number (point and axis replaced by the body points ``row``,
+    ``row + 1`` when ``row`` ≥ 0), and the fixed rows.  Returns q, u, x, C, H, v, a, x_s, ẋ_s, λ, λ̇,
+    min λ, dR_rb/dq, the rigid force scale, the laws' (3, e, q) response, the coupled residual and the
+    largest body force, the returns of :func:`~skfiber.coupled_kernels.fiber_residual` and those of
+    :func:`~skfiber.coupled_kernels.cylinder_contact`.  Compiles on the first call (once per
     machine and set of laws: numba's cache).
     """
     modules: list[str] = []
