@@ -66,7 +66,7 @@ _NO_CONTACT = (np.zeros((0, 1, 1)), _NO_INDEX, _NO_INDEX, np.zeros((0, 12), dtyp
 class _Cylinder:
     """What the kernels need of one cylinder contact (fixed for a problem)."""
 
-    def __init__(self, contact: CylinderContact, d, body: int, row: int):
+    def __init__(self, contact: CylinderContact, d, body: int, row: int, n_body: int):
         self.contact = contact
         self.name = contact.name
         data = contact._kernel_data(d)
@@ -80,6 +80,9 @@ class _Cylinder:
         self.gamma = float(contact.law.gamma)
         self.body = body  # its index among the cylinders on bodies (−1: not on a body)
         self.row = row  # its start point among the body points (−1: not on a body)
+        #: its arguments of skfiber.evaluation_kernel's evaluate (point and axis: placeholders)
+        self.fused_args = (data.reference, *self.shapes, self.elements, _ZERO3, _ZERO3, self.radius, self.finite,
+                           self.L, self.stiffness, self.gamma, body, n_body)
 
 
 class _Contact:
@@ -212,7 +215,7 @@ class FastCoupling:
         self._cylinders = []
         for c in model.contacts:
             i = body_contacts.get(id(c), -1)
-            self._cylinders.append(_Cylinder(c, d, i, self._P + 2 * i if i >= 0 else -1))
+            self._cylinders.append(_Cylinder(c, d, i, self._P + 2 * i if i >= 0 else -1, len(problem.body_contacts)))
         self._n_body_cylinders = len(problem.body_contacts)
         if model._jets is None:
             model._jets = cable_kernels.gradient_jets(d.assembler)
@@ -380,10 +383,11 @@ class FastCoupling:
         cyl = self._cylinders[0] if self._cylinders else None
         if cyl is None:
             cylinder, row = _NO_CYLINDER, -1
+        elif cyl.row >= 0:  # on a body: the kernel takes its pose from the body points
+            cylinder, row = cyl.fused_args, cyl.row
         else:
-            point, axis = (_ZERO3, _ZERO3) if cyl.row >= 0 else self._pose(cyl, None, t)
-            cylinder, row = (cyl.data.reference, *cyl.shapes, cyl.elements, point, axis, cyl.radius, cyl.finite,
-                             cyl.L, cyl.stiffness, cyl.gamma, cyl.body, self._n_body_cylinders), cyl.row
+            point, axis = self._pose(cyl, None, t)
+            cylinder, row = cyl.fused_args[:11] + (point, axis) + cyl.fused_args[13:], -1
         args = (head, rigid_state.kernel_args(), self._theta, t, self._muscle, model.activations(t).ravel(), self._nq,
                 self._law_args, (self._area, self._dx, self._mass, model.external_force(t), float(load_factor)),
                 cylinder, row, self.problem._fixed_index)

@@ -293,3 +293,46 @@ def test_fused_evaluation_falls_back_with_a_warning(monkeypatch):
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # no second warning
             other.evaluate(z, dt, fiber_state=rates, rigid_state=rigid_state)
+
+
+@pytest.fixture(scope="module")
+def upper_limb_state():
+    """The demo's model (level 4 fibers, Δt = T/128) six steps into the run, and the wrapping cylinder's pose."""
+    model = upper_limb.build_model(4)
+    dt = 8.0 / 128
+    state = sf.simulate(model, t_end=6 * dt, dt=dt, progress=False).final_state
+    model.set_coordinates(state.q)
+    return state, dt, model.contacts[0].pose_at(state.t), model.contacts[0].radius
+
+
+@pytest.mark.parametrize("moving", [False, True])
+def test_fused_evaluation_with_a_cylinder_off_the_bodies(moving, upper_limb_state):
+    """The generated residual kernel with the model's only cylinder fixed, or moving with pose(t), where the
+    forearm's cylinder is: its pose comes from Python, not from the body points; the same numbers as the
+    separate calls and the general path."""
+    from skfiber.contact import PenaltyLaw
+    from skfiber.contact.cylinder import CylinderContact
+
+    state, dt, pose, radius = upper_limb_state
+    model = upper_limb.build_model(4, wrap=False)
+    point, axis = pose.point.copy(), pose.axis.copy()
+    where = dict(pose=lambda t: (point + [0.0, 0.0, 1e-3 * t], axis)) if moving else dict(point=point, axis=axis)
+    model.add_contact(CylinderContact(**where, radius=radius, law=PenaltyLaw(stiffness=768.0, gamma=4.0),
+                                      safeguard="trial", fibers=[f"triceps{k}" for k in (1, 2, 3)], name="rest"))
+    a0, b0 = predicted_accelerations(state, dt)
+    z = np.concatenate([state.u + dt * state.v + dt**2 * a0, state.q + dt * state.p + dt**2 * b0])
+    t = state.t + dt
+    rates = EulerRates(u_prev=state.u, v_prev=state.v, dt=dt)
+    rigid = EulerStep(model.rigid, q_prev=state.q, p_prev=state.p, dt=dt, t=t)
+    fast, general = CoupledProblem(model), CoupledProblem(model, fast=False)
+    fc = fast._fast
+    fused = fast.evaluate(z, t, fiber_state=rates, rigid_state=rigid)
+    assert fc._fused_ready and fused.n_active_contacts > 0
+    function, fc._fused = fc._fused, False
+    separate = fast.evaluate(z, t, fiber_state=rates, rigid_state=rigid)
+    fc._fused = function
+    np.testing.assert_array_equal(fused.residual, separate.residual)
+    np.testing.assert_array_equal(fused.contacts[0].pts, separate.contacts[0].pts)
+    assert fused.reference_force == separate.reference_force
+    assert_same_evaluation(fused, general.evaluate(z, t, fiber_state=rates, rigid_state=rigid))
+    np.testing.assert_array_equal(fast.solve_newton(fused), fast.solve_newton(separate))
