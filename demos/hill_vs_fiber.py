@@ -446,7 +446,7 @@ def main(argv: list[str] | None = None) -> Comparison:
 
     errors = compare_curves_with_opensim()
     if errors is None:
-        print("OpenSim curve comparison skipped: the opensim package is not installed (pip install opensim)")
+        print("OpenSim curve comparison skipped: the opensim package is not installed (pip install -e '.[opensim]')")
     else:
         print("default curves vs OpenSim 4.6 (201 points each), max |difference| of value / slope:")
         for name, (ev, ed) in errors.items():

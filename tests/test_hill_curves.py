@@ -280,7 +280,7 @@ def _opensim_pairs(osim):
 
 def test_curves_match_opensim():
     osim = pytest.importorskip(
-        "opensim", reason="OpenSim's Python package is not installed (pip install opensim) - "
+        "opensim", reason="OpenSim's Python package is not installed (pip install -e '.[opensim]') - "
                           "comparison with OpenSim 4.6 skipped")
     report = []
     for name, mine, theirs, (lo, hi) in _opensim_pairs(osim):

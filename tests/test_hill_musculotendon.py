@@ -359,7 +359,7 @@ def _opensim_muscle(osim, damping, rigid):
 
 def test_musculotendon_matches_opensim():
     osim = pytest.importorskip(
-        "opensim", reason="OpenSim's Python package is not installed (pip install opensim) - "
+        "opensim", reason="OpenSim's Python package is not installed (pip install -e '.[opensim]') - "
                           "comparison with OpenSim 4.6 skipped")
     osim.Logger.setLevelString("error")
     cases = [(0.30, 0.5, 0.10), (0.31, 0.2, 0.09), (0.28, 1.0, 0.07), (0.33, 0.05, 0.12), (0.30, 0.01, 0.10),
