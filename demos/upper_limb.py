@@ -40,10 +40,11 @@ Levels (Table 5): 8, 16, 32, 64 elements per fiber with 256, 512, 1024,
 (positions and velocities of all Hermite DOFs plus q, q̇): 542, 1022, 1982,
 3902.
 
-Outputs (``--output DIR``, default ``upper_limb_output``): ``angle.csv``
-(t, elbow angle, insertion forces), ``angle.png`` (paper Fig. 10),
-``forces.png`` (Fig. 11: force at the upper-arm attachment of one biceps and
-one triceps fiber), ``axial_force.png`` and ``axial_force.csv`` (Fig. 12:
+Outputs (``--output DIR``, default ``upper_limb_output``), per level L run:
+``angle_levelL.csv`` (t, elbow angle, insertion forces) and for all levels run
+together ``angle.png`` (paper Fig. 10), ``forces.png`` (Fig. 11: force at the
+upper-arm attachment of one biceps and one triceps fiber), ``axial_force.png``,
+with ``axial_force_levelL.csv`` per level (Fig. 12:
 N(θ) along those fibers at t = 1 s and 4 s), and the timing table next to
 the paper's Table 5.
 
