@@ -295,3 +295,125 @@ def test_curves_match_opensim():
         assert err[:, 1].max() < 1e-6 * max(1.0, np.abs(ref[:, 1]).max()), report[-1]
         assert err[:, 2].max() < 1e-6 * max(1.0, np.abs(ref[:, 2]).max()), report[-1]
     print("\nmax |skfiber - OpenSim| over 201 points:\n  " + "\n  ".join(report))
+
+
+# ---------------------------------------------------------------------------
+# the compiled evaluation (skfiber.hill.curve_kernels) against the numpy reference
+# ---------------------------------------------------------------------------
+def _all_curves():
+    """Every default curve of both elastic formulations, the curves above and the custom OpenSim ones."""
+    from skfiber.hill import MuscleCurves
+
+    out = {}
+    for formulation in ("damped", "equilibrium"):
+        mc = MuscleCurves.for_formulation(formulation)
+        for field in mc.__dataclass_fields__:
+            out[f"{formulation} {field}"] = getattr(mc, field).curve
+    out.update({name: c.curve for name, (c, _) in CURVES.items()})
+    out["active_force_length custom"] = ActiveForceLengthCurve(0.5, 0.75, 1.7, 0.5, 0.0).curve
+    out["force_velocity custom"] = ForceVelocityCurve(0.05, 0.3, 4.0, 0.02, 0.2, 1.6, 0.3, 0.7).curve
+    out["fiber_force_length custom"] = FiberForceLengthCurve(0.1, 0.6, stiffness_at_low_force=0.3,
+                                                             stiffness_at_one_norm_force=4.0, curviness=0.5).curve
+    xp, yp = corner_control_points(0.0, 0.0, 0.0, 1.0, 1.0, 2.0, 0.5)
+    out["one corner, integer slopes"] = SmoothSegmentedCurve(xp[None], yp[None], 0, 2)
+    return out
+
+
+ALL_CURVES = _all_curves()
+
+
+def _assert_same_bits(compiled, reference, what):
+    """Equal bit for bit (NaN equal to NaN)."""
+    compiled, reference = np.asarray(compiled), np.asarray(reference)
+    assert compiled.shape == reference.shape, what
+    same = (compiled.view(np.int64) == reference.view(np.int64)) | (np.isnan(compiled) & np.isnan(reference))
+    bad = np.flatnonzero(~same.ravel())
+    assert bad.size == 0, (f"{what}: {bad.size} of {same.size} differ, e.g. {compiled.ravel()[bad[:3]]} "
+                           f"against {reference.ravel()[bad[:3]]}")
+
+
+def _assert_paths_agree(curve, x, what):
+    for order in (0, 1, 2):
+        compiled, reference = curve.evaluate(x, order=order), curve._evaluate_numpy(x, order=order)
+        for field in ("value", "derivative", "second_derivative"):
+            _assert_same_bits(getattr(compiled, field), getattr(reference, field), f"{what}, order {order}, {field}")
+
+
+def _probe_points(curve, rng):
+    """Inside, at and next to the joints and domain ends, outside, the table's own samples, NaN and ±inf."""
+    x0, x1 = curve.domain
+    w = x1 - x0
+    joins = curve.x_points[:, 0]
+    ends = np.array([x0, x1])
+    x = np.concatenate([
+        np.linspace(x0 - 0.3 * w, x1 + 0.3 * w, 3001), rng.uniform(x0, x1, 3000), joins, ends,
+        np.nextafter(joins, np.inf), np.nextafter(joins, -np.inf), np.nextafter(ends, np.inf),
+        np.nextafter(ends, -np.inf), curve._table_x, [np.nan, np.inf, -np.inf, -1e300, 1e300]])
+    return rng.permutation(x)
+
+
+@pytest.mark.parametrize("name", ALL_CURVES)
+def test_compiled_evaluation_equals_numpy_bit_for_bit(name, rng):
+    curve = ALL_CURVES[name]
+    x = _probe_points(curve, rng)
+    with np.errstate(invalid="ignore", over="ignore"):   # ±inf and ±1e300 far outside
+        _assert_paths_agree(curve, x, name)
+        _assert_paths_agree(curve, np.sort(x), f"{name} (sorted)")
+        # shapes, scalars and empty input
+        _assert_paths_agree(curve, x[:12].reshape(3, 4), f"{name} (3 × 4)")
+        _assert_paths_agree(curve, float(x[0]), f"{name} (scalar)")
+        _assert_paths_agree(curve, np.array([]), f"{name} (empty)")
+        # read-only and strided input
+        ro = x.copy()
+        ro.flags.writeable = False
+        _assert_paths_agree(curve, ro, f"{name} (read-only)")
+        _assert_paths_agree(curve, x[::3], f"{name} (strided)")
+    # the convenience methods go through the compiled path
+    xi = np.linspace(*curve.domain, 101)
+    _assert_same_bits(curve(xi), curve._evaluate_numpy(xi, order=0).value, f"{name}: __call__")
+    _assert_same_bits(curve.derivative(xi, 2), curve._evaluate_numpy(xi, order=2).second_derivative,
+                      f"{name}: derivative(x, 2)")
+
+
+def test_compiled_evaluation_follows_numpy_interp_guess():
+    """At a segment joint the tabulated x(u) can decrease by an ulp; numpy's interp then answers
+    by where it searched from (the previous point's index), and the Newton polish keeps a trace of
+    that start.  The kernel repeats the search: evaluated point by point or in one call, in any
+    order, it matches numpy."""
+    differs = 0
+    for name, curve in ALL_CURVES.items():
+        tx = curve._table_x
+        drops = np.flatnonzero(np.diff(tx) < 0)
+        if drops.size == 0:
+            continue
+        near = np.unique(np.concatenate([tx[max(k - 3, 0):k + 5] for k in drops]))
+        near = np.unique(np.concatenate([near, 0.5 * (near[1:] + near[:-1])]))
+        single = np.array([curve._evaluate_numpy(np.array([v])).value[0] for v in near])
+        differs += int(np.sum(single != curve._evaluate_numpy(near).value))
+        for xs in (near, near[::-1]):
+            _assert_paths_agree(curve, xs, f"{name} near the joints")
+        for v in near:
+            _assert_paths_agree(curve, np.array([v]), f"{name} at {v!r}")
+    assert differs > 0, "no point where numpy's interp guess matters: the test no longer checks it"
+
+
+def test_compiled_evaluation_takes_the_safeguarded_fallback(monkeypatch):
+    """x(u) = 10u³ − 15u⁴ + 6u⁵ (control points 0, 0, 0, 1, 1, 1) has x′ = x″ = 0 at both ends: near
+    them three Newton steps from the table miss the tolerance and the bracketed Newton loop runs."""
+    curve = SmoothSegmentedCurve(np.array([[0, 0, 0, 1, 1, 1.0], [1, 1, 1, 2, 2, 2]]),
+                                 np.array([[0, 0.1, 0.3, 0.6, 0.9, 1.0], [1, 1.1, 1.3, 1.6, 1.9, 2]]), 0.0, 0.5)
+    small = np.geomspace(1e-14, 1e-3, 200)
+    x = np.concatenate([small, 1 - small, 1 + small, 2 - small, np.linspace(-0.5, 2.5, 301)])
+    fallback = []
+    original = SmoothSegmentedCurve._parameter_safeguarded
+
+    def spy(self, xs, cx):
+        fallback.append(xs.size)
+        return original(self, xs, cx)
+
+    monkeypatch.setattr(SmoothSegmentedCurve, "_parameter_safeguarded", spy)
+    with np.errstate(divide="ignore", invalid="ignore"):    # x′ = 0 at the joints: infinite slopes
+        _assert_paths_agree(curve, x, "smoothstep curve")
+    assert min(fallback) > 100        # most points near the flat ends took the fallback
+    seg, u = curve.parameter(x[(x >= 0) & (x <= 2)])
+    assert np.all((u >= 0) & (u <= 1))

@@ -170,6 +170,82 @@ def test_damped_and_equilibrium_agree_at_rest():
 
 
 # ---------------------------------------------------------------------------
+# the compiled paths (skfiber.hill.curve_kernels) against the numpy reference
+# ---------------------------------------------------------------------------
+def _assert_same_bits(compiled, reference, what):
+    """Equal bit for bit (NaN equal to NaN); booleans compared as they are."""
+    compiled, reference = np.asarray(compiled), np.asarray(reference)
+    assert compiled.shape == reference.shape and compiled.dtype == reference.dtype, what
+    if compiled.dtype == bool:
+        assert np.array_equal(compiled, reference), what
+        return
+    same = (compiled.view(np.int64) == reference.view(np.int64)) | (np.isnan(compiled) & np.isnan(reference))
+    bad = np.flatnonzero(~same.ravel())
+    assert bad.size == 0, (f"{what}: {bad.size} of {same.size} differ, e.g. {compiled.ravel()[bad[:3]]} "
+                           f"against {reference.ravel()[bad[:3]]}")
+
+
+def test_compiled_damped_solve_equals_numpy(rng):
+    muscle = Millard2012Muscle(PARAMS)
+    n = 4000
+    a, fal = rng.uniform(0.0, 1.0, n), rng.uniform(0.0, 1.0, n)
+    a[:50], fal[50:100] = 0.0, 0.0                      # f^V drops out: r = β ṽ − target
+    target = np.concatenate([rng.uniform(-0.3, 2.5, n - 6), [-50.0, 50.0, 0.0, 1.4, np.nan, np.inf]])
+    beta, tol = PARAMS.fiber_damping, 1e-12
+    with np.errstate(invalid="ignore"):
+        _assert_same_bits(muscle._solve_damped(a, fal, target, beta, tol),
+                          muscle._solve_damped_numpy(a, fal, target, beta, tol), "4000 points")
+        # tol = 0: most points stop on the width of the bracket, not on the residual
+        _assert_same_bits(muscle._solve_damped(a, fal, target, beta, 0.0),
+                          muscle._solve_damped_numpy(a, fal, target, beta, 0.0), "tol = 0")
+    # small batches (the actuator's muscle groups), a scalar activation, 2-D and 0-D shapes
+    for k in range(0, 60, 3):
+        rows = slice(k, k + 3)
+        _assert_same_bits(muscle._solve_damped(a[rows], fal[rows], target[rows], beta, tol),
+                          muscle._solve_damped_numpy(a[rows], fal[rows], target[rows], beta, tol), f"rows {rows}")
+    grid = target[:12].reshape(3, 4)
+    _assert_same_bits(muscle._solve_damped(0.4, fal[:12].reshape(3, 4), grid, beta, 1e-9),
+                      muscle._solve_damped_numpy(0.4, fal[:12].reshape(3, 4), grid, beta, 1e-9), "3 × 4")
+    _assert_same_bits(muscle._solve_damped(np.float64(0.5), np.float64(0.8), np.float64(1.0), beta, tol),
+                      muscle._solve_damped_numpy(np.float64(0.5), np.float64(0.8), np.float64(1.0), beta, tol),
+                      "0-D")
+    # a tolerance no residual meets: both paths give up at the same points with the same error
+    messages = []
+    for solve in (muscle._solve_damped, muscle._solve_damped_numpy):
+        with pytest.raises(RuntimeError, match="did not converge at [1-9][0-9]* points") as info:
+            solve(a[:200], fal[:200], target[:200], beta, -1.0)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("formulation", ["damped", "equilibrium", "rigid"])
+def test_compiled_muscle_evaluation_equals_numpy(formulation, rng, monkeypatch):
+    """The whole musculotendon evaluation (and the static equilibrium) gives the same bits through
+    the compiled curves and damped solve as through the numpy reference."""
+    from skfiber.hill import SmoothSegmentedCurve
+
+    muscle = Millard2012Muscle(PARAMS, formulation=formulation)
+    a, lmt, lce = random_states(rng, 300)
+    a[:5], lce[5:10] = 0.0, 0.01                         # minimum activation, clamped fibers
+    vmt = rng.uniform(-1.0, 1.0, lmt.size)
+    lce_arg = None if formulation == "rigid" else lce
+
+    def run():
+        r = muscle.evaluate(activation=a, musculotendon_length=lmt, fiber_length=lce_arg, musculotendon_velocity=vmt)
+        rest = muscle.static_equilibrium(activation=a[:40], musculotendon_length=lmt[:40])
+        return r, rest
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        compiled = run()
+        monkeypatch.setattr(SmoothSegmentedCurve, "evaluate", SmoothSegmentedCurve._evaluate_numpy)
+        monkeypatch.setattr(Millard2012Muscle, "_solve_damped", Millard2012Muscle._solve_damped_numpy)
+        reference = run()
+    for got, want, what in zip(compiled, reference, ("evaluate", "static_equilibrium")):
+        for field in want.__dataclass_fields__:
+            _assert_same_bits(getattr(got, field), getattr(want, field), f"{formulation} {what}: {field}")
+
+
+# ---------------------------------------------------------------------------
 # rigid tendon (eqs. 4-7)
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("alpha_o", [0.0, 0.2, 0.5])

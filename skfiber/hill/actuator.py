@@ -57,6 +57,7 @@ A pendulum held by a muscle from the ground to the middle of the rod:
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, Sequence
 
 import numpy as np
@@ -248,6 +249,14 @@ class HillActuator:
             raise ValueError(f"{self.name}: {what}(t) is not finite at t = {t[~np.isfinite(out)][0]!r}")
         return out
 
+    def _call_batch(self, fn, ctx, B, what):
+        """fn(t) at the B configurations of ``ctx``: one call when they share one time (the usual step)."""
+        if np.ndim(ctx.t) == 0:
+            value = float(fn(float(ctx.t)))
+            if math.isfinite(value):
+                return np.full(B, value)
+        return self._call(fn, self._times(ctx, B), what)  # (raises the error for a non-finite value)
+
     def _path(self, ctx):
         """ℓ (B,), ∂ℓ/∂q (B, n) and ℓ̇ (B,) (None without q̇), complex-step safe."""
         pts = self._points
@@ -282,11 +291,10 @@ class HillActuator:
         B = ctx.B
         ell, dl_dq, ell_dot = self._path(ctx)
         s = self._states(ctx) if self.n_states else None
-        t = self._times(ctx, B)
         if self._activation_state:
-            a, u = s[:, -1], self._call(self.excitation, t, "excitation")
+            a, u = s[:, -1], self._call_batch(self.excitation, ctx, B, "excitation")
         else:
-            a, u = self._call(self.activation, t, "activation"), None
+            a, u = self._call_batch(self.activation, ctx, B, "activation"), None
         return {"ell": ell, "dl_dq": dl_dq, "vmt": np.zeros(B) if ell_dot is None else ell_dot,
                 "lce": s[:, 0] if self._elastic else None, "a": a, "u": u}
 

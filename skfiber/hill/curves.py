@@ -8,7 +8,10 @@ C2 inside and continued linearly outside its domain.  Evaluating y at a given x
 first finds the parameter u with x(u) = x: for all points at once by Newton's
 method on a bracket [0, 1] with a bisection safeguard (x(u) is increasing on each
 segment), started from a tabulated u(x).  The tolerance on |x(u) − x| is
-OpenSim's (100 machine epsilons).
+OpenSim's (100 machine epsilons).  The evaluation runs as a compiled kernel
+(:mod:`skfiber.hill.curve_kernels`); the numpy code
+(``SmoothSegmentedCurve._evaluate_numpy``) stays its definition and gives the
+same numbers bit for bit.
 
 The construction parameters and their defaults are those of OpenSim 4.6
 (``ActiveForceLengthCurve``, ``ForceVelocityCurve``,
@@ -30,6 +33,8 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from . import curve_kernels as _kernels
 
 __all__ = [
     "CurveValues",
@@ -172,6 +177,7 @@ class SmoothSegmentedCurve:
     _y_coeffs: np.ndarray = field(init=False, repr=False)
     _table_x: np.ndarray = field(init=False, repr=False)
     _table_s: np.ndarray = field(init=False, repr=False)
+    _packed: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self):
         xp = np.atleast_2d(np.asarray(self.x_points, dtype=float))
@@ -194,6 +200,7 @@ class SmoothSegmentedCurve:
         xs = np.stack([_horner(np.repeat(self._x_coeffs[i:i + 1], u.size, 0), u) for i in range(n)])
         object.__setattr__(self, "_table_x", xs.ravel())
         object.__setattr__(self, "_table_s", (np.arange(n)[:, None] + u[None, :]).ravel())
+        object.__setattr__(self, "_packed", _kernels.pack_curve(self))  # the compiled evaluation's input
 
     # -- domain ---------------------------------------------------------------
     @property
@@ -267,7 +274,24 @@ class SmoothSegmentedCurve:
 
         Outside the domain the curve continues linearly (slope_start / slope_end)
         and the second derivative is zero.
+
+        Runs as a compiled kernel (:func:`skfiber.hill.curve_kernels.evaluate_curve`)
+        that repeats :meth:`_evaluate_numpy`, the definition, operation by
+        operation: the numbers are the same bit for bit.
         """
+        if order not in (0, 1, 2):
+            raise ValueError(f"order={order!r} is not supported; pick one of 0, 1, 2")
+        xa = np.asarray(x, dtype=float)
+        shape = xa.shape
+        xf = xa.ravel()
+        if not xf.flags.writeable:  # one compiled specialization: writeable arrays
+            xf = xf.copy()
+        value, d1, num, den = _kernels.evaluate_curve(self._packed, xf, order)
+        d2 = num / den**3 if order == 2 else num  # numpy's power, as in _evaluate_numpy
+        return CurveValues(value.reshape(shape), d1.reshape(shape), d2.reshape(shape))
+
+    def _evaluate_numpy(self, x, *, order: int = 1) -> CurveValues:
+        """:meth:`evaluate` through numpy (the reference of the compiled kernel)."""
         if order not in (0, 1, 2):
             raise ValueError(f"order={order!r} is not supported; pick one of 0, 1, 2")
         xa = np.asarray(x, dtype=float)

@@ -50,6 +50,7 @@ from typing import Literal
 
 import numpy as np
 
+from . import curve_kernels as _kernels
 from .curves import (
     ActiveForceLengthCurve,
     FiberForceLengthCurve,
@@ -72,6 +73,15 @@ __all__ = [
 Formulation = Literal["damped", "equilibrium", "rigid"]
 FORMULATIONS: tuple[str, ...] = ("damped", "equilibrium", "rigid")
 _SIGNIFICANT_REAL = 2.0**-40  # SimTK::SignificantReal
+
+
+def _flat(values, shape: tuple[int, ...]) -> np.ndarray:
+    """`values` broadcast to `shape` as a writeable 1-D float array (what the compiled kernels take)."""
+    v = np.asarray(values, dtype=float)
+    if v.shape != shape:
+        v = np.broadcast_to(v, shape)
+    v = v.ravel()
+    return v if v.flags.writeable else v.copy()
 
 
 def _positive(name: str, value: float) -> None:
@@ -544,14 +554,30 @@ class Millard2012Muscle:
         ṽ0 and ṽ0 − r(ṽ0)/β; Newton steps leaving the bracket are replaced by
         bisection.  The start is OpenSim's: the undamped solution (eq. 2) with
         a, f^L ≥ 0.01, limited to [−1, 1].
+
+        Runs as a compiled kernel (:func:`skfiber.hill.curve_kernels.solve_damped`)
+        that repeats :meth:`_solve_damped_numpy` operation by operation (the
+        same numbers, bit for bit).
         """
+        shape = np.shape(target)
+        a_f, fal_f, t_f = _flat(a, shape), _flat(fal, shape), _flat(target, shape)
+        v, n_failed = _kernels.solve_damped(self.curves.force_velocity.curve._packed,
+                                            self.curves.force_velocity_inverse.curve._packed,
+                                            a_f, fal_f, t_f, float(beta), float(tol))
+        if n_failed:  # not expected: the root stays bracketed and bisection replaces bad Newton steps
+            raise RuntimeError(f"damped fiber-velocity Newton iteration did not converge at {n_failed} points")
+        return v.reshape(shape)
+
+    def _solve_damped_numpy(self, a, fal, target, beta, tol) -> np.ndarray:
+        """:meth:`_solve_damped` through numpy and the numpy curve evaluation (the reference)."""
         fv_curve = self.curves.force_velocity
         shape = np.shape(target)
         af_f = np.broadcast_to(a * fal, shape).ravel()
         t_f = np.asarray(target, dtype=float).ravel()
-        guess = self.curves.force_velocity_inverse(target / (np.maximum(a, 0.01) * np.maximum(fal, 0.01)))
+        guess = self.curves.force_velocity_inverse.curve._evaluate_numpy(
+            target / (np.maximum(a, 0.01) * np.maximum(fal, 0.01)), order=0).value
         v = np.clip(np.asarray(guess, dtype=float), -1.0, 1.0).ravel().copy()
-        r0 = af_f * fv_curve(v) + beta * v - t_f
+        r0 = af_f * fv_curve.curve._evaluate_numpy(v, order=0).value + beta * v - t_f
         other = v - r0 / beta
         lo, hi = np.minimum(v, other), np.maximum(v, other)
         active = np.abs(r0) > tol
@@ -560,7 +586,7 @@ class Millard2012Muscle:
                 break
             idx = np.flatnonzero(active)
             vi = v[idx]
-            ev = fv_curve.evaluate(vi)
+            ev = fv_curve.curve._evaluate_numpy(vi)
             r = af_f[idx] * ev.value + beta * vi - t_f[idx]
             done = np.abs(r) <= tol
             lo_i = np.where(r < 0, vi, lo[idx])
