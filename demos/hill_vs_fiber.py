@@ -428,7 +428,8 @@ class Comparison:
 def main(argv: list[str] | None = None) -> Comparison:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--t-end", type=float, default=T_END, help="end time in s (default 8)")
-    parser.add_argument("--output", type=Path, default=Path("hill_vs_fiber_output"), help="directory for CSV/PNG files")
+    parser.add_argument("--output", "--out", type=Path, default=Path("hill_vs_fiber_output"),
+                        help="directory for CSV/PNG files (default hill_vs_fiber_output)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines of the fiber model")
     args = parser.parse_args(argv)
     if not (args.t_end > 0 and math.isfinite(args.t_end)):

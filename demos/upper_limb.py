@@ -53,6 +53,7 @@ Run::
     python demos/upper_limb.py              # level 1 (seconds)
     python demos/upper_limb.py --level 3    # finer; --levels 1 2 3 4 compares them
     python demos/upper_limb.py --vtk out    # + VTK series out/upper_limb.pvd (fibers, bones)
+    python demos/upper_limb.py --out out    # CSV/PNG and the VTK series, all in out/
 """
 from __future__ import annotations
 
@@ -332,14 +333,22 @@ def report(results: list[UpperLimbResult]) -> str:
 
 
 def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # no abbreviations: '--out' (below) and '--output' are different options
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--level", type=int, default=None, choices=sorted(LEVELS), help="one level (default 1)")
     parser.add_argument("--levels", type=int, nargs="+", choices=sorted(LEVELS), help="several levels to compare")
     parser.add_argument("--t-end", type=float, default=T_END, help="end time in s (default 8)")
     parser.add_argument("--output", type=Path, default=Path("upper_limb_output"), help="directory for CSV/PNG files")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.add_argument("--vtk", type=Path, default=None, help="also write a VTK series (every 4th step) to this folder")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="one folder for everything: the CSV/PNG files and the VTK series upper_limb.pvd "
+                             "(what 'skfiber run upper-limb --out DIR' passes; --output/--vtk go to other folders)")
     args = parser.parse_args(argv)
+    if args.out is not None:
+        if args.output != parser.get_default("output") or args.vtk is not None:
+            parser.error("--out names one folder for all files; give either --out or --output/--vtk")
+        args.output, args.vtk = args.out, args.out
     levels = args.levels or [args.level or 1]
     results = []
     for level in levels:

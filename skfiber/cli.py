@@ -267,7 +267,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("demo", metavar="DEMO", help="demo name, e.g. hanging-bundle (dashes or underscores)")
     run.add_argument("--level", type=int, metavar="N", help="refinement level N ≥ 1 (passed to the demo; demos define what it refines)")
-    run.add_argument("--out", metavar="DIR", help="output folder for the demo's VTK series (.pvd + .vtu) and checkpoints")
+    run.add_argument("--out", metavar="DIR",
+                     help="output folder of the demos that write files: the VTK series (.pvd + .vtu) and checkpoint "
+                          "of hanging-bundle, the CSV/PNG files and VTK series of upper-limb, the CSV/PNG files of "
+                          "hill-vs-fiber (the other demos take --plot FILE.png instead)")
 
     view = sub.add_parser(
         "view", help="show a .pvd series or .vtu file: window, screenshot or movie",

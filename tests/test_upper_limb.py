@@ -29,6 +29,25 @@ def test_upper_limb_first_half_second(tmp_path, capsys):
     assert not r.complete and "—" in upper_limb.report(results).splitlines()[1]
 
 
+def test_out_puts_every_file_in_one_folder(tmp_path, capsys):
+    """'skfiber run upper-limb --out DIR' passes --out: CSV/PNG files and the VTK series all land in DIR
+    (it once stood silently for --output, an abbreviation, and no VTK series was written)."""
+    from skfiber import cli
+
+    out = tmp_path / "res"
+    assert cli.main(["run", "upper-limb", "--out", str(out), "--t-end", "0.125", "--quiet"]) == 0
+    assert (out / "upper_limb.pvd").read_text().count("upper_limb_fibers_") == 2  # steps 0 and 4
+    assert (out / "angle_level1.csv").is_file()
+    assert f"results: {out / 'upper_limb.pvd'}" in capsys.readouterr().err
+    for other in ("--output", "--vtk"):   # one folder for all, or the two folders: not both
+        with pytest.raises(SystemExit):
+            upper_limb.main(["--out", str(out), other, str(tmp_path / "x"), "--quiet"])
+        assert "give either --out or --output/--vtk" in capsys.readouterr().err
+    with pytest.raises(SystemExit):        # no abbreviations: '--outp' is not '--output'
+        upper_limb.main(["--outp", str(tmp_path / "x")])
+    assert "unrecognized arguments: --outp" in capsys.readouterr().err
+
+
 def test_interrupted_run_is_reported_as_partial(monkeypatch, capsys, tmp_path):
     """Ctrl-C during the run: the steps done are written, marked as partial, and no further level runs."""
     real = sf.simulate
