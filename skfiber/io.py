@@ -37,8 +37,13 @@ name               unit   meaning
 ``fiber_id``       1      index of the fiber in the model (also cell data)
 =================  =====  ==================================================
 
-Bodies part: point and cell data ``body_id``.  Contact will add the line
-force ``contact_force`` (N/m) to the fibers through ``extra_fields``.
+Models with cylinder contacts (:class:`skfiber.contact.cylinder.CylinderContact`,
+bones included) add :data:`CONTACT_FIELDS`: ``contact_force`` (N/m, 3
+components), the penalty line force of the cylinders on the fiber per current
+length (:meth:`~skfiber.contact.cylinder.CylinderContact.line_force`; fiber–fiber
+contact is not included).  Other quantities can be added through ``extra_fields``.
+
+Bodies part: point and cell data ``body_id``.
 
 Example
 -------
@@ -65,11 +70,13 @@ from typing import Callable, Sequence
 import meshio
 import numpy as np
 
+from .contact.cylinder import CylinderContact
 from .model import Model, State
 from .postprocess import fiber_fields
 
 __all__ = [
     "FIBER_FIELDS",
+    "CONTACT_FIELDS",
     "BODY_FIELDS",
     "Cylinder",
     "PvdEntry",
@@ -100,6 +107,11 @@ FIBER_FIELDS: dict[str, tuple[str, str]] = {
     "fiber_id": ("1", "fiber index"),
 }
 
+#: Point data of the fibers part of models with cylinder contacts.
+CONTACT_FIELDS: dict[str, tuple[str, str]] = {
+    "contact_force": ("N/m", "line force of the cylinders (bones) on the fiber per current length"),
+}
+
 #: Point data of the bodies part.
 BODY_FIELDS: dict[str, tuple[str, str]] = {
     "body_id": ("1", "body index"),
@@ -118,7 +130,8 @@ def fiber_mesh(
     points_per_element: int = 4,
     extra_fields: ExtraFields | None = None,
 ) -> meshio.Mesh:
-    """All fibers of a state as one polyline mesh with the point data of :data:`FIBER_FIELDS`.
+    """All fibers of a state as one polyline mesh with the point data of :data:`FIBER_FIELDS`
+    (and :data:`CONTACT_FIELDS` when the model has cylinder contacts).
 
     Parameters
     ----------
@@ -134,7 +147,9 @@ def fiber_mesh(
     if isinstance(points_per_element, bool) or not isinstance(points_per_element, (int, np.integer)) or points_per_element < 1:
         raise ValueError(f"points_per_element must be an integer ≥ 1, got {points_per_element!r}")
     d = model.discretization
-    points, lines, data = [], [], {name: [] for name in FIBER_FIELDS}
+    cylinders = [c for c in model.contacts if isinstance(c, CylinderContact)]
+    builtin = {**FIBER_FIELDS, **CONTACT_FIELDS} if cylinders else FIBER_FIELDS
+    points, lines, data = [], [], {name: [] for name in builtin}
     extra: dict[str, list] = {}
     offset = 0
     for k, fiber in enumerate(d.fibers):
@@ -156,12 +171,16 @@ def fiber_mesh(
             "theta": f.theta,
             "fiber_id": np.full(n, k, dtype=np.int32),
         }
+        if cylinders:
+            position = np.ascontiguousarray(f.position.T)
+            values["contact_force"] = sum((c.line_force(position, f.radius, t=state.t, q=state.q)
+                                           for c in cylinders if c.acts_on(model, k)), np.zeros((n, 3)))
         for name, value in values.items():
             data[name].append(value)
         if extra_fields is not None:
             more = extra_fields(model, state, k, f.theta)
             for name, value in more.items():
-                if name in FIBER_FIELDS:
+                if name in builtin:
                     raise ValueError(f"extra field {name!r} clashes with a built-in field; pick another name")
                 value = np.asarray(value, dtype=float)
                 if value.shape[:1] != (n,):

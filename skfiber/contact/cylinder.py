@@ -712,6 +712,69 @@ class CylinderContact:
         arm = nar.closest - nar.pose.point
         return f.sum(axis=(0, 1)), np.cross(arm, f).sum(axis=(0, 1))
 
+    def acts_on(self, model, fiber) -> bool:
+        """Whether this cylinder acts on ``fiber`` (object, index or name) of ``model``."""
+        d = model.discretization
+        k = d.fiber_index(fiber)
+        return self.fibers is None or any(d.fiber_index(f) == k for f in self.fibers)
+
+    def line_force(self, points, radius, *, t: float = 0.0, q=None) -> np.ndarray:
+        """Contact line force F(g) ν on fiber centre-line points, N per metre of current fiber length.
+
+        The integrand of the contact residual (module notes: g = d/(r_RB + r) − 1
+        with the current radius r, ν the unit normal from the axis to the point, F
+        the penalty law), at any points along the fibers rather than only at the
+        contact quadrature points: the VTK field ``contact_force``
+        (:func:`skfiber.io.fiber_mesh`).  Points the cylinder does not touch get 0,
+        inadmissible ones (1 + γ g ≤ 0) NaN.
+
+        Parameters
+        ----------
+        points
+            (n, 3) centre-line points x (m).
+        radius
+            (n,) current fiber radius r = r0/√λ at those points (m).
+        t
+            Time (s), for the pose of a moving cylinder.
+        q
+            Rigid coordinates, for the cylinder of a body (required there).
+
+        Returns
+        -------
+        (n, 3) array: the force per current length on the fiber (N/m).
+
+        Example
+        -------
+        >>> cyl = CylinderContact((0, 0, 0), (0, 0, 1), 0.1, law=PenaltyLaw(stiffness=100.0, gamma=4.0))
+        >>> cyl.line_force([[0.18, 0, 0.5], [1.0, 0, 0]], [0.1, 0.1]).round(3).tolist()
+        [[16.667, 0.0, 0.0], [0.0, 0.0, 0.0]]
+        """
+        x = np.asarray(points, dtype=float)
+        r = np.asarray(radius, dtype=float)
+        if x.ndim != 2 or x.shape[1] != 3 or r.shape != x.shape[:1]:
+            raise ValueError(f"points must have shape (n, 3) and radius (n,); got {x.shape} and {r.shape}")
+        if self.body is not None:
+            if q is None:
+                raise ValueError(f"cylinder {self.name!r} moves with body {self.body!r}: give the rigid "
+                                 "coordinates q (e.g. state.q)")
+            q = np.asarray(q, dtype=float)
+            if q.shape != (self.system.n,):
+                raise ValueError(f"q must have {self.system.n} entries, got shape {q.shape}")
+            p = self._cylinder.pose(q, t, hessian=False)
+            pose = _make_pose(p.start, p.axis)
+        else:
+            pose = self.pose_at(t)
+        s = (x - pose.point) @ pose.tangent
+        if self.length is not None:  # finite cylinder: the closest point of the axis segment (capsule rule)
+            s = np.clip(s, 0.0, self.length)
+        w = x - (pose.point + s[:, None] * pose.tangent)
+        d = np.sqrt(np.einsum("ij,ij->i", w, w))
+        F, _ = self.law.force(d / (self.radius + r) - 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = (F / d)[:, None] * w
+        f[F == 0.0] = 0.0
+        return f
+
     def body_load(self, model, u: np.ndarray, t: float, *, tangent: bool = True) -> CylinderBodyLoad:
         """Reaction of the fibers on the cylinder's rigid body, conjugate to the pose (y0, a).
 
