@@ -180,7 +180,7 @@ def _cmd_view(args) -> int:
 
 
 def _print_info(viz, path: Path) -> int:
-    from .io import BODY_FIELDS, CONTACT_FIELDS, FIBER_FIELDS
+    from .io import ALL_FIBER_FIELDS, BODY_FIELDS
 
     if path.suffix.lower() == ".pvd":
         series = viz.Series(path)
@@ -191,7 +191,7 @@ def _print_info(viz, path: Path) -> int:
         print(f"{path}: one data set")
     print(f"fibers: {frame.fibers.n_points} points, {frame.fibers.n_cells} line cells")
     for name in frame.fields:
-        unit, meaning = {**FIBER_FIELDS, **CONTACT_FIELDS}.get(name, ("?", "extra field"))
+        unit, meaning = ALL_FIBER_FIELDS.get(name, ("?", "extra field"))
         print(f"  {name:16s} {'[' + unit + ']':6s} {meaning}")
     if frame.bodies is not None:
         print(f"bodies: {frame.bodies.n_points} points, {frame.bodies.n_cells} triangles; arrays: "

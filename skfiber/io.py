@@ -77,6 +77,7 @@ from .postprocess import fiber_fields
 __all__ = [
     "FIBER_FIELDS",
     "CONTACT_FIELDS",
+    "ALL_FIBER_FIELDS",
     "BODY_FIELDS",
     "Cylinder",
     "PvdEntry",
@@ -111,6 +112,9 @@ FIBER_FIELDS: dict[str, tuple[str, str]] = {
 CONTACT_FIELDS: dict[str, tuple[str, str]] = {
     "contact_force": ("N/m", "line force of the cylinders (bones) on the fiber per current length"),
 }
+
+#: Every built-in point field of the fibers part, with its (unit, meaning).
+ALL_FIBER_FIELDS: dict[str, tuple[str, str]] = {**FIBER_FIELDS, **CONTACT_FIELDS}
 
 #: Point data of the bodies part.
 BODY_FIELDS: dict[str, tuple[str, str]] = {
@@ -148,7 +152,7 @@ def fiber_mesh(
         raise ValueError(f"points_per_element must be an integer ≥ 1, got {points_per_element!r}")
     d = model.discretization
     cylinders = [c for c in model.contacts if isinstance(c, CylinderContact)]
-    builtin = {**FIBER_FIELDS, **CONTACT_FIELDS} if cylinders else FIBER_FIELDS
+    builtin = ALL_FIBER_FIELDS if cylinders else FIBER_FIELDS
     points, lines, data = [], [], {name: [] for name in builtin}
     extra: dict[str, list] = {}
     offset = 0

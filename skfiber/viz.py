@@ -209,7 +209,7 @@ def _bar_args(field: str) -> dict:
 
 
 def _title(field: str) -> str:
-    unit = {**_io.FIBER_FIELDS, **_io.CONTACT_FIELDS}.get(field, ("", ""))[0]
+    unit = _io.ALL_FIBER_FIELDS.get(field, ("", ""))[0]
     return f"{field} ({unit})" if unit and unit != "1" else field
 
 

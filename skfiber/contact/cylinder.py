@@ -768,7 +768,7 @@ class CylinderContact:
         if self.length is not None:  # finite cylinder: the closest point of the axis segment (capsule rule)
             s = np.clip(s, 0.0, self.length)
         w = x - (pose.point + s[:, None] * pose.tangent)
-        d = np.sqrt(np.einsum("ij,ij->i", w, w))
+        d = norm3(w)
         F, _ = self.law.force(d / (self.radius + r) - 1.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             f = (F / d)[:, None] * w
