@@ -30,6 +30,20 @@ Model (paper Table 4, eqs. 77–78; coordinates: x anterior, y lateral, z up, me
   belly) fibers of one muscle lying side by side overlap far beyond the
   penalty law's admissible range 1 + γg > 0, and the paper does not say
   which pairs touch.
+* **Bending stiffness** (optional, ``--bending EI``, off by default; not in
+  the paper, whose fibers are cables): adds to every fiber the residual
+
+      EI ∫ x_ss · ξ_ss dS  =  EI ∫ x″ · ξ″ / |A1|³ dθ
+
+  with EI in N·m² (x_ss, ξ_ss: second derivatives in reference arc length;
+  exact for the straight reference fibers here), the scikit-fem
+  ``LinearForm`` of the README's "A new law, a new term", through
+  ``model.add_term(bending_form(EI), name="bending")`` and without a tangent:
+  skfiber derives it by the complex step.  The fiber ends keep their
+  attachments (positions); their slopes stay free, so the bending moment is
+  zero there (pinned ends).  EI must be finite and ≥ 0; EI = 0 adds no term.
+  For scale: EI = 1e-4 N·m² moves the elbow by ≈ 5e-4° in the first
+  1/16 s at level 1 (the Table-4 fibers carry kN).
 * At t = 0 the model is at rest in the reference configuration (q = 0: the
   forearm hangs straight down).  With Table 4's small prestress it is close
   to equilibrium there, as the paper says; the start transient is the
@@ -54,23 +68,31 @@ Run::
     python demos/upper_limb.py --level 3    # finer; --levels 1 2 3 4 compares them
     python demos/upper_limb.py --vtk out    # + VTK series out/upper_limb.pvd (fibers, bones)
     python demos/upper_limb.py --out out    # CSV/PNG and the VTK series, all in out/
+    python demos/upper_limb.py --bending 1e-4   # with bending stiffness EI = 1e-4 N·m²
+
+The last line of the output is ``summary: level=… dofs=… … bending_EI=…``
+(``bending_EI=0`` without bending).
 """
 from __future__ import annotations
 
 import argparse
 import csv
 import math
+import numbers
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from skfem import LinearForm
+from skfem.helpers import dot
 
 import skfiber as sf
 from skfiber.contact import PenaltyLaw
 from skfiber.contact.cylinder import CylinderContact
 from skfiber.rigid import Body, Fixed, Revolute, RigidSystem
+from skfiber.terms import d2
 
 T_END = 8.0
 #: level → (elements per fiber, time steps)   (paper Table 5)
@@ -104,8 +126,41 @@ def alpha_triceps(t):
     return 0.008 * (1.0 - math.cos(math.pi * t))
 
 
-def build_model(n_elements: int = 8, *, gravity: bool = True, wrap: bool = True) -> sf.Model:
-    """The upper-limb model with ``n_elements`` per fiber (see the module notes)."""
+def bending_stiffness(EI) -> float:
+    """EI (N·m²) as a float, or a ``ValueError`` naming the value: finite and ≥ 0 (``None``: 0)."""
+    if EI is None:
+        return 0.0
+    if isinstance(EI, bool) or not isinstance(EI, numbers.Real):
+        raise ValueError(f"bending stiffness EI must be a number in N·m², got {EI!r}")
+    value = float(EI)
+    if not (math.isfinite(value) and value >= 0.0):
+        raise ValueError(f"bending stiffness EI must be finite and ≥ 0 (N·m²), got {EI!r}")
+    return value
+
+
+def bending_form(EI: float) -> LinearForm:
+    """The README's bending residual EI ∫ x_ss · ξ_ss dS = EI ∫ x″ · ξ″ / |A1|³ dθ
+    (straight reference fibers).
+
+    Added with ``model.add_term(bending_form(EI), name="bending")``, without a tangent (derived by skfiber).
+    """
+    EI = bending_stiffness(EI)
+
+    @LinearForm
+    def bending(v, w):   # EI ∫ x_ss · ξ_ss dS
+        return EI * dot(d2(w.x), d2(v)) / w.J**3
+
+    return bending
+
+
+def build_model(n_elements: int = 8, *, gravity: bool = True, wrap: bool = True,
+                bending: float | None = None) -> sf.Model:
+    """The upper-limb model with ``n_elements`` per fiber (see the module notes).
+
+    ``bending``: bending stiffness EI (N·m²) of every fiber, added as the term ``"bending"``
+    (:func:`bending_form`); ``None`` or 0: none (the paper's cables).
+    """
+    EI = bending_stiffness(bending)
     g = (0.0, 0.0, -9.81) if gravity else (0.0, 0.0, 0.0)
     system = RigidSystem(gravity=g)
     system.add_body(Body("upper_arm", start=(0, 0, 0), axis=(0, 0, -0.351), radius=0.035, mass=1.92), joint=Fixed())
@@ -132,6 +187,8 @@ def build_model(n_elements: int = 8, *, gravity: bool = True, wrap: bool = True)
     if wrap:
         model.add_contact(CylinderContact.on_body(system, "wrap", law=PenaltyLaw(stiffness=768.0, gamma=4.0), safeguard="trial",
                                                   fibers=[f.name for f in fibers if f.name.startswith("triceps")]))
+    if EI > 0:
+        model.add_term(bending_form(EI), name="bending")   # tangent derived automatically
     return model
 
 
@@ -167,6 +224,8 @@ class UpperLimbResult:
     interrupted: bool = False
     #: seconds of the throw-away first step (kernel compilation on a first run), not in wall_time
     warmup_time: float = 0.0
+    #: bending stiffness EI (N·m²) of the fibers; 0: no bending term
+    bending_EI: float = 0.0
 
     @property
     def complete(self) -> bool:
@@ -175,14 +234,17 @@ class UpperLimbResult:
 
 
 def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, n_steps: int | None = None,
-        progress: bool = True, vtk: Path | None = None, vtk_every: int = 4) -> UpperLimbResult:
+        progress: bool = True, vtk: Path | None = None, vtk_every: int = 4,
+        bending: float | None = None) -> UpperLimbResult:
     """Simulate one level (or explicit ``n_elements``/``n_steps`` over ``t_end``).
 
     With ``vtk`` a folder: a VTK series (fibers with their fields, bones as cylinders)
-    of every ``vtk_every``-th step, ``upper_limb.pvd`` for ParaView.
+    of every ``vtk_every``-th step, ``upper_limb.pvd`` for ParaView.  ``bending``: bending
+    stiffness EI (N·m²) of the fibers (see the module notes); ``None`` or 0: none.
     """
     if level not in LEVELS:
         raise ValueError(f"level must be one of {sorted(LEVELS)}, got {level!r}")
+    EI = bending_stiffness(bending)
     ne, nt = LEVELS[level]
     ne = ne if n_elements is None else int(n_elements)
     nt = nt if n_steps is None else int(n_steps)
@@ -195,7 +257,7 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     notice = sf.solver.compile_notice("  compiling the numba kernels (the first run on this machine only; "
                                       "≈ 1 min, cached for later runs) …", enabled=progress, delay=2.0)
     try:
-        model = build_model(ne)
+        model = build_model(ne, bending=EI)
     except BaseException:
         notice.cancel()
         raise
@@ -244,7 +306,7 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
         level, ne, nt, paper_dofs(model), int(np.count_nonzero(~sf.solver.make_solver(model).fixed)),
         result.times, np.degrees(result.coordinates[:, 0]), np.array(forces["bi"]), np.array(forces["tri"]),
         wall, result.newton_iterations, result.retries, max_contacts[0], profiles, model, result.final_state,
-        t_end, result.interrupted, warmup,
+        t_end, result.interrupted, warmup, EI,
     )
 
 
@@ -332,6 +394,17 @@ def report(results: list[UpperLimbResult]) -> str:
     return "\n".join(lines)
 
 
+def _bending_argument(text: str) -> float:
+    """--bending EI: a float, finite and ≥ 0 (argparse turns the error into exit code 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bending stiffness EI must be a number in N·m², got {text!r}") from None
+    if not (math.isfinite(value) and value >= 0.0):
+        raise argparse.ArgumentTypeError(f"bending stiffness EI must be finite and ≥ 0 (N·m²), got {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     # no abbreviations: '--out' (below) and '--output' are different options
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
@@ -344,12 +417,19 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     parser.add_argument("--out", type=Path, default=None,
                         help="one folder for everything: the CSV/PNG files and the VTK series upper_limb.pvd "
                              "(what 'skfiber run upper-limb --out DIR' passes; --output/--vtk go to other folders)")
+    parser.add_argument("--bending", type=_bending_argument, default=None, metavar="EI",
+                        help="add bending stiffness EI (N·m², finite, ≥ 0) to every fiber: the residual "
+                             "EI ∫ x_ss · ξ_ss dS as a user term, its tangent derived automatically "
+                             "(default: none, the paper's cables; 0 is the same)")
     args = parser.parse_args(argv)
     if args.out is not None:
         if args.output != parser.get_default("output") or args.vtk is not None:
             parser.error("--out names one folder for all files; give either --out or --output/--vtk")
         args.output, args.vtk = args.out, args.out
     levels = args.levels or [args.level or 1]
+    if args.bending:
+        print(f"bending stiffness EI = {args.bending:g} N·m² on every fiber "
+              "(user term, tangent derived automatically)", flush=True)
     results = []
     for level in levels:
         print(f"level {level}: {LEVELS[level][0]} elements per fiber, {LEVELS[level][1]} steps over {T_END:g} s "
@@ -357,7 +437,7 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
               f"level {level}: {LEVELS[level][0]} elements per fiber, {LEVELS[level][1]} steps over {T_END:g} s",
               flush=True)
         vtk = None if args.vtk is None else (args.vtk if len(levels) == 1 else args.vtk / f"level{level}")
-        results.append(run(level, t_end=args.t_end, progress=not args.quiet, vtk=vtk))
+        results.append(run(level, t_end=args.t_end, progress=not args.quiet, vtk=vtk, bending=args.bending))
         if results[-1].interrupted:  # Ctrl-C: keep what was computed, run no further level
             break
     files = write_outputs(results, args.output)
@@ -373,7 +453,8 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     print("wrote " + ", ".join(str(f) for f in files))
     print(f"summary: level={r.level} dofs={r.dofs} steps={r.n_steps} wall_s={r.wall_time:.2f} "
           f"paper_s={PAPER_TABLE5[r.level][1]} max_angle_deg={r.angle_deg.max():.2f} "
-          f"final_angle_deg={r.angle_deg[-1]:.2f} newton_mean={np.mean(r.newton_iterations):.2f}"
+          f"final_angle_deg={r.angle_deg[-1]:.2f} newton_mean={np.mean(r.newton_iterations):.2f} "
+          f"bending_EI={r.bending_EI:.12g}"
           + (f" interrupted_at_s={r.times[-1]:.4g}" if r.interrupted else ""))
     return results
 
