@@ -62,7 +62,7 @@ import numpy as np
 
 from .linalg import ConstrainedSolver
 from .model import Evaluation
-from .rigid import CylinderPose, evaluate_points
+from .rigid import Cylinder, CylinderPose, evaluate_points
 
 __all__ = ["Attachment", "AttachmentKinematics", "attachment_kinematics", "CoupledProblem", "CoupledEvaluation",
            "body_cylinders"]
@@ -83,8 +83,6 @@ def body_cylinders(model):
     >>> [c.name for c in body_cylinders(model)(model.initial_state())]
     ['arm']
     """
-    from .io import Cylinder
-
     if model.rigid is None:
         raise ValueError("the model has no rigid system (Model(fibers, rigid=system))")
     system = model.rigid

@@ -73,6 +73,7 @@ import numpy as np
 from .contact.cylinder import CylinderContact
 from .model import Model, State
 from .postprocess import fiber_fields
+from .rigid.bodies import Cylinder  # re-exported: skfiber.io.Cylinder
 
 __all__ = [
     "FIBER_FIELDS",
@@ -194,40 +195,6 @@ def fiber_mesh(
     point_data = {name: np.concatenate(v) for name, v in {**data, **extra}.items()}
     cell_fiber = point_data["fiber_id"][cells[:, 0]]
     return meshio.Mesh(np.vstack(points), [("line", cells)], point_data=point_data, cell_data={"fiber_id": [cell_fiber]})
-
-
-@dataclass(frozen=True)
-class Cylinder:
-    """A right circular cylinder (a bone): base center, axis vector (base → top), radius, in m."""
-
-    start: np.ndarray
-    axis: np.ndarray
-    radius: float
-    name: str = ""
-
-    def __post_init__(self):
-        start = np.asarray(self.start, dtype=float)
-        axis = np.asarray(self.axis, dtype=float)
-        if start.shape != (3,) or axis.shape != (3,):
-            raise ValueError(f"a cylinder needs start and axis with 3 coordinates, got shapes {start.shape} and {axis.shape}")
-        if not np.all(np.isfinite(start)) or not np.all(np.isfinite(axis)) or np.linalg.norm(axis) == 0:
-            raise ValueError(f"cylinder axis must be finite and nonzero, got {axis.tolist()}")
-        if not (np.isfinite(self.radius) and self.radius > 0):
-            raise ValueError(f"cylinder radius must be > 0 (m), got {self.radius!r}")
-        object.__setattr__(self, "start", start)
-        object.__setattr__(self, "axis", axis)
-        object.__setattr__(self, "radius", float(self.radius))
-
-    @classmethod
-    def from_any(cls, value) -> "Cylinder":
-        """A Cylinder, or a tuple (start, axis, radius)."""
-        if isinstance(value, cls):
-            return value
-        try:
-            start, axis, radius = value
-        except (TypeError, ValueError) as err:
-            raise TypeError(f"a body is a Cylinder or a tuple (start, axis, radius), got {value!r}") from err
-        return cls(start, axis, radius)
 
 
 def cylinder_mesh(cylinders: Sequence, *, resolution: int = 32) -> meshio.Mesh:

@@ -22,12 +22,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial import cKDTree
 
-__all__ = ["bezier_boxes", "box_pairs"]
-
-
-def bezier_boxes(P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Bounding boxes (lo, hi), each (n, 3), of segments with control points P (n, 4, 3)."""
-    return P.min(axis=1), P.max(axis=1)
+__all__ = ["box_pairs"]
 
 
 def box_pairs(lo: np.ndarray, hi: np.ndarray, group: np.ndarray, reach: np.ndarray) -> np.ndarray:

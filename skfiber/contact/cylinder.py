@@ -518,12 +518,6 @@ class CylinderContact:
             raise ValueError(f"q must have {self.system.n} entries, got shape {q.shape}")
         self._holder["q"] = q
 
-    def body_pose(self, t: float, *, hessian: bool = True):
-        """The :class:`skfiber.rigid.CylinderPose` (with q-Jacobians) at the current q and t."""
-        if self.body is None:
-            raise ValueError(f"cylinder {self.name!r} does not belong to a body; create it with on_body()")
-        return self._cylinder.pose(self._holder["q"], t, hessian=hessian)
-
     # --- geometry ---------------------------------------------------------
     def pose_at(self, t: float) -> CylinderPose:
         """Point, axis and unit axis at time t."""

@@ -19,6 +19,12 @@ notes):
   the COO triplets of ∂G_c/∂u, ∂G_c/∂(y0, a) (dense, N × 6), ∂R_pose/∂u at the
   DOFs it depends on and ∂R_pose/∂(y0, a).
 
+Each unpacks :class:`KernelData` (and the cylinder length, :func:`length_args`)
+into the arguments of its compiled loop (:func:`broad_phase_loop`,
+:func:`contact_points_loop`, :func:`contact_derivatives_loop`); the coupled
+solver's kernels (:mod:`skfiber.coupled_kernels`) call these loops from their
+own compiled code.
+
 Per point the narrow phase writes the columns of a (m, q, :data:`NF`) array
 (``COL_X``, ``COL_A1``, … below; vectors take 3 columns).  The element data
 (DOFs, Hermite weights S and dS, r0, |A1|, element length h, rule weights w)
@@ -51,7 +57,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-__all__ = ["NF", "KernelData", "broad_phase", "contact_points", "contact_derivatives"]
+__all__ = ["NF", "KernelData", "broad_phase", "contact_points", "contact_derivatives", "length_args",
+           "broad_phase_loop", "contact_points_loop", "contact_derivatives_loop"]
 
 # columns of the per-point array of contact_points
 COL_X = 0  # x (3)
@@ -111,7 +118,8 @@ class KernelData:
                    c(shapes.r0), c(shapes.A1), c(shapes.h), c(shapes.w), c(shapes.r0_max), c(shapes.A1_max))
 
 
-def _length(length) -> tuple[bool, float]:
+def length_args(length) -> tuple[bool, float]:
+    """The kernels' (finite, L) arguments of a cylinder length (None: an infinite cylinder)."""
     return (False, 0.0) if length is None else (True, float(length))
 
 
@@ -128,12 +136,12 @@ def broad_phase(data: KernelData, u: np.ndarray, elements: np.ndarray, point: np
     ``motion`` = (|Δy0|, τ) (τ ≥ |t(1) − t(0)|, the turn of the axis over the
     step) the distance is lowered by |Δy0| + min(L, |c − y0| + |Δy0|) τ.
     """
-    finite, L = _length(length)
+    finite, L = length_args(length)
     moving = motion is not None
     dy0_abs, tau = motion if moving else (0.0, 0.0)
     du = _EMPTY if du is None else du
-    return _broad(data.reference, u, data.dofs, data.h, data.r0_max, data.A1_max, elements, point, tangent,
-                  float(radius), finite, L, du, moving, float(dy0_abs), float(tau))
+    return broad_phase_loop(data.reference, u, data.dofs, data.h, data.r0_max, data.A1_max, elements, point,
+                            tangent, float(radius), finite, L, du, moving, float(dy0_abs), float(tau))
 
 
 _EMPTY = np.zeros(0)
@@ -154,9 +162,10 @@ def contact_points(data: KernelData, u: np.ndarray, elements: np.ndarray, point:
     bad : flat index (row × q + point) of the first point with 1 + γ g ≤ 0,
         d ≤ 0 or a non-finite radius (−1 if none)
     """
-    finite, L = _length(length)
-    return _points(data.reference, u, data.dofs, data.S, data.dS, data.r0, data.A1, data.h, data.w, elements,
-                   point, tangent, float(axis_norm), float(radius), finite, L, float(stiffness), float(gamma))
+    finite, L = length_args(length)
+    return contact_points_loop(data.reference, u, data.dofs, data.S, data.dS, data.r0, data.A1, data.h, data.w,
+                               elements, point, tangent, float(axis_norm), float(radius), finite, L,
+                               float(stiffness), float(gamma))
 
 
 def contact_derivatives(data: KernelData, pts: np.ndarray, elements: np.ndarray, act: np.ndarray,
@@ -171,7 +180,8 @@ def contact_derivatives(data: KernelData, pts: np.ndarray, elements: np.ndarray,
     d_u_values : (6, columns.size) ∂R_pose/∂u there
     d_pose : (6, 6) ∂R_pose/∂(y0, a)
     """
-    return _derivatives(pts, elements, act, data.dofs, data.S, data.dS, tangent, float(axis_norm), int(n_dofs))
+    return contact_derivatives_loop(pts, elements, act, data.dofs, data.S, data.dS, tangent, float(axis_norm),
+                                    int(n_dofs))
 
 
 # --------------------------------------------------------------------------- compiled
@@ -179,8 +189,8 @@ _JIT = dict(cache=True, fastmath=False, error_model="numpy")
 
 
 @numba.njit(**_JIT)
-def _broad(ref, u, dofs, h, r0max, A1max, elements, y0, tt, radius, finite, L, du, moving, dy0_abs,
-           tau):  # pragma: no cover - compiled
+def broad_phase_loop(ref, u, dofs, h, r0max, A1max, elements, y0, tt, radius, finite, L, du, moving, dy0_abs,
+                     tau):  # pragma: no cover - compiled
     m = elements.size
     keep = np.zeros(m, dtype=np.bool_)
     two = du.size > 0
@@ -262,8 +272,8 @@ def _broad(ref, u, dofs, h, r0max, A1max, elements, y0, tt, radius, finite, L, d
 
 
 @numba.njit(**_JIT)
-def _points(ref, u, dofs, S, dS, r0, A1, h, w, elements, y0, tt, anorm, radius, finite, L, kappa,
-            gamma):  # pragma: no cover - compiled
+def contact_points_loop(ref, u, dofs, S, dS, r0, A1, h, w, elements, y0, tt, anorm, radius, finite, L, kappa,
+                        gamma):  # pragma: no cover - compiled
     m = elements.size
     nq = w.size
     pts = np.empty((m, nq, NF))
@@ -365,7 +375,7 @@ def _points(ref, u, dofs, S, dS, r0, A1, h, w, elements, y0, tt, anorm, radius, 
 
 
 @numba.njit(**_JIT)
-def _derivatives(pts, elements, act, dofs, S, dS, tt, anorm, N):  # pragma: no cover - compiled
+def contact_derivatives_loop(pts, elements, act, dofs, S, dS, tt, anorm, N):  # pragma: no cover - compiled
     nq = pts.shape[1]
     na = act.size
     rows = np.empty(na * 144, dtype=np.int64)
@@ -541,3 +551,8 @@ def _derivatives(pts, elements, act, dofs, S, dS, tt, anorm, N):  # pragma: no c
             d_pose[3 + i, 3 + j] = (-(QV[i] * tt[j] + tV * Q[i, j] + tt[i] * QV[j]) / anorm
                                     + Qf_dsda[i, j] - qs)
     return rows, cols, vals, Dfib, columns, d_u, d_pose
+
+
+# the former private names, still imported by skfiber.coupled_kernels (_broad, _points, _derivatives)
+# and skfiber.coupling_fast (_length)
+_broad, _points, _derivatives, _length = broad_phase_loop, contact_points_loop, contact_derivatives_loop, length_args

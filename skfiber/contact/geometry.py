@@ -47,7 +47,6 @@ __all__ = [
     "element_coefficients",
     "control_points",
     "control_point_list",
-    "bounding_boxes",
     "min_speed_bound",
 ]
 
@@ -223,12 +222,6 @@ def control_point_list(Y: np.ndarray, h: np.ndarray) -> list[np.ndarray]:
     """
     hs = np.asarray(h, dtype=float)[:, None] / 3.0
     return [Y[:, 0], Y[:, 0] + hs * Y[:, 1], Y[:, 2] - hs * Y[:, 3], Y[:, 2]]
-
-
-def bounding_boxes(P: np.ndarray, inflate: np.ndarray | float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """Axis-aligned boxes (lo, hi), each (m, 3), of point sets P (m, k, 3) grown by ``inflate`` (m,)."""
-    pad = np.asarray(inflate, dtype=float).reshape(-1, 1) if np.ndim(inflate) else float(inflate)
-    return P.min(axis=1) - pad, P.max(axis=1) + pad
 
 
 def min_speed_bound(Y: np.ndarray, h: np.ndarray, dY: np.ndarray | None = None) -> np.ndarray:

@@ -11,7 +11,8 @@ elements (gravity, :class:`JointSpringDamper` with linear or nonlinear
 equations of motion M(q, t) q̈ + h(q, q̇, t) = Q follow from T, V and the
 dissipation function (:class:`RigidSystem`).
 
-Module map: ``bodies`` (cylinders), ``joints``, ``tree`` (topology),
+Module map: ``bodies`` (cylinders; :class:`Cylinder`, a body's shape placed in
+space, for output), ``joints``, ``tree`` (topology),
 ``kinematics`` (poses, Jacobians and their derivatives), ``forces``,
 ``characteristic``, ``system`` (dynamics, energies, powers),
 ``points`` (attachment points and cylinder poses for coupling and
@@ -38,7 +39,7 @@ A double pendulum whose base moves sideways, with joint springs and dampers:
 >>> result.q.shape
 (6, 2)
 """
-from .bodies import Body, solid_cylinder_inertia
+from .bodies import Body, Cylinder, solid_cylinder_inertia
 from .characteristic import Characteristic
 from .forces import GeneralizedForce, JointSpringDamper, PointForce, PointSpringDamper
 from .integrate import (
@@ -59,6 +60,7 @@ from .tree import GROUND
 
 __all__ = [
     "Body",
+    "Cylinder",
     "solid_cylinder_inertia",
     "Fixed",
     "Revolute",

@@ -6,6 +6,12 @@ axis, the axis vector (its length is the cylinder length), the radius and
 the mass.  The inertia tensor about the center of mass defaults to that of
 a solid cylinder and can be overridden.
 
+A :class:`Cylinder` is the shape of a body placed in space (start, axis,
+radius, name), with no mass or joint: what
+:func:`skfiber.coupling.body_cylinders` gives for a state and
+:func:`skfiber.io.cylinder_mesh` draws (fixed bones may be given as
+``Cylinder`` objects or (start, axis, radius) tuples).
+
 Example
 -------
 >>> from skfiber.rigid import Body
@@ -21,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Body", "solid_cylinder_inertia"]
+__all__ = ["Body", "Cylinder", "solid_cylinder_inertia", "as_vector"]
 
 
 def solid_cylinder_inertia(mass: float, radius: float, length: float, direction) -> np.ndarray:
@@ -35,7 +41,8 @@ def solid_cylinder_inertia(mass: float, radius: float, length: float, direction)
     return transverse * (np.eye(3) - np.outer(e, e)) + axial * np.outer(e, e)
 
 
-def _vector(value, what: str) -> np.ndarray:
+def as_vector(value, what: str) -> np.ndarray:
+    """``value`` as a float array of 3 finite numbers; ``what`` names it in the error otherwise."""
     try:
         v = np.asarray(value, dtype=float)
     except (TypeError, ValueError) as err:
@@ -90,8 +97,8 @@ class Body:
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name or self.name == "ground":
             raise ValueError(f"a body needs a non-empty name other than 'ground', got {self.name!r}")
-        start = _vector(self.start, f"start of body {self.name!r}")
-        axis = _vector(self.axis, f"axis of body {self.name!r}")
+        start = as_vector(self.start, f"start of body {self.name!r}")
+        axis = as_vector(self.axis, f"axis of body {self.name!r}")
         if np.linalg.norm(axis) == 0:
             raise ValueError(f"the axis of body {self.name!r} has zero length: give the vector from the start to the end of the cylinder")
         radius = float(self.radius)
@@ -100,7 +107,7 @@ class Body:
         mass = float(self.mass)
         if not (np.isfinite(mass) and mass >= 0):
             raise ValueError(f"the mass of body {self.name!r} must be finite and ≥ 0, got {self.mass!r}")
-        com = start + 0.5 * axis if self.center_of_mass is None else _vector(self.center_of_mass, f"center_of_mass of body {self.name!r}")
+        com = start + 0.5 * axis if self.center_of_mass is None else as_vector(self.center_of_mass, f"center_of_mass of body {self.name!r}")
         length = float(np.linalg.norm(axis))
         direction = axis / length
         if self.inertia is None:
@@ -124,7 +131,7 @@ class Body:
         for key, value in (self.points or {}).items():
             if not isinstance(key, str) or not key:
                 raise ValueError(f"the points of body {self.name!r} need non-empty string names, got {key!r}")
-            points[key] = _vector(value, f"point {key!r} of body {self.name!r}")
+            points[key] = as_vector(value, f"point {key!r} of body {self.name!r}")
         for name, value in (("start", start), ("axis", axis), ("radius", radius), ("mass", mass), ("center_of_mass", com),
                             ("points", points)):
             object.__setattr__(self, name, value)
@@ -144,3 +151,41 @@ class Body:
     def end(self) -> np.ndarray:
         """End point of the axis (reference configuration)."""
         return self.start + self.axis
+
+
+@dataclass(frozen=True)
+class Cylinder:
+    """A right circular cylinder (a bone) in space: base center, axis vector (base → top), radius, in m.
+
+    Only the shape, e.g. a :class:`Body`'s cylinder at a pose (VTK output of
+    the bodies); the physics of a body is :class:`Body`.
+    """
+
+    start: np.ndarray
+    axis: np.ndarray
+    radius: float
+    name: str = ""
+
+    def __post_init__(self):
+        start = np.asarray(self.start, dtype=float)
+        axis = np.asarray(self.axis, dtype=float)
+        if start.shape != (3,) or axis.shape != (3,):
+            raise ValueError(f"a cylinder needs start and axis with 3 coordinates, got shapes {start.shape} and {axis.shape}")
+        if not np.all(np.isfinite(start)) or not np.all(np.isfinite(axis)) or np.linalg.norm(axis) == 0:
+            raise ValueError(f"cylinder axis must be finite and nonzero, got {axis.tolist()}")
+        if not (np.isfinite(self.radius) and self.radius > 0):
+            raise ValueError(f"cylinder radius must be > 0 (m), got {self.radius!r}")
+        object.__setattr__(self, "start", start)
+        object.__setattr__(self, "axis", axis)
+        object.__setattr__(self, "radius", float(self.radius))
+
+    @classmethod
+    def from_any(cls, value) -> "Cylinder":
+        """A Cylinder, or a tuple (start, axis, radius)."""
+        if isinstance(value, cls):
+            return value
+        try:
+            start, axis, radius = value
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"a body is a Cylinder or a tuple (start, axis, radius), got {value!r}") from err
+        return cls(start, axis, radius)

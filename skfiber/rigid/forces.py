@@ -32,7 +32,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .bodies import _vector
+from .bodies import as_vector
 from .characteristic import Characteristic, as_characteristic
 
 __all__ = ["JointSpringDamper", "PointSpringDamper", "GeneralizedForce", "PointForce", "Gravity"]
@@ -147,11 +147,10 @@ class PointSpringDamper:
     def __post_init__(self):
         if self.name is None:
             self.name = f"spring[{self.body_a}–{self.body_b}]"
-        self._named = isinstance(self.point_a, str) or isinstance(self.point_b, str)
         if not isinstance(self.point_a, str):
-            self.point_a = _vector(self.point_a, f"{self.name}: point_a")
+            self.point_a = as_vector(self.point_a, f"{self.name}: point_a")
         if not isinstance(self.point_b, str):
-            self.point_b = _vector(self.point_b, f"{self.name}: point_b")
+            self.point_b = as_vector(self.point_b, f"{self.name}: point_b")
         self.stiffness = as_characteristic(self.stiffness, f"stiffness of {self.name}")
         self.damping = as_characteristic(self.damping, f"damping of {self.name}")
         if self.rest_length is not None:
@@ -275,7 +274,7 @@ class PointForce:
 
     def __post_init__(self):
         if not isinstance(self.point, str):
-            self.point = _vector(self.point, "the point of a point force")
+            self.point = as_vector(self.point, "the point of a point force")
         self.force_value = _time_function(self.force_value, (3,), "the force of a point force")
         if self.name is None:
             self.name = f"point force[{self.body}]"
@@ -284,5 +283,5 @@ class PointForce:
         self._point = system._register_point(self.body, system._resolve_point(self.body, self.point, self.name), self.name)
 
     def force(self, ctx):
-        f = np.array([_vector(self.force_value(t), f"{self.name}: f(t)") for t in np.atleast_1d(ctx.t)])
+        f = np.array([as_vector(self.force_value(t), f"{self.name}: f(t)") for t in np.atleast_1d(ctx.t)])
         return np.einsum("xc,xcn->xn", np.broadcast_to(f, (ctx.B, 3)), ctx.jacobian(self._point))

@@ -35,7 +35,7 @@ from typing import Callable
 
 import numpy as np
 
-from .bodies import _vector
+from .bodies import as_vector
 
 __all__ = ["Fixed", "Revolute", "Prismatic", "Prescribed", "PrescribedState", "rotation_about"]
 
@@ -60,7 +60,7 @@ def rotation_about(axis: np.ndarray, angle) -> np.ndarray:
 
 
 def _unit_axis(axis, what: str) -> np.ndarray:
-    a = _vector(axis, what)
+    a = as_vector(axis, what)
     length = np.linalg.norm(a)
     if length == 0:
         raise ValueError(f"{what} has zero length: give a direction vector such as (0, 1, 0)")
@@ -88,7 +88,7 @@ class Revolute:
 
     def __post_init__(self):
         object.__setattr__(self, "axis", _unit_axis(self.axis, "the axis of a revolute joint"))
-        object.__setattr__(self, "point", _vector(self.point, "the point of a revolute joint"))
+        object.__setattr__(self, "point", as_vector(self.point, "the point of a revolute joint"))
         K = skew(self.axis)  # Rot(a, q) = I + sin q K + (1 − cos q) K²
         object.__setattr__(self, "_K", K)
         object.__setattr__(self, "_K2", K @ K)
@@ -168,14 +168,14 @@ class Prescribed:
             value = getattr(self, name)
             if value is not None and not callable(value):
                 raise TypeError(f"Prescribed.{name} must be a function of time t, got {type(value).__name__}")
-        object.__setattr__(self, "center", _vector(self.center, "the center of a prescribed motion"))
+        object.__setattr__(self, "center", as_vector(self.center, "the center of a prescribed motion"))
         if not (self.time_step > 0 and np.isfinite(self.time_step)):
             raise ValueError(f"time_step must be > 0, got {self.time_step!r}")
 
     def _d(self, t):
         if self.translation is None:
             return np.zeros(3)
-        return _vector(self.translation(t), f"translation({t})")
+        return as_vector(self.translation(t), f"translation({t})")
 
     def _R(self, t):
         if self.rotation is None:
@@ -202,11 +202,11 @@ class Prescribed:
             dm2, dm1, dp1, dp2 = (self._d(t + k * h) for k in (-2, -1, 1, 2))
         velocity = (
             (dm2 - 8 * dm1 + 8 * dp1 - dp2) / (12 * h) if self.velocity is None
-            else _vector(self.velocity(t), f"velocity({t})")
+            else as_vector(self.velocity(t), f"velocity({t})")
         )
         acceleration = (
             (-dm2 + 16 * dm1 - 30 * d + 16 * dp1 - dp2) / (12 * h**2) if self.acceleration is None
-            else _vector(self.acceleration(t), f"acceleration({t})")
+            else as_vector(self.acceleration(t), f"acceleration({t})")
         )
         R = self._R(t)
         if self.rotation is None:
@@ -216,9 +216,9 @@ class Prescribed:
                 Rm2, Rm1, Rp1, Rp2 = (self._R(t + k * h) for k in (-2, -1, 1, 2))
                 dR = (Rm2 - 8 * Rm1 + 8 * Rp1 - Rp2) / (12 * h)
                 ddR = (-Rm2 + 16 * Rm1 - 30 * R + 16 * Rp1 - Rp2) / (12 * h**2)
-            omega = _vee(dR @ R.T) if self.angular_velocity is None else _vector(self.angular_velocity(t), f"angular_velocity({t})")
+            omega = _vee(dR @ R.T) if self.angular_velocity is None else as_vector(self.angular_velocity(t), f"angular_velocity({t})")
             if self.angular_acceleration is None:  # R̈ Rᵀ = [ω̇]× + [ω]×²
                 omega_dot = _vee(ddR @ R.T - skew(omega) @ skew(omega))
             else:
-                omega_dot = _vector(self.angular_acceleration(t), f"angular_acceleration({t})")
+                omega_dot = as_vector(self.angular_acceleration(t), f"angular_acceleration({t})")
         return PrescribedState(R, d, omega, omega_dot, velocity, acceleration)

@@ -71,7 +71,7 @@ class Kinematics:
         Velocities q̇, shape (B, n), or None (then the rate-dependent
         quantities are unavailable).
     motion
-        The prescribed motion at t (:meth:`_prescribed_data`) when the caller
+        The prescribed motion at t (:meth:`prescribed_data`) when the caller
         keeps it (:meth:`~skfiber.rigid.RigidSystem._plan`); computed if None.
 
     Attributes
@@ -102,7 +102,7 @@ class Kinematics:
         dtype = np.result_type(q.dtype, float, np.asarray(qd).dtype if qd is not None else float)
         self.dtype = dtype
         tab, rot = tree.tables, tree.rotations
-        pres_R, pres_v = self._prescribed_data(tree, self.t) if motion is None else motion
+        pres_R, pres_v = self.prescribed_data(tree, self.t) if motion is None else motion
         R, p, omega, origin, velocity, own_angular, own_linear = tree_poses(
             np.ascontiguousarray(q, dtype=dtype), tab.parent, tab.joint_of_body, tab.kind, tab.coordinate,
             tab.axis, tab.point, rot.K, rot.K2, rot.slot, tab.tau_slot, pres_R, pres_v, tab.center)
@@ -121,7 +121,7 @@ class Kinematics:
 
     # ------------------------------------------------------------------ helpers
     @staticmethod
-    def _prescribed_data(tree: Tree, t):
+    def prescribed_data(tree: Tree, t):
         """(R_b (T, m, 3, 3), (d, ω, ω̇, ḋ, d̈) (T, m, 5, 3)) of the prescribed joints at t (T = 1 or len(t))."""
         tau = tree.tau_joints
         if not len(tau):

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bodies import _vector
+from .bodies import as_vector
 from .kernels import body_point_jets, point_jets
 from .kinematics import Kinematics
 from .tree import GROUND
@@ -124,7 +124,7 @@ class BodyPoint:
                 raise ValueError(f"body {name!r} has no point named {point!r}; its named points: {sorted(named)}")
             self.name = point
             point = named[point]
-        self.reference = _vector(point, f"the point on body {name!r}")
+        self.reference = as_vector(point, f"the point on body {name!r}")
 
     def __repr__(self):
         return f"BodyPoint({self.body!r}, {self.name or self.reference.tolist()!r})"
@@ -188,10 +188,6 @@ class CylinderPose:
     @property
     def direction_jacobian(self) -> np.ndarray:
         return self.axis_jacobian / self.length
-
-    @property
-    def direction_hessian(self) -> np.ndarray | None:
-        return None if self.axis_hessian is None else self.axis_hessian / self.length
 
     @property
     def end(self) -> np.ndarray:

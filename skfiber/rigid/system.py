@@ -48,11 +48,11 @@ from typing import Sequence
 
 import numpy as np
 
-from .bodies import Body, _vector
+from .bodies import Body, as_vector
 from .forces import Gravity
 from .joints import Fixed, Prescribed, Prismatic, Revolute, skew
 from .kernels import inertia_terms, point_kinematics
-from .kinematics import _NO_MOTION, Kinematics
+from .kinematics import Kinematics
 from .tree import GROUND, Tree, build_tree
 
 __all__ = ["RigidSystem", "COMPLEX_STEP", "complex_jacobian"]
@@ -110,9 +110,6 @@ class _Context:
 
     def com_position(self):
         return self.com()[0]
-
-    def com_jacobian(self):
-        return np.swapaxes(self.com()[1][:, :, self.kin.tree.q_joints], 2, 3)
 
 
 class _Plan:
@@ -176,7 +173,7 @@ class _Plan:
     def motion(self, t: float) -> tuple:
         """(R_b, (d, ω, ω̇, ḋ, d̈)) of the prescribed joints at the time t (a number), the last one kept."""
         if t != self._t:  # Prescribed.motion keeps its last time too: the same t, the same motion
-            motion = Kinematics._prescribed_data(self.tree, t) if len(self.tree.tau_joints) else _NO_MOTION
+            motion = Kinematics.prescribed_data(self.tree, t)
             self._euler_args = self.pose_tables + motion + (self.center,) + self.body_tables
             self._point_args = self.pose_tables + motion + (self.center,) + self.point_tables
             self._t, self._motion = t, motion
@@ -211,7 +208,7 @@ class RigidSystem:
     """
 
     def __init__(self, *, gravity: Sequence[float] = (0.0, 0.0, 0.0)):
-        self.gravity = _vector(gravity, "gravity")
+        self.gravity = as_vector(gravity, "gravity")
         self._entries: list[tuple[Body, str, object]] = []
         self._elements: list = []
         self._points: list[tuple[str, np.ndarray]] = []
@@ -335,14 +332,14 @@ class RigidSystem:
         if body not in self._tree.index:
             known = [b.name for b, _, _ in self._entries]
             raise ValueError(f"{owner}: unknown body {body!r}; bodies: {known} or 'ground'")
-        self._points.append((body, _vector(X, f"{owner}: point")))
+        self._points.append((body, as_vector(X, f"{owner}: point")))
         self._point_cache = None
         return len(self._points) - 1
 
     def _resolve_point(self, body: str, point, owner: str) -> np.ndarray:
         """Reference coordinates of a point given by coordinates or by name."""
         if not isinstance(point, str):
-            return _vector(point, f"{owner}: point")
+            return as_vector(point, f"{owner}: point")
         if body not in self._tree.index:
             known = [b.name for b, _, _ in self._entries]
             raise ValueError(f"{owner}: unknown body {body!r}; bodies: {known} or 'ground'")
