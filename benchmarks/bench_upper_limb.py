@@ -6,9 +6,14 @@ d.o.f. count, Newton unknowns, Newton iterations (mean/max), retries, the
 ratio to the paper's MATLAB timings (66.0, 281.3, 958.2, 5579.6 s on a
 Ryzen 7 3700X), and the largest elbow-angle difference between levels 3 and 4.
 
-Run: ``python benchmarks/bench_upper_limb.py [--levels 1 2 3 4]``.  Ends with
-``summary: level1_s=<s> level2_s=<s> level3_s=<s> level4_s=<s> max_angle_diff_l3_l4_deg=<deg>``
-(``nan`` for levels not run).  Each run makes one throw-away step first, which
+With ``--bending EI`` (default 1e-4 N·m²; 0: skip) it also runs level 1 with the
+bending form added as a user term (``demos/upper_limb.py --bending``), right after
+the plain level-1 run, and prints the ratio of the two wall times: the cost of a
+user term in the compiled path.
+
+Run: ``python benchmarks/bench_upper_limb.py [--levels 1 2 3 4] [--bending EI]``.  Ends with
+``summary: level1_s=<s> level2_s=<s> level3_s=<s> level4_s=<s> max_angle_diff_l3_l4_deg=<deg>
+level1_bending_s=<s> bending_ratio=<x>`` (``nan`` for what was not run).  Each run makes one throw-away step first, which
 compiles the numba kernels on a first run on the machine (or loads them from the
 cache); its time is printed separately and is not in the wall times.
 """
@@ -26,8 +31,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 2, 3, 4], choices=sorted(upper_limb.LEVELS))
     parser.add_argument("--progress", action="store_true", help="show progress lines of each run")
+    parser.add_argument("--bending", type=float, default=1e-4, metavar="EI",
+                        help="also run level 1 with a bending term EI (N·m², default 1e-4; 0: skip)")
     args = parser.parse_args(argv)
+    if not (math.isfinite(args.bending) and args.bending >= 0):
+        parser.error(f"--bending must be finite and >= 0 (N·m²), got {args.bending}")
     results = {}
+    bent = None
     for level in args.levels:
         ne, nt = upper_limb.LEVELS[level]
         print(f"level {level}: {ne} elements per fiber, {nt} steps …", flush=True)
@@ -38,6 +48,10 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"  wall {r.wall_time:.2f} s, d.o.f. {r.dofs}, unknowns {r.unknowns}, Newton {its.mean():.2f}/{its.max()} "
               f"(mean/max), retries {r.retries}, paper {upper_limb.PAPER_TABLE5[level][1]} s "
               f"(ratio {upper_limb.PAPER_TABLE5[level][1] / r.wall_time:.1f}×)", flush=True)
+        if level == 1 and args.bending > 0:
+            bent = upper_limb.run(1, progress=args.progress, bending=args.bending)
+            print(f"  with bending EI = {args.bending:g} N·m²: warm-up {bent.warmup_time:.2f} s, wall "
+                  f"{bent.wall_time:.2f} s ({bent.wall_time / r.wall_time:.2f}× the run without)", flush=True)
     print(upper_limb.report(list(results.values())))
     diff = math.nan
     if 3 in results and 4 in results:
@@ -45,8 +59,11 @@ def main(argv: list[str] | None = None) -> dict:
         diff = float(np.abs(np.interp(b.times, a.times, a.angle_deg) - b.angle_deg).max())
         print(f"largest elbow-angle difference between levels 3 and 4: {diff:.3f} deg")
     secs = {k: (results[k].wall_time if k in results else math.nan) for k in (1, 2, 3, 4)}
+    bent_s = bent.wall_time if bent is not None else math.nan
+    ratio = bent_s / secs[1] if bent is not None and 1 in results else math.nan
     print(f"summary: level1_s={secs[1]:.2f} level2_s={secs[2]:.2f} level3_s={secs[3]:.2f} "
-          f"level4_s={secs[4]:.2f} max_angle_diff_l3_l4_deg={diff:.3f}")
+          f"level4_s={secs[4]:.2f} max_angle_diff_l3_l4_deg={diff:.3f} level1_bending_s={bent_s:.2f} "
+          f"bending_ratio={ratio:.2f}")
     return results
 
 

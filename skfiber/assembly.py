@@ -109,6 +109,12 @@ class BatchedAssembler:
         self._csr_map = np.asarray(lookup[rows, cols]).ravel().astype(np.int64) - 1
         self.bandwidth = int(np.max(np.abs(rows - cols)))
 
+    @property
+    def basis_jets(self) -> np.ndarray:
+        """B (e, q, jets, nb): the jets (value, first and second derivatives, component-major within each
+        order) of the local basis functions at the quadrature points."""
+        return self._B
+
     # --- unit jets ------------------------------------------------------------
     def probe(self, *, axis: int, naxes: int, hess: bool) -> DiscreteField:
         """Unit jets stacked on extra axis ``axis`` of ``naxes`` extra axes.

@@ -1,21 +1,15 @@
 """The coupled fiber–rigid residual and Newton increment as compiled kernels.
 
 Residual (:meth:`skfiber.coupling_fast.FastCoupling.evaluate`): a handful of
-calls around the stress laws, each replacing the small numpy operations
-between the kernels of the general path —
+calls around the model's generated form kernel (:mod:`skfiber.compile`, the
+fibers' residual terms and element tangent), each replacing the small numpy
+operations between the kernels of the general path —
 
 * :func:`coupled_positions` — q, the body points (attachments, contact
   cylinders on bodies) with their q-derivatives, and u with u_D = c(q, t);
-* :func:`euler_kinematics` — the backward-Euler rates v, a and the cable
-  kinematics x_s, ẋ_s, λ, λ̇ (:func:`euler_state`: both in one call);
-* :func:`fiber_residual` — inertia + internal force − external load;
 * :func:`cylinder_contact` — broad and narrow phase of one contact cylinder,
   its residual added;
 * :func:`coupled_rows` — the rows of q: R_rb + Cᵀ G_D + Σ Jpᵀ R_pose.
-
-In the common case (a backward-Euler step, gravity the only force on the
-bodies, at most one cylinder) these run as one call of a kernel generated per
-set of laws (:mod:`skfiber.evaluation_kernel`).
 
 Safeguard: :func:`trial_step` is the ``safeguard="trial"`` step bound of one
 cylinder (:meth:`skfiber.contact.cylinder.CylinderContact.max_step`) in one call.
@@ -29,9 +23,8 @@ a few hundred DOFs that is some thirty small numpy operations around the
 kernels; :func:`coupled_increment` does the same arithmetic in one pass (the
 fast path, :mod:`skfiber.coupling_fast`), with the fiber block solved by the
 block-tridiagonal LU of :mod:`skfiber.block_tridiagonal` and its checks.
-:func:`newton_increment` computes its inputs too — the cable tangent from the
-laws' response and the derivatives of at most one contact in touch — so that a
-Newton step with at most one contact is one call.
+:func:`newton_increment` computes the derivatives of at most one contact in
+touch too, so that a Newton step with at most one contact is one call.
 """
 from __future__ import annotations
 
@@ -41,13 +34,12 @@ import numba
 import numpy as np
 
 from . import block_tridiagonal as bt
-from .cable_kernels import _kinematics, _law_tangent, _residual
-from .contact.cylinder_kernels import COL_D, _broad, _derivatives, _points
-from .coupling import _scatter_dependent
+from .contact.cylinder_kernels import COL_D, broad_phase_loop, contact_derivatives_loop, contact_points_loop
+from .coupling import scatter_dependent
 from .rigid.kernels import body_point_jets
 
-__all__ = ["coupled_positions", "euler_kinematics", "euler_state", "fiber_residual", "cylinder_contact", "coupled_rows",
-           "coupled_increment", "newton_increment", "trial_step"]
+__all__ = ["coupled_positions", "cylinder_contact", "coupled_rows", "coupled_increment", "newton_increment",
+           "trial_step"]
 
 #: status of :func:`coupled_increment`
 OK, BLOCK_FAILED, OUTSIDE_PATTERN, SINGULAR_SCHUR = 0, 1, 2, 3
@@ -103,44 +95,6 @@ def coupled_positions(z, N, D, P, bodies, X, parent, joint_of_body, kind, coordi
 
 
 @numba.njit(cache=True)
-def euler_kinematics(u, u_prev, v_prev, dt, g, comp, dofs, reference, J):  # pragma: no cover - compiled
-    """v = (u − uₙ)/Δt, a = (v − vₙ)/Δt and the cable kinematics x_s, ẋ_s, λ, λ̇ at x = X + u
-    (:func:`skfiber.cable_kernels.cable_kinematics`); also min λ."""
-    v = (u - u_prev) / dt
-    a = (v - v_prev) / dt
-    x_s, xdot_s, lam, lamdot = _kinematics(g, comp, dofs, reference + u, v, J)
-    return v, a, x_s, xdot_s, lam, lamdot, lam.min()
-
-
-@numba.njit(cache=True)
-def euler_state(z, N, D, P, bodies, X, u_prev, v_prev, dt, g, comp, dofs, reference, J, parent, joint_of_body, kind,
-                coordinate, axis, point, K, K2, slot, tau_slot, pres_R, pres_v, center, path, upstream, prescribed,
-                q_joints, tau_joints):  # pragma: no cover - compiled
-    """:func:`coupled_positions` and :func:`euler_kinematics` in one call (the arguments of both, the tables
-    of the tree last): (q, u, x, C, H, v, a, x_s, ẋ_s, λ, λ̇, min λ)."""
-    q, u, x, C, H = coupled_positions(z, N, D, P, bodies, X, parent, joint_of_body, kind, coordinate, axis, point,
-                                      K, K2, slot, tau_slot, pres_R, pres_v, center, path, upstream, prescribed,
-                                      q_joints, tau_joints)
-    v, a, x_s, xdot_s, lam, lamdot, lam_min = euler_kinematics(u, u_prev, v_prev, dt, g, comp, dofs, reference, J)
-    return q, u, x, C, H, v, a, x_s, xdot_s, lam, lamdot, lam_min
-
-
-@numba.njit(cache=True)
-def fiber_residual(g, comp, dofs, area, S, dx, x_s, mass, a, f_ext, load_factor):  # pragma: no cover - compiled
-    """G = F_int + M a − load_factor f_ext (:func:`skfiber.cable_kernels.cable_residual`, coefficient
-    area · S · dx), its norms (‖F_int‖, ‖Σ|F_int contributions|‖, ‖M a‖, ‖load_factor f_ext‖) and
-    whether all of G is finite."""
-    R = np.empty(f_ext.shape[0])
-    nF, nA, nM, nE = _residual(g, comp, dofs, area * S * dx, x_s, mass, a, f_ext, load_factor, R)
-    finite = True
-    for k in range(R.shape[0]):
-        if not np.isfinite(R[k]):
-            finite = False
-            break
-    return R, nF, nA, nM, nE, finite
-
-
-@numba.njit(cache=True)
 def cylinder_contact(ref, u, dofs, S, dS, r0, A1, h, w, r0max, A1max, elements, point, axis, radius, finite, L,
                      kappa, gamma, R):  # pragma: no cover - compiled
     """Broad and narrow phase of one contact cylinder at u; R += its residual G_c when admissible.
@@ -161,12 +115,12 @@ def cylinder_contact(ref, u, dofs, S, dS, r0, A1, h, w, r0max, A1max, elements, 
     tangent = axis / axis_norm
     el = elements
     if el.size:
-        el = _broad(ref, u, dofs, h, r0max, A1max, elements, point, tangent, radius, finite, L, _EMPTY, False, 0.0,
+        el = broad_phase_loop(ref, u, dofs, h, r0max, A1max, elements, point, tangent, radius, finite, L, _EMPTY, False, 0.0,
                     0.0)
     if el.size == 0:
         return (NONE_IN_REACH, el, tangent, axis_norm, np.empty((0, w.size, 1)), np.empty((0, w.size)),
                 np.zeros(6), 0, np.zeros(0, np.int64), 0.0)
-    pts, adm, res, force, n_active, act, bad = _points(ref, u, dofs, S, dS, r0, A1, h, w, el, point, tangent,
+    pts, adm, res, force, n_active, act, bad = contact_points_loop(ref, u, dofs, S, dS, r0, A1, h, w, el, point, tangent,
                                                        axis_norm, radius, finite, L, kappa, gamma)
     if bad >= 0 or not adm.min() > 0:
         return INADMISSIBLE, el, tangent, axis_norm, pts, adm, force, n_active, act, 0.0
@@ -258,8 +212,8 @@ def coupled_increment(K, rows, cols, vals, block_index, block_fixed, block_diag_
     # W = K X (N, n) and Xᵀ K (n, N), X = ∂u/∂q (C on the rows D)
     W = np.zeros((N, n))
     Rq_u = np.zeros((n, N))
-    _scatter_dependent(K.reshape(-1), touch_flat, touch_rows, touch_cols, pos, C, W, Rq_u)
-    _scatter_dependent(vals, touch_flat[:0], rows, cols, pos, C, W, Rq_u)
+    scatter_dependent(K.reshape(-1), touch_flat, touch_rows, touch_cols, pos, C, W, Rq_u)
+    scatter_dependent(vals, touch_flat[:0], rows, cols, pos, C, W, Rq_u)
     Rq_q = rigid_tangent.copy()
     nD = D.shape[0]
     for a in range(nD):
@@ -343,21 +297,19 @@ def coupled_increment(K, rows, cols, vals, block_index, block_fixed, block_diag_
 
 
 @numba.njit(cache=True)
-def newton_increment(g, comp, area, dx, J, S, dS, dR, lam, lamdot, c_v, x_s, xdot_s, M, c_a, pts, elements, act,
+def newton_increment(K, pts, elements, act,
                      contact_dofs, contact_S, contact_dS, tangent, axis_norm, row, force, block_index, block_fixed,
                      block_diag_fixed, touch_flat, touch_rows, touch_cols, pos, points_C, points_H, P, G, R_q,
                      rigid_tangent, D, constrained, pivot_tol, residual_tol):  # pragma: no cover - compiled
     """:func:`coupled_increment` with its inputs computed in the same call, for at most one contact in touch.
 
-    The fiber element matrices are :func:`skfiber.cable_kernels._law_tangent` of the arguments up to
-    ``c_a``; the contact's triplets and pose derivatives are
+    ``K`` are the fiber element matrices (the model's generated form kernel); the contact's triplets and pose derivatives are
     :func:`skfiber.contact.cylinder_kernels.contact_derivatives` of ``pts`` … ``axis_norm`` (``act``
     empty: no contact in touch).  ``row`` is the cylinder's start point among the body points (−1: a
     cylinder not on a body) and ``force`` its R_pose; ``points_C``, ``points_H`` (P + 2c, 3, n),
     (P + 2c, 3, n, n) are the jets of the body points (the first P the attachments).  The arithmetic is
     that of the separate calls, so Δz is the same bit for bit.  Returns (Δz, status).
     """
-    K = _law_tangent(g, comp, area, dx, J, S, dS, dR, lam, lamdot, c_v, x_s, xdot_s, M, c_a)
     N = G.shape[0]
     n = R_q.shape[0]
     C = np.empty((3 * P, n))
@@ -372,7 +324,7 @@ def newton_increment(g, comp, area, dx, J, S, dS, dR, lam, lamdot, c_v, x_s, xdo
     Hp = np.empty((c, 6, n, n))
     f = np.empty((c, 6))
     if act.size > 0:
-        rows, cols, vals, Dfib, columns, dRu, dp = _derivatives(pts, elements, act, contact_dofs, contact_S,
+        rows, cols, vals, Dfib, columns, dRu, dp = contact_derivatives_loop(pts, elements, act, contact_dofs, contact_S,
                                                                  contact_dS, tangent, axis_norm, N)
     else:
         rows, cols, vals = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
@@ -417,11 +369,11 @@ def trial_step(ref, u, du, dofs, S, dS, r0, A1, h, w, r0max, A1max, elements, po
         tau = min(1.0 * da_abs / den, 2.0) if den > 0 else 2.0
     el = elements
     if el.size:
-        el = _broad(ref, u, dofs, h, r0max, A1max, elements, point, tangent, radius, finite, L, du, moving, dy0_abs,
+        el = broad_phase_loop(ref, u, dofs, h, r0max, A1max, elements, point, tangent, radius, finite, L, du, moving, dy0_abs,
                     tau)
     if el.size == 0:
         return 1.0
-    pts, adm, _, _, _, _, bad = _points(ref, u, dofs, S, dS, r0, A1, h, w, el, point, tangent, axis_norm, radius,
+    pts, adm, _, _, _, _, bad = contact_points_loop(ref, u, dofs, S, dS, r0, A1, h, w, el, point, tangent, axis_norm, radius,
                                         finite, L, kappa, gamma)
     if bad >= 0:
         for r in range(adm.shape[0]):
@@ -439,7 +391,7 @@ def trial_step(ref, u, du, dofs, S, dS, r0, A1, h, w, r0max, A1max, elements, po
             if not n > 0:
                 return np.nan
             t = a / n
-        _, adm_t, _, _, _, _, bad_t = _points(ref, u + delta * du, dofs, S, dS, r0, A1, h, w, el, p, t, n, radius,
+        _, adm_t, _, _, _, _, bad_t = contact_points_loop(ref, u + delta * du, dofs, S, dS, r0, A1, h, w, el, p, t, n, radius,
                                               finite, L, kappa, gamma)
         if bad_t < 0:
             kept = True

@@ -65,7 +65,7 @@ from .model import Evaluation
 from .rigid import Cylinder, CylinderPose, evaluate_points
 
 __all__ = ["Attachment", "AttachmentKinematics", "attachment_kinematics", "CoupledProblem", "CoupledEvaluation",
-           "body_cylinders"]
+           "body_cylinders", "scatter_dependent"]
 
 
 def body_cylinders(model):
@@ -137,11 +137,11 @@ def attachment_kinematics(model, q, t: float, *, hessian: bool = True) -> Attach
     return AttachmentKinematics((pk.position - pk.reference).reshape(-1), pk.jacobian.reshape(3 * P, n), H)
 
 
-_ALL = np.zeros(0, dtype=np.int64)  # "all entries in order" for _scatter_dependent
+_ALL = np.zeros(0, dtype=np.int64)  # "all entries in order" for scatter_dependent
 
 
 @numba.njit(cache=True)
-def _scatter_dependent(values, index, rows, cols, pos, C, KX, XK):  # pragma: no cover - compiled
+def scatter_dependent(values, index, rows, cols, pos, C, KX, XK):  # pragma: no cover - compiled
     """Add the matrix entries K[rows, cols] = values[index] to KX = K X and XK = Xᵀ K.
 
     X (N, n) is C (|D|, n) on the dependent DOFs (``pos`` ≥ 0: the row of C) and zero elsewhere, so an
@@ -374,15 +374,15 @@ class CoupledProblem:
         """(K X (N, n), Xᵀ K (n, N)) for the fiber tangent K and X = ∂u/∂q (C on the rows D, zero elsewhere).
 
         Only the entries of K in the rows and columns D contribute: one compiled pass over those of the
-        touching elements and over the extra blocks (:func:`_scatter_dependent`).
+        touching elements and over the extra blocks (:func:`scatter_dependent`).
         """
         KX = np.zeros((self.N, self.n))
         XK = np.zeros((self.n, self.N))
         C = np.ascontiguousarray(C, dtype=float)
         flat, rows, cols = self._touch_entries
-        _scatter_dependent(ev.element_matrices.reshape(-1), flat, rows, cols, self._pos_D, C, KX, XK)
+        scatter_dependent(ev.element_matrices.reshape(-1), flat, rows, cols, self._pos_D, C, KX, XK)
         for r, c, vals in ev.extra:
-            _scatter_dependent(vals, _ALL, r, c, self._pos_D, C, KX, XK)
+            scatter_dependent(vals, _ALL, r, c, self._pos_D, C, KX, XK)
         return KX, XK
 
     def tangent_blocks(self, cev: CoupledEvaluation):

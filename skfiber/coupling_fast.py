@@ -9,15 +9,17 @@ demo its Python costs more than the arithmetic (docs/performance.md), so for
 models whose parts all have kernels this module computes the same numbers
 with the layers removed:
 
-* the fibers through the kernels of :meth:`Model._fiber_part_compiled` (a
-  compiled model without custom terms);
+* the fibers through the model's generated form kernel
+  (:attr:`Model.form_kernel <skfiber.Model.form_kernel>`: the built-in and
+  added residual terms with their element tangent, in one call), when the
+  form compiler traced every term;
 * every contact a :class:`~skfiber.contact.CylinderContact` (fixed, moving
   with ``pose(t)``, or on a body of the model's rigid system), through the
   kernels of :mod:`skfiber.contact.cylinder_kernels`;
 * the body points (attachments, ends of the contact cylinders on bodies)
   through :func:`~skfiber.rigid.kernels.body_point_jets`.
 
-The evaluation is a few compiled calls around the laws
+The evaluation is a few compiled calls around the form kernel
 (:mod:`skfiber.coupled_kernels`).  The kernels and the order of the sums of the
 fiber rows are those of the general path, so those rows agree bit for bit; the
 rows of q and the increments agree to round-off (``tests/test_coupling_fast.py``).
@@ -33,12 +35,11 @@ import warnings
 import numpy as np
 from numba.core.errors import NumbaError
 
-from . import cable_kernels
 from .contact import cylinder_kernels as ck
 from .contact.cylinder import CylinderContact
 from .coupled_kernels import (IN_REACH, INADMISSIBLE, OK, coupled_increment, coupled_positions, coupled_rows,
-                              cylinder_contact, euler_state, fiber_residual, newton_increment, trial_step)
-from .coupling import AttachmentKinematics, _scatter_dependent
+                              cylinder_contact, newton_increment, trial_step)
+from .coupling import AttachmentKinematics, scatter_dependent
 from .evaluation_kernel import fused_evaluation
 from .linalg import PIVOT_TOL, RESIDUAL_TOL
 from .model import ROUNDOFF_FACTOR, Evaluation
@@ -49,6 +50,11 @@ from .solver import EulerRates
 __all__ = ["FastCoupling", "FastEvaluation", "InadmissibleState"]
 
 _EPS = float(np.finfo(float).eps)
+
+
+def _norm(x: np.ndarray) -> float:
+    return math.sqrt(float(x.dot(x)))
+
 
 _NO_INDEX = np.zeros(0, dtype=np.int64)
 _NO_VALUE = np.zeros(0)
@@ -75,7 +81,7 @@ class _Cylinder:
         self.shapes = (data.dofs, data.S, data.dS, data.r0, data.A1, data.h, data.w, data.r0_max, data.A1_max)
         self.elements = np.ascontiguousarray(contact._fiber_elements(d), dtype=np.int64)
         self.radius = float(contact.radius)
-        self.finite, self.L = ck._length(contact.length)
+        self.finite, self.L = ck.length_args(contact.length)
         self.stiffness = float(contact.law.stiffness)
         self.gamma = float(contact.law.gamma)
         self.body = body  # its index among the cylinders on bodies (−1: not on a body)
@@ -136,7 +142,7 @@ class FastEvaluation:
     """
 
     def __init__(self, residual, *, reference_force, roundoff, min_stretch, margins, n_active_contacts,
-                 fiber_residual, law, kinematics, c_v, c_a, points, rigid_tangent, contacts, fast):
+                 fiber_residual, element_matrices, points, rigid_tangent, contacts, fast):
         self.residual = residual
         self.reference_force = reference_force
         self.roundoff = roundoff
@@ -144,11 +150,10 @@ class FastEvaluation:
         self.margins = margins
         self.n_active_contacts = n_active_contacts
         self.fiber_residual = fiber_residual  # G (N,): inertia + internal + contact − external
-        self._law, self._kinematics, self._c = law, kinematics, (c_v, c_a)
         self._points = points  # (x, C, H) of coupled_positions
         self.rigid_tangent = rigid_tangent
         self.contacts = contacts
-        self._element_matrices = None
+        self._element_matrices = element_matrices
         self._fiber = None
         self._kin = None
         self.fast = fast  # the FastCoupling that made it
@@ -171,9 +176,7 @@ class FastEvaluation:
 
     @property
     def element_matrices(self) -> np.ndarray:
-        """c_a M + ∂(internal force)/∂u per element (e, nb, nb), computed once."""
-        if self._element_matrices is None:
-            self._element_matrices = self.fast._tangent(self)
+        """∂(residual terms)/∂u per element (e, nb, nb), c_v and c_a included (the form kernel's)."""
         return self._element_matrices
 
     @property
@@ -217,20 +220,7 @@ class FastCoupling:
             i = body_contacts.get(id(c), -1)
             self._cylinders.append(_Cylinder(c, d, i, self._P + 2 * i if i >= 0 else -1, len(problem.body_contacts)))
         self._n_body_cylinders = len(problem.body_contacts)
-        if model._jets is None:
-            model._jets = cable_kernels.gradient_jets(d.assembler)
-        c = np.ascontiguousarray
-        self._jets = model._jets
-        shape = d.theta.shape
-        self._area, self._dx, self._J = (c(np.broadcast_to(np.asarray(a, dtype=float), shape))
-                                         for a in (d.area, d.assembler.dx, d.jacobian))
-        self._reference = c(d.reference_dofs, dtype=float)
-        self._theta, self._muscle = c(d.theta, dtype=float).ravel(), c(d.muscle_fraction, dtype=float).ravel()
-        self._mass = c(model._mass_elements, dtype=float)
-        self._no_mass = np.zeros((0,) + self._mass.shape[1:])
-        self._laws = None  # [(compiled function, point indices, parameters)] once the laws compiled
-        self._law_args = ()  # ((point indices, parameters), …) of the laws
-        self._nq = int(shape[1])
+        self._kernel = model.form_kernel  # the fibers' residual terms and element tangent
         self._fused = None  # skfiber.evaluation_kernel's function (False: not available)
         self._fused_ready = False  # whether it has run (compiled) once
         self._last = None  # (z as bytes, t, u) of the last evaluation
@@ -238,7 +228,10 @@ class FastCoupling:
     @staticmethod
     def supports(model) -> bool:
         """True when every part of ``model`` has a kernel (see the module notes)."""
-        if not model.compiled or model.terms:
+        if not model.compiled:
+            return False
+        kernel = model.form_kernel
+        if set(kernel.names) != set(model.term_names) or not kernel.compile():
             return False
         for c in model.contacts:
             if type(c) is not CylinderContact:
@@ -248,37 +241,6 @@ class FastCoupling:
         return True
 
     # ------------------------------------------------------------------ residual
-    def _compile_laws(self, t: float) -> None:
-        """The laws' compiled functions (:meth:`Model._stress` compiles them, here at the reference stretch),
-        or [] when a law has none."""
-        model = self.model
-        shape = (self._theta.size // self._nq, self._nq)
-        model._stress(np.ones(shape), np.zeros(shape), t)
-        plan = model._law_kernels or []
-        if plan and all(k._function is not None for k, _ in plan):
-            self._laws = [(k._function, idx, k.params) for k, idx in plan]
-            self._law_args = tuple((np.ascontiguousarray(idx, dtype=np.int64), np.ascontiguousarray(params, dtype=float))
-                                   for _, idx, params in self._laws)
-        else:
-            self._laws = []
-
-    def _stress(self, lam, lamdot, t) -> np.ndarray:
-        """S, ∂S/∂λ, ∂S/∂λ̇ as one (3, e, q) array: the laws' compiled functions called directly
-        (:meth:`Model._stress` for laws without a kernel)."""
-        model = self.model
-        if not self._laws:
-            return np.array([np.broadcast_to(np.asarray(v, dtype=float), lam.shape)
-                             for v in model._stress(lam, lamdot, t)])
-        out = np.empty((3,) + lam.shape)
-        alpha = model.activations(t).ravel()
-        lam_, lamdot_, flat = lam.ravel(), lamdot.ravel(), out.reshape(3, -1)
-        S_, dS_, dR_ = flat
-        nq = lam.shape[1]
-        t = float(t)
-        for function, idx, params in self._laws:
-            function(lam_, lamdot_, self._theta, t, self._muscle, alpha, nq, idx, params, S_, dS_, dR_)
-        return out
-
     def expanded(self, z: np.ndarray, t: float) -> np.ndarray | None:
         """u with u_D = c(q, t) at z if the last evaluation was at (z, t) (a copy), else None."""
         last = self._last
@@ -303,52 +265,46 @@ class FastCoupling:
         model, N = self.model, p.N
         t = float(t)
         z = np.ascontiguousarray(z, dtype=float)
-        g, comp, dofs = self._jets
-        if self._laws is None:
-            self._compile_laws(t)
         fused = None
-        if type(fiber_state) is EulerRates:
-            head = (z, N, p.D, self._P, self._bodies, self._points, fiber_state.u_prev, fiber_state.v_prev,
-                    fiber_state.dt, g, comp, dofs, self._reference, self._J)
-            if (self._laws and len(self._cylinders) <= 1 and self._fused is not False and type(rigid_state) is EulerStep
-                    and rigid_state.direct and rigid_state.t == t and rigid_state.system is p.system):
-                fused = self._evaluate_fused(head, rigid_state, t, load_factor)  # the common case: one call
-            if fused is None:
-                q, u, x, C, H, v, a, x_s, xdot_s, lam, lamdot, lam_min = euler_state(
-                    *head, *p.system._plan().point_args(t))
-            c_v, c_a = fiber_state.c_v, fiber_state.c_a
+        if (type(fiber_state) is EulerRates and len(self._cylinders) <= 1 and self._fused is not False
+                and type(rigid_state) is EulerStep and rigid_state.direct and rigid_state.t == t
+                and rigid_state.system is p.system):
+            fused = self._evaluate_fused(z, fiber_state, rigid_state, t, load_factor)  # the common case
+        contacts = []
+        margins = {} if self._cylinders else None
+        n_active = 0
+        if fused is not None:
+            (q, u, x, C, H, v, a, rigid_tangent, rigid_ref, residual, body_force, R, ref, finite, *outcome) = fused
+            out = self._fused_out
+            if not finite:
+                raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor, "the fiber residual is not finite")
+            if self._cylinders:
+                ref, n_active, margins = self._contact(self._cylinders[0], outcome, ref, margins, contacts, z, t,
+                                                       fiber_state, rigid_state, load_factor)
         else:
             q, u, x, C, H = coupled_positions(z, N, p.D, self._P, self._bodies, self._points,
                                               *p.system._plan().point_args(t))
             v, a, c_v, c_a = fiber_state(u)
             v, a = (np.ascontiguousarray(w, dtype=float) for w in (v, a))
-            x_s, xdot_s, lam, lamdot = cable_kernels._kinematics(g, comp, dofs, self._reference + u, v, self._J)
-            lam_min = lam.min()
-        contacts = []
-        margins = {} if self._cylinders else None
-        n_active = 0
-        if fused is not None:
-            (q, u, x, C, H, v, a, x_s, xdot_s, lam, lamdot, lam_min, rigid_tangent, rigid_ref, law, residual,
-             body_force, R, n_int, n_mag, n_inertia, n_ext, finite, *outcome) = fused
-            if not finite:
-                raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor, "the fiber residual is not finite")
-            ref = max(n_int, n_inertia, n_ext)
-            if self._cylinders:
-                ref, n_active, margins = self._contact(self._cylinders[0], outcome, ref, margins, contacts, z, t,
-                                                       fiber_state, rigid_state, load_factor)
-        else:
-            law = self._stress(lam, lamdot, t)
-            R, n_int, n_mag, n_inertia, n_ext, finite = fiber_residual(
-                g, comp, dofs, self._area, law[0], self._dx, x_s, self._mass, a, model.external_force(t),
-                float(load_factor))
-            if not finite:
-                raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor, "the fiber residual is not finite")
-            ref = max(n_int, n_inertia, n_ext)
+            out = self._kernel(u, v, a, t, alpha=model.activations(t).ravel(), c_v=c_v, c_a=c_a)
+            rows = out.residuals
+            R = rows[0].copy()
+            ref = _norm(rows[0])
+            for row in rows[1:]:
+                R += row
+                ref = max(ref, _norm(row))
+            if load_factor != 0.0:
+                F = float(load_factor) * model.external_force(t)
+                R -= F
+                ref = max(ref, _norm(F))
+            if not math.isfinite(R.dot(R)):
+                raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor,
+                                         "the fiber residual is not finite")
             forces = np.zeros((self._n_body_cylinders, 6))
             for cyl in self._cylinders:
                 point, axis = self._pose(cyl, x, t)
-                outcome = cylinder_contact(cyl.data.reference, u, *cyl.shapes, cyl.elements, point, axis, cyl.radius,
-                                           cyl.finite, cyl.L, cyl.stiffness, cyl.gamma, R)
+                outcome = cylinder_contact(cyl.data.reference, u, *cyl.shapes, cyl.elements, point, axis,
+                                           cyl.radius, cyl.finite, cyl.L, cyl.stiffness, cyl.gamma, R)
                 ref, n, margins = self._contact(cyl, outcome, ref, margins, contacts, z, t, fiber_state,
                                                 rigid_state, load_factor)
                 n_active += n
@@ -360,25 +316,26 @@ class FastCoupling:
             else:
                 rs = rigid_state(q)
                 rigid_residual, rigid_tangent, rigid_ref = rs.residual, rs.tangent, rs.reference_force
-            residual, body_force = coupled_rows(R, np.ascontiguousarray(rigid_residual, dtype=float), C, p.D, self._P,
-                                                forces, p._fixed_index)
+            residual, body_force = coupled_rows(R, np.ascontiguousarray(rigid_residual, dtype=float), C, p.D,
+                                                self._P, forces, p._fixed_index)
         self._last = (z.tobytes(), t, u)  # u with u_D = c(q, t) at this z (expand)
         if model._remember_residual and load_factor == 1.0:
             model._last_residual = ((u, v, a, t, q), R)  # fresh arrays, never changed (Model._memo_matches)
         ref = max(ref, rigid_ref, body_force)
-        return FastEvaluation(residual, reference_force=ref, roundoff=ROUNDOFF_FACTOR * _EPS * n_mag,
-                              min_stretch=float(lam_min), margins=margins, n_active_contacts=n_active,
-                              fiber_residual=R, law=law, kinematics=(x_s, xdot_s, lam, lamdot), c_v=c_v,
-                              c_a=c_a, points=(x, C, H), rigid_tangent=rigid_tangent, contacts=contacts, fast=self)
+        return FastEvaluation(residual, reference_force=ref, roundoff=ROUNDOFF_FACTOR * _EPS * _norm(out.magnitude),
+                              min_stretch=float(out.stretch.min()), margins=margins, n_active_contacts=n_active,
+                              fiber_residual=R, element_matrices=out.element_matrices, points=(x, C, H),
+                              rigid_tangent=rigid_tangent, contacts=contacts, fast=self)
 
-    def _evaluate_fused(self, head: tuple, rigid_state, t: float, load_factor) -> tuple | None:
+    def _evaluate_fused(self, z, rates, rigid_state, t: float, load_factor) -> tuple | None:
         """The returns of :mod:`skfiber.evaluation_kernel`'s generated ``evaluate`` (None when it cannot be
-        compiled: warned once, and the separate calls are used from then on)."""
-        model = self.model
+        compiled: warned once, and the separate calls are used from then on); the form kernel's outputs in
+        ``self._fused_out``."""
+        p, model, kernel = self.problem, self.model, self._kernel
         if self._fused is None:
             try:
-                self._fused = fused_evaluation([function for function, _, _ in self._laws])
-            except Exception as error:  # an unwritable folder, …
+                self._fused = fused_evaluation(kernel.function)
+            except Exception as error:  # the form kernel not compiled, an unwritable folder, …
                 return self._no_fused(error)
         cyl = self._cylinders[0] if self._cylinders else None
         if cyl is None:
@@ -388,17 +345,20 @@ class FastCoupling:
         else:
             point, axis = self._pose(cyl, None, t)
             cylinder, row = cyl.fused_args[:11] + (point, axis) + cyl.fused_args[13:], -1
-        args = (head, rigid_state.kernel_args(), self._theta, t, self._muscle, model.activations(t).ravel(), self._nq,
-                self._law_args, (self._area, self._dx, self._mass, model.external_force(t), float(load_factor)),
-                cylinder, row, self.problem._fixed_index)
+        out = kernel.output(tangent=True)
+        head = (z, p.N, p.D, self._P, self._bodies, self._points, rates.u_prev, rates.v_prev, rates.dt)
+        args = (head, rigid_state.kernel_args(),
+                kernel.fused_arguments(t, alpha=model.activations(t).ravel(), output=out),
+                (model.external_force(t), float(load_factor)), cylinder, row, p._fixed_index)
+        self._fused_out = out
         if self._fused_ready:
             return self._fused(*args)
         try:  # the first call compiles (or loads numba's cached machine code)
-            out = self._fused(*args)
+            result = self._fused(*args)
         except NumbaError as error:
             return self._no_fused(error)
         self._fused_ready = True
-        return out
+        return result
 
     def _no_fused(self, error: Exception) -> None:
         self._fused = False
@@ -489,19 +449,6 @@ class FastCoupling:
         return delta
 
     # ------------------------------------------------------------------ tangent
-    def _tangent_args(self, ev: FastEvaluation) -> tuple:
-        """The arguments of :func:`skfiber.cable_kernels._law_tangent` at an evaluation."""
-        g, comp, _ = self._jets
-        S, dS, dR = ev._law
-        x_s, xdot_s, lam, lamdot = ev._kinematics
-        c_v, c_a = ev._c
-        return (g, comp, self._area, self._dx, self._J, S, dS, dR, lam, lamdot, float(c_v), x_s, xdot_s,
-                self._mass if c_a else self._no_mass, float(c_a))
-
-    def _tangent(self, ev: FastEvaluation) -> np.ndarray:
-        """c_a M + the cable tangent per element (:func:`skfiber.cable_kernels.internal_tangent`)."""
-        return cable_kernels._law_tangent(*self._tangent_args(ev))
-
     def tangent_blocks(self, ev: FastEvaluation):
         """(W, ∂R_q/∂u, ∂R_q/∂q) of :meth:`CoupledProblem.tangent_blocks` from a fast evaluation."""
         p = self.problem
@@ -510,12 +457,12 @@ class FastCoupling:
         W = np.zeros((N, n))
         Rq_u = np.zeros((n, N))
         flat, rows, cols = p._touch_entries
-        _scatter_dependent(ev.element_matrices.reshape(-1), flat, rows, cols, p._pos_D, C, W, Rq_u)
+        scatter_dependent(ev.element_matrices.reshape(-1), flat, rows, cols, p._pos_D, C, W, Rq_u)
         N_ = ev.fiber_residual.shape[0]
         for c in ev.contacts:
             if c.active:
                 r, cc, vals = c.derivatives(N_)[:3]
-                _scatter_dependent(vals, _NO_INDEX, r, cc, p._pos_D, C, W, Rq_u)
+                scatter_dependent(vals, _NO_INDEX, r, cc, p._pos_D, C, W, Rq_u)
         G_D = ev.fiber_residual[D]
         Rq_q = ev.rigid_tangent + (G_D @ kin.hessian.reshape(len(G_D), n * n)).reshape(n, n)
         X = None
@@ -569,7 +516,7 @@ class FastCoupling:
                     contact.tangent, contact.axis_norm, cyl.row, contact.force)
         flat, rows, cols = p._touch_entries
         _, C, H = ev._points
-        return newton_increment(*self._tangent_args(ev), *args, fs._block_index, fs._block_fixed,
+        return newton_increment(ev.element_matrices, *args, fs._block_index, fs._block_fixed,
                                 fs._block_diag_fixed, flat, rows, cols, p._pos_D, C, H, self._P, ev.fiber_residual,
                                 ev.residual[p.N:], ev.rigid_tangent, p.D, fs.constrained, PIVOT_TOL, RESIDUAL_TOL)
 

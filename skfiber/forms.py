@@ -4,10 +4,16 @@
 
 with dS = |A1| dθ, x_s = a1/|A1| and ξ_s = ξ′/|A1| derivatives in
 reference arc length, S the physical 2nd Piola–Kirchhoff stress of the fiber's
-law.  These forms are the single definition of the cable: the model evaluates
-them with :class:`skfiber.assembly.BatchedAssembler` (all local basis
-functions at once), and they assemble unchanged with scikit-fem's own
-``form.assemble(basis, **w)`` (tested).
+law.  These forms are the single definition of the cable: the model's terms
+``"internal_force"`` (:func:`internal_force`) and ``"inertia"``
+(:func:`inertia`) are compiled from them (:mod:`skfiber.compile`: traced on
+symbolic jets with the law inlined, tangent derived, one numba kernel), and
+on the numpy path evaluated with :class:`skfiber.assembly.BatchedAssembler`;
+they assemble unchanged with scikit-fem's own ``form.assemble(basis, **w)``
+(tested).  Edit them here, or replace one on a model
+(:meth:`skfiber.Model.replace_term`), and every model computes the new form.
+:func:`internal_tangent` and :func:`inertia_tangent` are their tangents
+written by hand, for the numpy path.
 
 Coefficients arrive in ``w`` as arrays over (elements, quadrature points):
 
@@ -21,6 +27,8 @@ Coefficients arrive in ``w`` as arrays over (elements, quadrature points):
 ``lamdot``     stretch rate λ̇ = x_s · ẋ_s / λ
 ``S``          stress, ``dS_dlam`` ∂S/∂λ, ``dS_dlamdot`` ∂S/∂λ̇
 ``c_v``        ∂v/∂u of the time scheme (1/Δt backward Euler, 0 statics)
+``c_a``        ∂a/∂u of the time scheme (1/Δt² backward Euler)
+``xddot``      the acceleration field (value (3, e, q))
 ``b0``         body force per reference volume (3, e, q), N/m³
 ``q``          line load per reference length (3, e, q), N/m
 =============  ======================================================
@@ -40,6 +48,8 @@ __all__ = [
     "internal_force",
     "internal_tangent",
     "mass",
+    "inertia",
+    "inertia_tangent",
     "body_force",
     "line_load",
 ]
@@ -94,6 +104,18 @@ def internal_tangent(u, v, w):
 def mass(u, v, w):
     """Consistent mass π r0² ∫ ρ0 u · ξ dS (eq. 55)."""
     return w.area * w.rho * dot(u, v) * w.J
+
+
+@LinearForm
+def inertia(v, w):
+    """π r0² ∫ ρ0 ẍ · ξ dS (eq. 38, second term); its tangent is c_a :func:`mass`."""
+    return w.area * w.rho * dot(w.xddot, v) * w.J
+
+
+@BilinearForm
+def inertia_tangent(u, v, w):
+    """∂(:func:`inertia`)/∂u = c_a π r0² ∫ ρ0 u · ξ dS (c_a = ∂a/∂u of the time scheme)."""
+    return w.c_a * w.area * w.rho * dot(u, v) * w.J
 
 
 @LinearForm

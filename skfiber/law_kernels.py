@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 import sympy as sp
 
-__all__ = ["LawKernel", "law_kernel", "cache_folder"]
+__all__ = ["LawKernel", "law_kernel", "cache_folder", "load_module", "forget_module"]
 
 _MODULES: dict[str, object] = {}  # source hash → imported module (one import and compile per process)
 _TEMP_FOLDER: list[Path] = []
@@ -74,7 +74,8 @@ def _writable_folder() -> Path:
 
 def _source(expressions) -> tuple[str, np.ndarray]:
     """Python source of the point loop, and the parameter vector of the numbers."""
-    from .materials import _ARGS, _cse_products
+    from .compile.codegen import cse_products
+    from .materials import ARGUMENTS
 
     values: list[float] = []
 
@@ -88,8 +89,8 @@ def _source(expressions) -> tuple[str, np.ndarray]:
 
     exprs = [abstract(sp.sympify(e)) for e in expressions]
     params = np.array(values, dtype=float)
-    replacements, reduced = _cse_products(exprs)
-    lam, lamdot, theta, t, gamma_m, alpha = (str(s) for s in _ARGS)
+    replacements, reduced = cse_products(exprs)
+    lam, lamdot, theta, t, gamma_m, alpha = (str(s) for s in ARGUMENTS)
     body = [f"        {lam} = lam_[i]", f"        {lamdot} = lamdot_[i]", f"        {theta} = theta_[i]",
             f"        {gamma_m} = gamma_m_[i]", f"        {alpha} = alpha_[i // nq]"]
     body += [f"        {sym} = {sp.pycode(e, fully_qualified_modules=True)}" for sym, e in replacements]
@@ -118,7 +119,7 @@ def _key(source: str) -> str:
     return hashlib.sha1(source.encode()).hexdigest()[:20]
 
 
-def _forget(source: str, kind: str = "law") -> None:
+def forget_module(source: str, kind: str = "law") -> None:
     """Drop the module of a source and numba's cached machine code for it (a stale or broken cache)."""
     key = _key(source)
     _MODULES.pop(key, None)
@@ -131,7 +132,7 @@ def _forget(source: str, kind: str = "law") -> None:
                 pass
 
 
-def _load(source: str, kind: str = "law"):
+def load_module(source: str, kind: str = "law"):
     """The module of a generated source (``kind``: its file name prefix), written to the cache folder once."""
     key = _key(source)
     if key in _MODULES:
@@ -176,12 +177,12 @@ class LawKernel:
         if self._function is None:
             for attempt in (0, 1):  # the second time without numba's cached code (stale or broken)
                 try:
-                    function = _load(self.source).evaluate
+                    function = load_module(self.source).evaluate
                     function(*args)
                     self._function = function
                     return True
                 except Exception as error:  # numba typing errors, unwritable folders, …
-                    _forget(self.source)
+                    forget_module(self.source)
                     if attempt:
                         self.failed = True
                         first_line = str(error).splitlines()[0] if str(error) else ""
@@ -205,7 +206,7 @@ def law_kernel(law) -> LawKernel | None:
         return None
     if law._kernel is None:
         try:
-            source, params = _source([law.expression, law._d_stretch, law._d_rate])
+            source, params = _source([law.expression, law.d_stretch, law.d_rate])
         except Exception as error:  # a sympy function the Python code printer does not know
             law._kernel = LawKernel("", np.zeros(0), law.name)
             law._kernel.failed = True

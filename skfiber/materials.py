@@ -27,7 +27,8 @@ from typing import Callable, Protocol, runtime_checkable
 
 import numpy as np
 import sympy as sp
-from sympy.codegen.rewriting import create_expand_pow_optimization, optimize
+
+from .compile.codegen import cse_products
 
 __all__ = [
     "MaterialPoint",
@@ -102,22 +103,9 @@ SYMBOLS = {
     "muscle_fraction": GAMMA_M,
     "activation": ALPHA,
 }
-_ARGS = (LAM, LAMDOT, THETA, TIME, GAMMA_M, ALPHA)
+ARGUMENTS = (LAM, LAMDOT, THETA, TIME, GAMMA_M, ALPHA)
 
 
-_EXPAND_POW = create_expand_pow_optimization(4, base_req=lambda base: True)
-
-
-def _cse_products(exprs):
-    """Common subexpressions, then x**n → x*x*… (n ≤ 4).
-
-    numpy's general power is slow (hundreds of µs per thousand points for a
-    negative base); products are exact and cheap.  Applied after the cse so
-    that the expanded products are not folded back into powers.
-    """
-    replacements, reduced = sp.cse(exprs)
-    replacements = [(sym, optimize(e, [_EXPAND_POW])) for sym, e in replacements]
-    return replacements, [optimize(e, [_EXPAND_POW]) for e in reduced]
 
 
 def _num(value: float) -> sp.Float:
@@ -148,19 +136,19 @@ class SymbolicLaw:
 
     def __init__(self, expression: sp.Expr, *, name: str = "symbolic law"):
         expression = sp.sympify(expression)
-        unknown = expression.free_symbols - set(_ARGS)
+        unknown = expression.free_symbols - set(ARGUMENTS)
         if unknown:
             raise ValueError(
                 f"{name}: the expression uses unknown symbols "
-                f"{sorted(map(str, unknown))}; use only {[str(s) for s in _ARGS]} "
+                f"{sorted(map(str, unknown))}; use only {[str(s) for s in ARGUMENTS]} "
                 "(see skfiber.materials.SYMBOLS) and numbers for parameters."
             )
         self.expression = expression
         self.name = name
-        self._d_stretch = sp.diff(expression, LAM)
-        self._d_rate = sp.diff(expression, LAMDOT)
+        self.d_stretch = sp.diff(expression, LAM)  # ∂S/∂λ
+        self.d_rate = sp.diff(expression, LAMDOT)  # ∂S/∂λ̇
         self._compiled = sp.lambdify(
-            _ARGS, [expression, self._d_stretch, self._d_rate], modules="numpy", cse=_cse_products
+            ARGUMENTS, [expression, self.d_stretch, self.d_rate], modules="numpy", cse=cse_products
         )
         self._kernel = None  # compiled loop (skfiber.law_kernels), made on first use by a model
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import operator
+import warnings
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
@@ -20,10 +21,11 @@ import numpy as np
 import scipy.sparse as sps
 from skfem.assembly.form.form import FormExtraParams
 
-from . import cable_kernels, forms
+from . import forms
+from .compile.kernel import FormKernel
 from .discretization import Discretization
 from .fiber import Fiber
-from .materials import MaterialPoint
+from .materials import SYMBOLS, MaterialPoint
 from .terms import Term, complex_step_tangent
 
 __all__ = ["Model", "State", "Evaluation"]
@@ -149,11 +151,19 @@ class Model:
         take part in contact (:meth:`skfiber.contact.CylinderContact.on_body`).
         Time stepping then runs Newton on (u_I, q) (:mod:`skfiber.coupling`).
     compiled
-        Evaluate the built-in cable terms (internal force and its tangent) with
-        the compiled kernels of :mod:`skfiber.cable_kernels` (default) instead
-        of the forms of :mod:`skfiber.forms`: the same numbers to round-off,
-        several times faster.  ``False`` evaluates the forms (to check an edited
-        form, or the kernels).  Extra terms (:meth:`add_term`) always run as forms.
+        Evaluate the residual terms — the built-in ``"internal_force"`` and
+        ``"inertia"`` forms of :mod:`skfiber.forms` and every :meth:`add_term`
+        form — with the kernel the form compiler generates from them
+        (:attr:`form_kernel`, default), or, with ``False``, by calling the same
+        forms with numpy (:class:`~skfiber.assembly.BatchedAssembler`).  Both
+        evaluate the same forms; a term the compiler cannot trace runs with
+        numpy either way (with a warning naming the construct).
+
+    Notes
+    -----
+    The residual terms have names: ``"internal_force"`` (alias ``"cable"``),
+    ``"inertia"`` and those given to :meth:`add_term`.  :meth:`replace_term`
+    swaps the form of any of them, e.g. a researcher's own internal force.
     """
 
     def __init__(self, fibers: Sequence[Fiber], *, quadrature_points: int = 4, rigid=None, compiled: bool = True):
@@ -167,7 +177,13 @@ class Model:
             raise TypeError(f"compiled must be True or False, got {compiled!r}")
         self.discretization = Discretization(fibers, quadrature_points=quadrature_points)
         self.compiled = compiled
-        self._jets = None  # skfiber.cable_kernels.gradient_jets of the basis, built on first use
+        self._form_kernel = None  # skfiber.compile.kernel.FormKernel of the terms, made on first use
+        self._warned_untraced: set = set()
+        self._default_terms = {
+            "internal_force": Term(forms.internal_force, forms.internal_tangent, "internal_force"),
+            "inertia": Term(forms.inertia, forms.inertia_tangent, "inertia"),
+        }
+        self._builtin_terms = dict(self._default_terms)
         self._law_kernels = None  # [(LawKernel, point indices)] per law group, [] if not all compile
         self._activation_cache = None  # ((t, activations), α (e, 1)) of the last activations(t)
         self.fibers = self.discretization.fibers
@@ -407,8 +423,7 @@ class Model:
                 f"{contact!r} is not a contact: it needs a `name`, `evaluate(model, u, t, tangent=...)` "
                 "and `max_step(model, u, du, t, delta_bar=...)` (see skfiber.contact.base.Contact)"
             )
-        taken = {"cable", "inertia", "loads"} | {t.name for t in self.terms} | {c.name for c in self.contacts}
-        if contact.name in taken:
+        if contact.name in self._taken_names():
             raise ValueError(f"the name {contact.name!r} is taken; give the contact another name")
         system = getattr(contact, "system", None)
         if system is not None and system is not self.rigid:
@@ -424,14 +439,113 @@ class Model:
             delta = min(delta, float(contact.max_step(self, u, du, t, delta_bar=delta_bar)))
         return delta
 
+    def _taken_names(self) -> set:
+        return ({"cable", "loads"} | set(self._builtin_terms) | {t.name for t in self.terms}
+                | {c.name for c in self.contacts})
+
     def add_term(self, residual, tangent=None, *, name: str | None = None) -> Term:
-        """Add an extra weak-form term (see :mod:`skfiber.terms`)."""
+        """Add a term to the weak form (see :mod:`skfiber.terms`).
+
+        Parameters
+        ----------
+        residual
+            A ``LinearForm`` (or function ``(v, w)``): the term's residual, on
+            the left of "= 0" (internal minus external).
+        tangent
+            Its ∂/∂u as a ``BilinearForm`` (or function ``(u, v, w)``), or
+            ``None`` (default): derived.  The form compiler differentiates the
+            traced residual symbolically (∂/∂x + c_v ∂/∂ẋ + c_a ∂/∂ẍ); a form it
+            cannot trace gets the complex-step tangent on the numpy path.  An
+            explicit tangent is used only on the numpy path
+            (``Model(compiled=False)`` or an untraceable form); check it with
+            :func:`skfiber.check_tangent`.
+        name
+            The term's name (default ``term<k>``), for ``parts`` and reports.
+
+        Example
+        -------
+        >>> from skfem import LinearForm
+        >>> from skfem.helpers import dot
+        >>> from skfiber import Fiber, Model
+        >>> from skfiber.terms import d2
+        >>> model = Model([Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)])
+        >>> @LinearForm
+        ... def bending(v, w):                   # EI ∫ x_ss · ξ_ss dS
+        ...     return 1e-4 * dot(d2(w.x), d2(v)) / w.J**3
+        >>> model.add_term(bending, name="bending").name
+        'bending'
+        """
         self._last_residual = None
         term = residual if isinstance(residual, Term) else Term(residual, tangent, name or f"term{len(self.terms)}")
-        if term.name in {t.name for t in self.terms}:
-            raise ValueError(f"a term named {term.name!r} exists already; give another name")
+        if term.name in self._taken_names():
+            raise ValueError(f"the name {term.name!r} is taken (terms: {self.term_names}); give another name, "
+                             "or use replace_term to change an existing term")
         self.terms.append(term)
+        self._form_kernel = None
         return term
+
+    @property
+    def term_names(self) -> list[str]:
+        """The names of the residual terms, built-in first: ``internal_force``, ``inertia``, then added ones."""
+        return [t.name for t in self.all_terms]
+
+    @property
+    def all_terms(self) -> list[Term]:
+        """Every residual term: the built-in ones (internal force, inertia), then :attr:`terms`."""
+        return list(self._builtin_terms.values()) + list(self.terms)
+
+    def replace_term(self, name: str, residual, tangent=None) -> Term:
+        """Replace the form of a term, built-in (``"internal_force"``, ``"inertia"``) or added.
+
+        Parameters
+        ----------
+        name
+            The term's name (:attr:`term_names`; ``"cable"`` means ``"internal_force"``).
+        residual, tangent
+            As in :meth:`add_term`: the new residual form, and optionally its
+            tangent (default: derived).
+
+        Example
+        -------
+        >>> from skfem import LinearForm
+        >>> from skfem.helpers import dot
+        >>> from skfiber import Fiber, Model, forms
+        >>> model = Model([Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)])
+        >>> @LinearForm
+        ... def stiffer(v, w):                   # twice the paper's internal force
+        ...     return 2 * w.area * w.S * dot(w.x_s, forms.ds(v, w)) * w.J
+        >>> model.replace_term("internal_force", stiffer).name
+        'internal_force'
+        """
+        name = "internal_force" if name == "cable" else name
+        term = Term(residual, tangent, name)
+        self._last_residual = None
+        self._form_kernel = None
+        if name in self._builtin_terms:
+            self._builtin_terms[name] = term
+            return term
+        for k, old in enumerate(self.terms):
+            if old.name == name:
+                self.terms[k] = term
+                return term
+        raise ValueError(f"no term named {name!r}; the model has {self.term_names}")
+
+    @property
+    def form_kernel(self) -> FormKernel:
+        """The compiled kernel of the residual terms (:mod:`skfiber.compile`), made on first use."""
+        if self._form_kernel is None:
+            # the built-in terms' tangents are derived; their hand-written tangent forms serve the numpy path
+            builtin = {id(t) for t in self._default_terms.values()}
+            terms = [(t.name, t.residual, None if id(t) in builtin else t.tangent) for t in self.all_terms]
+            self._form_kernel = FormKernel(terms, self.discretization, kinematics=forms.cable_kinematics,
+                                           law_symbols=SYMBOLS)
+        kernel = self._form_kernel
+        for name, construct in kernel.untraced.items():
+            if name not in self._warned_untraced:
+                self._warned_untraced.add(name)
+                warnings.warn(f"the term {name!r} cannot be compiled ({construct}); it runs with numpy, "
+                              "several times slower", RuntimeWarning, stacklevel=3)
+        return kernel
 
     def external_force(self, t: float) -> np.ndarray:
         """Assembled external load vector at time t.
@@ -481,16 +595,20 @@ class Model:
             self._activation_cache = (key, alpha[self.discretization.element_fiber][:, None])
         return self._activation_cache[1]
 
-    def coefficients(self, u: np.ndarray, v: np.ndarray, t: float, *, c_v: float) -> FormExtraParams:
-        """``w`` for the cable forms and terms at a state."""
+    def coefficients(self, u: np.ndarray, v: np.ndarray, t: float, *, c_v: float, a: np.ndarray | None = None,
+                     c_a: float = 0.0) -> FormExtraParams:
+        """``w`` for the forms at a state, evaluated with numpy (what the form compiler traces symbolically):
+        the fields ``x``, ``xdot``, ``xddot`` (zero without ``a``) and ``X``, the coefficients and the
+        kinematics and stress of :mod:`skfiber.forms`, and the time scheme's ``c_v`` and ``c_a``."""
         d = self.discretization
         asm = d.assembler
-        x, xdot = asm.interpolate_many(np.stack([d.reference_dofs + u, v]))
+        a = np.zeros(self.n_dofs) if a is None else a
+        x, xdot, xddot = asm.interpolate_many(np.stack([d.reference_dofs + u, v, a]))
         kin = forms.cable_kinematics(x, xdot, d.jacobian)
         S, dS, dSr = self._stress(kin.lam, kin.lamdot, t)
         w = asm.parameters(
-            x=x, xdot=xdot, X=d.reference_field, theta=d.theta, t=t, J=d.jacobian, area=d.area,
-            rho=d.density, gamma_m=d.muscle_fraction, c_v=c_v,
+            x=x, xdot=xdot, xddot=xddot, X=d.reference_field, theta=d.theta, t=t, J=d.jacobian, area=d.area,
+            rho=d.density, gamma_m=d.muscle_fraction, alpha=self.activations(t), c_v=c_v, c_a=c_a,
             x_s=kin.x_s, xdot_s=kin.xdot_s, lam=kin.lam, lamdot=kin.lamdot,
             S=S, dS_dlam=dS, dS_dlamdot=dSr,
         )
@@ -532,16 +650,6 @@ class Model:
             S[mask], dS[mask], dSr[mask] = resp.stress, resp.d_stretch, resp.d_stretch_rate
         return S, dS, dSr
 
-    def _compiled_coefficients(self, u: np.ndarray, v: np.ndarray, t: float, *, c_v: float) -> dict:
-        """What the cable kernels need at a state (:mod:`skfiber.cable_kernels`)."""
-        d = self.discretization
-        if self._jets is None:
-            self._jets = cable_kernels.gradient_jets(d.assembler)
-        x_s, xdot_s, lam, lamdot = cable_kernels.cable_kinematics(self._jets, d.reference_dofs + u, v, d.jacobian)
-        S, dS, dSr = self._stress(lam, lamdot, t)
-        return dict(x_s=x_s, xdot_s=xdot_s, lam=lam, lamdot=lamdot, S=np.asarray(S, dtype=float),
-                    dS_dlam=np.asarray(dS, dtype=float), dS_dlamdot=np.asarray(dSr, dtype=float), c_v=c_v)
-
     def evaluate(
         self,
         u: np.ndarray,
@@ -568,21 +676,14 @@ class Model:
             Restrict to some contributions: ``"cable"``, ``"inertia"``,
             ``"loads"`` and term names (for checks); default all.
         """
-        names = {"cable", "inertia", "loads"} | {t_.name for t_ in self.terms} | {c.name for c in self.contacts}
-        if parts is None:
-            parts = names
-        else:
-            parts = set(parts)
-            unknown = parts - names
-            if unknown:
-                raise ValueError(f"unknown parts {sorted(unknown)}; pick from {sorted(names)}")
-        if self.compiled and not self.terms and parts == names:  # the common case: one compiled pass
-            R, w, ref, roundoff, tangent_fn = self._fiber_part_compiled(u, v, a, t, c_v, c_a, load_factor)
-        else:
-            R, w, ref, roundoff, tangent_fn = self._fiber_part(u, v, a, t, c_v, c_a, load_factor, parts)
+        names = self._part_names(None)
+        parts = self._part_names(parts)
+        R, lam, ref, roundoff, tangent_fn = self._fiber_part(u, v, a, t, c_v, c_a, load_factor, parts)
         if not np.all(np.isfinite(R)):
             d = self.discretization
-            bad = np.flatnonzero(~np.isfinite(w["S"]).all(axis=1))  # (e, q) in both paths
+            with np.errstate(all="ignore"):
+                w = self.coefficients(u, v, t, c_v=c_v, a=a, c_a=c_a)
+            bad = np.flatnonzero(~np.isfinite(w["S"]).all(axis=1))
             where = ""
             if bad.size:
                 k = int(d.element_fiber[bad[0]])
@@ -629,81 +730,73 @@ class Model:
             self._last_residual = ((np.array(u, dtype=float), np.array(v, dtype=float), np.array(a, dtype=float),
                                     float(t), q), R.copy())
         return Evaluation(
-            R, tangent_fn, reference_force=ref, min_stretch=float(w["lam"].min()), roundoff=roundoff,
+            R, tangent_fn, reference_force=ref, min_stretch=float(lam.min()), roundoff=roundoff,
             extra=extra, n_active_contacts=n_active, margins=margins,
         )
 
-    def _fiber_part_compiled(self, u, v, a, t, c_v, c_a, load_factor):
-        """(R, w, reference force, round-off floor, tangent) of cable + inertia + loads, compiled.
-
-        The same numbers as :meth:`_fiber_part` with all parts (to round-off):
-        :func:`skfiber.cable_kernels.cable_residual` sums them in one pass.
-        """
-        d = self.discretization
-        w = self._compiled_coefficients(u, v, t, c_v=c_v)
-        R, (n_int, n_mag, n_inertia, n_ext) = cable_kernels.cable_residual(
-            self._jets, S=w["S"], area=d.area, dx=d.assembler.dx, x_s=w["x_s"], mass=self._mass_elements, a=a,
-            f_ext=self.external_force(t), load_factor=load_factor)
-        ref = max(n_int, n_inertia, n_ext)
-        roundoff = ROUNDOFF_FACTOR * _EPS * n_mag
-
-        def tangent_fn():  # c_a M + the cable tangent in one pass
-            return cable_kernels.internal_tangent(self._jets, **w, area=d.area, dx=d.assembler.dx, J=d.jacobian,
-                                                  mass=self._mass_elements if c_a else None, c_a=c_a)
-        return R, w, ref, roundoff, tangent_fn
+    def _part_names(self, parts) -> set:
+        """``parts`` checked against the model's names (``"cable"`` = ``"internal_force"``); None: all."""
+        names = {"loads"} | set(self.term_names) | {c.name for c in self.contacts}
+        if parts is None:
+            return names
+        chosen = {"internal_force" if p == "cable" else p for p in parts}
+        unknown = chosen - names
+        if unknown:
+            raise ValueError(f"unknown parts {sorted(unknown)}; pick from {sorted(names | {'cable'})}")
+        return chosen
 
     @np.errstate(over="ignore", invalid="ignore", divide="ignore")  # a non-finite residual is reported by evaluate
     def _fiber_part(self, u, v, a, t, c_v, c_a, load_factor, parts):
-        """(R, w, reference force, round-off floor, tangent) of the chosen fiber parts and terms."""
+        """(R, λ (e, q), reference force, round-off floor, tangent) of the chosen terms and loads.
+
+        The terms run in the compiled kernel (:attr:`form_kernel`); terms it
+        does not have (untraceable, or ``compiled=False``) with numpy.
+        """
         d = self.discretization
         asm = d.assembler
-        terms = [term for term in self.terms if term.name in parts]
-        kernels = self.compiled and not terms  # the built-in cable terms as compiled kernels
-        if kernels:
-            w = self._compiled_coefficients(u, v, t, c_v=c_v)
-        else:
-            w = self.coefficients(u, v, t, c_v=c_v)
+        terms = [term for term in self.all_terms if term.name in parts]
+        out = None
+        if self.compiled and terms:
+            kernel = self.form_kernel
+            if kernel.active:
+                mask = kernel.mask(parts)
+                if mask.any():
+                    out = kernel(u, v, a, t, alpha=self.activations(t).ravel(), c_v=c_v, c_a=c_a, mask=mask)
+        in_kernel = set() if out is None else set(self._form_kernel.names)
+        numpy_terms = [term for term in terms if term.name not in in_kernel]
         R = np.zeros(self.n_dofs)
         ref = 0.0
-        roundoff = 0.0
-        if "cable" in parts:
-            if kernels:
-                Fi, Fi_magnitude = cable_kernels.internal_force(self._jets, self.n_dofs, S=w["S"], area=d.area,
-                                                                dx=asm.dx, x_s=w["x_s"])
-            else:
-                Fi, Fi_magnitude = asm.linear_vector(forms.internal_force, w, magnitude=True)
-            R += Fi
-            ref = max(ref, _norm(Fi))
-            roundoff = ROUNDOFF_FACTOR * _EPS * _norm(Fi_magnitude)
-        if "inertia" in parts:
-            Fa = self.mass_matrix @ a
-            R += Fa
-            ref = max(ref, _norm(Fa))
+        magnitude = np.zeros(self.n_dofs)
+        lam = None
+        if out is not None:
+            for name, row in zip(self._form_kernel.names, out.residuals):
+                if name in parts:
+                    R += row
+                    ref = max(ref, _norm(row))
+            magnitude += out.magnitude
+            lam = out.stretch
+        w = None
+        if numpy_terms or lam is None:
+            w = self.coefficients(u, v, t, c_v=c_v, a=a, c_a=c_a)
+            lam = w["lam"]
+        for term in numpy_terms:
+            Ft, Ft_magnitude = asm.linear_vector(term.residual, w, magnitude=True)
+            R += Ft
+            magnitude += Ft_magnitude
+            ref = max(ref, _norm(Ft))
         if "loads" in parts:
             Fe = load_factor * self.external_force(t)
             R -= Fe
             ref = max(ref, _norm(Fe))
-        for term in terms:
-            Ft = asm.linear_vector(term.residual, w)
-            R += Ft
-            ref = max(ref, _norm(Ft))
+        roundoff = ROUNDOFF_FACTOR * _EPS * _norm(magnitude)
 
         def tangent_fn():
-            inertia = "inertia" in parts and c_a
-            if "cable" in parts and kernels:  # c_a M + the cable tangent in one pass
-                Ke = cable_kernels.internal_tangent(self._jets, **w, area=d.area, dx=asm.dx, J=d.jacobian,
-                                                    mass=self._mass_elements if inertia else None, c_a=c_a)
-            else:
-                Ke = c_a * self._mass_elements if inertia else np.zeros_like(self._mass_elements)
-                if "cable" in parts:
-                    Ke += asm.bilinear(forms.internal_tangent, w)
-            for term in terms:
-                if term.tangent is None:
-                    Ke += complex_step_tangent(term.residual, asm, w)
-                else:
-                    Ke += asm.bilinear(term.tangent, w)
+            Ke = out.element_matrices if out is not None else np.zeros((d.assembler.nelems,) + (asm.nbfun,) * 2)
+            for term in numpy_terms:
+                Ke = Ke + (complex_step_tangent(term.residual, asm, w) if term.tangent is None
+                           else asm.bilinear(term.tangent, w))
             return Ke
-        return R, w, ref, roundoff, tangent_fn
+        return R, lam, ref, roundoff, tangent_fn
 
     def tangent_matrix(self, evaluation: Evaluation) -> sps.csr_matrix:
         """The global tangent as a CSR matrix."""

@@ -1,17 +1,23 @@
 """User-defined terms of the weak form.
 
 A term adds a residual ``R(ξ)`` (a scikit-fem ``LinearForm``) to the cable
-equations, with its tangent ``∂R/∂u`` as a ``BilinearForm``, or, when no
-tangent is given, a tangent derived automatically by the complex step along
-every local basis function at once.  Terms see in ``w`` the current state:
+equations.  The model compiles it with its other terms (:mod:`skfiber.compile`):
+the form is evaluated on symbolic jets, its tangent ``∂R/∂u`` (with
+c_v ∂/∂ẋ + c_a ∂/∂ẍ) is derived symbolically, and one numba kernel runs them all.
+A tangent may be given as a ``BilinearForm``; it is then compiled instead of the
+derived one.  On the numpy path (``Model(compiled=False)``, or a form the
+compiler cannot trace) a term without a tangent gets one by the complex step
+along every local basis function at once.  Terms see in ``w`` the current state:
 
 =============  =====================================================
 ``x``          current centerline (value (3, e, q), ``.grad``, ``.hess``)
 ``xdot``       its velocity (same layout)
+``xddot``      its acceleration (same layout)
 ``X``          reference centerline
 ``theta``      fiber parameter θ; ``t`` time (s)
-``J``          |A1|; ``area`` π r0²; ``rho``; ``gamma_m`` γM
-``c_v``        ∂v/∂u of the time scheme (1/Δt, or 0 in statics)
+``J``          |A1|; ``area`` π r0²; ``rho``; ``gamma_m`` γM; ``alpha`` α(t)
+``x_s``        x′/|A1|; ``lam``, ``lamdot`` λ, λ̇; ``S`` the fiber's stress
+``c_v, c_a``   ∂v/∂u, ∂a/∂u of the time scheme (tangent forms only)
 =============  =====================================================
 
 Sign convention: the residual is what stands on the left of "= 0" in the
@@ -26,7 +32,7 @@ Example
 >>> @LinearForm
 ... def bending(v, w):
 ...     return EI * dot(d2(w.x), d2(v)) / w.J**3
->>> term = Term(bending, name="bending")   # tangent derived automatically
+>>> term = Term(bending, name="bending")   # tangent derived
 """
 from __future__ import annotations
 
@@ -67,9 +73,9 @@ class Term:
     tangent
         ``BilinearForm`` (or function ``(u, v, w)``) giving ∂residual/∂u in
         direction u, including c_v ∂/∂ẋ for rate-dependent terms.  ``None``:
-        derived with the complex step, which needs the residual to be
-        complex-analytic in x and ẋ (use arithmetic, ``np.sqrt``, ``np.exp``;
-        not ``abs``, ``np.maximum`` or comparisons).
+        derived — symbolically by the form compiler, or by the complex step
+        on the numpy path (use arithmetic, ``np.sqrt``, ``np.exp``; a form with
+        ``np.maximum`` or comparisons cannot be compiled and runs with numpy).
     name
         Shown in reports and usable in :func:`skfiber.check_tangent`.
     """

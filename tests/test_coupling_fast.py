@@ -1,6 +1,5 @@
 """The fast path of the coupled solver (skfiber.coupling_fast, skfiber.coupled_kernels) against the general path."""
 import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -124,26 +123,9 @@ def test_upper_limb_state_in_contact(monkeypatch):
     assert ev_general.n_active_contacts > 0 and ev_general.margins
     assert_same_evaluation(ev_fast, ev_general)
     assert_same_solve(fast, general, ev_fast, ev_general)
-    # the step's rates as EulerRates: the fast path computes them inside its kernels, bit for bit
+    # the step's rates as EulerRates
     rates = EulerRates(u_prev=state.u, v_prev=state.v, dt=dt)
     assert_same_evaluation(fast.evaluate(z, t, fiber_state=rates, rigid_state=rigid_state), ev_general)
-    # the whole residual in one generated call (skfiber.evaluation_kernel) or in separate calls: the same
-    # numbers bit for bit
-    fc = fast._fast
-    fused = fast.evaluate(z, t, fiber_state=rates, rigid_state=rigid_state)
-    assert fc._fused_ready
-    function, fc._fused = fc._fused, False
-    separate = fast.evaluate(z, t, fiber_state=rates, rigid_state=rigid_state)
-    fc._fused = function
-    for name in ("residual", "fiber_residual", "rigid_tangent", "_law", "_kinematics", "_points"):
-        a, b = getattr(fused, name), getattr(separate, name)
-        for x, y in zip(*((a, b) if isinstance(a, tuple) else ((a,), (b,)))):
-            np.testing.assert_array_equal(x, y)
-    assert (fused.reference_force, fused.roundoff, fused.min_stretch, fused.n_active_contacts) == \
-           (separate.reference_force, separate.roundoff, separate.min_stretch, separate.n_active_contacts)
-    for name, (el, m) in fused.margins.items():
-        np.testing.assert_array_equal(el, separate.margins[name][0])
-        np.testing.assert_array_equal(m, separate.margins[name][1])
     # the Newton step, and the triceps pushed 9 cm forwards through the elbow's cylinder
     d = model.discretization
     push = np.zeros_like(z)
@@ -191,7 +173,10 @@ def test_models_without_kernels_take_the_general_path():
     model = two_link_model()
     assert FastCoupling.supports(model)
     model.add_term(LinearForm(lambda v, w: 2.0 * dot(w.xdot, v) * w.J), name="drag")
-    assert not FastCoupling.supports(model) and CoupledProblem(model)._fast is None
+    assert FastCoupling.supports(model)  # a traceable term runs in the generated kernel, on the fast path
+    model.add_term(LinearForm(lambda v, w: np.maximum(dot(w.x, v), 0.0) * w.J), name="clipped")
+    with pytest.warns(RuntimeWarning, match="'clipped' cannot be compiled"):
+        assert not FastCoupling.supports(model) and CoupledProblem(model)._fast is None
     slow = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)], rigid=model.rigid, compiled=False)
     assert not FastCoupling.supports(slow)
 
@@ -264,37 +249,6 @@ def test_trial_safeguard_in_one_call(monkeypatch):
     assert deltas[0] == 1.0 and 0 < min(deltas) < 0.1 and any(0.1 < d < 1 for d in deltas)
 
 
-def test_fused_evaluation_falls_back_with_a_warning(monkeypatch):
-    """When the generated evaluation kernel cannot be made (numba cannot compile it, the cache folder is not
-    writable, …) the fast path warns once and runs its kernels one by one: the same numbers."""
-    from numba.core.errors import TypingError
-
-    model = upper_limb.build_model(4)
-    fast = CoupledProblem(model)
-    state = model.initial_state()
-    dt = 8.0 / 128
-    z = np.concatenate([state.u, state.q])
-    rates = EulerRates(u_prev=state.u, v_prev=state.v, dt=dt)
-    rigid_state = EulerStep(model.rigid, q_prev=state.q, p_prev=state.p, dt=dt, t=dt)
-    reference = fast.evaluate(z, dt, fiber_state=rates, rigid_state=rigid_state)
-    assert fast._fast._fused_ready  # the first evaluation already (the laws compiled before it)
-
-    def broken(*args):
-        raise TypingError("cannot type this")
-
-    for make in (lambda laws: broken, lambda laws: (_ for _ in ()).throw(OSError("read-only cache folder"))):
-        other = CoupledProblem(model)
-        monkeypatch.setattr(sf.coupling_fast, "fused_evaluation", make)
-        with pytest.warns(RuntimeWarning, match="fused evaluation kernel could not be made"):
-            ev = other.evaluate(z, dt, fiber_state=rates, rigid_state=rigid_state)
-        assert other._fast._fused is False
-        np.testing.assert_array_equal(ev.residual, reference.residual)
-        np.testing.assert_array_equal(other.solve_newton(ev), fast.solve_newton(reference))
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # no second warning
-            other.evaluate(z, dt, fiber_state=rates, rigid_state=rigid_state)
-
-
 @pytest.fixture(scope="module")
 def upper_limb_state():
     """The demo's model (level 4 fibers, Δt = T/128) six steps into the run, and the wrapping cylinder's pose."""
@@ -306,10 +260,10 @@ def upper_limb_state():
 
 
 @pytest.mark.parametrize("moving", [False, True])
-def test_fused_evaluation_with_a_cylinder_off_the_bodies(moving, upper_limb_state):
-    """The generated residual kernel with the model's only cylinder fixed, or moving with pose(t), where the
-    forearm's cylinder is: its pose comes from Python, not from the body points; the same numbers as the
-    separate calls and the general path."""
+def test_fast_evaluation_with_a_cylinder_off_the_bodies(moving, upper_limb_state):
+    """The fast path with the model's only cylinder fixed, or moving with pose(t), where the forearm's
+    cylinder is: its pose comes from Python, not from the body points; the same numbers as the general
+    path."""
     from skfiber.contact import PenaltyLaw
     from skfiber.contact.cylinder import CylinderContact
 
@@ -325,14 +279,8 @@ def test_fused_evaluation_with_a_cylinder_off_the_bodies(moving, upper_limb_stat
     rates = EulerRates(u_prev=state.u, v_prev=state.v, dt=dt)
     rigid = EulerStep(model.rigid, q_prev=state.q, p_prev=state.p, dt=dt, t=t)
     fast, general = CoupledProblem(model), CoupledProblem(model, fast=False)
-    fc = fast._fast
-    fused = fast.evaluate(z, t, fiber_state=rates, rigid_state=rigid)
-    assert fc._fused_ready and fused.n_active_contacts > 0
-    function, fc._fused = fc._fused, False
-    separate = fast.evaluate(z, t, fiber_state=rates, rigid_state=rigid)
-    fc._fused = function
-    np.testing.assert_array_equal(fused.residual, separate.residual)
-    np.testing.assert_array_equal(fused.contacts[0].pts, separate.contacts[0].pts)
-    assert fused.reference_force == separate.reference_force
-    assert_same_evaluation(fused, general.evaluate(z, t, fiber_state=rates, rigid_state=rigid))
-    np.testing.assert_array_equal(fast.solve_newton(fused), fast.solve_newton(separate))
+    ev = fast.evaluate(z, t, fiber_state=rates, rigid_state=rigid)
+    assert ev.n_active_contacts > 0
+    ev_general = general.evaluate(z, t, fiber_state=rates, rigid_state=rigid)
+    assert_same_evaluation(ev, ev_general)
+    assert_same_solve(fast, general, ev, ev_general)

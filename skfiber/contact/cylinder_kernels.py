@@ -551,8 +551,3 @@ def contact_derivatives_loop(pts, elements, act, dofs, S, dS, tt, anorm, N):  # 
             d_pose[3 + i, 3 + j] = (-(QV[i] * tt[j] + tV * Q[i, j] + tt[i] * QV[j]) / anorm
                                     + Qf_dsda[i, j] - qs)
     return rows, cols, vals, Dfib, columns, d_u, d_pose
-
-
-# the former private names, still imported by skfiber.coupled_kernels (_broad, _points, _derivatives)
-# and skfiber.coupling_fast (_length)
-_broad, _points, _derivatives, _length = broad_phase_loop, contact_points_loop, contact_derivatives_loop, length_args

@@ -1,0 +1,260 @@
+"""Evaluate scikit-fem forms on symbolic jets (the tracing half of the form compiler).
+
+A residual form ``(v, w)`` of skfiber is, at one quadrature point, a function
+of the *jets* of the fields it reads — value, first and second θ-derivatives
+of the centerline x, its rate ẋ, its acceleration ẍ and the reference X —,
+of scalar coefficients (|A1|, π r0², ρ0, θ, t, γM, α) and of the jets of the
+test function ξ, in which it is linear.  :func:`trace` calls the *unchanged*
+form once with those jets made of :class:`Traced` scalars (sympy expressions
+that numpy's object loops and :mod:`skfem.helpers` handle like numbers) and
+returns the sympy expression of its integrand.
+
+What cannot be traced raises :class:`Untraceable` naming the construct:
+a comparison or a branch on a value (``np.maximum``, ``np.where``, ``if``),
+a conversion to ``float``, a numpy function without a symbolic counterpart,
+a coefficient the tracer does not provide.
+
+Example
+-------
+>>> from skfem.helpers import dot
+>>> from skfiber.compile.tracer import trace, traced_coefficients
+>>> w = traced_coefficients()
+>>> expr = trace(lambda v, w: dot(w.x, v) * w.J, w)
+>>> sorted(str(s) for s in expr.free_symbols)[:3]
+['J', 'x_0', 'x_1']
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import sympy as sp
+from skfem.assembly.form.form import FormExtraParams
+from skfem.element import DiscreteField
+
+__all__ = ["Untraceable", "Traced", "JET_FIELDS", "SCALARS", "jet_symbols", "test_symbols", "trial_symbols",
+           "symbolic_field", "traced_coefficients", "trace", "trace_tangent", "N_JETS"]
+
+#: jets of a 3-vector on a line: value (3), first (3) and second (3) θ-derivatives; jet j is order j // 3 of
+#: component j % 3 (the order of :class:`skfiber.assembly.BatchedAssembler`)
+N_JETS = 9
+#: the fields whose jets a form may read, by their name in ``w``
+JET_FIELDS = ("x", "xdot", "xddot", "X")
+#: the scalar coefficients per quadrature point, by their name in ``w``
+SCALARS = ("J", "area", "rho", "theta", "t", "gamma_m", "alpha")
+
+
+class Untraceable(Exception):
+    """A form or law that cannot be evaluated symbolically; ``construct`` says what stopped it."""
+
+    def __init__(self, construct: str):
+        super().__init__(construct)
+        self.construct = construct
+
+
+def _as_expr(value):
+    """A sympy expression for an operand, or NotImplemented (arrays: numpy's object loops take over)."""
+    if isinstance(value, Traced):
+        return value.expr
+    if isinstance(value, (bool, np.bool_)):
+        raise Untraceable("a boolean used as a number")
+    if isinstance(value, numbers.Integral):
+        return sp.Integer(int(value))
+    if isinstance(value, numbers.Real):
+        if not math.isfinite(float(value)):
+            raise Untraceable(f"a non-finite constant ({value!r})")
+        return sp.Float(float(value))
+    if isinstance(value, sp.Basic):
+        return value
+    return NotImplemented
+
+
+def _unary(function, name):
+    def method(self):
+        return Traced(function(self.expr))
+    method.__name__ = name
+    return method
+
+
+class Traced:
+    """A scalar sympy expression that behaves like a float under numpy's object loops.
+
+    Arithmetic builds the expression; ``np.sqrt``, ``np.exp``, … on object
+    arrays call the methods of the same name.  Comparisons, ``bool`` and
+    ``float`` raise :class:`Untraceable`: the value is not known.
+    """
+
+    __slots__ = ("expr",)
+
+    def __init__(self, expr):
+        self.expr = sp.sympify(expr)
+
+    def _binary(self, other, op):
+        o = _as_expr(other)
+        if o is NotImplemented:
+            return NotImplemented
+        return Traced(op(self.expr, o))
+
+    def __add__(self, other):
+        return self._binary(other, lambda a, b: a + b)
+
+    def __radd__(self, other):
+        return self._binary(other, lambda a, b: b + a)
+
+    def __sub__(self, other):
+        return self._binary(other, lambda a, b: a - b)
+
+    def __rsub__(self, other):
+        return self._binary(other, lambda a, b: b - a)
+
+    def __mul__(self, other):
+        return self._binary(other, lambda a, b: a * b)
+
+    def __rmul__(self, other):
+        return self._binary(other, lambda a, b: b * a)
+
+    def __truediv__(self, other):
+        return self._binary(other, lambda a, b: a / b)
+
+    def __rtruediv__(self, other):
+        return self._binary(other, lambda a, b: b / a)
+
+    def __pow__(self, other):
+        return self._binary(other, lambda a, b: a ** b)
+
+    def __rpow__(self, other):
+        return self._binary(other, lambda a, b: b ** a)
+
+    def __neg__(self):
+        return Traced(-self.expr)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return Traced(sp.Abs(self.expr))
+
+    def _value_needed(self, *_):
+        raise Untraceable("a comparison or branch on a value (np.maximum, np.where, np.clip, `if`, …)")
+
+    __lt__ = __le__ = __gt__ = __ge__ = __bool__ = _value_needed
+
+    def __eq__(self, other):
+        self._value_needed()
+
+    __ne__ = __eq__
+    __hash__ = object.__hash__
+
+    def __float__(self):
+        raise Untraceable("a conversion to float (float(), math.*, np.float64(), …)")
+
+    __int__ = __index__ = __complex__ = __float__
+
+    # numpy's object loops call these for np.sqrt, np.exp, … on object arrays
+    sqrt = _unary(sp.sqrt, "sqrt")
+    exp = _unary(sp.exp, "exp")
+    log = _unary(sp.log, "log")
+    sin = _unary(sp.sin, "sin")
+    cos = _unary(sp.cos, "cos")
+    tan = _unary(sp.tan, "tan")
+    arcsin = _unary(sp.asin, "arcsin")
+    arccos = _unary(sp.acos, "arccos")
+    arctan = _unary(sp.atan, "arctan")
+    sinh = _unary(sp.sinh, "sinh")
+    cosh = _unary(sp.cosh, "cosh")
+    tanh = _unary(sp.tanh, "tanh")
+    arcsinh = _unary(sp.asinh, "arcsinh")
+    arccosh = _unary(sp.acosh, "arccosh")
+    arctanh = _unary(sp.atanh, "arctanh")
+    log1p = _unary(lambda e: sp.log(1 + e), "log1p")
+    expm1 = _unary(lambda e: sp.exp(e) - 1, "expm1")
+    cbrt = _unary(sp.cbrt, "cbrt")
+
+    def conjugate(self):  # real quantities
+        return self
+
+    def __repr__(self):
+        return f"Traced({self.expr})"
+
+
+def jet_symbols(field: str) -> list[sp.Symbol]:
+    """The 9 jet symbols of a field of :data:`JET_FIELDS` (``x_0`` … ``x_8``)."""
+    return [sp.Symbol(f"{field}_{j}", real=True) for j in range(N_JETS)]
+
+
+def test_symbols() -> list[sp.Symbol]:
+    """The 9 jet symbols of the test function ξ."""
+    return jet_symbols("xi")
+
+
+def symbolic_field(symbols) -> DiscreteField:
+    """A vector field on a line made of 9 jet symbols: value (3,), grad (3, 1), hess (3, 1, 1)."""
+    traced = np.array([Traced(s) for s in symbols], dtype=object)
+    return DiscreteField(traced[0:3], grad=traced[3:6].reshape(3, 1), hess=traced[6:9].reshape(3, 1, 1))
+
+
+def traced_coefficients(extra: dict | None = None) -> FormExtraParams:
+    """``w`` made of symbols: the jet fields of :data:`JET_FIELDS` and the scalars of :data:`SCALARS`,
+    plus ``extra`` (name → value)."""
+    w = FormExtraParams({name: symbolic_field(jet_symbols(name)) for name in JET_FIELDS})
+    for name in SCALARS:
+        w[name] = Traced(sp.Symbol(name, real=True))
+    w.update(extra or {})
+    return w
+
+
+def trial_symbols() -> list[sp.Symbol]:
+    """The 9 jet symbols of the trial function (the direction of a tangent form)."""
+    return jet_symbols("du")
+
+
+def trace_tangent(form, w: FormExtraParams) -> sp.Expr:
+    """The integrand of a tangent form ``(u, v, w)`` at one point, bilinear in :func:`trial_symbols` and
+    :func:`test_symbols` (``w`` may hold the symbols ``c_v`` and ``c_a`` of the time scheme).
+
+    Raises
+    ------
+    Untraceable
+        As :func:`trace`.
+    """
+    du = symbolic_field(trial_symbols())
+    return trace(lambda v, w_: (getattr(form, "form", None) or form)(du, v, w_), w, zero_without=trial_symbols())
+
+
+def trace(form, w: FormExtraParams, *, zero_without=()) -> sp.Expr:
+    """The integrand of a residual form ``(v, w)`` at one point, as a sympy expression in the symbols of
+    ``w`` and of :func:`test_symbols`.
+
+    Raises
+    ------
+    Untraceable
+        With the construct that stopped the evaluation.
+    """
+    fn = getattr(form, "form", None) or form
+    v = symbolic_field(test_symbols())
+    try:
+        with np.errstate(all="ignore"):
+            out = fn(v, w)
+    except Untraceable:
+        raise
+    except KeyError as error:
+        raise Untraceable(f"the coefficient w.{error.args[0]} (the compiled path provides "
+                          f"{', '.join(sorted(w))})") from error
+    except AttributeError as error:
+        raise Untraceable(f"{error}") from error
+    except TypeError as error:
+        raise Untraceable(f"a numpy function without a symbolic counterpart ({error})") from error
+    except Exception as error:
+        raise Untraceable(f"{type(error).__name__}: {error}") from error
+    value = np.asarray(out, dtype=object)
+    if value.size != 1:
+        raise Untraceable(f"the form returns {value.shape} values per point, not one number")
+    value = value.reshape(()).item()
+    expr = _as_expr(value)
+    if expr is NotImplemented:
+        raise Untraceable(f"the form returns a {type(value).__name__}, not a number")
+    for symbols, what in ((test_symbols(), "test function"), (list(zero_without), "trial function")):
+        if symbols and expr.xreplace({s: 0 for s in symbols}) != 0:
+            raise Untraceable(f"the form is not linear in the {what} (it has a part without it)")
+    return expr

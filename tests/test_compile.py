@@ -1,0 +1,257 @@
+"""The form compiler (skfiber.compile): the generated kernel is the forms, its tangents are their derivatives."""
+import warnings
+
+import numpy as np
+import pytest
+import sympy as sp
+from skfem import BilinearForm, LinearForm
+from skfem.helpers import dot
+
+import skfiber as sf
+from skfiber import forms
+from skfiber.compile.tracer import Untraceable, trace, traced_coefficients
+from skfiber.law_kernels import cache_folder
+from skfiber.terms import d1, d2
+
+EI = 2e-3
+
+
+@LinearForm
+def bending(v, w):
+    """EI ∫ x_ss · ξ_ss dS (the README's term)."""
+    return EI * dot(d2(w.x), d2(v)) / w.J**3
+
+
+@LinearForm
+def viscous_drag(v, w):
+    """A user term with a rate part and a nonlinear elastic part: ∫ (c |x′|² ẋ + k x_s (x_s·ẋ_s)) · ξ dS."""
+    x_s = d1(w.x) / w.J
+    return (3.0 * dot(x_s, x_s) * dot(w.xdot, v) + 40.0 * dot(x_s, d1(w.xdot) / w.J) * dot(x_s, d1(v))) * w.J
+
+
+def make_model(*terms, compiled=True):
+    """Two fibers with different laws (one of them viscous, both active), one curved."""
+    laws = [sf.paper_law(sigma0=30.0), sf.paper_law(sigma0=12.0, mu_muscle=4e4, s_max=2e5)]
+    fibers = [
+        sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=5, law=laws[0], radius=0.05,
+                          muscle_fraction=lambda t: 16 * (1 - t) ** 2 * t**2, activation=lambda t: 0.3 + t),
+        sf.Fiber.polyline([(0, 0.4, 0), (0.5, 0.6, 0), (1, 0.4, 0.3)], n_elements=4, law=laws[1], radius=0.03,
+                          activation=0.2),
+    ]
+    model = sf.Model(fibers, compiled=compiled)
+    for k, term in enumerate(terms):
+        model.add_term(term, name=f"t{k}")
+    return model
+
+
+def random_state(model, rng, size=0.03):
+    n = model.n_dofs
+    return size * rng.standard_normal(n), rng.standard_normal(n), 10 * rng.standard_normal(n)
+
+
+def relative(a, b):
+    return np.max(np.abs(a - b)) / np.max(np.abs(b))
+
+
+def test_kernel_equals_skfem_assembly_and_the_batched_assembler(rng):
+    """Each row of the generated kernel is its form assembled by scikit-fem itself and by BatchedAssembler."""
+    model = make_model(bending, viscous_drag)
+    kernel = model.form_kernel
+    assert kernel.names == ("internal_force", "inertia", "t0", "t1") and kernel.untraced == {}
+    assert kernel.n_branches == 1  # two laws of one form share the code; their numbers are parameters
+    d = model.discretization
+    basis, asm = d.basis, d.assembler
+    for _ in range(3):
+        u, v, a = random_state(model, rng)
+        t = float(rng.uniform(0, 1))
+        out = kernel(u, v, a, t, alpha=model.activations(t).ravel(), c_v=7.0, c_a=90.0)
+        w = model.coefficients(u, v, t, c_v=7.0, a=a, c_a=90.0)
+        for row, term in zip(out.residuals, model.all_terms):
+            batched = asm.linear_vector(term.residual, w)
+            params = {k: w[k] for k in ("J", "area", "rho", "x_s", "xdot_s", "S", "xddot", "x", "xdot")}
+            skfem = term.residual.assemble(basis, **params)
+            assert relative(row, batched) <= 1e-12, term.name
+            assert relative(row, skfem) <= 1e-12, term.name
+        np.testing.assert_allclose(out.stretch, w["lam"], rtol=1e-14)
+
+
+@pytest.mark.parametrize("terms", [(), (bending,), (viscous_drag,), (bending, viscous_drag)],
+                         ids=["builtin", "bending", "viscous", "both"])
+def test_derived_tangent_equals_finite_differences(terms, rng):
+    """K δ = d/dε R(u + εδ, v + c_v εδ, a + c_a εδ) for every term, term by term (central differences)."""
+    model = make_model(*terms)
+    kernel = model.form_kernel
+    d = model.discretization
+    c_v, c_a = 13.0, 400.0
+    u, v, a = random_state(model, rng)
+    t = 0.4
+    alpha = model.activations(t).ravel()
+    for name in kernel.names:
+        mask = kernel.mask({name})
+        out = kernel(u, v, a, t, alpha=alpha, c_v=c_v, c_a=c_a, mask=mask)
+        K = d.assembler.to_csr(out.element_matrices)
+        for _ in range(2):
+            delta = rng.standard_normal(d.n_dofs)
+            h = 1e-6 / np.max(np.abs(delta))
+            plus = kernel(u + h * delta, v + c_v * h * delta, a + c_a * h * delta, t, alpha=alpha, c_v=c_v,
+                          c_a=c_a, mask=mask, tangent=False)
+            minus = kernel(u - h * delta, v - c_v * h * delta, a - c_a * h * delta, t, alpha=alpha, c_v=c_v,
+                           c_a=c_a, mask=mask, tangent=False)
+            k = list(kernel.names).index(name)
+            fd = (plus.residuals[k] - minus.residuals[k]) / (2 * h)
+            assert np.linalg.norm(K @ delta - fd) <= 1e-6 * np.linalg.norm(fd), name
+
+
+def test_check_tangent_through_the_model():
+    """The model's tangent (kernel) passes the library's own finite-difference check, statics and dynamics."""
+    model = make_model(bending, viscous_drag)
+    model.fix(0, "start")
+    model.fix(1, "end")
+    assert sf.check_tangent(model, dt=0.01) < 1e-6
+    assert sf.check_tangent(model) < 1e-6
+
+
+def test_compiled_and_numpy_paths_agree(rng):
+    """Model(compiled=False) evaluates the same forms with numpy: same residual and tangent."""
+    fast, slow = make_model(bending, viscous_drag), make_model(bending, viscous_drag, compiled=False)
+    u, v, a = random_state(fast, rng)
+    e1 = fast.evaluate(u, v, a, 0.2, c_v=10.0, c_a=100.0)
+    e2 = slow.evaluate(u, v, a, 0.2, c_v=10.0, c_a=100.0)
+    assert relative(e1.residual, e2.residual) <= 1e-12
+    assert relative(e1.element_matrices, e2.element_matrices) <= 1e-10  # numpy: explicit / complex-step tangents
+    assert e1.min_stretch == pytest.approx(e2.min_stretch, rel=1e-14)
+    e3 = fast.evaluate(u, v, a, 0.2, c_v=10.0, c_a=100.0, parts=["t0"])
+    e4 = slow.evaluate(u, v, a, 0.2, c_v=10.0, c_a=100.0, parts=["t0"])
+    assert relative(e3.residual, e4.residual) <= 1e-12
+
+
+def test_replaced_and_edited_forms_change_the_result(rng, monkeypatch):
+    model = make_model()
+    u, v, a = random_state(model, rng)
+    before = model.evaluate(u, v, a, 0.1, c_v=0.0, c_a=0.0, parts=["internal_force"]).residual
+
+    @LinearForm
+    def doubled(v_, w):
+        return 2 * w.area * w.S * dot(w.x_s, forms.ds(v_, w)) * w.J
+
+    model.replace_term("internal_force", doubled)
+    after = model.evaluate(u, v, a, 0.1, c_v=0.0, c_a=0.0, parts=["cable"]).residual
+    np.testing.assert_allclose(after, 2 * before, rtol=1e-13, atol=1e-13 * np.abs(before).max())
+    # editing skfiber.forms itself changes every model made afterwards
+    monkeypatch.setattr(forms, "internal_force", doubled)
+    edited = make_model().evaluate(u, v, a, 0.1, c_v=0.0, c_a=0.0, parts=["internal_force"]).residual
+    np.testing.assert_allclose(edited, 2 * before, rtol=1e-13, atol=1e-13 * np.abs(before).max())
+    with pytest.raises(ValueError, match="no term named 'nonsense'"):
+        model.replace_term("nonsense", doubled)
+    with pytest.raises(ValueError, match="the name 'inertia' is taken"):
+        model.add_term(doubled, name="inertia")
+
+
+def test_an_explicit_tangent_is_the_one_compiled():
+    """A user's own tangent form is used as given (so check_tangent checks it), not replaced by the derived one."""
+    @LinearForm
+    def spring(v, w):
+        return 1e3 * dot(w.x, w.x) * dot(w.x, v) * w.J
+
+    @BilinearForm
+    def right(u, v, w):
+        return 1e3 * (dot(w.x, w.x) * dot(u, v) + 2 * dot(w.x, u) * dot(w.x, v)) * w.J
+
+    @BilinearForm
+    def wrong(u, v, w):  # misses the 2 (x·u)(x·v) part
+        return 1e3 * dot(w.x, w.x) * dot(u, v) * w.J
+
+    for tangent, ok in ((right, True), (wrong, False)):
+        model = make_model()
+        model.add_term(spring, tangent, name="spring")
+        assert "spring" in model.form_kernel.names
+        error = sf.check_tangent(model, parts=["spring"])
+        assert (error < 1e-6) == ok, error
+
+
+def test_the_source_is_the_cache_key(rng):
+    """Another form gives another source, module and cache file; the same forms give the same ones."""
+    a, b = make_model(bending), make_model(bending)
+    c = make_model(viscous_drag)
+    assert a.form_kernel.source == b.form_kernel.source != c.form_kernel.source
+    for model in (a, c):
+        u, v, acc = random_state(model, rng)
+        model.evaluate(u, v, acc, 0.0, c_v=1.0, c_a=1.0)
+    fa, fc = a.form_kernel.function, c.form_kernel.function
+    assert fa is not fc and fa.py_func.__module__ != fc.py_func.__module__
+    assert b.form_kernel.function is fa  # the module is loaded once per source
+    files = {p.name for p in cache_folder().glob("forms_*.py")}
+    for f in (fa, fc):
+        assert f"forms_{f.py_func.__module__.rsplit('_', 1)[1]}.py" in files
+    # different numbers (EI) in the same form: the same source, numbers are parameters
+    global EI
+    saved, EI = EI, 7e-3
+    try:
+        assert make_model(bending).form_kernel.source == a.form_kernel.source
+    finally:
+        EI = saved
+
+
+def test_untraceable_term_falls_back_with_a_warning(rng):
+    """A value-dependent branch cannot be traced: the term runs with numpy (warned, naming the term and the
+    construct), with the right numbers; the other terms stay compiled."""
+    @LinearForm
+    def one_sided(v, w):  # a spring acting only in compression of z
+        return 1e3 * np.minimum(w.x[2], 0.0) * v[2] * w.J
+
+    model = make_model(one_sided)
+    with pytest.warns(RuntimeWarning, match=r"'t0' cannot be compiled \(a comparison or branch on a value"):
+        kernel = model.form_kernel
+    assert kernel.names == ("internal_force", "inertia") and "t0" in kernel.untraced
+    slow = make_model(one_sided, compiled=False)
+    u, v, a = random_state(model, rng)
+    u[2::6] -= 0.05
+    e1 = model.evaluate(u, v, a, 0.3, c_v=5.0, c_a=25.0)
+    e2 = slow.evaluate(u, v, a, 0.3, c_v=5.0, c_a=25.0)
+    assert relative(e1.residual, e2.residual) <= 1e-12
+    assert relative(e1.element_matrices, e2.element_matrices) <= 1e-10
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # warned once
+        model.evaluate(u, v, a, 0.3, c_v=5.0, c_a=25.0)
+
+
+def test_a_law_that_is_not_symbolic_falls_back():
+    class Linear:
+        def __call__(self, point):
+            lam = np.asarray(point.stretch)
+            return sf.materials.StressResponse(1e4 * (lam - 1) + 10.0, np.full_like(lam, 1e4), np.zeros_like(lam))
+
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=3, law=Linear())
+    model = sf.Model([fiber])
+    with pytest.warns(RuntimeWarning, match="'internal_force' cannot be compiled .*not symbolic"):
+        names = model.form_kernel.names
+    assert names == ("inertia",)
+    model.fix(0, "start")
+    model.fix(0, "end")
+    assert sf.check_tangent(model, dt=0.01) < 1e-6
+
+
+@pytest.mark.parametrize("form, construct", [
+    (lambda v, w: np.maximum(w.J, 1.0) * v[0], "comparison or branch"),
+    (lambda v, w: float(w.J) * v[0], "conversion to float"),
+    (lambda v, w: w.nonsense * v[0], "nonsense"),
+    (lambda v, w: w.J * v, "values per point"),
+    (lambda v, w: w.J + v[0], "not linear in the test function"),
+])
+def test_tracer_names_the_construct(form, construct):
+    with pytest.raises(Untraceable, match=construct):
+        trace(form, traced_coefficients())
+
+
+def test_traced_integrand_of_the_internal_force():
+    """The traced internal force is π r0² S x_s · ξ_s |A1| with the symbols of w (a closed form)."""
+    w = traced_coefficients()
+    kin = forms.cable_kinematics(w["x"], w["xdot"], w["J"])
+    S = sp.Symbol("S")
+    w.update(x_s=kin.x_s, S=sf.compile.tracer.Traced(S))
+    expr = trace(forms.internal_force, w)
+    J, area = sp.symbols("J area", real=True)
+    x = sp.symbols("x_3:6", real=True)
+    xi = sp.symbols("xi_3:6", real=True)
+    expected = area * S * sum(a * b for a, b in zip(x, xi)) / J
+    assert sp.simplify(expr - expected) == 0
