@@ -27,9 +27,11 @@ from .materials import (
     passive_kelvin_voigt,
     prestress,
 )
-from .model import Model, State
+from .core import State
+from .model import Model
 from .postprocess import FiberFields, fiber_fields
-from .solver import ConvergenceError, NewtonOptions, SimulationResult, simulate, solve_static
+from .core import ConvergenceError, NewtonOptions
+from .solver import SimulationResult, simulate, solve_static
 from .terms import Term
 
 __version__ = "0.1.0"

@@ -14,7 +14,8 @@ from typing import Iterable
 
 import numpy as np
 
-from .model import Model, State
+from .core import State
+from .model import Model
 
 __all__ = ["check_tangent"]
 

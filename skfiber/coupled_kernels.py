@@ -35,11 +35,10 @@ import numpy as np
 
 from . import block_tridiagonal as bt
 from .contact.cylinder_kernels import COL_D, broad_phase_loop, contact_derivatives_loop, contact_points_loop
-from .coupling import scatter_dependent
 from .rigid.kernels import body_point_jets
 
 __all__ = ["coupled_positions", "cylinder_contact", "coupled_rows", "coupled_increment", "newton_increment",
-           "trial_step"]
+           "trial_step", "scatter_dependent"]
 
 #: status of :func:`coupled_increment`
 OK, BLOCK_FAILED, OUTSIDE_PATTERN, SINGULAR_SCHUR = 0, 1, 2, 3
@@ -47,6 +46,28 @@ OK, BLOCK_FAILED, OUTSIDE_PATTERN, SINGULAR_SCHUR = 0, 1, 2, 3
 NONE_IN_REACH, IN_REACH, INADMISSIBLE = 0, 1, 2
 
 _EMPTY = np.zeros(0)
+
+
+@numba.njit(cache=True)
+def scatter_dependent(values, index, rows, cols, pos, C, KX, XK):  # pragma: no cover - compiled
+    """Add the matrix entries K[rows, cols] = values[index] to KX = K X and XK = Xᵀ K.
+
+    X (N, n) is C (|D|, n) on the dependent DOFs (``pos`` ≥ 0: the row of C) and zero elsewhere, so an
+    entry contributes K[r, c] C[pos c] to row r of KX if c is dependent, and K[r, c] C[pos r] to column c
+    of XK if r is.  ``index`` empty: values[k] is the k-th entry.
+    """
+    n = C.shape[1]
+    m = rows.shape[0]
+    for k in range(m):
+        v = values[index[k]] if index.shape[0] else values[k]
+        r, c = rows[k], cols[k]
+        pc, pr = pos[c], pos[r]
+        if pc >= 0:
+            for a in range(n):
+                KX[r, a] += v * C[pc, a]
+        if pr >= 0:
+            for a in range(n):
+                XK[a, c] += v * C[pr, a]
 
 
 @numba.njit(cache=True)

@@ -55,17 +55,18 @@ A fiber hanging from the ground carries a pendulum:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-import numba
 import numpy as np
 
+from .attachments import Attachment, AttachmentKinematics, attachment_kinematics
+from .core import Evaluation
+from .coupled_kernels import scatter_dependent
+from .coupling_fast import FastCoupling
 from .linalg import ConstrainedSolver
-from .model import Evaluation
 from .rigid import Cylinder, CylinderPose, evaluate_points
 
 __all__ = ["Attachment", "AttachmentKinematics", "attachment_kinematics", "CoupledProblem", "CoupledEvaluation",
-           "body_cylinders", "scatter_dependent"]
+           "body_cylinders"]
 
 
 def body_cylinders(model):
@@ -97,69 +98,7 @@ def body_cylinders(model):
     return bodies
 
 
-@dataclass(frozen=True, eq=False)
-class Attachment:
-    """A fiber end tied to a body point (made by :meth:`skfiber.Model.attach`)."""
-
-    name: str
-    fiber: int
-    end: str | int
-    body: str
-    dofs: np.ndarray  # the 3 position DOFs of the end
-    point: object  # skfiber.rigid.BodyPoint
-
-    def __repr__(self):
-        return f"Attachment({self.name!r}: fiber {self.fiber} {self.end!r} → {self.body!r})"
-
-
-@dataclass(frozen=True)
-class AttachmentKinematics:
-    """c(q, t) of all attachments stacked like ``Model.dependent_dofs``.
-
-    displacement (3P,), jacobian C (3P, n), hessian ∂C/∂q (3P, n, n) or None.
-    """
-
-    displacement: np.ndarray
-    jacobian: np.ndarray
-    hessian: np.ndarray | None
-
-
-def attachment_kinematics(model, q, t: float, *, hessian: bool = True) -> AttachmentKinematics:
-    """u_D = c(q, t), C and ∂C/∂q of the model's attachments (paper eqs. 54c, 59)."""
-    atts = model.attachments
-    n = model.rigid.n
-    if not atts:
-        return AttachmentKinematics(np.zeros(0), np.zeros((0, n)), np.zeros((0, n, n)) if hessian else None)
-    pk = evaluate_points(model.rigid, [a.body for a in atts], np.array([a.point.reference for a in atts]), q, t,
-                         hessian=hessian)
-    P = len(atts)
-    H = None if pk.hessian is None else pk.hessian.reshape(3 * P, n, n)
-    return AttachmentKinematics((pk.position - pk.reference).reshape(-1), pk.jacobian.reshape(3 * P, n), H)
-
-
 _ALL = np.zeros(0, dtype=np.int64)  # "all entries in order" for scatter_dependent
-
-
-@numba.njit(cache=True)
-def scatter_dependent(values, index, rows, cols, pos, C, KX, XK):  # pragma: no cover - compiled
-    """Add the matrix entries K[rows, cols] = values[index] to KX = K X and XK = Xᵀ K.
-
-    X (N, n) is C (|D|, n) on the dependent DOFs (``pos`` ≥ 0: the row of C) and zero elsewhere, so an
-    entry contributes K[r, c] C[pos c] to row r of KX if c is dependent, and K[r, c] C[pos r] to column c
-    of XK if r is.  ``index`` empty: values[k] is the k-th entry.
-    """
-    n = C.shape[1]
-    m = rows.shape[0]
-    for k in range(m):
-        v = values[index[k]] if index.shape[0] else values[k]
-        r, c = rows[k], cols[k]
-        pc, pr = pos[c], pos[r]
-        if pc >= 0:
-            for a in range(n):
-                KX[r, a] += v * C[pc, a]
-        if pr >= 0:
-            for a in range(n):
-                XK[a, c] += v * C[pr, a]
 
 
 def _solve_small(S: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -225,7 +164,6 @@ class CoupledProblem:
         self._kin_memo = None
         self._points = None
         self._end_margins = None  # contact margins of the last converged step (skfiber.solver)
-        from .coupling_fast import FastCoupling
 
         self._fast = FastCoupling(self) if fast and FastCoupling.supports(model) else None
 

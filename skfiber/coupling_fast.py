@@ -38,14 +38,13 @@ from numba.core.errors import NumbaError
 from .contact import cylinder_kernels as ck
 from .contact.cylinder import CylinderContact
 from .coupled_kernels import (IN_REACH, INADMISSIBLE, OK, coupled_increment, coupled_positions, coupled_rows,
-                              cylinder_contact, newton_increment, trial_step)
-from .coupling import AttachmentKinematics, scatter_dependent
+                              cylinder_contact, newton_increment, scatter_dependent, trial_step)
+from .attachments import AttachmentKinematics
 from .evaluation_kernel import fused_evaluation
 from .linalg import PIVOT_TOL, RESIDUAL_TOL
-from .model import ROUNDOFF_FACTOR, Evaluation
+from .core import ROUNDOFF_FACTOR, Evaluation, EulerRates, InadmissibleState
 from .rigid.integrate import EulerStep
 from .rigid.kernels import body_point_jets
-from .solver import EulerRates
 
 __all__ = ["FastCoupling", "FastEvaluation", "InadmissibleState"]
 
@@ -113,24 +112,6 @@ class _Contact:
             self._derivatives = ck.contact_derivatives(self.cylinder.data, self.pts, self.elements, self.act,
                                                        self.tangent, self.axis_norm, n_dofs)
         return self._derivatives
-
-
-class InadmissibleState(FloatingPointError):
-    """What the fast path raises where the general path raises: a state it cannot evaluate.
-
-    The message is the general path's (the diagnosis: which fiber, where, by how much), computed when it
-    is first asked for — Newton's safeguard rejects such trial states routinely and never reads it.
-    """
-
-    def __init__(self, explain):
-        super().__init__()
-        self._explain = explain
-        self._message = None
-
-    def __str__(self) -> str:
-        if self._message is None:
-            self._message = self._explain()
-        return self._message
 
 
 class FastEvaluation:

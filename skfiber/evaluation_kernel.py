@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Callable
 
 from .coupled_kernels import IN_REACH
-from .law_kernels import load_module
+from .compile.cache import load_module
 
 __all__ = ["fused_evaluation", "fused_source"]
 

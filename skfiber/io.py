@@ -71,7 +71,8 @@ import meshio
 import numpy as np
 
 from .contact.cylinder import CylinderContact
-from .model import Model, State
+from .core import State
+from .model import Model
 from .postprocess import fiber_fields
 from .rigid.bodies import Cylinder  # re-exported: skfiber.io.Cylinder
 

@@ -32,62 +32,21 @@ True
 """
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import os
-import sys
-import tempfile
 import warnings
-from pathlib import Path
 
 import numpy as np
 import sympy as sp
 
-__all__ = ["LawKernel", "law_kernel", "cache_folder", "load_module", "forget_module"]
+from .compile.cache import forget_module, load_module
+from .compile.codegen import abstract_numbers, cse_products
+from .materials import ARGUMENTS, SymbolicLaw
 
-_MODULES: dict[str, object] = {}  # source hash → imported module (one import and compile per process)
-_TEMP_FOLDER: list[Path] = []
-
-
-def cache_folder() -> Path:
-    """Where generated law modules and numba's machine code are kept."""
-    if os.environ.get("SKFIBER_CACHE_DIR"):
-        root = Path(os.environ["SKFIBER_CACHE_DIR"])
-    else:
-        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "skfiber"
-    return root / "laws"
-
-
-def _writable_folder() -> Path:
-    folder = cache_folder()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / f".probe{os.getpid()}"
-        probe.write_text("")
-        probe.unlink()
-        return folder
-    except OSError:
-        if not _TEMP_FOLDER:
-            _TEMP_FOLDER.append(Path(tempfile.mkdtemp(prefix="skfiber-laws-")))
-        return _TEMP_FOLDER[0]
-
+__all__ = ["LawKernel", "law_kernel"]
 
 def _source(expressions) -> tuple[str, np.ndarray]:
     """Python source of the point loop, and the parameter vector of the numbers."""
-    from .compile.codegen import cse_products
-    from .materials import ARGUMENTS
-
     values: list[float] = []
-
-    def abstract(e):  # every Float occurrence → its own parameter symbol (equal values stay apart)
-        if isinstance(e, sp.Float):
-            values.append(float(e))
-            return sp.Symbol(f"p{len(values) - 1}", real=True)
-        if not e.args:
-            return e
-        return e.func(*[abstract(a) for a in e.args])
-
-    exprs = [abstract(sp.sympify(e)) for e in expressions]
+    exprs = [abstract_numbers(e, values) for e in expressions]
     params = np.array(values, dtype=float)
     replacements, reduced = cse_products(exprs)
     lam, lamdot, theta, t, gamma_m, alpha = (str(s) for s in ARGUMENTS)
@@ -113,43 +72,6 @@ def _source(expressions) -> tuple[str, np.ndarray]:
         "",
     ])
     return source, params
-
-
-def _key(source: str) -> str:
-    return hashlib.sha1(source.encode()).hexdigest()[:20]
-
-
-def forget_module(source: str, kind: str = "law") -> None:
-    """Drop the module of a source and numba's cached machine code for it (a stale or broken cache)."""
-    key = _key(source)
-    _MODULES.pop(key, None)
-    sys.modules.pop(f"skfiber_{kind}_{key}", None)
-    for folder in {_writable_folder(), cache_folder()}:
-        for path in (folder / "__pycache__").glob(f"{kind}_{key}.*"):
-            try:
-                path.unlink()
-            except OSError:
-                pass
-
-
-def load_module(source: str, kind: str = "law"):
-    """The module of a generated source (``kind``: its file name prefix), written to the cache folder once."""
-    key = _key(source)
-    if key in _MODULES:
-        return _MODULES[key]
-    folder = _writable_folder()
-    path = folder / f"{kind}_{key}.py"
-    if not path.exists() or path.read_text() != source:
-        tmp = folder / f".{kind}_{key}.{os.getpid()}.tmp"
-        tmp.write_text(source)
-        os.replace(tmp, path)  # atomic: other processes see the old or the whole new file
-    name = f"skfiber_{kind}_{key}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # numba's cache looks the module up by name
-    spec.loader.exec_module(module)
-    _MODULES[key] = module
-    return module
 
 
 class LawKernel:
@@ -200,8 +122,6 @@ def law_kernel(law) -> LawKernel | None:
     Laws of the same form (only their numbers differ) share one generated
     module and its compiled function; compiling happens on the first call.
     """
-    from .materials import SymbolicLaw
-
     if not isinstance(law, SymbolicLaw):
         return None
     if law._kernel is None:

@@ -22,16 +22,19 @@ import scipy.sparse as sps
 from skfem.assembly.form.form import FormExtraParams
 
 from . import forms
+from .attachments import Attachment, attachment_kinematics
+from .core import ROUNDOFF_FACTOR, Evaluation, State
 from .compile.kernel import FormKernel
+from .contact.base import Contact
 from .discretization import Discretization
 from .fiber import Fiber
+from .law_kernels import law_kernel
 from .materials import SYMBOLS, MaterialPoint
+from .rigid import GROUND, RigidSystem
 from .terms import Term, complex_step_tangent
 
 __all__ = ["Model", "State", "Evaluation"]
 
-# Newton's residual floor: this many machine epsilons of the summed element force magnitudes
-ROUNDOFF_FACTOR = 1e4
 _EPS = float(np.finfo(float).eps)
 _ACTIVATION = operator.attrgetter("activation")
 
@@ -42,85 +45,6 @@ def _norm(x: np.ndarray) -> float:
 
 
 VectorField = Sequence[float] | Callable[[np.ndarray, float], np.ndarray]
-
-
-@dataclass
-class State:
-    """Displacement u, velocity v and acceleration a of all Hermite DOFs at time t,
-    and the rigid coordinates q, velocities p and accelerations b.
-
-    ``a`` and ``b`` are the backward-Euler accelerations of the step that led
-    here, ``a_prev`` and ``b_prev`` those of the step before it and ``dt_last``
-    the size of the step that led here; they only serve the predictor of the
-    next step (:func:`skfiber.solver.predicted_accelerations`; default zero,
-    and empty / 0 for unknown).  Without a rigid system q, p and b are empty.
-    """
-
-    t: float
-    u: np.ndarray
-    v: np.ndarray
-    a: np.ndarray | None = None
-    q: np.ndarray | None = None
-    p: np.ndarray | None = None
-    b: np.ndarray | None = None
-    a_prev: np.ndarray | None = None
-    b_prev: np.ndarray | None = None
-    dt_last: float = 0.0
-
-    def __post_init__(self):
-        if self.a is None:
-            self.a = np.zeros_like(np.asarray(self.v, dtype=float))
-        if self.q is None:
-            self.q = np.zeros(0)
-        self.q = np.asarray(self.q, dtype=float)
-        if self.p is None:
-            self.p = np.zeros_like(self.q)
-        if self.b is None:
-            self.b = np.zeros_like(self.q)
-        self.a_prev = np.zeros(0) if self.a_prev is None else np.asarray(self.a_prev, dtype=float)
-        self.b_prev = np.zeros(0) if self.b_prev is None else np.asarray(self.b_prev, dtype=float)
-        self.dt_last = float(self.dt_last)
-
-    def copy(self) -> "State":
-        return State(self.t, self.u.copy(), self.v.copy(), self.a.copy(), self.q.copy(), self.p.copy(), self.b.copy(),
-                     self.a_prev.copy(), self.b_prev.copy(), self.dt_last)
-
-
-class Evaluation:
-    """Residual and tangent of the discrete equations at one state.
-
-    ``residual`` = internal + inertia + terms − external.  The tangent
-    ``∂residual/∂u`` is computed on first access of ``element_matrices``
-    (e, nb, nb); ``extra`` holds COO triplets (rows, cols, values) of blocks
-    outside the cable mesh pattern.  ``margins`` maps each contact's name to
-    its :attr:`~skfiber.contact.base.ContactEvaluation.margins` when every
-    contact supports the end-of-step safeguard check, else None.
-    """
-
-    def __init__(self, residual, tangent_fn, *, reference_force: float, min_stretch: float, extra=None,
-                 roundoff: float = 0.0, n_active_contacts: int = 0, margins: dict | None = None):
-        self.residual = residual
-        self.margins = margins
-        self.n_active_contacts = n_active_contacts
-        self.roundoff = roundoff
-        self._tangent_fn = tangent_fn
-        self._element_matrices = None
-        self._extra = extra if callable(extra) else list(extra or [])
-        self.reference_force = reference_force
-        self.min_stretch = min_stretch
-
-    @property
-    def element_matrices(self) -> np.ndarray:
-        if self._element_matrices is None:
-            self._element_matrices = self._tangent_fn()
-        return self._element_matrices
-
-    @property
-    def extra(self) -> list:
-        """COO triplets (rows, cols, values) of the contact tangents (computed on first access)."""
-        if callable(self._extra):
-            self._extra = list(self._extra())
-        return self._extra
 
 
 @dataclass(frozen=True)
@@ -199,8 +123,6 @@ class Model:
         self._load_cache: tuple[float, np.ndarray] | None = None
         self._constant_load: tuple | None = None
         if rigid is not None:
-            from .rigid import RigidSystem
-
             if not isinstance(rigid, RigidSystem):
                 raise TypeError(f"rigid must be a skfiber.rigid.RigidSystem, got {type(rigid).__name__}")
             rigid.finalize()
@@ -276,9 +198,6 @@ class Model:
         skfiber.coupling.Attachment
         """
         self._last_residual = None
-        from .coupling import Attachment
-        from .rigid import GROUND
-
         if self.rigid is None:
             raise ValueError("attach() needs a rigid system: create the model as Model(fibers, rigid=system)")
         d = self.discretization
@@ -416,8 +335,6 @@ class Model:
         ``max_step`` joins Newton's safeguard (paper eqs. 69–73).
         """
         self._last_residual = None
-        from .contact.base import Contact
-
         if not isinstance(contact, Contact):
             raise TypeError(
                 f"{contact!r} is not a contact: it needs a `name`, `evaluate(model, u, t, tangent=...)` "
@@ -623,8 +540,6 @@ class Model:
         """
         d = self.discretization
         if self.compiled and self._law_kernels is None:
-            from .law_kernels import law_kernel
-
             nq = d.theta.shape[1]  # masks are over elements; the kernels index points (element-major)
             plan = [(law_kernel(law), np.flatnonzero(np.repeat(mask, nq))) for law, mask in d.law_groups]
             self._law_kernels = plan if all(k is not None for k, _ in plan) else []
@@ -821,7 +736,5 @@ class Model:
         if q.shape != (self.rigid.n,):
             raise ValueError(f"q must have {self.rigid.n} entries {list(self.rigid.coordinate_names)}, got shape {q.shape}")
         if self.attachments:
-            from .coupling import attachment_kinematics
-
             u[self.dependent_dofs] = attachment_kinematics(self, q, t, hessian=False).displacement
         return State(t, u, np.zeros(self.n_dofs), q=q)

@@ -17,7 +17,8 @@ import numpy as np
 
 from .fiber import Fiber
 from .materials import MaterialPoint
-from .model import Model, State
+from .core import State
+from .model import Model
 
 __all__ = ["FiberFields", "fiber_fields"]
 

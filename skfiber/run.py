@@ -35,7 +35,8 @@ from typing import Callable, Sequence, TextIO
 import numpy as np
 
 from .io import Checkpoint, VTKSeries, load_checkpoint, model_fingerprint, save_checkpoint
-from .model import Model, State
+from .core import State
+from .model import Model
 from .solver import ConvergenceError, NewtonOptions, StepInfo, simulate
 
 __all__ = ["RunResult", "Progress", "run_simulation", "checkpoint_path"]

@@ -19,8 +19,6 @@ Example
 """
 from __future__ import annotations
 
-import dataclasses
-import functools
 import math
 import sys
 import threading
@@ -32,8 +30,11 @@ from typing import Callable
 import numpy as np
 
 from .contact.base import margins_kept
+from .coupling import CoupledProblem
 from .linalg import ConstrainedSolver
-from .model import Evaluation, Model, State
+from .core import ConvergenceError, Evaluation, EulerRates, NewtonOptions, State
+from .model import Model
+from .rigid import EulerStep, rigid_static
 
 __all__ = [
     "NewtonOptions",
@@ -65,82 +66,6 @@ STATIC_STAGNATION_WINDOW = 5
 #: the snap-back of the upper-limb model this halves the evaluations spent in
 #: failing attempts, docs/performance.md)
 STEP_STAGNATION_WINDOW = 1
-
-
-@dataclass(frozen=True)
-class NewtonOptions:
-    """Newton settings.
-
-    Converged when ‖G‖ ≤ rtol · F_ref + atol + F_roundoff on the free DOFs,
-    F_ref being the largest of the norms of the internal, inertial and external
-    forces, and F_roundoff ≈ 10⁴ ε ‖Σₑ |Fₑ|‖ the floor that round-off puts on
-    the assembled internal force (large element forces that cancel).
-    """
-
-    rtol: float = 1e-9
-    atol: float = 1e-12
-    max_iterations: int = 25
-    #: safeguard δ̄ of paper eq. 71: a step may shrink each contact point's
-    #: admissibility margin 1 + γg at most to this fraction
-    safeguard: float = 0.25
-    #: smallest step fraction δ the safeguard may take before Newton gives up
-    min_step: float = 1e-8
-    #: backtracking line search on ‖G‖ after the safeguard: at most this many
-    #: halvings of the step per iteration (0 = plain, safeguarded Newton)
-    line_search: int = 6
-    #: sufficient decrease of the line search: accept ‖G(u + s Δu)‖ ≤ (1 − c s) ‖G(u)‖
-    line_search_decrease: float = 1e-4
-    #: give up early when ‖G‖ stagnates: when the residual has not dropped by
-    #: 10 % over this many iterations, Newton stops with a ConvergenceError
-    #: instead of running to `max_iterations` (time steps and load steps are
-    #: then bisected); 0 = never.  None (default): 1 in backward-Euler steps,
-    #: where a failing step is cheaply split in two, and 5 in static solves,
-    #: where Newton may creep towards an equilibrium (stiff contact)
-    stagnation_window: int | None = None
-
-    def __post_init__(self):
-        if not (self.rtol > 0 and math.isfinite(self.rtol)):
-            raise ValueError(f"rtol must be > 0, got {self.rtol}")
-        if not (self.atol >= 0 and math.isfinite(self.atol)):
-            raise ValueError(f"atol must be ≥ 0, got {self.atol}")
-        if int(self.max_iterations) < 1:
-            raise ValueError(f"max_iterations must be ≥ 1, got {self.max_iterations}")
-        if not 0 < self.safeguard < 1:
-            raise ValueError(f"safeguard δ̄ must lie in (0, 1), got {self.safeguard}")
-        if not 0 < self.min_step < 1:
-            raise ValueError(f"min_step must lie in (0, 1), got {self.min_step}")
-        if isinstance(self.line_search, bool) or int(self.line_search) != self.line_search or self.line_search < 0:
-            raise ValueError(f"line_search must be an integer ≥ 0 (number of step halvings), got {self.line_search!r}")
-        if not 0 <= self.line_search_decrease < 1:
-            raise ValueError(f"line_search_decrease must lie in [0, 1), got {self.line_search_decrease}")
-        w = self.stagnation_window
-        if w is not None and (isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 0):
-            raise ValueError(f"stagnation_window must be an integer ≥ 0 (0 = never give up early) or None "
-                             f"(1 in time steps, 5 in static solves), got {w!r}")
-
-    def with_stagnation_window(self, default: int) -> "NewtonOptions":
-        """These options with ``stagnation_window`` set to ``default`` if it is None."""
-        if self.stagnation_window is not None:
-            return self
-        return _with_window(self, default)
-
-
-@functools.lru_cache(maxsize=16)
-def _with_window(options: NewtonOptions, window: int) -> NewtonOptions:
-    """``options`` with ``stagnation_window=window`` (made once, not in every step)."""
-    return dataclasses.replace(options, stagnation_window=window)
-
-
-class ConvergenceError(RuntimeError):
-    """Newton did not converge: carries time, step and residual history."""
-
-    def __init__(self, reason: str, *, t: float, step: int | str, residual_history: list[float]):
-        self.reason = reason
-        self.t = t
-        self.step = step
-        self.residual_history = list(residual_history)
-        hist = ", ".join(f"{r:.3e}" for r in self.residual_history) or "none"
-        super().__init__(f"Newton failed at t = {t:.6g} s (step {step}): {reason}. Residual history: [{hist}]")
 
 
 @dataclass
@@ -327,8 +252,6 @@ def solve_static(
         def finish(zz, t_k):
             return zz
     else:  # Newton on z = (u_I, q), the rigid rows static (skfiber.rigid.rigid_static)
-        from .coupling import CoupledProblem
-        from .rigid import rigid_static
 
         system = model.rigid
         if state is not None and state.q.shape != (system.n,):
@@ -515,33 +438,6 @@ def predicted_accelerations(state: State, dt: float) -> tuple[np.ndarray, np.nda
     return a + r * da, b + r * db
 
 
-class EulerRates:
-    """The fiber rates of a backward-Euler step as a function of the new displacement u:
-    v = (u − uₙ)/Δt, a = (v − vₙ)/Δt, with their derivatives c_v = ∂v/∂u = 1/Δt and
-    c_a = ∂a/∂u = 1/Δt² — the ``fiber_state`` of :meth:`skfiber.coupling.CoupledProblem.evaluate`
-    (the coupled fast path computes them inside its kernels).
-
-    Example
-    -------
-    >>> import numpy as np
-    >>> rates = EulerRates(u_prev=np.zeros(2), v_prev=np.ones(2), dt=0.5)
-    >>> v, a, c_v, c_a = rates(np.array([1.0, 0.5]))
-    >>> v.tolist(), a.tolist(), c_v, c_a
-    ([2.0, 1.0], [2.0, 0.0], 2.0, 4.0)
-    """
-
-    def __init__(self, *, u_prev: np.ndarray, v_prev: np.ndarray, dt: float):
-        self.u_prev = np.ascontiguousarray(u_prev, dtype=float)
-        self.v_prev = np.ascontiguousarray(v_prev, dtype=float)
-        self.dt = float(dt)
-        self.c_v = 1.0 / self.dt
-        self.c_a = 1.0 / self.dt**2
-
-    def __call__(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
-        v = (u - self.u_prev) / self.dt
-        return v, (v - self.v_prev) / self.dt, self.c_v, self.c_a
-
-
 def _admissible_predictor(solver, x_n, x0, evaluate, max_step, options, prescribe):
     """The predictor x0 kept admissible (eq. 71 from xₙ) and its evaluation, if made.
 
@@ -579,7 +475,6 @@ def _coupled_step(model: Model, state: State, dt: float, problem, *, options: Ne
     v = (u − uₙ)/Δt and p = (q − qₙ)/Δt for all DOFs, the attached ends
     included (v_D from their positions c(q)).
     """
-    from .rigid import EulerStep
 
     t1 = state.t + dt
     u_n, v_n, q_n, p_n = state.u, state.v, state.q, state.p
@@ -638,7 +533,6 @@ def compile_notice(message: str, *, enabled: bool = True, delay: float | None = 
 def make_solver(model: Model):
     """The linear solver of the model's Newton systems: fibers only, or coupled to rigid bodies."""
     if model.rigid is not None:
-        from .coupling import CoupledProblem
 
         return CoupledProblem(model)
     return ConstrainedSolver(model.discretization.assembler, model.constrained_dofs)

@@ -10,7 +10,7 @@ from skfem.helpers import dot
 import skfiber as sf
 from skfiber import forms
 from skfiber.compile.tracer import Untraceable, trace, traced_coefficients
-from skfiber.law_kernels import cache_folder
+from skfiber.compile.cache import cache_folder
 from skfiber.terms import d1, d2
 
 EI = 2e-3

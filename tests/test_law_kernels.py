@@ -1,5 +1,4 @@
 """Compiled stress laws (skfiber.law_kernels) equal the numpy evaluation of the same SymbolicLaw."""
-import sys
 
 import numpy as np
 import pytest
@@ -7,6 +6,7 @@ import sympy as sp
 
 import skfiber as sf
 from skfiber import law_kernels
+from skfiber.compile import cache
 from skfiber.materials import MaterialPoint, law_from_function
 
 
@@ -81,12 +81,12 @@ def test_uncompilable_law_falls_back_to_numpy_with_a_warning(rng, monkeypatch, t
 
 def test_cache_folder_from_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("SKFIBER_CACHE_DIR", str(tmp_path / "c"))
-    assert law_kernels.cache_folder() == tmp_path / "c" / "laws"
-    assert law_kernels._writable_folder() == tmp_path / "c" / "laws"
+    assert cache.cache_folder() == tmp_path / "c" / "laws"
+    assert cache.writable_folder() == tmp_path / "c" / "laws"
     blocker = tmp_path / "file"
     blocker.write_text("")
     monkeypatch.setenv("SKFIBER_CACHE_DIR", str(blocker))  # not a folder: a temporary one is used
-    folder = law_kernels._writable_folder()
+    folder = cache.writable_folder()
     assert folder.is_dir() and blocker not in folder.parents
 
 
@@ -95,20 +95,18 @@ def test_broken_cache_is_rebuilt(tmp_path, monkeypatch, rng):
     monkeypatch.setenv("SKFIBER_CACHE_DIR", str(tmp_path))
     law = law_from_function(lambda lam, lamdot, theta, t: 7e3 * (lam - 1) + 11 * lamdot * theta)
     kernel = law_kernels.law_kernel(law)
-    module = law_kernels.load_module(kernel.source)
+    module = cache.load_module(kernel.source)
     p = _points(rng, 4)
     assert _compiled(law, p)[0]
     caches = list((tmp_path / "laws" / "__pycache__").glob("law_*"))
     assert caches
     for path in caches:
         path.write_bytes(b"garbage")
-    key = law_kernels._key(kernel.source)  # as a new process would start: module not loaded, cache on disk
-    law_kernels._MODULES.pop(key)
-    sys.modules.pop(f"skfiber_law_{key}")
+    cache.unload_module(kernel.source)  # as a new process would start: module not loaded, cache on disk
     law2 = law_from_function(lambda lam, lamdot, theta, t: 7e3 * (lam - 1) + 11 * lamdot * theta)
     ok, S, _, _ = _compiled(law2, p)
     assert ok and np.allclose(S, _numpy(law2, p)[0], rtol=1e-13)
-    assert module is not law_kernels.load_module(kernel.source)
+    assert module is not cache.load_module(kernel.source)
 
 
 def test_law_without_code_printer_falls_back(monkeypatch, rng):

@@ -104,10 +104,10 @@ def branch_expressions(integrands: list[sp.Expr], stretch: sp.Expr, n_params: in
         for earlier, earlier_def in inter:
             definition = definition.subs(earlier_def, earlier)
         dI = []
-        for field in unknowns:
+        for unknown in unknowns:
             row = []
             for k in range(N_JETS):
-                d = sp.diff(definition, field[k])
+                d = sp.diff(definition, unknown[k])
                 for earlier, _ in inter:
                     if earlier in definition.free_symbols:
                         d += sp.diff(definition, earlier) * total[earlier][len(dI)][k]

@@ -33,7 +33,7 @@ import warnings
 import numpy as np
 import sympy as sp
 
-from ..law_kernels import load_module, forget_module
+from .cache import forget_module, load_module
 from .codegen import abstract_numbers, branch_expressions, kernel_source
 from .tracer import Traced, Untraceable, trace, trace_tangent, traced_coefficients
 

@@ -489,9 +489,7 @@ class CylinderContact:
         >>> cyl.name, cyl.radius, cyl.length
         ('bone', 0.02, 0.2)
         """
-        from ..rigid import RigidSystem
-
-        if not isinstance(system, RigidSystem):
+        if not all(hasattr(system, name) for name in ("body", "cylinder", "n", "bodies")):  # a RigidSystem
             raise TypeError(f"system must be a skfiber.rigid.RigidSystem, got {type(system).__name__}")
         b = system.body(getattr(body, "name", body))  # raises for unknown bodies
         cylinder = system.cylinder(b.name)

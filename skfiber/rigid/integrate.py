@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
+from ..core import ConvergenceError, NewtonOptions
 from .kernels import euler_step_terms, euler_terms
 from .system import COMPLEX_STEP, RigidSystem, complex_jacobian
 
@@ -405,8 +406,6 @@ def backward_euler_rigid(system: RigidSystem, q_prev, p_prev, t_prev: float, dt:
     (:func:`_newton_with_states`: a trust region on the states and a
     backtracking line search) and ``report.states`` is s⁺.
     """
-    from ..solver import ConvergenceError, NewtonOptions
-
     options = NewtonOptions() if options is None else options
     q_prev = np.asarray(q_prev, dtype=float)
     p_prev = np.asarray(p_prev, dtype=float)
@@ -462,8 +461,6 @@ def _newton_with_states(system, layout, q, q_prev, p_prev, t, dt, *, options, st
     (Δq, Δs/s_scale)).  The test is invariant to the scaling of the rows, so
     forces and state rates need no common unit.
     """
-    from ..solver import ConvergenceError
-
     if states_prev is None:
         _check_states(layout, None, None)  # raises the explanatory error
     n = q.shape[0]
@@ -552,7 +549,6 @@ def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float, *, t0: 
     """
     import warnings
 
-    from ..solver import ConvergenceError
     q0 = np.asarray(q0, dtype=float)
     p0 = np.asarray(p0, dtype=float)
     n = system.n

@@ -53,6 +53,7 @@ from .forces import Gravity
 from .joints import Fixed, Prescribed, Prismatic, Revolute, skew
 from .kernels import inertia_terms, point_kinematics
 from .kinematics import Kinematics
+from .points import BodyCylinder, BodyPoint
 from .tree import GROUND, Tree, build_tree
 
 __all__ = ["RigidSystem", "COMPLEX_STEP", "complex_jacobian"]
@@ -612,14 +613,10 @@ class RigidSystem:
 
         Returns a :class:`~skfiber.rigid.BodyPoint` with c(q, t), C = ∂c/∂q, ∂C/∂q, ….
         """
-        from .points import BodyPoint
-
         return BodyPoint(self, body, point)
 
     def cylinder(self, body: str):
         """The cylinder of ``body``: its pose and the q-derivatives (see :class:`BodyCylinder`)."""
-        from .points import BodyCylinder
-
         return BodyCylinder(self, body)
 
 

@@ -1,0 +1,96 @@
+"""The disk cache of generated modules: a source is written once under a name made from its text.
+
+``$SKFIBER_CACHE_DIR``, else ``$XDG_CACHE_HOME/skfiber`` or ``~/.cache/skfiber``
+(a temporary folder when that is not writable).  numba's ``cache=True`` keeps
+the machine code next to each module, so a later process loads it instead of
+compiling again; another source (an edited form or law) gets another name.
+
+Example
+-------
+>>> from skfiber.compile.cache import load_module
+>>> load_module("def evaluate():\n    return 42\n", kind="example").evaluate()
+42
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+__all__ = ["cache_folder", "writable_folder", "source_key", "load_module", "forget_module", "unload_module"]
+
+_MODULES: dict[str, object] = {}  # source hash → imported module (one import and compile per process)
+_TEMP_FOLDER: list[Path] = []
+
+
+def cache_folder() -> Path:
+    """Where generated modules (laws, forms) and numba's machine code are kept."""
+    if os.environ.get("SKFIBER_CACHE_DIR"):
+        root = Path(os.environ["SKFIBER_CACHE_DIR"])
+    else:
+        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "skfiber"
+    return root / "laws"
+
+
+def writable_folder() -> Path:
+    """:func:`cache_folder`, made if needed, or a temporary folder when it is not writable."""
+    folder = cache_folder()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".probe{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+        return folder
+    except OSError:
+        if not _TEMP_FOLDER:
+            _TEMP_FOLDER.append(Path(tempfile.mkdtemp(prefix="skfiber-cache-")))
+        return _TEMP_FOLDER[0]
+
+
+def source_key(source: str) -> str:
+    """The name of a generated source in the cache: a hash of its text."""
+    return hashlib.sha1(source.encode()).hexdigest()[:20]
+
+
+def forget_module(source: str, kind: str = "law") -> None:
+    """Drop the module of a source and numba's cached machine code for it (a stale or broken cache)."""
+    key = source_key(source)
+    _MODULES.pop(key, None)
+    sys.modules.pop(f"skfiber_{kind}_{key}", None)
+    for folder in {writable_folder(), cache_folder()}:
+        for path in (folder / "__pycache__").glob(f"{kind}_{key}.*"):
+            try:
+                path.unlink()
+            except OSError:
+                pass
+
+
+def load_module(source: str, kind: str = "law"):
+    """The module of a generated source (``kind``: its file name prefix), written to the cache folder once."""
+    key = source_key(source)
+    if key in _MODULES:
+        return _MODULES[key]
+    folder = writable_folder()
+    path = folder / f"{kind}_{key}.py"
+    if not path.exists() or path.read_text() != source:
+        tmp = folder / f".{kind}_{key}.{os.getpid()}.tmp"
+        tmp.write_text(source)
+        os.replace(tmp, path)  # atomic: other processes see the old or the whole new file
+    name = f"skfiber_{kind}_{key}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # numba's cache looks the module up by name
+    spec.loader.exec_module(module)
+    _MODULES[key] = module
+    return module
+
+
+def unload_module(source: str, kind: str = "law") -> None:
+    """Forget the loaded module of a source (its files stay): the next :func:`load_module` imports it anew,
+    as a new process would."""
+    key = source_key(source)
+    _MODULES.pop(key, None)
+    sys.modules.pop(f"skfiber_{kind}_{key}", None)

@@ -1,0 +1,10 @@
+"""The core layer: state, evaluations, Newton's options and errors (no physics).
+
+Every other part of skfiber may import from here; this package imports nothing of skfiber.
+"""
+from .errors import ConvergenceError, InadmissibleState
+from .newton_options import NewtonOptions
+from .state import ROUNDOFF_FACTOR, Evaluation, EulerRates, State
+
+__all__ = ["State", "Evaluation", "EulerRates", "NewtonOptions", "ConvergenceError", "InadmissibleState",
+           "ROUNDOFF_FACTOR"]

@@ -1,0 +1,41 @@
+"""The errors skfiber's solvers raise.
+
+Example
+-------
+>>> from skfiber.core import ConvergenceError
+>>> str(ConvergenceError("stagnates", t=0.5, step=3, residual_history=[1.0]))[:24]
+'Newton failed at t = 0.5'
+"""
+from __future__ import annotations
+
+__all__ = ["ConvergenceError", "InadmissibleState"]
+
+
+class ConvergenceError(RuntimeError):
+    """Newton did not converge: carries time, step and residual history."""
+
+    def __init__(self, reason: str, *, t: float, step: int | str, residual_history: list[float]):
+        self.reason = reason
+        self.t = t
+        self.step = step
+        self.residual_history = list(residual_history)
+        hist = ", ".join(f"{r:.3e}" for r in self.residual_history) or "none"
+        super().__init__(f"Newton failed at t = {t:.6g} s (step {step}): {reason}. Residual history: [{hist}]")
+
+
+class InadmissibleState(FloatingPointError):
+    """What the fast path raises where the general path raises: a state it cannot evaluate.
+
+    The message is the general path's (the diagnosis: which fiber, where, by how much), computed when it
+    is first asked for — Newton's safeguard rejects such trial states routinely and never reads it.
+    """
+
+    def __init__(self, explain):
+        super().__init__()
+        self._explain = explain
+        self._message = None
+
+    def __str__(self) -> str:
+        if self._message is None:
+            self._message = self._explain()
+        return self._message

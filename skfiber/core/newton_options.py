@@ -1,0 +1,82 @@
+"""Newton's settings (:class:`NewtonOptions`).
+
+Example
+-------
+>>> from skfiber.core import NewtonOptions
+>>> NewtonOptions(rtol=1e-8).with_stagnation_window(5).stagnation_window
+5
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["NewtonOptions", "with_window"]
+
+
+@dataclass(frozen=True)
+class NewtonOptions:
+    """Newton settings.
+
+    Converged when ‖G‖ ≤ rtol · F_ref + atol + F_roundoff on the free DOFs,
+    F_ref being the largest of the norms of the internal, inertial and external
+    forces, and F_roundoff ≈ 10⁴ ε ‖Σₑ |Fₑ|‖ the floor that round-off puts on
+    the assembled internal force (large element forces that cancel).
+    """
+
+    rtol: float = 1e-9
+    atol: float = 1e-12
+    max_iterations: int = 25
+    #: safeguard δ̄ of paper eq. 71: a step may shrink each contact point's
+    #: admissibility margin 1 + γg at most to this fraction
+    safeguard: float = 0.25
+    #: smallest step fraction δ the safeguard may take before Newton gives up
+    min_step: float = 1e-8
+    #: backtracking line search on ‖G‖ after the safeguard: at most this many
+    #: halvings of the step per iteration (0 = plain, safeguarded Newton)
+    line_search: int = 6
+    #: sufficient decrease of the line search: accept ‖G(u + s Δu)‖ ≤ (1 − c s) ‖G(u)‖
+    line_search_decrease: float = 1e-4
+    #: give up early when ‖G‖ stagnates: when the residual has not dropped by
+    #: 10 % over this many iterations, Newton stops with a ConvergenceError
+    #: instead of running to `max_iterations` (time steps and load steps are
+    #: then bisected); 0 = never.  None (default): 1 in backward-Euler steps,
+    #: where a failing step is cheaply split in two, and 5 in static solves,
+    #: where Newton may creep towards an equilibrium (stiff contact)
+    stagnation_window: int | None = None
+
+    def __post_init__(self):
+        if not (self.rtol > 0 and math.isfinite(self.rtol)):
+            raise ValueError(f"rtol must be > 0, got {self.rtol}")
+        if not (self.atol >= 0 and math.isfinite(self.atol)):
+            raise ValueError(f"atol must be ≥ 0, got {self.atol}")
+        if int(self.max_iterations) < 1:
+            raise ValueError(f"max_iterations must be ≥ 1, got {self.max_iterations}")
+        if not 0 < self.safeguard < 1:
+            raise ValueError(f"safeguard δ̄ must lie in (0, 1), got {self.safeguard}")
+        if not 0 < self.min_step < 1:
+            raise ValueError(f"min_step must lie in (0, 1), got {self.min_step}")
+        if isinstance(self.line_search, bool) or int(self.line_search) != self.line_search or self.line_search < 0:
+            raise ValueError(f"line_search must be an integer ≥ 0 (number of step halvings), got {self.line_search!r}")
+        if not 0 <= self.line_search_decrease < 1:
+            raise ValueError(f"line_search_decrease must lie in [0, 1), got {self.line_search_decrease}")
+        w = self.stagnation_window
+        if w is not None and (isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 0):
+            raise ValueError(f"stagnation_window must be an integer ≥ 0 (0 = never give up early) or None "
+                             f"(1 in time steps, 5 in static solves), got {w!r}")
+
+    def with_stagnation_window(self, default: int) -> "NewtonOptions":
+        """These options with ``stagnation_window`` set to ``default`` if it is None."""
+        if self.stagnation_window is not None:
+            return self
+        return with_window(self, default)
+
+
+@functools.lru_cache(maxsize=16)
+def with_window(options: NewtonOptions, window: int) -> NewtonOptions:
+    """``options`` with ``stagnation_window=window`` (made once, not in every step)."""
+    return dataclasses.replace(options, stagnation_window=window)

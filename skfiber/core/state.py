@@ -1,0 +1,130 @@
+"""The state of a model and an evaluation of its discrete equations.
+
+* :class:`State` — displacement, velocity and acceleration of all Hermite DOFs, and the rigid
+  coordinates with their rates, at one time;
+* :class:`Evaluation` — residual and (lazy) tangent at a state, what Newton reads;
+* :class:`EulerRates` — the rates of a backward-Euler step as functions of the new displacement.
+
+Example
+-------
+>>> import numpy as np
+>>> from skfiber.core import State
+>>> State(0.0, np.zeros(6), np.zeros(6)).q.shape
+(0,)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["State", "Evaluation", "EulerRates", "ROUNDOFF_FACTOR"]
+
+# Newton's residual floor: this many machine epsilons of the summed element force magnitudes
+ROUNDOFF_FACTOR = 1e4
+
+
+@dataclass
+class State:
+    """Displacement u, velocity v and acceleration a of all Hermite DOFs at time t,
+    and the rigid coordinates q, velocities p and accelerations b.
+
+    ``a`` and ``b`` are the backward-Euler accelerations of the step that led
+    here, ``a_prev`` and ``b_prev`` those of the step before it and ``dt_last``
+    the size of the step that led here; they only serve the predictor of the
+    next step (:func:`skfiber.solver.predicted_accelerations`; default zero,
+    and empty / 0 for unknown).  Without a rigid system q, p and b are empty.
+    """
+
+    t: float
+    u: np.ndarray
+    v: np.ndarray
+    a: np.ndarray | None = None
+    q: np.ndarray | None = None
+    p: np.ndarray | None = None
+    b: np.ndarray | None = None
+    a_prev: np.ndarray | None = None
+    b_prev: np.ndarray | None = None
+    dt_last: float = 0.0
+
+    def __post_init__(self):
+        if self.a is None:
+            self.a = np.zeros_like(np.asarray(self.v, dtype=float))
+        if self.q is None:
+            self.q = np.zeros(0)
+        self.q = np.asarray(self.q, dtype=float)
+        if self.p is None:
+            self.p = np.zeros_like(self.q)
+        if self.b is None:
+            self.b = np.zeros_like(self.q)
+        self.a_prev = np.zeros(0) if self.a_prev is None else np.asarray(self.a_prev, dtype=float)
+        self.b_prev = np.zeros(0) if self.b_prev is None else np.asarray(self.b_prev, dtype=float)
+        self.dt_last = float(self.dt_last)
+
+    def copy(self) -> "State":
+        return State(self.t, self.u.copy(), self.v.copy(), self.a.copy(), self.q.copy(), self.p.copy(), self.b.copy(),
+                     self.a_prev.copy(), self.b_prev.copy(), self.dt_last)
+
+
+class Evaluation:
+    """Residual and tangent of the discrete equations at one state.
+
+    ``residual`` = internal + inertia + terms − external.  The tangent
+    ``∂residual/∂u`` is computed on first access of ``element_matrices``
+    (e, nb, nb); ``extra`` holds COO triplets (rows, cols, values) of blocks
+    outside the cable mesh pattern.  ``margins`` maps each contact's name to
+    its :attr:`~skfiber.contact.base.ContactEvaluation.margins` when every
+    contact supports the end-of-step safeguard check, else None.
+    """
+
+    def __init__(self, residual, tangent_fn, *, reference_force: float, min_stretch: float, extra=None,
+                 roundoff: float = 0.0, n_active_contacts: int = 0, margins: dict | None = None):
+        self.residual = residual
+        self.margins = margins
+        self.n_active_contacts = n_active_contacts
+        self.roundoff = roundoff
+        self._tangent_fn = tangent_fn
+        self._element_matrices = None
+        self._extra = extra if callable(extra) else list(extra or [])
+        self.reference_force = reference_force
+        self.min_stretch = min_stretch
+
+    @property
+    def element_matrices(self) -> np.ndarray:
+        if self._element_matrices is None:
+            self._element_matrices = self._tangent_fn()
+        return self._element_matrices
+
+    @property
+    def extra(self) -> list:
+        """COO triplets (rows, cols, values) of the contact tangents (computed on first access)."""
+        if callable(self._extra):
+            self._extra = list(self._extra())
+        return self._extra
+
+
+class EulerRates:
+    """The fiber rates of a backward-Euler step as a function of the new displacement u:
+    v = (u − uₙ)/Δt, a = (v − vₙ)/Δt, with their derivatives c_v = ∂v/∂u = 1/Δt and
+    c_a = ∂a/∂u = 1/Δt² — the ``fiber_state`` of :meth:`skfiber.coupling.CoupledProblem.evaluate`
+    (the coupled fast path computes them inside its kernels).
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> rates = EulerRates(u_prev=np.zeros(2), v_prev=np.ones(2), dt=0.5)
+    >>> v, a, c_v, c_a = rates(np.array([1.0, 0.5]))
+    >>> v.tolist(), a.tolist(), c_v, c_a
+    ([2.0, 1.0], [2.0, 0.0], 2.0, 4.0)
+    """
+
+    def __init__(self, *, u_prev: np.ndarray, v_prev: np.ndarray, dt: float):
+        self.u_prev = np.ascontiguousarray(u_prev, dtype=float)
+        self.v_prev = np.ascontiguousarray(v_prev, dtype=float)
+        self.dt = float(dt)
+        self.c_v = 1.0 / self.dt
+        self.c_a = 1.0 / self.dt**2
+
+    def __call__(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
+        v = (u - self.u_prev) / self.dt
+        return v, (v - self.v_prev) / self.dt, self.c_v, self.c_a
