@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .rigid import evaluate_points
+from .rigid import GROUND, evaluate_points
 
-__all__ = ["Attachment", "AttachmentKinematics", "attachment_kinematics"]
+__all__ = ["Attachment", "AttachmentKinematics", "attachment_kinematics", "new_attachment"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,6 +35,28 @@ class Attachment:
 
     def __repr__(self):
         return f"Attachment({self.name!r}: fiber {self.fiber} {self.end!r} → {self.body!r})"
+
+
+def new_attachment(system, body, point, *, fiber: int, end, dofs, reference: np.ndarray, name: str,
+                   taken: set) -> Attachment:
+    """The :class:`Attachment` of fiber ``fiber``'s ``end`` (position DOFs ``dofs`` at ``reference``) to
+    ``body`` of the rigid ``system`` at ``point`` (default: the fiber end), checked: a known body, a point
+    that coincides with the fiber end, a new ``name`` (not in ``taken``)."""
+    body = getattr(body, "name", body)
+    known = [b.name for b in system.bodies]
+    if not isinstance(body, str) or (body != GROUND and body not in known):
+        raise ValueError(f"attach: unknown body {body!r}; the rigid system has {known} (or 'ground')")
+    bp = system.point(body, reference if point is None else point)
+    gap = float(np.linalg.norm(bp.reference - reference))
+    scale = max(1.0, float(np.abs(reference).max()))
+    if gap > 1e-9 * scale:
+        raise ValueError(
+            f"attach: the body point {bp.reference.tolist()} is {gap:.3g} m away from the reference position "
+            f"{reference.tolist()} of fiber {fiber} end {end!r}; the fiber must start at its attachment "
+            "(move the fiber end there, or omit point= to use the fiber end)")
+    if name in taken:
+        raise ValueError(f"an attachment named {name!r} exists already; give another name")
+    return Attachment(name=name, fiber=fiber, end=end, body=body, dofs=np.asarray(dofs), point=bp)
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,7 @@ class CoupledEvaluation(Evaluation):
         super().__init__(residual, lambda: None, reference_force=reference_force, min_stretch=fiber.min_stretch,
                          roundoff=roundoff, n_active_contacts=fiber.n_active_contacts, margins=fiber.margins)
         self.fiber = fiber
-        self._blocks = blocks
+        self.blocks = blocks
 
     @property
     def element_matrices(self):  # the fiber tangent (the coupled solve uses the blocks)
@@ -159,11 +159,11 @@ class CoupledProblem:
         is_D = np.zeros(self.N, dtype=bool)
         is_D[self.D] = True
         self._is_D = is_D
-        self._fixed_index = np.flatnonzero(self.fiber_solver.fixed)
+        self.fixed_index = np.flatnonzero(self.fiber_solver.fixed)
         self._dependent_index(asm.element_dofs.T)
         self._kin_memo = None
         self._points = None
-        self._end_margins = None  # contact margins of the last converged step (skfiber.solver)
+        self.end_margins = None  # contact margins of the last converged step (skfiber.solver)
 
         self._fast = FastCoupling(self) if fast and FastCoupling.supports(model) else None
 
@@ -185,7 +185,7 @@ class CoupledProblem:
         u[self.D] = kin.displacement
         return u, q, kin
 
-    def _point_layout(self):
+    def point_layout(self):
         """(body indices (P + 2c,), reference points (P + 2c, 3)): the attachment points, then the start
         and end of each contact cylinder on a body (fixed once the problem is made)."""
         if self._points is None:
@@ -218,7 +218,7 @@ class CoupledProblem:
         key = (q.tobytes(), float(t))
         if self._kin_memo is not None and self._kin_memo[0] == key:
             return self._kin_memo[1]
-        bodies, points = self._point_layout()
+        bodies, points = self.point_layout()
         n, P = self.n, len(self.model.attachments)
         if not len(bodies):
             out = (AttachmentKinematics(np.zeros(0), np.zeros((0, n)), np.zeros((0, n, n))), [], [])
@@ -257,9 +257,9 @@ class CoupledProblem:
         """
         if self._fast is not None:
             return self._fast.evaluate(z, t, fiber_state=fiber_state, rigid_state=rigid_state, load_factor=load_factor)
-        return self._evaluate_general(z, t, fiber_state=fiber_state, rigid_state=rigid_state, load_factor=load_factor)
+        return self.evaluate_general(z, t, fiber_state=fiber_state, rigid_state=rigid_state, load_factor=load_factor)
 
-    def _evaluate_general(self, z: np.ndarray, t: float, *, fiber_state, rigid_state,
+    def evaluate_general(self, z: np.ndarray, t: float, *, fiber_state, rigid_state,
                           load_factor: float = 1.0) -> CoupledEvaluation:
         """:meth:`evaluate` through the model's objects (the definition)."""
         model = self.model
@@ -285,7 +285,7 @@ class CoupledProblem:
         residual = np.empty(N + self.n)
         residual[:N] = G
         residual[N:] = R_q
-        residual[self._fixed_index] = 0.0
+        residual[self.fixed_index] = 0.0
         blocks = dict(u=u, q=q, kin=kin, rigid=rs, pose_terms=pose_terms, t=t)
         return CoupledEvaluation(residual, fiber=ev, blocks=blocks, reference_force=ref, roundoff=ev.roundoff)
 
@@ -293,19 +293,19 @@ class CoupledProblem:
     def _dependent_index(self, edofs: np.ndarray) -> None:
         """The entries of the element matrices in a row or a column of a dependent DOF (built once).
 
-        ``_touch_entries`` = (flat index into the element matrices, global row, global column) of every
-        entry (e, i, j) of an element that touches a dependent DOF; ``_pos_D`` the position of each
+        ``touch_entries`` = (flat index into the element matrices, global row, global column) of every
+        entry (e, i, j) of an element that touches a dependent DOF; ``dependent_rows`` the position of each
         DOF in D (−1 if not dependent).
         """
         pos = -np.ones(self.N, dtype=np.int64)
         pos[self.D] = np.arange(len(self.D))
-        self._pos_D = pos
+        self.dependent_rows = pos
         nb = edofs.shape[1]
         touch = np.flatnonzero(self._is_D[edofs].any(axis=1))
         e, i, j = (a.ravel() for a in np.meshgrid(touch, np.arange(nb), np.arange(nb), indexing="ij"))
         row, col = edofs[e, i], edofs[e, j]
         keep = self._is_D[row] | self._is_D[col]
-        self._touch_entries = tuple(np.ascontiguousarray(a[keep], dtype=np.int64)
+        self.touch_entries = tuple(np.ascontiguousarray(a[keep], dtype=np.int64)
                                     for a in ((e * nb + i) * nb + j, row, col))
 
     def _dependent_products(self, ev, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -317,17 +317,17 @@ class CoupledProblem:
         KX = np.zeros((self.N, self.n))
         XK = np.zeros((self.n, self.N))
         C = np.ascontiguousarray(C, dtype=float)
-        flat, rows, cols = self._touch_entries
-        scatter_dependent(ev.element_matrices.reshape(-1), flat, rows, cols, self._pos_D, C, KX, XK)
+        flat, rows, cols = self.touch_entries
+        scatter_dependent(ev.element_matrices.reshape(-1), flat, rows, cols, self.dependent_rows, C, KX, XK)
         for r, c, vals in ev.extra:
-            scatter_dependent(vals, _ALL, r, c, self._pos_D, C, KX, XK)
+            scatter_dependent(vals, _ALL, r, c, self.dependent_rows, C, KX, XK)
         return KX, XK
 
     def tangent_blocks(self, cev: CoupledEvaluation):
         """(W = ∂G/∂q (N, n), ∂R_q/∂u (n, N), ∂R_q/∂q (n, n)) of the coupled tangent."""
         if getattr(cev, "fast", None) is not None:  # a FastEvaluation
             return self._fast.tangent_blocks(cev)
-        b = cev._blocks
+        b = cev.blocks
         ev = cev.fiber
         kin, n, D = b["kin"], self.n, self.D
         C = kin.jacobian  # X = ∂u/∂q is C on the rows D and zero elsewhere
@@ -369,9 +369,9 @@ class CoupledProblem:
         """The Newton increment Δz (block elimination of Δu_I, Schur complement for Δq)."""
         if getattr(cev, "fast", None) is not None:  # a FastEvaluation
             return self._fast.solve_newton(cev)
-        return self._solve_blocks(cev)
+        return self.solve_blocks(cev)
 
-    def _solve_blocks(self, cev) -> np.ndarray:
+    def solve_blocks(self, cev) -> np.ndarray:
         """:meth:`solve_newton` with numpy and the fiber solver (for any evaluation of this problem)."""
         N, n = self.N, self.n
         G, R_q = cev.residual[:N], cev.residual[N:]
@@ -380,12 +380,12 @@ class CoupledProblem:
         rhs[:, 0] = -G
         rhs[:, 1:] = W
         sol = self.fiber_solver.solve(cev.fiber.element_matrices, rhs, cev.fiber.extra)  # [x0, Y] = K_II⁻¹ [−G, W]
-        sol[self._fixed_index] = 0.0  # (the solver's identity rows give 0 there already)
+        sol[self.fixed_index] = 0.0  # (the solver's identity rows give 0 there already)
         AY = Rq_u @ sol  # ∂R_q/∂u_I [x0, Y]: the fixed rows of sol vanish
         S = Rq_q - AY[:, 1:]
         dq = _solve_small(S, -R_q - AY[:, 0])
         du = sol[:, 0] - sol[:, 1:] @ dq
-        du[self.D] = cev._blocks["kin"].jacobian @ dq
+        du[self.D] = cev.blocks["kin"].jacobian @ dq
         return np.concatenate([du, dq])
 
     # ------------------------------------------------------------------ safeguard

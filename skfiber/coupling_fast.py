@@ -176,7 +176,7 @@ class FastEvaluation:
         return self._fiber
 
     @property
-    def _blocks(self):  # what CoupledProblem._solve_blocks reads of an evaluation
+    def blocks(self):  # what CoupledProblem.solve_blocks reads of an evaluation
         return {"kin": self.kin}
 
 
@@ -192,7 +192,7 @@ class FastCoupling:
         model = problem.model
         d = model.discretization
         self.model = model
-        bodies, points = problem._point_layout()
+        bodies, points = problem.point_layout()
         self._bodies, self._points = bodies, points
         self._P = len(model.attachments)
         body_contacts = {id(c): i for i, c in enumerate(problem.body_contacts)}
@@ -298,7 +298,7 @@ class FastCoupling:
                 rs = rigid_state(q)
                 rigid_residual, rigid_tangent, rigid_ref = rs.residual, rs.tangent, rs.reference_force
             residual, body_force = coupled_rows(R, np.ascontiguousarray(rigid_residual, dtype=float), C, p.D,
-                                                self._P, forces, p._fixed_index)
+                                                self._P, forces, p.fixed_index)
         self._last = (z.tobytes(), t, u)  # u with u_D = c(q, t) at this z (expand)
         if model._remember_residual and load_factor == 1.0:
             model._last_residual = ((u, v, a, t, q), R)  # fresh arrays, never changed (Model._memo_matches)
@@ -330,7 +330,7 @@ class FastCoupling:
         head = (z, p.N, p.D, self._P, self._bodies, self._points, rates.u_prev, rates.v_prev, rates.dt)
         args = (head, rigid_state.kernel_args(),
                 kernel.fused_arguments(t, alpha=model.activations(t).ravel(), output=out),
-                (model.external_force(t), float(load_factor)), cylinder, row, p._fixed_index)
+                (model.external_force(t), float(load_factor)), cylinder, row, p.fixed_index)
         self._fused_out = out
         if self._fused_ready:
             return self._fused(*args)
@@ -386,7 +386,7 @@ class FastCoupling:
 
         def explain() -> str:
             try:
-                self.problem._evaluate_general(z, t, fiber_state=fiber_state, rigid_state=rigid_state,
+                self.problem.evaluate_general(z, t, fiber_state=fiber_state, rigid_state=rigid_state,
                                                load_factor=load_factor)
             except FloatingPointError as err:
                 return str(err)
@@ -437,13 +437,13 @@ class FastCoupling:
         C = np.ascontiguousarray(kin.jacobian)
         W = np.zeros((N, n))
         Rq_u = np.zeros((n, N))
-        flat, rows, cols = p._touch_entries
-        scatter_dependent(ev.element_matrices.reshape(-1), flat, rows, cols, p._pos_D, C, W, Rq_u)
+        flat, rows, cols = p.touch_entries
+        scatter_dependent(ev.element_matrices.reshape(-1), flat, rows, cols, p.dependent_rows, C, W, Rq_u)
         N_ = ev.fiber_residual.shape[0]
         for c in ev.contacts:
             if c.active:
                 r, cc, vals = c.derivatives(N_)[:3]
-                scatter_dependent(vals, _NO_INDEX, r, cc, p._pos_D, C, W, Rq_u)
+                scatter_dependent(vals, _NO_INDEX, r, cc, p.dependent_rows, C, W, Rq_u)
         G_D = ev.fiber_residual[D]
         Rq_q = ev.rigid_tangent + (G_D @ kin.hessian.reshape(len(G_D), n * n)).reshape(n, n)
         X = None
@@ -473,7 +473,7 @@ class FastCoupling:
         :func:`~skfiber.coupled_kernels.coupled_increment` — and :meth:`solve_blocks` otherwise or when the
         block LU is rejected."""
         fs = self.problem.fiber_solver
-        if fs._block_index is None:
+        if fs.block_index is None:
             return self.solve_blocks(ev)
         active = [c for c in ev.contacts if c.active]
         if len(active) <= 1:
@@ -495,10 +495,10 @@ class FastCoupling:
             cyl = contact.cylinder
             args = (contact.pts, contact.elements, contact.act, cyl.data.dofs, cyl.data.S, cyl.data.dS,
                     contact.tangent, contact.axis_norm, cyl.row, contact.force)
-        flat, rows, cols = p._touch_entries
+        flat, rows, cols = p.touch_entries
         _, C, H = ev._points
-        return newton_increment(ev.element_matrices, *args, fs._block_index, fs._block_fixed,
-                                fs._block_diag_fixed, flat, rows, cols, p._pos_D, C, H, self._P, ev.fiber_residual,
+        return newton_increment(ev.element_matrices, *args, fs.block_index, fs.block_fixed,
+                                fs.block_diag_fixed, flat, rows, cols, p.dependent_rows, C, H, self._P, ev.fiber_residual,
                                 ev.residual[p.N:], ev.rigid_tangent, p.D, fs.constrained, PIVOT_TOL, RESIDUAL_TOL)
 
     def _separate_increment(self, ev: FastEvaluation):
@@ -508,7 +508,7 @@ class FastCoupling:
         fs = p.fiber_solver
         N, n = p.N, p.n
         P = self._P
-        flat, trows, tcols = p._touch_entries
+        flat, trows, tcols = p.touch_entries
         K = ev.element_matrices
         triplets = ev.extra
         if len(triplets) == 1:
@@ -543,8 +543,8 @@ class FastCoupling:
             columns, offsets, dRu, d_pose = _NO_INDEX, np.zeros(1, dtype=np.int64), np.zeros((6, 0)), np.zeros((0, 6, 6))
         dRu = np.ascontiguousarray(dRu)
         dz, status = coupled_increment(
-            K, rows, cols, vals, fs._block_index, fs._block_fixed, fs._block_diag_fixed, flat, trows, tcols,
-            p._pos_D, C_all[:P].reshape(3 * P, n), H_all[:P].reshape(3 * P, n, n), ev.fiber_residual,
+            K, rows, cols, vals, fs.block_index, fs.block_fixed, fs.block_diag_fixed, flat, trows, tcols,
+            p.dependent_rows, C_all[:P].reshape(3 * P, n), H_all[:P].reshape(3 * P, n, n), ev.fiber_residual,
             ev.residual[N:], ev.rigid_tangent, p.D,
             fs.constrained, Jp, Hp, force, Gp, columns, offsets, dRu, d_pose, PIVOT_TOL, RESIDUAL_TOL)
         return dz, status
@@ -552,4 +552,4 @@ class FastCoupling:
     def solve_blocks(self, ev: FastEvaluation) -> np.ndarray:
         """:meth:`CoupledProblem.solve_newton` for a fast evaluation, with numpy and the fiber solver
         (band or sparse LU when the block LU does not apply or is rejected, and their errors)."""
-        return self.problem._solve_blocks(ev)
+        return self.problem.solve_blocks(ev)

@@ -39,9 +39,9 @@ import sympy as sp
 
 from .compile.cache import forget_module, load_module
 from .compile.codegen import abstract_numbers, cse_products
-from .materials import ARGUMENTS, SymbolicLaw
+from .materials import ARGUMENTS, MaterialPoint, SymbolicLaw
 
-__all__ = ["LawKernel", "law_kernel"]
+__all__ = ["LawKernel", "law_kernel", "FiberStress"]
 
 def _source(expressions) -> tuple[str, np.ndarray]:
     """Python source of the point loop, and the parameter vector of the numbers."""
@@ -135,3 +135,48 @@ def law_kernel(law) -> LawKernel | None:
         else:
             law._kernel = LawKernel(source, params, law.name)
     return law._kernel
+
+
+class FiberStress:
+    """S, ∂S/∂λ, ∂S/∂λ̇ (e, q) of the fibers' laws at the quadrature points of a discretization, one call per
+    distinct law: symbolic laws through their compiled loops (:func:`law_kernel`) when ``compiled``, other
+    laws, and laws numba cannot compile, with numpy.  What the numpy path of the forms and the fields of the
+    output use (the compiled forms inline the laws).
+
+    Parameters
+    ----------
+    discretization
+        The model's :class:`~skfiber.discretization.Discretization` (its ``law_groups``).
+    compiled
+        Use the laws' compiled loops.
+    """
+
+    def __init__(self, discretization, *, compiled: bool = True):
+        self.discretization = discretization
+        self.plan = None  # [(LawKernel, point indices)] per law group, [] when one has no kernel
+        if compiled:
+            nq = discretization.theta.shape[1]  # masks are over elements; the kernels index points
+            plan = [(law_kernel(law), np.flatnonzero(np.repeat(mask, nq))) for law, mask in discretization.law_groups]
+            self.plan = plan if all(k is not None for k, _ in plan) else []
+
+    def __call__(self, lam: np.ndarray, lamdot: np.ndarray, t: float, alpha: np.ndarray):
+        """(S, ∂S/∂λ, ∂S/∂λ̇) at stretches ``lam`` and rates ``lamdot`` (e, q), activations ``alpha`` (e, 1)."""
+        d = self.discretization
+        if self.plan and lam.flags.c_contiguous and lamdot.flags.c_contiguous:
+            S, dS, dSr = np.empty_like(lam), np.empty_like(lam), np.empty_like(lam)
+            args = (lam.ravel(), lamdot.ravel(), d.theta.ravel(), t, d.muscle_fraction.ravel(), alpha.ravel(),
+                    lam.shape[1])
+            outs = (S.ravel(), dS.ravel(), dSr.ravel())
+            if all(kernel(*args, idx, *outs) for kernel, idx in self.plan):
+                return S, dS, dSr
+            self.plan = []  # a law failed to compile (warned): numpy from now on
+        if len(d.law_groups) == 1:  # one law for all fibers: no gather/scatter
+            law = d.law_groups[0][0]
+            resp = law(MaterialPoint(lam, lamdot, d.theta, t, d.muscle_fraction, alpha))
+            return resp.stress, resp.d_stretch, resp.d_stretch_rate
+        S, dS, dSr = np.empty_like(lam), np.empty_like(lam), np.empty_like(lam)
+        for law, mask in d.law_groups:
+            point = MaterialPoint(lam[mask], lamdot[mask], d.theta[mask], t, d.muscle_fraction[mask], alpha[mask])
+            resp = law(point)
+            S[mask], dS[mask], dSr[mask] = resp.stress, resp.d_stretch, resp.d_stretch_rate
+        return S, dS, dSr

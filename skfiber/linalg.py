@@ -91,17 +91,17 @@ class ConstrainedSolver:
         self.last_method = ""
         self.block_fallbacks = 0  # block solves rejected (breakdown / residual check) and redone by gbsv
         self._gbsv_fn = None
-        self._end_margins = None  # contact margins of the last converged step (skfiber.solver)
+        self.end_margins = None  # contact margins of the last converged step (skfiber.solver)
 
     def _setup_block(self, rows: np.ndarray, cols: np.ndarray, enabled: bool) -> None:
         """Flat indices into the block storage (None when K is not block tridiagonal with B × B blocks)."""
-        self._block_index = None
+        self.block_index = None
         B = bt.B
         if not enabled or self.N % B or not bt.in_pattern(rows, cols):
             return
         nn = self.N // B
         self._nodes = nn
-        self._block_index = bt.flat_index(rows, cols)
+        self.block_index = bt.flat_index(rows, cols)
         # the constrained rows (all three blocks of their node row) and columns (the blocks of
         # the neighbouring node rows), cleared; then 1 on their diagonal
         c = self.constrained
@@ -111,8 +111,8 @@ class ConstrainedSolver:
         m = node[:, None] + slots - 1  # node rows n − 1, n, n + 1 see node n in their slots 2, 1, 0
         col_slots = ((((m * 3 + 2 - slots) * B)[:, :, None] + np.arange(B)) * B + local[:, None, None])
         col_slots = col_slots[(m >= 0) & (m < nn)].ravel()
-        self._block_fixed = np.unique(np.concatenate([row_slots, col_slots]))
-        self._block_diag_fixed = ((node * 3 + 1) * B + local) * B + local
+        self.block_fixed = np.unique(np.concatenate([row_slots, col_slots]))
+        self.block_diag_fixed = ((node * 3 + 1) * B + local) * B + local
 
     def _solve_block(self, element_matrices: np.ndarray, rhs: np.ndarray, extra: list) -> np.ndarray | None:
         """The block-tridiagonal LU with its residual check; None when it does not apply or fails."""
@@ -122,9 +122,9 @@ class ConstrainedSolver:
             if not bt.add_triplets(work, np.asarray(r, dtype=np.int64), np.asarray(c, dtype=np.int64),
                                    np.asarray(v, dtype=float), self.N):
                 return None  # band or sparse path
-        bt.scatter_add(work, self._block_index, np.ascontiguousarray(element_matrices, dtype=float).reshape(-1))
-        work[self._block_fixed] = 0.0
-        work[self._block_diag_fixed] = 1.0
+        bt.scatter_add(work, self.block_index, np.ascontiguousarray(element_matrices, dtype=float).reshape(-1))
+        work[self.block_fixed] = 0.0
+        work[self.block_diag_fixed] = 1.0
         A = work.reshape(nn, 3, B, B)
         R = np.ascontiguousarray(rhs.reshape(nn, B, -1))  # (N,) or (N, k) → (nn, B, k); rhs is not changed
         x, info = bt.factor_solve(A, R, PIVOT_TOL)
@@ -177,7 +177,7 @@ class ConstrainedSolver:
         rhs = np.array(rhs, dtype=float)  # a copy: gbsv overwrites it
         rhs[self.constrained] = 0.0
         extra = extra or []
-        if self._block_index is not None:
+        if self.block_index is not None:
             x = self._solve_block(element_matrices, rhs, extra)
             if x is not None:
                 self.last_method = "block"

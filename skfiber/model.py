@@ -22,15 +22,16 @@ import scipy.sparse as sps
 from skfem.assembly.form.form import FormExtraParams
 
 from . import forms
-from .attachments import Attachment, attachment_kinematics
+from .attachments import attachment_kinematics, new_attachment
 from .core import ROUNDOFF_FACTOR, Evaluation, State
 from .compile.kernel import FormKernel
 from .contact.base import Contact
 from .discretization import Discretization
 from .fiber import Fiber
-from .law_kernels import law_kernel
-from .materials import SYMBOLS, MaterialPoint
-from .rigid import GROUND, RigidSystem
+from .law_kernels import FiberStress
+from .loads import ExternalLoads, VectorField
+from .materials import SYMBOLS
+from .rigid import RigidSystem
 from .terms import Term, complex_step_tangent
 
 __all__ = ["Model", "State", "Evaluation"]
@@ -42,16 +43,6 @@ _ACTIVATION = operator.attrgetter("activation")
 def _norm(x: np.ndarray) -> float:
     """‖x‖₂ of a 1D array (np.linalg.norm costs several times more on the short vectors here)."""
     return math.sqrt(float(x.dot(x)))
-
-
-VectorField = Sequence[float] | Callable[[np.ndarray, float], np.ndarray]
-
-
-@dataclass(frozen=True)
-class _Load:
-    kind: str  # "body" or "line"
-    value: VectorField
-    elements: np.ndarray  # bool mask over elements
 
 
 @dataclass(frozen=True)
@@ -108,20 +99,19 @@ class Model:
             "inertia": Term(forms.inertia, forms.inertia_tangent, "inertia"),
         }
         self._builtin_terms = dict(self._default_terms)
-        self._law_kernels = None  # [(LawKernel, point indices)] per law group, [] if not all compile
+        self._fiber_stress = None  # skfiber.law_kernels.FiberStress, made on first use  # [(LawKernel, point indices)] per law group, [] if not all compile
         self._activation_cache = None  # ((t, activations), α (e, 1)) of the last activations(t)
         self.fibers = self.discretization.fibers
         self.terms: list[Term] = []
         self.contacts: list = []
-        self._loads: list[_Load] = []
+        #: the external loads (body forces, line loads, gravity), assembled from their forms
+        self.loads = ExternalLoads(self.discretization)
         self._prescribed: dict[tuple[int, int], _Prescribed] = {}
         d = self.discretization
         self._mass_elements = d.assembler.bilinear(
             forms.mass, d.assembler.parameters(area=d.area, rho=d.density, J=d.jacobian)
         )
         self.mass_matrix = d.assembler.to_csr(self._mass_elements)
-        self._load_cache: tuple[float, np.ndarray] | None = None
-        self._constant_load: tuple | None = None
         if rigid is not None:
             if not isinstance(rigid, RigidSystem):
                 raise TypeError(f"rigid must be a skfiber.rigid.RigidSystem, got {type(rigid).__name__}")
@@ -204,25 +194,9 @@ class Model:
         k = d.fiber_index(fiber)
         dofs = d.end_dofs(k, end)
         self._check_end_free(k, end, dofs)
-        body = getattr(body, "name", body)
-        known = [b.name for b in self.rigid.bodies]
-        if not isinstance(body, str) or (body != GROUND and body not in known):
-            raise ValueError(f"attach: unknown body {body!r}; the rigid system has {known} (or 'ground')")
-        X_end = d.reference_dofs[dofs]
-        if point is None:
-            point = X_end
-        bp = self.rigid.point(body, point)
-        gap = float(np.linalg.norm(bp.reference - X_end))
-        scale = max(1.0, float(np.abs(X_end).max()))
-        if gap > 1e-9 * scale:
-            raise ValueError(
-                f"attach: the body point {bp.reference.tolist()} is {gap:.3g} m away from the reference position "
-                f"{X_end.tolist()} of fiber {k} end {end!r}; the fiber must start at its attachment "
-                "(move the fiber end there, or omit point= to use the fiber end)")
         label = name or f"{self.fibers[k].name or k}.{end}"
-        if label in {a.name for a in self.attachments}:
-            raise ValueError(f"an attachment named {label!r} exists already; give another name")
-        att = Attachment(name=label, fiber=k, end=end, body=body, dofs=np.asarray(dofs), point=bp)
+        att = new_attachment(self.rigid, body, point, fiber=k, end=end, dofs=dofs, reference=d.reference_dofs[dofs],
+                             name=label, taken={a.name for a in self.attachments})
         self.attachments.append(att)
         return att
 
@@ -291,25 +265,10 @@ class Model:
         return np.concatenate(out) if out else np.zeros(0)
 
     # --- loads ----------------------------------------------------------
-    def _element_mask(self, fibers: Iterable | None) -> np.ndarray:
-        d = self.discretization
-        if fibers is None:
-            return np.ones(d.element_fiber.size, dtype=bool)
-        ks = [d.fiber_index(f) for f in fibers]
-        return np.isin(d.element_fiber, ks)
-
     def _add_load(self, kind: str, value: VectorField, fibers) -> None:
-        if isinstance(value, np.ndarray) and value.shape == (3,) + self.discretization.theta.shape:
-            pass  # a field at the quadrature points (internal use)
-        elif not callable(value):
-            arr = np.asarray(value, dtype=float)
-            if arr.shape != (3,):
-                raise ValueError(f"a {kind} load is 3 numbers or a callable f(θ, t) returning (3, …); got shape {arr.shape}")
-            if not np.all(np.isfinite(arr)):
-                raise ValueError(f"the {kind} load must be finite, got {arr.tolist()}")
-        self._loads.append(_Load(kind, value, self._element_mask(fibers)))
-        self._load_cache = None
-        self._constant_load = None
+        d = self.discretization
+        elements = None if fibers is None else np.isin(d.element_fiber, [d.fiber_index(f) for f in fibers])
+        self.loads.add(kind, value, elements)
         self._last_residual = None
 
     def add_body_force(self, b0: VectorField, *, fibers: Iterable | None = None) -> None:
@@ -465,43 +424,9 @@ class Model:
         return kernel
 
     def external_force(self, t: float) -> np.ndarray:
-        """Assembled external load vector at time t.
-
-        Loads that do not depend on time are assembled once; callables f(θ, t)
-        once per new t.  The array is shared between calls (without callables, by
-        all times): read it, do not change it.
-        """
-        if self._load_cache is not None and self._load_cache[0] == t:
-            return self._load_cache[1]
-        if self._constant_load is None:  # (the loads without t, the callables, whether the first are finite)
-            constant = self._assemble_loads([l for l in self._loads if not callable(l.value)], t)
-            self._constant_load = (constant, [l for l in self._loads if callable(l.value)],
-                                   bool(np.all(np.isfinite(constant))))
-        constant, timed, finite = self._constant_load
-        F = constant + self._assemble_loads(timed, t) if timed else constant
-        if not (finite and (not timed or np.all(np.isfinite(F)))):
-            raise FloatingPointError(f"the external load is not finite at t = {t}")
-        self._load_cache = (t, F)
-        return F
-
-    def _assemble_loads(self, loads: list, t: float) -> np.ndarray:
-        d = self.discretization
-        asm = d.assembler
-        F = np.zeros(self.n_dofs)
-        shape = (3,) + d.theta.shape
-        for load in loads:
-            if callable(load.value):
-                val = np.broadcast_to(np.asarray(load.value(d.theta, t), dtype=float), shape)
-            elif np.shape(load.value) == shape:
-                val = load.value
-            else:
-                val = np.broadcast_to(np.asarray(load.value)[:, None, None], shape)
-            val = np.where(load.elements[None, :, None], val, 0.0)
-            if load.kind == "body":
-                F += asm.linear_vector(forms.body_force, asm.parameters(b0=val, area=d.area, J=d.jacobian))
-            else:
-                F += asm.linear_vector(forms.line_load, asm.parameters(q=val, J=d.jacobian))
-        return F
+        """Assembled external load vector at time t (:meth:`skfiber.loads.ExternalLoads.force`); shared between
+        calls: read it, do not change it."""
+        return self.loads.force(t)
 
     # --- evaluation -----------------------------------------------------
     def activations(self, t: float) -> np.ndarray:
@@ -532,38 +457,10 @@ class Model:
         return w
 
     def _stress(self, lam: np.ndarray, lamdot: np.ndarray, t: float):
-        """S, ∂S/∂λ, ∂S/∂λ̇ (e, q) of the fibers' laws (one call per distinct law).
-
-        With ``compiled``, symbolic laws run as compiled loops
-        (:mod:`skfiber.law_kernels`); other laws, and laws numba cannot
-        compile, with numpy.
-        """
-        d = self.discretization
-        if self.compiled and self._law_kernels is None:
-            nq = d.theta.shape[1]  # masks are over elements; the kernels index points (element-major)
-            plan = [(law_kernel(law), np.flatnonzero(np.repeat(mask, nq))) for law, mask in d.law_groups]
-            self._law_kernels = plan if all(k is not None for k, _ in plan) else []
-        alpha = self.activations(t)  # (e, 1)
-        if self.compiled and self._law_kernels and lam.flags.c_contiguous and lamdot.flags.c_contiguous:
-            S, dS, dSr = np.empty_like(lam), np.empty_like(lam), np.empty_like(lam)
-            args = (lam.ravel(), lamdot.ravel(), d.theta.ravel(), t, d.muscle_fraction.ravel(), alpha.ravel(),
-                    lam.shape[1])
-            outs = (S.ravel(), dS.ravel(), dSr.ravel())
-            if all(kernel(*args, idx, *outs) for kernel, idx in self._law_kernels):
-                return S, dS, dSr
-            self._law_kernels = []  # a law failed to compile (warned): numpy from now on
-        if len(d.law_groups) == 1:  # one law for all fibers: no gather/scatter
-            law = d.law_groups[0][0]
-            resp = law(MaterialPoint(lam, lamdot, d.theta, t, d.muscle_fraction, alpha))
-            return resp.stress, resp.d_stretch, resp.d_stretch_rate
-        S = np.empty_like(lam)
-        dS = np.empty_like(lam)
-        dSr = np.empty_like(lam)
-        for law, mask in d.law_groups:
-            point = MaterialPoint(lam[mask], lamdot[mask], d.theta[mask], t, d.muscle_fraction[mask], alpha[mask])
-            resp = law(point)
-            S[mask], dS[mask], dSr[mask] = resp.stress, resp.d_stretch, resp.d_stretch_rate
-        return S, dS, dSr
+        """S, ∂S/∂λ, ∂S/∂λ̇ (e, q) of the fibers' laws (:class:`skfiber.law_kernels.FiberStress`)."""
+        if self._fiber_stress is None:
+            self._fiber_stress = FiberStress(self.discretization, compiled=self.compiled)
+        return self._fiber_stress(lam, lamdot, t, self.activations(t))
 
     def evaluate(
         self,

@@ -1,4 +1,5 @@
-"""Newton's method, static equilibrium with load stepping, backward Euler.
+"""Dynamics: backward Euler with Newton, step retries and progress (Newton: :mod:`skfiber.newton`;
+statics: :mod:`skfiber.statics`, both re-exported here).
 
 Backward Euler (paper eq. 64, fiber part) with v = (u − uₙ)/Δt and
 a = (v − vₙ)/Δt turns each step into G(u) = M a + F_int(u, v) − F_ext(tₙ₊₁) = 0,
@@ -30,11 +31,12 @@ from typing import Callable
 import numpy as np
 
 from .contact.base import margins_kept
-from .coupling import CoupledProblem
+from .core import ConvergenceError, EulerRates, NewtonOptions, State
 from .linalg import ConstrainedSolver
-from .core import ConvergenceError, Evaluation, EulerRates, NewtonOptions, State
 from .model import Model
-from .rigid import EulerStep, rigid_static
+from .newton import NewtonReport, make_solver, newton
+from .rigid import EulerStep
+from .statics import StaticResult, check_finite_time, solve_static
 
 __all__ = [
     "NewtonOptions",
@@ -60,255 +62,12 @@ __all__ = [
 PREDICTOR_SMOOTHNESS = 0.5
 #: simulate(progress=True) explains a first step slower than this (s): numba compiling the kernels
 FIRST_STEP_NOTICE_S = 3.0
-#: NewtonOptions.stagnation_window = None means this many iterations in static solves …
-STATIC_STAGNATION_WINDOW = 5
 #: … and this many in backward-Euler steps (a failing step is split in two; at
 #: the snap-back of the upper-limb model this halves the evaluations spent in
 #: failing attempts, docs/performance.md)
 STEP_STAGNATION_WINDOW = 1
 
 
-@dataclass
-class NewtonReport:
-    iterations: int
-    residual_history: list[float]
-    #: step fractions of each iteration (safeguard δ × line search; 1.0 = full Newton step)
-    step_fractions: list[float] = field(default_factory=list)
-    active_contacts: int = 0
-    #: contact margins of the converged state's evaluation (see Evaluation.margins)
-    margins: dict | None = None
-
-
-def newton(
-    evaluate: Callable[[np.ndarray], Evaluation],
-    u0: np.ndarray,
-    solver: ConstrainedSolver,
-    *,
-    options: NewtonOptions = NewtonOptions(),
-    t: float = 0.0,
-    step: int | str = 0,
-    max_step: Callable[[np.ndarray, np.ndarray], float] | None = None,
-    first: Evaluation | None = None,
-) -> tuple[np.ndarray, NewtonReport]:
-    """Solve G(u) = 0 on the free DOFs starting from u0 (constrained DOFs as in u0).
-
-    ``max_step(u, du)`` is the safeguard (paper eqs. 69–73): the update is
-    u + δ du with δ = max_step(u, du) ∈ (0, 1].  When every contact checks
-    eq. 71 at the end of the step (``safeguard="trial"``, the evaluations
-    carry ``margins``), the full step is evaluated first and kept if
-    :func:`~skfiber.contact.base.margins_kept` holds; ``max_step`` is only
-    called when it does not.  ``first`` is the evaluation at u0 when the
-    caller has it already.
-    """
-    fractions: list[float] = []
-    u = u0.copy()
-    history: list[float] = []
-    free = ~solver.fixed
-
-    def evaluate_checked(uu):
-        try:
-            ev_ = evaluate(uu)
-        except FloatingPointError as err:
-            return None, err  # (its message is made only if Newton fails: it may cost an evaluation)
-        return checked(ev_)
-
-    def checked(ev_):
-        if not (ev_.min_stretch > 0 and math.isfinite(ev_.min_stretch)):
-            return None, f"inadmissible state: stretch λ = {ev_.min_stretch:.3g} (the fiber folded onto itself or blew up)"
-        r = ev_.residual[free]
-        res_ = math.sqrt(float(r.dot(r)))  # np.linalg.norm bit for bit, without its overhead
-        if not math.isfinite(res_):
-            return None, "the residual is not finite"
-        return (ev_, res_), ""
-
-    trial, why = evaluate_checked(u) if first is None else checked(first)
-    if trial is None:
-        raise ConvergenceError(str(why), t=t, step=step, residual_history=history)
-    ev, res = trial
-    for it in range(options.max_iterations + 1):
-        history.append(res)
-        if res <= options.rtol * ev.reference_force + options.atol + ev.roundoff:
-            return u, NewtonReport(it, history, fractions, ev.n_active_contacts, ev.margins)
-        if it == options.max_iterations:
-            break
-        w = STATIC_STAGNATION_WINDOW if options.stagnation_window is None else options.stagnation_window
-        if w and it >= w and res > 0.9 * history[it - w]:
-            raise ConvergenceError(
-                f"Newton stagnates: the residual did not drop by 10 % in {w} iterations "
-                f"({history[it - w]:.3e} → {res:.3e}; NewtonOptions.stagnation_window)",
-                t=t, step=step, residual_history=history,
-            )
-        try:
-            if hasattr(solver, "solve_newton"):  # coupled fibers + rigid bodies (skfiber.coupling)
-                du = solver.solve_newton(ev)
-            else:
-                du = solver.solve(ev.element_matrices, -ev.residual, ev.extra)
-        except (np.linalg.LinAlgError, RuntimeError) as err:
-            raise ConvergenceError(f"singular tangent ({err})", t=t, step=step, residual_history=history) from err
-        if not np.isfinite(du).all():
-            raise ConvergenceError("the Newton increment is not finite (singular tangent?)", t=t, step=step, residual_history=history)
-        full = None  # the evaluation at u + du, when the safeguard is checked from it
-        if max_step is None:
-            delta = 1.0
-        else:
-            delta = None
-            if ev.margins is not None:  # eq. 71 at the end of the full step, from its evaluation
-                full, _ = evaluate_checked(u + du)
-                if (full is not None and full[0].margins is not None
-                        and margins_kept(ev.margins, full[0].margins, options.safeguard)):
-                    delta = 1.0
-            if delta is None:
-                delta = float(max_step(u, du))
-        if not delta >= options.min_step:
-            raise ConvergenceError(
-                f"no admissible step: the contact safeguard allows only δ = {delta:.3g} of the Newton step",
-                t=t, step=step, residual_history=history,
-            )
-        # backtracking on ‖G‖ (Armijo): halve the safeguarded step until the residual decreases
-        # enough; after `line_search` halvings the last trial is taken anyway (if admissible)
-        s = min(delta, 1.0)
-        fallback = None
-        for k in range(options.line_search + 1):
-            if k == 0 and s == 1.0 and full is not None:
-                trial, why = full, ""
-            else:
-                trial, why = evaluate_checked(u + s * du)
-            if trial is not None:
-                fallback = (s, trial)
-                if trial[1] <= (1.0 - options.line_search_decrease * s) * res:
-                    break
-            if k < options.line_search:
-                s *= 0.5
-        if fallback is None:
-            raise ConvergenceError(str(why), t=t, step=step, residual_history=history)
-        s, (ev, res) = fallback
-        fractions.append(s)
-        u = u + s * du
-    raise ConvergenceError(
-        f"no convergence in {options.max_iterations} iterations", t=t, step=step, residual_history=history
-    )
-
-
-# --------------------------------------------------------------------------- statics
-@dataclass
-class StaticResult:
-    """Equilibrium state and the load steps that led to it."""
-
-    state: State
-    load_factors: list[float]
-    iterations: list[int]
-
-
-def solve_static(
-    model: Model,
-    *,
-    t: float = 0.0,
-    load_steps: int = 1,
-    state: State | None = None,
-    max_bisections: int = 8,
-    newton_options: NewtonOptions = NewtonOptions(),
-) -> StaticResult:
-    """Static equilibrium at time t by Newton with load stepping.
-
-    Without ``state``: external loads and prescribed displacements are scaled
-    by a load factor going from 0 to 1 in ``load_steps`` equal steps, starting
-    from the reference configuration.  With ``state`` (e.g. a previous
-    equilibrium): quasi-static continuation in time from ``state.t`` to ``t``
-    in ``load_steps`` steps, loads and prescribed displacements evaluated at
-    the intermediate times (``state.t == t`` is one Newton solve from that
-    initial guess).  A failing increment is bisected up to ``max_bisections``
-    times.  Inertia and viscosity are off.
-
-    With rigid bodies (``Model(..., rigid=system)``) Newton runs on the free
-    fiber DOFs and q together; the bodies' rows are their static residual
-    (gravity, springs, …) plus the fiber forces at the attachments, and the
-    returned state has ``q`` (and p = 0).  The load factor then scales only
-    the fiber loads and prescribed displacements; the rigid system's own
-    forces act in full.  Force elements with internal states (elastic-tendon
-    Hill muscles) have no static form here.
-
-    A cable has no bending stiffness: a straight cable without tension has a
-    singular tangent, and with little prestress several equilibria exist; the
-    one found depends on the path.  Use prestress, enough load steps, and
-    check the branch.
-    """
-    if not isinstance(load_steps, (int, np.integer)) or load_steps < 1:
-        raise ValueError(f"load_steps must be an integer ≥ 1, got {load_steps!r}")
-    _check_finite_time(t=t)
-    if state is not None and state.u.shape != (model.n_dofs,):
-        raise ValueError(f"state.u must have shape ({model.n_dofs},), got {state.u.shape}")
-    N = model.n_dofs
-    zero = np.zeros(N)
-    if model.rigid is None:  # Newton on the fiber DOFs
-        solver = ConstrainedSolver(model.discretization.assembler, model.constrained_dofs)
-        z = zero.copy() if state is None else state.u.copy()
-
-        def evaluate(zz, t_k, factor):
-            return model.evaluate(zz, zero, zero, t_k, c_v=0.0, c_a=0.0, load_factor=factor)
-
-        def safeguard(zz, dz, t_k):
-            return model.max_step(zz, dz, t_k, delta_bar=newton_options.safeguard)
-
-        def finish(zz, t_k):
-            return zz
-    else:  # Newton on z = (u_I, q), the rigid rows static (skfiber.rigid.rigid_static)
-
-        system = model.rigid
-        if state is not None and state.q.shape != (system.n,):
-            raise ValueError(f"state.q must have {system.n} entries (the rigid coordinates), "
-                             f"got shape {state.q.shape}")
-        solver = CoupledProblem(model)
-        z = np.concatenate([zero, model.initial_state(t).q] if state is None else [state.u, state.q])
-
-        def fiber_state(u):
-            return zero, zero, 0.0, 0.0
-
-        def evaluate(zz, t_k, factor):
-            return solver.evaluate(zz, t_k, fiber_state=fiber_state, load_factor=factor,
-                                   rigid_state=lambda q: rigid_static(system, q, t=t_k))
-
-        def safeguard(zz, dz, t_k):
-            return solver.max_step(zz, dz, t_k, delta_bar=newton_options.safeguard)
-
-        def finish(zz, t_k):  # the attached ends where the bodies put them
-            u, q, _ = solver.expand(zz, t_k)
-            return np.concatenate([u, q])
-
-    c = model.constrained_dofs
-    t_start = t if state is None else state.t
-    factors, iterations = [], []
-    s, ds_ = 0.0, 1.0 / load_steps
-    bisections = 0
-    while s < 1.0 - 1e-14:
-        s_new = min(1.0, s + ds_)
-        if state is None:  # load factor ramp at time t
-            t_k, factor = t, s_new
-        else:  # continuation in time
-            t_k, factor = t_start + s_new * (t - t_start), 1.0
-        trial = z.copy()
-        trial[c] = model.prescribed_displacement(t_k, factor)
-        label = f"load factor {s_new:.4g}" if state is None else f"continuation to t = {t_k:.4g}"
-        try:
-            z_new, report = newton(lambda zz: evaluate(zz, t_k, factor), trial, solver, options=newton_options,
-                                   t=t_k, step=label,
-                                   max_step=(lambda zz, dz: safeguard(zz, dz, t_k)) if model.contacts else None)
-        except ConvergenceError:
-            bisections += 1  # consecutive bisections of this increment
-            if bisections > max_bisections:
-                raise
-            ds_ /= 2
-            continue
-        z, s = finish(z_new, t_k), s_new
-        factors.append(s)
-        iterations.append(report.iterations)
-        bisections = 0
-        ds_ = min(1.5 * ds_, 1.0 / load_steps)  # grow back after a bisection
-    if model.rigid is None:
-        return StaticResult(State(t, z, zero.copy()), factors, iterations)
-    return StaticResult(State(t, z[:N], zero.copy(), q=z[N:].copy(), p=np.zeros(model.rigid.n)), factors, iterations)
-
-
-# --------------------------------------------------------------------------- dynamics
 @dataclass(frozen=True)
 class StepInfo:
     """What a callback learns about the step just finished."""
@@ -448,7 +207,7 @@ def _admissible_predictor(solver, x_n, x0, evaluate, max_step, options, prescrib
     move from xₙ.
     """
     ev = None
-    memo = solver._end_margins
+    memo = solver.end_margins
     if memo is not None and memo[0] == x_n.tobytes():
         try:
             ev = evaluate(x0)
@@ -466,7 +225,7 @@ def _admissible_predictor(solver, x_n, x0, evaluate, max_step, options, prescrib
 
 def _keep_margins(solver, x: np.ndarray, report: NewtonReport) -> None:
     """Remember the contact margins of the converged state x for the next step's predictor."""
-    solver._end_margins = None if report.margins is None else (x.tobytes(), report.margins)
+    solver.end_margins = None if report.margins is None else (x.tobytes(), report.margins)
 
 
 def _coupled_step(model: Model, state: State, dt: float, problem, *, options: NewtonOptions, step) -> tuple[State, NewtonReport]:
@@ -530,14 +289,6 @@ def compile_notice(message: str, *, enabled: bool = True, delay: float | None = 
     return notice
 
 
-def make_solver(model: Model):
-    """The linear solver of the model's Newton systems: fibers only, or coupled to rigid bodies."""
-    if model.rigid is not None:
-
-        return CoupledProblem(model)
-    return ConstrainedSolver(model.discretization.assembler, model.constrained_dofs)
-
-
 def simulate(
     model: Model,
     *,
@@ -570,7 +321,7 @@ def simulate(
         Print progress (time, step, Newton iterations, ETA) to stderr.
     """
     state = model.initial_state() if state is None else state.copy()
-    _check_finite_time(t_end=t_end, dt=dt, t0=state.t)
+    check_finite_time(t_end=t_end, dt=dt, t0=state.t)
     if dt <= 0:
         raise ValueError(f"dt must be > 0, got {dt}")
     if t_end <= state.t:
@@ -669,9 +420,3 @@ def _step_with_retries(model, state, h, solver, options, k, max_halvings):
 
     out = advance(state, 0, 0)
     return out, counts["iterations"], counts["failures"], history, counts["contacts"]
-
-
-def _check_finite_time(**values: float) -> None:
-    for key, value in values.items():
-        if not isinstance(value, (int, float, np.floating, np.integer)) or not math.isfinite(value):
-            raise ValueError(f"{key} must be a finite number, got {value!r}")

@@ -42,7 +42,7 @@ def test_tangent_check_catches_a_missing_term():
     z = np.concatenate([state.u, [0.2, -0.3]])
     cev = prob.evaluate(z, 0.01, fiber_state=fs, rigid_state=rs)
     T = prob.tangent_matrix(cev)
-    kin = cev._blocks["kin"]
+    kin = cev.blocks["kin"]
     object.__setattr__(kin, "hessian", np.zeros_like(kin.hessian))
     T_wrong = prob.tangent_matrix(cev)
     N = prob.N

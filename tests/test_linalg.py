@@ -213,7 +213,7 @@ def test_other_structures_use_the_band_solver():
     Ke = element_matrices(asm, rng)
     rhs = rng.normal(size=asm.N)
     solver = ConstrainedSolver(asm, np.array([0, 1, 2]))
-    assert solver._block_index is None
+    assert solver.block_index is None
     x = solver.solve(Ke, rhs)
     assert solver.last_method == "banded"
     assert rel_err(x, reference(dense(asm, Ke, []), rhs, [0, 1, 2])) < 1e-10

@@ -216,7 +216,8 @@ def test_stagnation_window_defaults_to_1_in_time_steps_and_5_in_static_solves():
     and gives up after the window; None resolves to 5 (static) unless a caller sets 1 (time steps)."""
     from types import SimpleNamespace
 
-    from skfiber.solver import STATIC_STAGNATION_WINDOW, STEP_STAGNATION_WINDOW, newton
+    from skfiber.newton import STATIC_STAGNATION_WINDOW, newton
+    from skfiber.solver import STEP_STAGNATION_WINDOW
 
     def evaluate(u):
         return SimpleNamespace(residual=u - 1.0, min_stretch=1.0, reference_force=1.0, roundoff=0.0,

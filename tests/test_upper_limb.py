@@ -99,6 +99,7 @@ def test_end_of_step_safeguard_check_changes_nothing(monkeypatch):
     (margins_kept) instead of searching the contact points along it (max_step): same trajectory,
     far fewer safeguard searches."""
     import skfiber.coupling
+    import skfiber.newton
     import skfiber.solver
 
     def run():
@@ -111,7 +112,8 @@ def test_end_of_step_safeguard_check_changes_nothing(monkeypatch):
         return result, len(calls)
 
     fast, searches = run()
-    monkeypatch.setattr(skfiber.solver, "margins_kept", lambda *a: False)  # always search along the step
+    for module in (skfiber.solver, skfiber.newton):  # always search along the step
+        monkeypatch.setattr(module, "margins_kept", lambda *a: False)
     slow, searches_slow = run()
     assert fast.newton_iterations == slow.newton_iterations
     assert np.max(np.abs(fast.coordinates - slow.coordinates)) < 1e-10

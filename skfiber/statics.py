@@ -1,0 +1,156 @@
+"""Static equilibrium by Newton with load stepping (and bisection of failed load steps).
+
+Example
+-------
+>>> from skfiber import Fiber, Model, paper_law
+>>> from skfiber.statics import solve_static
+>>> fiber = Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, law=paper_law(sigma0=30.0))
+>>> model = Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+>>> result = solve_static(model, load_steps=2)
+>>> result.load_factors[-1]
+1.0
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .core import ConvergenceError, NewtonOptions, State
+from .coupling import CoupledProblem
+from .linalg import ConstrainedSolver
+from .model import Model
+from .newton import newton
+from .rigid import rigid_static
+
+__all__ = ["StaticResult", "solve_static", "check_finite_time"]
+
+
+
+@dataclass
+class StaticResult:
+    """Equilibrium state and the load steps that led to it."""
+
+    state: State
+    load_factors: list[float]
+    iterations: list[int]
+
+
+def solve_static(
+    model: Model,
+    *,
+    t: float = 0.0,
+    load_steps: int = 1,
+    state: State | None = None,
+    max_bisections: int = 8,
+    newton_options: NewtonOptions = NewtonOptions(),
+) -> StaticResult:
+    """Static equilibrium at time t by Newton with load stepping.
+
+    Without ``state``: external loads and prescribed displacements are scaled
+    by a load factor going from 0 to 1 in ``load_steps`` equal steps, starting
+    from the reference configuration.  With ``state`` (e.g. a previous
+    equilibrium): quasi-static continuation in time from ``state.t`` to ``t``
+    in ``load_steps`` steps, loads and prescribed displacements evaluated at
+    the intermediate times (``state.t == t`` is one Newton solve from that
+    initial guess).  A failing increment is bisected up to ``max_bisections``
+    times.  Inertia and viscosity are off.
+
+    With rigid bodies (``Model(..., rigid=system)``) Newton runs on the free
+    fiber DOFs and q together; the bodies' rows are their static residual
+    (gravity, springs, …) plus the fiber forces at the attachments, and the
+    returned state has ``q`` (and p = 0).  The load factor then scales only
+    the fiber loads and prescribed displacements; the rigid system's own
+    forces act in full.  Force elements with internal states (elastic-tendon
+    Hill muscles) have no static form here.
+
+    A cable has no bending stiffness: a straight cable without tension has a
+    singular tangent, and with little prestress several equilibria exist; the
+    one found depends on the path.  Use prestress, enough load steps, and
+    check the branch.
+    """
+    if not isinstance(load_steps, (int, np.integer)) or load_steps < 1:
+        raise ValueError(f"load_steps must be an integer ≥ 1, got {load_steps!r}")
+    check_finite_time(t=t)
+    if state is not None and state.u.shape != (model.n_dofs,):
+        raise ValueError(f"state.u must have shape ({model.n_dofs},), got {state.u.shape}")
+    N = model.n_dofs
+    zero = np.zeros(N)
+    if model.rigid is None:  # Newton on the fiber DOFs
+        solver = ConstrainedSolver(model.discretization.assembler, model.constrained_dofs)
+        z = zero.copy() if state is None else state.u.copy()
+
+        def evaluate(zz, t_k, factor):
+            return model.evaluate(zz, zero, zero, t_k, c_v=0.0, c_a=0.0, load_factor=factor)
+
+        def safeguard(zz, dz, t_k):
+            return model.max_step(zz, dz, t_k, delta_bar=newton_options.safeguard)
+
+        def finish(zz, t_k):
+            return zz
+    else:  # Newton on z = (u_I, q), the rigid rows static (skfiber.rigid.rigid_static)
+
+        system = model.rigid
+        if state is not None and state.q.shape != (system.n,):
+            raise ValueError(f"state.q must have {system.n} entries (the rigid coordinates), "
+                             f"got shape {state.q.shape}")
+        solver = CoupledProblem(model)
+        z = np.concatenate([zero, model.initial_state(t).q] if state is None else [state.u, state.q])
+
+        def fiber_state(u):
+            return zero, zero, 0.0, 0.0
+
+        def evaluate(zz, t_k, factor):
+            return solver.evaluate(zz, t_k, fiber_state=fiber_state, load_factor=factor,
+                                   rigid_state=lambda q: rigid_static(system, q, t=t_k))
+
+        def safeguard(zz, dz, t_k):
+            return solver.max_step(zz, dz, t_k, delta_bar=newton_options.safeguard)
+
+        def finish(zz, t_k):  # the attached ends where the bodies put them
+            u, q, _ = solver.expand(zz, t_k)
+            return np.concatenate([u, q])
+
+    c = model.constrained_dofs
+    t_start = t if state is None else state.t
+    factors, iterations = [], []
+    s, ds_ = 0.0, 1.0 / load_steps
+    bisections = 0
+    while s < 1.0 - 1e-14:
+        s_new = min(1.0, s + ds_)
+        if state is None:  # load factor ramp at time t
+            t_k, factor = t, s_new
+        else:  # continuation in time
+            t_k, factor = t_start + s_new * (t - t_start), 1.0
+        trial = z.copy()
+        trial[c] = model.prescribed_displacement(t_k, factor)
+        label = f"load factor {s_new:.4g}" if state is None else f"continuation to t = {t_k:.4g}"
+        try:
+            z_new, report = newton(lambda zz: evaluate(zz, t_k, factor), trial, solver, options=newton_options,
+                                   t=t_k, step=label,
+                                   max_step=(lambda zz, dz: safeguard(zz, dz, t_k)) if model.contacts else None)
+        except ConvergenceError:
+            bisections += 1  # consecutive bisections of this increment
+            if bisections > max_bisections:
+                raise
+            ds_ /= 2
+            continue
+        z, s = finish(z_new, t_k), s_new
+        factors.append(s)
+        iterations.append(report.iterations)
+        bisections = 0
+        ds_ = min(1.5 * ds_, 1.0 / load_steps)  # grow back after a bisection
+    if model.rigid is None:
+        return StaticResult(State(t, z, zero.copy()), factors, iterations)
+    return StaticResult(State(t, z[:N], zero.copy(), q=z[N:].copy(), p=np.zeros(model.rigid.n)), factors, iterations)
+
+
+# --------------------------------------------------------------------------- dynamics
+
+
+def check_finite_time(**values: float) -> None:
+    """ValueError naming the first of ``values`` that is not a finite number."""
+    for key, value in values.items():
+        if not isinstance(value, (int, float, np.floating, np.integer)) or not math.isfinite(value):
+            raise ValueError(f"{key} must be a finite number, got {value!r}")
