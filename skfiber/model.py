@@ -572,8 +572,9 @@ class Model:
             kernel = self.form_kernel
             if kernel.active:
                 mask = kernel.mask(parts)
-                if mask.any():
-                    out = kernel(u, v, a, t, alpha=self.activations(t).ravel(), c_v=c_v, c_a=c_a, mask=mask)
+                if mask.any():  # the residual now, the tangent when Newton asks for it (tangent_fn)
+                    alpha = self.activations(t).ravel()
+                    out = kernel(u, v, a, t, alpha=alpha, c_v=c_v, c_a=c_a, mask=mask, tangent=False)
         in_kernel = set() if out is None else set(self._form_kernel.names)
         numpy_terms = [term for term in terms if term.name not in in_kernel]
         R = np.zeros(self.n_dofs)
@@ -603,7 +604,11 @@ class Model:
         roundoff = ROUNDOFF_FACTOR * _EPS * _norm(magnitude)
 
         def tangent_fn():
-            Ke = out.element_matrices if out is not None else np.zeros((d.assembler.nelems,) + (asm.nbfun,) * 2)
+            if out is not None:  # the kernel again, for the tangent
+                Ke = self._form_kernel(u, v, a, t, alpha=alpha, c_v=c_v, c_a=c_a, mask=mask,
+                                       tangent="only").element_matrices
+            else:
+                Ke = np.zeros((d.assembler.nelems,) + (asm.nbfun,) * 2)
             for term in numpy_terms:
                 Ke = Ke + (complex_step_tangent(term.residual, asm, w) if term.tangent is None
                            else asm.bilinear(term.tangent, w))

@@ -170,10 +170,11 @@ def _jet(G, e, q, members, local, order, c):
 
 @numba.njit(**_OPTIONS)
 def _outer(G, e, q, oj, ok, P):
-    for a in range(G.shape[3]):
+    n = G.shape[3]
+    for a in range(n):
         ga = G[e, q, oj, a]
-        for b in range(G.shape[3]):
-            P[oj, ok, a, b] = ga * G[e, q, ok, b]
+        for b in range(n):
+            P[oj, ok, a * n + b] = ga * G[e, q, ok, b]
 
 
 @numba.njit(**_OPTIONS)
@@ -186,9 +187,8 @@ def _vector(Re, Me, term, c, G, e, q, order, value):
 
 @numba.njit(**_OPTIONS)
 def _matrix(Ke, cj, ck, P, oj, ok, d):
-    for a in range(P.shape[2]):
-        for b in range(P.shape[3]):
-            Ke[cj, ck, a, b] += d * P[oj, ok, a, b]
+    for m in range(P.shape[2]):
+        Ke[cj, ck, m] += d * P[oj, ok, m]
 
 
 @numba.njit(**_OPTIONS)
@@ -206,7 +206,7 @@ def _scatter(R, mag, K, tangent, Re, Me, Ke, members, dofs, e):
                 i = members[cj, a]
                 for ck in range(3):
                     for b in range(n):
-                        K[e, i, members[ck, b]] = Ke[cj, ck, a, b]
+                        K[e, i, members[ck, b]] = Ke[cj, ck, a * n + b]
 '''
 
 
@@ -285,7 +285,7 @@ def _branch_body(branch: Branch, indent: str) -> list[str]:
             lines.append(f"{indent}lam[e, q] = {_code(e)}")
         else:
             _, t, j = slot
-            lines.append(f"{indent}if on[{t}]:")
+            lines.append(f"{indent}if residual[{t}]:")
             lines.append(f"{indent}    _vector(Re, Me, {t}, {j % 3}, G, e, q, {j // 3}, ({_code(e)}) * w_)")
     if pairs:
         lines.append(f"{indent}if tangent:")
@@ -321,12 +321,13 @@ def kernel_source(branches: list[Branch], *, header: str = "") -> str:
     body.append("    ne, nq, no, n = G.shape")
     body.append("    nb = dofs.shape[1]")
     body.append("    on = mask != 0.0")
+    body.append("    residual = on & (tangent != 2)  # tangent: 0 residual, 1 both, 2 tangent only")
     body.append("    R[:, :] = 0.0")
     body.append("    mag[:] = 0.0")
     body.append("    Re = np.empty((R.shape[0], 3, n))")
     body.append("    Me = np.empty((3, n))")
-    body.append("    Ke = np.empty((3, 3, n, n))")
-    body.append("    P = np.empty((no, no, n, n))")
+    body.append("    Ke = np.empty((3, 3, n * n))")
+    body.append("    P = np.empty((no, no, n * n))")
     for name in JET_FIELDS:
         if name in fields:
             body.append(f"    {name}_local = np.empty(nb)")

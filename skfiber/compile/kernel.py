@@ -232,19 +232,21 @@ class FormKernel:
             self._function = load_module(self.source, kind="forms").evaluate
         return self._function
 
-    def __call__(self, u, v, a, t, *, alpha, c_v: float, c_a: float, mask=None, tangent: bool = True):
+    def __call__(self, u, v, a, t, *, alpha, c_v: float, c_a: float, mask=None, tangent: bool | str = True):
         """Residual rows, magnitude, element tangent and λ at a state (see :class:`KernelOutput`).
 
-        ``alpha`` is the activation per element (e,).  Returns None when the kernel cannot be compiled
-        (warned once; the caller evaluates the forms with numpy).
+        ``alpha`` is the activation per element (e,); ``tangent`` True (residual and tangent), False (residual
+        only) or ``"only"`` (the tangent; the residual rows and magnitude are then zero).  Returns None when
+        the kernel cannot be compiled (warned once; the caller evaluates the forms with numpy).
         """
         if self.failed is not None or not self.names:
             return None
         mask = self._all if mask is None else mask
-        out = self.output(tangent=tangent)
+        mode = 2 if tangent == "only" else int(bool(tangent))
+        out = self.output(tangent=bool(mode))
         args = self.arguments(np.asarray(u, dtype=float), np.ascontiguousarray(v, dtype=float),
                               np.ascontiguousarray(a, dtype=float), t, alpha=alpha, c_v=c_v, c_a=c_a, mask=mask,
-                              tangent=bool(tangent), R=out.residuals, mag=out.magnitude, K=out.element_matrices,
+                              tangent=mode, R=out.residuals, mag=out.magnitude, K=out.element_matrices,
                               lam=out.stretch)
         if self.compile_seconds is None:
             if not self._first_call(args):
