@@ -16,7 +16,8 @@ unit reference length:
     c ∫ ẋ · ξ dS   (residual),     c c_v ∫ u · ξ dS   (tangent, c_v = ∂ẋ/∂u)
 
 Each term is added twice, once with the explicit tangent and once with
-``tangent=None``: skfiber then derives the tangent by the complex step.
+``tangent=None``: the form compiler then derives the tangent symbolically
+(∂/∂x + c_v ∂/∂ẋ), and both run in the model's generated kernel.
 :func:`skfiber.check_tangent` compares both against finite differences.
 
 Closed forms checked here:
@@ -136,12 +137,12 @@ def drag_tangent(c: float) -> BilinearForm:
 
 
 def bending_term(EI: float, *, automatic: bool = False) -> Term:
-    """The bending term; ``automatic=True`` leaves the tangent to the complex step."""
+    """The bending term; ``automatic=True`` leaves the tangent to the form compiler (derived)."""
     return Term(bending(EI), None if automatic else bending_tangent(EI), name="bending")
 
 
 def drag_term(c: float, *, automatic: bool = False) -> Term:
-    """The drag term; ``automatic=True`` leaves the tangent to the complex step."""
+    """The drag term; ``automatic=True`` leaves the tangent to the form compiler (derived)."""
     return Term(drag(c), None if automatic else drag_tangent(c), name="drag")
 
 

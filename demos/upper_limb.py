@@ -39,7 +39,8 @@ Model (paper Table 4, eqs. 77–78; coordinates: x anterior, y lateral, z up, me
   exact for the straight reference fibers here), the scikit-fem
   ``LinearForm`` of the README's "A new law, a new term", through
   ``model.add_term(bending_form(EI), name="bending")`` and without a tangent:
-  skfiber derives it by the complex step.  The fiber ends keep their
+  the form compiler derives it and runs the term in the model's generated
+  kernel, with the cable.  The fiber ends keep their
   attachments (positions); their slopes stay free, so the bending moment is
   zero there (pinned ends).  EI must be finite and ≥ 0; EI = 0 adds no term.
   For scale: EI = 1e-4 N·m² moves the elbow by ≈ 5e-4° in the first
