@@ -202,7 +202,7 @@ def _numpy_inertia(kin, qd, *, frozen):
     Iw = Rb @ tree.inertia @ np.swapaxes(Rb, -1, -2)
     M = np.einsum("b,xbkc,xblc->xkl", tree.mass, JS, JS) + np.einsum("xbkc,xbcd,xbld->xkl", Jw, Iw, Jw)
     if frozen:
-        zd = kin._rates(qd, frozen=True)
+        zd = kin.rates(qd, frozen=True)
         aS = kin.velocity_product(bodies, xS, S, frozen=True, qd=qd)
         al = kin.angular_velocity_product(frozen=True, qd=qd)
     else:
@@ -229,8 +229,8 @@ def test_compiled_inertia_terms_match_the_numpy_formulas(prescribed):
     for qq, t in ((q, np.array([0.1, 0.7, 1.3])), (q.real, 0.4)):
         for frozen in (False, True):
             kin = Kinematics(system.tree, qq, t, qd)
-            ctx = system._context(qq, qd, t)
-            M, h = system._inertia(ctx, frozen=frozen)
+            ctx = system.context(qq, qd, t)
+            M, h = system.inertia_terms(ctx, frozen=frozen)
             M_ref, h_ref, xS, S = _numpy_inertia(kin, qd, frozen=frozen)
             assert np.iscomplexobj(M) == np.iscomplexobj(qq)
             np.testing.assert_allclose(M, M_ref, rtol=0, atol=1e-13 * np.abs(M_ref).max())
@@ -650,9 +650,9 @@ def _fast_path_systems():
 
 @pytest.mark.parametrize("name", ["tree", "tree fixed", "no gravity", "gravity only", "gravity subclass", "chain"])
 def test_fast_rigid_step_equals_the_definition(name):
-    """rigid_step (compiled balance, kept tables) = the definition (_balance on a full context) on random
+    """rigid_step (compiled balance, kept tables) = the definition (balance on a full context) on random
     states: residual, tangent (complex step), velocity and force scale, with and without the tangent."""
-    from skfiber.rigid.integrate import _step
+    from skfiber.rigid.step import rigid_step_definition
 
     system = _fast_path_systems()[name]
     n = system.n
@@ -662,7 +662,7 @@ def test_fast_rigid_step_equals_the_definition(name):
         dt, t = 10.0 ** rng.uniform(-4, -1), rng.uniform(0, 2)
         for tangent in (True, False):
             fast = rigid_step(system, q, q_prev=q_n, p_prev=p_n, dt=dt, t=t, tangent=tangent)
-            ref = _step(system, q, q_n, p_n, dt, t, tangent, None, None, fast=False)
+            ref = rigid_step_definition(system, q, q_prev=q_n, p_prev=p_n, dt=dt, t=t, tangent=tangent)
             scale = ref.reference_force
             assert scale > 0 and fast.reference_force == pytest.approx(scale, rel=1e-13)
             np.testing.assert_allclose(fast.residual, ref.residual, rtol=0, atol=1e-13 * scale)
@@ -673,17 +673,18 @@ def test_fast_rigid_step_equals_the_definition(name):
             else:
                 assert fast.tangent is None
     if name == "gravity only":  # the built-in gravity is the only element: no context is built
-        from skfiber.rigid.integrate import _fast_balance
+        from skfiber.rigid.step import compiled_balance
 
         Q = q[None, :] + 1e-30j
-        assert _fast_balance(system, Q, q_n, p_n, 0.01, 0.3)[2] is None
+        assert compiled_balance(system, Q, q_n, p_n, 0.01, 0.3)[2] is None
 
 
 def test_fast_rigid_step_with_element_states_equals_the_definition():
     """The same with a stateful force element (an elastic-tendon muscle with excitation: 2 states)."""
     from test_hill_actuator import double_pendulum
 
-    from skfiber.rigid.integrate import _step, initial_element_states
+    from skfiber.rigid.integrate import initial_element_states
+    from skfiber.rigid.step import rigid_step_definition
 
     system, hill = double_pendulum("damped", excitation=True)
     system.add(JointSpringDamper("l2", stiffness=1.0, damping=0.05))
@@ -694,7 +695,8 @@ def test_fast_rigid_step_with_element_states_equals_the_definition():
         for tangent in (True, False):
             fast = rigid_step(system, q, q_prev=q_n, p_prev=p_n, dt=0.01, t=0.01, tangent=tangent, states=s,
                               states_prev=s_n)
-            ref = _step(system, q, q_n, p_n, 0.01, 0.01, tangent, s, s_n, fast=False)
+            ref = rigid_step_definition(system, q, q_prev=q_n, p_prev=p_n, dt=0.01, t=0.01, tangent=tangent, states=s,
+                                        states_prev=s_n)
             assert fast.n_states == ref.n_states == 2
             assert fast.reference_force == pytest.approx(ref.reference_force, rel=1e-13)
             np.testing.assert_allclose(fast.residual, ref.residual, rtol=0, atol=1e-13 * ref.reference_force)
@@ -760,10 +762,10 @@ def test_compiled_point_data_of_the_context_matches_the_numpy_formulas(system):
     q = rng.normal(size=(3, 4)) * 0.5 + 1e-30j * rng.normal(size=(3, 4))
     qd = rng.normal(size=(3, 4))
     t = np.array([0.1, 0.6, 1.4])
-    bodies, X = system.finalize()._point_arrays()
+    bodies, X = system.finalize().registered_points()
     assert len(bodies) >= 4
     for vel in (qd, None):
-        ctx = system._context(q, vel, t)
+        ctx = system.context(q, vel, t)
         kin = ctx.kin
         x = kin.positions(bodies, X)
         S = kin.twists(bodies, x)

@@ -15,8 +15,13 @@ Module map: ``bodies`` (cylinders; :class:`Cylinder`, a body's shape placed in
 space, for output), ``joints``, ``tree`` (topology),
 ``kinematics`` (poses, Jacobians and their derivatives), ``forces``,
 ``characteristic``, ``system`` (dynamics, energies, powers),
+``context`` (what force elements see), ``plan`` (what the fast paths keep
+per assembled system), ``complex_step`` (the tangents),
 ``points`` (attachment points and cylinder poses for coupling and
-contact), ``integrate`` (backward Euler, eq. 64 rigid part).
+contact), ``integrate`` (backward Euler, eq. 64 rigid part: ``element_states``,
+``step``, ``backward_euler``, ``simulate``), ``kernels`` (the compiled loops:
+``vector_kernels``, ``pose_kernel``, ``inertia_kernel``, ``point_kernels``,
+``fused_kernels``).
 
 Example
 -------

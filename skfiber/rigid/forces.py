@@ -19,8 +19,9 @@ gravity (system-level)     Σ_b m_b J_Sbᵀ g                 V = −Σ m_b g·x
 
 Protocol of an element (write your own the same way): ``name``;
 ``bind(system)`` resolves body names and registers points with
-``system._register_point``; ``force(ctx)`` → (B, n); optional
-``energy(ctx)`` → (B,) and ``dissipation(ctx)`` → (B,).  ``ctx`` gives
+``system.register_point``; ``force(ctx)`` → (B, n); optional
+``energy(ctx)`` → (B,) and ``dissipation(ctx)`` → (B,).  ``ctx``
+(:class:`~.context.ForceContext`) gives
 ``q``, ``qd``, ``t``, ``n``, ``kin`` (:class:`~.kinematics.Kinematics`) and
 for a registered point index i: ``ctx.position(i)`` (B, 3),
 ``ctx.jacobian(i)`` (B, 3, n), ``ctx.velocity(i)`` (B, 3).
@@ -172,13 +173,13 @@ class PointSpringDamper:
         return self.rest_length == 0
 
     def bind(self, system):
-        a = system._resolve_point(self.body_a, self.point_a, self.name)
-        b = system._resolve_point(self.body_b, self.point_b, self.name)
+        a = system.resolve_point(self.body_a, self.point_a, self.name)
+        b = system.resolve_point(self.body_b, self.point_b, self.name)
         if self.rest_length is None:  # the reference distance
             self.rest_length = float(np.linalg.norm(b - a))
             self._check_laws()
-        self._points = (system._register_point(self.body_a, a, self.name),
-                        system._register_point(self.body_b, b, self.name))
+        self._points = (system.register_point(self.body_a, a, self.name),
+                        system.register_point(self.body_b, b, self.name))
 
     def _kin(self, ctx):
         a, b = self._points
@@ -280,7 +281,7 @@ class PointForce:
             self.name = f"point force[{self.body}]"
 
     def bind(self, system):
-        self._point = system._register_point(self.body, system._resolve_point(self.body, self.point, self.name), self.name)
+        self._point = system.register_point(self.body, system.resolve_point(self.body, self.point, self.name), self.name)
 
     def force(self, ctx):
         f = np.array([as_vector(self.force_value(t), f"{self.name}: f(t)") for t in np.atleast_1d(ctx.t)])

@@ -93,6 +93,16 @@ class Revolute:
         object.__setattr__(self, "_K", K)
         object.__setattr__(self, "_K2", K @ K)
 
+    @property
+    def cross_matrix(self) -> np.ndarray:
+        """K = [a]× (3, 3) of the unit axis a: Rot(a, q) = I + sin q K + (1 − cos q) K²."""
+        return self._K
+
+    @property
+    def cross_matrix_squared(self) -> np.ndarray:
+        """K² = [a]×² (3, 3) of the unit axis a (see :attr:`cross_matrix`)."""
+        return self._K2
+
 
 @dataclass(frozen=True, eq=False)
 class Prismatic:

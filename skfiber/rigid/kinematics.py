@@ -18,7 +18,7 @@ A body's angular velocity is ω = Σ_k ω_k ζ̇_k with ∂ω_k/∂ζ_j = ω_j �
 (j strictly upstream of k).
 
 The poses and twists are computed by a compiled loop over the tree
-(:func:`.kernels.tree_poses`); the methods below are the numpy definitions of
+(:func:`.pose_kernel.tree_poses`); the methods below are the numpy definitions of
 the derived quantities (the compiled inertia terms and point derivatives of
 :mod:`.kernels` are tested against them).
 """
@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from .kernels import tree_poses
+from .pose_kernel import tree_poses
 from .tree import Tree
 
 __all__ = ["Kinematics", "cross"]
@@ -72,7 +72,7 @@ class Kinematics:
         quantities are unavailable).
     motion
         The prescribed motion at t (:meth:`prescribed_data`) when the caller
-        keeps it (:meth:`~skfiber.rigid.RigidSystem._plan`); computed if None.
+        keeps it (:meth:`~skfiber.rigid.RigidSystem.plan`); computed if None.
 
     Attributes
     ----------
@@ -115,7 +115,7 @@ class Kinematics:
             qd = np.asarray(qd)
             if qd.shape != q.shape:
                 raise ValueError(f"qd must have the shape of q {q.shape}, got {qd.shape}")
-            self.zeta_rate = self._rates(qd, frozen=False)
+            self.zeta_rate = self.rates(qd, frozen=False)
         else:
             self.zeta_rate = None
 
@@ -133,7 +133,12 @@ class Kinematics:
                             for m in row] for row in states], dtype=float)
         return pres_R, pres_v
 
-    def _rates(self, qd, *, frozen: bool):
+    def rates(self, qd, *, frozen: bool):
+        """ζ̇ (B, nz) of the moving joints for the velocities q̇ (B, n).
+
+        q̇ on the coordinates' joints and, unless ``frozen`` (time frozen: the
+        motion relative to the prescribed joints), 1 on the prescribed joints.
+        """
         zd = np.zeros((self.B, len(self.tree.kind)), np.result_type(qd.dtype, self.dtype))
         zd[:, self.tree.q_joints] = qd
         if not frozen and len(self.tree.tau_joints):
@@ -179,7 +184,7 @@ class Kinematics:
         ``frozen``: time frozen (ζ̇ = 0 on prescribed joints, no own
         accelerations), i.e. the velocity terms of the relative motion.
         """
-        zd = self.zeta_rate if not frozen else self._rates(qd, frozen=True)
+        zd = self.zeta_rate if not frozen else self.rates(qd, frozen=True)
         Om = self._upstream_rate(zd)
         w = zd[:, :, None] * self.omega + 2.0 * Om           # (B, nz, 3)
         a = np.einsum("bk,bpkc->bpc", zd, cross(w[:, None], S))
@@ -196,7 +201,7 @@ class Kinematics:
     def angular_velocity_product(self, *, frozen: bool = False, qd=None):
         """Angular acceleration of every body at q̈ = 0: Σ_k ζ̇_k Ω⁻_k × ω_k (+ own ω̇) → (B, nb, 3)."""
         nb = self.tree.n_bodies
-        zd = self.zeta_rate if not frozen else self._rates(qd, frozen=True)
+        zd = self.zeta_rate if not frozen else self.rates(qd, frozen=True)
         Om = self._upstream_rate(zd)
         per_joint = zd[:, :, None] * cross(Om, self.omega)
         if not frozen:

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bodies import as_vector
-from .kernels import body_point_jets, point_jets
+from .fused_kernels import body_point_jets
 from .kinematics import Kinematics
+from .point_kernels import point_jets
 from .tree import GROUND
 
 __all__ = ["BodyPoint", "BodyCylinder", "PointKinematics", "CylinderPose", "evaluate_points"]
@@ -75,12 +76,12 @@ def evaluate_points(system, bodies, points, q, t: float = 0.0, qd=None, *, hessi
     ``q`` (n,) may be complex (complex-step derivatives pass through).
     ``bodies`` may also be an integer array of body indices (``system.tree.index``).
     """
-    plan = system._plan()
+    plan = system.plan()
     tree = plan.tree
     if isinstance(bodies, np.ndarray) and bodies.dtype.kind == "i":
         idx = np.ascontiguousarray(bodies, dtype=np.int64)
     else:
-        idx = np.array([system._body_index(b) for b in bodies], dtype=np.int64)
+        idx = np.array([system.body_index(b) for b in bodies], dtype=np.int64)
     X = np.ascontiguousarray(points, dtype=float).reshape(len(idx), 3)
     q = np.asarray(q)
     if q.shape != (tree.n,):

@@ -22,8 +22,9 @@ computed by one compiled pass over the bodies (:func:`.kernels.inertia_terms`),
 so the complex step (a batch of n configurations) costs about one evaluation.
 The backward-Euler residual of :func:`~skfiber.rigid.rigid_step` fuses the
 poses, M, h and gravity into one compiled call (:func:`.kernels.euler_terms`)
-with the tree's tables kept per assembled system (``RigidSystem._plan``); the
-other force elements see the context as here.
+with the tree's tables kept per assembled system (:meth:`RigidSystem.plan`, an
+:class:`~.plan.EvaluationPlan`); the other force elements see the context
+(:class:`~.context.ForceContext`) as here.
 
 Example
 -------
@@ -49,148 +50,19 @@ from typing import Sequence
 import numpy as np
 
 from .bodies import Body, as_vector
+from .complex_step import COMPLEX_STEP, complex_jacobian
+from .context import ForceContext
 from .forces import Gravity
+from .inertia_kernel import inertia_terms as compiled_inertia_terms
 from .joints import Fixed, Prescribed, Prismatic, Revolute, skew
-from .kernels import inertia_terms, point_kinematics
 from .kinematics import Kinematics
+from .plan import EvaluationPlan
 from .points import BodyCylinder, BodyPoint
 from .tree import GROUND, Tree, build_tree
 
 __all__ = ["RigidSystem", "COMPLEX_STEP", "complex_jacobian"]
 
-#: step of the complex-step derivatives
-COMPLEX_STEP = 1e-30
-
 _JOINTS = (Fixed, Revolute, Prismatic, Prescribed)
-
-
-class _Context:
-    """What force elements see: state, kinematics and the registered points (batched)."""
-
-    def __init__(self, system: "RigidSystem", kin: Kinematics, q, qd, t):
-        self.system, self.kin, self.q, self.qd, self.t = system, kin, q, qd, kin.t
-        self.B, self.n = q.shape
-        self.dtype = kin.dtype if qd is None else np.result_type(kin.dtype, qd.dtype)
-        self.names = system.coordinate_names
-        self._points = None
-        self._com = None
-
-    def _point_data(self):
-        """(x (B, P, 3), C (B, P, 3, n), v (B, P, 3) or None) of the registered points, in one compiled call
-        (:func:`.kernels.point_kinematics`; the numpy definitions are ``kin.positions`` and ``kin.twists``)."""
-        if self._points is None:
-            bodies, X = self.system._point_arrays()
-            kin = self.kin
-            rates = kin.zeta_rate is not None
-            zd = kin.zeta_rate if rates else np.zeros((kin.B, len(kin.tree.kind)), kin.dtype)
-            x, C, v = point_kinematics(kin.R, kin.p, kin.omega, kin.origin, kin.velocity, bodies, X,
-                                       kin.tree.path, kin.tree.tables.q_joints, np.ascontiguousarray(zd), rates)
-            self._points = (x, C, v if rates else None)
-        return self._points
-
-    def position(self, i):
-        return self._point_data()[0][:, i]
-
-    def jacobian(self, i):
-        return self._point_data()[1][:, i]
-
-    def velocity(self, i):
-        v = self._point_data()[2]
-        if v is None:
-            raise ValueError("point velocities need q̇")
-        return v[:, i]
-
-    def com(self):
-        """(x_S (B, nb, 3), S (B, nb, nz, 3)) of the centers of mass."""
-        if self._com is None:
-            tree = self.kin.tree
-            bodies = np.arange(tree.n_bodies)
-            x = self.kin.positions(bodies, tree.com)
-            self._com = (x, self.kin.twists(bodies, x))
-        return self._com
-
-    def com_position(self):
-        return self.com()[0]
-
-
-class _Plan:
-    """What the fast evaluations of a finalized system need that does not depend on the state.
-
-    :func:`~skfiber.rigid.rigid_step` and :func:`~skfiber.rigid.evaluate_points`
-    run once per Newton residual of a coupled model; for the few bodies of a
-    muscle model their cost is the Python around the compiled kernels, not
-    the arithmetic.  Built once per assembled tree (:meth:`RigidSystem._plan`).
-
-    Attributes
-    ----------
-    tree, n
-        The tree and the number of coordinates.
-    gravity
-        The system's :class:`~.forces.Gravity` element (None without gravity):
-        its weight is computed inside the compiled kernel (:func:`.kernels.euler_terms`).
-    elements
-        The other force elements, evaluated through their ``force(ctx)``.
-    layout, n_states
-        [(element, slice into s)] of the elements with internal states
-        (``n_states`` must not change once the system is assembled) and their total.
-    pose_tables, body_tables, point_tables
-        The tree's arrays in the argument order of the kernels: those of
-        :func:`.kernels.tree_poses` before the prescribed motion, and those of
-        :func:`.kernels.euler_terms` / :func:`.kernels.body_point_jets` after it.
-    """
-
-    def __init__(self, system: "RigidSystem"):
-        tree = system._tree
-        tab, rot = tree.tables, tree.rotations
-        self.tree, self.n = tree, tree.n
-        bound = system._bound
-        # exactly the built-in class: a subclass may redefine force()
-        self.gravity = next((e for e in bound if type(e) is Gravity), None)
-        self.elements = tuple(e for e in bound if e is not self.gravity)
-        layout, k = [], 0
-        for element in bound:
-            m = int(getattr(element, "n_states", 0) or 0)
-            if m > 0:
-                layout.append((element, slice(k, k + m)))
-                k += m
-        self.layout, self.n_states = layout, k
-        self.pose_tables = (tab.parent, tab.joint_of_body, tab.kind, tab.coordinate, tab.axis, tab.point,
-                            rot.K, rot.K2, rot.slot, tab.tau_slot)
-        self.center = tab.center
-        self.body_tables = (tree.path, tree.upstream, tab.prescribed, tab.q_joints, tab.tau_joints,
-                            tree.mass, tree.com, tree.inertia)
-        self.point_tables = (tree.path, tree.upstream, tab.prescribed, tab.q_joints, tab.tau_joints)
-        self._steps = None
-        self._t = None  # the time of the kept motion and kernel arguments
-        self._motion = self._euler_args = self._point_args = None
-
-    def complex_steps(self, size: int) -> np.ndarray:
-        """i h I (size, size): the complex-step batch is x + i h I (:func:`complex_jacobian`)."""
-        if self._steps is None or self._steps.shape[0] != size:
-            self._steps = 1j * COMPLEX_STEP * np.eye(size)
-            self._steps.setflags(write=False)
-        return self._steps
-
-    def motion(self, t: float) -> tuple:
-        """(R_b, (d, ω, ω̇, ḋ, d̈)) of the prescribed joints at the time t (a number), the last one kept."""
-        if t != self._t:  # Prescribed.motion keeps its last time too: the same t, the same motion
-            motion = Kinematics.prescribed_data(self.tree, t)
-            self._euler_args = self.pose_tables + motion + (self.center,) + self.body_tables
-            self._point_args = self.pose_tables + motion + (self.center,) + self.point_tables
-            self._t, self._motion = t, motion
-        return self._motion
-
-    def kernel_args(self, t: float) -> tuple:
-        """The arguments of :func:`.kernels.euler_terms` after g at the time t."""
-        if t != self._t:
-            self.motion(t)
-        return self._euler_args
-
-    def point_args(self, t: float) -> tuple:
-        """The arguments of :func:`.kernels.body_point_jets` after ``hessian`` at the time t."""
-        if t != self._t:
-            self.motion(t)
-        return self._point_args
 
 
 class RigidSystem:
@@ -215,7 +87,7 @@ class RigidSystem:
         self._points: list[tuple[str, np.ndarray]] = []
         self._point_cache = None
         self._tree: Tree | None = None
-        self._plan_cache: _Plan | None = None
+        self._plan_cache: EvaluationPlan | None = None
 
     # ------------------------------------------------------------ building
     def add_body(self, body: Body, *, parent: str | Body = GROUND, joint=None) -> Body:
@@ -296,12 +168,22 @@ class RigidSystem:
         self.finalize()
         return self._tree
 
-    def _plan(self) -> _Plan:
-        """The :class:`_Plan` of the assembled system (rebuilt after :meth:`add_body` or :meth:`add`)."""
+    def plan(self) -> EvaluationPlan:
+        """The evaluation plan of the assembled system, kept (rebuilt after :meth:`add_body` or :meth:`add`).
+
+        Returns
+        -------
+        EvaluationPlan
+            The tree's tables in the argument order of the compiled kernels, the
+            force elements split into gravity and the others, the layout of the
+            elements' internal states, and the kernel arguments of the last time
+            (:class:`~skfiber.rigid.plan.EvaluationPlan`).  Assembles the system
+            first (:meth:`finalize`) if needed.
+        """
         plan = self._plan_cache
         if plan is None or plan.tree is not self._tree or self._tree is None:
             self.finalize()
-            plan = self._plan_cache = _Plan(self)
+            plan = self._plan_cache = EvaluationPlan(self)
         return plan
 
     @property
@@ -317,19 +199,42 @@ class RigidSystem:
     def coordinate_index(self, body: str) -> int | None:
         """Index in q of the coordinate of ``body``'s joint (None for Fixed/Prescribed joints)."""
         tree = self.tree
-        b = self._body_index(body)
+        b = self.body_index(body)
         k = tree.joint_of_body[b] if b < tree.n_bodies else -1
         return None if k < 0 or tree.coordinate[k] < 0 else int(tree.coordinate[k])
 
-    def _body_index(self, body: str | Body) -> int:
+    def body_index(self, body: str | Body) -> int:
+        """Index of ``body`` (a name, a :class:`Body` or ``"ground"``) in the tree (the ground: the number of bodies).
+
+        Raises
+        ------
+        ValueError
+            If there is no such body.
+        """
         name = body.name if isinstance(body, Body) else body
         tree = self.tree
         if name not in tree.index:
             raise ValueError(f"unknown body {name!r}; bodies: {[b.name for b in tree.bodies]} or 'ground'")
         return tree.index[name]
 
-    def _register_point(self, body: str, X, owner: str = "a point") -> int:
-        """Called by force elements in ``bind``: index of a point whose kinematics they need."""
+    def register_point(self, body: str, X, owner: str = "a point") -> int:
+        """Register a body point whose kinematics a force element needs; called by elements in ``bind``.
+
+        Parameters
+        ----------
+        body
+            Name of the body (or ``"ground"``).
+        X
+            Reference coordinates of the point (3,).
+        owner
+            Who asks (the element's name), for the error messages.
+
+        Returns
+        -------
+        int
+            The point's index i for ``ctx.position(i)``, ``ctx.jacobian(i)`` and
+            ``ctx.velocity(i)`` of the force context (:class:`~skfiber.rigid.context.ForceContext`).
+        """
         if body not in self._tree.index:
             known = [b.name for b, _, _ in self._entries]
             raise ValueError(f"{owner}: unknown body {body!r}; bodies: {known} or 'ground'")
@@ -337,8 +242,18 @@ class RigidSystem:
         self._point_cache = None
         return len(self._points) - 1
 
-    def _resolve_point(self, body: str, point, owner: str) -> np.ndarray:
-        """Reference coordinates of a point given by coordinates or by name."""
+    def resolve_point(self, body: str, point, owner: str) -> np.ndarray:
+        """Reference coordinates (3,) of a point of ``body`` given by coordinates or by name.
+
+        Parameters
+        ----------
+        body
+            Name of the body (or ``"ground"``).
+        point
+            3 numbers, or the name of one of the body's ``points``.
+        owner
+            Who asks (the element's name), for the error messages.
+        """
         if not isinstance(point, str):
             return as_vector(point, f"{owner}: point")
         if body not in self._tree.index:
@@ -349,7 +264,9 @@ class RigidSystem:
         except ValueError as err:
             raise ValueError(f"{owner}: {err}") from err
 
-    def _point_arrays(self):
+    def registered_points(self) -> tuple[np.ndarray, np.ndarray]:
+        """(body indices (P,), reference coordinates (P, 3)) of the points registered by the
+        force elements (:meth:`register_point`), in the order of their indices (kept)."""
         if self._point_cache is None:
             idx = np.array([self._tree.index[b] for b, _ in self._points], dtype=int)
             X = np.array([X for _, X in self._points], dtype=float).reshape(-1, 3)
@@ -375,35 +292,74 @@ class RigidSystem:
         q, qd, _ = self._batch(q, qd)
         return Kinematics(self.tree, q, t, qd)
 
-    def _context(self, q, qd, t):
-        plan = self._plan()
-        motion = plan.motion(t) if isinstance(t, (float, int)) and math.isfinite(t) else None  # kept per t
-        return _Context(self, Kinematics(plan.tree, q, t, qd, motion=motion), q, qd, t)
+    def context(self, q, qd, t) -> ForceContext:
+        """The context force elements see at a batch of states (see :class:`~skfiber.rigid.context.ForceContext`).
 
-    def _inertia(self, ctx: _Context, *, rates: bool = True, frozen: bool = False):
-        """M (B, n, n) and, with rates, h (B, n) (frozen: relative motion only).
+        Parameters
+        ----------
+        q
+            Coordinates (B, n), real or complex.
+        qd
+            Velocities (B, n) or None.
+        t
+            Time: a number (the prescribed motion is then kept by the :meth:`plan`), or (B,) times.
+        """
+        plan = self.plan()
+        motion = plan.motion(t) if isinstance(t, (float, int)) and math.isfinite(t) else None  # kept per t
+        return ForceContext(self, Kinematics(plan.tree, q, t, qd, motion=motion), q, qd, t)
+
+    def inertia_terms(self, ctx: ForceContext, *, rates: bool = True, frozen: bool = False):
+        """M (B, n, n) and, with rates, h (B, n) at the context's state (frozen: relative motion only).
 
         One compiled pass (:func:`.kernels.inertia_terms`); the centers of mass
-        and their twists it computes on the way are kept on ``ctx`` for gravity.
+        and their twists it computes on the way are kept on ``ctx`` for gravity
+        (:meth:`~skfiber.rigid.context.ForceContext.remember_com`).
+
+        Parameters
+        ----------
+        ctx
+            The context (:meth:`context`).
+        rates
+            Also compute h (else it is None and q̇ is not read).
+        frozen
+            The velocity terms of the motion relative to the prescribed joints (time frozen).
+
+        Returns
+        -------
+        M, h
+            (B, n, n) and (B, n) or None.
         """
         kin, tree = ctx.kin, ctx.kin.tree
         if not rates:
             zd = np.zeros((ctx.B, len(tree.kind)), kin.dtype)
         elif frozen:
-            zd = kin._rates(ctx.qd, frozen=True)
+            zd = kin.rates(ctx.qd, frozen=True)
         else:
             zd = kin.zeta_rate
         if zd.dtype != kin.dtype:  # pragma: no cover - Kinematics includes q̇ in its dtype
             raise TypeError(f"rates of dtype {zd.dtype} with kinematics of dtype {kin.dtype}")
-        M, h, xS, S = inertia_terms(kin.R, kin.p, kin.omega, kin.origin, kin.velocity, kin.own_angular,
-                                    kin.own_linear, zd, not frozen, rates, tree.path, tree.upstream,
-                                    tree.tables.prescribed, tree.tables.q_joints, tree.mass, tree.com, tree.inertia)
-        if ctx._com is None:
-            ctx._com = (xS, S)
+        M, h, xS, S = compiled_inertia_terms(kin.R, kin.p, kin.omega, kin.origin, kin.velocity, kin.own_angular,
+                                             kin.own_linear, zd, not frozen, rates, tree.path, tree.upstream,
+                                             tree.tables.prescribed, tree.tables.q_joints, tree.mass, tree.com,
+                                             tree.inertia)
+        ctx.remember_com(xS, S)
         return M, (h if rates else None)
 
-    def _forces(self, ctx: _Context, elements=None) -> dict:
-        """{name: Q_e (B, n)} of the force elements (default: all, gravity first)."""
+    def element_forces(self, ctx: ForceContext, elements=None) -> dict:
+        """{name: Q_e (B, n)} of the force elements at the context's state.
+
+        Parameters
+        ----------
+        ctx
+            The context (:meth:`context`).
+        elements
+            The elements to evaluate (default: all, gravity first).
+
+        Raises
+        ------
+        ValueError
+            If an element returns an array of the wrong shape.
+        """
         out = {}
         for element in self._bound if elements is None else elements:
             Q = np.asarray(element.force(ctx))
@@ -419,23 +375,23 @@ class RigidSystem:
     def mass_matrix(self, q, t: float = 0.0) -> np.ndarray:
         """M(q, t) (n, n) (symmetric positive definite)."""
         q, _, single = self._batch(q)
-        return self._out(self._inertia(self._context(q, None, t), rates=False)[0], single)
+        return self._out(self.inertia_terms(self.context(q, None, t), rates=False)[0], single)
 
     def velocity_terms(self, q, qd, t: float = 0.0) -> np.ndarray:
         """h(q, q̇, t): Coriolis, centrifugal, gyroscopic and base-motion (transport) terms, so that M q̈ + h = Q."""
         q, qd, single = self._batch(q, qd)
-        return self._out(self._inertia(self._context(q, qd, t))[1], single)
+        return self._out(self.inertia_terms(self.context(q, qd, t))[1], single)
 
     def inertial_force(self, q, qd, qdd, t: float = 0.0) -> np.ndarray:
         """M q̈ + h = d/dt ∂T/∂q̇ − ∂T/∂q."""
         q, qd, single = self._batch(q, qd)
-        M, h = self._inertia(self._context(q, qd, t))
+        M, h = self.inertia_terms(self.context(q, qd, t))
         return self._out(np.einsum("xkl,xl->xk", M, np.broadcast_to(qdd, q.shape)) + h, single)
 
     def force_contributions(self, q, qd, t: float = 0.0) -> dict[str, np.ndarray]:
         """Generalized force Q_e(q, q̇, t) of each element (gravity, springs, dampers, loads)."""
         q, qd, single = self._batch(q, qd)
-        return {k: self._out(v, single) for k, v in self._forces(self._context(q, qd, t)).items()}
+        return {k: self._out(v, single) for k, v in self.element_forces(self.context(q, qd, t)).items()}
 
     def generalized_forces(self, q, qd, t: float = 0.0) -> np.ndarray:
         """Q(q, q̇, t) = Σ_e Q_e."""
@@ -446,17 +402,17 @@ class RigidSystem:
     def accelerations(self, q, qd, t: float = 0.0) -> np.ndarray:
         """q̈ = M⁻¹ (Q − h) (for explicit ODE solvers, e.g. a reference solution)."""
         q, qd, single = self._batch(q, qd)
-        ctx = self._context(q, qd, t)
-        M, h = self._inertia(ctx)
-        Q = sum(self._forces(ctx).values(), np.zeros_like(h))
+        ctx = self.context(q, qd, t)
+        M, h = self.inertia_terms(ctx)
+        Q = sum(self.element_forces(ctx).values(), np.zeros_like(h))
         return self._out(np.linalg.solve(M, (Q - h)[..., None])[..., 0], single)
 
     def residual(self, q, qd, qdd, t: float = 0.0) -> np.ndarray:
         """Residual of the equations of motion M q̈ + h − Q."""
         q, qd, single = self._batch(q, qd)
-        ctx = self._context(q, qd, t)
-        M, h = self._inertia(ctx)
-        Q = sum(self._forces(ctx).values(), np.zeros_like(h))
+        ctx = self.context(q, qd, t)
+        M, h = self.inertia_terms(ctx)
+        Q = sum(self.element_forces(ctx).values(), np.zeros_like(h))
         return self._out(np.einsum("xkl,xl->xk", M, np.broadcast_to(qdd, q.shape)) + h - Q, single)
 
     # ------------------------------------------------------------ derivatives
@@ -465,8 +421,8 @@ class RigidSystem:
         q, qd = self._state(q, qd)
 
         def Q(qq, vv):
-            ctx = self._context(qq, vv, t)
-            return sum(self._forces(ctx).values(), np.zeros(qq.shape, complex))
+            ctx = self.context(qq, vv, t)
+            return sum(self.element_forces(ctx).values(), np.zeros(qq.shape, complex))
 
         value, dQ_dq = complex_jacobian(lambda Z: Q(Z, np.broadcast_to(qd, Z.shape)), q)
         _, dQ_dqd = complex_jacobian(lambda Z: Q(np.broadcast_to(q, Z.shape), Z), qd)
@@ -478,7 +434,7 @@ class RigidSystem:
         qdd = self._state(qdd)[0]
 
         def F(qq, vv):
-            M, h = self._inertia(self._context(qq, vv, t))
+            M, h = self.inertia_terms(self.context(qq, vv, t))
             return np.einsum("xkl,l->xk", M, qdd) + h
 
         value, dF_dq = complex_jacobian(lambda Z: F(Z, np.broadcast_to(qd, Z.shape)), q)
@@ -497,7 +453,7 @@ class RigidSystem:
     def mass_matrix_derivatives(self, q, t: float = 0.0):
         """(∂M/∂q (n, n, n) with [i] = ∂M/∂q_i, ∂M/∂t (n, n)), analytic."""
         q, _, _ = self._batch(np.asarray(q, float))
-        ctx = self._context(q, None, t)
+        ctx = self.context(q, None, t)
         dM = self._mass_derivatives(ctx)[0]
         tree = self.tree
         return dM[tree.q_joints], dM[tree.tau_joints].sum(axis=0)  # ∂M/∂t is zero unless tree.mass_depends_on_time
@@ -530,7 +486,7 @@ class RigidSystem:
     def kinetic_energy(self, q, qd, t: float = 0.0) -> float:
         """Absolute kinetic energy T(q, q̇, t) (includes the motion of a prescribed base)."""
         q, qd, single = self._batch(q, qd)
-        ctx = self._context(q, qd, t)
+        ctx = self.context(q, qd, t)
         tree, kin = self.tree, ctx.kin
         nb = tree.n_bodies
         xS, S = ctx.com()
@@ -544,13 +500,13 @@ class RigidSystem:
     def relative_kinetic_energy(self, q, qd, t: float = 0.0) -> float:
         """T₂ = ½ q̇ᵀ M q̇: kinetic energy relative to the prescribed motion (multibody paper eq. 49)."""
         q, qd, single = self._batch(q, qd)
-        M = self._inertia(self._context(q, None, t), rates=False)[0]
+        M = self.inertia_terms(self.context(q, None, t), rates=False)[0]
         return self._out(0.5 * np.einsum("xk,xkl,xl->x", qd, M, qd), single)
 
     def potential_energies(self, q, t: float = 0.0) -> dict[str, float]:
         """Potential energy of each conservative element (gravity, springs)."""
         q, _, single = self._batch(q)
-        ctx = self._context(q, np.zeros_like(q), t)
+        ctx = self.context(q, np.zeros_like(q), t)
         return {e.name: self._out(e.energy(ctx), single) for e in self._bound if hasattr(e, "energy")}
 
     def potential_energy(self, q, t: float = 0.0) -> float:
@@ -560,7 +516,7 @@ class RigidSystem:
     def dissipation_function(self, q, qd, t: float = 0.0) -> float:
         """Rayleigh dissipation function (Σ of the dampers' ∫ f_c) at (q, q̇, t)."""
         q, qd, single = self._batch(q, qd)
-        ctx = self._context(q, qd, t)
+        ctx = self.context(q, qd, t)
         return self._out(sum((e.dissipation(ctx) for e in self._bound if hasattr(e, "dissipation")), np.zeros(len(q))), single)
 
     def transport_force(self, q, qd, t: float = 0.0) -> np.ndarray:
@@ -571,9 +527,9 @@ class RigidSystem:
         tree, M depends on t; its power is in :meth:`powers`.
         """
         q, qd, single = self._batch(q, qd)
-        ctx = self._context(q, qd, t)
-        h = self._inertia(ctx)[1]
-        h_rel = self._inertia(ctx, frozen=True)[1]
+        ctx = self.context(q, qd, t)
+        h = self.inertia_terms(ctx)[1]
+        h_rel = self.inertia_terms(ctx, frozen=True)[1]
         return self._out(h_rel - h, single)
 
     def powers(self, q, qd, t: float = 0.0) -> dict[str, float]:
@@ -583,10 +539,10 @@ class RigidSystem:
         solutions; the last two terms are reported as ``"transport"``.
         """
         q, qd, single = self._batch(q, qd)
-        ctx = self._context(q, qd, t)
-        out = {k: np.einsum("xk,xk->x", qd, v) for k, v in self._forces(ctx).items()}
-        h = self._inertia(ctx)[1]
-        h_rel = self._inertia(ctx, frozen=True)[1]
+        ctx = self.context(q, qd, t)
+        out = {k: np.einsum("xk,xk->x", qd, v) for k, v in self.element_forces(ctx).items()}
+        h = self.inertia_terms(ctx)[1]
+        h_rel = self.inertia_terms(ctx, frozen=True)[1]
         transport = np.einsum("xk,xk->x", qd, h_rel - h)
         if self.tree.mass_depends_on_time:
             dM = self._mass_derivatives(ctx)[:, self.tree.tau_joints].sum(axis=1)
@@ -597,7 +553,7 @@ class RigidSystem:
     # ------------------------------------------------------------ poses, points and cylinders
     def pose(self, body: str, q, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         """(R, p) of ``body`` at (q, t): a reference point X is at R X + p."""
-        b = self._body_index(body)
+        b = self.body_index(body)
         q, _, _ = self._batch(q)
         kin = Kinematics(self.tree, q, t)
         return kin.R[0, b], kin.p[0, b]
@@ -619,14 +575,9 @@ class RigidSystem:
         """The cylinder of ``body``: its pose and the q-derivatives (see :class:`BodyCylinder`)."""
         return BodyCylinder(self, body)
 
-
-
-def complex_jacobian(fn, x):
-    """(fn(x), ∂fn/∂x) by the complex step: fn maps a batch (B, n) to (B, m), evaluated once with B = n."""
-    x = np.asarray(x, dtype=float)
-    n = x.shape[-1]
-    if n == 0:
-        value = np.real(fn(x[None, :].astype(complex)))[0]
-        return value, np.zeros(value.shape + (0,))
-    value = fn(x[None, :] + 1j * COMPLEX_STEP * np.eye(n))
-    return np.real(value[0]), np.imag(value).T / COMPLEX_STEP
+    # ------------------------------------------------------------ old private names
+    # kept for users outside skfiber.rigid until they switch; to be removed
+    _plan = plan
+    _register_point = register_point
+    _resolve_point = resolve_point
+    _context = context

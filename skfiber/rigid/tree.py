@@ -187,8 +187,8 @@ def build_tree(entries: list[tuple[Body, str, object]]) -> Tree:
     slot[rev] = np.arange(len(rev))
     rotations = Rotations(
         coordinates=coordinate[rev],
-        K=np.array([joints[b]._K for b in body_of_joint[rev]]).reshape(len(rev), 3, 3),
-        K2=np.array([joints[b]._K2 for b in body_of_joint[rev]]).reshape(len(rev), 3, 3),
+        K=np.array([joints[b].cross_matrix for b in body_of_joint[rev]]).reshape(len(rev), 3, 3),
+        K2=np.array([joints[b].cross_matrix_squared for b in body_of_joint[rev]]).reshape(len(rev), 3, 3),
         slot=slot,
     )
     q_joints = np.argsort(np.where(coordinate >= 0, coordinate, nz + 1))[: len(coordinate_names)].astype(int)
