@@ -2,6 +2,7 @@
 parameter checks and, when OpenSim is installed, agreement with OpenSim 4.6."""
 import math
 
+import hill_reference
 import numpy as np
 import pytest
 
@@ -298,7 +299,7 @@ def test_curves_match_opensim():
 
 
 # ---------------------------------------------------------------------------
-# the compiled evaluation (skfiber.hill.curve_kernels) against the numpy reference
+# the compiled evaluation (skfiber.hill.curve_kernels) against the numpy reference (tests/hill_reference.py)
 # ---------------------------------------------------------------------------
 def _all_curves():
     """Every default curve of both elastic formulations, the curves above and the custom OpenSim ones."""
@@ -334,7 +335,7 @@ def _assert_same_bits(compiled, reference, what):
 
 def _assert_paths_agree(curve, x, what):
     for order in (0, 1, 2):
-        compiled, reference = curve.evaluate(x, order=order), curve._evaluate_numpy(x, order=order)
+        compiled, reference = curve.evaluate(x, order=order), hill_reference.evaluate(curve, x, order=order)
         for field in ("value", "derivative", "second_derivative"):
             _assert_same_bits(getattr(compiled, field), getattr(reference, field), f"{what}, order {order}, {field}")
 
@@ -348,7 +349,7 @@ def _probe_points(curve, rng):
     x = np.concatenate([
         np.linspace(x0 - 0.3 * w, x1 + 0.3 * w, 3001), rng.uniform(x0, x1, 3000), joins, ends,
         np.nextafter(joins, np.inf), np.nextafter(joins, -np.inf), np.nextafter(ends, np.inf),
-        np.nextafter(ends, -np.inf), curve._table_x, [np.nan, np.inf, -np.inf, -1e300, 1e300]])
+        np.nextafter(ends, -np.inf), curve.tables.table_x, [np.nan, np.inf, -np.inf, -1e300, 1e300]])
     return rng.permutation(x)
 
 
@@ -370,8 +371,8 @@ def test_compiled_evaluation_equals_numpy_bit_for_bit(name, rng):
         _assert_paths_agree(curve, x[::3], f"{name} (strided)")
     # the convenience methods go through the compiled path
     xi = np.linspace(*curve.domain, 101)
-    _assert_same_bits(curve(xi), curve._evaluate_numpy(xi, order=0).value, f"{name}: __call__")
-    _assert_same_bits(curve.derivative(xi, 2), curve._evaluate_numpy(xi, order=2).second_derivative,
+    _assert_same_bits(curve(xi), hill_reference.evaluate(curve, xi, order=0).value, f"{name}: __call__")
+    _assert_same_bits(curve.derivative(xi, 2), hill_reference.evaluate(curve, xi, order=2).second_derivative,
                       f"{name}: derivative(x, 2)")
 
 
@@ -382,14 +383,14 @@ def test_compiled_evaluation_follows_numpy_interp_guess():
     order, it matches numpy."""
     differs = 0
     for name, curve in ALL_CURVES.items():
-        tx = curve._table_x
+        tx = curve.tables.table_x
         drops = np.flatnonzero(np.diff(tx) < 0)
         if drops.size == 0:
             continue
         near = np.unique(np.concatenate([tx[max(k - 3, 0):k + 5] for k in drops]))
         near = np.unique(np.concatenate([near, 0.5 * (near[1:] + near[:-1])]))
-        single = np.array([curve._evaluate_numpy(np.array([v])).value[0] for v in near])
-        differs += int(np.sum(single != curve._evaluate_numpy(near).value))
+        single = np.array([hill_reference.evaluate(curve, np.array([v])).value[0] for v in near])
+        differs += int(np.sum(single != hill_reference.evaluate(curve, near).value))
         for xs in (near, near[::-1]):
             _assert_paths_agree(curve, xs, f"{name} near the joints")
         for v in near:
@@ -405,15 +406,35 @@ def test_compiled_evaluation_takes_the_safeguarded_fallback(monkeypatch):
     small = np.geomspace(1e-14, 1e-3, 200)
     x = np.concatenate([small, 1 - small, 1 + small, 2 - small, np.linspace(-0.5, 2.5, 301)])
     fallback = []
-    original = SmoothSegmentedCurve._parameter_safeguarded
+    original = hill_reference.parameter_safeguarded
 
-    def spy(self, xs, cx):
+    def spy(xs, cx):
         fallback.append(xs.size)
-        return original(self, xs, cx)
+        return original(xs, cx)
 
-    monkeypatch.setattr(SmoothSegmentedCurve, "_parameter_safeguarded", spy)
+    monkeypatch.setattr(hill_reference, "parameter_safeguarded", spy)
     with np.errstate(divide="ignore", invalid="ignore"):    # x′ = 0 at the joints: infinite slopes
         _assert_paths_agree(curve, x, "smoothstep curve")
     assert min(fallback) > 100        # most points near the flat ends took the fallback
-    seg, u = curve.parameter(x[(x >= 0) & (x <= 2)])
+    inside = x[(x >= 0) & (x <= 2)]
+    seg, u = curve.parameter(inside)
     assert np.all((u >= 0) & (u <= 1))
+    want_seg, want_u = hill_reference.parameter(curve, inside)
+    _assert_same_bits(u, want_u, "smoothstep curve: parameter")
+    assert np.array_equal(seg, want_seg)
+
+
+@pytest.mark.parametrize("name", ALL_CURVES)
+def test_compiled_parameter_equals_numpy_bit_for_bit(name, rng):
+    """SmoothSegmentedCurve.parameter (the compiled kernel) against the numpy reference: inside the
+    domain, where it is meant for, and outside it, NaN and ±inf included."""
+    curve = ALL_CURVES[name]
+    x = _probe_points(curve, rng)
+    x0, x1 = curve.domain
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        for xs, what in ((x[(x >= x0) & (x <= x1)], "inside"), (x, "everywhere"), (np.array([]), "empty"),
+                         (x[:12].reshape(3, 4), "3 × 4")):
+            seg, u = curve.parameter(xs)
+            want_seg, want_u = hill_reference.parameter(curve, xs)
+            assert seg.dtype == want_seg.dtype and np.array_equal(seg, want_seg), f"{name} {what}: segments"
+            _assert_same_bits(u, want_u, f"{name} {what}: u")

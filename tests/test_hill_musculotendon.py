@@ -3,6 +3,7 @@ kinematics, the equilibrium, damped and rigid-tendon formulations, tangents,
 singular cases and, when OpenSim is installed, agreement with OpenSim 4.6."""
 import math
 
+import hill_reference
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
@@ -16,6 +17,8 @@ from skfiber.hill import (
     MuscleCurves,
     MuscleParameters,
 )
+from skfiber.hill import musculotendon
+from skfiber.hill.damped import solve_damped_fiber_velocity
 
 PARAMS = MuscleParameters(max_isometric_force=1000.0, optimal_fiber_length=0.1, tendon_slack_length=0.2,
                           pennation_angle_at_optimal=0.3)
@@ -170,7 +173,7 @@ def test_damped_and_equilibrium_agree_at_rest():
 
 
 # ---------------------------------------------------------------------------
-# the compiled paths (skfiber.hill.curve_kernels) against the numpy reference
+# the compiled paths (skfiber.hill.curve_kernels) against the numpy reference (tests/hill_reference.py)
 # ---------------------------------------------------------------------------
 def _assert_same_bits(compiled, reference, what):
     """Equal bit for bit (NaN equal to NaN); booleans compared as they are."""
@@ -186,34 +189,34 @@ def _assert_same_bits(compiled, reference, what):
 
 
 def test_compiled_damped_solve_equals_numpy(rng):
-    muscle = Millard2012Muscle(PARAMS)
+    curves = Millard2012Muscle(PARAMS).curves
+    compiled, numpy_solve = solve_damped_fiber_velocity, hill_reference.solve_damped_fiber_velocity
     n = 4000
     a, fal = rng.uniform(0.0, 1.0, n), rng.uniform(0.0, 1.0, n)
     a[:50], fal[50:100] = 0.0, 0.0                      # f^V drops out: r = β ṽ − target
     target = np.concatenate([rng.uniform(-0.3, 2.5, n - 6), [-50.0, 50.0, 0.0, 1.4, np.nan, np.inf]])
     beta, tol = PARAMS.fiber_damping, 1e-12
     with np.errstate(invalid="ignore"):
-        _assert_same_bits(muscle._solve_damped(a, fal, target, beta, tol),
-                          muscle._solve_damped_numpy(a, fal, target, beta, tol), "4000 points")
+        _assert_same_bits(compiled(curves, a, fal, target, beta, tol),
+                          numpy_solve(curves, a, fal, target, beta, tol), "4000 points")
         # tol = 0: most points stop on the width of the bracket, not on the residual
-        _assert_same_bits(muscle._solve_damped(a, fal, target, beta, 0.0),
-                          muscle._solve_damped_numpy(a, fal, target, beta, 0.0), "tol = 0")
+        _assert_same_bits(compiled(curves, a, fal, target, beta, 0.0),
+                          numpy_solve(curves, a, fal, target, beta, 0.0), "tol = 0")
     # small batches (the actuator's muscle groups), a scalar activation, 2-D and 0-D shapes
     for k in range(0, 60, 3):
         rows = slice(k, k + 3)
-        _assert_same_bits(muscle._solve_damped(a[rows], fal[rows], target[rows], beta, tol),
-                          muscle._solve_damped_numpy(a[rows], fal[rows], target[rows], beta, tol), f"rows {rows}")
+        _assert_same_bits(compiled(curves, a[rows], fal[rows], target[rows], beta, tol),
+                          numpy_solve(curves, a[rows], fal[rows], target[rows], beta, tol), f"rows {rows}")
     grid = target[:12].reshape(3, 4)
-    _assert_same_bits(muscle._solve_damped(0.4, fal[:12].reshape(3, 4), grid, beta, 1e-9),
-                      muscle._solve_damped_numpy(0.4, fal[:12].reshape(3, 4), grid, beta, 1e-9), "3 × 4")
-    _assert_same_bits(muscle._solve_damped(np.float64(0.5), np.float64(0.8), np.float64(1.0), beta, tol),
-                      muscle._solve_damped_numpy(np.float64(0.5), np.float64(0.8), np.float64(1.0), beta, tol),
-                      "0-D")
+    _assert_same_bits(compiled(curves, 0.4, fal[:12].reshape(3, 4), grid, beta, 1e-9),
+                      numpy_solve(curves, 0.4, fal[:12].reshape(3, 4), grid, beta, 1e-9), "3 × 4")
+    _assert_same_bits(compiled(curves, np.float64(0.5), np.float64(0.8), np.float64(1.0), beta, tol),
+                      numpy_solve(curves, np.float64(0.5), np.float64(0.8), np.float64(1.0), beta, tol), "0-D")
     # a tolerance no residual meets: both paths give up at the same points with the same error
     messages = []
-    for solve in (muscle._solve_damped, muscle._solve_damped_numpy):
+    for solve in (compiled, numpy_solve):
         with pytest.raises(RuntimeError, match="did not converge at [1-9][0-9]* points") as info:
-            solve(a[:200], fal[:200], target[:200], beta, -1.0)
+            solve(curves, a[:200], fal[:200], target[:200], beta, -1.0)
         messages.append(str(info.value))
     assert messages[0] == messages[1]
 
@@ -237,8 +240,8 @@ def test_compiled_muscle_evaluation_equals_numpy(formulation, rng, monkeypatch):
 
     with np.errstate(divide="ignore", invalid="ignore"):
         compiled = run()
-        monkeypatch.setattr(SmoothSegmentedCurve, "evaluate", SmoothSegmentedCurve._evaluate_numpy)
-        monkeypatch.setattr(Millard2012Muscle, "_solve_damped", Millard2012Muscle._solve_damped_numpy)
+        monkeypatch.setattr(SmoothSegmentedCurve, "evaluate", hill_reference.evaluate)
+        monkeypatch.setattr(musculotendon, "solve_damped_fiber_velocity", hill_reference.solve_damped_fiber_velocity)
         reference = run()
     for got, want, what in zip(compiled, reference, ("evaluate", "static_equilibrium")):
         for field in want.__dataclass_fields__:

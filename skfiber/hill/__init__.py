@@ -1,14 +1,26 @@
 """Hill-type muscle models of Millard et al. (2013), as in OpenSim's
-``Millard2012EquilibriumMuscle``, in vectorized numpy.
+``Millard2012EquilibriumMuscle``, vectorized over muscles and time points.
 
-``curves`` holds the smooth quintic-Bézier curve machinery and the five default
-curves (active force–length, force–velocity and its inverse, passive fiber
-force–length, tendon force–length) with OpenSim's parameters; ``musculotendon``
-the fixed-height pennation model, the equilibrium (eqs. 1–2), damped
-equilibrium (eq. 3) and rigid-tendon (eqs. 4–7) musculotendon models and
-first-order activation dynamics; ``actuator`` the :class:`HillActuator`, a
-muscle along a path of body points as a force element of
-:class:`skfiber.rigid.RigidSystem` (its states integrated with the bodies).
+Modules, each importing only those above it:
+
+* ``checks`` — parameter checks and SimTK's tolerances;
+* ``curve_tables`` — the coefficients and inverse table a Bézier curve is
+  evaluated from; ``curve_kernels`` — the compiled (numba) curve evaluation and
+  damped fiber-velocity solve on them;
+* ``bezier`` — the smooth segmented quintic-Bézier curve
+  (:class:`SmoothSegmentedCurve`, :func:`corner_control_points`);
+* ``curves`` — the five default curves (active force–length, force–velocity
+  and its inverse, passive fiber force–length, tendon force–length) with
+  OpenSim's parameters;
+* ``parameters``, ``pennation``, ``activation``, ``response`` — muscle
+  parameters and the curves per formulation, the fixed-height pennation model,
+  first-order activation dynamics, the result of an evaluation;
+* ``damped`` — the damped fiber-velocity solve (eq. 3);
+* ``musculotendon`` — :class:`Millard2012Muscle`, the equilibrium (eqs. 1–2),
+  damped equilibrium (eq. 3) and rigid-tendon (eqs. 4–7) models;
+* ``actuator`` — the :class:`HillActuator`, a muscle along a path of body
+  points as a force element of :class:`skfiber.rigid.RigidSystem` (its states
+  integrated with the bodies).
 
 Example
 -------

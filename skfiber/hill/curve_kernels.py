@@ -1,75 +1,80 @@
-r"""The Bézier-curve evaluation of :mod:`skfiber.hill.curves` as compiled loops (numba).
+r"""The Bézier-curve evaluation of :mod:`skfiber.hill.bezier` as compiled loops (numba).
 
 A Hill muscle evaluation makes a few curve evaluations on arrays of a few
 entries (one per muscle), and the damped fiber-velocity solve makes a few more
 per Newton iteration; through numpy each costs ~50 numpy calls, which
-dominated the Hill model's run time.  The kernels here do the same work in one
-call:
+dominated the Hill model's run time.  The kernels here are the library's one
+implementation of that work, each in one call:
 
 * :func:`evaluate_curve` — value, slope and the parts of the second derivative
-  of a :class:`~skfiber.hill.curves.SmoothSegmentedCurve` at an array of points
-  (:meth:`SmoothSegmentedCurve._evaluate_numpy` is the definition);
-* :func:`solve_damped` — the damped fiber-velocity solve of
-  :meth:`~skfiber.hill.musculotendon.Millard2012Muscle._solve_damped_numpy`.
+  of a :class:`~skfiber.hill.bezier.SmoothSegmentedCurve` at an array of points
+  (:meth:`SmoothSegmentedCurve.evaluate <skfiber.hill.bezier.SmoothSegmentedCurve.evaluate>`);
+* :func:`curve_parameter` — the segment and Bézier parameter u with x(u) = x
+  (:meth:`SmoothSegmentedCurve.parameter <skfiber.hill.bezier.SmoothSegmentedCurve.parameter>`);
+* :func:`solve_damped` — the damped fiber-velocity solve of eq. (3)
+  (:func:`skfiber.hill.damped.solve_damped_fiber_velocity`).
 
-They repeat the numpy code operation by operation, so the numbers are the same
-bit for bit (the tests compare both paths): the same Horner orders, the same
-tabulated start (numpy's ``interp``, including its search from the previous
-point's index, which matters where rounding makes the table decrease by an ulp
-at a segment joint), the same three Newton steps, the same bracketed Newton
-fallback and the same linear continuation outside the domain.  The one
+The parameter solve: the tabulated start (numpy's ``interp``, including its
+search from the previous point's index, which matters where rounding makes the
+table decrease by an ulp at a segment joint), three Newton steps, a bracketed
+Newton fallback where they miss OpenSim's tolerance; then Horner's scheme on
+the segment's coefficients, and the linear continuation outside the domain.
+A vectorized numpy version of the same operations, kept in the tests
+(``tests/hill_reference.py``), gives the same numbers bit for bit.  The one
 operation left to numpy is the cube x′(u)³ of the second derivative (numpy's
 ``power`` uses SIMD routines whose last bit differs from libm's ``pow``):
 :func:`evaluate_curve` returns the numerator and x′(u) and
-:meth:`SmoothSegmentedCurve.evaluate` divides.
+:meth:`SmoothSegmentedCurve.evaluate <skfiber.hill.bezier.SmoothSegmentedCurve.evaluate>` divides.
 
 A curve enters as one flat array, :func:`pack_curve`, to keep the cost of a
 call low.  The kernels are compiled on first use (a few seconds) and cached on
-disk (``cache=True``).
+disk (``cache=True``).  Numbers the kernels need from other modules (the
+tolerance :data:`~skfiber.hill.curve_tables.U_TOLERANCE`) travel in the packed
+array: numba's disk cache would not see a change to a constant of another file.
 
 Example
 -------
 >>> import numpy as np
 >>> from skfiber.hill.curves import ActiveForceLengthCurve
 >>> curve = ActiveForceLengthCurve().curve
->>> value, slope, num, den = evaluate_curve(pack_curve(curve), np.array([0.2, 1.0, 1.2]), 1)
->>> bool(np.all(value == curve._evaluate_numpy([0.2, 1.0, 1.2]).value))
-True
+>>> value, slope, num, den = evaluate_curve(pack_curve(curve.tables), np.array([0.2, 1.0, 1.2]), 1)
+>>> bool(np.all(value == curve([0.2, 1.0, 1.2]))), float(value[1])
+(True, 1.0)
 """
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .curves import SmoothSegmentedCurve
+from .curve_tables import U_TOLERANCE, CurveTables
 
-__all__ = ["pack_curve", "evaluate_curve", "solve_damped"]
+__all__ = ["pack_curve", "evaluate_curve", "curve_parameter", "solve_damped"]
 
 _EPS = float(np.finfo(float).eps)
-_U_TOLERANCE = 100.0 * _EPS  # repeated from skfiber.hill.curves (numba's cache does not see other files)
 _LIKELY_IN_CACHE_SIZE = 8  # numpy's binary_search_with_guess
-_HEADER = 2  # pack_curve: n_segments, table length
+_HEADER = 3  # pack_curve: n_segments, table length, tolerance on |x(u) - x|
 _JIT = dict(cache=True, fastmath=False, error_model="numpy")
 
 
-def pack_curve(curve: "SmoothSegmentedCurve") -> np.ndarray:
-    """The data of a :class:`~skfiber.hill.curves.SmoothSegmentedCurve` as one float array.
+def pack_curve(tables: CurveTables) -> np.ndarray:
+    """The :class:`~skfiber.hill.curve_tables.CurveTables` of a curve as one float array.
 
-    Layout: ``[n, T, starts (n), x coefficients (n × 6), y coefficients (n × 6),
-    table x (T), table s (T), x_start, x_end, y_start, y_end, slope_start,
-    slope_end]`` with n segments and T table samples.
+    Layout: ``[n, T, u_tolerance, starts (n), x coefficients (n × 6),
+    y coefficients (n × 6), table x (T), table s (T), x_start, x_end, y_start,
+    y_end, slope_start, slope_end]`` with n segments and T table samples.
+    A :class:`~skfiber.hill.bezier.SmoothSegmentedCurve` is accepted too (its
+    ``tables``; the curve keeps the result as ``packed``).
     """
-    x0, x1 = curve.domain
-    y0, y1 = curve.end_values
-    n = curve.x_points.shape[0]
-    tx = np.asarray(curve._table_x, dtype=float)
+    tables = getattr(tables, "tables", tables)
+    x0, x1 = tables.domain
+    y0, y1 = tables.end_values
+    n = tables.x_coeffs.shape[0]
+    tx = np.asarray(tables.table_x, dtype=float)
     return np.ascontiguousarray(np.concatenate([
-        [float(n), float(tx.size)], curve.x_points[:, 0], curve._x_coeffs.ravel(), curve._y_coeffs.ravel(),
-        tx, curve._table_s, [x0, x1, y0, y1, float(curve.slope_start), float(curve.slope_end)]]), dtype=float)
+        [float(n), float(tx.size), U_TOLERANCE], tables.starts, tables.x_coeffs.ravel(), tables.y_coeffs.ravel(),
+        tx, tables.table_s, [x0, x1, y0, y1, float(tables.slope_start), float(tables.slope_end)]]), dtype=float)
 
 
 @numba.njit(**_JIT)
@@ -141,15 +146,15 @@ def _interp(key, data, ox, os, n, j):  # pragma: no cover - compiled
 
 
 @numba.njit(**_JIT)
-def _safeguarded(x, c0, c1, c2, c3, c4, c5):  # pragma: no cover - compiled
-    """SmoothSegmentedCurve._parameter_safeguarded for one point."""
+def _safeguarded(x, c0, c1, c2, c3, c4, c5, tol):  # pragma: no cover - compiled
+    """Bracketed Newton on [0, 1] (bisection whenever a step leaves the bracket) for x(u) = x at one point."""
     d1, d2, d3, d4 = 2.0 * c2, 3.0 * c3, 4.0 * c4, 5.0 * c5
     u = 0.5
     lo = 0.0
     hi = 1.0
     for _ in range(200):
         f = c0 + u * (c1 + u * (c2 + u * (c3 + u * (c4 + u * c5)))) - x
-        if abs(f) <= _U_TOLERANCE:
+        if abs(f) <= tol:
             break
         if f < 0:
             lo = u
@@ -167,28 +172,27 @@ def _safeguarded(x, c0, c1, c2, c3, c4, c5):  # pragma: no cover - compiled
 
 
 @numba.njit(**_JIT)
-def _point(data, x, order, j):  # pragma: no cover - compiled
-    """One point of SmoothSegmentedCurve._evaluate_numpy: (value, slope, d2 numerator, x′(u), guess).
+def _locate(data, x, j):  # pragma: no cover - compiled
+    """Segment and Bézier parameter u with x(u) = x at one point: (segment, u, guess).
 
-    ``j`` is the interpolation guess carried from the previous inside point of
-    the same call (as numpy's ``interp`` carries it); outside the domain it is
-    returned unchanged and x′(u) is 1 (the numerator 0).
+    The segment is the last one starting at or before x (the first below the
+    domain, the last above it); u starts from the tabulated inverse, takes three
+    Newton steps (points already within the tolerance stay put) and, where that
+    misses the tolerance or leaves [0, 1], the bracketed Newton iteration.
+    ``j`` is the interpolation guess carried from the previous point of the same
+    call (as numpy's ``interp`` carries it).
     """
     n = int(data[0])
     nt = int(data[1])
+    tol = data[2]
     ps = _HEADER
     pxc = ps + n
-    pyc = pxc + 6 * n
-    ptx = pyc + 6 * n
+    ptx = pxc + 12 * n
     pts = ptx + nt
-    pe = pts + nt
-    x0, x1, y0, y1, s0, s1 = data[pe], data[pe + 1], data[pe + 2], data[pe + 3], data[pe + 4], data[pe + 5]
-    if not (x >= x0 and x <= x1):
-        if x < x0:
-            return y0 + s0 * (x - x0), (s0 if order >= 1 else 0.0), 0.0, 1.0, j
-        return y1 + s1 * (x - x1), (s1 if order >= 1 else 0.0), 0.0, 1.0, j
-    # segment: np.clip(np.searchsorted(starts, x, side="right") - 1, 0, n - 1)
+    # segment: np.clip(np.searchsorted(starts, x, side="right") - 1, 0, n - 1) (NaN sorts last)
     seg = 0
+    if math.isnan(x):
+        seg = n - 1
     while seg + 1 < n and data[ps + seg + 1] <= x:
         seg += 1
     k = pxc + 6 * seg
@@ -200,11 +204,35 @@ def _point(data, x, order, j):  # pragma: no cover - compiled
     u = u if u < 1.0 or math.isnan(u) else 1.0
     for _ in range(3):
         f = c0 + u * (c1 + u * (c2 + u * (c3 + u * (c4 + u * c5)))) - x
-        if not abs(f) <= _U_TOLERANCE:
+        if not abs(f) <= tol:
             u = u - f / (c1 + u * (d1 + u * (d2 + u * (d3 + u * d4))))
     f = c0 + u * (c1 + u * (c2 + u * (c3 + u * (c4 + u * c5)))) - x
-    if not (abs(f) <= _U_TOLERANCE and u >= 0.0 and u <= 1.0):
-        u = _safeguarded(x, c0, c1, c2, c3, c4, c5)
+    if not (abs(f) <= tol and u >= 0.0 and u <= 1.0):
+        u = _safeguarded(x, c0, c1, c2, c3, c4, c5, tol)
+    return seg, u, j
+
+
+@numba.njit(**_JIT)
+def _point(data, x, order, j):  # pragma: no cover - compiled
+    """One point of the curve evaluation: (value, slope, d2 numerator, x′(u), guess).
+
+    ``j`` is the interpolation guess carried from the previous inside point of
+    the same call (as numpy's ``interp`` carries it); outside the domain it is
+    returned unchanged and x′(u) is 1 (the numerator 0).
+    """
+    n = int(data[0])
+    nt = int(data[1])
+    pxc = _HEADER + n
+    pyc = pxc + 6 * n
+    pe = pyc + 6 * n + 2 * nt
+    x0, x1, y0, y1, s0, s1 = data[pe], data[pe + 1], data[pe + 2], data[pe + 3], data[pe + 4], data[pe + 5]
+    if not (x >= x0 and x <= x1):
+        if x < x0:
+            return y0 + s0 * (x - x0), (s0 if order >= 1 else 0.0), 0.0, 1.0, j
+        return y1 + s1 * (x - x1), (s1 if order >= 1 else 0.0), 0.0, 1.0, j
+    seg, u, j = _locate(data, x, j)
+    k = pxc + 6 * seg
+    c1, c2, c3, c4, c5 = data[k + 1], data[k + 2], data[k + 3], data[k + 4], data[k + 5]
     k = pyc + 6 * seg
     e0, e1, e2, e3, e4, e5 = data[k], data[k + 1], data[k + 2], data[k + 3], data[k + 4], data[k + 5]
     value = ((((e5 * u + e4) * u + e3) * u + e2) * u + e1) * u + e0
@@ -239,6 +267,24 @@ def evaluate_curve(data, x, order):  # pragma: no cover - compiled
 
 
 @numba.njit(**_JIT)
+def curve_parameter(data, x):  # pragma: no cover - compiled
+    """Segment index (int64) and Bézier parameter u with x(u) = x at the points x (1-D).
+
+    ``data`` is the curve (:func:`pack_curve`).
+
+    Meant for points inside the domain; outside it the answer is that of the
+    first (below) or last (above) segment's solve, clipped to [0, 1].
+    """
+    m = x.size
+    seg = np.empty(m, dtype=np.int64)
+    u = np.empty(m)
+    j = 0
+    for i in range(m):
+        seg[i], u[i], j = _locate(data, x[i], j)
+    return seg, u
+
+
+@numba.njit(**_JIT)
 def _nan_min(a, b):  # pragma: no cover - compiled
     """np.minimum for two floats (NaN propagates)."""
     if math.isnan(a) or a <= b:
@@ -256,7 +302,7 @@ def _nan_max(a, b):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT)
 def solve_damped(fv, fv_inverse, a, fal, target, beta, tol):  # pragma: no cover - compiled
-    """Millard2012Muscle._solve_damped_numpy: r(ṽ) = a f^L f^V(ṽ) + β ṽ − target = 0 at each point.
+    """The damped fiber-velocity solve: r(ṽ) = a f^L f^V(ṽ) + β ṽ − target = 0 at each point.
 
     Parameters
     ----------
@@ -269,10 +315,14 @@ def solve_damped(fv, fv_inverse, a, fal, target, beta, tol):  # pragma: no cover
     (v, n_failed) : the normalized fiber velocities (m,) and the number of
     points that did not converge within 200 iterations.
 
-    The curve evaluations run in the order and groups of the numpy code (the
-    inverse at all points, f^V at all points, then f^V at the points still
-    iterating), so that numpy's ``interp`` guesses, and with them the numbers,
-    are the same.
+    r′ ≥ β > 0, so one evaluation at the start ṽ0 brackets the root between
+    ṽ0 and ṽ0 − r(ṽ0)/β; Newton steps leaving the bracket are replaced by
+    bisection.  The start is OpenSim's: the undamped solution (eq. 2) with
+    a, f^L ≥ 0.01, limited to [−1, 1].  The curve evaluations run in the order
+    and groups of a vectorized numpy solve (the inverse at all points, f^V at
+    all points, then f^V at the points still iterating), so that numpy's
+    ``interp`` guesses, and with them the numbers, are those of the numpy
+    reference in the tests.
     """
     m = target.size
     v = np.empty(m)

@@ -1,22 +1,15 @@
-"""Smooth segmented quintic Bézier curves and the five default muscle curves of
-Millard et al. (2013), as in OpenSim's ``Millard2012EquilibriumMuscle``.
+"""The five default muscle curves of Millard et al. (2013), as in OpenSim's
+``Millard2012EquilibriumMuscle``: active force–length, force–velocity and its
+inverse, passive fiber force–length and tendon force–length.
 
-A curve is a chain of quintic Bézier segments ``(x(u), y(u))``, u ∈ [0, 1],
-each built from two points, the slopes there and a *curviness* (OpenSim's
-``SegmentedQuinticBezierToolkit::calcQuinticBezierCornerControlPoints``); it is
-C2 inside and continued linearly outside its domain.  Evaluating y at a given x
-first finds the parameter u with x(u) = x: for all points at once by Newton's
-method on a bracket [0, 1] with a bisection safeguard (x(u) is increasing on each
-segment), started from a tabulated u(x).  The tolerance on |x(u) − x| is
-OpenSim's (100 machine epsilons).  The evaluation runs as a compiled kernel
-(:mod:`skfiber.hill.curve_kernels`); the numpy code
-(``SmoothSegmentedCurve._evaluate_numpy``) stays its definition and gives the
-same numbers bit for bit.
-
-The construction parameters and their defaults are those of OpenSim 4.6
+Each is a :class:`~skfiber.hill.bezier.SmoothSegmentedCurve` (``curve``) built
+from a few Bézier corners (:func:`~skfiber.hill.bezier.corner_control_points`)
+whose construction parameters and defaults are those of OpenSim 4.6
 (``ActiveForceLengthCurve``, ``ForceVelocityCurve``,
 ``ForceVelocityInverseCurve``, ``FiberForceLengthCurve``,
-``TendonForceLengthCurve`` and ``SmoothSegmentedFunctionFactory``).
+``TendonForceLengthCurve`` and ``SmoothSegmentedFunctionFactory``).  The curve
+machinery lives in :mod:`skfiber.hill.bezier`; its public names are importable
+from here too.
 
 Example
 -------
@@ -34,7 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import curve_kernels as _kernels
+from .bezier import CurveValues, SmoothSegmentedCurve, corner_control_points, scale_curviness
+from .checks import ROOT_EPS, SIGNIFICANT_REAL, check_range
 
 __all__ = [
     "CurveValues",
@@ -47,301 +41,6 @@ __all__ = [
     "FiberForceLengthCurve",
     "TendonForceLengthCurve",
 ]
-
-_EPS = float(np.finfo(float).eps)
-_ROOT_EPS = math.sqrt(_EPS)
-_SIGNIFICANT_REAL = 2.0**-40  # SimTK::SignificantReal for double (≈ 9.1e-13)
-_U_TOLERANCE = 100.0 * _EPS  # OpenSim's UTOL on |x(u) - x|
-_TABLE_SAMPLES = 2048  # samples per segment of the tabulated u(x) (initial guess)
-
-# Bernstein -> power basis of a quintic: coefficient of u**j is
-# sum_k C(5, j) C(j, k) (-1)**(j - k) P_k  (k <= j).
-_BERNSTEIN_TO_POWER = np.array(
-    [
-        [math.comb(5, j) * math.comb(j, k) * (-1) ** (j - k) if k <= j else 0 for k in range(6)]
-        for j in range(6)
-    ],
-    dtype=float,
-)
-
-
-def scale_curviness(curviness: float) -> float:
-    """Map a user curviness c ∈ [0, 1] to the Bézier one, 0.1 + 0.8 c (OpenSim)."""
-    return 0.1 + 0.8 * curviness
-
-
-def _check_range(name: str, value: float, low: float, high: float, *, low_open=False, high_open=False,
-                 hint: str = "") -> None:
-    """Raise ValueError naming `value` unless it lies in the interval."""
-    ok_low = value > low if low_open else value >= low
-    ok_high = value < high if high_open else value <= high
-    if not (ok_low and ok_high and math.isfinite(value)):
-        interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
-        raise ValueError(f"{name}={value!r} is outside the allowed range {interval}{hint}")
-
-
-def corner_control_points(x0: float, y0: float, dydx0: float, x1: float, y1: float, dydx1: float,
-                          curviness: float) -> tuple[np.ndarray, np.ndarray]:
-    """Control points of one C-shaped quintic Bézier corner.
-
-    The segment starts at (x0, y0) with slope `dydx0` and ends at (x1, y1) with
-    slope `dydx1`; its inner control points lie on the two tangent lines, a
-    fraction `curviness` of the way towards their intersection (doubled, which
-    makes the curvature vanish at both ends).
-
-    Parameters
-    ----------
-    x0, y0, dydx0 : start point and slope.
-    x1, y1, dydx1 : end point and slope.
-    curviness : Bézier curviness in [0, 1] (already scaled, see :func:`scale_curviness`).
-
-    Returns
-    -------
-    (x_points, y_points) : two arrays of 6 control-point coordinates.
-
-    Raises
-    ------
-    ValueError
-        If curviness is outside [0, 1] or the two tangent lines do not form a
-        C-shaped corner (the segment would be S-shaped).
-
-    Examples
-    --------
-    >>> xp, yp = corner_control_points(0.0, 0.0, 0.0, 1.0, 1.0, 2.0, 0.5)
-    >>> xp.tolist(), yp.tolist()
-    ([0.0, 0.25, 0.25, 0.75, 0.75, 1.0], [0.0, 0.0, 0.0, 0.5, 0.5, 1.0])
-    """
-    _check_range("curviness", curviness, 0.0, 1.0)
-    if abs(dydx0 - dydx1) > _ROOT_EPS:
-        xc = (y1 - y0 - x1 * dydx1 + x0 * dydx0) / (dydx0 - dydx1)
-    else:
-        xc = 0.5 * (x1 + x0)
-    yc = (xc - x1) * dydx1 + y1
-    a = (xc - x0) ** 2 + (yc - y0) ** 2
-    b = (xc - x1) ** 2 + (yc - y1) ** 2
-    c = (x1 - x0) ** 2 + (y1 - y0) ** 2
-    if not (c > a and c > b):
-        raise ValueError(
-            f"the tangent lines at ({x0:g}, {y0:g}) with slope {dydx0:g} and at ({x1:g}, {y1:g}) "
-            f"with slope {dydx1:g} meet at ({xc:g}, {yc:g}), which does not make a C-shaped corner; "
-            "change the curve parameters (slopes or points)"
-        )
-    x0m, y0m = x0 + curviness * (xc - x0), y0 + curviness * (yc - y0)
-    x1m, y1m = x1 + curviness * (xc - x1), y1 + curviness * (yc - y1)
-    return (np.array([x0, x0m, x0m, x1m, x1m, x1], dtype=float),
-            np.array([y0, y0m, y0m, y1m, y1m, y1], dtype=float))
-
-
-@dataclass(frozen=True)
-class CurveValues:
-    """A curve's value and derivatives at an array of points (same shape as x)."""
-
-    value: np.ndarray
-    derivative: np.ndarray
-    second_derivative: np.ndarray
-
-
-def _horner(coeffs: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Σ_j coeffs[:, j] u**j for per-point coefficient rows (m, k)."""
-    out = coeffs[:, -1].copy()
-    for j in range(coeffs.shape[1] - 2, -1, -1):
-        out = out * u + coeffs[:, j]
-    return out
-
-
-@dataclass(frozen=True, eq=False)
-class SmoothSegmentedCurve:
-    """A C2 chain of quintic Bézier segments with linear extrapolation.
-
-    Parameters
-    ----------
-    x_points, y_points : (n_segments, 6) control points; segment i covers
-        x ∈ [x_points[i, 0], x_points[i, 5]], consecutive segments join, and each
-        row of x_points is non-decreasing.
-    slope_start, slope_end : slopes of the linear continuation left of the first
-        and right of the last segment.
-
-    Examples
-    --------
-    >>> xp, yp = corner_control_points(0.0, 0.0, 0.0, 1.0, 1.0, 2.0, 0.5)
-    >>> curve = SmoothSegmentedCurve(xp[None], yp[None], slope_start=0.0, slope_end=2.0)
-    >>> curve([-1.0, 0.0, 1.0, 2.0]).tolist()
-    [0.0, 0.0, 1.0, 3.0]
-    """
-
-    x_points: np.ndarray
-    y_points: np.ndarray
-    slope_start: float
-    slope_end: float
-    _x_coeffs: np.ndarray = field(init=False, repr=False)
-    _y_coeffs: np.ndarray = field(init=False, repr=False)
-    _table_x: np.ndarray = field(init=False, repr=False)
-    _table_s: np.ndarray = field(init=False, repr=False)
-    _packed: np.ndarray = field(init=False, repr=False)
-
-    def __post_init__(self):
-        xp = np.atleast_2d(np.asarray(self.x_points, dtype=float))
-        yp = np.atleast_2d(np.asarray(self.y_points, dtype=float))
-        if xp.shape != yp.shape or xp.shape[1] != 6:
-            raise ValueError(f"x_points and y_points must both have shape (n_segments, 6); "
-                             f"got {xp.shape} and {yp.shape}")
-        if np.any(np.diff(xp, axis=1) < 0):
-            raise ValueError("each row of x_points must be non-decreasing (x(u) increasing)")
-        if np.any(xp[1:, 0] != xp[:-1, 5]) or np.any(yp[1:, 0] != yp[:-1, 5]):
-            raise ValueError("consecutive segments must join: x_points[i, 5] == x_points[i + 1, 0] "
-                             "and likewise for y_points")
-        object.__setattr__(self, "x_points", xp)
-        object.__setattr__(self, "y_points", yp)
-        object.__setattr__(self, "_x_coeffs", xp @ _BERNSTEIN_TO_POWER.T)
-        object.__setattr__(self, "_y_coeffs", yp @ _BERNSTEIN_TO_POWER.T)
-        # tabulated inverse u(x) over all segments: s = segment + u is increasing in x
-        u = np.linspace(0.0, 1.0, _TABLE_SAMPLES)
-        n = xp.shape[0]
-        xs = np.stack([_horner(np.repeat(self._x_coeffs[i:i + 1], u.size, 0), u) for i in range(n)])
-        object.__setattr__(self, "_table_x", xs.ravel())
-        object.__setattr__(self, "_table_s", (np.arange(n)[:, None] + u[None, :]).ravel())
-        object.__setattr__(self, "_packed", _kernels.pack_curve(self))  # the compiled evaluation's input
-
-    # -- domain ---------------------------------------------------------------
-    @property
-    def domain(self) -> tuple[float, float]:
-        """(x_start, x_end): the interval covered by the Bézier segments."""
-        return float(self.x_points[0, 0]), float(self.x_points[-1, 5])
-
-    @property
-    def end_values(self) -> tuple[float, float]:
-        """(y(x_start), y(x_end))."""
-        return float(self.y_points[0, 0]), float(self.y_points[-1, 5])
-
-    # -- evaluation -----------------------------------------------------------
-    def parameter(self, x) -> tuple[np.ndarray, np.ndarray]:
-        """Segment index and Bézier parameter u with x(u) = x, for x inside the domain.
-
-        Vectorized: a tabulated inverse (2048 samples per segment) and three
-        Newton steps; points where that does not meet OpenSim's tolerance
-        |x(u) − x| ≤ 100 ε take a safeguarded Newton iteration (bisection
-        whenever a step leaves the bracket).
-        """
-        x = np.asarray(x, dtype=float).ravel()
-        starts = self.x_points[:, 0]
-        seg = np.clip(np.searchsorted(starts, x, side="right") - 1, 0, len(starts) - 1)
-        cx = self._x_coeffs[seg]
-        c0, c1, c2, c3, c4, c5 = cx.T
-        d1, d2, d3, d4 = 2.0 * c2, 3.0 * c3, 4.0 * c4, 5.0 * c5
-        # the fine table puts u within ~1e-7 of the root: two plain Newton steps reach round-off, a third
-        # polishes it (x′ > 0 inside the segments); points where that fails take the safeguarded loop below
-        u = np.clip(np.interp(x, self._table_x, self._table_s) - seg, 0.0, 1.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            for _ in range(3):  # points already within the tolerance stay put (x′ may vanish at the ends)
-                f = c0 + u * (c1 + u * (c2 + u * (c3 + u * (c4 + u * c5)))) - x
-                u = np.where(np.abs(f) <= _U_TOLERANCE, u, u - f / (c1 + u * (d1 + u * (d2 + u * (d3 + u * d4)))))
-        f = c0 + u * (c1 + u * (c2 + u * (c3 + u * (c4 + u * c5)))) - x
-        ok = (np.abs(f) <= _U_TOLERANCE) & (u >= 0.0) & (u <= 1.0)
-        if ok.all():
-            return seg, u
-        bad = ~ok
-        u_bad = self._parameter_safeguarded(x[bad], cx[bad])
-        u = np.where(ok, u, 0.0)
-        u[bad] = u_bad
-        return seg, u
-
-    def _parameter_safeguarded(self, x: np.ndarray, cx: np.ndarray) -> np.ndarray:
-        """Bracketed Newton (bisection whenever a step leaves the bracket) for x(u) = x on [0, 1]."""
-        c0, c1, c2, c3, c4, c5 = cx.T
-        d1, d2, d3, d4 = 2.0 * c2, 3.0 * c3, 4.0 * c4, 5.0 * c5
-        u = np.full_like(x, 0.5)
-        lo = np.zeros_like(x)
-        hi = np.ones_like(x)
-        for _ in range(200):
-            f = c0 + u * (c1 + u * (c2 + u * (c3 + u * (c4 + u * c5)))) - x
-            done = np.abs(f) <= _U_TOLERANCE
-            if done.all():
-                break
-            lo = np.where(f < 0, u, lo)
-            hi = np.where(f > 0, u, hi)
-            d = c1 + u * (d1 + u * (d2 + u * (d3 + u * d4)))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                newton = u - f / d
-            bad = ~((newton > lo) & (newton < hi) & (d > 0))
-            done |= (hi - lo) <= 4 * _EPS
-            u = np.where(done, u, np.where(bad, 0.5 * (lo + hi), newton))
-            if done.all():
-                break
-        return u
-
-    def evaluate(self, x, *, order: int = 1) -> CurveValues:
-        """Value and derivatives d/dx up to `order` (0, 1 or 2; higher entries are zero).
-
-        Outside the domain the curve continues linearly (slope_start / slope_end)
-        and the second derivative is zero.
-
-        Runs as a compiled kernel (:func:`skfiber.hill.curve_kernels.evaluate_curve`)
-        that repeats :meth:`_evaluate_numpy`, the definition, operation by
-        operation: the numbers are the same bit for bit.
-        """
-        if order not in (0, 1, 2):
-            raise ValueError(f"order={order!r} is not supported; pick one of 0, 1, 2")
-        xa = np.asarray(x, dtype=float)
-        shape = xa.shape
-        xf = xa.ravel()
-        if not xf.flags.writeable:  # one compiled specialization: writeable arrays
-            xf = xf.copy()
-        value, d1, num, den = _kernels.evaluate_curve(self._packed, xf, order)
-        d2 = num / den**3 if order == 2 else num  # numpy's power, as in _evaluate_numpy
-        return CurveValues(value.reshape(shape), d1.reshape(shape), d2.reshape(shape))
-
-    def _evaluate_numpy(self, x, *, order: int = 1) -> CurveValues:
-        """:meth:`evaluate` through numpy (the reference of the compiled kernel)."""
-        if order not in (0, 1, 2):
-            raise ValueError(f"order={order!r} is not supported; pick one of 0, 1, 2")
-        xa = np.asarray(x, dtype=float)
-        shape = xa.shape
-        xf = xa.ravel()
-        x0, x1 = self.domain
-        y0, y1 = self.end_values
-        value = np.where(xf < x0, y0 + self.slope_start * (xf - x0), y1 + self.slope_end * (xf - x1))
-        d1 = np.where(xf < x0, self.slope_start, self.slope_end).astype(float)
-        d2 = np.zeros_like(xf)
-        inside = (xf >= x0) & (xf <= x1)
-        if inside.any():
-            seg, u = self.parameter(xf[inside])
-            cx, cy = self._x_coeffs[seg], self._y_coeffs[seg]
-            value[inside] = _horner(cy, u)
-            if order >= 1:
-                k1 = np.arange(1, 6)
-                xu = _horner(cx[:, 1:] * k1, u)
-                yu = _horner(cy[:, 1:] * k1, u)
-                d1[inside] = yu / xu
-                if order >= 2:
-                    k2 = np.arange(2, 6) * np.arange(1, 5)
-                    xuu = _horner(cx[:, 2:] * k2, u)
-                    yuu = _horner(cy[:, 2:] * k2, u)
-                    d2[inside] = (yuu * xu - yu * xuu) / xu**3
-        if order < 2:
-            d2[:] = 0.0
-        if order < 1:
-            d1[:] = 0.0
-        return CurveValues(value.reshape(shape), d1.reshape(shape), d2.reshape(shape))
-
-    def __call__(self, x) -> np.ndarray:
-        """y(x)."""
-        return self.evaluate(x, order=0).value
-
-    def derivative(self, x, order: int = 1) -> np.ndarray:
-        """d^order y / dx^order (order 1 or 2)."""
-        if order not in (1, 2):
-            raise ValueError(f"order={order!r} is not supported; pick 1 or 2")
-        values = self.evaluate(x, order=order)
-        return values.derivative if order == 1 else values.second_derivative
-
-
-def _chain(corners: list[tuple[np.ndarray, np.ndarray]], slope_start: float, slope_end: float,
-           *, swap: bool = False) -> SmoothSegmentedCurve:
-    xs = np.stack([c[0] for c in corners])
-    ys = np.stack([c[1] for c in corners])
-    if swap:
-        xs, ys = ys, xs
-    return SmoothSegmentedCurve(xs, ys, slope_start, slope_end)
 
 
 class _MuscleCurve:
@@ -412,16 +111,16 @@ class ActiveForceLengthCurve(_MuscleCurve):
         x0, x1, x2, x3 = (self.min_norm_active_fiber_length, self.transition_norm_fiber_length, 1.0,
                           self.max_norm_active_fiber_length)
         ylow, dydx = self.minimum_value, self.shallow_ascending_slope
-        _check_range("min_norm_active_fiber_length", x0, 0.0, x1 - _ROOT_EPS, high_open=True,
+        check_range("min_norm_active_fiber_length", x0, 0.0, x1 - ROOT_EPS, high_open=True,
                      hint=" (0 <= min < transition < 1 < max)")
-        _check_range("transition_norm_fiber_length", x1, x0 + _ROOT_EPS, x2 - _ROOT_EPS,
+        check_range("transition_norm_fiber_length", x1, x0 + ROOT_EPS, x2 - ROOT_EPS,
                      low_open=True, high_open=True, hint=" (min < transition < 1)")
-        _check_range("max_norm_active_fiber_length", x3, x2 + _ROOT_EPS, math.inf, low_open=True,
+        check_range("max_norm_active_fiber_length", x3, x2 + ROOT_EPS, math.inf, low_open=True,
                      hint=" (must exceed 1)")
-        _check_range("minimum_value", ylow, 0.0, 1.0, high_open=True)
-        _check_range("shallow_ascending_slope", dydx, 0.0, (1 - ylow) / (x2 - x1), high_open=True,
+        check_range("minimum_value", ylow, 0.0, 1.0, high_open=True)
+        check_range("shallow_ascending_slope", dydx, 0.0, (1 - ylow) / (x2 - x1), high_open=True,
                      hint=" [0, (1 - minimum_value)/(1 - transition_norm_fiber_length))")
-        _check_range("curviness", self.curviness, 0.0, 1.0)
+        check_range("curviness", self.curviness, 0.0, 1.0)
         c = scale_curviness(self.curviness)
         x_delta = 0.05 * x2
         xs = x2 - x_delta
@@ -441,7 +140,7 @@ class ActiveForceLengthCurve(_MuscleCurve):
             corner_control_points(x2, y2, dydx2, x23, y23, dydx23, c),
             corner_control_points(x23, y23, dydx23, x3, ylow, dydx3, c),
         ]
-        _set_curve(self, _chain(corners, 0.0, 0.0))
+        _set_curve(self, SmoothSegmentedCurve.from_corners(corners, 0.0, 0.0))
 
 
 # ---------------------------------------------------------------------------
@@ -471,22 +170,22 @@ def _force_velocity_corners(p) -> list[tuple[np.ndarray, np.ndarray]]:
 
 def _check_force_velocity(p, *, strict_end_slopes: bool) -> None:
     fmax = p.max_eccentric_velocity_force_multiplier
-    _check_range("max_eccentric_velocity_force_multiplier", fmax, 1.0, math.inf, low_open=True)
-    low = _SIGNIFICANT_REAL if strict_end_slopes else 0.0
-    _check_range("concentric_slope_at_vmax", p.concentric_slope_at_vmax, low, 1.0,
+    check_range("max_eccentric_velocity_force_multiplier", fmax, 1.0, math.inf, low_open=True)
+    low = SIGNIFICANT_REAL if strict_end_slopes else 0.0
+    check_range("concentric_slope_at_vmax", p.concentric_slope_at_vmax, low, 1.0,
                  low_open=strict_end_slopes, high_open=True,
                  hint=" (an inverse curve needs a positive end slope)" if strict_end_slopes else "")
-    _check_range("concentric_slope_near_vmax", p.concentric_slope_near_vmax, p.concentric_slope_at_vmax,
+    check_range("concentric_slope_near_vmax", p.concentric_slope_near_vmax, p.concentric_slope_at_vmax,
                  1.0, low_open=True, high_open=strict_end_slopes,
                  hint=" (concentric_slope_at_vmax, 1)")
-    _check_range("isometric_slope", p.isometric_slope, 1.0, math.inf, low_open=True)
-    _check_range("eccentric_slope_at_vmax", p.eccentric_slope_at_vmax, low, fmax - 1, low_open=strict_end_slopes,
+    check_range("isometric_slope", p.isometric_slope, 1.0, math.inf, low_open=True)
+    check_range("eccentric_slope_at_vmax", p.eccentric_slope_at_vmax, low, fmax - 1, low_open=strict_end_slopes,
                  high_open=True, hint=" [0, max_eccentric_velocity_force_multiplier - 1)")
-    _check_range("eccentric_slope_near_vmax", p.eccentric_slope_near_vmax, p.eccentric_slope_at_vmax,
+    check_range("eccentric_slope_near_vmax", p.eccentric_slope_near_vmax, p.eccentric_slope_at_vmax,
                  fmax - 1, high_open=True,
                  hint=" [eccentric_slope_at_vmax, max_eccentric_velocity_force_multiplier - 1)")
-    _check_range("concentric_curviness", p.concentric_curviness, 0.0, 1.0)
-    _check_range("eccentric_curviness", p.eccentric_curviness, 0.0, 1.0)
+    check_range("concentric_curviness", p.concentric_curviness, 0.0, 1.0)
+    check_range("eccentric_curviness", p.eccentric_curviness, 0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -527,8 +226,8 @@ class ForceVelocityCurve(_MuscleCurve):
 
     def __post_init__(self):
         _check_force_velocity(self, strict_end_slopes=False)
-        _set_curve(self, _chain(_force_velocity_corners(self), self.concentric_slope_at_vmax,
-                                self.eccentric_slope_at_vmax))
+        _set_curve(self, SmoothSegmentedCurve.from_corners(
+            _force_velocity_corners(self), self.concentric_slope_at_vmax, self.eccentric_slope_at_vmax))
 
 
 @dataclass(frozen=True)
@@ -560,8 +259,9 @@ class ForceVelocityInverseCurve(_MuscleCurve):
 
     def __post_init__(self):
         _check_force_velocity(self, strict_end_slopes=True)
-        _set_curve(self, _chain(_force_velocity_corners(self), 1.0 / self.concentric_slope_at_vmax,
-                                1.0 / self.eccentric_slope_at_vmax, swap=True))
+        _set_curve(self, SmoothSegmentedCurve.from_corners(
+            _force_velocity_corners(self), 1.0 / self.concentric_slope_at_vmax, 1.0 / self.eccentric_slope_at_vmax,
+            swap=True))
 
     @classmethod
     def of(cls, force_velocity: ForceVelocityCurve) -> "ForceVelocityInverseCurve":
@@ -626,16 +326,16 @@ class FiberForceLengthCurve(_MuscleCurve):
 
     def __post_init__(self):
         e0, e1 = self.strain_at_zero_force, self.strain_at_one_norm_force
-        _check_range("strain_at_one_norm_force", e1, e0, math.inf, low_open=True,
+        check_range("strain_at_one_norm_force", e1, e0, math.inf, low_open=True,
                      hint=" (must exceed strain_at_zero_force)")
         k_low = self.stiffness_at_low_force_in_use
         k_iso = self.stiffness_at_one_norm_force_in_use
         curv = self.curviness_in_use
-        _check_range("stiffness_at_one_norm_force", k_iso, 1.0 / (e1 - e0), math.inf, low_open=True,
+        check_range("stiffness_at_one_norm_force", k_iso, 1.0 / (e1 - e0), math.inf, low_open=True,
                      hint=" (1/(strain_at_one_norm_force - strain_at_zero_force), inf)")
-        _check_range("stiffness_at_low_force", k_low, 0.0, 1.0 / (e1 - e0), low_open=True, high_open=True,
+        check_range("stiffness_at_low_force", k_low, 0.0, 1.0 / (e1 - e0), low_open=True, high_open=True,
                      hint=" (0, 1/(strain_at_one_norm_force - strain_at_zero_force))")
-        _check_range("curviness", curv, 0.0, 1.0)
+        check_range("curviness", curv, 0.0, 1.0)
         c = scale_curviness(curv)
         x_zero, y_zero = 1 + e0, 0.0
         x_iso, y_iso = 1 + e1, 1.0
@@ -647,7 +347,7 @@ class FiberForceLengthCurve(_MuscleCurve):
             corner_control_points(x_zero, y_zero, 0.0, x_low, y_low, k_low, c),
             corner_control_points(x_low, y_low, k_low, x_iso, y_iso, k_iso, c),
         ]
-        _set_curve(self, _chain(corners, 0.0, k_iso))
+        _set_curve(self, SmoothSegmentedCurve.from_corners(corners, 0.0, k_iso))
 
 
 # ---------------------------------------------------------------------------
@@ -700,14 +400,14 @@ class TendonForceLengthCurve(_MuscleCurve):
 
     def __post_init__(self):
         e_iso = self.strain_at_one_norm_force
-        _check_range("strain_at_one_norm_force", e_iso, 0.0, math.inf, low_open=True)
+        check_range("strain_at_one_norm_force", e_iso, 0.0, math.inf, low_open=True)
         k_iso = self.stiffness_at_one_norm_force_in_use
         f_toe = self.norm_force_at_toe_end_in_use
         curv = self.curviness_in_use
-        _check_range("stiffness_at_one_norm_force", k_iso, 1.0 / e_iso, math.inf, low_open=True,
+        check_range("stiffness_at_one_norm_force", k_iso, 1.0 / e_iso, math.inf, low_open=True,
                      hint=" (1/strain_at_one_norm_force, inf)")
-        _check_range("norm_force_at_toe_end", f_toe, 0.0, 1.0, low_open=True, high_open=True)
-        _check_range("curviness", curv, 0.0, 1.0)
+        check_range("norm_force_at_toe_end", f_toe, 0.0, 1.0, low_open=True, high_open=True)
+        check_range("curviness", curv, 0.0, 1.0)
         c = scale_curviness(curv)
         x0, y0, dydx0 = 1.0, 0.0, 0.0
         x_iso, y_iso = 1.0 + e_iso, 1.0
@@ -723,4 +423,4 @@ class TendonForceLengthCurve(_MuscleCurve):
             corner_control_points(x0, y0, dydx0, x_toe_ctrl, y_toe_ctrl, dydx_toe_mid, c),
             corner_control_points(x_toe_ctrl, y_toe_ctrl, dydx_toe_mid, x_toe, y_toe, k_iso, c),
         ]
-        _set_curve(self, _chain(corners, dydx0, k_iso))
+        _set_curve(self, SmoothSegmentedCurve.from_corners(corners, dydx0, k_iso))

@@ -31,6 +31,13 @@ length where the fixed-height parallelogram reaches the maximum pennation angle
 and the shortest length of the active force–length curve), and a fiber at its
 minimum length may not shorten (the paper's unilateral constraint).
 
+This module holds the model, :class:`Millard2012Muscle`; its parts live in
+their own modules and are importable from here too: the parameters, formulation
+names and curves per formulation (:mod:`skfiber.hill.parameters`), the pennation
+model (:mod:`skfiber.hill.pennation`), the activation dynamics
+(:mod:`skfiber.hill.activation`), the response (:mod:`skfiber.hill.response`)
+and the damped fiber-velocity solve of eq. (3) (:mod:`skfiber.hill.damped`).
+
 Example
 -------
 >>> from skfiber.hill import Millard2012Muscle, MuscleParameters
@@ -45,19 +52,16 @@ True
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
-from typing import Literal
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import curve_kernels as _kernels
-from .curves import (
-    ActiveForceLengthCurve,
-    FiberForceLengthCurve,
-    ForceVelocityCurve,
-    ForceVelocityInverseCurve,
-    TendonForceLengthCurve,
-)
+from .activation import FirstOrderActivation
+from .checks import SIGNIFICANT_REAL
+from .damped import solve_damped_fiber_velocity
+from .parameters import FORMULATIONS, Formulation, MuscleCurves, MuscleParameters
+from .pennation import FixedHeightPennation
+from .response import MusculotendonResponse
 
 __all__ = [
     "Formulation",
@@ -69,301 +73,6 @@ __all__ = [
     "MusculotendonResponse",
     "Millard2012Muscle",
 ]
-
-Formulation = Literal["damped", "equilibrium", "rigid"]
-FORMULATIONS: tuple[str, ...] = ("damped", "equilibrium", "rigid")
-_SIGNIFICANT_REAL = 2.0**-40  # SimTK::SignificantReal
-
-
-def _flat(values, shape: tuple[int, ...]) -> np.ndarray:
-    """`values` broadcast to `shape` as a writeable 1-D float array (what the compiled kernels take)."""
-    v = np.asarray(values, dtype=float)
-    if v.shape != shape:
-        v = np.broadcast_to(v, shape)
-    v = v.ravel()
-    return v if v.flags.writeable else v.copy()
-
-
-def _positive(name: str, value: float) -> None:
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name}={value!r} must be a positive finite number")
-
-
-@dataclass(frozen=True)
-class MuscleParameters:
-    """Parameters of one musculotendon actuator (OpenSim's defaults).
-
-    Attributes
-    ----------
-    max_isometric_force : f_o^M (N), 1000.
-    optimal_fiber_length : l_o^M (m), 0.1.
-    tendon_slack_length : l_s^T (m), 0.2.
-    pennation_angle_at_optimal : α_o (rad) in [0, π/2), 0.
-    max_contraction_velocity : v_max^M in optimal fiber lengths per second, 10.
-    fiber_damping : β (normalized: force / f_o per unit ṽM), 0.1; used by the
-        damped and rigid-tendon formulations, ignored by ``"equilibrium"``.
-    maximum_pennation_angle : α_max (rad) in [α_o, π/2], acos(0.1) ≈ 84.3°.
-    minimum_activation : a_min in [0, 1), 0.01; activations are clamped to [a_min, 1].
-    """
-
-    max_isometric_force: float = 1000.0
-    optimal_fiber_length: float = 0.1
-    tendon_slack_length: float = 0.2
-    pennation_angle_at_optimal: float = 0.0
-    max_contraction_velocity: float = 10.0
-    fiber_damping: float = 0.1
-    maximum_pennation_angle: float = math.acos(0.1)
-    minimum_activation: float = 0.01
-
-    def __post_init__(self):
-        _positive("max_isometric_force", self.max_isometric_force)
-        _positive("optimal_fiber_length", self.optimal_fiber_length)
-        _positive("tendon_slack_length", self.tendon_slack_length)
-        _positive("max_contraction_velocity", self.max_contraction_velocity)
-        if not (0.0 <= self.pennation_angle_at_optimal < math.pi / 2):
-            raise ValueError(f"pennation_angle_at_optimal={self.pennation_angle_at_optimal!r} rad "
-                             "is outside the allowed range [0, pi/2)")
-        if not (self.pennation_angle_at_optimal <= self.maximum_pennation_angle <= math.pi / 2):
-            raise ValueError(f"maximum_pennation_angle={self.maximum_pennation_angle!r} rad is outside "
-                             f"the allowed range [pennation_angle_at_optimal, pi/2] = "
-                             f"[{self.pennation_angle_at_optimal!r}, {math.pi / 2!r}]")
-        if not (math.isfinite(self.fiber_damping) and self.fiber_damping >= 0):
-            raise ValueError(f"fiber_damping={self.fiber_damping!r} must be >= 0")
-        if not (0.0 <= self.minimum_activation < 1.0):
-            raise ValueError(f"minimum_activation={self.minimum_activation!r} is outside the allowed "
-                             "range [0, 1)")
-
-    @property
-    def max_fiber_velocity(self) -> float:
-        """v_max^M l_o^M (m/s): the velocity normalizing ṽM."""
-        return self.max_contraction_velocity * self.optimal_fiber_length
-
-
-@dataclass(frozen=True)
-class FixedHeightPennation:
-    """Fixed-height parallelogram pennation model, eq. (6): l^M sin α = h = l_o^M sin α_o.
-
-    The angle is capped at `maximum_pennation_angle`, which sets the minimum
-    fiber length h / sin α_max (1 % of l_o^M for unpennated muscles, as in
-    OpenSim's ``MuscleFixedWidthPennationModel``).
-
-    Examples
-    --------
-    >>> pen = FixedHeightPennation(0.1, pennation_angle_at_optimal=math.pi / 6)
-    >>> round(float(pen.pennation_angle(0.1)), 12) == round(math.pi / 6, 12)
-    True
-    >>> round(float(pen.fiber_length(0.3, 0.2)), 12)   # √(h² + (l^MT − l^T)²)
-    0.111803398875
-    """
-
-    optimal_fiber_length: float
-    pennation_angle_at_optimal: float = 0.0
-    maximum_pennation_angle: float = math.acos(0.1)
-
-    def __post_init__(self):
-        _positive("optimal_fiber_length", self.optimal_fiber_length)
-        if not (0.0 <= self.pennation_angle_at_optimal < math.pi / 2):
-            raise ValueError(f"pennation_angle_at_optimal={self.pennation_angle_at_optimal!r} rad "
-                             "is outside the allowed range [0, pi/2)")
-        if not (0.0 <= self.maximum_pennation_angle <= math.pi / 2):
-            raise ValueError(f"maximum_pennation_angle={self.maximum_pennation_angle!r} rad is outside "
-                             "the allowed range [0, pi/2]")
-
-    @property
-    def height(self) -> float:
-        """Parallelogram height h = l_o^M sin α_o (m)."""
-        return self.optimal_fiber_length * math.sin(self.pennation_angle_at_optimal)
-
-    @property
-    def minimum_fiber_length(self) -> float:
-        """Fiber length at the maximum pennation angle (m)."""
-        if self.maximum_pennation_angle > _SIGNIFICANT_REAL:
-            return self.height / math.sin(self.maximum_pennation_angle)
-        return 0.01 * self.optimal_fiber_length
-
-    @property
-    def _pennated(self) -> bool:
-        return self.pennation_angle_at_optimal > np.finfo(float).eps
-
-    def pennation_angle(self, fiber_length) -> np.ndarray:
-        """α(l^M) = asin(h / l^M), capped at the maximum pennation angle (rad)."""
-        lce = np.asarray(fiber_length, dtype=float)
-        if not self._pennated:
-            return np.zeros_like(lce)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            sin_phi = self.height / lce
-            phi = np.arcsin(np.clip(sin_phi, 0.0, 1.0))
-        capped = (lce <= self.minimum_fiber_length) | (sin_phi >= math.sin(self.maximum_pennation_angle))
-        return np.where(capped, self.maximum_pennation_angle, phi)
-
-    def d_pennation_angle_d_fiber_length(self, fiber_length) -> np.ndarray:
-        """dα/dl^M = −tan α / l^M (zero where the angle is capped)."""
-        lce = np.asarray(fiber_length, dtype=float)
-        phi = self.pennation_angle(lce)
-        capped = phi >= self.maximum_pennation_angle
-        with np.errstate(divide="ignore", invalid="ignore"):
-            d = -np.tan(phi) / lce
-        return np.where(capped | ~self._pennated, 0.0, d)
-
-    def fiber_length(self, musculotendon_length, tendon_length) -> np.ndarray:
-        """l^M from eqs. (4) and (6): √(h² + (l^MT − l^T)²), at least the minimum length."""
-        l_at = np.asarray(musculotendon_length, dtype=float) - np.asarray(tendon_length, dtype=float)
-        l_min = self.minimum_fiber_length
-        l_min_at = l_min * math.cos(self.maximum_pennation_angle)
-        return np.where(l_at >= l_min_at, np.sqrt(self.height**2 + np.maximum(l_at, 0.0) ** 2), l_min)
-
-    def tendon_length(self, musculotendon_length, fiber_length) -> np.ndarray:
-        """l^T = l^MT − l^M cos α, eq. (4)."""
-        lce = np.asarray(fiber_length, dtype=float)
-        return np.asarray(musculotendon_length, dtype=float) - lce * np.cos(self.pennation_angle(lce))
-
-    def pennation_angular_velocity(self, fiber_length, fiber_velocity) -> np.ndarray:
-        """α̇ = −v^M sin α / (l^M cos α), eq. (7)."""
-        lce = np.asarray(fiber_length, dtype=float)
-        return -np.asarray(fiber_velocity, dtype=float) * np.tan(self.pennation_angle(lce)) / lce
-
-    def fiber_velocity(self, fiber_length, musculotendon_velocity, tendon_velocity=0.0) -> np.ndarray:
-        """v^M from eqs. (5) and (7): (v^MT − v^T) cos α."""
-        phi = self.pennation_angle(fiber_length)
-        return (np.asarray(musculotendon_velocity, dtype=float) - tendon_velocity) * np.cos(phi)
-
-
-@dataclass(frozen=True)
-class FirstOrderActivation:
-    """First-order activation dynamics (OpenSim's ``MuscleFirstOrderActivationDynamicModel``).
-
-    da/dt = (u − a)/τ with τ = τ_act (0.5 + 1.5 a) when u > a and
-    τ_deact / (0.5 + 1.5 a) otherwise, a clamped to [a_min, 1].
-
-    Examples
-    --------
-    >>> act = FirstOrderActivation()
-    >>> round(float(act.derivative(0.5, 1.0)), 6)   # (1 - 0.5) / (0.01 * 1.25)
-    40.0
-    """
-
-    activation_time_constant: float = 0.010
-    deactivation_time_constant: float = 0.040
-
-    def __post_init__(self):
-        _positive("activation_time_constant", self.activation_time_constant)
-        _positive("deactivation_time_constant", self.deactivation_time_constant)
-
-    def derivative(self, activation, excitation, *, minimum_activation: float = 0.01) -> np.ndarray:
-        """da/dt for activation a and excitation u (arrays broadcast)."""
-        a = np.clip(np.asarray(activation, dtype=float), minimum_activation, 1.0)
-        u = np.asarray(excitation, dtype=float)
-        tau = np.where(u > a, self.activation_time_constant * (0.5 + 1.5 * a),
-                       self.deactivation_time_constant / (0.5 + 1.5 * a))
-        return (u - a) / tau
-
-
-@dataclass(frozen=True)
-class MuscleCurves:
-    """The five force curves of one muscle."""
-
-    active_force_length: ActiveForceLengthCurve = field(default_factory=ActiveForceLengthCurve)
-    force_velocity: ForceVelocityCurve = field(default_factory=ForceVelocityCurve)
-    force_velocity_inverse: ForceVelocityInverseCurve = field(default_factory=ForceVelocityInverseCurve)
-    fiber_force_length: FiberForceLengthCurve = field(default_factory=FiberForceLengthCurve)
-    tendon_force_length: TendonForceLengthCurve = field(default_factory=TendonForceLengthCurve)
-
-    @classmethod
-    def for_formulation(cls, formulation: str, *, curves: "MuscleCurves | None" = None) -> "MuscleCurves":
-        """The curves OpenSim's ``Millard2012EquilibriumMuscle`` uses for a formulation.
-
-        Starting from `curves` (default: all OpenSim defaults), as OpenSim does:
-
-        * ``"equilibrium"``: f^L minimum value raised to ≥ 0.1; f^V end slopes
-          raised to ≥ half the "near vmax" slopes; the inverse is the exact inverse
-          of that f^V.
-        * ``"damped"``, ``"rigid"``: f^L minimum value 0; f^V end slopes 0; the
-          inverse (only the Newton start of the damped model) uses end slopes of
-          half the "near vmax" slopes.
-        """
-        if formulation not in FORMULATIONS:
-            raise ValueError(f"formulation={formulation!r} is unknown; pick one of {', '.join(FORMULATIONS)}")
-        base = curves if curves is not None else cls()
-        fal, fv = base.active_force_length, base.force_velocity
-        if formulation == "equilibrium":
-            fal = replace(fal, minimum_value=max(fal.minimum_value, 0.1))
-            fv = replace(fv,
-                         concentric_slope_at_vmax=max(fv.concentric_slope_at_vmax, 0.5 * fv.concentric_slope_near_vmax),
-                         eccentric_slope_at_vmax=max(fv.eccentric_slope_at_vmax, 0.5 * fv.eccentric_slope_near_vmax))
-            inverse = ForceVelocityInverseCurve.of(fv)
-        else:
-            fal = replace(fal, minimum_value=0.0)
-            fv = replace(fv, concentric_slope_at_vmax=0.0, eccentric_slope_at_vmax=0.0)
-            inverse = ForceVelocityInverseCurve.of(
-                replace(fv, concentric_slope_at_vmax=0.5 * fv.concentric_slope_near_vmax,
-                        eccentric_slope_at_vmax=0.5 * fv.eccentric_slope_near_vmax))
-        return cls(fal, fv, inverse, base.fiber_force_length, base.tendon_force_length)
-
-
-@dataclass(frozen=True)
-class MusculotendonResponse:
-    """Everything one evaluation of a musculotendon model yields (arrays, broadcast shape).
-
-    Lengths in m, velocities in m/s, angles in rad, forces in N; the ``d_*`` entries
-    are partial derivatives for a consistent tangent.  For the elastic-tendon
-    formulations the tendon force depends on (l^MT, a, l^M) but not on velocity;
-    for the rigid tendon it depends on (l^MT, v^MT, a) and the fiber-length and
-    fiber-velocity derivatives are zero.
-
-    Attributes
-    ----------
-    activation : a, clamped to [a_min, 1].
-    fiber_length, normalized_fiber_length : l^M (clamped to the minimum), l̃M.
-    pennation_angle : α.
-    tendon_length, normalized_tendon_length : l^T, l̃T.
-    fiber_velocity, normalized_fiber_velocity : v^M = d l^M/dt, ṽM.
-    pennation_angular_velocity, tendon_velocity : α̇ (eq. 7), v^T (eq. 5).
-    active_force_length_multiplier, force_velocity_multiplier,
-    passive_force_multiplier, tendon_force_multiplier : f^L, f^V, f^PE, f^T.
-    active_fiber_force, passive_fiber_force, damping_force, fiber_force :
-        f_o a f^L f^V, f_o f^PE, f_o β ṽM and their sum f^M.
-    fiber_force_along_tendon : f^M cos α.
-    tendon_force : the force the actuator transmits (≥ 0).
-    equilibrium_residual : fiber_force_along_tendon − tendon_force (eqs. 1/3;
-        ≈ 0 except where the fiber is clamped).
-    clamped : fiber at its minimum length and not lengthening (the unilateral
-        constraint carries the force difference).
-    d_tendon_force_d_musculotendon_length, d_tendon_force_d_musculotendon_velocity,
-    d_tendon_force_d_activation, d_tendon_force_d_fiber_length : tangent.
-    d_fiber_velocity_d_musculotendon_length, d_fiber_velocity_d_activation,
-    d_fiber_velocity_d_fiber_length : derivatives of the fiber-length state
-        derivative (elastic tendon; zero when clamped and for the rigid tendon).
-    """
-
-    activation: np.ndarray
-    fiber_length: np.ndarray
-    normalized_fiber_length: np.ndarray
-    pennation_angle: np.ndarray
-    tendon_length: np.ndarray
-    normalized_tendon_length: np.ndarray
-    fiber_velocity: np.ndarray
-    normalized_fiber_velocity: np.ndarray
-    pennation_angular_velocity: np.ndarray
-    tendon_velocity: np.ndarray
-    active_force_length_multiplier: np.ndarray
-    force_velocity_multiplier: np.ndarray
-    passive_force_multiplier: np.ndarray
-    tendon_force_multiplier: np.ndarray
-    active_fiber_force: np.ndarray
-    passive_fiber_force: np.ndarray
-    damping_force: np.ndarray
-    fiber_force: np.ndarray
-    fiber_force_along_tendon: np.ndarray
-    tendon_force: np.ndarray
-    equilibrium_residual: np.ndarray
-    clamped: np.ndarray
-    d_tendon_force_d_musculotendon_length: np.ndarray
-    d_tendon_force_d_musculotendon_velocity: np.ndarray
-    d_tendon_force_d_activation: np.ndarray
-    d_tendon_force_d_fiber_length: np.ndarray
-    d_fiber_velocity_d_musculotendon_length: np.ndarray
-    d_fiber_velocity_d_activation: np.ndarray
-    d_fiber_velocity_d_fiber_length: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -432,7 +141,7 @@ class Millard2012Muscle:
     def minimum_fiber_length(self) -> float:
         """max(pennation limit, shortest active length of f^L) (m)."""
         p = self.parameters
-        return max(_SIGNIFICANT_REAL, self.curves.active_force_length.min_norm_active_fiber_length
+        return max(SIGNIFICANT_REAL, self.curves.active_force_length.min_norm_active_fiber_length
                    * p.optimal_fiber_length, self.pennation.minimum_fiber_length)
 
     @property
@@ -503,7 +212,7 @@ class Millard2012Muscle:
         if self.formulation == "equilibrium":
             v_norm = c.force_velocity_inverse(target / (a * fal.value))       # eq. (2)
         else:
-            v_norm = self._solve_damped(a, fal.value, target, beta, tol)     # eq. (3)
+            v_norm = solve_damped_fiber_velocity(c, a, fal.value, target, beta, tol)     # eq. (3)
         clamped = (lce_in <= l_min) & (v_norm <= 0)
         v_norm = np.where(clamped, 0.0, v_norm)
         fv = c.force_velocity.evaluate(v_norm)
@@ -547,61 +256,6 @@ class Millard2012Muscle:
             d_fiber_velocity_d_fiber_length=scale * r_lce,
         )
 
-    def _solve_damped(self, a, fal, target, beta, tol) -> np.ndarray:
-        """Solve r(ṽ) = a f^L f^V(ṽ) + β ṽ − target = 0 for all points at once.
-
-        r' ≥ β > 0, so one evaluation at the start ṽ0 brackets the root between
-        ṽ0 and ṽ0 − r(ṽ0)/β; Newton steps leaving the bracket are replaced by
-        bisection.  The start is OpenSim's: the undamped solution (eq. 2) with
-        a, f^L ≥ 0.01, limited to [−1, 1].
-
-        Runs as a compiled kernel (:func:`skfiber.hill.curve_kernels.solve_damped`)
-        that repeats :meth:`_solve_damped_numpy` operation by operation (the
-        same numbers, bit for bit).
-        """
-        shape = np.shape(target)
-        a_f, fal_f, t_f = _flat(a, shape), _flat(fal, shape), _flat(target, shape)
-        v, n_failed = _kernels.solve_damped(self.curves.force_velocity.curve._packed,
-                                            self.curves.force_velocity_inverse.curve._packed,
-                                            a_f, fal_f, t_f, float(beta), float(tol))
-        if n_failed:  # not expected: the root stays bracketed and bisection replaces bad Newton steps
-            raise RuntimeError(f"damped fiber-velocity Newton iteration did not converge at {n_failed} points")
-        return v.reshape(shape)
-
-    def _solve_damped_numpy(self, a, fal, target, beta, tol) -> np.ndarray:
-        """:meth:`_solve_damped` through numpy and the numpy curve evaluation (the reference)."""
-        fv_curve = self.curves.force_velocity
-        shape = np.shape(target)
-        af_f = np.broadcast_to(a * fal, shape).ravel()
-        t_f = np.asarray(target, dtype=float).ravel()
-        guess = self.curves.force_velocity_inverse.curve._evaluate_numpy(
-            target / (np.maximum(a, 0.01) * np.maximum(fal, 0.01)), order=0).value
-        v = np.clip(np.asarray(guess, dtype=float), -1.0, 1.0).ravel().copy()
-        r0 = af_f * fv_curve.curve._evaluate_numpy(v, order=0).value + beta * v - t_f
-        other = v - r0 / beta
-        lo, hi = np.minimum(v, other), np.maximum(v, other)
-        active = np.abs(r0) > tol
-        for _ in range(200):
-            if not active.any():
-                break
-            idx = np.flatnonzero(active)
-            vi = v[idx]
-            ev = fv_curve.curve._evaluate_numpy(vi)
-            r = af_f[idx] * ev.value + beta * vi - t_f[idx]
-            done = np.abs(r) <= tol
-            lo_i = np.where(r < 0, vi, lo[idx])
-            hi_i = np.where(r > 0, vi, hi[idx])
-            newton = vi - r / (af_f[idx] * ev.derivative + beta)
-            inside = (newton > lo_i) & (newton < hi_i)
-            step = np.where(inside, newton, 0.5 * (lo_i + hi_i))
-            done |= (hi_i - lo_i) <= 4 * np.finfo(float).eps * np.maximum(1.0, np.abs(vi))
-            v[idx] = np.where(done, vi, step)
-            lo[idx], hi[idx] = lo_i, hi_i
-            active[idx[done]] = False
-        if active.any():  # not expected: the root stays bracketed and bisection replaces bad Newton steps
-            raise RuntimeError(f"damped fiber-velocity Newton iteration did not converge at {active.sum()} points")
-        return v.reshape(shape)
-
     def _evaluate_rigid(self, activation, musculotendon_length, musculotendon_velocity):
         p, c = self.parameters, self.curves
         f0, lopt, lts, vscale = (p.max_isometric_force, p.optimal_fiber_length, p.tendon_slack_length,
@@ -614,7 +268,7 @@ class Millard2012Muscle:
         lce = np.maximum(lce_pen, l_min)
         phi, cos, sin, dphi = self._geometry(lce)
         lt = lmt - lce * cos
-        slack = lt < lts - _SIGNIFICANT_REAL                                 # tendon buckles
+        slack = lt < lts - SIGNIFICANT_REAL                                 # tendon buckles
         v = np.where(slack, 0.0, self.pennation.fiber_velocity(lce, vmt))    # eqs. (5), (7)
         clamped = slack | ((lce <= l_min) & (v <= 0))
         v = np.where(clamped, 0.0, v)
