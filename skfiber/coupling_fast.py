@@ -233,7 +233,7 @@ class FastCoupling:
         """u_D = c(q, t) of the attachments (3P,) in one kernel call (no derivatives)."""
         P = self._P
         x = body_point_jets(q[None, :], self._bodies[:P], self._points[:P], False,
-                            *self.problem.system._plan().point_args(t))[0]
+                            *self.problem.system.plan().point_args(t))[0]
         return (x - self._points[:P]).reshape(-1)
 
     def evaluate(self, z: np.ndarray, t: float, *, fiber_state, rigid_state, load_factor: float = 1.0):
@@ -264,7 +264,7 @@ class FastCoupling:
                                                        fiber_state, rigid_state, load_factor)
         else:
             q, u, x, C, H = coupled_positions(z, N, p.D, self._P, self._bodies, self._points,
-                                              *p.system._plan().point_args(t))
+                                              *p.system.plan().point_args(t))
             v, a, c_v, c_a = fiber_state(u)
             v, a = (np.ascontiguousarray(w, dtype=float) for w in (v, a))
             out = self._kernel(u, v, a, t, alpha=model.activations(t).ravel(), c_v=c_v, c_a=c_a)
@@ -401,7 +401,7 @@ class FastCoupling:
         N, t = p.N, float(t)
         z = np.ascontiguousarray(z, dtype=float)
         q, u, x, C, _ = coupled_positions(z, N, p.D, self._P, self._bodies, self._points,
-                                          *p.system._plan().point_args(t))
+                                          *p.system.plan().point_args(t))
         model.set_coordinates(q)
         du, dq = dz[:N], dz[N:]
         key = (q.tobytes(), t)

@@ -1,4 +1,4 @@
-"""The disk cache of generated modules: a source is written once under a name made from its text.
+r"""The disk cache of generated modules: a source is written once under a name made from its text.
 
 ``$SKFIBER_CACHE_DIR``, else ``$XDG_CACHE_HOME/skfiber`` or ``~/.cache/skfiber``
 (a temporary folder when that is not writable).  numba's ``cache=True`` keeps
