@@ -200,7 +200,7 @@ def test_hanging_pendulum_held_at_rest(formulation):
     assert np.max(np.abs(result.q[:, 0] - q_star)) < 1e-7
     states = hill.states_from(result)[-1] if hill.n_states else None
     Q_muscle = hill.generalized_force(result.q[-1], result.p[-1], 0.3, states=states)[0]
-    Q_gravity = system.elements[0].force(system._context(result.q[-1:], result.p[-1:], 0.3))[0, 0]
+    Q_gravity = system.elements[0].force(system.context(result.q[-1:], result.p[-1:], 0.3))[0, 0]
     assert Q_gravity == pytest.approx(gravity_moment, rel=1e-6)
     assert Q_muscle == pytest.approx(-gravity_moment, rel=1e-6)
 
@@ -327,7 +327,7 @@ def test_rigid_tendon_actuator_next_to_fibers_in_the_coupled_model():
     N = prob.N
     cev = prob.evaluate(z, dt, fiber_state=fs, rigid_state=rs)
     # the muscle pulls: its generalized force is a real part of the q rows
-    ctx = system._context(z[N:][None, :], ((z[N:] - state.q) / dt)[None, :], dt)
+    ctx = system.context(z[N:][None, :], ((z[N:] - state.q) / dt)[None, :], dt)
     assert np.abs(np.real(hill.force(ctx))[0]).max() > 0.5
     T, FD, _ = coupled_tangent_and_differences(prob, cev, z, dt, fiber_state=fs, rigid_state=rs)
     assert np.abs(T - FD).max() <= 1e-6 * np.abs(T).max()

@@ -32,19 +32,19 @@ def test_public_names_stay_importable_from_the_split_modules(module, names):
         assert getattr(rigid, name) is not None
 
 
-def test_old_private_names_are_the_public_ones():
-    """Aliases for users outside skfiber.rigid (coupling_fast, hill) until they switch."""
-    for old, new in (("_plan", "plan"), ("_register_point", "register_point"), ("_resolve_point", "resolve_point"),
-                     ("_context", "context")):
-        assert getattr(RigidSystem, old) is getattr(RigidSystem, new)
+def test_public_members_used_outside_the_package():
+    """What coupling_fast and hill use of a RigidSystem is public (plan, register_point, resolve_point,
+    context), with no private aliases left."""
+    for old in ("_plan", "_register_point", "_resolve_point", "_context"):
+        assert not hasattr(RigidSystem, old)
     system = RigidSystem(gravity=(0, 0, -9.81))
     system.add_body(Body("arm", start=(0, 0, 0), axis=(1, 0, 0), radius=0.05, mass=1.0, points={"tip": (1, 0, 0)}),
                     joint=Revolute(axis=(0, 0, 1)))
     system.add(PointForce("arm", "tip", (0, 1, 0)))
-    assert system._plan() is system.plan()
-    np.testing.assert_array_equal(system._resolve_point("arm", "tip", "me"), [1.0, 0.0, 0.0])
+    assert system.plan() is system.plan()  # made once per assembled system
+    np.testing.assert_array_equal(system.resolve_point("arm", "tip", "me"), [1.0, 0.0, 0.0])
     assert system.body_index("arm") == 0 and system.body_index("ground") == 1
-    ctx = system._context(np.array([[0.0]]), np.array([[0.0]]), 0.0)
+    ctx = system.context(np.array([[0.0]]), np.array([[0.0]]), 0.0)
     np.testing.assert_allclose(ctx.jacobian(0)[0], [[0.0], [1.0], [0.0]], atol=1e-15)
     bodies, X = system.registered_points()
     assert bodies.tolist() == [0] and X.tolist() == [[1.0, 0.0, 0.0]]

@@ -198,12 +198,12 @@ class HillActuator:
     # -- force-element protocol ---------------------------------------------------
     def bind(self, system) -> None:
         """Resolve the path points and register them with ``system``."""
-        X = [system._resolve_point(body, point, self.name) for body, point in self.path]
+        X = [system.resolve_point(body, point, self.name) for body, point in self.path]
         for k in range(len(X) - 1):
             if float(np.linalg.norm(X[k + 1] - X[k])) <= 1e-12:
                 raise ValueError(f"{self.name}: path points {k} and {k + 1} coincide in the reference "
                                  f"configuration at {X[k].tolist()}; the segment direction is undefined")
-        self._points = tuple(system._register_point(body, x, self.name) for (body, _), x in zip(self.path, X))
+        self._points = tuple(system.register_point(body, x, self.name) for (body, _), x in zip(self.path, X))
         self._system = system
         self._cache = None
         self._peers = None
@@ -392,7 +392,7 @@ class HillActuator:
         t = np.asarray(t, dtype=float)
         if t.ndim > 1 or (t.ndim == 1 and len(t) != B):
             raise ValueError(f"t must be a number or {B} times, got shape {t.shape}")
-        ctx = system._context(q, qd, float(t) if t.ndim == 0 else t)
+        ctx = system.context(q, qd, float(t) if t.ndim == 0 else t)
         if self.n_states and (need_states or states is not None):
             if states is None:
                 raise ValueError(f"{self.name}: pass states= ({list(self.state_names)}; see states_from)")

@@ -574,10 +574,3 @@ class RigidSystem:
     def cylinder(self, body: str):
         """The cylinder of ``body``: its pose and the q-derivatives (see :class:`BodyCylinder`)."""
         return BodyCylinder(self, body)
-
-    # ------------------------------------------------------------ old private names
-    # kept for users outside skfiber.rigid until they switch; to be removed
-    _plan = plan
-    _register_point = register_point
-    _resolve_point = resolve_point
-    _context = context
