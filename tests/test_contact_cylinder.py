@@ -127,14 +127,14 @@ def test_broad_phase_keeps_every_element_in_reach(rng):
     for _ in range(20):
         u = random_state(model, rng, 0.005)
         kept = cyl.candidates(model, u, 0.0)
-        near = cyl._narrow(model, u, 0.0, all_el)
+        near = cyl.contact_points(model, u, 0.0, all_el)
         in_reach = all_el[np.any(near.g < 0.0, axis=1)]
         assert set(in_reach) <= set(kept)
         assert kept.size < 32  # and it does prune
         du = random_state(model, rng, 0.01)
         kept_step = set(cyl.candidates(model, u, 0.0, du))
         for delta in (0.3, 0.7, 1.0):
-            after = cyl._narrow(model, u + delta * du, 0.0, all_el)
+            after = cyl.contact_points(model, u + delta * du, 0.0, all_el)
             assert set(all_el[np.any(after.g < 0.0, axis=1)]) <= kept_step
 
 
@@ -223,7 +223,7 @@ def test_tangent_matches_finite_differences(case, rng):
         ev = cyl.evaluate(model, u, 0.0)
         assert ev.n_active > 0
         if case == "finite_caps":
-            nar = cyl._narrow(model, u, 0.0, cyl.candidates(model, u, 0.0))
+            nar = cyl.contact_points(model, u, 0.0, cyl.candidates(model, u, 0.0))
             assert np.any(~nar.side & (nar.g < 0)) and np.any(nar.side & (nar.g < 0))
         assert fd_error(cyl, model, u, rng) < 1e-6
         checked += 1
@@ -526,7 +526,7 @@ def test_compiled_contact_matches_numpy_reference(length, rng):
             continue
         # the points and gaps against the numpy sample of the centerline
         s = sample_centerline(d, u, cyl.xi, cyl.weights, el)
-        nar = cyl._narrow(model, u, 0.0, el)
+        nar = cyl.contact_points(model, u, 0.0, el)
         for name in ("x", "a1", "a1_norm", "stretch", "radius", "weight"):
             np.testing.assert_allclose(getattr(nar.sample, name), getattr(s, name), rtol=1e-13, atol=1e-15)
         p = s.x - pose.point
@@ -576,12 +576,12 @@ def test_wrong_size_state_raises_before_the_compiled_loops():
     # other dtypes and layouts are converted: the same result
     u = random_state(model, np.random.default_rng(3), 0.005)
     ref = cyl.evaluate(model, u, 0.0).residual
-    cyl._memo.clear()
+    cyl.clear_cache()
     np.testing.assert_array_equal(cyl.evaluate(model, list(u), 0.0).residual, ref)
     strided = np.zeros(2 * n)
     strided[::2] = u
     frozen = u.copy()
     frozen.setflags(write=False)
     for v in (strided[::2], frozen):
-        cyl._memo.clear()  # evaluate again, not from the last state
+        cyl.clear_cache()  # evaluate again, not from the last state
         np.testing.assert_array_equal(cyl.evaluate(model, v, 0.0).residual, ref)

@@ -55,7 +55,7 @@ def make_case(name, rng):
 
 
 def active_points(cyl, model, u):
-    return cyl._narrow(model, u, 0.0, cyl.candidates(model, u, 0.0))
+    return cyl.contact_points(model, u, 0.0, cyl.candidates(model, u, 0.0))
 
 
 def away_from_kinks(cyl, model, u, margin=1e-4):
@@ -271,3 +271,38 @@ def test_bad_pose_step():
             continue
         with pytest.raises(ValueError, match=match):
             cyl.max_step(model, z, z, 0.0, delta_bar=0.25, pose_step=bad)
+
+
+def test_cache_body_pose_kernel_data_and_fiber_elements():
+    """The public names the coupled solver uses (and the old private names, kept as aliases for now)."""
+    from skfiber.rigid import Body, Revolute, RigidSystem
+
+    system = RigidSystem()
+    system.add_body(Body("bone", start=(0, 0, 0), axis=(0, 0.2, 0), radius=0.02, mass=1.0),
+                    joint=Revolute(axis=(1, 0, 0)))
+    cyl = CylinderContact.on_body(system, "bone", law=LAW)
+    q, t = np.full(system.n, 0.3), 0.5
+    cyl.set_coordinates(q)
+    point, axis = np.array([1.0, 2.0, 3.0]), np.array([0.0, 0.0, 2.0])
+    cyl.cache_body_pose(q, t, point, axis)  # the pose is taken as given at (q, t)
+    pose = cyl.pose_at(t)
+    np.testing.assert_array_equal(pose.point, point)
+    np.testing.assert_array_equal(pose.axis, axis)
+    assert cyl._holder["value"][0] is point  # the old private name (delete with the alias)
+    q2 = np.full(system.n, -0.2)
+    cyl.set_coordinates(q2)  # other coordinates: the body's pose again
+    body = system.cylinder("bone").pose(q2, t, hessian=False)
+    pose = cyl.pose_at(t)
+    np.testing.assert_allclose(pose.point, body.start)
+    np.testing.assert_allclose(pose.axis, body.axis)
+    with pytest.raises(ValueError, match="does not belong to a rigid body"):
+        cylinder(np.r_[0.0, 0.0, -0.3, 0.0, 1.0, 0.0]).cache_body_pose(q, t, point, axis)
+
+    model, _ = fiber_model(4, fibers=2)
+    d = model.discretization
+    cyl = cylinder(np.r_[0.0, 0.0, -0.3, 0.0, 1.0, 0.0], fibers=["f1"])
+    assert cyl.fiber_elements(d).tolist() == [4, 5, 6, 7]
+    assert cyl._fiber_elements(d) is cyl.fiber_elements(d)  # old private name (delete with the alias)
+    data = cyl.kernel_data(d)
+    assert cyl._kernel_data(d) is data  # old private name (delete with the alias)
+    assert data.dofs.shape[0] == d.element_fiber.size

@@ -9,6 +9,7 @@ import skfiber as sf
 from skfiber.contact import PenaltyLaw
 from skfiber.contact.broadphase import box_pairs
 from skfiber.contact.closest_point import POWER_FROM_HERMITE, closest_points, polynomial_roots
+from skfiber.contact.fiber_geometry import fiber_setup, fiber_state
 from skfiber.contact.fibers import FiberContact
 from skfiber.linalg import ConstrainedSolver
 
@@ -143,8 +144,8 @@ def test_contact_pairs_find_every_contact_brute_force_finds():
         contact = FiberContact(contact_law(gamma=0.5))  # γ < 1: deep overlaps stay admissible
         pr = contact.pairs(model, u)
         found = {(int(p), int(f)): (g, dd) for p, f, g, dd in zip(pr.point, pr.fiber_y, pr.gap, pr.distance)}
-        s = contact._setup(model)
-        st = contact._state(s, model, u)
+        s = fiber_setup(d, contact.quadrature_points, contact.fibers, contact.name)
+        st = fiber_state(s, model, u, contact.name)
         th = np.linspace(0, 1, 10001)
         ys, rys = [], []
         for k in range(len(model.fibers)):

@@ -4,8 +4,8 @@ The contact of a few fibers with a cylinder touches a few dozen quadrature
 points per Newton iteration; evaluated through numpy it costs a few hundred
 small-array calls per state, far more than the arithmetic.  The three kernels
 here do the same work in one pass each (no Python loop over elements or
-points; the formulas are those of the :mod:`skfiber.contact.cylinder` module
-notes):
+points; the formulas are those of the :mod:`skfiber.contact.cylinder` and
+:mod:`skfiber.contact.cylinder_body` module notes):
 
 * :func:`broad_phase` — the elements whose Bézier ball (grown by a bound of
   the radius, and for a step ``du`` and a moving pose by the motion) reaches
@@ -535,7 +535,7 @@ def contact_derivatives_loop(pts, elements, act, dofs, S, dS, tt, anorm, N):  # 
     for k in range(6):
         for c in range(columns.size):
             d_u[k, c] = Du[k, columns[c]]
-    # ∂R_pose/∂(y0, a): translation invariance for y0, the formulas of the module notes for a
+    # ∂R_pose/∂(y0, a): translation invariance for y0, the formulas of the cylinder_body notes for a
     d_pose = np.empty((6, 6))
     QV = np.empty(3)
     for i in range(3):

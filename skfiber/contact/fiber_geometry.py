@@ -1,0 +1,286 @@
+"""The fibers' geometry for fiber–fiber contact: reference data once, current geometry per state.
+
+:func:`fiber_setup` gathers what does not change with the displacement (cached
+per discretization by :class:`~skfiber.contact.fibers.FiberContact`): the
+Gauss–Legendre contact points of each element and their Hermite weights, the
+element DOFs, the reference power coefficients, |X′| and r0 at the contact
+points and at :data:`N_SAMPLES` sample points per element.
+:func:`fiber_state` evaluates the current geometry of all elements at u:
+Hermite, power and Bézier coefficients, the contact points x, x′, the
+current radius r_x = r0 √(|X′| / |x′|) there, a bound of the current radius
+on each element (:data:`RADIUS_SAFETY` × the sampled maximum) and the
+distance within which each segment lies of its chord P0–P3.
+
+Parameters along an element are ξ ∈ [0, 1] (slopes per unit ξ: the Hermite
+slopes times the element length h in θ).
+
+Example
+-------
+>>> import numpy as np
+>>> import skfiber as sf
+>>> model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2, radius=0.05),
+...                   sf.Fiber.straight((0, 1, 0), (1, 1, 0), n_elements=2, radius=0.05)])
+>>> s = fiber_setup(model.discretization, 3, None, "contact")
+>>> st = fiber_state(s, model, np.zeros(model.n_dofs), "contact")
+>>> s.ne, s.nq, st.x.shape, float(st.rx.max())
+(4, 3, (12, 3), 0.05)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..discretization import hermite_shape
+from .closest_point import BEZIER_FROM_HERMITE, POWER_FROM_HERMITE
+from .geometry import gauss_legendre
+
+__all__ = ["N_SAMPLES", "RADIUS_SAFETY", "FiberSetup", "FiberState", "fiber_setup", "fiber_state",
+           "reference_radius", "row_dot", "power_eval", "chord_parameter", "chord_distance", "chord_deviation"]
+
+N_SAMPLES = 9  # points per element for the radius bounds
+RADIUS_SAFETY = 1.1  # broad-phase radius bound = this × sampled maximum
+_DR0 = 1e-6  # θ step of the central difference of a callable r0(θ)
+
+
+@dataclass(frozen=True)
+class FiberSetup:
+    """Reference data of one discretization (cached)."""
+
+    ne: int
+    nq: int
+    nf: int
+    xi: np.ndarray  # (q,) contact points on [0, 1]
+    w: np.ndarray  # (q,) weights on [0, 1]
+    H0: np.ndarray  # (q, 4) Hermite values at the contact points (slopes per unit ξ)
+    H1: np.ndarray  # (q, 4) their ξ-derivatives
+    Hs0: np.ndarray  # (s, 4) at the sample points
+    Hs1: np.ndarray
+    h: np.ndarray  # (e,) element length in θ
+    theta0: np.ndarray  # (e,) θ at ξ = 0
+    fiber: np.ndarray  # (e,) fiber of each element
+    first: np.ndarray  # (e,) element starts its fiber
+    last: np.ndarray  # (e,) element ends its fiber
+    dofs: np.ndarray  # (e, 4, 3) global DOFs of the Hermite groups × components
+    scale: np.ndarray  # (e, 4): (1, h, 1, h), θ-slopes → ξ-slopes
+    c_ref: np.ndarray  # (e, 4, 3) reference power coefficients (ξ)
+    Xp: np.ndarray  # (e, q) |X′| per unit ξ at the contact points
+    r0: np.ndarray  # (e, q) r0 at the contact points
+    Xp_s: np.ndarray  # (e, s) |X′| per unit ξ at the samples
+    r0_s: np.ndarray  # (e, s)
+    r0_const: np.ndarray  # (f,) r0 of fibers with constant radius, NaN for r0(θ) callables
+    elements: np.ndarray  # taking-part elements
+    names: tuple  # fiber names
+
+
+@dataclass
+class FiberState:
+    """Current geometry of all elements."""
+
+    Qs: np.ndarray  # (e, 4, 3) Hermite coefficients, slopes per unit ξ
+    c: np.ndarray  # (e, 4, 3) power coefficients
+    P: np.ndarray  # (e, 4, 3) Bézier control points
+    x: np.ndarray  # (e*q, 3) contact points
+    xp: np.ndarray  # (e*q, 3) x′ per unit ξ
+    xp_norm: np.ndarray  # (e*q,)
+    rx: np.ndarray  # (e*q,) current radius
+    reach: np.ndarray  # (e,) bound of the current radius on the element
+    min_speed: np.ndarray  # (e,) sampled min |x′| per unit ξ
+    deviation: np.ndarray  # (e,) the segment lies within this distance of its chord P0–P3
+
+
+def fiber_setup(d, quadrature_points: int, fibers, name: str) -> FiberSetup:
+    """The reference data of a discretization for fiber–fiber contact.
+
+    Parameters
+    ----------
+    d
+        The model's :class:`~skfiber.discretization.Discretization`.
+    quadrature_points
+        Gauss–Legendre contact points per element.
+    fibers
+        The taking-part fibers (objects, indices or names), or None for all.
+    name
+        The contact's name (for the message).
+
+    Returns
+    -------
+    FiberSetup
+
+    Raises
+    ------
+    ValueError
+        If fewer than 2 distinct fibers take part.
+    """
+    xi, w = gauss_legendre(quadrature_points)
+    ne = int(d.element_fiber.size)
+    t = d.mesh.t
+    h = d.mesh.p[0, t[1]] - d.mesh.p[0, t[0]]
+    fiber = np.asarray(d.element_fiber, dtype=np.int64)
+    theta0 = d.node_theta[t[0]]
+    first = np.r_[True, fiber[1:] != fiber[:-1]]
+    last = np.r_[fiber[1:] != fiber[:-1], True]
+    dofs = np.ascontiguousarray(d.assembler.element_dofs.T).reshape(ne, 4, 3).astype(np.int64)
+    scale = np.stack([np.ones_like(h), h, np.ones_like(h), h], axis=1)
+    Qref = d.reference_dofs[dofs] * scale[:, :, None]
+    c_ref = np.matmul(POWER_FROM_HERMITE, Qref)
+    H0, H1 = hermite_shape(xi).T, hermite_shape(xi, 1).T
+    xs = np.linspace(0.0, 1.0, N_SAMPLES)
+    Hs0, Hs1 = hermite_shape(xs).T, hermite_shape(xs, 1).T
+    Xp = np.linalg.norm(np.matmul(H1, Qref), axis=2)
+    Xp_s = np.linalg.norm(np.matmul(Hs1, Qref), axis=2)
+    nf = len(d.fibers)
+    r0 = np.empty((ne, xi.size))
+    r0_s = np.empty((ne, xs.size))
+    r0_const = np.full(nf, np.nan)
+    for fd, f in zip(d.fiber_dofs, d.fibers):  # one vectorized call per fiber
+        el = fd.elements
+        r0[el] = f.radius_at(theta0[el, None] + h[el, None] * xi[None, :])
+        r0_s[el] = f.radius_at(theta0[el, None] + h[el, None] * xs[None, :])
+        if not callable(f.radius):
+            r0_const[fd.index] = float(f.radius)
+    if fibers is None:
+        taking = np.arange(nf)
+    else:
+        taking = np.unique([d.fiber_index(f) for f in fibers])
+        if taking.size < 2:
+            raise ValueError(f"fiber–fiber contact {name!r} needs at least 2 distinct fibers, got {taking.tolist()}")
+    elements = np.flatnonzero(np.isin(fiber, taking))
+    return FiberSetup(
+        ne=ne, nq=xi.size, nf=nf, xi=xi, w=w, H0=H0, H1=H1, Hs0=Hs0, Hs1=Hs1, h=h, theta0=theta0,
+        fiber=fiber, first=first, last=last, dofs=dofs, scale=scale, c_ref=c_ref, Xp=Xp, r0=r0,
+        Xp_s=Xp_s, r0_s=r0_s, r0_const=r0_const, elements=elements,
+        names=tuple(f.name for f in d.fibers),
+    )
+
+
+def reference_radius(model, s: FiberSetup, e: np.ndarray, xi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """r0 and dr0/dξ at parameter ξ of elements e.
+
+    Parameters
+    ----------
+    model
+        The fiber model (its fibers' ``radius_at`` for r0(θ) callables).
+    s
+        The setup.
+    e
+        (n,) element indices.
+    xi
+        (n,) parameters in [0, 1].
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        r0 and dr0/dξ (a central difference in θ for a callable r0, 0 for a constant one).
+    """
+    fib = s.fiber[e]
+    r0 = s.r0_const[fib]
+    dr0 = np.zeros_like(r0)
+    var = np.flatnonzero(np.isnan(r0))
+    if var.size:
+        fibers = model.discretization.fibers
+        theta = s.theta0[e[var]] + s.h[e[var]] * xi[var]
+        for k in np.unique(fib[var]):  # one vectorized call per fiber with r0(θ)
+            m = fib[var] == k
+            th = theta[m]
+            lo, hi = np.maximum(th - _DR0, 0.0), np.minimum(th + _DR0, 1.0)
+            f = fibers[k]
+            r0[var[m]] = f.radius_at(th)
+            dr0[var[m]] = (f.radius_at(hi) - f.radius_at(lo)) / (hi - lo) * s.h[e[var[m]]]
+    return r0, dr0
+
+
+def fiber_state(s: FiberSetup, model, u: np.ndarray, name: str) -> FiberState:
+    """The current geometry of all elements at displacement u.
+
+    Parameters
+    ----------
+    s
+        The setup of ``model``'s discretization.
+    model
+        The fiber model.
+    u
+        (N,) displacement DOF vector.
+    name
+        The contact's name (for the message).
+
+    Returns
+    -------
+    FiberState
+
+    Raises
+    ------
+    ValueError
+        If ``u`` does not have N entries.
+    FloatingPointError
+        If ``u`` is not finite.
+    """
+    d = model.discretization
+    u = np.asarray(u, dtype=float)
+    if u.shape != (d.n_dofs,):
+        raise ValueError(f"u must have shape ({d.n_dofs},), got {u.shape}")
+    if not np.all(np.isfinite(u)):
+        raise FloatingPointError(f"fiber–fiber contact {name!r}: the displacement is not finite")
+    Qs = (d.reference_dofs + u)[s.dofs] * s.scale[:, :, None]
+    c = np.matmul(POWER_FROM_HERMITE, Qs)
+    P = np.matmul(BEZIER_FROM_HERMITE, Qs)
+    x = np.matmul(s.H0, Qs).reshape(-1, 3)
+    xp = np.matmul(s.H1, Qs).reshape(-1, 3)
+    xp_norm = np.linalg.norm(xp, axis=1)
+    speed_s = np.linalg.norm(np.matmul(s.Hs1, Qs), axis=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rx = s.r0.ravel() * np.sqrt(s.Xp.ravel() / xp_norm)
+        r_s = s.r0_s * np.sqrt(s.Xp_s / speed_s)
+    reach = RADIUS_SAFETY * np.maximum(r_s.max(axis=1), rx.reshape(s.ne, s.nq).max(axis=1))
+    return FiberState(Qs, c, P, x, xp, xp_norm, rx, reach, speed_s.min(axis=1), chord_deviation(P))
+
+
+def row_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise dot products of (n, 3) arrays."""
+    return (a * b).sum(axis=-1)
+
+
+def power_eval(c: np.ndarray, xi: np.ndarray, derivative: int) -> np.ndarray:
+    """Derivative of Σ c_j ξ^j (c (n, 4, 3)) at ξ (n,), (n, 3).
+
+    Parameters
+    ----------
+    c
+        (n, 4, 3) power coefficients.
+    xi
+        (n,) parameters.
+    derivative
+        0, 1 or 2.
+
+    Returns
+    -------
+    numpy.ndarray
+        (n, 3).
+    """
+    if derivative == 0:
+        w = np.stack([np.ones_like(xi), xi, xi**2, xi**3], axis=1)
+    elif derivative == 1:
+        w = np.stack([np.zeros_like(xi), np.ones_like(xi), 2 * xi, 3 * xi**2], axis=1)
+    else:
+        w = np.stack([np.zeros_like(xi), np.zeros_like(xi), 2 * np.ones_like(xi), 6 * xi], axis=1)
+    return np.matmul(w[:, None, :], c)[:, 0]
+
+
+def chord_parameter(P: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Parameter in [0, 1] of the point of the chord P0–P3 closest to x ((n, 4, 3) and (n, 3) → (n,))."""
+    e = P[:, 3] - P[:, 0]
+    ee = row_dot(e, e)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = row_dot(x - P[:, 0], e) / ee
+    return np.clip(np.where(ee > 0, t, 0.0), 0.0, 1.0)
+
+
+def chord_distance(P: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Distance from x to the chord segment P0–P3."""
+    t = chord_parameter(P, x)
+    return np.linalg.norm(x - P[:, 0] - t[:, None] * (P[:, 3] - P[:, 0]), axis=1)
+
+
+def chord_deviation(P: np.ndarray) -> np.ndarray:
+    """Largest distance of P1, P2 from the chord: the segment lies within it of the chord."""
+    return np.maximum(chord_distance(P, P[:, 1]), chord_distance(P, P[:, 2]))
