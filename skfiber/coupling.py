@@ -237,7 +237,7 @@ class CoupledProblem:
                                     start_hessian=H[j], axis_hessian=H[j + 1],
                                     start_dt=x_t[j], axis_dt=x_t[j + 1])
                 c.set_coordinates(q)
-                c._holder["key"], c._holder["value"] = key, (pose.start, pose.axis)
+                c.cache_body_pose(q, t, pose.start, pose.axis)
                 poses.append(pose)
                 jets.append((C[j:j + 2].reshape(6, n), H[j:j + 2].reshape(6, n, n)))  # rows (y0, a)
             out = (kin, poses, jets)

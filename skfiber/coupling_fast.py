@@ -74,11 +74,11 @@ class _Cylinder:
     def __init__(self, contact: CylinderContact, d, body: int, row: int, n_body: int):
         self.contact = contact
         self.name = contact.name
-        data = contact._kernel_data(d)
+        data = contact.kernel_data(d)
         self.data = data
         # the arguments of coupled_kernels.cylinder_contact after u
         self.shapes = (data.dofs, data.S, data.dS, data.r0, data.A1, data.h, data.w, data.r0_max, data.A1_max)
-        self.elements = np.ascontiguousarray(contact._fiber_elements(d), dtype=np.int64)
+        self.elements = np.ascontiguousarray(contact.fiber_elements(d), dtype=np.int64)
         self.radius = float(contact.radius)
         self.finite, self.L = ck.length_args(contact.length)
         self.stiffness = float(contact.law.stiffness)
@@ -404,7 +404,6 @@ class FastCoupling:
                                           *p.system.plan().point_args(t))
         model.set_coordinates(q)
         du, dq = dz[:N], dz[N:]
-        key = (q.tobytes(), t)
         delta = 1.0
         for cyl in self._cylinders:
             contact = cyl.contact
@@ -422,7 +421,7 @@ class FastCoupling:
                     continue  # (nan: the method below says what is wrong)
             if cyl.row >= 0:
                 j = cyl.row
-                contact._holder["key"], contact._holder["value"] = key, (x[j], x[j + 1])  # its pose at q
+                contact.cache_body_pose(q, t, x[j], x[j + 1])  # its pose at q
                 d = contact.max_step(model, u, du, t, delta_bar=delta_bar, pose_step=(C[j] @ dq, C[j + 1] @ dq))
             else:
                 d = contact.max_step(model, u, du, t, delta_bar=delta_bar)

@@ -288,7 +288,6 @@ def test_cache_body_pose_kernel_data_and_fiber_elements():
     pose = cyl.pose_at(t)
     np.testing.assert_array_equal(pose.point, point)
     np.testing.assert_array_equal(pose.axis, axis)
-    assert cyl._holder["value"][0] is point  # the old private name (delete with the alias)
     q2 = np.full(system.n, -0.2)
     cyl.set_coordinates(q2)  # other coordinates: the body's pose again
     body = system.cylinder("bone").pose(q2, t, hessian=False)
@@ -302,7 +301,5 @@ def test_cache_body_pose_kernel_data_and_fiber_elements():
     d = model.discretization
     cyl = cylinder(np.r_[0.0, 0.0, -0.3, 0.0, 1.0, 0.0], fibers=["f1"])
     assert cyl.fiber_elements(d).tolist() == [4, 5, 6, 7]
-    assert cyl._fiber_elements(d) is cyl.fiber_elements(d)  # old private name (delete with the alias)
     data = cyl.kernel_data(d)
-    assert cyl._kernel_data(d) is data  # old private name (delete with the alias)
     assert data.dofs.shape[0] == d.element_fiber.size

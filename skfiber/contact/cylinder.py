@@ -588,7 +588,3 @@ class CylinderContact:
                               pose_step, nar.adm, delta_bar)
         return bound_step(nar, du, delta_bar, radius=self.radius, length=self.length, gamma=self.law.gamma,
                           pointwise=self.safeguard == "point", motion=motion)
-
-    # old private names, kept until their users outside skfiber.contact switch (deprecated)
-    _kernel_data = kernel_data
-    _fiber_elements = fiber_elements
