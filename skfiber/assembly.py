@@ -142,8 +142,10 @@ class BatchedAssembler:
         self._probes[key] = field
         return field
 
-    def _call(self, form, naxes: int, make_args):
-        """Call a form with probes; use first-order jets when the form allows."""
+    def call_form(self, form, naxes: int, make_args):
+        """``make_args(hess)`` — a call of ``form`` with probes (:meth:`probe`) — with first-order jets
+        (``hess=False``) when the form allows, else with second derivatives; returns (result, hess).
+        Which one a form needs is found on its first call and remembered."""
         fn = form_function(form)
         if not self.has_hess:
             return make_args(False), False
@@ -203,7 +205,7 @@ class BatchedAssembler:
             v = self.probe(axis=0, naxes=2, hess=hess)
             return np.asarray(fn(u, v, w))
 
-        D, hess = self._call(form, 2, run)
+        D, hess = self.call_form(form, 2, run)
         J = self.n_jets[hess]
         return np.broadcast_to(D, (J, J, self.nelems, self.nqp)), hess
 
@@ -235,7 +237,7 @@ class BatchedAssembler:
         def run(hess):
             return np.asarray(fn(self.probe(axis=0, naxes=1, hess=hess), w))
 
-        r, hess = self._call(form, 1, run)
+        r, hess = self.call_form(form, 1, run)
         J = self.n_jets[hess]
         r = np.broadcast_to(r, (J, self.nelems, self.nqp)) * self.dx
         return np.moveaxis(r, 0, 2), hess

@@ -300,8 +300,8 @@ class FastCoupling:
             residual, body_force = coupled_rows(R, np.ascontiguousarray(rigid_residual, dtype=float), C, p.D,
                                                 self._P, forces, p.fixed_index)
         self._last = (z.tobytes(), t, u)  # u with u_D = c(q, t) at this z (expand)
-        if model._remember_residual and load_factor == 1.0:
-            model._last_residual = ((u, v, a, t, q), R)  # fresh arrays, never changed (Model._memo_matches)
+        if load_factor == 1.0:
+            model.memo.store(u, v, a, t, q, R)  # fresh arrays, never changed
         ref = max(ref, rigid_ref, body_force)
         return FastEvaluation(residual, reference_force=ref, roundoff=ROUNDOFF_FACTOR * _EPS * _norm(out.magnitude),
                               min_stretch=float(out.stretch.min()), margins=margins, n_active_contacts=n_active,

@@ -33,6 +33,7 @@ True
 from __future__ import annotations
 
 import warnings
+import weakref
 
 import numpy as np
 import sympy as sp
@@ -42,6 +43,9 @@ from .compile.codegen import abstract_numbers, cse_products
 from .materials import ARGUMENTS, MaterialPoint, SymbolicLaw
 
 __all__ = ["LawKernel", "law_kernel", "FiberStress"]
+
+#: the kernel of each law, made on first use (kept as long as the law lives)
+_KERNELS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 def _source(expressions) -> tuple[str, np.ndarray]:
     """Python source of the point loop, and the parameter vector of the numbers."""
@@ -124,17 +128,19 @@ def law_kernel(law) -> LawKernel | None:
     """
     if not isinstance(law, SymbolicLaw):
         return None
-    if law._kernel is None:
+    kernel = _KERNELS.get(law)
+    if kernel is None:
         try:
             source, params = _source([law.expression, law.d_stretch, law.d_rate])
         except Exception as error:  # a sympy function the Python code printer does not know
-            law._kernel = LawKernel("", np.zeros(0), law.name)
-            law._kernel.failed = True
+            kernel = LawKernel("", np.zeros(0), law.name)
+            kernel.failed = True
             warnings.warn(f"the stress law {law.name!r} could not be compiled ({type(error).__name__}: "
                           f"{str(error).splitlines()[0]}); it runs with numpy", RuntimeWarning, stacklevel=2)
         else:
-            law._kernel = LawKernel(source, params, law.name)
-    return law._kernel
+            kernel = LawKernel(source, params, law.name)
+        _KERNELS[law] = kernel
+    return kernel
 
 
 class FiberStress:

@@ -150,7 +150,6 @@ class SymbolicLaw:
         self._compiled = sp.lambdify(
             ARGUMENTS, [expression, self.d_stretch, self.d_rate], modules="numpy", cse=cse_products
         )
-        self._kernel = None  # compiled loop (skfiber.law_kernels), made on first use by a model
 
     def __call__(self, point: MaterialPoint) -> StressResponse:
         args = (

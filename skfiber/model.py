@@ -23,7 +23,7 @@ from skfem.assembly.form.form import FormExtraParams
 
 from . import forms
 from .attachments import attachment_kinematics, new_attachment
-from .core import ROUNDOFF_FACTOR, Evaluation, State
+from .core import ROUNDOFF_FACTOR, Evaluation, ResidualMemo, State
 from .compile.kernel import FormKernel
 from .contact.base import Contact
 from .discretization import Discretization
@@ -118,11 +118,9 @@ class Model:
             rigid.finalize()
         self.rigid = rigid
         self._coordinates = None  # q last set with set_coordinates (contacts with body cylinders)
-        # (state key, residual) of the last full evaluation, kept only while `simulate` runs
-        # (`_remember_residual`), so that attachment_forces in its callbacks reuses it; any
-        # change of the model through its methods forgets it
-        self._last_residual = None
-        self._remember_residual = False
+        #: the residual of the last full evaluation, kept while `simulate` runs (attachment_forces in its
+        #: callbacks reuses it); any change of the model through its methods clears it
+        self.memo = ResidualMemo()
         self.attachments: list = []
 
     @property
@@ -147,7 +145,7 @@ class Model:
         self._add_prescribed(fiber, end, displacement)
 
     def _add_prescribed(self, fiber, end, displacement) -> None:
-        self._last_residual = None
+        self.memo.clear()
         d = self.discretization
         dofs = d.end_dofs(fiber, end)
         key = (d.fiber_index(fiber), int(dofs[0]))
@@ -187,7 +185,7 @@ class Model:
         -------
         skfiber.coupling.Attachment
         """
-        self._last_residual = None
+        self.memo.clear()
         if self.rigid is None:
             raise ValueError("attach() needs a rigid system: create the model as Model(fibers, rigid=system)")
         d = self.discretization
@@ -220,25 +218,10 @@ class Model:
             return {}
         if self.rigid is not None:
             self.set_coordinates(state.q)
-        if self._memo_matches(state.u, state.v, state.a, state.t):
-            residual = self._last_residual[1]  # the last Newton evaluation of a step was at this state
-        else:
+        residual = self.memo.lookup(state.u, state.v, state.a, state.t, self._coordinates)
+        if residual is None:  # not the state of the step's last Newton evaluation
             residual = self.evaluate(state.u, state.v, state.a, state.t, c_v=0.0, c_a=0.0).residual
         return {a.name: -residual[a.dofs] for a in self.attachments}
-
-    def _memo_matches(self, u, v, a, t) -> bool:
-        """Whether ``_last_residual`` = ((u, v, a, t, q), R) was computed at this state (bit for bit,
-        q being the model's coordinates).  The arrays in the memo are copies or fresh arrays that
-        nobody changes."""
-        memo = self._last_residual
-        if memo is None:
-            return False
-        u0, v0, a0, t0, q0 = memo[0]
-        q = self._coordinates
-        if float(t) != t0 or (q is None) != (q0 is None):
-            return False
-        pairs = [(u, u0), (v, v0), (a, a0)] + ([] if q is None else [(q, q0)])
-        return all(np.asarray(x, dtype=float).tobytes() == y.tobytes() for x, y in pairs)
 
     def set_coordinates(self, q) -> None:
         """Set the rigid coordinates q seen by contacts with body cylinders."""
@@ -269,7 +252,7 @@ class Model:
         d = self.discretization
         elements = None if fibers is None else np.isin(d.element_fiber, [d.fiber_index(f) for f in fibers])
         self.loads.add(kind, value, elements)
-        self._last_residual = None
+        self.memo.clear()
 
     def add_body_force(self, b0: VectorField, *, fibers: Iterable | None = None) -> None:
         """Body force b0 per reference volume (N/m³): 3 numbers or f(θ, t) → (3, …)."""
@@ -293,7 +276,7 @@ class Model:
         Its residual and tangent blocks join the assembled system and its
         ``max_step`` joins Newton's safeguard (paper eqs. 69–73).
         """
-        self._last_residual = None
+        self.memo.clear()
         if not isinstance(contact, Contact):
             raise TypeError(
                 f"{contact!r} is not a contact: it needs a `name`, `evaluate(model, u, t, tangent=...)` "
@@ -351,7 +334,7 @@ class Model:
         >>> model.add_term(bending, name="bending").name
         'bending'
         """
-        self._last_residual = None
+        self.memo.clear()
         term = residual if isinstance(residual, Term) else Term(residual, tangent, name or f"term{len(self.terms)}")
         if term.name in self._taken_names():
             raise ValueError(f"the name {term.name!r} is taken (terms: {self.term_names}); give another name, "
@@ -395,7 +378,7 @@ class Model:
         """
         name = "internal_force" if name == "cable" else name
         term = Term(residual, tangent, name)
-        self._last_residual = None
+        self.memo.clear()
         self._form_kernel = None
         if name in self._builtin_terms:
             self._builtin_terms[name] = term
@@ -537,10 +520,10 @@ class Model:
                     out.append((ce.rows, ce.cols, ce.values))
                 return out
             extra = contact_tangents
-        if self._remember_residual and parts == names and load_factor == 1.0:  # R does not depend on c_v, c_a
+        if self.memo.enabled and parts == names and load_factor == 1.0:  # R does not depend on c_v, c_a
             q = None if self._coordinates is None else self._coordinates.copy()
-            self._last_residual = ((np.array(u, dtype=float), np.array(v, dtype=float), np.array(a, dtype=float),
-                                    float(t), q), R.copy())
+            self.memo.store(np.array(u, dtype=float), np.array(v, dtype=float), np.array(a, dtype=float), t, q,
+                            R.copy())
         return Evaluation(
             R, tangent_fn, reference_force=ref, min_stretch=float(lam.min()), roundoff=roundoff,
             extra=extra, n_active_contacts=n_active, margins=margins,

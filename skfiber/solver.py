@@ -335,7 +335,7 @@ def simulate(
         raise ValueError(f"state.q and state.p must have {n_q} entries (the rigid coordinates), "
                          f"got shapes {state.q.shape} and {state.p.shape}")
     solver = make_solver(model)
-    model._remember_residual = True  # attachment_forces in callbacks reuses the step's last evaluation
+    model.memo.enabled = True  # attachment_forces in callbacks reuses the step's last evaluation
     n_steps = int(math.ceil((t_end - state.t) / dt - 1e-9))
     times, us, vs, its, histories = [state.t], [state.u.copy()], [state.v.copy()], [], []
     qs, ps = [state.q.copy()], [state.p.copy()]
@@ -379,8 +379,8 @@ def simulate(
             qs.append(state.q.copy()); ps.append(state.p.copy())
     finally:  # outside the run the model may change: evaluate afresh
         notice.cancel()
-        model._remember_residual = False
-        model._last_residual = None
+        model.memo.enabled = False
+        model.memo.clear()
     return SimulationResult(
         np.array(times), np.array(us), np.array(vs), its, histories, retries,
         _time.perf_counter() - start, interrupted, state.copy(), np.array(qs), np.array(ps),

@@ -118,7 +118,7 @@ def complex_step_tangent(residual, assembler: BatchedAssembler, w) -> np.ndarray
         wc["xdot"] = _perturbed(w["xdot"], jets, 1j * h * w["c_v"])
         return np.asarray(fn(assembler.probe(axis=0, naxes=2, hess=hess), wc))
 
-    values, hess = assembler._call(residual, 2, run)
+    values, hess = assembler.call_form(residual, 2, run)
     J = assembler.n_jets[hess]
     D = np.broadcast_to(values, (J, J, assembler.nelems, assembler.nqp)).imag / h
     return assembler.contract(D, hess)

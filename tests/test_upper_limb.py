@@ -137,7 +137,7 @@ def test_insertion_forces_reuse_the_last_newton_evaluation():
         assert not evaluations
 
     result = sf.simulate(model, t_end=0.25, dt=8 / 256, progress=False, callback=callback)
-    model._last_residual = None  # forget it: evaluate afresh
+    model.memo.clear()  # forget it: evaluate afresh
     fresh = model.attachment_forces(result.final_state)
     assert evaluations and set(fresh) == set(seen[8])
     for name, force in fresh.items():

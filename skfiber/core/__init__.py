@@ -4,7 +4,7 @@ Every other part of skfiber may import from here; this package imports nothing o
 """
 from .errors import ConvergenceError, InadmissibleState
 from .newton_options import NewtonOptions
-from .state import ROUNDOFF_FACTOR, Evaluation, EulerRates, State
+from .state import ROUNDOFF_FACTOR, Evaluation, EulerRates, ResidualMemo, State
 
-__all__ = ["State", "Evaluation", "EulerRates", "NewtonOptions", "ConvergenceError", "InadmissibleState",
+__all__ = ["State", "Evaluation", "EulerRates", "ResidualMemo", "NewtonOptions", "ConvergenceError", "InadmissibleState",
            "ROUNDOFF_FACTOR"]

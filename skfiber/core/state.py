@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["State", "Evaluation", "EulerRates", "ROUNDOFF_FACTOR"]
+__all__ = ["State", "Evaluation", "EulerRates", "ResidualMemo", "ROUNDOFF_FACTOR"]
 
 # Newton's residual floor: this many machine epsilons of the summed element force magnitudes
 ROUNDOFF_FACTOR = 1e4
@@ -128,3 +128,47 @@ class EulerRates:
     def __call__(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
         v = (u - self.u_prev) / self.dt
         return v, (v - self.v_prev) / self.dt, self.c_v, self.c_a
+
+
+class ResidualMemo:
+    """The residual of the last full evaluation of a model and the state it was made at.
+
+    :func:`skfiber.simulate` turns it on (``enabled``) while it runs, so that
+    :meth:`skfiber.Model.attachment_forces` in a callback takes the residual of the
+    step's last Newton evaluation instead of evaluating again; any change of the model
+    clears it.  The arrays kept are copies or fresh arrays that nobody changes.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> memo = ResidualMemo()
+    >>> memo.enabled = True
+    >>> z = np.zeros(2)
+    >>> memo.store(z, z, z, 0.5, None, np.ones(2))
+    >>> memo.lookup(z, z, z, 0.5, None).tolist(), memo.lookup(z, z, z, 0.6, None)
+    ([1.0, 1.0], None)
+    """
+
+    def __init__(self):
+        self.enabled = False
+        self._entry = None  # ((u, v, a, t, q), R)
+
+    def clear(self) -> None:
+        self._entry = None
+
+    def store(self, u, v, a, t: float, q, residual: np.ndarray) -> None:
+        """Keep ``residual`` as the one at (u, v, a, t, q) (q: the rigid coordinates or None), when enabled."""
+        if self.enabled:
+            self._entry = ((u, v, a, float(t), q), residual)
+
+    def lookup(self, u, v, a, t: float, q) -> np.ndarray | None:
+        """The kept residual if it was made at exactly this state (bit for bit), else None."""
+        if self._entry is None:
+            return None
+        (u0, v0, a0, t0, q0), residual = self._entry
+        if float(t) != t0 or (q is None) != (q0 is None):
+            return None
+        pairs = [(u, u0), (v, v0), (a, a0)] + ([] if q is None else [(q, q0)])
+        if all(np.asarray(x, dtype=float).tobytes() == np.asarray(y).tobytes() for x, y in pairs):
+            return residual
+        return None
