@@ -200,7 +200,7 @@ def coupled_increment(K, rows, cols, vals, block_index, block_fixed, block_diag_
         The fiber solver's block storage maps (:class:`skfiber.linalg.ConstrainedSolver`).
     touch_flat, touch_rows, touch_cols, pos
         The entries of K in a row or column of a dependent DOF and the position of each DOF in D
-        (``CoupledProblem._dependent_index``).
+        (``CoupledProblem.touch_entries`` and ``dependent_rows``).
     C, H : (|D|, n), (|D|, n, n)
         Attachment Jacobian and Hessian; ``G`` (N,) the fiber residual, ``R_q`` (n,) the rows of q,
         ``rigid_tangent`` (n, n) dR_rb/dq.
