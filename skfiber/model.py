@@ -94,6 +94,7 @@ class Model:
         self.compiled = compiled
         self._form_kernel = None  # skfiber.compile.kernel.FormKernel of the terms, made on first use
         self._warned_untraced: set = set()
+        self._all_parts = None  # (key, the names of all parts) (_part_names)
         self._default_terms = {
             "internal_force": Term(forms.internal_force, forms.internal_tangent, "internal_force"),
             "inertia": Term(forms.inertia, forms.inertia_tangent, "inertia"),
@@ -530,8 +531,12 @@ class Model:
         )
 
     def _part_names(self, parts) -> set:
-        """``parts`` checked against the model's names (``"cable"`` = ``"internal_force"``); None: all."""
-        names = {"loads"} | set(self.term_names) | {c.name for c in self.contacts}
+        """``parts`` checked against the model's names (``"cable"`` = ``"internal_force"``); None: all (the
+        same set object while the model's terms and contacts stay)."""
+        key = (tuple(map(id, self.all_terms)), tuple(map(id, self.contacts)))
+        if self._all_parts is None or self._all_parts[0] != key:
+            self._all_parts = (key, frozenset({"loads"} | set(self.term_names) | {c.name for c in self.contacts}))
+        names = self._all_parts[1]
         if parts is None:
             return names
         chosen = {"internal_force" if p == "cable" else p for p in parts}
@@ -549,7 +554,8 @@ class Model:
         """
         d = self.discretization
         asm = d.assembler
-        terms = [term for term in self.all_terms if term.name in parts]
+        every = parts is self._all_parts[1]  # the common case: the whole model
+        terms = self.all_terms if every else [term for term in self.all_terms if term.name in parts]
         out = None
         if self.compiled and terms:
             kernel = self.form_kernel
@@ -558,19 +564,21 @@ class Model:
                 if mask.any():  # the residual now, the tangent when Newton asks for it (tangent_fn)
                     alpha = self.activations(t).ravel()
                     out = kernel(u, v, a, t, alpha=alpha, c_v=c_v, c_a=c_a, mask=mask, tangent=False)
-        in_kernel = set() if out is None else set(self._form_kernel.names)
+        in_kernel = () if out is None else self._form_kernel.names
         numpy_terms = [term for term in terms if term.name not in in_kernel]
-        R = np.zeros(self.n_dofs)
         ref = 0.0
-        magnitude = np.zeros(self.n_dofs)
         lam = None
         if out is not None:
-            for name, row in zip(self._form_kernel.names, out.residuals):
-                if name in parts:
-                    R += row
+            R = None
+            for name, row in zip(in_kernel, out.residuals):
+                if every or name in parts:
+                    R = row.copy() if R is None else R.__iadd__(row)
                     ref = max(ref, _norm(row))
-            magnitude += out.magnitude
+            magnitude = out.magnitude
             lam = out.stretch
+        else:
+            R = np.zeros(self.n_dofs)
+            magnitude = np.zeros(self.n_dofs)
         w = None
         if numpy_terms or lam is None:
             w = self.coefficients(u, v, t, c_v=c_v, a=a, c_a=c_a)
@@ -578,7 +586,7 @@ class Model:
         for term in numpy_terms:
             Ft, Ft_magnitude = asm.linear_vector(term.residual, w, magnitude=True)
             R += Ft
-            magnitude += Ft_magnitude
+            magnitude = magnitude + Ft_magnitude
             ref = max(ref, _norm(Ft))
         if "loads" in parts:
             Fe = load_factor * self.external_force(t)

@@ -182,6 +182,7 @@ class FormKernel:
         self._K = np.empty((ne, nb, nb))  # a placeholder when no tangent is asked for
         self._lam = np.empty(shape)
         self._all = np.ones(len(self.names))
+        self._masks: dict = {}
 
     @property
     def active(self) -> bool:
@@ -189,8 +190,12 @@ class FormKernel:
         return bool(self.names) and self.failed is None
 
     def mask(self, names) -> np.ndarray:
-        """The kernel's term mask (1.0 for the terms in ``names``)."""
-        return np.array([1.0 if n in names else 0.0 for n in self.names])
+        """The kernel's term mask (1.0 for the terms in ``names``; one array per distinct choice)."""
+        key = frozenset(n for n in self.names if n in names)
+        mask = self._masks.get(key)
+        if mask is None:
+            mask = self._masks[key] = np.array([1.0 if n in key else 0.0 for n in self.names])
+        return mask
 
     def arguments(self, u, v, a, t, *, alpha, c_v, c_a, mask, tangent, R, mag, K, lam) -> tuple:
         """The generated ``evaluate``'s arguments, in order."""
