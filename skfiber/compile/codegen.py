@@ -161,10 +161,10 @@ _OPTIONS = dict(cache=True, inline="always", error_model="numpy")
 
 
 @numba.njit(**_OPTIONS)
-def _jet(G, e, q, members, local, order, c):
+def _jet(G, e, q, local, order, c):
     s = 0.0
     for a in range(G.shape[3]):
-        s += G[e, q, order, a] * local[members[c, a]]
+        s += G[e, q, order, a] * local[c, a]
     return s
 
 
@@ -196,7 +196,7 @@ def _scatter(R, mag, K, tangent, Re, Me, Ke, members, dofs, e):
     n = members.shape[1]
     for c in range(3):
         for a in range(n):
-            dof = dofs[e, members[c, a]]
+            dof = dofs[e, c, a]
             mag[dof] += Me[c, a]
             for t in range(Re.shape[0]):
                 R[t, dof] += Re[t, c, a]
@@ -273,7 +273,7 @@ def _branch_body(branch: Branch, indent: str) -> list[str]:
     used = set().union(*(e.free_symbols for e in res_exprs + tan_exprs + definitions))
     for name in JET_FIELDS:
         if name in branch.fields:
-            lines += [f"{indent}{s} = _jet(G, e, q, members, {name}_local, {j // 3}, {j % 3})"
+            lines += [f"{indent}{s} = _jet(G, e, q, {name}_local, {j // 3}, {j % 3})"
                       for j, s in enumerate(jet_symbols(name)) if s in used]
     if definitions:  # the intermediates first (their own common subexpressions: k0, k1, …)
         pre, pre_reduced = cse_products(definitions, symbols=sp.numbered_symbols("k"))
@@ -319,7 +319,6 @@ def kernel_source(branches: list[Branch], *, header: str = "") -> str:
     body.append("def evaluate(G, dofs, members, dx, x, xdot, xddot, X, " + ", ".join(f"{s}_" for s in scalars)
                 + ", t, branch, params, c_v, c_a, mask, tangent, R, mag, K, lam):")
     body.append("    ne, nq, no, n = G.shape")
-    body.append("    nb = dofs.shape[1]")
     body.append("    on = mask != 0.0")
     body.append("    residual = on & (tangent != 2)  # tangent: 0 residual, 1 both, 2 tangent only")
     body.append("    R[:, :] = 0.0")
@@ -330,17 +329,18 @@ def kernel_source(branches: list[Branch], *, header: str = "") -> str:
     body.append("    P = np.empty((no, no, n * n))")
     for name in JET_FIELDS:
         if name in fields:
-            body.append(f"    {name}_local = np.empty(nb)")
+            body.append(f"    {name}_local = np.empty((3, n))")
     body.append("    for e in range(ne):")
     body.append("        Re[:] = 0.0")
     body.append("        Me[:] = 0.0")
     body.append("        if tangent:")
     body.append("            Ke[:] = 0.0")
-    body.append("        for i in range(nb):")
-    body.append("            dof = dofs[e, i]")
+    body.append("        for c in range(3):")
+    body.append("            for a in range(n):")
+    body.append("                dof = dofs[e, c, a]")
     for name in JET_FIELDS:
         if name in fields:
-            body.append(f"            {name}_local[i] = {name}[dof]")
+            body.append(f"                {name}_local[c, a] = {name}[dof]")
     body.append("        b = branch[e]")
     body.append("        alpha = alpha_[e]")
     body.append("        for q in range(nq):")

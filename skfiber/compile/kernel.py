@@ -108,7 +108,8 @@ class FormKernel:
             if not np.array_equal(np.stack([B[:, :, 3 * o + c, members[c]] for o in range(3)], axis=2), G):
                 raise ValueError("the form compiler needs a vector element whose components share their shape functions")
         self._G = np.ascontiguousarray(G)
-        self._dofs = np.ascontiguousarray(asm.element_dofs.T, dtype=np.int64)
+        # the global DOFs of each element by component (e, 3, nb/3): gathered and scattered per component
+        self._dofs = np.ascontiguousarray(asm.element_dofs.T[:, members], dtype=np.int64)
         shape = d.theta.shape
 
         def per_point(a):
