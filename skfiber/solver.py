@@ -60,6 +60,8 @@ __all__ = [
 #: level 3 2458 → 2253, level 4 4487 → 3708 (0.3: 3851; 1.0 at level 4 over 4 s: as 0.5);
 #: always extrapolating cost level 2 50 % more failed attempts
 PREDICTOR_SMOOTHNESS = 0.5
+#: a last step shorter than this fraction of dt is joined to the one before it (simulate)
+LAST_STEP_MIN_FRACTION = 0.01
 #: simulate(progress=True) explains a first step slower than this (s): numba compiling the kernels
 FIRST_STEP_NOTICE_S = 3.0
 #: … and this many in backward-Euler steps (a failing step is split in two; at
@@ -306,7 +308,10 @@ def simulate(
     Parameters
     ----------
     t_end, dt
-        End time and step size (s).  The last step is shortened to hit t_end.
+        End time and step size (s).  The last step is shortened to hit t_end;
+        a last step shorter than ``LAST_STEP_MIN_FRACTION`` · dt (a sliver left
+        by round-off in t_end, where Newton would stagnate at round-off) is
+        joined to the step before it, which then takes up to 1.01 dt.
     store_every
         Keep every k-th state in the result (the last one always).
     max_halvings
@@ -337,6 +342,8 @@ def simulate(
     solver = make_solver(model)
     model.memo.enabled = True  # attachment_forces in callbacks reuses the step's last evaluation
     n_steps = int(math.ceil((t_end - state.t) / dt - 1e-9))
+    if n_steps > 1 and (t_end - state.t) - (n_steps - 1) * dt < LAST_STEP_MIN_FRACTION * dt:
+        n_steps -= 1  # a sliver of a last step (round-off in t_end) joins the one before it
     times, us, vs, its, histories = [state.t], [state.u.copy()], [state.v.copy()], [], []
     qs, ps = [state.q.copy()], [state.p.copy()]
     retries = 0

@@ -24,7 +24,12 @@ from .model import Model
 from .newton import newton
 from .rigid import rigid_static
 
-__all__ = ["StaticResult", "solve_static", "check_finite_time"]
+__all__ = ["StaticResult", "solve_static", "check_finite_time", "MIN_INCREMENT", "ATTEMPTS_PER_STEP"]
+
+#: the smallest load increment (of the load factor's range [0, 1]); a continuation that needs less stops
+MIN_INCREMENT = 1e-10
+#: solve_static makes at most this many Newton solves per load step and allowed bisection
+ATTEMPTS_PER_STEP = 64
 
 
 
@@ -55,7 +60,11 @@ def solve_static(
     in ``load_steps`` steps, loads and prescribed displacements evaluated at
     the intermediate times (``state.t == t`` is one Newton solve from that
     initial guess).  A failing increment is bisected up to ``max_bisections``
-    times.  Inertia and viscosity are off.
+    times in a row.  The work is bounded: no increment is smaller than
+    :data:`MIN_INCREMENT`, and there are at most :data:`ATTEMPTS_PER_STEP` ·
+    load_steps · (max_bisections + 1) Newton solves; a continuation that
+    needs more stops with a :class:`~skfiber.core.ConvergenceError` saying
+    where it stalled.  Inertia and viscosity are off.
 
     With rigid bodies (``Model(..., rigid=system)``) Newton runs on the free
     fiber DOFs and q together; the bodies' rows are their static residual
@@ -70,8 +79,11 @@ def solve_static(
     one found depends on the path.  Use prestress, enough load steps, and
     check the branch.
     """
-    if not isinstance(load_steps, (int, np.integer)) or load_steps < 1:
+    if not isinstance(load_steps, (int, np.integer)) or isinstance(load_steps, bool) or load_steps < 1:
         raise ValueError(f"load_steps must be an integer ≥ 1, got {load_steps!r}")
+    if not isinstance(max_bisections, (int, np.integer)) or isinstance(max_bisections, bool) or max_bisections < 0:
+        raise ValueError(f"max_bisections must be an integer ≥ 0 (halvings of a failing load increment), "
+                         f"got {max_bisections!r}")
     check_finite_time(t=t)
     if state is not None and state.u.shape != (model.n_dofs,):
         raise ValueError(f"state.u must have shape ({model.n_dofs},), got {state.u.shape}")
@@ -116,6 +128,10 @@ def solve_static(
     t_start = t if state is None else state.t
     factors, iterations = [], []
     s, ds_ = 0.0, 1.0 / load_steps
+    # bounded work: increments of at least MIN_INCREMENT (a continuation used to creep on below the float
+    # spacing of s, without end) and at most max_attempts Newton solves in all
+    max_attempts = ATTEMPTS_PER_STEP * load_steps * (max_bisections + 1)
+    attempts = 0
     bisections = 0
     while s < 1.0 - 1e-14:
         s_new = min(1.0, s + ds_)
@@ -130,12 +146,30 @@ def solve_static(
             z_new, report = newton(lambda zz: evaluate(zz, t_k, factor), trial, solver, options=newton_options,
                                    t=t_k, step=label,
                                    max_step=(lambda zz, dz: safeguard(zz, dz, t_k)) if model.contacts else None)
-        except ConvergenceError:
+        except ConvergenceError as err:
+            attempts += 1
             bisections += 1  # consecutive bisections of this increment
-            if bisections > max_bisections:
-                raise
-            ds_ /= 2
+            failed, ds_ = ds_, ds_ / 2
+            why = (f"{bisections - 1} bisections of the increment did not help (max_bisections = {max_bisections})"
+                   if bisections > max_bisections else
+                   f"the next increment, {ds_:.3g}, is below the least, {MIN_INCREMENT:g}" if ds_ < MIN_INCREMENT
+                   else f"{attempts} Newton solves, the most for load_steps = {load_steps} and max_bisections = "
+                   f"{max_bisections}" if attempts >= max_attempts else None)
+            if why is not None:
+                what = "load factor" if state is None else "continuation fraction"
+                raise ConvergenceError(
+                    f"load stepping stalled at {what} {s:.6g} (an increment of {failed:.3g} failed; "
+                    f"{len(factors)} converged before): {why}; try more load_steps or max_bisections, or "
+                    f"another path. The last failure: {err.reason}", t=err.t, step=err.step,
+                    residual_history=err.residual_history) from err
             continue
+        attempts += 1
+        if attempts >= max_attempts and s_new < 1.0 - 1e-14:
+            what = "load factor" if state is None else "continuation fraction"
+            raise ConvergenceError(
+                f"load stepping stalled at {what} {s_new:.6g}: {attempts} Newton solves, the most for "
+                f"load_steps = {load_steps} and max_bisections = {max_bisections}; try more load_steps or "
+                "another path", t=t_k, step=label, residual_history=report.residual_history)
         z, s = finish(z_new, t_k), s_new
         factors.append(s)
         iterations.append(report.iterations)
