@@ -251,12 +251,13 @@ class FastCoupling:
                 and type(rigid_state) is EulerStep and rigid_state.direct and rigid_state.t == t
                 and rigid_state.system is p.system):
             fused = self._evaluate_fused(z, fiber_state, rigid_state, t, load_factor)  # the common case
+        if fused is not None:
+            fused, out = fused
         contacts = []
         margins = {} if self._cylinders else None
         n_active = 0
         if fused is not None:
             (q, u, x, C, H, v, a, rigid_tangent, rigid_ref, residual, body_force, R, ref, finite, *outcome) = fused
-            out = self._fused_out
             if not finite:
                 raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor, "the fiber residual is not finite")
             if self._cylinders:
@@ -309,9 +310,9 @@ class FastCoupling:
                               rigid_tangent=rigid_tangent, contacts=contacts, fast=self)
 
     def _evaluate_fused(self, z, rates, rigid_state, t: float, load_factor) -> tuple | None:
-        """The returns of :mod:`skfiber.evaluation_kernel`'s generated ``evaluate`` (None when it cannot be
-        compiled: warned once, and the separate calls are used from then on); the form kernel's outputs in
-        ``self._fused_out``."""
+        """(the returns of :mod:`skfiber.evaluation_kernel`'s generated ``evaluate``, the form kernel's
+        outputs), or None when it cannot be compiled (warned once, and the separate calls are used from then
+        on)."""
         p, model, kernel = self.problem, self.model, self._kernel
         if self._fused is None:
             try:
@@ -331,15 +332,14 @@ class FastCoupling:
         args = (head, rigid_state.kernel_args(),
                 kernel.fused_arguments(t, alpha=model.activations(t).ravel(), output=out),
                 (model.external_force(t), float(load_factor)), cylinder, row, p.fixed_index)
-        self._fused_out = out
         if self._fused_ready:
-            return self._fused(*args)
+            return self._fused(*args), out
         try:  # the first call compiles (or loads numba's cached machine code)
             result = self._fused(*args)
         except NumbaError as error:
             return self._no_fused(error)
         self._fused_ready = True
-        return result
+        return result, out
 
     def _no_fused(self, error: Exception) -> None:
         self._fused = False

@@ -100,7 +100,7 @@ class Model:
             "inertia": Term(forms.inertia, forms.inertia_tangent, "inertia"),
         }
         self._builtin_terms = dict(self._default_terms)
-        self._fiber_stress = None  # skfiber.law_kernels.FiberStress, made on first use  # [(LawKernel, point indices)] per law group, [] if not all compile
+        self._fiber_stress = None  # skfiber.law_kernels.FiberStress (the numpy path), made on first use
         self._activation_cache = None  # ((t, activations), α (e, 1)) of the last activations(t)
         self.fibers = self.discretization.fibers
         self.terms: list[Term] = []
@@ -109,10 +109,8 @@ class Model:
         self.loads = ExternalLoads(self.discretization)
         self._prescribed: dict[tuple[int, int], _Prescribed] = {}
         d = self.discretization
-        self._mass_elements = d.assembler.bilinear(
-            forms.mass, d.assembler.parameters(area=d.area, rho=d.density, J=d.jacobian)
-        )
-        self.mass_matrix = d.assembler.to_csr(self._mass_elements)
+        self.mass_matrix = d.assembler.to_csr(
+            d.assembler.bilinear(forms.mass, d.assembler.parameters(area=d.area, rho=d.density, J=d.jacobian)))
         if rigid is not None:
             if not isinstance(rigid, RigidSystem):
                 raise TypeError(f"rigid must be a skfiber.rigid.RigidSystem, got {type(rigid).__name__}")

@@ -133,6 +133,14 @@ def solve_static(
     max_attempts = ATTEMPTS_PER_STEP * load_steps * (max_bisections + 1)
     attempts = 0
     bisections = 0
+    what = "load factor" if state is None else "continuation fraction"
+
+    def stalled(why: str, err: ConvergenceError) -> ConvergenceError:
+        return ConvergenceError(
+            f"load stepping stalled at {what} {s:.6g} ({len(factors)} increments converged): {why}; try more "
+            f"load_steps or max_bisections, or another path. The last failure: {err.reason}", t=err.t,
+            step=err.step, residual_history=err.residual_history)
+
     while s < 1.0 - 1e-14:
         s_new = min(1.0, s + ds_)
         if state is None:  # load factor ramp at time t
@@ -142,34 +150,23 @@ def solve_static(
         trial = z.copy()
         trial[c] = model.prescribed_displacement(t_k, factor)
         label = f"load factor {s_new:.4g}" if state is None else f"continuation to t = {t_k:.4g}"
+        attempts += 1
         try:
             z_new, report = newton(lambda zz: evaluate(zz, t_k, factor), trial, solver, options=newton_options,
                                    t=t_k, step=label,
                                    max_step=(lambda zz, dz: safeguard(zz, dz, t_k)) if model.contacts else None)
         except ConvergenceError as err:
-            attempts += 1
             bisections += 1  # consecutive bisections of this increment
             failed, ds_ = ds_, ds_ / 2
-            why = (f"{bisections - 1} bisections of the increment did not help (max_bisections = {max_bisections})"
-                   if bisections > max_bisections else
-                   f"the next increment, {ds_:.3g}, is below the least, {MIN_INCREMENT:g}" if ds_ < MIN_INCREMENT
-                   else f"{attempts} Newton solves, the most for load_steps = {load_steps} and max_bisections = "
-                   f"{max_bisections}" if attempts >= max_attempts else None)
-            if why is not None:
-                what = "load factor" if state is None else "continuation fraction"
-                raise ConvergenceError(
-                    f"load stepping stalled at {what} {s:.6g} (an increment of {failed:.3g} failed; "
-                    f"{len(factors)} converged before): {why}; try more load_steps or max_bisections, or "
-                    f"another path. The last failure: {err.reason}", t=err.t, step=err.step,
-                    residual_history=err.residual_history) from err
+            if bisections > max_bisections:
+                raise stalled(f"{max_bisections} bisections of an increment of {failed * 2**max_bisections:.3g} "
+                              "did not help (max_bisections)", err) from err
+            if ds_ < MIN_INCREMENT:
+                raise stalled(f"the next increment, {ds_:.3g}, is below the least, {MIN_INCREMENT:g}", err) from err
+            if attempts >= max_attempts:
+                raise stalled(f"{attempts} Newton solves, the most for load_steps = {load_steps} and "
+                              f"max_bisections = {max_bisections}", err) from err
             continue
-        attempts += 1
-        if attempts >= max_attempts and s_new < 1.0 - 1e-14:
-            what = "load factor" if state is None else "continuation fraction"
-            raise ConvergenceError(
-                f"load stepping stalled at {what} {s_new:.6g}: {attempts} Newton solves, the most for "
-                f"load_steps = {load_steps} and max_bisections = {max_bisections}; try more load_steps or "
-                "another path", t=t_k, step=label, residual_history=report.residual_history)
         z, s = finish(z_new, t_k), s_new
         factors.append(s)
         iterations.append(report.iterations)

@@ -31,7 +31,7 @@ def test_stalled_load_stepping_stops_with_where(monkeypatch):
         return real(evaluate, z, solver, step=step, **kwargs)
 
     monkeypatch.setattr(statics, "newton", newton)
-    with pytest.raises(ConvergenceError, match=r"load stepping stalled at load factor 0\.5 .*8 bisections of the increment did not help"):
+    with pytest.raises(ConvergenceError, match=r"load stepping stalled at load factor 0\.5 .*8 bisections of an increment of 0\.5 did not help"):
         sf.solve_static(tensioned_fiber(), load_steps=2, max_bisections=8)
     assert len(calls) == 1 + 9  # 0 → 0.5, then 0.5 and its 8 halvings fail
 

@@ -155,7 +155,7 @@ class FormKernel:
         self.names = tuple(name for name, _, _ in terms if name not in self.untraced)
         keep = [i for i, (name, _, _) in enumerate(terms) if name not in self.untraced]
         # branches: groups with the same structure once their numbers are parameters share code
-        self._branch_of_group, keys, branches, params = [], {}, [], []
+        branch_of_group, keys, branches, params = [], {}, [], []
         for integrands, tangents, intermediates, law_values in traced:
             values = list(law_values)
             exprs = [abstract_numbers(integrands[i], values) for i in keep]
@@ -165,14 +165,14 @@ class FormKernel:
             if key not in keys:
                 keys[key] = len(branches)
                 branches.append(branch_expressions(exprs, STRETCH, len(values), given, inter))
-            self._branch_of_group.append(keys[key])
+            branch_of_group.append(keys[key])
             params.append(values)
         self.n_branches = len(branches)
         ne = shape[0]
         self._branch = np.zeros(ne, dtype=np.int64)
         self._params = np.zeros((ne, max([len(p) for p in params] + [1])))
         for g, (_, mask) in enumerate(d.law_groups):
-            self._branch[mask] = self._branch_of_group[g]
+            self._branch[mask] = branch_of_group[g]
             self._params[mask, :len(params[g])] = params[g]
         header = "terms: " + ", ".join(self.names)
         self.source = kernel_source(branches, header=header) if self.names else None
@@ -180,7 +180,8 @@ class FormKernel:
         self._function = None
         self.failed = None  # the error message when the kernel could not be compiled
         nb = B.shape[3]
-        self._K = np.empty((ne, nb, nb))  # a placeholder when no tangent is asked for
+        self._K = np.empty((ne, nb, nb))  # the shape of the element tangent
+        self._no_K = np.empty((0, nb, nb))  # what the kernel gets when no tangent is asked for
         self._lam = np.empty(shape)
         self._all = np.ones(len(self.names))
         self._masks: dict = {}
@@ -217,7 +218,7 @@ class FormKernel:
         """Fresh output arrays for one call."""
         d = self.discretization
         return KernelOutput(np.empty((len(self.names), d.n_dofs)), np.empty(d.n_dofs),
-                            np.empty_like(self._K) if tangent else self._K, np.empty_like(self._lam))
+                            np.empty_like(self._K) if tangent else self._no_K, np.empty_like(self._lam))
 
     def fused_arguments(self, t, *, alpha, output: KernelOutput, mask=None) -> tuple:
         """The arguments of the generated ``evaluate`` but the fields x, ẋ, ẍ, c_v, c_a and ``tangent``, as
