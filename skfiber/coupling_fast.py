@@ -11,7 +11,8 @@ with the layers removed:
 
 * the fibers through the model's generated form kernel
   (:attr:`Model.form_kernel <skfiber.Model.form_kernel>`: the built-in and
-  added residual terms with their element tangent, in one call), when the
+  added residual terms with their pointwise tangent in one call, the element
+  tangent assembled from it when Newton solves), when the
   form compiler traced every term;
 * every contact a :class:`~skfiber.contact.CylinderContact` (fixed, moving
   with ``pose(t)``, or on a body of the model's rigid system), through the
@@ -123,7 +124,7 @@ class FastEvaluation:
     """
 
     def __init__(self, residual, *, reference_force, roundoff, min_stretch, margins, n_active_contacts,
-                 fiber_residual, element_matrices, points, rigid_tangent, contacts, fast):
+                 fiber_residual, form_output, points, rigid_tangent, contacts, fast):
         self.residual = residual
         self.reference_force = reference_force
         self.roundoff = roundoff
@@ -134,7 +135,7 @@ class FastEvaluation:
         self._points = points  # (x, C, H) of coupled_positions
         self.rigid_tangent = rigid_tangent
         self.contacts = contacts
-        self._element_matrices = element_matrices
+        self._form_output = form_output  # the form kernel's KernelOutput (its element tangent made when used)
         self._fiber = None
         self._kin = None
         self.fast = fast  # the FastCoupling that made it
@@ -157,8 +158,9 @@ class FastEvaluation:
 
     @property
     def element_matrices(self) -> np.ndarray:
-        """∂(residual terms)/∂u per element (e, nb, nb), c_v and c_a included (the form kernel's)."""
-        return self._element_matrices
+        """∂(residual terms)/∂u per element (e, nb, nb), c_v and c_a included (the form kernel's, assembled
+        on first access)."""
+        return self._form_output.element_matrices
 
     @property
     def extra(self) -> list:
@@ -306,7 +308,7 @@ class FastCoupling:
         ref = max(ref, rigid_ref, body_force)
         return FastEvaluation(residual, reference_force=ref, roundoff=ROUNDOFF_FACTOR * _EPS * _norm(out.magnitude),
                               min_stretch=float(out.stretch.min()), margins=margins, n_active_contacts=n_active,
-                              fiber_residual=R, element_matrices=out.element_matrices, points=(x, C, H),
+                              fiber_residual=R, form_output=out, points=(x, C, H),
                               rigid_tangent=rigid_tangent, contacts=contacts, fast=self)
 
     def _evaluate_fused(self, z, rates, rigid_state, t: float, load_factor) -> tuple | None:

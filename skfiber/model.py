@@ -559,9 +559,9 @@ class Model:
             kernel = self.form_kernel
             if kernel.active:
                 mask = kernel.mask(parts)
-                if mask.any():  # the residual now, the tangent when Newton asks for it (tangent_fn)
+                if mask.any():  # the residual and the pointwise tangent; its matrix when Newton asks (tangent_fn)
                     alpha = self.activations(t).ravel()
-                    out = kernel(u, v, a, t, alpha=alpha, c_v=c_v, c_a=c_a, mask=mask, tangent=False)
+                    out = kernel(u, v, a, t, alpha=alpha, c_v=c_v, c_a=c_a, mask=mask, tangent=True)
         in_kernel = () if out is None else self._form_kernel.names
         numpy_terms = [term for term in terms if term.name not in in_kernel]
         ref = 0.0
@@ -593,9 +593,8 @@ class Model:
         roundoff = ROUNDOFF_FACTOR * _EPS * _norm(magnitude)
 
         def tangent_fn():
-            if out is not None:  # the kernel again, for the tangent
-                Ke = self._form_kernel(u, v, a, t, alpha=alpha, c_v=c_v, c_a=c_a, mask=mask,
-                                       tangent="only").element_matrices
+            if out is not None:  # assembled from the kernel's pointwise tangent
+                Ke = out.element_matrices
             else:
                 Ke = np.zeros((d.assembler.nelems,) + (asm.nbfun,) * 2)
             for term in numpy_terms:

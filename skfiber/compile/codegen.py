@@ -11,11 +11,16 @@ derives
   kept as its three parts so that c_v and c_a stay run-time arguments,
 
 and :func:`kernel_source` prints them, after common-subexpression elimination,
-as straight-line code inside one loop over elements and quadrature points:
-Rₑ = Σ_q Bᵀ r dx and Kₑ = Σ_q Bᵀ D B dx, B the jets of the local basis
-functions — accumulated per element in component blocks (each basis function
-of a vector element moves one component, with the same scalar jets G for every
-component) and scattered once per element.  Numbers of the expressions (sympy ``Float``) become entries of a
+as two functions.  ``evaluate`` is straight-line code inside one loop over
+elements and quadrature points: Rₑ = Σ_q Bᵀ r dx, accumulated per element in
+component blocks (each basis function of a vector element moves one component,
+with the same scalar jets G for every component) and scattered once per
+element, and — when a tangent is asked for — the pointwise tangent
+D_jk dx with c_v and c_a applied, stored per point.  ``assemble`` turns D into
+the element tangent Kₑ = Σ_q Bᵀ D B.  Newton evaluates far more residuals than it
+factors tangents (every converged state is a residual without a solve), so
+the accumulation, which costs as much as the rest, runs only when the matrix
+is used.  Numbers of the expressions (sympy ``Float``) become entries of a
 parameter table, so models that differ only in their numbers (a parameter
 sweep, the biceps and the triceps) share one source and one compiled kernel.
 
@@ -31,13 +36,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import sympy as sp
 from sympy.codegen.rewriting import create_expand_pow_optimization, optimize
 from sympy.printing.pycode import PythonCodePrinter
 
 from .tracer import JET_FIELDS, N_JETS, SCALARS, jet_symbols, test_symbols, trial_symbols
 
-__all__ = ["cse_products", "abstract_numbers", "Branch", "branch_expressions", "kernel_source"]
+__all__ = ["cse_products", "abstract_numbers", "Branch", "branch_expressions", "tangent_pairs", "product_layouts", "symmetric_blocks",
+           "gather_table", "basis_products", "kernel_source"]
 
 _EXPAND_POW = create_expand_pow_optimization(4, base_req=lambda base: True)
 
@@ -169,15 +176,6 @@ def _jet(G, e, q, local, order, c):
 
 
 @numba.njit(**_OPTIONS)
-def _outer(G, e, q, oj, ok, P):
-    n = G.shape[3]
-    for a in range(n):
-        ga = G[e, q, oj, a]
-        for b in range(n):
-            P[oj, ok, a * n + b] = ga * G[e, q, ok, b]
-
-
-@numba.njit(**_OPTIONS)
 def _vector(Re, Me, term, c, G, e, q, order, value):
     for a in range(G.shape[3]):
         contribution = value * G[e, q, order, a]
@@ -186,27 +184,25 @@ def _vector(Re, Me, term, c, G, e, q, order, value):
 
 
 @numba.njit(**_OPTIONS)
-def _matrix(Ke, cj, ck, P, oj, ok, d):
-    for m in range(P.shape[2]):
-        Ke[cj, ck, m] += d * P[oj, ok, m]
-
-
-@numba.njit(**_OPTIONS)
-def _scatter(R, mag, K, tangent, Re, Me, Ke, members, dofs, e):
-    n = members.shape[1]
+def _scatter(R, mag, Re, Me, dofs, e):
     for c in range(3):
-        for a in range(n):
+        for a in range(Re.shape[2]):
             dof = dofs[e, c, a]
             mag[dof] += Me[c, a]
             for t in range(Re.shape[0]):
                 R[t, dof] += Re[t, c, a]
-    if tangent:
-        for cj in range(3):
-            for a in range(n):
-                i = members[cj, a]
-                for ck in range(3):
-                    for b in range(n):
-                        K[e, i, members[ck, b]] = Ke[cj, ck, a * n + b]
+
+
+@numba.njit(**_OPTIONS)
+def _accumulate(Ke, offset, products, e, q, o, d, size):
+    for m in range(size):
+        Ke[offset + m] += d * products[e, q, o, m]
+
+
+@numba.njit(**_OPTIONS)
+def _gather(K, Ke, gather, e):
+    for m in range(gather.shape[0]):
+        K[e, m] = Ke[gather[m]]
 '''
 
 
@@ -246,8 +242,9 @@ def _dependencies(replacements, roots) -> set:
     return needed
 
 
-def _branch_body(branch: Branch, indent: str) -> list[str]:
-    """The statements of one branch at one quadrature point."""
+def _branch_body(branch: Branch, indent: str, slots: dict) -> list[str]:
+    """The statements of one branch at one quadrature point; ``slots`` maps every (test jet, trial jet) pair of
+    the kernel's tangent to its column of the pointwise tangent D (e, q, pairs)."""
     n_terms = len(branch.residual)
     res_exprs, res_slots = [branch.stretch], [("stretch",)]
     for t, r_term in enumerate(branch.residual):
@@ -255,8 +252,7 @@ def _branch_body(branch: Branch, indent: str) -> list[str]:
             res_exprs.append(r)
             res_slots.append(("r", t, j))
     tan_exprs, tan_slots = [], []
-    pairs = sorted({pair for d in branch.tangent for pair in d})
-    for (j, k) in pairs:
+    for (j, k) in sorted({pair for d in branch.tangent for pair in d}):
         for t in range(n_terms):
             parts = branch.tangent[t].get((j, k))
             if parts is None:
@@ -287,7 +283,7 @@ def _branch_body(branch: Branch, indent: str) -> list[str]:
             _, t, j = slot
             lines.append(f"{indent}if residual[{t}]:")
             lines.append(f"{indent}    _vector(Re, Me, {t}, {j % 3}, G, e, q, {j // 3}, ({_code(e)}) * w_)")
-    if pairs:
+    if slots:
         lines.append(f"{indent}if tangent:")
         inner = indent + "    "
         lines += [f"{inner}{sym} = {_code(e)}" for sym, e in replacements if sym not in early]
@@ -295,46 +291,113 @@ def _branch_body(branch: Branch, indent: str) -> list[str]:
         for (j, k, t, which), e in zip(tan_slots, tan_reduced):
             by_pair.setdefault((j, k), {}).setdefault(t, []).append((which, e))
         factor = ("", " * c_v", " * c_a")
-        orders = sorted({(j // 3, k // 3) for (j, k) in by_pair})
-        lines += [f"{inner}_outer(G, e, q, {oj}, {ok}, P)" for oj, ok in orders]
-        for (j, k), terms in by_pair.items():
+        for pair, slot in slots.items():
+            terms = by_pair.get(pair)
+            if not terms:
+                lines.append(f"{inner}D[e, q, {slot}] = 0.0")
+                continue
             lines.append(f"{inner}d = 0.0")
             for t, parts in terms.items():
                 total = " + ".join(f"({_code(e)}){factor[which]}" for which, e in parts)
                 lines.append(f"{inner}if on[{t}]:")
                 lines.append(f"{inner}    d += {total}")
-            lines.append(f"{inner}_matrix(Ke, {j % 3}, {k % 3}, P, {j // 3}, {k // 3}, d * w_)")
+            lines.append(f"{inner}D[e, q, {slot}] = d * w_")
     return lines
 
 
+def tangent_pairs(branches: list[Branch]) -> list[tuple[int, int]]:
+    """The (test jet, trial jet) pairs of the kernel's pointwise tangent D: the union over its branches, in
+    the order of D's columns (test jet j = 3·order + component, the same for the trial jet)."""
+    return sorted({pair for b in branches for d in b.tangent for pair in d})
+
+
+def product_layouts(pairs: list[tuple[int, int]]) -> list[tuple[int, int, bool]]:
+    """The basis products the assembly reads, in the order of the third axis of :func:`basis_products`:
+    (test order, trial order, packed) — packed (the upper triangle) for a pair whose block is symmetric
+    (:func:`symmetric_blocks`), all n² products otherwise."""
+    symmetric = symmetric_blocks(pairs)
+    return sorted({(j // 3, k // 3, (j % 3, k % 3) in symmetric) for j, k in pairs})
+
+
+def symmetric_blocks(pairs: list[tuple[int, int]]) -> set:
+    """The component blocks (cj, ck) of the element tangent that only equal orders reach: each is a
+    symmetric n × n matrix (a sum of G_o G_oᵀ), accumulated as its upper triangle (n(n+1)/2 numbers)."""
+    blocks: dict = {}
+    for j, k in pairs:
+        blocks.setdefault((j % 3, k % 3), set()).add(j // 3 == k // 3)
+    return {block for block, equal in blocks.items() if equal == {True}}
+
+
+def gather_table(members: np.ndarray, pairs: list[tuple[int, int]]) -> np.ndarray:
+    """For entry (i, j) of an element tangent (nb × nb, flat), where ``assemble`` keeps it: in the flat
+    (3, 3, n·n) component blocks, a symmetric block (:func:`symmetric_blocks`) as its upper triangle row by
+    row, and 9·n² (a zero) for a block no pair reaches."""
+    n = members.shape[1]
+    nb = 3 * n
+    symmetric = symmetric_blocks(pairs)
+    reached = {(j % 3, k % 3) for j, k in pairs}
+    packed = np.empty((n, n), dtype=np.int64)
+    for m, (a, b) in enumerate((a, b) for a in range(n) for b in range(a, n)):
+        packed[a, b] = packed[b, a] = m
+    where = {int(i): (c, a) for c in range(3) for a, i in enumerate(members[c])}
+    table = np.empty(nb * nb, dtype=np.int64)
+    for i in range(nb):
+        cj, a = where[i]
+        for j in range(nb):
+            ck, b = where[j]
+            offset = (3 * cj + ck) * n * n
+            if (cj, ck) not in reached:
+                table[i * nb + j] = 9 * n * n
+            elif (cj, ck) in symmetric:
+                table[i * nb + j] = offset + packed[a, b]
+            else:
+                table[i * nb + j] = offset + a * n + b
+    return table
+
+
+def basis_products(G: np.ndarray, layouts: list[tuple[int, int, bool]]) -> np.ndarray:
+    """G_oj[a] G_ok[b] at every point (e, q, len(layouts), n·n) for the assembly, laid out as
+    :func:`product_layouts` says (packed: the upper triangle first, row by row).  They depend on the mesh
+    only."""
+    ne, nq, _, n = G.shape
+    products = np.zeros((ne, nq, max(len(layouts), 1), n * n))
+    upper = np.triu_indices(n)
+    for i, (oj, ok, packed) in enumerate(layouts):
+        outer = G[:, :, oj, :, None] * G[:, :, ok, None, :]
+        if packed:
+            products[:, :, i, :upper[0].size] = outer[:, :, upper[0], upper[1]]
+        else:
+            products[:, :, i, :] = outer.reshape(ne, nq, n * n)
+    return products
+
+
 def kernel_source(branches: list[Branch], *, header: str = "") -> str:
-    """Python source of the kernel ``evaluate`` of a model's forms (see :mod:`skfiber.compile.kernel` for
-    its arguments)."""
+    """Python source of the kernel's two functions (see :mod:`skfiber.compile.kernel` for their arguments):
+    ``evaluate``, the residual rows and the pointwise tangent D at the quadrature points, and ``assemble``,
+    the element tangent Kₑ = Σ_q Σ_(j,k) D_jk Bⱼᵀ Bₖ from D (called only when Newton needs the matrix)."""
     fields = set().union(*(b.fields for b in branches)) | {"x"}
     scalars = [s for s in SCALARS if s != "t"]
+    pairs = tangent_pairs(branches)
+    slots = {pair: i for i, pair in enumerate(pairs)}
     body = ["# generated by skfiber.compile from a model's forms (do not edit; safe to delete)"]
     body += [f"# {line}" for line in header.splitlines()]
     body += ["import math", "", "import numba", "import numpy as np", "", "", _HELPERS, ""]
     body.append("@numba.njit(cache=True, error_model=\"numpy\")")
     body.append("def evaluate(G, dofs, members, dx, x, xdot, xddot, X, " + ", ".join(f"{s}_" for s in scalars)
-                + ", t, branch, params, c_v, c_a, mask, tangent, R, mag, K, lam):")
+                + ", t, branch, params, c_v, c_a, mask, tangent, R, mag, D, lam):")
     body.append("    ne, nq, no, n = G.shape")
     body.append("    on = mask != 0.0")
-    body.append("    residual = on & (tangent != 2)  # tangent: 0 residual, 1 both, 2 tangent only")
+    body.append("    residual = on & (tangent != 2)  # tangent: 0 residual, 1 residual and D, 2 D only")
     body.append("    R[:, :] = 0.0")
     body.append("    mag[:] = 0.0")
     body.append("    Re = np.empty((R.shape[0], 3, n))")
     body.append("    Me = np.empty((3, n))")
-    body.append("    Ke = np.empty((3, 3, n * n))")
-    body.append("    P = np.empty((no, no, n * n))")
     for name in JET_FIELDS:
         if name in fields:
             body.append(f"    {name}_local = np.empty((3, n))")
     body.append("    for e in range(ne):")
     body.append("        Re[:] = 0.0")
     body.append("        Me[:] = 0.0")
-    body.append("        if tangent:")
-    body.append("            Ke[:] = 0.0")
     body.append("        for c in range(3):")
     body.append("            for a in range(n):")
     body.append("                dof = dofs[e, c, a]")
@@ -350,7 +413,28 @@ def kernel_source(branches: list[Branch], *, header: str = "") -> str:
             body.append(f"            {s} = {s}_[e, q]")
     for n, branch in enumerate(branches):
         body.append(f"            {'if' if n == 0 else 'elif'} b == {n}:")
-        body += _branch_body(branch, " " * 16)
-    body.append("        _scatter(R, mag, K, tangent, Re, Me, Ke, members, dofs, e)")
+        body += _branch_body(branch, " " * 16, slots)
+    body.append("        _scatter(R, mag, Re, Me, dofs, e)")
+    body.append("")
+    body.append("")
+    body.append("@numba.njit(cache=True, error_model=\"numpy\")")
+    body.append("def assemble(products, gather, D, K):")
+    body.append("    ne, nq, _, full = products.shape")
+    body.append("    n = int(round(math.sqrt(full)))")
+    body.append("    triangle = n * (n + 1) // 2")
+    body.append("    Ke = np.zeros(9 * full + 1)  # the 3 × 3 component blocks, flat, and a zero")
+    body.append("    for e in range(ne):")
+    body.append("        Ke[:-1] = 0.0")
+    body.append("        for q in range(nq):")
+    layouts = product_layouts(pairs)
+    symmetric = symmetric_blocks(pairs)
+    for i, (j, k) in enumerate(pairs):
+        packed = (j % 3, k % 3) in symmetric
+        layout = layouts.index((j // 3, k // 3, packed))
+        body.append(f"            _accumulate(Ke, {3 * (j % 3) + k % 3} * full, products, e, q, {layout}, D[e, q, {i}], "
+                    f"{'triangle' if packed else 'full'})")
+    if not pairs:
+        body.append("            pass")
+    body.append("        _gather(K, Ke, gather, e)")
     body.append("")
     return "\n".join(body)

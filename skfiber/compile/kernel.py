@@ -4,9 +4,10 @@
 internal force and inertia, and the terms added with ``add_term``) on
 symbolic jets, with each fiber's :class:`~skfiber.materials.SymbolicLaw`
 inlined for the stress ``w.S`` (:mod:`skfiber.compile.tracer`), derives the
-consistent tangent symbolically and generates one numba kernel that returns
-the residual of every term and the element tangent in one pass
-(:mod:`skfiber.compile.codegen`).  The source is written to skfiber's cache
+consistent tangent symbolically and generates one numba module per model
+(:mod:`skfiber.compile.codegen`): ``evaluate`` returns the residual of every
+term and the pointwise tangent in one pass, ``assemble`` the element tangent
+from the pointwise one when Newton uses it.  The source is written to skfiber's cache
 folder under a name derived from its text, and numba caches its machine code
 there: an edited form gives a new source and compiles anew, an unchanged one
 loads in milliseconds.
@@ -34,7 +35,8 @@ import numpy as np
 import sympy as sp
 
 from .cache import forget_module, load_module
-from .codegen import abstract_numbers, branch_expressions, kernel_source
+from .codegen import (abstract_numbers, basis_products, branch_expressions, gather_table, kernel_source,
+                      product_layouts, tangent_pairs)
 from .tracer import Traced, Untraceable, trace, trace_tangent, traced_coefficients
 
 __all__ = ["FormKernel", "KernelOutput"]
@@ -47,14 +49,23 @@ REPORT_SECONDS = 0.5
 
 class KernelOutput:
     """What one kernel call returns: ``residuals`` (terms, N) one row per term, ``magnitude`` (N) the sum of
-    the absolute contributions per DOF, ``element_matrices`` (e, nb, nb) the tangent (if asked for) and
-    ``stretch`` (e, q) λ at the quadrature points."""
+    the absolute contributions per DOF, ``stretch`` (e, q) λ at the quadrature points and, when a tangent
+    was asked for, ``coefficients`` (e, q, pairs), the pointwise tangent, and ``element_matrices``
+    (e, nb, nb), the element tangent, assembled from it on first access (None without a tangent)."""
 
-    __slots__ = ("residuals", "magnitude", "element_matrices", "stretch")
+    __slots__ = ("residuals", "magnitude", "coefficients", "stretch", "_assemble", "_element_matrices")
 
-    def __init__(self, residuals, magnitude, element_matrices, stretch):
+    def __init__(self, residuals, magnitude, coefficients, stretch, assemble=None):
         self.residuals, self.magnitude = residuals, magnitude
-        self.element_matrices, self.stretch = element_matrices, stretch
+        self.coefficients, self.stretch = coefficients, stretch
+        self._assemble = assemble
+        self._element_matrices = None
+
+    @property
+    def element_matrices(self) -> np.ndarray | None:
+        if self._element_matrices is None and self._assemble is not None:
+            self._element_matrices = self._assemble(self.coefficients)
+        return self._element_matrices
 
 
 def _law_coefficients(law, w, law_symbols: dict) -> dict:
@@ -168,6 +179,10 @@ class FormKernel:
             branch_of_group.append(keys[key])
             params.append(values)
         self.n_branches = len(branches)
+        pairs = tangent_pairs(branches)
+        self.n_pairs = len(pairs)  # the columns of the pointwise tangent D
+        self._products = basis_products(G, product_layouts(pairs))  # of the basis functions' jets (mesh only)
+        self._gather = gather_table(members, pairs)  # element tangent entry → where assemble keeps it
         ne = shape[0]
         self._branch = np.zeros(ne, dtype=np.int64)
         self._params = np.zeros((ne, max([len(p) for p in params] + [1])))
@@ -177,11 +192,12 @@ class FormKernel:
         header = "terms: " + ", ".join(self.names)
         self.source = kernel_source(branches, header=header) if self.names else None
         self.trace_seconds = time.perf_counter() - start
-        self._function = None
+        self._function = self._assemble_function = None
         self.failed = None  # the error message when the kernel could not be compiled
         nb = B.shape[3]
         self._K = np.empty((ne, nb, nb))  # the shape of the element tangent
-        self._no_K = np.empty((0, nb, nb))  # what the kernel gets when no tangent is asked for
+        self._D = np.empty(shape + (self.n_pairs,))  # the shape of the pointwise tangent
+        self._no_D = np.empty((0, 0, self.n_pairs))  # what the kernel gets when no tangent is asked for
         self._lam = np.empty(shape)
         self._all = np.ones(len(self.names))
         self._masks: dict = {}
@@ -199,12 +215,12 @@ class FormKernel:
             mask = self._masks[key] = np.array([1.0 if n in key else 0.0 for n in self.names])
         return mask
 
-    def arguments(self, u, v, a, t, *, alpha, c_v, c_a, mask, tangent, R, mag, K, lam) -> tuple:
+    def arguments(self, u, v, a, t, *, alpha, c_v, c_a, mask, tangent, R, mag, D, lam) -> tuple:
         """The generated ``evaluate``'s arguments, in order."""
         X = self._X
         return (self._G, self._dofs, self._members, self._dx, X + u, v, a, X, self._J, self._area, self._rho,
                 self._theta, self._gamma, alpha, float(t), self._branch, self._params, float(c_v), float(c_a),
-                mask, tangent, R, mag, K, lam)
+                mask, tangent, R, mag, D, lam)
 
     def compile(self) -> bool:
         """Compile the kernel now (or load it from numba's cache) with a call at the reference state; False
@@ -218,16 +234,23 @@ class FormKernel:
         """Fresh output arrays for one call."""
         d = self.discretization
         return KernelOutput(np.empty((len(self.names), d.n_dofs)), np.empty(d.n_dofs),
-                            np.empty_like(self._K) if tangent else self._no_K, np.empty_like(self._lam))
+                            np.empty_like(self._D) if tangent else self._no_D, np.empty_like(self._lam),
+                            self.assemble if tangent else None)
+
+    def assemble(self, coefficients: np.ndarray) -> np.ndarray:
+        """The element tangent (e, nb, nb) from the pointwise tangent of a call (its ``coefficients``)."""
+        K = np.empty_like(self._K)
+        self.assemble_function(self._products, self._gather, coefficients, K.reshape(len(K), -1))
+        return K
 
     def fused_arguments(self, t, *, alpha, output: KernelOutput, mask=None) -> tuple:
         """The arguments of the generated ``evaluate`` but the fields x, ẋ, ẍ, c_v, c_a and ``tangent``, as
         one tuple (G, dofs, members, dx, X, J, area, ρ, θ, γM, α, t, branch, params, mask, R, magnitude,
-        K, λ): for a compiled caller that computes the fields (:mod:`skfiber.evaluation_kernel`)."""
+        D, λ): for a compiled caller that computes the fields (:mod:`skfiber.evaluation_kernel`)."""
         mask = self._all if mask is None else mask
         return (self._G, self._dofs, self._members, self._dx, self._X, self._J, self._area, self._rho,
                 self._theta, self._gamma, alpha, float(t), self._branch, self._params, mask, output.residuals,
-                output.magnitude, output.element_matrices, output.stretch)
+                output.magnitude, output.coefficients, output.stretch)
 
     @property
     def function(self):
@@ -236,11 +259,20 @@ class FormKernel:
         if self._function is None:
             if self.failed is not None or not self.names:
                 raise RuntimeError(f"the model's forms have no compiled kernel ({self.failed or 'no terms'})")
-            self._function = load_module(self.source, kind="forms").evaluate
+            module = load_module(self.source, kind="forms")
+            self._function, self._assemble_function = module.evaluate, module.assemble
         return self._function
 
+    @property
+    def assemble_function(self):
+        """The compiled ``assemble`` (pointwise tangent → element tangent) of the kernel's module."""
+        if self._assemble_function is None:
+            self.function
+        return self._assemble_function
+
     def __call__(self, u, v, a, t, *, alpha, c_v: float, c_a: float, mask=None, tangent: bool | str = True):
-        """Residual rows, magnitude, element tangent and λ at a state (see :class:`KernelOutput`).
+        """Residual rows, magnitude, tangent (assembled on first access) and λ at a state (see
+        :class:`KernelOutput`).
 
         ``alpha`` is the activation per element (e,); ``tangent`` True (residual and tangent), False (residual
         only) or ``"only"`` (the tangent; the residual rows and magnitude are then zero).  Returns None when
@@ -253,15 +285,13 @@ class FormKernel:
         out = self.output(tangent=bool(mode))
         args = self.arguments(np.asarray(u, dtype=float), np.ascontiguousarray(v, dtype=float),
                               np.ascontiguousarray(a, dtype=float), t, alpha=alpha, c_v=c_v, c_a=c_a, mask=mask,
-                              tangent=mode, R=out.residuals, mag=out.magnitude, K=out.element_matrices,
+                              tangent=mode, R=out.residuals, mag=out.magnitude, D=out.coefficients,
                               lam=out.stretch)
         if self.compile_seconds is None:
             if not self._first_call(args):
                 return None
         else:
             self._function(*args)
-        if not tangent:
-            out.element_matrices = None
         return out
 
     def _first_call(self, args) -> bool:
@@ -269,6 +299,7 @@ class FormKernel:
         for attempt in (0, 1):  # the second time without numba's cached code (stale or broken)
             try:
                 self.function(*args)
+                self.assemble(np.zeros_like(self._D))
                 break
             except Exception as error:  # numba typing errors, unwritable folders, …
                 forget_module(self.source, kind="forms")
