@@ -90,6 +90,7 @@ from skfiber.rigid import (
     Prescribed,
     Revolute,
     RigidSystem,
+    ode_motion,
     simulate_rigid,
     work_balance,
 )
@@ -210,16 +211,7 @@ def energy_study(links: Sequence[int], steps: Sequence[int], *, t_end: float = T
 # --------------------------------------------------------------------------- (b) and (c)
 def library_reference(system: RigidSystem, q0, p0, t_end: float):
     """Dense solve_ivp (DOP853, 1e-10) solution of M q̈ = Q − h; returns sol(t) → (2n,) [q, p]."""
-    n = system.n
-
-    def rhs(t, y):
-        return np.concatenate([y[n:], system.accelerations(y[:n], y[n:], t)])
-
-    sol = solve_ivp(rhs, (0.0, t_end), np.concatenate([q0, p0]), method="DOP853", rtol=1e-10, atol=1e-10,
-                    dense_output=True)
-    if not sol.success:  # pragma: no cover
-        raise RuntimeError(f"reference solution failed: {sol.message}")
-    return sol.sol
+    return ode_motion(system, q0, p0, t_end, method="DOP853", rtol=1e-10, atol=1e-10)
 
 
 @dataclass

@@ -1,87 +1,47 @@
 r"""Whiplash: head and C1–C7 on T1 under an 8.5 g rear-end pulse (the multibody paper's numerical experiment).
 
-Model (coordinates: x anterior, y to the left, z up, metres; rotations about
-+y, so a positive joint angle is flexion and a negative one extension):
+Model (x anterior, z up, m; rotations about +y, so a positive joint angle is
+flexion): the head and C7 … C1, 8 bodies in an open chain on T1, hinged by
+:class:`~skfiber.rigid.Revolute` joints at the disc centres; the coordinates
+are the 8 relative joint angles, 0 in the initial posture (multibody paper
+eqs. 22–25, 36).  Every joint carries the spring of eq. 35,
+k_O tan(θ/2)/cos(θ/2) (:meth:`~skfiber.rigid.Characteristic.tan_sec`), and a
+damper; its rest angle holds the initial posture against gravity.  Anterior
+longitudinal (ALL) and interspinous (ISL) ligaments are linear spring–dampers
+between body points (:class:`~skfiber.rigid.PointSpringDamper`), T1–C7 and
+C1–head included.  T1 moves forward with the triangular acceleration pulse of
+eq. 48 (8.5 g at 52.5 ms, 0 from 105 ms; :class:`~skfiber.rigid.Prescribed`
+with exact derivatives, :func:`pulse`).  Gravity 9.81 m/s².
 
-* **Bodies** (:mod:`skfiber.rigid`, minimal coordinates): C7, C6, …, C1 and
-  the head, 8 bodies in an open chain, each hinged to the one below by a
-  :class:`~skfiber.rigid.Revolute` joint about y at the disc centre (head–C1 at
-  the occipital condyles).  The coordinates are the 8 relative joint angles
-  θ_i (multibody paper eqs. 22–25, 36), 0 in the initial posture.
-* **T1** is the base, moved horizontally by the triangular acceleration pulse
-  of eq. 48 (:class:`~skfiber.rigid.Prescribed` with exact velocity and
-  acceleration): peak 8.5 g at t₁ = 52.5 ms, back to 0 at t₂ = 105 ms,
-  anterior (the torso pushed forward by the seat).
-* **Joint springs** (eq. 35): M = k_O tan(θ/2)/cos(θ/2),
-  :meth:`~skfiber.rigid.Characteristic.tan_sec`, with k_O = 400 N·m (small-angle
-  stiffness 200 N·m/rad) and a linear joint damper c_O = 1.5 N·m·s, the same
-  at every level.  Each joint's rest angle is set so that the initial posture
-  is in equilibrium under gravity (the spring preload; 0.06°–0.22°).
-* **Ligaments** (eqs. 30–33, 38): linear Kelvin–Voigt spring–dampers
-  (:class:`~skfiber.rigid.PointSpringDamper`, rest length = initial length,
-  acting in tension and compression as in the paper): an anterior longitudinal
-  ligament (ALL) between the anterior corners of adjacent vertebral bodies,
-  k_A = 2·10⁴ N/m, c_A = 20 N·s/m, and an interspinous ligament (ISL) between
-  the tips of adjacent spinous processes, k_B = 5·10³ N/m, c_B = 5 N·s/m; the
-  same between T1 and C7 and between C1 and the head (anterior and posterior
-  atlanto-occipital membranes).  Gravity 9.81 m/s².
+The paper gives neither its coefficients nor its geometry: the values below
+(the constants of this module) are chosen, the anatomy from Panjabi et al.
+1991 (Spine 16:861), the head's inertia from Beier et al. 1980 (IRCOBI), the
+vertebrae's from the size of de Jager's neck segments, and the stiffness and
+damping, like the paper's, by trial against its figures.  The table of values
+and sources, the departures from the paper (eq. 48 as printed is not the
+integral of its pulse) and the measured numbers are in docs/theory.md, "The
+whiplash model".
 
-Geometry and coefficients the paper does not give (its Table 1 and its
-radiograph are not reproduced) are chosen here:
+Printed: the head's motion relative to T1, the S- and C-shape phases, the
+ligament forces, the kinetic-energy–work balance with the transport (moving-T1)
+terms (eqs. 49–55, :func:`skfiber.rigid.work_balance`) at Δt, 2Δt, 4Δt, and a
+table over the integrators of :data:`METHODS` (backward Euler
+:func:`~skfiber.rigid.simulate_rigid`; ``"bdf2"``, its ``method="bdf2"``,
+reported unavailable until it exists; ``solve_ivp(method="Radau")``) on the
+same equations: error against a tight Radau reference, e_R, wall time.
 
-* Vertebral body height 14 mm, disc 5 mm (joint spacing 19 mm for C3–C7),
-  body depth 16 mm, spinous process 30 mm behind the body: round values of
-  the adult mid and lower cervical anatomy (Panjabi et al. 1991, Spine 16:861,
-  quantitative three-dimensional anatomy of the cervical vertebrae).  C2
-  (body and dens) 32 mm, C1 15 mm to the condyles: neck height T1–condyles
-  142 mm.  A lordotic posture: segment inclinations 14°, 10°, 6°, 2°, −2°,
-  −6°, −9° from C7 to C1, the head −10°.
-* Masses and inertias: each vertebra with its share of the neck's soft tissue
-  0.22 kg and 2.2·10⁻⁴ kg·m², the size of the neck segments of de Jager's
-  head–neck models (the paper's source of inertial data, its ref. 32); the
-  centre of mass at the centre of the vertebral body (the paper's choice).
-  Head: 4.2 kg, I = 0.0217 kg·m² about the lateral axis (radius of gyration
-  7.18 cm, the mean of the 21 heads of Beier et al. 1980, "Center of gravity
-  and moments of inertia of human heads", IRCOBI), centre of mass 20 mm
-  anterior and 45 mm superior of the condyles.
-* k_O, c_O, k_A, c_A, k_B, c_B: the paper chose its values "by trial and
-  error" and does not print them; these are chosen the same way, so that the
-  head–T1 extension peaks near 150 ms and the largest ligament force is about
-  45 N, the paper's figures.  k_O lumps the discs, facets and the passive
-  tissue that the model leaves out; it is not a measured segment stiffness.
-
-Outputs (``--out DIR``, default ``whiplash_output``): ``head_motion.png``
-(head centre of mass relative to T1 and its velocity, with the pulse; the
-paper's Fig. 8), ``ligament_forces.png`` (F = k(ξ − ξ₀) + c ξ̇, positive in
-tension; Fig. 9), ``spine_shape.png`` (the chain at 25 ms intervals relative
-to T1 and the joint angles in time, S- and C-shape phases shaded), and the
-CSV files ``head.csv``, ``ligaments.csv``, ``angles.csv``.
-
-Checks printed:
-
-* **Spine phases**: S-shape while the upper joints (head–C1, C1–C2) flex and
-  the lower ones (C7–T1, C6–C7) extend, C-shape once all joints extend.
-* **Kinetic-energy–work balance with the rheonomic terms** (eqs. 49–55,
-  :func:`skfiber.rigid.work_balance`): e_R = max|T₂ − T₂(0) − W| / max T₂,
-  W including the transport inertia forces of the moving T1; with the rule
-  consistent with backward Euler it goes to zero at first order in Δt.
-* **Methods** on the same equations M q̈ + h = Q: skfiber's backward Euler
-  (:func:`~skfiber.rigid.simulate_rigid`), any further method of
-  ``simulate_rigid`` in :data:`METHODS` (``"bdf2"``: reported unavailable
-  until ``simulate_rigid(..., method="bdf2")`` exists), and
-  ``scipy.integrate.solve_ivp(method="Radau")`` (rtol 1e-6) on
-  :meth:`~skfiber.rigid.RigidSystem.accelerations`; error max_k ‖q_k − q(t_k)‖∞
-  (rad) against a tight Radau reference (rtol 1e-8, atol 1e-10, restarted at
-  the pulse's kinks t₁ and t₂), and wall time.
+Files (``--out DIR``, default ``whiplash_output``): ``head_motion.png`` (the
+paper's Fig. 8), ``ligament_forces.png`` (Fig. 9, + tension),
+``spine_shape.png`` (the chain every 25 ms relative to T1 and the joint angles,
+S and C phases shaded), ``head.csv``, ``ligaments.csv``, ``angles.csv``.
 
 Run ``python demos/whiplash.py [--small] [--level N] [--t-end T] [--out DIR]``
-(``skfiber run whiplash``); ``--level N`` halves Δt = 1e-4 s N − 1 times.  The
-last line is ``summary: max_head_disp_m=… energy_work_residual=…
+or ``skfiber run whiplash``; ``--level N`` divides Δt = 1e-4 s by 2^(N−1).
+The last line is ``summary: max_head_disp_m=… energy_work_residual=…
 bdf2_vs_radau_err=… wall_s=…`` (largest displacement of the head's centre of
-mass relative to T1; e_R of the backward-Euler run; bdf2's error against the
-Radau reference, ``nan`` while unavailable; the whole run's wall time).
-The numbers measured on a 2-core shared VM are in the documentation
-(docs/theory.md, "The whiplash model").
+mass relative to T1; e_R of the backward-Euler run; bdf2's error
+max‖q − q_ref‖∞ in rad against the Radau reference, ``nan`` while
+unavailable; the run's wall time).
 """
 from __future__ import annotations
 
@@ -95,7 +55,6 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
 from skfiber.rigid import (
@@ -106,6 +65,7 @@ from skfiber.rigid import (
     Prescribed,
     Revolute,
     RigidSystem,
+    ode_motion,
     simulate_rigid,
     work_balance,
 )
@@ -119,7 +79,7 @@ PULSE_END = 0.105            # s, t₂
 PULSE_PEAK = PULSE_END / 2   # s, t₁
 T_END = 0.3                  # s
 DT = 1e-4                    # s, level 1
-SMALL_T_END, SMALL_DT = 0.12, 4e-4
+SMALL_T_END, SMALL_DT = 0.09, 4e-4
 
 #: from T1 upward: body, joint spacing to the next joint (m), inclination from vertical (deg, + = forward)
 SEGMENTS = (("C7", 0.019, 14.0), ("C6", 0.019, 10.0), ("C5", 0.019, 6.0), ("C4", 0.019, 2.0),
@@ -133,6 +93,7 @@ JOINT_K, JOINT_C = 400.0, 1.5            # N·m (eq. 35), N·m·s
 ANTERIOR_K, ANTERIOR_C = 2e4, 20.0       # N/m, N·s/m
 POSTERIOR_K, POSTERIOR_C = 5e3, 5.0      # N/m, N·s/m
 REFERENCE_TOLERANCES = (1e-8, 1e-10)     # rtol, atol of the reference
+SMALL_REFERENCE_TOLERANCES = (1e-7, 1e-9)
 RADAU_TOLERANCES = (1e-4, 1e-6)          # rtol, atol of the compared solve_ivp run
 UPPER, LOWER = ("head", "C1"), ("C7", "C6")   # joints (by their upper body) that decide S and C
 
@@ -177,10 +138,6 @@ class Neck:
     anterior: tuple[PointSpringDamper, ...]
     posterior: tuple[PointSpringDamper, ...]
     pivots: np.ndarray                      # (9, 3) reference joint centres + the head's centre of mass
-
-    @property
-    def n(self) -> int:
-        return self.system.n
 
 
 def build_neck(*, joint_k: float = JOINT_K, gravity: bool = True, preload: bool = True) -> Neck:
@@ -231,7 +188,7 @@ def build_neck(*, joint_k: float = JOINT_K, gravity: bool = True, preload: bool 
 def _preload(neck: Neck, law: Characteristic) -> None:
     """Rest angles of the joint springs that hold the initial posture (q = 0) against gravity."""
     system = neck.system
-    Q = system.generalized_forces(np.zeros(neck.n), np.zeros(neck.n), 0.0)   # weight (ligaments are at rest)
+    Q = system.generalized_forces(np.zeros(system.n), np.zeros(system.n), 0.0)   # weight (ligaments at rest)
     for element in system.elements:
         if isinstance(element, JointSpringDamper):
             moment = Q[system.coordinate_index(element.body)]
@@ -272,25 +229,13 @@ def _simulate_rigid_method(method: str | None, rule: str):
     return run_method
 
 
-def _ode(system: RigidSystem):
-    n = system.n
-
-    def rhs(t, y):
-        return np.concatenate([y[n:], system.accelerations(y[:n], y[n:], t)])
-    return rhs
-
-
 def _radau(system, q0, p0, t_end, dt):
     rtol, atol = RADAU_TOLERANCES
-    times = np.linspace(0.0, t_end, max(1, round(t_end / dt)) + 1)
     tic = time.perf_counter()
-    sol = solve_ivp(_ode(system), (0.0, t_end), np.concatenate([q0, p0]), method="Radau", rtol=rtol, atol=atol,
-                    t_eval=times)
-    if not sol.success:
-        raise RuntimeError(f"solve_ivp Radau failed: {sol.message}")
-    n = system.n
-    return Trajectory("radau", f"rtol = {rtol:g}", sol.t, sol.y[:n].T, sol.y[n:].T, time.perf_counter() - tic,
-                      "trapezoid", f"{sol.nfev} f-evals, {sol.njev} Jacobians")
+    motion = ode_motion(system, q0, p0, t_end, method="Radau", rtol=rtol, atol=atol)
+    times = np.linspace(0.0, t_end, max(1, round(t_end / dt)) + 1)
+    return Trajectory("radau", f"rtol = {rtol:g}", times, motion.q(times), motion.p(times), time.perf_counter() - tic,
+                      "trapezoid", f"{motion.evaluations} f-evals, {motion.jacobians} Jacobians")
 
 
 #: The compared integrators: name → f(system, q0, p0, t_end, dt) → Trajectory (may raise MethodUnavailable).
@@ -303,29 +248,11 @@ METHODS = {
 
 
 def reference_solution(system: RigidSystem, q0, p0, t_end: float, *, tolerances=REFERENCE_TOLERANCES):
-    """Tight Radau solution, restarted at the pulse's kinks; returns sol(t) → (2n, len(t)) and its wall time."""
-    rtol, atol = tolerances
-    breaks = [0.0] + [b for b in (PULSE_PEAK, PULSE_END) if b < t_end] + [t_end]
-    y, pieces = np.concatenate([q0, p0]), []
+    """Tight Radau motion (:func:`skfiber.rigid.ode_motion`) restarted at the pulse's kinks, and its wall time."""
     tic = time.perf_counter()
-    for a, b in zip(breaks[:-1], breaks[1:]):
-        sol = solve_ivp(_ode(system), (a, b), y, method="Radau", rtol=rtol, atol=atol, dense_output=True)
-        if not sol.success:
-            raise RuntimeError(f"reference solution failed on [{a}, {b}] s: {sol.message}")
-        pieces.append(sol.sol)
-        y = sol.y[:, -1]
-    wall = time.perf_counter() - tic
-
-    def evaluate(t):
-        t = np.atleast_1d(np.asarray(t, dtype=float))
-        piece = np.clip(np.searchsorted(breaks, t, side="right") - 1, 0, len(pieces) - 1)
-        out = np.empty((len(y), len(t)))
-        for k, f in enumerate(pieces):
-            mask = piece == k
-            if mask.any():
-                out[:, mask] = f(t[mask])
-        return out
-    return evaluate, wall
+    motion = ode_motion(system, q0, p0, t_end, method="Radau", rtol=tolerances[0], atol=tolerances[1],
+                        breaks=(PULSE_PEAK, PULSE_END))
+    return motion, time.perf_counter() - tic
 
 
 # --------------------------------------------------------------------------- outputs of a motion
@@ -381,17 +308,14 @@ class Phases:
     s_shape: np.ndarray    # bool per time
     c_shape: np.ndarray
 
-    def _span(self, mask):
-        t = self.times[mask]
+    @property
+    def s_interval(self) -> tuple[float, float]:
+        t = self.times[self.s_shape]
         return (float(t[0]), float(t[-1])) if len(t) else (math.nan, math.nan)
 
     @property
-    def s_interval(self) -> tuple[float, float]:
-        return self._span(self.s_shape)
-
-    @property
     def c_start(self) -> float:
-        return self._span(self.c_shape)[0]
+        return float(self.times[self.c_shape][0]) if self.c_shape.any() else math.nan
 
     @property
     def s_then_c(self) -> bool:
@@ -413,7 +337,7 @@ def spine_phases(neck: Neck, traj: Trajectory, *, tolerance_deg: float = 0.05) -
 
 def trajectory_error(traj: Trajectory, reference) -> float:
     """max_k ‖q_k − q(t_k)‖∞ (rad) against the reference."""
-    return float(np.max(np.abs(traj.q - reference(traj.times)[: traj.q.shape[1]].T)))
+    return float(np.max(np.abs(traj.q - reference.q(traj.times))))
 
 
 # --------------------------------------------------------------------------- the study
@@ -438,7 +362,7 @@ class WhiplashResult:
     phases: Phases
     energy_work: float
     work_parts: dict[str, float]
-    residual_study: list[tuple[float, float]]   # (dt, e_R) of backward Euler
+    residual_study: list[tuple[float, float, float]]   # (dt, e_R, max|q − q_ref|) of backward Euler, coarse first
     methods: list[MethodRow]
     reference_wall: float
     wall_time: float = math.nan
@@ -447,10 +371,19 @@ class WhiplashResult:
     def method(self, name: str) -> MethodRow | None:
         return next((m for m in self.methods if m.name == name), None)
 
+    def _rate(self, column: int) -> float:
+        coarse, fine = self.residual_study[-2:]
+        return float(math.log(coarse[column] / fine[column]) / math.log(coarse[0] / fine[0]))
+
     @property
     def residual_rate(self) -> float:
-        (h0, e0), (h1, e1) = self.residual_study[-2:]
-        return float(math.log(e0 / e1) / math.log(h0 / h1))
+        """Observed order of e_R on the two finest steps."""
+        return self._rate(1)
+
+    @property
+    def error_rate(self) -> float:
+        """Observed order of backward Euler's error against the reference on the two finest steps."""
+        return self._rate(2)
 
     @property
     def summary(self) -> str:
@@ -479,14 +412,14 @@ class WhiplashResult:
         lines.append("")
         lines.append("kinetic-energy–work balance with the transport (moving-T1) terms, backward Euler, rule 'right':")
         lines.append("  work up to T (J): " + ", ".join(f"{k} {v:+.3f}" for k, v in self.work_parts.items()))
-        lines.append("    Δt (s)      e_R = max|T₂ − T₂(0) − W| / max T₂")
-        for dt, e in self.residual_study:
-            lines.append(f"  {dt:9.2e}   {e:10.3e}")
+        lines.append("    Δt (s)      e_R = max|T₂ − T₂(0) − W| / max T₂    max|q − q_ref| (rad)")
+        for dt, e, err in self.residual_study:
+            lines.append(f"  {dt:9.2e}   {e:10.3e}                            {err:10.3e}")
         if len(self.residual_study) > 1:
-            lines.append(f"  observed order (finest pair) {self.residual_rate:.2f}")
+            lines.append(f"  observed order (finest pair)     {self.residual_rate:.2f}                       "
+                         f"       {self.error_rate:.2f}")
         lines.append("")
-        lines.append(f"methods on the same equations; error against Radau (rtol {REFERENCE_TOLERANCES[0]:g}, "
-                     f"{self.reference_wall:.1f} s):")
+        lines.append(f"methods on the same equations; error against the Radau reference ({self.reference_wall:.1f} s):")
         lines.append(f"  {'method':8s} {'setting':18s} {'max|q−q_ref| rad':>17s} {'head err m':>11s} {'e_R':>10s} "
                      f"{'wall s':>8s}  cost")
         for m in self.methods:
@@ -498,16 +431,18 @@ class WhiplashResult:
         return "\n".join(lines)
 
 
-def run(*, t_end: float = T_END, dt: float = DT, small: bool = False, methods: Sequence[str] = tuple(METHODS),
+def run(*, t_end: float | None = None, dt: float | None = None, small: bool = False, methods: Sequence[str] = tuple(METHODS),
         residual_levels: int = 3, progress: bool = False) -> WhiplashResult:
     """Simulate the whiplash and compare the methods (see the module text).
 
     Parameters
     ----------
     t_end, dt
-        Simulated time and the fixed step of the step-based methods (s).
+        Simulated time and the fixed step of the step-based methods (s);
+        default 0.3 s and 1e-4 s.
     small
-        Quick version: T = 0.12 s, Δt = 4e-4 s (through the S → C transition).
+        Quick version: by default T = 0.09 s (through the S → C transition),
+        Δt = 4e-4 s, and a reference to rtol 1e-7.
     methods
         Names from :data:`METHODS` to compare.
     residual_levels
@@ -516,8 +451,8 @@ def run(*, t_end: float = T_END, dt: float = DT, small: bool = False, methods: S
         One line per run on stderr.
     """
     start = time.perf_counter()
-    if small:
-        t_end, dt = SMALL_T_END, SMALL_DT
+    t_end = (SMALL_T_END if small else T_END) if t_end is None else t_end
+    dt = (SMALL_DT if small else DT) if dt is None else dt
     if not (t_end > 0 and dt > 0 and dt < t_end):
         raise ValueError(f"need 0 < dt < t_end, got dt = {dt!r}, t_end = {t_end!r}")
     unknown = [m for m in methods if m not in METHODS]
@@ -528,8 +463,9 @@ def run(*, t_end: float = T_END, dt: float = DT, small: bool = False, methods: S
     say = (lambda msg: print(msg, file=sys.stderr, flush=True)) if progress else (lambda msg: None)
     neck = build_neck()
     system = neck.system
-    q0 = p0 = np.zeros(neck.n)
-    reference, reference_wall = reference_solution(system, q0, p0, t_end)
+    q0 = p0 = np.zeros(neck.system.n)
+    reference, reference_wall = reference_solution(system, q0, p0, t_end,
+                                                   tolerances=SMALL_REFERENCE_TOLERANCES if small else REFERENCE_TOLERANCES)
     say(f"reference solution: {reference_wall:.1f} s")
     rows, euler = [], None
     head_ref = None
@@ -541,8 +477,8 @@ def run(*, t_end: float = T_END, dt: float = DT, small: bool = False, methods: S
             say(f"{name}: unavailable")
             continue
         if head_ref is None:
-            ref_traj = Trajectory("reference", "", traj.times, reference(traj.times)[: neck.n].T,
-                                  reference(traj.times)[neck.n:].T, 0.0, "trapezoid")
+            ref_traj = Trajectory("reference", "", traj.times, reference.q(traj.times), reference.p(traj.times), 0.0,
+                                  "trapezoid")
             head_ref = head_motion(neck, ref_traj).displacement
         head = head_motion(neck, traj).displacement if len(traj.times) == len(head_ref) else None
         rows.append(MethodRow(name, traj.setting, trajectory_error(traj, reference),
@@ -555,11 +491,12 @@ def run(*, t_end: float = T_END, dt: float = DT, small: bool = False, methods: S
     if euler is None:
         euler = METHODS["euler"](system, q0, p0, t_end, dt)
     balance = work_balance(system, euler.times, euler.q, euler.p, rule="right")
-    study = [(dt, balance.relative_error)]
+    study = [(dt, balance.relative_error, trajectory_error(euler, reference))]
     for level in range(1, residual_levels):
         h = dt * 2**level
         coarse = METHODS["euler"](system, q0, p0, t_end, h)
-        study.append((h, work_balance(system, coarse.times, coarse.q, coarse.p, rule="right").relative_error))
+        study.append((h, work_balance(system, coarse.times, coarse.q, coarse.p, rule="right").relative_error,
+                      trajectory_error(coarse, reference)))
         say(f"euler Δt = {h:g}: e_R {study[-1][1]:.2e}")
     study.sort(key=lambda x: -x[0])
     parts = {"gravity": 0.0, "joints": 0.0, "ligaments": 0.0, "transport": 0.0}
@@ -604,75 +541,62 @@ def plot(result: WhiplashResult, folder: Path) -> list[Path]:
     from matplotlib.figure import Figure
 
     folder.mkdir(parents=True, exist_ok=True)
-    t_ms = result.euler.times * 1e3
-    h = result.head
-    paths = []
+    t, h, ph = result.euler.times, result.head, result.phases
+    t_ms = t * 1e3
+    figures = {name: Figure(figsize=size, layout="constrained") for name, size in
+               (("head_motion.png", (11, 4)), ("ligament_forces.png", (11, 4)), ("spine_shape.png", (12, 7)))}
 
-    fig = Figure(figsize=(11, 4), layout="constrained")
-    ax_d, ax_v = fig.subplots(1, 2)
-    for ax in (ax_d, ax_v):
+    axes = figures["head_motion.png"].subplots(1, 2)
+    curves = ((h.displacement[:, 0] * 1e3, "x (anterior)"), (h.displacement[:, 2] * 1e3, "z (superior)")), \
+             ((h.velocity[:, 0], "head vx"), (h.velocity[:, 2], "head vz"), (h.base_velocity, "T1 vx"))
+    for ax, lines, label in zip(axes, curves, ("head c.o.m. relative to T1 (mm)", "velocity (m/s)")):
         twin = ax.twinx()
-        twin.fill_between(t_ms, pulse(result.euler.times)[2] / GRAVITY, color="0.9")
+        twin.fill_between(t_ms, pulse(t)[2] / GRAVITY, color="0.9")
         twin.set_ylabel("T1 acceleration (g)", color="0.5")
         ax.set_zorder(twin.get_zorder() + 1)
         ax.patch.set_visible(False)
-        ax.set_xlabel("t (ms)")
-    ax_d.plot(t_ms, h.displacement[:, 0] * 1e3, label="x (anterior)")
-    ax_d.plot(t_ms, h.displacement[:, 2] * 1e3, label="z (superior)")
-    ax_d.set_ylabel("head c.o.m. relative to T1 (mm)")
-    ax_v.plot(t_ms, h.velocity[:, 0], label="head vx")
-    ax_v.plot(t_ms, h.velocity[:, 2], label="head vz")
-    ax_v.plot(t_ms, h.base_velocity, "k--", label="T1 vx")
-    ax_v.set_ylabel("velocity (m/s)")
-    for ax in (ax_d, ax_v):
+        for y, name in lines:
+            ax.plot(t_ms, y, "k--" if name == "T1 vx" else "-", label=name)
+        ax.set(xlabel="t (ms)", ylabel=label)
         ax.legend(fontsize=8)
-    fig.suptitle("head motion during the 8.5 g rear-end pulse")
-    paths.append(folder / "head_motion.png")
-    fig.savefig(paths[-1], dpi=120)
 
-    fig = Figure(figsize=(11, 4), layout="constrained")
-    axes = fig.subplots(1, 2, sharey=True)
-    for ax, group, title in ((axes[0], "ALL", "anterior longitudinal ligaments"), (axes[1], "ISL", "interspinous ligaments")):
+    axes = figures["ligament_forces.png"].subplots(1, 2, sharey=True)
+    for ax, group, title in zip(axes, ("ALL", "ISL"), ("anterior longitudinal ligaments", "interspinous ligaments")):
         for name, F in result.ligaments.items():
             if name.startswith(group):
                 ax.plot(t_ms, F, label=name.split(" ", 1)[1])
         ax.axhline(0.0, color="k", lw=0.5)
-        ax.set_title(title)
-        ax.set_xlabel("t (ms)")
+        ax.set(title=title, xlabel="t (ms)")
         ax.legend(fontsize=7, ncol=2)
     axes[0].set_ylabel("force (N), + tension")
-    paths.append(folder / "ligament_forces.png")
-    fig.savefig(paths[-1], dpi=120)
 
-    fig = Figure(figsize=(12, 7), layout="constrained")
-    top, bottom = fig.subfigures(2, 1, height_ratios=[1.2, 1])
-    snaps = [s for s in np.arange(0.0, result.euler.times[-1] + 1e-9, 0.025)]
-    axes = top.subplots(1, len(snaps), sharex=True, sharey=True)
-    ph = result.phases
-    for ax, ts in zip(np.atleast_1d(axes), snaps):
-        k = int(np.argmin(np.abs(result.euler.times - ts)))
-        x = result.shape[k]
+    top, bottom = figures["spine_shape.png"].subfigures(2, 1, height_ratios=[1.2, 1])
+    snaps = np.arange(0.0, t[-1] + 1e-9, 0.025)
+    axes = np.atleast_1d(top.subplots(1, len(snaps), sharex=True, sharey=True))
+    for ax, ts in zip(axes, snaps):
+        k = int(np.argmin(np.abs(t - ts)))
+        x = result.shape[k] * 1e3
         ax.plot(result.shape[0, :, 0] * 1e3, result.shape[0, :, 2] * 1e3, color="0.8", lw=1)
-        ax.plot(x[:-1, 0] * 1e3, x[:-1, 2] * 1e3, "o-", ms=3, color="C0")
-        ax.plot(x[-2:, 0] * 1e3, x[-2:, 2] * 1e3, "-", color="C1")
-        ax.plot(x[-1, 0] * 1e3, x[-1, 2] * 1e3, "o", ms=12, mfc="none", color="C1")
+        ax.plot(x[:-1, 0], x[:-1, 2], "o-", ms=3, color="C0")
+        ax.plot(x[-2:, 0], x[-2:, 2], "-", x[-1:, 0], x[-1:, 2], "o", ms=12, mfc="none", color="C1")
         tag = " S" if ph.s_shape[k] else " C" if ph.c_shape[k] else ""
-        ax.set_title(f"{result.euler.times[k] * 1e3:.0f} ms{tag}", fontsize=9)
+        ax.set_title(f"{t[k] * 1e3:.0f} ms{tag}", fontsize=9)
         ax.set_aspect("equal")
         ax.set_xlabel("x (mm)", fontsize=8)
-    np.atleast_1d(axes)[0].set_ylabel("z relative to T1 (mm)")
+    axes[0].set_ylabel("z relative to T1 (mm)")
     ax = bottom.subplots()
-    theta = np.degrees(result.euler.q - result.euler.q[0])
     for j, name in enumerate(result.neck.joints):
-        ax.plot(t_ms, theta[:, j], label=name)
+        ax.plot(t_ms, np.degrees(result.euler.q[:, j] - result.euler.q[0, j]), label=name)
     ax.axhline(0.0, color="k", lw=0.5)
     for mask, color, label in ((ph.s_shape, "C2", "S-shape"), (ph.c_shape, "C3", "C-shape")):
         ax.fill_between(t_ms, 0, 1, where=mask, color=color, alpha=0.12, transform=ax.get_xaxis_transform(), label=label)
-    ax.set_xlabel("t (ms)")
-    ax.set_ylabel("joint angle (deg), + flexion")
+    ax.set(xlabel="t (ms)", ylabel="joint angle (deg), + flexion")
     ax.legend(fontsize=7, ncol=5)
-    paths.append(folder / "spine_shape.png")
-    fig.savefig(paths[-1], dpi=110)
+
+    paths = []
+    for name, fig in figures.items():
+        paths.append(folder / name)
+        fig.savefig(paths[-1], dpi=110)
     return paths
 
 
@@ -692,9 +616,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--level must be ≥ 1, got {args.level}")
     if args.t_end is not None and not (math.isfinite(args.t_end) and args.t_end > 0):
         parser.error(f"--t-end must be a positive number of seconds, got {args.t_end}")
-    t_end = args.t_end if args.t_end is not None else (SMALL_T_END if args.small else T_END)
     dt = (SMALL_DT if args.small else DT) / 2 ** (args.level - 1)
-    result = run(t_end=t_end, dt=dt, methods=args.methods, progress=args.progress)
+    result = run(t_end=args.t_end, dt=dt, small=args.small, methods=args.methods, progress=args.progress)
     print(result.tables())
     files = write_csv(result, args.out)
     if not args.no_plots:

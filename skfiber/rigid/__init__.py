@@ -15,7 +15,8 @@ Module map: ``bodies`` (cylinders; :class:`Cylinder`, a body's shape placed in
 space, for output), ``joints``, ``tree`` (topology),
 ``kinematics`` (poses, Jacobians and their derivatives), ``forces``,
 ``characteristic``, ``system`` (dynamics, energies, powers), ``work`` (the
-kinetic-energy–work balance along a motion),
+kinetic-energy–work balance along a motion), ``ode`` (reference motions from
+scipy's ODE solvers),
 ``context`` (what force elements see), ``plan`` (what the fast paths keep
 per assembled system), ``complex_step`` (the tangents),
 ``points`` (attachment points and cylinder poses for coupling and
@@ -59,6 +60,7 @@ from .integrate import (
     rigid_tangent,
     simulate_rigid,
 )
+from .ode import OdeMotion, ode_motion
 from .joints import Fixed, Prescribed, PrescribedState, Prismatic, Revolute
 from .points import BodyCylinder, BodyPoint, CylinderPose, PointKinematics, evaluate_points
 from .system import RigidSystem
@@ -96,6 +98,8 @@ __all__ = [
     "RigidResult",
     "GROUND",
     "WorkBalance",
+    "OdeMotion",
+    "ode_motion",
     "work_balance",
     "WORK_RULES",
 ]
