@@ -94,3 +94,19 @@ def test_listed_by_the_command():
     from skfiber import cli
 
     assert "whiplash" in cli.demo_names()
+
+
+def test_the_bdf2_entry_fills_in_once_simulate_rigid_offers_it(monkeypatch):
+    """The table's "bdf2" row calls simulate_rigid(..., method="bdf2"); a stand-in shows the plumbing."""
+    calls, original = [], demo.simulate_rigid
+
+    def with_methods(system, q0, p0, t_end, dt, *, method="euler", **options):
+        calls.append(method)
+        return original(system, q0, p0, t_end, dt / 4 if method == "bdf2" else dt, **options)  # stand-in: finer BE
+
+    monkeypatch.setattr(demo, "simulate_rigid", with_methods)
+    result = demo.run(small=True, t_end=0.02, methods=("euler", "bdf2"), residual_levels=1)
+    row = result.method("bdf2")
+    assert "bdf2" in calls
+    assert not row.note and 0 < row.error < result.method("euler").error
+    assert "bdf2_vs_radau_err=nan" not in result.summary
