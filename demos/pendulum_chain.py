@@ -26,7 +26,7 @@ Three studies:
     including the transport (base) inertia forces Q* = −γ and the dampers,
     T₂(t) − T₂(0) = W(t).  The work is summed along the discrete solution
     with the rule consistent with backward Euler, W_n = Σ_k (q_k − q_{k−1})·Q(q_k, p_k, t_k)
-    (:meth:`~skfiber.rigid.RigidSystem.powers` times Δt at the new time);
+    (:func:`~skfiber.rigid.work_balance`, rule ``"right"``);
     the residual max_n |T₂,n − T₂,0 − W_n| / max T₂ → 0 at first order.
 (c) **Trajectory convergence** of the same damped, driven runs:
     e(Δt) = max_n ‖q_n − q(t_n)‖∞ against a reference from
@@ -90,7 +90,9 @@ from skfiber.rigid import (
     Prescribed,
     Revolute,
     RigidSystem,
+    ode_motion,
     simulate_rigid,
+    work_balance,
 )
 
 __all__ = ["build_chain", "initial_state", "energy_study", "driven_study", "independent_reference",
@@ -209,16 +211,7 @@ def energy_study(links: Sequence[int], steps: Sequence[int], *, t_end: float = T
 # --------------------------------------------------------------------------- (b) and (c)
 def library_reference(system: RigidSystem, q0, p0, t_end: float):
     """Dense solve_ivp (DOP853, 1e-10) solution of M q̈ = Q − h; returns sol(t) → (2n,) [q, p]."""
-    n = system.n
-
-    def rhs(t, y):
-        return np.concatenate([y[n:], system.accelerations(y[:n], y[n:], t)])
-
-    sol = solve_ivp(rhs, (0.0, t_end), np.concatenate([q0, p0]), method="DOP853", rtol=1e-10, atol=1e-10,
-                    dense_output=True)
-    if not sol.success:  # pragma: no cover
-        raise RuntimeError(f"reference solution failed: {sol.message}")
-    return sol.sol
+    return ode_motion(system, q0, p0, t_end, method="DOP853", rtol=1e-10, atol=1e-10)
 
 
 @dataclass
@@ -270,15 +263,6 @@ class DrivenStudy:
         return "\n".join(lines)
 
 
-def _work_along(system: RigidSystem, res):
-    """T₂,n and W_n along a discrete solution with the backward-Euler rule, and the work of each element up to T."""
-    T2 = system.relative_kinetic_energy(res.q, res.p, res.times)     # all steps in one batched call
-    powers = system.powers(res.q[1:], res.p[1:], res.times[1:])       # at the new time of each step
-    dt = np.diff(res.times)
-    W = np.concatenate([[0.0], np.cumsum(dt * sum(powers.values()))])
-    return T2, W, {name: float(np.sum(dt * p)) for name, p in powers.items()}
-
-
 def _group(parts: dict) -> dict:
     out = {"gravity": 0.0, "joint springs": 0.0, "joint dampers": 0.0, "ligament": 0.0, "transport": 0.0}
     for k, v in parts.items():
@@ -302,8 +286,10 @@ def driven_study(links: Sequence[int], steps: Sequence[int], *, t_end: float = T
             res = simulate_rigid(system, q0, p0, t_end, t_end / N)
             results[(n, N)] = res
             its.append(np.mean(res.newton_iterations))
-            T2, W, parts = _work_along(system, res)
-            residual[i, j] = np.max(np.abs(T2 - T2[0] - W)) / T2.max()
+            balance = work_balance(system, res.times, res.q, res.p)   # the backward-Euler rule
+            residual[i, j] = balance.relative_error
+            T2 = balance.relative_kinetic_energy
+            parts = {name: float(w[-1]) for name, w in balance.work.items()}
             error[i, j] = np.max(np.abs(res.q - ref(res.times)[:n].T))
             if progress:
                 progress(f"(b, c) n = {n}, N = {N}: work residual {residual[i, j]:.3e}, error {error[i, j]:.3e}")

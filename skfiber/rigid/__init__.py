@@ -14,7 +14,9 @@ dissipation function (:class:`RigidSystem`).
 Module map: ``bodies`` (cylinders; :class:`Cylinder`, a body's shape placed in
 space, for output), ``joints``, ``tree`` (topology),
 ``kinematics`` (poses, Jacobians and their derivatives), ``forces``,
-``characteristic``, ``system`` (dynamics, energies, powers),
+``characteristic``, ``system`` (dynamics, energies, powers), ``work`` (the
+kinetic-energy–work balance along a motion), ``ode`` (reference motions from
+scipy's ODE solvers),
 ``context`` (what force elements see), ``plan`` (what the fast paths keep
 per assembled system), ``complex_step`` (the tangents),
 ``points`` (attachment points and cylinder poses for coupling and
@@ -58,10 +60,12 @@ from .integrate import (
     rigid_tangent,
     simulate_rigid,
 )
+from .ode import OdeMotion, ode_motion
 from .joints import Fixed, Prescribed, PrescribedState, Prismatic, Revolute
 from .points import BodyCylinder, BodyPoint, CylinderPose, PointKinematics, evaluate_points
 from .system import RigidSystem
 from .tree import GROUND
+from .work import WORK_RULES, WorkBalance, work_balance
 
 __all__ = [
     "Body",
@@ -93,4 +97,9 @@ __all__ = [
     "simulate_rigid",
     "RigidResult",
     "GROUND",
+    "WorkBalance",
+    "OdeMotion",
+    "ode_motion",
+    "work_balance",
+    "WORK_RULES",
 ]

@@ -196,6 +196,11 @@ class PointSpringDamper:
             if self.damping is not None:
                 f = f + self.damping(dv)
             return -np.einsum("xc,xcn->xn", f, Jd)
+        F, e = self._tension(d, dv)
+        return -F[:, None] * np.einsum("xc,xcn->xn", e, Jd)
+
+    def _tension(self, d, dv):
+        """(F, e): tension f_k(ξ − ξ0) + f_c(ξ̇) (B,) and unit direction e = d/ξ (B, 3) of the separation d."""
         xi = np.sqrt(np.sum(d * d, axis=-1))  # no abs: complex-step safe
         if np.any(np.real(xi) == 0):
             raise FloatingPointError(f"{self.name}: the two points coincide, the direction of the spring is undefined")
@@ -205,7 +210,21 @@ class PointSpringDamper:
             F = F + self.stiffness(xi - self.rest_length)
         if self.damping is not None:
             F = F + self.damping(np.sum(e * dv, axis=-1))
-        return -F[:, None] * np.einsum("xc,xcn->xn", e, Jd)
+        return F, e
+
+    def tension(self, ctx):
+        """Tension F = f_k(ξ − ξ0) + f_c(ξ̇) (B,) in N (> 0 pulls the points together; multibody paper's F^S).
+
+        ``ctx`` needs q̇ when the element has a damper, e.g.
+        ``system.context(q, qd, t)`` for a whole time series at once.
+        Not defined for a zero-length element (``rest_length=0``), whose law is a vector.
+        """
+        if self._vector_law:
+            raise ValueError(f"{self.name}: a zero-length spring–damper has a vector force, not a tension")
+        d, dv, _ = self._kin(ctx)
+        if dv is None and self.damping is not None:
+            raise ValueError(f"{self.name}: the tension of a damper needs velocities; make the context with q̇")
+        return self._tension(d, np.zeros_like(d) if dv is None else dv)[0]
 
     def energy(self, ctx):
         if self.stiffness is None:
