@@ -18,7 +18,13 @@ with the layers removed:
   with ``pose(t)``, or on a body of the model's rigid system), through the
   kernels of :mod:`skfiber.contact.cylinder_kernels`;
 * the body points (attachments, ends of the contact cylinders on bodies)
-  through :func:`~skfiber.rigid.kernels.body_point_jets`.
+  through :func:`~skfiber.rigid.kernels.body_point_jets`;
+* a :class:`~skfiber.contact.fibers.FiberContact` (fiber–fiber) through its
+  own implementation, its residual added in the model's order of contacts, its
+  tangent triplets made when Newton solves and its safeguard its ``max_step``.
+  Fibers in touch with each other couple their blocks of K_II, which is then
+  not block tridiagonal: such a Newton step is solved with the general linear
+  algebra (:meth:`FastCoupling.solve_blocks`), the rest of the path stays.
 
 The evaluation is a few compiled calls around the form kernel
 (:mod:`skfiber.coupled_kernels`).  The kernels and the order of the sums of the
@@ -38,6 +44,7 @@ from numba.core.errors import NumbaError
 
 from .contact import cylinder_kernels as ck
 from .contact.cylinder import CylinderContact
+from .contact.fibers import FiberContact
 from .coupled_kernels import (IN_REACH, INADMISSIBLE, OK, coupled_increment, coupled_positions, coupled_rows,
                               cylinder_contact, newton_increment, scatter_dependent, trial_step)
 from .attachments import AttachmentKinematics
@@ -115,6 +122,29 @@ class _Contact:
         return self._derivatives
 
 
+class _FiberContactTerm:
+    """A fiber–fiber contact at one state: its residual now, its tangent triplets when Newton solves (the
+    contact keeps its search of the last state, so the tangent does not search again)."""
+
+    __slots__ = ("contact", "model", "u", "t", "n_active", "_triplets")
+
+    def __init__(self, contact: FiberContact, model, u: np.ndarray, t: float, n_active: int):
+        self.contact, self.model, self.u, self.t = contact, model, u, t
+        self.n_active = n_active
+        self._triplets = None
+
+    @property
+    def active(self) -> bool:
+        return self.n_active > 0
+
+    def triplets(self):
+        """(rows, cols, values) of its tangent (COO, fiber DOFs)."""
+        if self._triplets is None:
+            ce = self.contact.evaluate(self.model, self.u, self.t, tangent=True)
+            self._triplets = (ce.rows, ce.cols, ce.values)
+        return self._triplets
+
+
 class FastEvaluation:
     """A coupled evaluation of the fast path: what Newton reads (``residual``, ``reference_force``,
     ``roundoff``, ``min_stretch``, ``margins``, ``n_active_contacts``) and what the solve needs.
@@ -124,7 +154,7 @@ class FastEvaluation:
     """
 
     def __init__(self, residual, *, reference_force, roundoff, min_stretch, margins, n_active_contacts,
-                 fiber_residual, form_output, points, rigid_tangent, contacts, fast):
+                 fiber_residual, form_output, points, rigid_tangent, contacts, fast, fiber_contacts=()):
         self.residual = residual
         self.reference_force = reference_force
         self.roundoff = roundoff
@@ -135,6 +165,7 @@ class FastEvaluation:
         self._points = points  # (x, C, H) of coupled_positions
         self.rigid_tangent = rigid_tangent
         self.contacts = contacts
+        self.fiber_contacts = fiber_contacts  # _FiberContactTerm of each fiber–fiber contact
         self._form_output = form_output  # the form kernel's KernelOutput (its element tangent made when used)
         self._fiber = None
         self._kin = None
@@ -166,7 +197,8 @@ class FastEvaluation:
     def extra(self) -> list:
         """COO triplets of the contact tangents."""
         N = self.fiber_residual.shape[0]
-        return [c.derivatives(N)[:3] for c in self.contacts if c.active]
+        return ([c.derivatives(N)[:3] for c in self.contacts if c.active]
+                + [c.triplets() for c in self.fiber_contacts if c.active])
 
     @property
     def fiber(self) -> Evaluation:
@@ -199,9 +231,15 @@ class FastCoupling:
         self._P = len(model.attachments)
         body_contacts = {id(c): i for i, c in enumerate(problem.body_contacts)}
         self._cylinders = []
+        self._fiber_contacts = [c for c in model.contacts if type(c) is FiberContact]
+        self._in_order = []  # the cylinders' _Cylinder and the fiber–fiber contacts, in the model's order
         for c in model.contacts:
+            if type(c) is FiberContact:
+                self._in_order.append(c)
+                continue
             i = body_contacts.get(id(c), -1)
             self._cylinders.append(_Cylinder(c, d, i, self._P + 2 * i if i >= 0 else -1, len(problem.body_contacts)))
+            self._in_order.append(self._cylinders[-1])
         self._n_body_cylinders = len(problem.body_contacts)
         self._kernel = model.form_kernel  # the fibers' residual terms and element tangent
         self._fused = None  # skfiber.evaluation_kernel's function (False: not available)
@@ -217,6 +255,8 @@ class FastCoupling:
         if set(kernel.names) != set(model.term_names) or not kernel.compile():
             return False
         for c in model.contacts:
+            if type(c) is FiberContact:
+                continue
             if type(c) is not CylinderContact:
                 return False
             if c.body is not None and c.system is not model.rigid:
@@ -249,13 +289,14 @@ class FastCoupling:
         t = float(t)
         z = np.ascontiguousarray(z, dtype=float)
         fused = None
-        if (type(fiber_state) is EulerRates and len(self._cylinders) <= 1 and self._fused is not False
+        if (type(fiber_state) is EulerRates and len(self._cylinders) <= 1 and not self._fiber_contacts
+                and self._fused is not False
                 and type(rigid_state) is EulerStep and rigid_state.direct and rigid_state.t == t
                 and rigid_state.system is p.system):
             fused = self._evaluate_fused(z, fiber_state, rigid_state, t, load_factor)  # the common case
         if fused is not None:
             fused, out = fused
-        contacts = []
+        contacts, fiber_contacts = [], []
         margins = {} if self._cylinders else None
         n_active = 0
         if fused is not None:
@@ -285,7 +326,14 @@ class FastCoupling:
                 raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor,
                                          "the fiber residual is not finite")
             forces = np.zeros((self._n_body_cylinders, 6))
-            for cyl in self._cylinders:
+            for item in self._in_order:  # the contacts in the model's order (the general path's sums)
+                if type(item) is FiberContact:
+                    R, ref, n = self._fiber_contact(item, u, t, R, ref, fiber_contacts, z, fiber_state, rigid_state,
+                                                    load_factor)
+                    n_active += n
+                    margins = None  # (its safeguard is max_step's)
+                    continue
+                cyl = item
                 point, axis = self._pose(cyl, x, t)
                 outcome = cylinder_contact(cyl.data.reference, u, *cyl.shapes, cyl.elements, point, axis,
                                            cyl.radius, cyl.finite, cyl.L, cyl.stiffness, cyl.gamma, R)
@@ -309,7 +357,8 @@ class FastCoupling:
         return FastEvaluation(residual, reference_force=ref, roundoff=ROUNDOFF_FACTOR * _EPS * _norm(out.magnitude),
                               min_stretch=float(out.stretch.min()), margins=margins, n_active_contacts=n_active,
                               fiber_residual=R, form_output=out, points=(x, C, H),
-                              rigid_tangent=rigid_tangent, contacts=contacts, fast=self)
+                              rigid_tangent=rigid_tangent, contacts=contacts, fast=self,
+                              fiber_contacts=fiber_contacts)
 
     def _evaluate_fused(self, z, rates, rigid_state, t: float, load_factor) -> tuple | None:
         """(the returns of :mod:`skfiber.evaluation_kernel`'s generated ``evaluate``, the form kernel's
@@ -342,6 +391,19 @@ class FastCoupling:
             return self._no_fused(error)
         self._fused_ready = True
         return result, out
+
+    def _fiber_contact(self, contact: FiberContact, u, t, R, ref, terms: list, z, fiber_state, rigid_state,
+                       load_factor):
+        """(R, force scale, points in contact) with a fiber–fiber contact's residual added (its own
+        implementation); its :class:`_FiberContactTerm` appended to ``terms``."""
+        try:
+            ce = contact.evaluate(self.model, u, t, tangent=False)
+        except FloatingPointError:
+            raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor,
+                                     f"inadmissible fiber–fiber contact {contact.name!r}") from None
+        R += ce.residual
+        terms.append(_FiberContactTerm(contact, self.model, u, t, ce.n_active))
+        return R, max(ref, _norm(ce.residual)), ce.n_active
 
     def _no_fused(self, error: Exception) -> None:
         self._fused = False
@@ -428,6 +490,8 @@ class FastCoupling:
             else:
                 d = contact.max_step(model, u, du, t, delta_bar=delta_bar)
             delta = min(delta, float(d))
+        for contact in self._fiber_contacts:
+            delta = min(delta, float(contact.max_step(model, u, du, t, delta_bar=delta_bar)))
         return delta
 
     # ------------------------------------------------------------------ tangent
@@ -444,6 +508,10 @@ class FastCoupling:
         for c in ev.contacts:
             if c.active:
                 r, cc, vals = c.derivatives(N_)[:3]
+                scatter_dependent(vals, _NO_INDEX, r, cc, p.dependent_rows, C, W, Rq_u)
+        for c in ev.fiber_contacts:
+            if c.active:
+                r, cc, vals = c.triplets()
                 scatter_dependent(vals, _NO_INDEX, r, cc, p.dependent_rows, C, W, Rq_u)
         G_D = ev.fiber_residual[D]
         Rq_q = ev.rigid_tangent + (G_D @ kin.hessian.reshape(len(G_D), n * n)).reshape(n, n)
@@ -474,8 +542,8 @@ class FastCoupling:
         :func:`~skfiber.coupled_kernels.coupled_increment` — and :meth:`solve_blocks` otherwise or when the
         block LU is rejected."""
         fs = self.problem.fiber_solver
-        if fs.block_index is None:
-            return self.solve_blocks(ev)
+        if fs.block_index is None or any(c.active for c in ev.fiber_contacts):
+            return self.solve_blocks(ev)  # (fibers in touch with each other: K_II is not block tridiagonal)
         active = [c for c in ev.contacts if c.active]
         if len(active) <= 1:
             dz, status = self._fused_increment(ev, active[0] if active else None)

@@ -38,15 +38,16 @@ def assert_same_evaluation(fast, general):
         np.testing.assert_array_equal(m, general.margins[name][1])
 
 
-def assert_same_solve(prob_fast, prob_general, fast, general):
-    """Tangent blocks and increments equal to round-off (matrix products summed in another order)."""
+def assert_same_solve(prob_fast, prob_general, fast, general, method="block"):
+    """Tangent blocks and increments equal to round-off (matrix products summed in another order); the fiber
+    block solved by ``method`` (fibers touching each other take a sparse LU, not the block LU)."""
     for a, b in zip(prob_fast.tangent_blocks(fast), prob_general.tangent_blocks(general)):
         assert np.abs(b).max() > 0
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * np.abs(b).max())
     dz_general = prob_general.solve_newton(general)
     scale = np.abs(dz_general).max()
     np.testing.assert_allclose(prob_fast.solve_newton(fast), dz_general, rtol=0, atol=1e-10 * scale)
-    assert prob_fast.fiber_solver.last_method == "block"  # the compiled increment, not its fallback
+    assert prob_fast.fiber_solver.last_method == method  # the compiled increment, not its fallback
     # the numpy variant of the fast solve (used when the compiled one is rejected) agrees too
     np.testing.assert_allclose(prob_fast._fast.solve_blocks(fast), dz_general, rtol=0, atol=1e-10 * scale)
     np.testing.assert_allclose(prob_fast.tangent_matrix(fast), prob_general.tangent_matrix(general), rtol=0,
@@ -284,3 +285,51 @@ def test_fast_evaluation_with_a_cylinder_off_the_bodies(moving, upper_limb_state
     ev_general = general.evaluate(z, t, fiber_state=rates, rigid_state=rigid)
     assert_same_evaluation(ev, ev_general)
     assert_same_solve(fast, general, ev, ev_general)
+
+
+def fiber_contact_model(monkeypatch, n_elements=4):
+    """The demo's model with the fibers spread sideways (all pairs start admissible) and fiber–fiber contact."""
+    from skfiber.contact import PenaltyLaw
+    from skfiber.contact.fibers import FiberContact
+    monkeypatch.setattr(upper_limb, "BICEPS", [((0.06, y, -0.03), (0.03, y, -0.40)) for y in (-0.085, 0.085)])
+    monkeypatch.setattr(upper_limb, "TRICEPS", [((-0.10, y, -0.05), (-0.10, y, -0.40)) for y in (-0.17, 0.0, 0.17)])
+    model = upper_limb.build_model(n_elements)
+    model.add_contact(FiberContact(PenaltyLaw(stiffness=768.0, gamma=2.0)))
+    return model
+
+
+def test_fiber_contact_on_the_fast_path(monkeypatch):
+    """Fiber–fiber contact joins the fast path (its residual and tangent triplets from its own implementation,
+    in the model's order of contacts): the same evaluation, tangent blocks, increment and safeguard as the
+    general path."""
+    model = fiber_contact_model(monkeypatch)
+    assert FastCoupling.supports(model)
+    dt = 8.0 / 128
+    state = sf.simulate(model, t_end=3 * dt, dt=dt, progress=False).final_state
+    z = np.concatenate([state.u + 0.5 * dt * state.v, state.q + 0.5 * dt * state.p])
+    t = state.t + dt
+    rates = EulerRates(u_prev=state.u, v_prev=state.v, dt=dt)
+    rigid_state = EulerStep(model.rigid, q_prev=state.q, p_prev=state.p, dt=dt, t=t)
+    fast, general = CoupledProblem(model), CoupledProblem(model, fast=False)
+    ev_fast = fast.evaluate(z, t, fiber_state=rates, rigid_state=rigid_state)
+    ev_general = general.evaluate(z, t, fiber_state=rates, rigid_state=rigid_state)
+    assert ev_fast.fiber_contacts and ev_fast.fiber_contacts[0].active
+    assert ev_general.n_active_contacts > 0
+    assert_same_evaluation(ev_fast, ev_general)
+    assert_same_solve(fast, general, ev_fast, ev_general, method="splu")
+    dz = general.solve_newton(ev_general)
+    deltas = assert_same_safeguard(fast, general, z, [dz, 30 * dz], t)
+    assert deltas[1] < 1.0  # the fiber–fiber safeguard cuts the long step
+
+
+def test_fiber_contact_runs_agree(monkeypatch):
+    """A short run with fiber–fiber contact: the same Newton iterations and states on both paths."""
+    results = []
+    for fast in (True, False):
+        model = fiber_contact_model(monkeypatch)
+        monkeypatch.setattr(sf.solver, "make_solver", lambda m, fast=fast: CoupledProblem(m, fast=fast))
+        results.append(sf.simulate(model, t_end=0.25, dt=8.0 / 128, progress=False))
+    one, two = results
+    assert one.newton_iterations == two.newton_iterations
+    np.testing.assert_allclose(one.coordinates, two.coordinates, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(one.displacements, two.displacements, rtol=0, atol=1e-9)
