@@ -1,4 +1,4 @@
-r"""Multibody verification: an n-link planar pendulum chain (issue 4, item 5).
+r"""Multibody verification: an n-link planar pendulum chain.
 
 n = 1 … 8 equal links (solid cylinders, L = 0.5 m, r = 0.02 m, m = 1 kg)
 hang from a base body, each hinged to the previous one about the y axis

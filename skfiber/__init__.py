@@ -58,4 +58,15 @@ __all__ = [
     "SimulationResult",
     "FiberFields",
     "fiber_fields",
+    "run_simulation",
 ]
+
+
+def __getattr__(name: str):
+    """``run_simulation`` (simulate with VTK output and checkpoints) is imported when first used: it brings
+    the output layer (meshio), which a model without files does not need."""
+    if name == "run_simulation":
+        from .run import run_simulation
+
+        return run_simulation
+    raise AttributeError(f"module 'skfiber' has no attribute {name!r}")

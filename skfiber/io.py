@@ -21,21 +21,21 @@ and Windows), so a reader never sees half a file.
 
 Point data of the fibers part (SI units; :data:`FIBER_FIELDS`):
 
-=================  =====  ==================================================
-name               unit   meaning
-=================  =====  ==================================================
-``radius``         m      current radius r = r0/√λ (incompressibility, eq. 21)
-``stretch``        1      λ = |a1|/|A1|
-``stretch_rate``   1/s    λ̇
-``stress``         Pa     physical 2nd Piola–Kirchhoff stress S
-``force``          N      axial force N = π r0² λ S
-``activation``     1      α(t) of the fiber
-``muscle_fraction`` 1     γM(θ) (1 muscle, 0 tendon)
-``displacement``   m      u = x − X (3 components)
-``velocity``       m/s    ẋ (3 components)
-``theta``          1      fiber parameter θ ∈ [0, 1]
-``fiber_id``       1      index of the fiber in the model (also cell data)
-=================  =====  ==================================================
+===================  =====  ==================================================
+name                 unit   meaning
+===================  =====  ==================================================
+``radius``           m      current radius r = r0/√λ (incompressibility, eq. 21)
+``stretch``          1      λ = ‖a1‖/‖A1‖
+``stretch_rate``     1/s    λ̇
+``stress``           Pa     physical 2nd Piola–Kirchhoff stress S
+``force``            N      axial force N = π r0² λ S
+``activation``       1      α(t) of the fiber
+``muscle_fraction``  1      γM(θ) (1 muscle, 0 tendon)
+``displacement``     m      u = x − X (3 components)
+``velocity``         m/s    ẋ (3 components)
+``theta``            1      fiber parameter θ ∈ [0, 1]
+``fiber_id``         1      index of the fiber in the model (also cell data)
+===================  =====  ==================================================
 
 Models with cylinder contacts (:class:`skfiber.contact.cylinder.CylinderContact`,
 bones included) add :data:`CONTACT_FIELDS`: ``contact_force`` (N/m, 3

@@ -54,7 +54,7 @@ class MaterialPoint:
 
     Attributes
     ----------
-    stretch : λ = |a1| / |A1| (–)
+    stretch : λ = ‖a1‖ / ‖A1‖ (–)
     stretch_rate : λ̇ (1/s)
     theta : fiber parameter θ ∈ [0, 1] (–)
     t : time (s)
@@ -283,7 +283,7 @@ def prestress(sigma0: float) -> SymbolicLaw:
 def active_stress(
     s_max: float, *, lam_opt: float = 1.3, delta_w: float = 0.3, nu: float = 4.0
 ) -> SymbolicLaw:
-    """Active stress S = γM α Smax/λ² exp(−|(λ/λopt − 1)/ΔW|^ν) (paper eq. 32).
+    """Active stress S = γM α Smax/λ² exp(−‖(λ/λopt − 1)/ΔW‖^ν) (paper eq. 32).
 
     Parameters
     ----------
@@ -370,7 +370,7 @@ def check_law_derivatives(
 ) -> float:
     """Largest relative error of ∂S/∂λ, ∂S/∂λ̇ against central differences.
 
-    Returns max |analytic − FD| / max(|analytic|, scale) over the sample
+    Returns max ‖analytic − FD‖ / max(‖analytic‖, scale) over the sample
     points, where scale is the typical size of the derivative.
 
     Example

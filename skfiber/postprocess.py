@@ -32,11 +32,11 @@ class FiberFields:
     theta : fiber parameter θ
     position : current centerline x (3, n), m
     radius : current radius r = r0/√λ (eq. 21), m
-    stretch : λ = |a1|/|A1|
+    stretch : λ = ‖a1‖/‖A1‖
     stretch_rate : λ̇, 1/s
     stress : physical 2nd Piola–Kirchhoff stress S, Pa
     force : axial force N = π r0² λ S, N
-    tangent : unit tangent t = a1/|a1| of the current centerline (3, n);
+    tangent : unit tangent t = a1/‖a1‖ of the current centerline (3, n);
         the force vector the fiber transmits is N t
     activation : α(t) of the fiber
     muscle_fraction : γM(θ)

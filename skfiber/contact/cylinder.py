@@ -1,13 +1,13 @@
 """Contact of fibers with a rigid cylinder (paper §3.3, eq. 51; §4.3; Appendix A.4).
 
-A cylinder is a point y0 on its axis, an axis direction a (t = a/|a|), a
+A cylinder is a point y0 on its axis, an axis direction a (t = a/‖a‖), a
 radius r_RB and optionally a length L.  A contact quadrature point x of a
 fiber (Gauss–Legendre, ``quadrature_points`` per element, default 5) has the
 closest axis point y = y0 + ((x − y0) · t) t (the paper's eq. 51 text has a
 minus sign there, a misprint) and the gap (eq. 51) with the *current* fiber
 radius
 
-    g = d / (r_RB + r) − 1,   d = |x − y|,   r = r0(θ) / √λ,   λ = |x′| / |X′|.
+    g = d / (r_RB + r) − 1,   d = ‖x − y‖,   r = r0(θ) / √λ,   λ = ‖x′‖ / ‖X′‖.
 
 The fiber feels the line force F(g) ν per current length, F the rational
 penalty law (eq. 44, :class:`~skfiber.contact.base.PenaltyLaw`) and
@@ -18,7 +18,7 @@ that pulls the fiber towards the axis, so the physical sign is used here and
 checked by a test.)  With the residual G = internal − external, the
 contribution is (paper eq. 65)
 
-    G_c = − Σ_k F(g_k) ν_k · ξ(x_k) |a1(x_k)| w_k,      w_k = Gauss weight × element length in θ.
+    G_c = − Σ_k F(g_k) ν_k · ξ(x_k) ‖a1(x_k)‖ w_k,      w_k = Gauss weight × element length in θ.
 
 **Finite cylinders** (``length=L``): the axis is the segment y0 + s t,
 s ∈ [0, L], and y is the closest point of that *segment* (the axial
@@ -29,7 +29,7 @@ flat discs would make it jump).  ``length=None`` is an infinite cylinder.
 
 **Consistent tangent** (Appendix A.4, rederived with the physical sign): with
 w = x − y, M = ∂w/∂x (P = I − t⊗t on the lateral surface, I on the caps),
-ρ = r_RB + r, J = |a1|, W = w_k,
+ρ = r_RB + r, J = ‖a1‖, W = w_k,
 
     δ(F ν J W) = W [ F′ J/ρ ν⊗ν + F J (I − ν⊗ν)/d ] M δx
                + W [ F′ d r / (2 ρ² J) + F / J ] ν (a1 · δx′),
@@ -327,13 +327,13 @@ class CylinderContact:
         The box of an element's Bézier control points (of u and, with ``du``,
         also of u + du: then for every u + δ du, δ ∈ [0, 1]) is enclosed in
         its circumscribed ball (centre c, radius ρ_b); a contact point x of the
-        element has d(x) ≥ d(c) − ρ_b and r(x) ≤ r̄_E = max r0 √(max |A1| /
-        min |x′|) with min |x′| bounded below by the derivative's control
+        element has d(x) ≥ d(c) − ρ_b and r(x) ≤ r̄_E = max r0 √(max ‖A1‖ /
+        min ‖x′‖) with min ‖x′‖ bounded below by the derivative's control
         points.  The element is kept when d(c) − ρ_b < r_RB + r̄_E.
 
         With ``pose_step=(Δy0, Δa)`` the cylinder moves along the step too
         (y0 + δ Δy0, a + δ Δa, δ ∈ [0, 1]) and the reach grows by
-        |Δy0| + min(L, |c − y0| + |Δy0|) τ(1) (:mod:`skfiber.contact.cylinder_safeguard`).
+        ‖Δy0‖ + min(L, ‖c − y0‖ + ‖Δy0‖) τ(1) (:mod:`skfiber.contact.cylinder_safeguard`).
         """
         d = model.discretization
         el = self.fiber_elements(d)

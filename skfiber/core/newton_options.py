@@ -24,7 +24,7 @@ class NewtonOptions:
 
     Converged when ‖G‖ ≤ rtol · F_ref + atol + F_roundoff on the free DOFs,
     F_ref being the largest of the norms of the internal, inertial and external
-    forces, and F_roundoff ≈ 10⁴ ε ‖Σₑ |Fₑ|‖ the floor that round-off puts on
+    forces, and F_roundoff ≈ 10⁴ ε ‖Σₑ ‖Fₑ‖‖ the floor that round-off puts on
     the assembled internal force (large element forces that cancel).
     """
 

@@ -7,7 +7,7 @@ each built from two points, the slopes there and a *curviness* (OpenSim's
 its domain.  Evaluating y at a given x first finds the parameter u with
 x(u) = x: Newton's method on a bracket [0, 1] with a bisection safeguard (x(u)
 is increasing on each segment), started from a tabulated u(x).  The tolerance
-on |x(u) − x| is OpenSim's (100 machine epsilons).  The evaluation runs as a
+on ‖x(u) − x‖ is OpenSim's (100 machine epsilons).  The evaluation runs as a
 compiled kernel (:mod:`skfiber.hill.curve_kernels`) on the curve's
 :class:`~skfiber.hill.curve_tables.CurveTables`.
 
@@ -180,7 +180,7 @@ class SmoothSegmentedCurve:
         """Segment index and Bézier parameter u with x(u) = x (flattened), for x inside the domain.
 
         A tabulated inverse (2048 samples per segment) and three Newton steps;
-        points where that does not meet OpenSim's tolerance |x(u) − x| ≤ 100 ε
+        points where that does not meet OpenSim's tolerance ‖x(u) − x‖ ≤ 100 ε
         take a safeguarded Newton iteration (bisection whenever a step leaves
         the bracket).  Runs as the compiled kernel
         :func:`skfiber.hill.curve_kernels.curve_parameter`.

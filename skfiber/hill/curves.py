@@ -82,14 +82,17 @@ class ActiveForceLengthCurve(_MuscleCurve):
     `transition_norm_fiber_length`, peak 1 at l̃M = 1, descending limb to
     `max_norm_active_fiber_length`; `minimum_value` outside.
 
-    Parameters (OpenSim defaults)
+    The defaults are OpenSim's.
+
+    Parameters
     ----------
     min_norm_active_fiber_length : 0.47 − 0.0259; must be ≥ 0 and below the transition length.
     transition_norm_fiber_length : 0.73; in (min, 1).
     max_norm_active_fiber_length : 1.8123; > 1.
     shallow_ascending_slope : 0.8616; in [0, (1 − minimum_value)/(1 − transition)).
-    minimum_value : 0.1; ≥ 0.  (OpenSim's damped and rigid-tendon muscles set it
-        to 0, the undamped elastic-tendon one to at least 0.1.)
+    minimum_value : 0.1; ≥ 0.
+        OpenSim's damped and rigid-tendon muscles set it to 0, the undamped
+        elastic-tendon one to at least 0.1.
     curviness : 1.0 (OpenSim passes 1 and does not expose it); in [0, 1].
 
     Examples
@@ -196,7 +199,9 @@ class ForceVelocityCurve(_MuscleCurve):
     `max_eccentric_velocity_force_multiplier`; four Bézier corners (through
     ṽ = ∓0.9 where the slopes are the "near vmax" ones), linear outside [−1, 1].
 
-    Parameters (OpenSim defaults)
+    The defaults are OpenSim's.
+
+    Parameters
     ----------
     concentric_slope_at_vmax : 0.0; in [0, 1).
     concentric_slope_near_vmax : 0.25; in (concentric_slope_at_vmax, 1].
@@ -282,7 +287,9 @@ class FiberForceLengthCurve(_MuscleCurve):
     Zero up to l̃M = 1 + `strain_at_zero_force`, one at 1 + `strain_at_one_norm_force`
     with slope `stiffness_at_one_norm_force`, linear beyond; two Bézier corners.
 
-    Parameters (OpenSim defaults)
+    The defaults are OpenSim's.
+
+    Parameters
     ----------
     strain_at_zero_force : 0.0.
     strain_at_one_norm_force : 0.7; > strain_at_zero_force.
@@ -361,7 +368,9 @@ class TendonForceLengthCurve(_MuscleCurve):
     `norm_force_at_toe_end`, then linear with slope `stiffness_at_one_norm_force`
     through f^T(1 + `strain_at_one_norm_force`) = 1.
 
-    Parameters (OpenSim defaults)
+    The defaults are OpenSim's.
+
+    Parameters
     ----------
     strain_at_one_norm_force : 0.049; > 0.
     stiffness_at_one_norm_force : None → 1.375/strain; > 1/strain.

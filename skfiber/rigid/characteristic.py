@@ -108,7 +108,7 @@ class Characteristic:
 
         A stiffening joint moment: f′(θ) = (k/2)(sec³(θ/2) + tan²(θ/2) sec(θ/2)),
         so the small-angle stiffness is f′(0) = k/2; energy
-        ∫₀^θ f = 2k (sec(θ/2) − 1).  Defined for |θ| < π.
+        ∫₀^θ f = 2k (sec(θ/2) − 1).  Defined for ‖θ‖ < π.
         """
         k = _nonnegative(k, "the stiffness k of eq. 35")
 

@@ -128,7 +128,7 @@ class PointSpringDamper:
     """Spring–damper between a point of ``body_a`` and a point of ``body_b`` (either may be ``"ground"``).
 
     Points are given in the reference configuration (world coordinates).
-    With the distance ξ = |x_b − x_a| and its rate ξ̇, the tension is
+    With the distance ξ = ‖x_b − x_a‖ and its rate ξ̇, the tension is
     F = f_k(ξ − ξ0) + f_c(ξ̇) and Q = −F ∂ξ/∂q (Kelvin–Voigt element, eqs.
     30–33 and 38 of the multibody paper).  ``rest_length`` ξ0 defaults to
     the reference distance.  ``rest_length=0`` makes a zero-length element

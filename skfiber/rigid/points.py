@@ -163,7 +163,7 @@ class CylinderPose:
     """Pose of a body's cylinder at (q, t) with its derivatives (for contact with moving cylinders).
 
     ``start`` y₀ (3,), ``axis`` a = end − start (3,) (length = cylinder
-    length), ``direction`` t_RB = a/|a| (paper eq. 51), ``radius``.
+    length), ``direction`` t_RB = a/‖a‖ (paper eq. 51), ``radius``.
     ``*_jacobian`` (3, n) = ∂/∂q, ``*_hessian`` (3, n, n) = ∂²/∂q², and
     ``*_dt`` (3,) = ∂/∂t (prescribed motion).
     """

@@ -21,7 +21,7 @@ with the powers P_e of :meth:`RigidSystem.powers
     W_k = W_{k−1} + Δt_k (P_{k−1} + P_k)/2: second order, for a solution
     given on a fine grid by an accurate integrator (the paper's choice).
 
-The relative error max_k |T₂,k − T₂,0 − W_k| / max_k T₂ is the paper's e_R
+The relative error max_k ‖T₂,k − T₂,0 − W_k‖ / max_k T₂ is the paper's e_R
 (eq. 55) taken over the whole run.
 
 Example
@@ -88,7 +88,7 @@ class WorkBalance:
 
     @property
     def relative_error(self) -> float:
-        """max_k |T₂,k − T₂,0 − W_k| / max_k T₂ (eq. 55 over the whole run; 0 when nothing moves)."""
+        """max_k ‖T₂,k − T₂,0 − W_k‖ / max_k T₂ (eq. 55 over the whole run; 0 when nothing moves)."""
         scale = float(np.max(self.relative_kinetic_energy))
         return float(np.max(np.abs(self.residual)) / scale) if scale > 0 else 0.0
 
