@@ -29,6 +29,8 @@ import traceback
 from pathlib import Path
 from typing import Sequence
 
+from .study import command as study_command
+
 __all__ = ["main", "demo_names", "VERIFY"]
 
 #: Demos that are verification studies, run as ``main(["--small"])`` by ``skfiber verify``.
@@ -297,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
         "and demos defining verify()) and print their tables and a summary. A study fails when it raises "
         "or returns a non-zero exit code; the studies judge their own numbers (rates, errors).",
     )
+    study_command.add_parser(sub)
     verify.add_argument("--list", action="store_true", help="list the studies and exit")
     verify.add_argument("--only", nargs="+", metavar="NAME", help="run only these studies")
     return parser
@@ -321,8 +324,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_run(args, extra)
         if args.command == "view":
             return _cmd_view(args)
+        if args.command == "study":
+            return study_command.command(args)
         return _cmd_verify(args)
-    except UsageError as err:
+    except (UsageError, study_command.StudyUsageError) as err:
         print(f"skfiber {args.command}: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

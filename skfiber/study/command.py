@@ -1,0 +1,149 @@
+"""``skfiber study``: run a parameter study of a named target, or summarize a study folder.
+
+    skfiber study cable-sag --param sigma0=10:60 --param mu=5e4:2e5 --design lhs --n 32 --out DIR
+    skfiber study DIR --summary
+
+A study started again with the same command resumes (recorded runs are skipped).  ``--scheduler
+tcp://host:8786`` runs on an existing dask cluster instead of a local one.
+
+Example
+-------
+>>> import argparse
+>>> sub = argparse.ArgumentParser(prog="skfiber").add_subparsers()
+>>> add_parser(sub).prog
+'skfiber study'
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from .design import DESIGNS, parse_parameter
+from .records import PLAN, StudyFolder
+
+__all__ = ["add_parser", "command"]
+
+
+class StudyUsageError(ValueError):
+    """A bad argument of ``skfiber study`` (exit 2, one line)."""
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    """Add the ``study`` command to the subparsers ``sub`` of the ``skfiber`` parser."""
+    from .targets import TARGETS
+
+    parser = sub.add_parser(
+        "study", help="run a parameter study (sweep, samples, Sobol) on dask, or summarize one",
+        description="Run TARGET for every row of a design on a local dask cluster (one worker per core) or "
+        "on --scheduler, recording each run in --out as it finishes; the same command resumes a study. "
+        "'skfiber study DIR --summary' prints the table of a study folder and plots its outputs. "
+        f"Targets: {'; '.join(f'{k}: {t.description}' for k, t in TARGETS.items())}.",
+    )
+    parser.add_argument("target", metavar="TARGET|DIR", help=f"one of {', '.join(TARGETS)}, or a study folder with --summary")
+    parser.add_argument("--param", action="append", default=[], metavar="NAME=LOW:HIGH[:log]",
+                        help="a parameter and its range (repeat for more; default: the target's own)")
+    parser.add_argument("--design", default="lhs", choices=DESIGNS, help="grid, random, lhs (default) or sobol")
+    parser.add_argument("--n", type=int, default=16, metavar="N",
+                        help="runs (random, lhs), points per parameter (grid), base samples, a power of 2 (sobol)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random designs (default 0)")
+    parser.add_argument("--out", metavar="DIR", help="the study folder (new, or the same study's to resume)")
+    parser.add_argument("--scheduler", metavar="ADDRESS", help="a running dask scheduler, e.g. tcp://host:8786")
+    parser.add_argument("--workers", type=int, metavar="K", help="local workers (default: one per core)")
+    parser.add_argument("--serial", action="store_true", help="run in this process, without dask")
+    parser.add_argument("--summary", action="store_true", help="print the table of the study folder TARGET|DIR")
+    return parser
+
+
+def command(args) -> int:
+    """Run ``skfiber study`` with parsed ``args``; returns the exit code.  Raises :class:`StudyUsageError`
+    for bad arguments."""
+    if args.summary:
+        return _summary(Path(args.target))
+    from .execute import run_study
+    from .targets import TARGETS
+
+    target = TARGETS.get(args.target.replace("_", "-"))
+    if target is None:
+        hint = " (a study folder? add --summary)" if (Path(args.target) / PLAN).exists() else ""
+        raise StudyUsageError(f"unknown target {args.target!r}{hint}; pick one of {', '.join(TARGETS)}")
+    if not args.out:
+        raise StudyUsageError("--out DIR is needed: the folder where the runs are recorded")
+    if args.workers is not None and args.workers < 1:
+        raise StudyUsageError(f"--workers must be ≥ 1, got {args.workers}")
+    try:
+        parameters = [parse_parameter(p) for p in args.param] or list(target.defaults)
+        target.check(parameters)
+        folder = StudyFolder(args.out)  # (unwritable: a clear error before the cluster starts)
+        del folder
+    except ValueError as err:
+        raise StudyUsageError(str(err)) from None
+    try:
+        result = run_study(target.run, parameters, design=args.design, n=args.n, seed=args.seed, out=args.out,
+                           scheduler="serial" if args.serial else args.scheduler, workers=args.workers,
+                           warmup=target.warmup, target=args.target)
+    except ValueError as err:
+        raise StudyUsageError(str(err)) from None
+    print(f"study: {result.completed} runs done, {result.failed} failed, {result.skipped} recorded before; "
+          f"table {result.table_path}")
+    print(f"summary: runs={len(result.table)} completed={result.completed} failed={result.failed} "
+          f"skipped={result.skipped} wall_s={result.wall_s:.2f}")
+    return 0
+
+
+def _summary(path: Path) -> int:
+    folder_plan = path / PLAN
+    if not folder_plan.exists():
+        raise StudyUsageError(f"{str(path)!r} is not a study folder (no {PLAN}); run 'skfiber study TARGET --out DIR' first")
+    folder = StudyFolder(path)
+    plan = folder.plan()
+    table = folder.table()
+    print(f"study {plan['target']}: {plan['design']} design, n = {plan['n']}, seed {plan['seed']}, "
+          f"{len(plan['rows'])} runs planned, {len(table)} recorded")
+    if len(table):
+        print(table.to_string(index=False, max_rows=200))
+    names = [p[0] for p in plan["parameters"]]
+    outputs = [c for c in table.columns if c not in names + ["run", "status", "error", "wall_s", "worker"]]
+    plot = _plot(table, names, outputs, path / "summary.png") if len(table) and outputs else None
+    ok = int((table["status"] == "ok").sum()) if len(table) else 0
+    if plot:
+        print(f"plot: {plot}")
+    print(f"summary: runs={len(table)} ok={ok} failed={len(table) - ok} planned={len(plan['rows'])}")
+    return 0
+
+
+def _plot(table, names, outputs, path: Path):
+    """Each output against each parameter (ok runs), one panel per pair."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = table[table["status"] == "ok"]
+    fig, axes = plt.subplots(len(outputs), len(names), figsize=(3.2 * len(names), 2.6 * len(outputs)),
+                             squeeze=False, constrained_layout=True)
+    for i, out in enumerate(outputs):
+        for j, name in enumerate(names):
+            ax = axes[i][j]
+            ax.plot(ok[name], ok[out], "o", ms=3)
+            ax.set_xlabel(name)
+            ax.set_ylabel(out)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main(argv=None) -> int:  # pragma: no cover - for ``python -m skfiber.study.command``
+    parser = argparse.ArgumentParser(prog="skfiber")
+    add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["study", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return command(args)
+    except StudyUsageError as err:
+        print(f"skfiber study: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,232 @@
+"""Running a study's rows on dask.distributed (or one by one), recording each run as it finishes.
+
+:func:`run_study` starts a ``LocalCluster`` with one single-threaded worker
+process per core (or connects to the scheduler it is given), submits one task
+per run not yet recorded in the study folder, and records each result as it
+arrives (:class:`~skfiber.study.records.StudyFolder`), printing the completed,
+failed and remaining runs with an ETA.  The run function's exceptions are
+caught in the task and recorded as failed runs with their message; the study
+goes on.  A worker that dies takes its tasks with it and the scheduler runs
+them again on another worker (dask's ``allowed-failures``, 3 by default);
+``warmup`` runs once in every worker process when it starts, so that numba
+compiles or loads a model's kernels once per worker, not once per task.
+
+Example
+-------
+>>> import tempfile
+>>> from skfiber.study import Parameter, run_study
+>>> from skfiber.study.targets import quadratic
+>>> result = run_study(quadratic, [Parameter("a", 0.0, 1.0)], design="grid", n=3, out=tempfile.mkdtemp(),
+...                    scheduler="serial", progress=False)
+>>> result.completed, result.failed, list(result.table["y"])
+(3, 0, [0.0, 0.25, 1.0])
+"""
+from __future__ import annotations
+
+import math
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from .design import Parameter, make_design
+from .records import StudyFolder
+
+__all__ = ["StudyResult", "run_study"]
+
+
+@dataclass
+class StudyResult:
+    """What a study call did: runs ``completed`` and ``failed`` in this call, ``skipped`` (recorded before:
+    a resumed study), ``wall_s``, the ``table`` of all recorded runs (pandas) and its file ``table_path``."""
+
+    completed: int
+    failed: int
+    skipped: int
+    wall_s: float
+    table: object
+    table_path: object
+
+
+def _worker_name() -> str:
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except (ImportError, ValueError):
+        return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def execute_run(run: Callable, index: int, params: dict) -> tuple[dict, dict | None]:
+    """One run: (its record, its time series or None).  Exceptions of ``run`` make a failed record."""
+    start = time.perf_counter()
+    series = None
+    try:
+        outputs = run(dict(params))
+        if not isinstance(outputs, dict):
+            raise TypeError(f"the run function must return a dict of named outputs, got {type(outputs).__name__}")
+        outputs = dict(outputs)
+        series = outputs.pop("series", None)
+        values = {}
+        for name, value in outputs.items():
+            try:
+                values[str(name)] = float(value)
+            except (TypeError, ValueError):
+                raise TypeError(f"output {name!r} must be a number, got {value!r} (time series go under "
+                                "'series': a dict of arrays)") from None
+        rec = dict(status="ok", error="", outputs=values)
+    except Exception as err:  # a failed run is recorded, the study goes on
+        rec = dict(status="failed", error=f"{type(err).__name__}: {err}", outputs={})
+    rec.update(run=int(index), params=dict(params), wall_s=time.perf_counter() - start, worker=_worker_name())
+    return rec, series
+
+
+def _clock(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "?"
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+class _Progress:
+    """One line per finished run on stderr: done, failed, remaining, and an ETA from the pace since the
+    first run finished (the start-up of the workers and their first compilation are not a pace)."""
+
+    def __init__(self, total: int, skipped: int, enabled: bool):
+        self.total, self.skipped, self.enabled = total, skipped, enabled
+        self.first = None
+        self.done = self.failed = 0
+
+    def update(self, ok: bool) -> None:
+        self.done += 1
+        self.failed += not ok
+        now = time.perf_counter()
+        if self.first is None:
+            self.first = now
+        if not self.enabled:
+            return
+        remaining = self.total - self.skipped - self.done
+        eta = (now - self.first) / (self.done - 1) * remaining if self.done > 1 else math.nan
+        print(f"study: {self.skipped + self.done}/{self.total} done ({self.failed} failed), {remaining} remaining, "
+              f"ETA {_clock(eta) if remaining else '0:00:00'}", file=sys.stderr, flush=True)
+
+
+def _warmup_plugin(warmup: Callable[[], object]):
+    """A worker plugin that calls ``warmup()`` once when a worker starts (a restarted one too)."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class Warmup(WorkerPlugin):
+        name = "skfiber-warmup"
+
+        def __init__(self, call):
+            self.call = call
+
+        def setup(self, worker):
+            self.call()
+
+    return Warmup(warmup)
+
+
+def _client(scheduler, workers):
+    """(client, made here): a Client for ``scheduler`` (a Client, an address, or None for a LocalCluster)."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as err:
+        raise ImportError("a parallel study needs dask.distributed: pip install 'dask[distributed]' "
+                          "(or skfiber[study]); scheduler='serial' runs without it") from err
+    if isinstance(scheduler, Client):
+        return scheduler, False
+    if scheduler is None:
+        n = (os.cpu_count() or 1) if workers is None else workers
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+        return Client(cluster), True
+    return Client(scheduler), True
+
+
+def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, out, seed: int = 0,
+              scheduler=None, workers: int | None = None, warmup: Callable[[], object] | None = None,
+              target: str | None = None, progress: bool = True, retries: int = 1) -> StudyResult:
+    """Run ``run(params)`` for every row of a design, in parallel, recording each run in ``out``.
+
+    Parameters
+    ----------
+    run
+        A module-level function (workers import it) from a parameter dict to a dict of named scalar
+        outputs; time series may go under the key ``"series"`` (a dict of arrays, saved per run).
+    parameters, design, n, seed
+        The design (:func:`skfiber.study.design.make_design`).
+    out
+        The study folder: a new one, or the folder of the same study to resume (recorded runs are skipped).
+    scheduler
+        None (a ``LocalCluster`` of ``workers`` processes, default one per core), the address of a running
+        scheduler (``"tcp://host:8786"``), a ``distributed.Client``, or ``"serial"`` (in this process, no dask).
+    warmup
+        Called once per worker process as it starts (e.g. a tiny run that compiles the model's kernels).
+    target
+        The study's name in its plan (default: the run function's qualified name).
+    retries
+        Extra attempts of a task whose worker failed (exceptions of ``run`` are recorded, not retried).
+
+    Returns
+    -------
+    StudyResult
+
+    Raises
+    ------
+    ValueError
+        For bad parameters or design (before anything runs), or a folder that holds another study.
+    """
+    parameters = [p if isinstance(p, Parameter) else Parameter(*p) for p in parameters]
+    rows = make_design(parameters, design, n=n, seed=seed)
+    if not callable(run):
+        raise TypeError(f"run must be a function from a parameter dict to a dict of outputs, got {run!r}")
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ValueError(f"retries must be an integer ≥ 0, got {retries!r}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers must be an integer ≥ 1, got {workers!r}")
+    folder = StudyFolder(out)
+    name = target or f"{getattr(run, '__module__', '?')}.{getattr(run, '__qualname__', repr(run))}"
+    folder.start(dict(target=name, parameters=[[p.name, p.low, p.high, p.log] for p in parameters],
+                      design=design, n=int(n), seed=int(seed), rows=rows))
+    finished = folder.finished()
+    todo = [k for k in range(len(rows)) if k not in finished]
+    bar = _Progress(len(rows), len(rows) - len(todo), progress)
+    start = time.perf_counter()
+    if todo and scheduler == "serial":
+        if warmup is not None:
+            warmup()
+        for k in todo:
+            rec, series = execute_run(run, k, rows[k])
+            folder.record(rec, series)
+            bar.update(rec["status"] == "ok")
+    elif todo:
+        from distributed import as_completed
+
+        client, own = _client(scheduler, workers)
+        try:
+            if warmup is not None:
+                client.register_plugin(_warmup_plugin(warmup))
+            futures = {client.submit(execute_run, run, k, rows[k], pure=False, retries=retries): k for k in todo}
+            for future in as_completed(futures):
+                k = futures[future]
+                try:
+                    rec, series = future.result()
+                except Exception as err:  # the task itself failed: its workers died more than allowed
+                    rec, series = dict(run=k, params=rows[k], status="failed", error=f"{type(err).__name__}: {err}",
+                                       outputs={}, wall_s=float("nan"), worker=""), None
+                folder.record(rec, series)
+                bar.update(rec["status"] == "ok")
+        except KeyboardInterrupt:
+            print(f"study: interrupted; {bar.skipped + bar.done} of {len(rows)} runs are recorded in "
+                  f"{str(folder.path)!r}; the same call resumes it", file=sys.stderr)
+            raise
+        finally:
+            if own:
+                client.close()
+                if client.cluster is not None:
+                    client.cluster.close()
+    path = folder.write_table()
+    return StudyResult(bar.done - bar.failed, bar.failed, bar.skipped, time.perf_counter() - start,
+                       folder.table(), path)

@@ -1,0 +1,151 @@
+"""A study's folder: its plan, the record of every finished run, and the tidy results table.
+
+``plan.json`` holds what defines the study (the target, the parameters, the
+design, n, the seed) and its rows; a study started again in the same folder
+must have the same plan, and then skips the runs already recorded.
+``runs.jsonl`` gets one line per finished run (ok or failed), appended and
+flushed as each result arrives, so a killed study loses at most the runs in
+flight; a line cut by the kill is ignored.  :func:`write_table` writes the
+tidy table — one row per run: ``run``, the parameters, the outputs,
+``status``, ``error``, ``wall_s``, ``worker`` — as ``results.parquet`` when
+pyarrow is there, else ``results.csv``.  Time series go to
+``series/run_<k>.npz``.
+
+Example
+-------
+>>> import tempfile
+>>> folder = StudyFolder(tempfile.mkdtemp())
+>>> folder.record({"run": 0, "params": {"a": 1.0}, "status": "ok", "error": "", "wall_s": 0.1,
+...                "worker": "local", "outputs": {"y": 2.0}})
+>>> sorted(folder.finished())
+[0]
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["StudyFolder", "PLAN", "RUNS"]
+
+PLAN = "plan.json"
+RUNS = "runs.jsonl"
+
+
+class StudyFolder:
+    """The folder of one study (made if needed).
+
+    Raises
+    ------
+    ValueError
+        When the folder cannot be made or written (the path and the reason).
+    """
+
+    def __init__(self, path):
+        self.path = Path(path)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            probe = self.path / f".probe{os.getpid()}"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as err:
+            raise ValueError(f"cannot write the study folder {str(self.path)!r}: {err.strerror or err}") from None
+
+    # ------------------------------------------------------------------ plan
+    def plan(self) -> dict | None:
+        """The stored plan, or None for a new folder."""
+        f = self.path / PLAN
+        if not f.exists():
+            return None
+        try:
+            return json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise ValueError(f"{str(f)!r} is not a skfiber study plan ({err}); use another folder") from None
+
+    def start(self, plan: dict) -> None:
+        """Store ``plan``, or check that it is the stored one (a resumed study).
+
+        Raises
+        ------
+        ValueError
+            When the folder holds another study (it names what differs).
+        """
+        stored = self.plan()
+        if stored is None:
+            tmp = self.path / (PLAN + ".tmp")
+            tmp.write_text(json.dumps(plan, indent=1), encoding="utf-8")
+            os.replace(tmp, self.path / PLAN)
+            return
+        differ = [key for key in plan if stored.get(key) != json.loads(json.dumps(plan[key]))]
+        if differ:
+            raise ValueError(f"{str(self.path)!r} holds another study (its {', '.join(differ)} differ); "
+                             "resume it with the same settings or use another folder")
+
+    # ------------------------------------------------------------------ runs
+    def records(self) -> list[dict]:
+        """The recorded runs (the last record of a run wins; a line cut by a kill is skipped)."""
+        f = self.path / RUNS
+        if not f.exists():
+            return []
+        out: dict[int, dict] = {}
+        with f.open(encoding="utf-8") as lines:
+            for line in lines:
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(rec, dict) and "run" in rec:
+                    out[int(rec["run"])] = rec
+        return [out[k] for k in sorted(out)]
+
+    def finished(self) -> set[int]:
+        """The runs with a record."""
+        return {int(r["run"]) for r in self.records()}
+
+    def record(self, rec: dict, series: dict | None = None) -> None:
+        """Append one run's record (and write its time series), flushed to disk."""
+        if series:
+            folder = self.path / "series"
+            folder.mkdir(exist_ok=True)
+            np.savez(folder / f"run_{int(rec['run']):05d}.npz", **{k: np.asarray(v) for k, v in series.items()})
+        runs = self.path / RUNS
+        cut = False
+        if runs.exists() and runs.stat().st_size > 0:
+            with runs.open("rb") as f:
+                f.seek(-1, os.SEEK_END)
+                cut = f.read(1) != b"\n"
+        with runs.open("a", encoding="utf-8") as f:
+            # a line cut by a kill stays a line of its own (skipped on reading), never glued to this one
+            f.write(("\n" if cut else "") + json.dumps(rec, default=float) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    # ------------------------------------------------------------------ table
+    def table(self):
+        """The tidy table of the recorded runs (a pandas DataFrame)."""
+        import pandas as pd
+
+        rows = []
+        for rec in self.records():
+            row = {"run": int(rec["run"])}
+            row.update(rec.get("params", {}))
+            row.update(rec.get("outputs", {}))
+            row.update(status=rec.get("status"), error=rec.get("error", ""), wall_s=rec.get("wall_s"),
+                       worker=rec.get("worker", ""))
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def write_table(self) -> Path:
+        """Write the table as ``results.parquet`` (pyarrow) or ``results.csv``; returns its path."""
+        table = self.table()
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            path = self.path / "results.csv"
+            table.to_csv(path, index=False)
+        else:
+            path = self.path / "results.parquet"
+            table.to_parquet(path, index=False)
+        return path

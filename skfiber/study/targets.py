@@ -1,0 +1,101 @@
+"""Named study targets: a run function (parameter dict → named outputs) with its warm-up and its
+default parameter ranges, for ``skfiber study TARGET`` and for trying the machinery.
+
+* ``cable-sag`` (:func:`cable_sag`): the README's first model — a fiber fixed at both ends sagging under
+  gravity with the paper's law — run for 0.5 s; outputs the midpoint's sag and the largest axial force.
+* ``quadratic`` (:func:`quadratic`): y = a² in closed form, failing for a < 0 (the machinery's own check).
+
+Example
+-------
+>>> from skfiber.study.targets import TARGETS
+>>> sorted(TARGETS)
+['cable-sag', 'quadratic']
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .design import Parameter
+
+__all__ = ["Target", "TARGETS", "cable_sag", "quadratic"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """A study target: ``run`` (parameter dict → outputs), ``warmup`` (None or a call that compiles what the
+    runs need), its ``defaults`` (parameter ranges, used when none are given), the parameter names it
+    ``accepts`` and a one-line ``description``."""
+
+    run: Callable[[dict], dict]
+    warmup: Callable[[], object] | None
+    defaults: tuple
+    accepts: tuple
+    description: str
+
+    def check(self, parameters) -> None:
+        """Raise ValueError naming the parameters the target does not take (before anything runs)."""
+        unknown = [p.name for p in parameters if p.name not in self.accepts]
+        if unknown:
+            raise ValueError(f"unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
+                             f"this target takes {', '.join(self.accepts)}")
+
+
+def quadratic(params: dict) -> dict:
+    """y = a² (a ≥ 0; a negative a raises ValueError, which a study records as a failed run)."""
+    a = float(params["a"])
+    if a < 0:
+        raise ValueError(f"a must be ≥ 0, got {a:g}")
+    return {"y": a * a}
+
+
+CABLE_KNOWN = ("sigma0", "mu", "eta", "density")
+
+
+def cable_sag(params: dict, *, t_end: float = 0.5, n_elements: int = 16) -> dict:
+    """The README's first model with the given parameters: a straight fiber of 1 m, r0 = 0.05 m, both ends
+    fixed, gravity, the paper's law with prestress ``sigma0`` (Pa, default 30), passive modulus ``mu``
+    (Pa, muscle and tendon, default 1e5), viscosity ``eta`` (Pa·s, default 1e4) and ``density`` (kg/m³,
+    default 900); backward Euler with Δt = 0.01 s to ``t_end``.  Outputs ``sag_m`` (the midpoint's downward
+    displacement, m) and ``max_force_N`` (the largest axial force along the fiber, N); the time series of
+    the midpoint's height under ``series``.
+
+    Raises
+    ------
+    ValueError
+        For a parameter name it does not know (it names the known ones).
+    """
+    import skfiber as sf
+
+    unknown = sorted(set(params) - set(CABLE_KNOWN))
+    if unknown:
+        raise ValueError(f"cable-sag does not know the parameters {unknown}; it takes {list(CABLE_KNOWN)}")
+    mu = float(params.get("mu", 1e5))
+    eta = float(params.get("eta", 1e4))
+    law = sf.paper_law(sigma0=float(params.get("sigma0", 30.0)), mu_muscle=mu, mu_tendon=mu, eta_muscle=eta,
+                       eta_tendon=eta)
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=n_elements, radius=0.05,
+                              density=float(params.get("density", 900.0)), law=law)
+    model = sf.Model([fiber])
+    model.fix(fiber, "start")
+    model.fix(fiber, "end")
+    model.add_gravity()
+    result = sf.simulate(model, t_end=t_end, dt=0.01, progress=False)
+    d = model.discretization
+    z = np.array([d.evaluate(u, 0, 0.5)[2, 0] for u in result.displacements])
+    fields = sf.fiber_fields(model, result.final_state, fiber)
+    return {"sag_m": float(-z[-1]), "max_force_N": float(fields.force.max()),
+            "series": {"t": np.asarray(result.times), "z_mid": z}}
+
+
+def _warm_cable() -> None:
+    cable_sag({}, t_end=0.02)
+
+
+TARGETS = {
+    "cable-sag": Target(cable_sag, _warm_cable, (Parameter("sigma0", 10.0, 60.0), Parameter("mu", 5e4, 2e5)),
+                        CABLE_KNOWN, "a fiber fixed at both ends sagging under gravity (0.5 s): sag_m, max_force_N"),
+    "quadratic": Target(quadratic, None, (Parameter("a", 0.0, 1.0),), ("a",), "y = a² in closed form (a < 0 fails)"),
+}

@@ -1,0 +1,133 @@
+"""Parameter studies (skfiber.study): designs, the study folder, dask execution, resume, failures, CLI."""
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from skfiber.cli import main as cli_main
+from skfiber.study import Parameter, StudyFolder, make_design, parse_parameter, run_study
+from skfiber.study.targets import TARGETS, quadratic
+
+distributed = pytest.importorskip("distributed")
+
+
+def crash_once(params):
+    """y = a², but the run with a = 0.5 kills its worker process the first time (a lost worker)."""
+    marker = Path(os.environ["SKFIBER_TEST_STUDY_MARKERS"]) / "crashed"
+    if params["a"] == 0.5 and not marker.exists():
+        marker.write_text("")
+        os._exit(1)
+    return {"y": params["a"] ** 2}
+
+
+@pytest.fixture
+def by_value():
+    """Let the workers unpickle this module's functions by value (the tests folder is not on their path)."""
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield
+    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+def test_designs_are_deterministic_and_in_range():
+    params = [Parameter("a", 1.0, 2.0), Parameter("b", 1e-3, 1e-1, log=True)]
+    for design, n, runs in (("grid", 3, 9), ("random", 5, 5), ("lhs", 5, 5), ("sobol", 4, 16)):
+        rows = make_design(params, design, n=n, seed=7)
+        assert len(rows) == runs and rows == make_design(params, design, n=n, seed=7)
+        a = np.array([r["a"] for r in rows])
+        b = np.array([r["b"] for r in rows])
+        assert np.all((1 <= a) & (a <= 2)) and np.all((1e-3 <= b) & (b <= 1e-1))
+    lhs = np.array([r["a"] for r in make_design(params, "lhs", n=10, seed=1)])
+    assert sorted(np.floor((lhs - 1) * 10).astype(int)) == list(range(10))  # one sample per stratum
+    assert make_design(params, "random", n=3, seed=1) != make_design(params, "random", n=3, seed=2)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: Parameter("1a", 0, 1), "identifier"),
+    (lambda: Parameter("a", 1, 1), "low < high"),
+    (lambda: Parameter("a", 0, float("nan")), "finite"),
+    (lambda: Parameter("a", 0, 1, log=True), "positive"),
+    (lambda: parse_parameter("a=1"), "NAME=LOW:HIGH"),
+    (lambda: parse_parameter("a=x:2"), "numbers"),
+    (lambda: make_design([Parameter("a", 0, 1)], "sobol", n=6), "power of 2"),
+    (lambda: make_design([Parameter("a", 0, 1)], "halton", n=6), "unknown design"),
+    (lambda: make_design([Parameter("a", 0, 1), Parameter("a", 1, 2)], "lhs", n=6), "distinct"),
+    (lambda: make_design([], "lhs", n=6), "at least one"),
+    (lambda: TARGETS["cable-sag"].check([Parameter("smax", 1, 2)]), "unknown parameter smax"),
+])
+def test_bad_parameters_are_clear_errors(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_a_failed_run_is_recorded_and_the_study_goes_on(tmp_path):
+    r = run_study(quadratic, [Parameter("a", -1.0, 1.0)], design="grid", n=3, out=tmp_path, scheduler="serial",
+                  progress=False)
+    assert (r.completed, r.failed) == (2, 1)
+    failed = r.table[r.table["status"] == "failed"].iloc[0]
+    assert failed["a"] == -1.0 and failed["error"] == "ValueError: a must be ≥ 0, got -1"
+    assert list(r.table.loc[r.table["status"] == "ok", "y"]) == [0.0, 1.0]
+    assert (tmp_path / "results.csv").exists() or (tmp_path / "results.parquet").exists()
+
+
+def test_resume_skips_recorded_runs(tmp_path):
+    params = [Parameter("a", 0.0, 1.0)]
+    run_study(quadratic, params, design="lhs", n=5, seed=3, out=tmp_path, scheduler="serial", progress=False)
+    runs = tmp_path / "runs.jsonl"
+    lines = runs.read_text().splitlines()
+    runs.write_text("\n".join(lines[:2]) + "\n" + lines[2][:17])  # killed while writing the third record
+    assert StudyFolder(tmp_path).finished() == {0, 1}
+    r = run_study(quadratic, params, design="lhs", n=5, seed=3, out=tmp_path, scheduler="serial", progress=False)
+    assert (r.skipped, r.completed, r.failed) == (2, 3, 0)
+    assert sorted(r.table["run"]) == [0, 1, 2, 3, 4]
+    np.testing.assert_allclose(r.table["y"], r.table["a"] ** 2)
+    with pytest.raises(ValueError, match="holds another study .*seed"):
+        run_study(quadratic, params, design="lhs", n=5, seed=4, out=tmp_path, scheduler="serial", progress=False)
+
+
+def test_local_cluster_equals_serial_runs(tmp_path):
+    target = TARGETS["cable-sag"]
+    params = [Parameter("sigma0", 10.0, 60.0), Parameter("mu", 5e4, 2e5)]
+    serial = run_study(target.run, params, design="lhs", n=2, seed=1, out=tmp_path / "serial", scheduler="serial",
+                       progress=False)
+    parallel = run_study(target.run, params, design="lhs", n=2, seed=1, out=tmp_path / "dask", workers=2,
+                         warmup=target.warmup, progress=False)
+    assert parallel.completed == 2 and parallel.failed == 0
+    assert all(w.startswith("tcp://") for w in parallel.table["worker"])
+    for column in ("sigma0", "mu", "sag_m", "max_force_N"):
+        np.testing.assert_array_equal(parallel.table[column], serial.table[column])
+    series = np.load(tmp_path / "dask" / "series" / "run_00000.npz")
+    assert series["z_mid"][-1] == pytest.approx(-parallel.table["sag_m"][0])
+
+
+def test_a_killed_worker_has_its_run_retried(tmp_path, monkeypatch, by_value):
+    monkeypatch.setenv("SKFIBER_TEST_STUDY_MARKERS", str(tmp_path))
+    r = run_study(crash_once, [Parameter("a", 0.0, 1.0)], design="grid", n=3, out=tmp_path / "study", workers=2,
+                  progress=False)
+    assert (tmp_path / "crashed").exists()  # a worker died
+    assert (r.completed, r.failed) == (3, 0)
+    np.testing.assert_allclose(sorted(r.table["y"]), [0.0, 0.25, 1.0])
+
+
+def test_command_line(tmp_path, capsys):
+    out = tmp_path / "study"
+    assert cli_main(["study", "quadratic", "--param", "a=-1:1", "--design", "grid", "--n", "3", "--out", str(out),
+                     "--serial"]) == 0
+    assert "summary: runs=3 completed=2 failed=1 skipped=0" in capsys.readouterr().out
+    assert cli_main(["study", str(out), "--summary"]) == 0
+    printed = capsys.readouterr().out
+    assert "ValueError: a must be ≥ 0" in printed and (out / "summary.png").exists()
+    plan = json.loads((out / "plan.json").read_text())
+    assert plan["target"] == "quadratic" and len(plan["rows"]) == 3
+    for argv, message in ((["study", "cable-sag", "--param", "smax=1:2", "--out", str(out)], "unknown parameter smax"),
+                          (["study", "nothing", "--out", str(out)], "unknown target"),
+                          (["study", "quadratic"], "--out DIR is needed"),
+                          (["study", str(tmp_path), "--summary"], "not a study folder"),
+                          (["study", "quadratic", "--param", "a=2:1", "--out", str(out)], "low < high")):
+        assert cli_main(argv) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
