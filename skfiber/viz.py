@@ -205,7 +205,10 @@ def _check_field(frame: Frame, field: str) -> None:
 
 
 def _bar_args(field: str) -> dict:
-    return {"title": _title(field), "color": "black", "fmt": "%.3g", "position_x": 0.25, "width": 0.5}
+    # upright at the right edge: the title stands above the bar, the labels beside it (a horizontal bar
+    # puts both above the bar, where they overlap)
+    return {"title": _title(field), "color": "black", "fmt": "%.3g", "vertical": True, "position_x": 0.86,
+            "position_y": 0.18, "width": 0.07, "height": 0.64, "title_font_size": 16, "label_font_size": 14}
 
 
 def _title(field: str) -> str:
@@ -288,7 +291,8 @@ def scene(
         actor = plotter.add_mesh(_body_surface(frame.bodies), color=BONE_COLOR, name="bodies")
         actor.prop.interpolation = "gouraud"
     if title and frame.time is not None:
-        plotter.add_text(f"t = {frame.time:.4g} s", font_size=12, color="black", name="time")
+        plotter.add_text(f"t = {frame.time:.4g} s", position=(0.03, 0.92), viewport=True, font_size=12,
+                         color="black", name="time")
     _set_view(plotter, view)
     return plotter
 

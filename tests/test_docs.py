@@ -35,7 +35,7 @@ def test_guide_examples_run_on_their_own(capsys):
     for block in guide_blocks():
         exec(compile(block, "docs/guide.md", "exec"), {})  # noqa: S102 - our own docs
         outputs.append(capsys.readouterr().out.strip().splitlines()[-1])
-    laws, loads, terms, contact, bodies, hill, output = outputs
+    laws, loads, terms, contact, bodies, hill, output, study = outputs
     assert laws == "8 belly"
     assert float(loads) > 1.0  # pulled: stretched
     assert terms.endswith("'drag'] True")
@@ -43,3 +43,4 @@ def test_guide_examples_run_on_their_own(capsys):
     assert bodies == "(11, 1) ['insertion', 'origin']"
     assert abs(float(hill) - 0.2508) < 1e-4
     assert output == "sag.pvd 4 True"
+    assert study == "3 2"  # a = −1 and −0.5 fail
