@@ -369,7 +369,7 @@ def movie(
                 fibers.set_active_scalars(field)
                 if surfaces is not None and frame.bodies is not None:
                     surfaces.copy_from(_body_surface(frame.bodies))
-                label.SetText(2, f"t = {frame.time:.4g} s")  # vtkCornerAnnotation, upper left
+                label.SetInput(f"t = {frame.time:.4g} s")  # a vtkTextActor at a viewport position
                 plotter.render()
                 writer.append_data(plotter.screenshot(return_img=True))
     finally:
