@@ -13,7 +13,7 @@ Example
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from .coupling import CoupledProblem
 from .linalg import ConstrainedSolver
 from .model import Model
 from .newton import newton
+from .relaxation import relax
 from .rigid import rigid_static
 
 __all__ = ["StaticResult", "solve_static", "check_finite_time", "MIN_INCREMENT", "ATTEMPTS_PER_STEP"]
@@ -40,6 +41,8 @@ class StaticResult:
     state: State
     load_factors: list[float]
     iterations: list[int]
+    #: what was done besides plain Newton, one line per increment (e.g. an increment reached by relaxation)
+    notes: list[str] = field(default_factory=list)
 
 
 def solve_static(
@@ -50,6 +53,7 @@ def solve_static(
     state: State | None = None,
     max_bisections: int = 8,
     newton_options: NewtonOptions = NewtonOptions(),
+    relaxation: bool = True,
 ) -> StaticResult:
     """Static equilibrium at time t by Newton with load stepping.
 
@@ -66,6 +70,15 @@ def solve_static(
     needs more stops with a :class:`~skfiber.core.ConvergenceError` saying
     where it stalled.  Inertia and viscosity are off.
 
+    Slack cables: when Newton fails on a fresh increment (not yet bisected)
+    of a fiber-only model and ``relaxation`` is True (default), the increment is tried once more by pseudo-transient
+    relaxation (:func:`skfiber.relaxation.relax`: backward-Euler steps of the
+    overdamped flow M u̇ = −G(u), then plain Newton), which copes with a singular
+    tangent of a straight cable without tension (a law with S(λ = 1) = 0) and
+    with the overshoot of Newton's first step under little prestress.
+    ``result.notes`` says which increments were reached that way; only
+    then does bisection start.
+
     With rigid bodies (``Model(..., rigid=system)``) Newton runs on the free
     fiber DOFs and q together; the bodies' rows are their static residual
     (gravity, springs, …) plus the fiber forces at the attachments, and the
@@ -74,16 +87,19 @@ def solve_static(
     forces act in full.  Force elements with internal states (elastic-tendon
     Hill muscles) have no static form here.
 
-    A cable has no bending stiffness: a straight cable without tension has a
-    singular tangent, and with little prestress several equilibria exist; the
-    one found depends on the path.  Use prestress, enough load steps, and
-    check the branch.
+    A cable has no bending stiffness: with little or no prestress several
+    equilibria may exist (e.g. the sag up or down of a straight cable under a
+    transverse load); the one found depends on the path.  Check the branch.
     """
     if not isinstance(load_steps, (int, np.integer)) or isinstance(load_steps, bool) or load_steps < 1:
         raise ValueError(f"load_steps must be an integer ≥ 1, got {load_steps!r}")
     if not isinstance(max_bisections, (int, np.integer)) or isinstance(max_bisections, bool) or max_bisections < 0:
         raise ValueError(f"max_bisections must be an integer ≥ 0 (halvings of a failing load increment), "
                          f"got {max_bisections!r}")
+    if not isinstance(relaxation, bool):
+        raise TypeError(f"relaxation must be True or False, got {relaxation!r}")
+    if not isinstance(newton_options, NewtonOptions):
+        raise TypeError(f"newton_options must be a skfiber.NewtonOptions, got {type(newton_options).__name__}")
     check_finite_time(t=t)
     if state is not None and state.u.shape != (model.n_dofs,):
         raise ValueError(f"state.u must have shape ({model.n_dofs},), got {state.u.shape}")
@@ -132,6 +148,8 @@ def solve_static(
     # spacing of s, without end) and at most max_attempts Newton solves in all
     max_attempts = ATTEMPTS_PER_STEP * load_steps * (max_bisections + 1)
     attempts = 0
+    notes: list[str] = []
+    relax_on = relaxation  # until a relaxation fails
     bisections = 0
     what = "load factor" if state is None else "continuation fraction"
 
@@ -143,6 +161,8 @@ def solve_static(
 
     while s < 1.0 - 1e-14:
         s_new = min(1.0, s + ds_)
+        if s_new > 1.0 - 1e-12:  # the last increment ends at exactly 1 (not at a sum of rounded increments)
+            s_new = 1.0
         if state is None:  # load factor ramp at time t
             t_k, factor = t, s_new
         else:  # continuation in time
@@ -156,6 +176,25 @@ def solve_static(
                                    t=t_k, step=label,
                                    max_step=(lambda zz, dz: safeguard(zz, dz, t_k)) if model.contacts else None)
         except ConvergenceError as err:
+            relaxed = None
+            if relax_on and model.rigid is None and bisections == 0:  # a slack or nearly slack cable: relax
+                try:
+                    relaxed = relax(model, trial, t=t_k, load_factor=factor, newton_options=newton_options,
+                                    step=label)
+                except ConvergenceError as failure:  # not what relaxation cures: bisection only from here on
+                    relax_on = False
+                    attempts += failure.newton_solves
+                    notes.append(f"{label}: relaxation failed too ({failure.reason}); not tried again")
+            if relaxed is not None:
+                z_new, info = relaxed
+                attempts += info.newton_solves
+                notes.append(f"{label}: Newton from the last equilibrium failed ({err.reason}); "
+                             f"reached by {info.describe()}")
+                z, s = finish(z_new, t_k), s_new
+                factors.append(s)
+                iterations.append(info.iterations)
+                ds_ = min(1.5 * ds_, 1.0 / load_steps)
+                continue
             bisections += 1  # consecutive bisections of this increment
             failed, ds_ = ds_, ds_ / 2
             if bisections > max_bisections:
@@ -173,8 +212,9 @@ def solve_static(
         bisections = 0
         ds_ = min(1.5 * ds_, 1.0 / load_steps)  # grow back after a bisection
     if model.rigid is None:
-        return StaticResult(State(t, z, zero.copy()), factors, iterations)
-    return StaticResult(State(t, z[:N], zero.copy(), q=z[N:].copy(), p=np.zeros(model.rigid.n)), factors, iterations)
+        return StaticResult(State(t, z, zero.copy()), factors, iterations, notes)
+    return StaticResult(State(t, z[:N], zero.copy(), q=z[N:].copy(), p=np.zeros(model.rigid.n)), factors, iterations,
+                        notes)
 
 
 # --------------------------------------------------------------------------- dynamics
