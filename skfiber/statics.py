@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .contact.base import STEP_HINT
 from .core import ConvergenceError, NewtonOptions, State
 from .coupling import CoupledProblem
 from .linalg import ConstrainedSolver
@@ -25,7 +26,8 @@ from .newton import newton
 from .relaxation import relax
 from .rigid import rigid_static
 
-__all__ = ["StaticResult", "solve_static", "check_finite_time", "MIN_INCREMENT", "ATTEMPTS_PER_STEP"]
+__all__ = ["StaticResult", "solve_static", "check_finite_time", "check_step_count", "MIN_INCREMENT",
+           "ATTEMPTS_PER_STEP", "MAX_STEPS"]
 
 #: the smallest load increment (of the load factor's range [0, 1]); a continuation that needs less stops
 MIN_INCREMENT = 1e-10
@@ -103,6 +105,12 @@ def solve_static(
     check_finite_time(t=t)
     if state is not None and state.u.shape != (model.n_dofs,):
         raise ValueError(f"state.u must have shape ({model.n_dofs},), got {state.u.shape}")
+    check_supported(model)
+    if state is not None or model.rigid is not None:
+        start = model.initial_state(t) if state is None else state
+        check_admissible_start(model, start.u, start.t, start.q)
+    else:  # the load ramp starts at the reference configuration (prescribed displacements scaled by 0)
+        check_admissible_start(model, np.zeros(model.n_dofs), t)
     N = model.n_dofs
     zero = np.zeros(N)
     if model.rigid is None:  # Newton on the fiber DOFs
@@ -218,6 +226,50 @@ def solve_static(
 
 
 # --------------------------------------------------------------------------- dynamics
+
+
+#: the most time steps a run may have (a smaller dt is a mistake in its unit, or round-off)
+MAX_STEPS = 10**9
+
+
+def check_step_count(*, dt: float, t_start: float, t_end: float) -> None:
+    """ValueError when the step size ``dt`` > 0 cannot be resolved: 1/dt² overflows, t_start + dt equals
+    t_start in floating point, or the run would take more than :data:`MAX_STEPS` steps."""
+    steps = (t_end - t_start) / dt
+    if not (math.isfinite(1.0 / dt**2 if dt > 1e-154 else math.inf) and t_start + dt > t_start and steps <= MAX_STEPS):
+        raise ValueError(f"dt = {dt!r} s is too small for the run from t = {t_start!r} to {t_end!r} s "
+                         f"({steps:.3g} steps, at most {MAX_STEPS:.0e}; t + dt must differ from t); "
+                         "give dt in seconds")
+
+
+def check_admissible_start(model: Model, u: np.ndarray, t: float, q: np.ndarray | None = None) -> None:
+    """ValueError when the contacts are inadmissible (1 + γg ≤ 0) already at the start state: no step size
+    or penalty stiffness helps then, the fibers and cylinders must start apart."""
+    if not model.contacts:
+        return
+    if model.rigid is not None and q is not None:
+        model.set_coordinates(q)
+    for contact in model.contacts:
+        try:
+            contact.evaluate(model, u, t, tangent=False)
+        except FloatingPointError as err:
+            diagnosis = str(err).replace("; " + STEP_HINT, "")
+            raise ValueError(f"the start state is inadmissible: {diagnosis}. Smaller steps cannot help here: "
+                             "move the fibers or the cylinders so that they start apart (outside each other's "
+                             "admissible penetration, 1 + γg > 0)") from None
+
+
+def check_supported(model: Model) -> None:
+    """ValueError when a fiber of a fiber-only model without contacts has no end fixed, prescribed or
+    attached: a free cable has no static equilibrium (its rigid motions are free)."""
+    if model.rigid is not None or model.contacts:
+        return
+    held = model.held_fibers()
+    free = [k for k in range(len(model.fibers)) if k not in held]
+    if free:
+        names = ", ".join(f"{k}" + (f" ({model.fibers[k].name!r})" if model.fibers[k].name else "") for k in free)
+        raise ValueError(f"fiber {names} has no boundary condition: nothing holds it, so it has no static "
+                         "equilibrium; fix an end with model.fix(fiber, 'start') (or prescribe or attach it)")
 
 
 def check_finite_time(**values: float) -> None:

@@ -103,7 +103,7 @@ def test_external_force_constant_and_timed_loads():
     assert model.external_force(0.0) is not F0 and np.array_equal(model.external_force(0.0), F0)
     model.add_line_load(lambda theta, t: np.full((3,) + np.shape(theta), np.inf if t > 2 else 0.0))
     model.external_force(1.5)
-    with pytest.raises(FloatingPointError, match="external load is not finite at t = 3"):
+    with pytest.raises(ValueError, match="line load f.θ, t. is not finite at t = 3"):
         model.external_force(3.0)
 
 
