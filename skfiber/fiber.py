@@ -38,6 +38,8 @@ def _evaluate_scalar(value: ScalarField, theta: np.ndarray, name: str) -> np.nda
                 f"{name}(θ) returned shape {out.shape} for θ of shape {np.shape(theta)}; "
                 "it must be vectorized (return one value per θ)."
             ) from err
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number or a vectorized callable of θ, got {value!r}")
     return np.full(np.shape(theta), float(value))
 
 
@@ -85,6 +87,8 @@ class Fiber:
             raise TypeError(f"n_elements must be an integer, got {self.n_elements!r}")
         if self.n_elements < 1:
             raise ValueError(f"n_elements must be ≥ 1, got {self.n_elements}")
+        if not isinstance(self.name, str):
+            raise TypeError(f"name must be a string (used to refer to the fiber), got {self.name!r}")
         if not callable(self.curve):
             raise TypeError(
                 "curve must be a callable X(θ) returning (3, n); use Fiber.straight "
@@ -219,7 +223,10 @@ class Fiber:
 
 
 def _point(p: Sequence[float], name: str) -> np.ndarray:
-    a = np.asarray(p, dtype=float)
+    try:
+        a = np.asarray(p, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a point with 3 coordinates (m), got {p!r}") from None
     if a.shape != (3,):
         raise ValueError(f"{name} must be a point with 3 coordinates, got shape {a.shape}")
     if not np.all(np.isfinite(a)):

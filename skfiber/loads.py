@@ -64,7 +64,11 @@ class ExternalLoads:
         elif callable(value):
             self.sample(kind, value, 0.0)  # checked when added, not in the middle of a run
         else:
-            arr = np.asarray(value, dtype=float)
+            try:
+                arr = np.asarray(value, dtype=float)
+            except (TypeError, ValueError):
+                raise ValueError(f"a {kind} load is 3 numbers or a callable f(θ, t) returning (3, …); got {value!r}") \
+                    from None
             if arr.shape != (3,):
                 raise ValueError(f"a {kind} load is 3 numbers or a callable f(θ, t) returning (3, …); got shape {arr.shape}")
             if not np.all(np.isfinite(arr)):
