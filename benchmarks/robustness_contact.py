@@ -138,7 +138,7 @@ def work_bound(case: Case, load_steps: int) -> int:
     return steps * (2 ** (MAX_HALVINGS + 1) - 1) * (per_solve + 1) + 2
 
 
-def _inadmissible(model: sf.Model, u: np.ndarray, t: float) -> str:
+def inadmissible_reason(model: sf.Model, u: np.ndarray, t: float) -> str:
     """'' when 1 + γg > 0 at every contact point of the state, else what is wrong."""
     for contact in model.contacts:
         try:
@@ -182,7 +182,7 @@ def run_case(case: Case) -> Outcome:
             if not (np.all(np.isfinite(st.u)) and np.all(np.isfinite(st.v))):
                 status, detail = "bad", f"nan: a non-finite state at t = {st.t}"
                 break
-            why = _inadmissible(model, st.u, st.t)
+            why = inadmissible_reason(model, st.u, st.t)
             if why:
                 status, detail = "bad", f"inadmissible: accepted state at t = {st.t} with {why}"
                 break
