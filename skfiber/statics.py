@@ -162,9 +162,10 @@ def solve_static(
     what = "load factor" if state is None else "continuation fraction"
 
     def stalled(why: str, err: ConvergenceError) -> ConvergenceError:
+        relaxed = "" if relax_on == relaxation else " (relaxation was tried and did not help)"
         return ConvergenceError(
-            f"load stepping stalled at {what} {s:.6g} ({len(factors)} increments converged): {why}; try more "
-            f"load_steps or max_bisections, or another path. The last failure: {err.reason}", t=err.t,
+            f"load stepping stalled at {what} {s:.6g} ({len(factors)} increments converged): {why}{relaxed}; try "
+            f"more load_steps or max_bisections, or another path. The last failure: {err.reason}", t=err.t,
             step=err.step, residual_history=err.residual_history)
 
     while s < 1.0 - 1e-14:

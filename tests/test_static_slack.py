@@ -51,3 +51,23 @@ def test_relaxation_reports_and_bounds_its_work():
     assert 0 < report.pseudo_steps <= 100 and report.newton_solves >= report.pseudo_steps
     with pytest.raises(sf.ConvergenceError, match="relaxation found no equilibrium in 1 pseudo-steps"):
         relax(model, np.zeros(model.n_dofs), t=0.0, load_factor=1.0, max_pseudo_steps=1)
+
+
+def test_a_failed_relaxation_is_said_and_not_repeated(monkeypatch):
+    import skfiber.statics as statics
+    calls = []
+
+    def failing_newton(evaluate, z, solver, *, step, **kwargs):
+        raise sf.ConvergenceError("stand-in failure", t=0.0, step=step, residual_history=[1.0])
+
+    def counted_relax(*args, **kwargs):  # a relaxation that fails after 3 Newton solves
+        calls.append(1)
+        failure = sf.ConvergenceError("relaxation stand-in failure", t=0.0, step="x", residual_history=[1.0])
+        failure.newton_solves = 3
+        raise failure
+
+    monkeypatch.setattr(statics, "newton", failing_newton)
+    monkeypatch.setattr(statics, "relax", counted_relax)
+    with pytest.raises(sf.ConvergenceError, match="relaxation was tried and did not help"):
+        sf.solve_static(hanging(None, n=4), load_steps=2, max_bisections=2)
+    assert len(calls) == 1  # switched off after its failure
