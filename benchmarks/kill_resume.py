@@ -19,7 +19,9 @@ writers and the moments).  Ends with ``summary: kills=… loadable=… resumed_i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import io
 import os
 import signal
 import subprocess
@@ -47,8 +49,9 @@ def write(out: Path, writer: str, *, resume: bool = False, callback=None) -> Non
         run_simulation(build_model(1), t_end=T_END, dt=DT, out_dir=out, checkpoint_every=EVERY, resume=resume,
                        progress=False, callback=callback)
     else:
-        code = cli.main(["run", "hanging-bundle", "--out", str(out), "--t-end", repr(T_END), "--checkpoint-every",
-                         str(EVERY), "--no-progress"] + (["--resume"] if resume else []))
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):  # the demo's table
+            code = cli.main(["run", "hanging-bundle", "--out", str(out), "--t-end", repr(T_END), "--checkpoint-every",
+                             str(EVERY), "--no-progress"] + (["--resume"] if resume else []))
         if code != 0:
             raise RuntimeError(f"skfiber run hanging-bundle exited with {code}")
 
@@ -78,10 +81,11 @@ def child(out: Path, writer: str, kill_step: int, kill_write: int) -> None:
 
 def moment(rng: np.random.Generator, how: str) -> tuple[int, int]:
     """(kill_step, kill_write) of a random kill: a step after the first checkpoint, or a rename after it
-    (step 0 writes 2 files, each step a .vtu and the .pvd, every EVERY-th step the checkpoint too)."""
+    (step 0 writes 2 files, each step a .vtu and the .pvd, every EVERY-th step the checkpoint too; a kill
+    before the first checkpoint leaves a loadable series but nothing to resume from)."""
     if how == "between steps":
         return int(rng.integers(EVERY, STEPS)), 0
-    return 0, int(rng.integers(2 + 2 * EVERY + 1, 2 + 2 * STEPS))
+    return 0, int(rng.integers(2 + 2 * EVERY + 2, 2 + 2 * STEPS))  # + 1 is the first checkpoint's rename
 
 
 def kill(out: Path, writer: str, kill_step: int, kill_write: int) -> int:
