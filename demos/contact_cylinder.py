@@ -74,6 +74,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import skfiber as sf
+from skfiber.cli import ArgumentParser
 from skfiber.contact import PenaltyLaw
 from skfiber.contact.cylinder import CylinderContact
 
@@ -293,7 +294,7 @@ def plot(result: ContactCylinderResult, path: str) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="contact_cylinder", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

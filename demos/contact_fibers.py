@@ -74,13 +74,13 @@ deformed fibers and the convergence plot).  The last line is ``summary: rate=<fi
 """
 from __future__ import annotations
 
-import argparse
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 import skfiber as sf
+from skfiber.cli import ArgumentParser
 from skfiber.contact import PenaltyLaw
 from skfiber.contact.fibers import FiberContact
 
@@ -211,7 +211,7 @@ def _plot(result: ContactFibersResult, filename: str) -> None:
 
 
 def main(argv=None) -> ContactFibersResult:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--small", action="store_true", help="8, 16, 32 elements (fast)")
     parser.add_argument("--plot", metavar="FILE.png", help="save the deformed fibers and the convergence plot")
     args = parser.parse_args(argv)

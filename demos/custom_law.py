@@ -41,7 +41,6 @@ of the output is ``summary: law_derivative_error=… midpoint_sag_custom_m=… �
 """
 from __future__ import annotations
 
-import argparse
 import math
 from dataclasses import dataclass
 
@@ -50,6 +49,7 @@ import sympy as sp
 from scipy.optimize import brentq
 
 import skfiber as sf
+from skfiber.cli import ArgumentParser
 from skfiber.reference import hanging_cable, stretch_for_force
 
 __all__ = [
@@ -441,7 +441,7 @@ def plot(result: CustomLawResult, filename: str) -> None:
 
 def main(argv=None) -> CustomLawResult:
     """Command line: print the tables, end with the ``summary:`` line."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--elements", type=int, default=16, help="elements of the hanging fiber")
     parser.add_argument("--prestretch", type=float, default=0.02, help="relative end displacement before gravity")
     parser.add_argument("--t-end", type=float, default=1.0, help="length of the dynamic run (s)")

@@ -30,6 +30,7 @@ import meshio
 import numpy as np
 
 import skfiber as sf
+from skfiber.cli import ArgumentParser, positive_float, positive_int
 from skfiber.io import load_checkpoint, read_pvd
 from skfiber.run import RunResult, checkpoint_path, run_simulation
 
@@ -155,16 +156,16 @@ def run(
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="hanging_bundle", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--level", type=int, default=1, help="refinement level N ≥ 1: 8·2^(N−1) elements per fiber, Δt = 0.01/2^(N−1) s (default 1)")
     parser.add_argument("--out", default=None, help="output folder for the VTK series hanging_bundle.pvd and the checkpoint (default: no files)")
-    parser.add_argument("--t-end", type=float, default=0.5, help="end time in s (default 0.5)")
-    parser.add_argument("--checkpoint-every", type=int, default=50, help="save the full state every K steps (default 50)")
+    parser.add_argument("--t-end", type=positive_float, default=0.5, help="end time in s (default 0.5)")
+    parser.add_argument("--checkpoint-every", type=positive_int, default=50, help="save the full state every K steps (default 50)")
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
-    parser.add_argument("--points-per-element", type=int, default=4, help="polyline samples per element in the VTK output (default 4)")
+    parser.add_argument("--points-per-element", type=positive_int, default=4, help="polyline samples per element in the VTK output (default 4)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     if args.level < 1:

@@ -87,7 +87,6 @@ Run::
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import math
 import sys
@@ -97,6 +96,7 @@ from pathlib import Path
 
 import numpy as np
 
+from skfiber.cli import ArgumentParser
 from skfiber.demos import upper_limb
 from skfiber.hill import (
     ActiveForceLengthCurve,
@@ -426,7 +426,7 @@ class Comparison:
 
 
 def main(argv: list[str] | None = None) -> Comparison:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--t-end", type=float, default=T_END, help="end time in s (default 8)")
     parser.add_argument("--output", "--out", type=Path, default=Path("hill_vs_fiber_output"),
                         help="directory for CSV/PNG files (default hill_vs_fiber_output)")

@@ -73,7 +73,6 @@ The last line of the output is ``summary: temporal_rate=… spatial_rate=…``.
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import sys
 import time
@@ -84,6 +83,7 @@ import numpy as np
 import sympy as sp
 
 import skfiber as sf
+from skfiber.cli import ArgumentParser
 from skfiber.materials import SYMBOLS, SymbolicLaw
 
 __all__ = [
@@ -635,7 +635,7 @@ def plot(result: ManufacturedResult, filename: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line: print both tables and a final ``summary:`` line."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="manufactured_solution",
         description="Convergence of the cable model with the manufactured solution of "
         "Gfrerer & Simeon (2021), section 5.1.",

@@ -73,7 +73,6 @@ difference, rad, between the skfiber-ODE and sympy-ODE reference solutions).
 """
 from __future__ import annotations
 
-import argparse
 import time
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -81,6 +80,7 @@ from typing import Sequence
 import numpy as np
 from scipy.integrate import solve_ivp
 
+from skfiber.cli import ArgumentParser
 from skfiber.rigid import (
     Body,
     Characteristic,
@@ -487,7 +487,7 @@ def plot(result: PendulumChainResult, filename: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="pendulum_chain", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="pendulum_chain", description=__doc__.split("\n\n")[0])
     parser.add_argument("--small", action="store_true", help="n = 2 only and fewer steps (a few seconds)")
     parser.add_argument("--links", type=int, nargs="+", default=None, help="chain lengths n (1 … 8), default all eight")
     parser.add_argument("--plot", metavar="FILE.png", help="save the convergence plots (needs matplotlib)")

@@ -16,12 +16,17 @@ A demo is a verification study when it is listed in :data:`VERIFY` (run as
 ``main(["--small"])``) or defines ``verify()`` (called without arguments).
 
 Exit codes: 0 success, 1 a run or study failed, 2 bad arguments or paths,
-130 interrupted (Ctrl-C).
+130 interrupted (Ctrl-C).  An error is one line on stderr, ``skfiber COMMAND:
+error: …`` (bad arguments, paths, checkpoints: the ValueError, TypeError or
+OSError skfiber raises for bad input) or ``skfiber COMMAND: failed: …`` (a
+run that did not converge, a bug); ``skfiber --debug …`` adds the traceback.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import math
+import os
 import pkgutil
 import sys
 import time
@@ -31,7 +36,7 @@ from typing import Sequence
 
 from .study import command as study_command
 
-__all__ = ["main", "demo_names", "VERIFY"]
+__all__ = ["main", "demo_names", "VERIFY", "ArgumentParser", "positive_float", "positive_int", "BAD_INPUT"]
 
 #: Demos that are verification studies, run as ``main(["--small"])`` by ``skfiber verify``.
 VERIFY = ("manufactured-solution", "pendulum-chain")
@@ -39,8 +44,46 @@ VERIFY = ("manufactured-solution", "pendulum-chain")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
+#: exceptions that mean bad input (arguments, files, checkpoints) when they reach the command: exit code 2
+BAD_INPUT = (ValueError, TypeError, OSError)
+
+
 class UsageError(Exception):
     """Bad arguments or paths: printed as ``skfiber …: error: …``, exit code 2."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser whose errors are one line on stderr, ``PROG: error: …; see PROG --help``, exit code 2
+    (the usage block is for ``--help``)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}; see {self.prog} --help\n")
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0 (argparse turns the error into one line and exit code 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer ≥ 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer ≥ 1, got {text}")
+    return value
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
 
 
 # --------------------------------------------------------------------------- demos
@@ -125,11 +168,19 @@ def _cmd_run(args, extra: list[str]) -> int:
         out = Path(args.out)
         if out.exists() and not out.is_dir():
             raise UsageError(f"--out {out} exists and is not a folder")
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise UsageError(f"--out {out}: cannot create the folder ({err.strerror or err}); pick a writable place")
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise UsageError(f"--out {out}: the folder is not writable; pick a writable place")
         argv += ["--out", str(out)]
     argv += extra
     print(f"skfiber run {args.demo} {' '.join(argv)}".rstrip(), file=sys.stderr, flush=True)
     tic = time.perf_counter()
     code = _call_main(module, argv)
+    if code == EXIT_USAGE:  # the demo said what was wrong, in one line
+        return code
     wall = time.perf_counter() - tic
     lines = [f"skfiber run {args.demo}: {'finished' if code == 0 else f'exit code {code}'} in {wall:.1f} s"]
     if args.out is not None and Path(args.out).is_dir():
@@ -249,13 +300,15 @@ def _cmd_verify(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="skfiber",
         description="skfiber: skeletal muscle fibers as 1D cables on scikit-fem. "
         "Run demos, view their VTK output, run the verification studies.",
         epilog="Run 'skfiber COMMAND --help' for the options of a command.",
     )
     parser.add_argument("--version", action="version", version=f"skfiber {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the Python traceback of an error (anywhere before a '--')")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     sub.add_parser("list", help="list the demos and the verification studies",
@@ -309,6 +362,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``skfiber`` console script; returns the exit code."""
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    cut = argv.index("--") if "--" in argv else len(argv)
+    debug = "--debug" in argv[:cut]  # a skfiber option wherever it stands (a demo never sees it)
+    argv = [a for a in argv[:cut] if a != "--debug"] + argv[cut:]
     args, extra = parser.parse_known_args(argv)
     if args.command is None:
         parser.print_help()
@@ -333,9 +389,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"skfiber {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BAD_INPUT as err:  # skfiber's errors for bad input (arguments, paths, checkpoints)
+        if debug:
+            traceback.print_exc()
+        print(f"skfiber {args.command}: error: {_one_line(err)}", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as err:
-        traceback.print_exc()
-        print(f"skfiber {args.command}: failed: {type(err).__name__}: {err}", file=sys.stderr)
+        if debug:
+            traceback.print_exc()
+        hint = "" if debug else " (skfiber --debug … shows the traceback)"
+        print(f"skfiber {args.command}: failed: {type(err).__name__}: {_one_line(err)}{hint}", file=sys.stderr)
         return EXIT_FAILED
 
 

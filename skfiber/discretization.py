@@ -151,7 +151,11 @@ class Discretization:
             names = [f.name for f in self.fibers]
             if fiber in names:
                 return names.index(fiber)
-            raise ValueError(f"unknown fiber name {fiber!r}; pick one of {[n for n in names if n]}")
+            known = [n for n in names if n]
+            if not known:
+                raise ValueError(f"unknown fiber name {fiber!r}: the fibers have no names; give the fiber by its "
+                                 f"index (0 … {len(names) - 1}) or object, or name it with Fiber(..., name=...)")
+            raise ValueError(f"unknown fiber name {fiber!r}; pick one of {known}")
         raise TypeError(f"a fiber is given by the Fiber object, its index or its name, got {fiber!r}")
 
     def end_dofs(self, fiber: Fiber | int | str, end: str | int) -> np.ndarray:
@@ -168,8 +172,9 @@ class Discretization:
         k = self.fiber_index(fiber)
         fd = self.fiber_dofs[k]
         theta = np.atleast_1d(np.asarray(theta, dtype=float))
-        if np.any(theta < 0) or np.any(theta > 1):
-            raise ValueError("θ must lie in [0, 1]")
+        if not np.all((theta >= 0) & (theta <= 1)):  # NaN too
+            raise ValueError(f"theta (the fiber parameter θ) must lie in [0, 1], got values in "
+                             f"[{np.min(theta):g}, {np.max(theta):g}]")
         ne = fd.n_nodes - 1
         h = 1.0 / ne
         e = np.minimum((theta / h).astype(int), ne - 1)

@@ -19,7 +19,10 @@ import numpy as np
 
 from .materials import StressLaw, paper_law
 
-__all__ = ["Fiber"]
+__all__ = ["Fiber", "MIN_LENGTH"]
+
+#: the shortest fiber (m): shorter ones are coordinates in another unit, or round-off
+MIN_LENGTH = 1e-9
 
 ScalarField = float | Callable[[np.ndarray], np.ndarray]
 _SAMPLES = np.linspace(0.0, 1.0, 201)
@@ -35,6 +38,8 @@ def _evaluate_scalar(value: ScalarField, theta: np.ndarray, name: str) -> np.nda
                 f"{name}(θ) returned shape {out.shape} for θ of shape {np.shape(theta)}; "
                 "it must be vectorized (return one value per θ)."
             ) from err
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number or a vectorized callable of θ, got {value!r}")
     return np.full(np.shape(theta), float(value))
 
 
@@ -82,6 +87,8 @@ class Fiber:
             raise TypeError(f"n_elements must be an integer, got {self.n_elements!r}")
         if self.n_elements < 1:
             raise ValueError(f"n_elements must be ≥ 1, got {self.n_elements}")
+        if not isinstance(self.name, str):
+            raise TypeError(f"name must be a string (used to refer to the fiber), got {self.name!r}")
         if not callable(self.curve):
             raise TypeError(
                 "curve must be a callable X(θ) returning (3, n); use Fiber.straight "
@@ -104,9 +111,7 @@ class Fiber:
             raise ValueError(
                 f"muscle_fraction γM must lie in [0, 1]; got values in [{np.min(gm):g}, {np.max(gm):g}]"
             )
-        alpha = self.activation_at(0.0)
-        if not math.isfinite(alpha):
-            raise ValueError(f"activation must be finite, got α(0) = {alpha!r}")
+        self.activation_at(0.0)  # checks the number (or what the callable returns)
         X = self.reference_position(_SAMPLES)
         if X.shape != (3, _SAMPLES.size):
             raise ValueError(
@@ -120,6 +125,11 @@ class Fiber:
             raise ValueError(
                 f"the reference curve has (nearly) zero length or a point with X′(θ) = 0 "
                 f"(length {length:g} m); give distinct end points or a regular curve."
+            )
+        if length < MIN_LENGTH:
+            raise ValueError(
+                f"the fiber is {length:.3g} m long, shorter than {MIN_LENGTH:g} m; give its coordinates in metres "
+                "(SI units)"
             )
 
     # --- constructors -------------------------------------------------------
@@ -192,12 +202,31 @@ class Fiber:
         return _evaluate_scalar(self.muscle_fraction, theta, "muscle_fraction")
 
     def activation_at(self, t: float) -> float:
-        """α(t)."""
-        return float(self.activation(t)) if callable(self.activation) else float(self.activation)
+        """α(t), checked: one finite number in [0, 1] (else TypeError or ValueError naming the fiber and t)."""
+        value = self.activation(t) if callable(self.activation) else self.activation
+        if isinstance(value, (float, int)) and not isinstance(value, bool) and 0.0 <= value <= 1.0:
+            return float(value)  # the common case, checked cheaply
+        label = f"fiber {self.name!r}" if self.name else "the fiber"
+        what = "activation(t)" if callable(self.activation) else "activation"
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) and not (
+                isinstance(value, np.ndarray) and value.shape == () and value.dtype.kind in "iuf"):
+            raise TypeError(f"{what} of {label} must give one number α ∈ [0, 1], got {value!r} "
+                            f"({type(value).__name__}) at t = {t:g} s; return a float")
+        value = float(value)
+        if not math.isfinite(value):
+            raise ValueError(f"{what} of {label} is not finite at t = {t:g} s (α = {value!r}); "
+                             "return a number in [0, 1]")
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{what} of {label} is α = {value:g} at t = {t:g} s, outside [0, 1]; "
+                             "an activation is a fraction: clip it to [0, 1]")
+        return value
 
 
 def _point(p: Sequence[float], name: str) -> np.ndarray:
-    a = np.asarray(p, dtype=float)
+    try:
+        a = np.asarray(p, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a point with 3 coordinates (m), got {p!r}") from None
     if a.shape != (3,):
         raise ValueError(f"{name} must be a point with 3 coordinates, got shape {a.shape}")
     if not np.all(np.isfinite(a)):

@@ -63,6 +63,8 @@ import hashlib
 import os
 import re
 import xml.etree.ElementTree as ET
+import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -72,6 +74,7 @@ import numpy as np
 
 from .contact.cylinder import CylinderContact
 from .core import State
+from .materials import MaterialPoint
 from .model import Model
 from .postprocess import fiber_fields
 from .rigid.bodies import Cylinder  # re-exported: skfiber.io.Cylinder
@@ -93,6 +96,7 @@ __all__ = [
     "save_checkpoint",
     "load_checkpoint",
     "model_fingerprint",
+    "FINGERPRINT_TIMES",
 ]
 
 #: Point data of the fibers part: name → (SI unit, meaning).
@@ -416,7 +420,7 @@ class VTKSeries:
 
 
 # --------------------------------------------------------------------------- checkpoints
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2  # 2: the fingerprint covers laws, loads and activations
 
 
 @dataclass
@@ -441,17 +445,45 @@ class Checkpoint:
     stats: dict = dataclasses.field(default_factory=dict)
 
 
-def model_fingerprint(model: Model) -> str:
-    """A hash of the discretization (reference geometry, DOF numbering, constraints).
+#: times at which model_fingerprint samples the time-dependent data (loads, prescribed ends, activations)
+FINGERPRINT_TIMES = (0.0, 0.0625, 0.25, 1.0)
 
-    It catches resuming with another mesh or other boundary conditions; it
-    does not see material parameters or loads.
+
+def model_fingerprint(model: Model) -> str:
+    """A hash of what a run's states depend on: geometry, DOF numbering, constraints, materials, loads.
+
+    It covers the reference geometry, the elements per fiber, the fixed and
+    prescribed DOFs, each fiber's radius, density and muscle fraction at the
+    quadrature points, its stress law (the law's stress and derivatives at a
+    fixed set of material points, so any kind of law counts by what it
+    computes), the activations, the external load vector and the prescribed
+    displacements at :data:`FINGERPRINT_TIMES`, the names of the residual
+    terms and the contacts (their ``repr``).  Resuming with another law, other
+    loads or other boundary conditions is refused.
     """
     d = model.discretization
     h = hashlib.sha256()
-    h.update(np.ascontiguousarray(d.reference_dofs, dtype=np.float64).tobytes())
+
+    def add(array) -> None:
+        h.update(np.ascontiguousarray(array, dtype=np.float64).tobytes())
+
+    add(d.reference_dofs)
     h.update(np.ascontiguousarray(np.sort(model.constrained_dofs), dtype=np.int64).tobytes())
     h.update(str([f.n_elements for f in d.fibers]).encode())
+    for array in (d.area, d.density, d.muscle_fraction):
+        add(array)
+    lam, rate = np.meshgrid(np.linspace(0.6, 1.6, 6), np.linspace(-1.0, 1.0, 3))
+    for fiber in d.fibers:
+        for theta, gamma, alpha in ((0.3, 0.0, 0.0), (0.6, 1.0, 0.7)):
+            response = fiber.law(MaterialPoint(lam, rate, theta, 0.5, gamma, alpha))
+            for value in (response.stress, response.d_stretch, response.d_stretch_rate):
+                add(np.broadcast_to(value, lam.shape))
+    for t in FINGERPRINT_TIMES:
+        add(model.external_force(t))
+        add(model.prescribed_displacement(t))
+        add([f.activation_at(t) for f in d.fibers])
+    contacts = [repr(c) if type(c).__repr__ is not object.__repr__ else type(c).__qualname__ for c in model.contacts]
+    h.update(repr((model.term_names, contacts, model.rigid is not None)).encode())
     return h.hexdigest()[:16]
 
 
@@ -475,18 +507,45 @@ def save_checkpoint(path: str | os.PathLike, checkpoint: Checkpoint) -> None:
 
 
 def load_checkpoint(path: str | os.PathLike) -> Checkpoint:
-    """Load a checkpoint written by :func:`save_checkpoint`."""
+    """Load a checkpoint written by :func:`save_checkpoint`.
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at ``path``.
+    ValueError
+        The file is not a skfiber checkpoint (another file, another npz), is
+        truncated or damaged, or has another format version; the message gives
+        the path.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}; start the run without resume first")
-    with np.load(path, allow_pickle=False) as z:
-        if int(z["version"]) != CHECKPOINT_VERSION:
-            raise ValueError(f"{path} has checkpoint format {int(z['version'])}, this skfiber reads {CHECKPOINT_VERSION}")
-        values = {k[len("state."):]: z[k] for k in z.files if k.startswith("state.")}
-        names = [f.name for f in dataclasses.fields(State)]
-        missing = {"t", "u", "v"} - set(values)
-        if missing:
-            raise ValueError(f"{path} lacks state fields {sorted(missing)}; it was written by another skfiber version")
-        state = State(**{n: (float(values[n]) if values[n].ndim == 0 else values[n].copy()) for n in names if n in values})
-        stats = {k[len("stats."):]: z[k].item() for k in z.files if k.startswith("stats.")}
-        return Checkpoint(state, int(z["step"]), float(z["dt"]), float(z["t_start"]), str(z["fingerprint"]), stats)
+    with open(path, "rb") as fh:
+        magic = fh.read(4)
+    if magic != b"PK\x03\x04":
+        raise ValueError(f"{path} is not a skfiber checkpoint (not an .npz archive); "
+                         "point to a NAME_checkpoint.npz written by skfiber, or start afresh")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            files = set(z.files)
+            if not {"version", "step", "dt", "t_start", "fingerprint", "state.t", "state.u", "state.v"} <= files:
+                raise ValueError(f"{path} is not a skfiber checkpoint (an .npz without the entries of one: "
+                                 f"{sorted(files)[:6]}); point to a NAME_checkpoint.npz written by skfiber")
+            version = int(z["version"])
+            if version != CHECKPOINT_VERSION:
+                raise ValueError(f"{path} has checkpoint format {version}, this skfiber reads "
+                                 f"{CHECKPOINT_VERSION}; start the run afresh")
+            values = {k[len("state."):]: z[k] for k in files if k.startswith("state.")}
+            names = [f.name for f in dataclasses.fields(State)]
+            state = State(**{n: (float(values[n]) if values[n].ndim == 0 else values[n].copy())
+                             for n in names if n in values})
+            stats = {k[len("stats."):]: z[k].item() for k in files if k.startswith("stats.")}
+            return Checkpoint(state, int(z["step"]), float(z["dt"]), float(z["t_start"]), str(z["fingerprint"]),
+                              stats)
+    except (zipfile.BadZipFile, EOFError, zlib.error, OSError) as err:
+        raise ValueError(f"{path} is truncated or damaged ({err}); start the run afresh (without resume)") from None
+    except ValueError as err:
+        if str(err).startswith(str(path)):
+            raise
+        raise ValueError(f"{path} is not a skfiber checkpoint ({err}); start afresh") from None

@@ -40,9 +40,9 @@ import sympy as sp
 
 from .compile.cache import forget_module, load_module
 from .compile.codegen import abstract_numbers, cse_products
-from .materials import ARGUMENTS, MaterialPoint, SymbolicLaw
+from .materials import ARGUMENTS, MaterialPoint, StressResponse, SymbolicLaw
 
-__all__ = ["LawKernel", "law_kernel", "FiberStress"]
+__all__ = ["LawKernel", "law_kernel", "FiberStress", "checked_response"]
 
 #: the kernel of each law, made on first use (kept as long as the law lives)
 _KERNELS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -178,11 +178,26 @@ class FiberStress:
             self.plan = []  # a law failed to compile (warned): numpy from now on
         if len(d.law_groups) == 1:  # one law for all fibers: no gather/scatter
             law = d.law_groups[0][0]
-            resp = law(MaterialPoint(lam, lamdot, d.theta, t, d.muscle_fraction, alpha))
-            return resp.stress, resp.d_stretch, resp.d_stretch_rate
+            return checked_response(law, MaterialPoint(lam, lamdot, d.theta, t, d.muscle_fraction, alpha))
         S, dS, dSr = np.empty_like(lam), np.empty_like(lam), np.empty_like(lam)
         for law, mask in d.law_groups:
             point = MaterialPoint(lam[mask], lamdot[mask], d.theta[mask], t, d.muscle_fraction[mask], alpha[mask])
-            resp = law(point)
-            S[mask], dS[mask], dSr[mask] = resp.stress, resp.d_stretch, resp.d_stretch_rate
+            S[mask], dS[mask], dSr[mask] = checked_response(law, point)
         return S, dS, dSr
+
+
+def checked_response(law, point: MaterialPoint) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(S, ∂S/∂λ, ∂S/∂λ̇) of ``law`` at ``point``, each an array of the stretch's shape; TypeError naming the law
+    when it returns something else (a tuple, scalars, arrays of another shape)."""
+    resp = law(point)
+    if not isinstance(resp, StressResponse):
+        raise TypeError(f"the stress law {law!r} returned {type(resp).__name__}, not a "
+                        "skfiber.materials.StressResponse(stress, d_stretch, d_stretch_rate); return one")
+    shape = np.shape(point.stretch)
+    out = tuple(np.asarray(getattr(resp, key)) for key in ("stress", "d_stretch", "d_stretch_rate"))
+    for key, value in zip(("stress", "d_stretch", "d_stretch_rate"), out):
+        if value.shape != shape or value.dtype.kind not in "fi":
+            raise TypeError(f"the stress law {law!r} returned {key} of shape {value.shape} (dtype {value.dtype}) "
+                            f"for stretches of shape {shape}; return float arrays of the stretch's shape "
+                            "(np.broadcast_to(value, np.shape(point.stretch)) for a constant)")
+    return out

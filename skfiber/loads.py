@@ -61,8 +61,14 @@ class ExternalLoads:
         d = self.discretization
         if isinstance(value, np.ndarray) and value.shape == (3,) + d.theta.shape:
             pass  # a field at the quadrature points (gravity: ρ0 g)
-        elif not callable(value):
-            arr = np.asarray(value, dtype=float)
+        elif callable(value):
+            self.sample(kind, value, 0.0)  # checked when added, not in the middle of a run
+        else:
+            try:
+                arr = np.asarray(value, dtype=float)
+            except (TypeError, ValueError):
+                raise ValueError(f"a {kind} load is 3 numbers or a callable f(θ, t) returning (3, …); got {value!r}") \
+                    from None
             if arr.shape != (3,):
                 raise ValueError(f"a {kind} load is 3 numbers or a callable f(θ, t) returning (3, …); got shape {arr.shape}")
             if not np.all(np.isfinite(arr)):
@@ -88,10 +94,30 @@ class ExternalLoads:
                               bool(np.all(np.isfinite(constant))))
         constant, timed, finite = self._constant
         F = constant + self.assemble(timed, t) if timed else constant
-        if not (finite and (not timed or np.all(np.isfinite(F)))):
-            raise FloatingPointError(f"the external load is not finite at t = {t}")
+        if not (finite and (not timed or np.all(np.isfinite(F)))):  # the callables name themselves in sample()
+            raise ValueError(f"the external load is not finite at t = {t:g} s; give finite loads")
         self._cache = (t, F)
         return F
+
+    def sample(self, kind: str, function, t: float) -> np.ndarray:
+        """``function(θ, t)`` of a callable load at the quadrature points, shape (3, e, q); TypeError or
+        ValueError naming the load when it is not 3 finite numbers per point."""
+        theta = self.discretization.theta
+        shape = (3,) + theta.shape
+        unit = "N/m³" if kind == "body" else "N/m"
+        try:
+            value = np.asarray(function(theta, t), dtype=float)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"the {kind} load f(θ, t) returned something that is not numbers at t = {t:g} s "
+                            f"({err}); return an array of shape (3, …) in {unit}") from err
+        try:
+            value = np.broadcast_to(value, shape)
+        except ValueError:
+            raise ValueError(f"the {kind} load f(θ, t) returned shape {value.shape} for θ of shape {theta.shape} at "
+                             f"t = {t:g} s; return shape (3,) + θ.shape or 3 numbers (3, 1, 1), in {unit}") from None
+        if not np.all(np.isfinite(value)):
+            raise ValueError(f"the {kind} load f(θ, t) is not finite at t = {t:g} s; return finite values in {unit}")
+        return value
 
     def assemble(self, loads: list[Load], t: float) -> np.ndarray:
         """The assembled vector of ``loads`` at time t (their forms, with numpy)."""
@@ -101,7 +127,7 @@ class ExternalLoads:
         shape = (3,) + d.theta.shape
         for load in loads:
             if callable(load.value):
-                val = np.broadcast_to(np.asarray(load.value(d.theta, t), dtype=float), shape)
+                val = self.sample(load.kind, load.value, t)
             elif np.shape(load.value) == shape:
                 val = load.value
             else:

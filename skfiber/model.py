@@ -230,6 +230,10 @@ class Model:
             if setter is not None:
                 setter(q)
 
+    def held_fibers(self) -> set[int]:
+        """Indices of the fibers with at least one end fixed, prescribed or attached to a body."""
+        return {k for k, _ in self._prescribed} | {int(a.fiber) for a in self.attachments}
+
     @property
     def constrained_dofs(self) -> np.ndarray:
         if not self._prescribed:
@@ -239,11 +243,15 @@ class Model:
     def prescribed_displacement(self, t: float, load_factor: float = 1.0) -> np.ndarray:
         """Values of the constrained DOFs at time t (same order as ``constrained_dofs``)."""
         out = []
-        for p in self._prescribed.values():
+        for (k, _), p in self._prescribed.items():
             if p.displacement is None:
                 out.append(np.zeros(3))
-            else:
-                out.append(load_factor * np.asarray(p.displacement(t), dtype=float).reshape(3))
+                continue
+            value = np.asarray(p.displacement(t), dtype=float)
+            if value.shape != (3,) or not np.all(np.isfinite(value)):
+                raise ValueError(f"the prescribed displacement of fiber {k} (model.prescribe) returned "
+                                 f"{value.tolist()} at t = {t:g} s; displacement(t) must return 3 finite numbers (m)")
+            out.append(load_factor * value)
         return np.concatenate(out) if out else np.zeros(0)
 
     # --- loads ----------------------------------------------------------
@@ -266,6 +274,8 @@ class Model:
         g = np.asarray(g, dtype=float)
         if g.shape != (3,):
             raise ValueError(f"g must have 3 components, got shape {g.shape}")
+        if not np.all(np.isfinite(g)):
+            raise ValueError(f"g must be finite (m/s²), got {g.tolist()}")
         # constant in time: stored as a field (N/m³) and assembled once
         self._add_load("body", g[:, None, None] * self.discretization.density, fibers)
 
@@ -287,6 +297,9 @@ class Model:
         if system is not None and system is not self.rigid:
             raise ValueError(f"contact {contact.name!r} belongs to a body of another rigid system; "
                              "create the model with Model(fibers, rigid=<that system>)")
+        check = getattr(contact, "check_model", None)
+        if check is not None:  # e.g. fiber–fiber contact needs two fibers
+            check(self)
         self.contacts.append(contact)
         return contact
 

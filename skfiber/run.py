@@ -235,7 +235,8 @@ def run_simulation(
         if ckpt.fingerprint != fingerprint:
             raise ValueError(
                 f"the checkpoint {checkpoint_path(out_dir, name)} belongs to another model "
-                "(mesh, fibers or boundary conditions differ); resume with the same model or start afresh"
+                "(mesh, fibers, materials, activations, loads, boundary conditions or contacts differ); resume "
+                "with the same model or start afresh"
             )
         if ckpt.dt != dt:
             raise ValueError(f"the checkpoint was written with dt = {ckpt.dt!r}; resume with the same dt (got {dt!r})")

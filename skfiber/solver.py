@@ -36,7 +36,7 @@ from .linalg import ConstrainedSolver
 from .model import Model
 from .newton import NewtonReport, make_solver, newton
 from .rigid import EulerStep
-from .statics import StaticResult, check_finite_time, solve_static
+from .statics import StaticResult, check_admissible_start, check_finite_time, check_step_count, solve_static
 
 __all__ = [
     "NewtonOptions",
@@ -331,14 +331,21 @@ def simulate(
         raise ValueError(f"dt must be > 0, got {dt}")
     if t_end <= state.t:
         raise ValueError(f"t_end = {t_end} must be after the start time {state.t}")
-    if not isinstance(store_every, (int, np.integer)) or store_every < 1:
+    check_step_count(dt=dt, t_start=state.t, t_end=t_end)
+    if isinstance(store_every, bool) or not isinstance(store_every, (int, np.integer)) or store_every < 1:
         raise ValueError(f"store_every must be an integer ≥ 1, got {store_every!r}")
+    if isinstance(max_halvings, bool) or not isinstance(max_halvings, (int, np.integer)) or not 0 <= max_halvings <= 60:
+        raise ValueError(f"max_halvings must be an integer in 0 … 60 (a failing step is split into at most "
+                         f"2**max_halvings substeps), got {max_halvings!r}")
+    if not isinstance(newton_options, NewtonOptions):
+        raise TypeError(f"newton_options must be a skfiber.NewtonOptions, got {type(newton_options).__name__}")
     if state.u.shape != (model.n_dofs,) or state.v.shape != (model.n_dofs,):
         raise ValueError(f"state arrays must have shape ({model.n_dofs},), got {state.u.shape} and {state.v.shape}")
     n_q = 0 if model.rigid is None else model.rigid.n
     if state.q.shape != (n_q,) or state.p.shape != (n_q,):
         raise ValueError(f"state.q and state.p must have {n_q} entries (the rigid coordinates), "
                          f"got shapes {state.q.shape} and {state.p.shape}")
+    check_admissible_start(model, state.u, state.t, state.q)
     solver = make_solver(model)
     model.memo.enabled = True  # attachment_forces in callbacks reuses the step's last evaluation
     n_steps = int(math.ceil((t_end - state.t) / dt - 1e-9))

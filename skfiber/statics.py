@@ -13,18 +13,21 @@ Example
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from .contact.base import STEP_HINT
 from .core import ConvergenceError, NewtonOptions, State
 from .coupling import CoupledProblem
 from .linalg import ConstrainedSolver
 from .model import Model
 from .newton import newton
+from .relaxation import relax
 from .rigid import rigid_static
 
-__all__ = ["StaticResult", "solve_static", "check_finite_time", "MIN_INCREMENT", "ATTEMPTS_PER_STEP"]
+__all__ = ["StaticResult", "solve_static", "check_finite_time", "check_step_count", "MIN_INCREMENT",
+           "ATTEMPTS_PER_STEP", "MAX_STEPS"]
 
 #: the smallest load increment (of the load factor's range [0, 1]); a continuation that needs less stops
 MIN_INCREMENT = 1e-10
@@ -40,6 +43,8 @@ class StaticResult:
     state: State
     load_factors: list[float]
     iterations: list[int]
+    #: what was done besides plain Newton, one line per increment (e.g. an increment reached by relaxation)
+    notes: list[str] = field(default_factory=list)
 
 
 def solve_static(
@@ -50,6 +55,7 @@ def solve_static(
     state: State | None = None,
     max_bisections: int = 8,
     newton_options: NewtonOptions = NewtonOptions(),
+    relaxation: bool = True,
 ) -> StaticResult:
     """Static equilibrium at time t by Newton with load stepping.
 
@@ -66,6 +72,15 @@ def solve_static(
     needs more stops with a :class:`~skfiber.core.ConvergenceError` saying
     where it stalled.  Inertia and viscosity are off.
 
+    Slack cables: when Newton fails on a fresh increment (not yet bisected)
+    of a fiber-only model and ``relaxation`` is True (default), the increment is tried once more by pseudo-transient
+    relaxation (:func:`skfiber.relaxation.relax`: backward-Euler steps of the
+    overdamped flow M u̇ = −G(u), then plain Newton), which copes with a singular
+    tangent of a straight cable without tension (a law with S(λ = 1) = 0) and
+    with the overshoot of Newton's first step under little prestress.
+    ``result.notes`` says which increments were reached that way; only
+    then does bisection start.
+
     With rigid bodies (``Model(..., rigid=system)``) Newton runs on the free
     fiber DOFs and q together; the bodies' rows are their static residual
     (gravity, springs, …) plus the fiber forces at the attachments, and the
@@ -74,19 +89,28 @@ def solve_static(
     forces act in full.  Force elements with internal states (elastic-tendon
     Hill muscles) have no static form here.
 
-    A cable has no bending stiffness: a straight cable without tension has a
-    singular tangent, and with little prestress several equilibria exist; the
-    one found depends on the path.  Use prestress, enough load steps, and
-    check the branch.
+    A cable has no bending stiffness: with little or no prestress several
+    equilibria may exist (e.g. the sag up or down of a straight cable under a
+    transverse load); the one found depends on the path.  Check the branch.
     """
     if not isinstance(load_steps, (int, np.integer)) or isinstance(load_steps, bool) or load_steps < 1:
         raise ValueError(f"load_steps must be an integer ≥ 1, got {load_steps!r}")
     if not isinstance(max_bisections, (int, np.integer)) or isinstance(max_bisections, bool) or max_bisections < 0:
         raise ValueError(f"max_bisections must be an integer ≥ 0 (halvings of a failing load increment), "
                          f"got {max_bisections!r}")
+    if not isinstance(relaxation, bool):
+        raise TypeError(f"relaxation must be True or False, got {relaxation!r}")
+    if not isinstance(newton_options, NewtonOptions):
+        raise TypeError(f"newton_options must be a skfiber.NewtonOptions, got {type(newton_options).__name__}")
     check_finite_time(t=t)
     if state is not None and state.u.shape != (model.n_dofs,):
         raise ValueError(f"state.u must have shape ({model.n_dofs},), got {state.u.shape}")
+    check_supported(model)
+    if state is not None or model.rigid is not None:
+        start = model.initial_state(t) if state is None else state
+        check_admissible_start(model, start.u, start.t, start.q)
+    else:  # the load ramp starts at the reference configuration (prescribed displacements scaled by 0)
+        check_admissible_start(model, np.zeros(model.n_dofs), t)
     N = model.n_dofs
     zero = np.zeros(N)
     if model.rigid is None:  # Newton on the fiber DOFs
@@ -132,17 +156,22 @@ def solve_static(
     # spacing of s, without end) and at most max_attempts Newton solves in all
     max_attempts = ATTEMPTS_PER_STEP * load_steps * (max_bisections + 1)
     attempts = 0
+    notes: list[str] = []
+    relax_on = relaxation  # until a relaxation fails
     bisections = 0
     what = "load factor" if state is None else "continuation fraction"
 
     def stalled(why: str, err: ConvergenceError) -> ConvergenceError:
+        relaxed = "" if relax_on == relaxation else " (relaxation was tried and did not help)"
         return ConvergenceError(
-            f"load stepping stalled at {what} {s:.6g} ({len(factors)} increments converged): {why}; try more "
-            f"load_steps or max_bisections, or another path. The last failure: {err.reason}", t=err.t,
+            f"load stepping stalled at {what} {s:.6g} ({len(factors)} increments converged): {why}{relaxed}; try "
+            f"more load_steps or max_bisections, or another path. The last failure: {err.reason}", t=err.t,
             step=err.step, residual_history=err.residual_history)
 
     while s < 1.0 - 1e-14:
         s_new = min(1.0, s + ds_)
+        if s_new > 1.0 - 1e-12:  # the last increment ends at exactly 1 (not at a sum of rounded increments)
+            s_new = 1.0
         if state is None:  # load factor ramp at time t
             t_k, factor = t, s_new
         else:  # continuation in time
@@ -156,6 +185,25 @@ def solve_static(
                                    t=t_k, step=label,
                                    max_step=(lambda zz, dz: safeguard(zz, dz, t_k)) if model.contacts else None)
         except ConvergenceError as err:
+            relaxed = None
+            if relax_on and model.rigid is None and bisections == 0:  # a slack or nearly slack cable: relax
+                try:
+                    relaxed = relax(model, trial, t=t_k, load_factor=factor, newton_options=newton_options,
+                                    step=label)
+                except ConvergenceError as failure:  # not what relaxation cures: bisection only from here on
+                    relax_on = False
+                    attempts += failure.newton_solves
+                    notes.append(f"{label}: relaxation failed too ({failure.reason}); not tried again")
+            if relaxed is not None:
+                z_new, info = relaxed
+                attempts += info.newton_solves
+                notes.append(f"{label}: Newton from the last equilibrium failed ({err.reason}); "
+                             f"reached by {info.describe()}")
+                z, s = finish(z_new, t_k), s_new
+                factors.append(s)
+                iterations.append(info.iterations)
+                ds_ = min(1.5 * ds_, 1.0 / load_steps)
+                continue
             bisections += 1  # consecutive bisections of this increment
             failed, ds_ = ds_, ds_ / 2
             if bisections > max_bisections:
@@ -173,11 +221,56 @@ def solve_static(
         bisections = 0
         ds_ = min(1.5 * ds_, 1.0 / load_steps)  # grow back after a bisection
     if model.rigid is None:
-        return StaticResult(State(t, z, zero.copy()), factors, iterations)
-    return StaticResult(State(t, z[:N], zero.copy(), q=z[N:].copy(), p=np.zeros(model.rigid.n)), factors, iterations)
+        return StaticResult(State(t, z, zero.copy()), factors, iterations, notes)
+    return StaticResult(State(t, z[:N], zero.copy(), q=z[N:].copy(), p=np.zeros(model.rigid.n)), factors, iterations,
+                        notes)
 
 
 # --------------------------------------------------------------------------- dynamics
+
+
+#: the most time steps a run may have (a smaller dt is a mistake in its unit, or round-off)
+MAX_STEPS = 10**9
+
+
+def check_step_count(*, dt: float, t_start: float, t_end: float) -> None:
+    """ValueError when the step size ``dt`` > 0 cannot be resolved: 1/dt² overflows, t_start + dt equals
+    t_start in floating point, or the run would take more than :data:`MAX_STEPS` steps."""
+    steps = (t_end - t_start) / dt
+    if not (math.isfinite(1.0 / dt**2 if dt > 1e-154 else math.inf) and t_start + dt > t_start and steps <= MAX_STEPS):
+        raise ValueError(f"dt = {dt!r} s is too small for the run from t = {t_start!r} to {t_end!r} s "
+                         f"({steps:.3g} steps, at most {MAX_STEPS:.0e}; t + dt must differ from t); "
+                         "give dt in seconds")
+
+
+def check_admissible_start(model: Model, u: np.ndarray, t: float, q: np.ndarray | None = None) -> None:
+    """ValueError when the contacts are inadmissible (1 + γg ≤ 0) already at the start state: no step size
+    or penalty stiffness helps then, the fibers and cylinders must start apart."""
+    if not model.contacts:
+        return
+    if model.rigid is not None and q is not None:
+        model.set_coordinates(q)
+    for contact in model.contacts:
+        try:
+            contact.evaluate(model, u, t, tangent=False)
+        except FloatingPointError as err:
+            diagnosis = str(err).replace("; " + STEP_HINT, "")
+            raise ValueError(f"the start state is inadmissible: {diagnosis}. Smaller steps cannot help here: "
+                             "move the fibers or the cylinders so that they start apart (outside each other's "
+                             "admissible penetration, 1 + γg > 0)") from None
+
+
+def check_supported(model: Model) -> None:
+    """ValueError when a fiber of a fiber-only model without contacts has no end fixed, prescribed or
+    attached: a free cable has no static equilibrium (its rigid motions are free)."""
+    if model.rigid is not None or model.contacts:
+        return
+    held = model.held_fibers()
+    free = [k for k in range(len(model.fibers)) if k not in held]
+    if free:
+        names = ", ".join(f"{k}" + (f" ({model.fibers[k].name!r})" if model.fibers[k].name else "") for k in free)
+        raise ValueError(f"fiber {names} has no boundary condition: nothing holds it, so it has no static "
+                         "equilibrium; fix an end with model.fix(fiber, 'start') (or prescribe or attach it)")
 
 
 def check_finite_time(**values: float) -> None:

@@ -34,7 +34,7 @@ def make_model(*terms, compiled=True):
     laws = [sf.paper_law(sigma0=30.0), sf.paper_law(sigma0=12.0, mu_muscle=4e4, s_max=2e5)]
     fibers = [
         sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=5, law=laws[0], radius=0.05,
-                          muscle_fraction=lambda t: 16 * (1 - t) ** 2 * t**2, activation=lambda t: 0.3 + t),
+                          muscle_fraction=lambda t: 16 * (1 - t) ** 2 * t**2, activation=lambda t: 0.3 + 0.5 * t),
         sf.Fiber.polyline([(0, 0.4, 0), (0.5, 0.6, 0), (1, 0.4, 0.3)], n_elements=4, law=laws[1], radius=0.03,
                           activation=0.2),
     ]

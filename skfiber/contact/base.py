@@ -18,7 +18,11 @@ from typing import Protocol, runtime_checkable
 import numba
 import numpy as np
 
-__all__ = ["PenaltyLaw", "ContactEvaluation", "Contact", "margins_kept"]
+__all__ = ["PenaltyLaw", "ContactEvaluation", "Contact", "margins_kept", "STEP_HINT"]
+
+#: the advice at the end of an inadmissible-contact message (a state reached by a too large step); a start
+#: state that is inadmissible gets other advice (skfiber.statics.check_admissible_start)
+STEP_HINT = "take smaller load or time steps, or a larger penalty stiffness κ"
 
 
 @dataclass(frozen=True)

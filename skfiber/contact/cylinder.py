@@ -442,6 +442,12 @@ class CylinderContact:
         arm = nar.closest - nar.pose.point
         return f.sum(axis=(0, 1)), np.cross(arm, f).sum(axis=(0, 1))
 
+    def check_model(self, model) -> None:
+        """ValueError when a fiber of ``fibers`` is not part of the model (:meth:`skfiber.Model.add_contact`
+        calls it)."""
+        for fiber in self.fibers or ():
+            model.discretization.fiber_index(fiber)
+
     def acts_on(self, model, fiber) -> bool:
         """Whether this cylinder acts on ``fiber`` (object, index or name) of ``model``."""
         d = model.discretization

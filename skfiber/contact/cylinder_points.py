@@ -36,6 +36,7 @@ from functools import cached_property
 import numpy as np
 
 from . import cylinder_kernels as ck
+from .base import STEP_HINT
 from .cylinder_pose import CylinderPose
 from .geometry import CenterlineSample
 
@@ -171,7 +172,7 @@ def check_admissible(name: str, gamma: float, model, points: CylinderPoints, t: 
             f"inadmissible contact with cylinder {name!r} at t = {t:.6g} s: {label} at "
             f"θ = {points.sample.theta[m, k]:.4g} penetrates too far (1 + γg = {adm[m, k]:.3g} ≤ 0; "
             f"distance to the axis {points.d[m, k]:.4g} m, r_RB + r = {points.rho[m, k]:.4g} m, γ = {gamma:g}); "
-            "smaller load or time steps, or a larger penalty stiffness κ"
+            + STEP_HINT
         )
     return adm
 

@@ -139,12 +139,11 @@ def fiber_setup(d, quadrature_points: int, fibers, name: str) -> FiberSetup:
         r0_s[el] = f.radius_at(theta0[el, None] + h[el, None] * xs[None, :])
         if not callable(f.radius):
             r0_const[fd.index] = float(f.radius)
-    if fibers is None:
-        taking = np.arange(nf)
-    else:
-        taking = np.unique([d.fiber_index(f) for f in fibers])
-        if taking.size < 2:
-            raise ValueError(f"fiber–fiber contact {name!r} needs at least 2 distinct fibers, got {taking.tolist()}")
+    taking = np.arange(nf) if fibers is None else np.unique([d.fiber_index(f) for f in fibers])
+    if taking.size < 2:
+        raise ValueError(f"fiber–fiber contact {name!r} needs at least 2 distinct fibers, got {taking.tolist()} "
+                         f"(the model has {nf}); a fiber does not touch itself here: drop the FiberContact "
+                         "or add fibers")
     elements = np.flatnonzero(np.isin(fiber, taking))
     return FiberSetup(
         ne=ne, nq=xi.size, nf=nf, xi=xi, w=w, H0=H0, H1=H1, Hs0=Hs0, Hs1=Hs1, h=h, theta0=theta0,

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .base import STEP_HINT
 from .broadphase import box_pairs
 from .closest_point import closest_points
 from .fiber_geometry import FiberSetup, FiberState, chord_distance, chord_parameter, power_eval, reference_radius
@@ -205,6 +206,5 @@ def check_pairs(name: str, gamma: float, s: FiberSetup, pr: ContactPairs, t: flo
             f"{_fiber_label(s.names, fa)} at θ = {th_x:.4g} and {_fiber_label(s.names, fb)} at θ = {th_y:.4g} "
             f"penetrate too far: 1 + γg = {pr.admissibility[i]:.3g} ≤ 0 (distance {pr.distance[i]:.4g} m, "
             f"r_x + r_y = {pr.radius_x[i] + pr.radius_y[i]:.4g} m, γ = {gamma:g}); "
-            f"the fibers may not come closer than (1 − 1/γ)(r_x + r_y). Take smaller (load) steps, "
-            f"use the safeguard, or increase κ"
+            f"the fibers may not come closer than (1 − 1/γ)(r_x + r_y); " + STEP_HINT
         )

@@ -114,6 +114,11 @@ class FiberContact:
             self._setups[d] = s
         return s
 
+    def check_model(self, model) -> None:
+        """ValueError when the model has fewer than 2 taking-part fibers or the fibers are unknown
+        (:meth:`skfiber.Model.add_contact` calls it)."""
+        self._setup(model)
+
     # ------------------------------------------------------------------ pairs
     def pairs(self, model, u: np.ndarray, *, method: str = "auto") -> ContactPairs:
         """Contact point – partner fiber pairs within reach at displacement u."""

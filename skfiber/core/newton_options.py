@@ -50,17 +50,26 @@ class NewtonOptions:
     stagnation_window: int | None = None
 
     def __post_init__(self):
-        if not (self.rtol > 0 and math.isfinite(self.rtol)):
+        for key in ("rtol", "atol", "safeguard", "min_step", "line_search_decrease"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                    or not math.isfinite(value):
+                raise TypeError(f"{key} must be a finite number, got {value!r}")
+        for key in ("max_iterations", "line_search"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"{key} must be an integer, got {value!r}")
+        if not self.rtol > 0:
             raise ValueError(f"rtol must be > 0, got {self.rtol}")
-        if not (self.atol >= 0 and math.isfinite(self.atol)):
+        if not self.atol >= 0:
             raise ValueError(f"atol must be ≥ 0, got {self.atol}")
-        if int(self.max_iterations) < 1:
+        if self.max_iterations < 1:
             raise ValueError(f"max_iterations must be ≥ 1, got {self.max_iterations}")
         if not 0 < self.safeguard < 1:
             raise ValueError(f"safeguard δ̄ must lie in (0, 1), got {self.safeguard}")
         if not 0 < self.min_step < 1:
             raise ValueError(f"min_step must lie in (0, 1), got {self.min_step}")
-        if isinstance(self.line_search, bool) or int(self.line_search) != self.line_search or self.line_search < 0:
+        if self.line_search < 0:
             raise ValueError(f"line_search must be an integer ≥ 0 (number of step halvings), got {self.line_search!r}")
         if not 0 <= self.line_search_decrease < 1:
             raise ValueError(f"line_search_decrease must lie in [0, 1), got {self.line_search_decrease}")

@@ -1,0 +1,438 @@
+"""Every bad input is a clear error: of the documented type, naming the parameter, raised in skfiber's own code.
+
+One table of bad API inputs and one of bad command lines; none may be accepted silently.
+"""
+from __future__ import annotations
+
+import re
+import traceback
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import skfiber as sf
+from skfiber import cli
+from skfiber import io as sio
+from skfiber.contact import CylinderContact, FiberContact, PenaltyLaw
+from skfiber.materials import StressResponse
+from skfiber.postprocess import fiber_fields
+from skfiber.run import checkpoint_path, run_simulation
+
+PACKAGE = Path(sf.__file__).resolve().parent
+DEMOS = Path(cli.__file__).resolve().parent.parent / "demos"
+LAW = PenaltyLaw(stiffness=1e3, gamma=2.0)
+
+
+def fiber(**kw):
+    kw.setdefault("n_elements", 4)
+    return sf.Fiber.straight((0, 0, 0), (1, 0, 0), **kw)
+
+
+def model(*, fixed=True, n=1, **kw):
+    fibers = [sf.Fiber.straight((0, 0.3 * k, 0), (1, 0.3 * k, 0), n_elements=4, **kw) for k in range(n)]
+    m = sf.Model(fibers)
+    if fixed:
+        for f in fibers:
+            m.fix(f, "start"); m.fix(f, "end")
+    m.add_gravity()
+    return m
+
+
+def simulate(m, **kw):
+    kw.setdefault("t_end", 0.02)
+    kw.setdefault("dt", 0.01)
+    return sf.simulate(m, progress=False, **kw)
+
+
+def prescribed(value):
+    f = fiber()
+    m = sf.Model([f]); m.fix(f, "start"); m.prescribe(f, "end", value)
+    return m
+
+
+def with_load(kind, value):
+    m = model()
+    (m.add_line_load if kind == "line" else m.add_body_force)(value)
+    return m
+
+
+class TupleLaw:
+    def __call__(self, p):
+        return (p.stretch * 0, p.stretch * 0, p.stretch * 0)
+
+
+class ScalarLaw:
+    def __call__(self, p):
+        return StressResponse(30.0, 0.0, 0.0)
+
+
+class ShortLaw:
+    def __call__(self, p):
+        return StressResponse(np.zeros(3), np.zeros(3), np.zeros(3))
+
+
+def inside_cylinder():
+    m = model()
+    m.add_contact(CylinderContact((0.5, 0, 0), (0, 1, 0), 0.2, law=LAW))
+    return m
+
+
+def npz(tmp, name, data: bytes | None = None, **arrays):
+    path = tmp / name
+    if data is not None:
+        path.write_bytes(data)
+    else:
+        np.savez(path, **arrays)
+    return path
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    """A finished run with its checkpoint (resume cases) and damaged copies of the checkpoint."""
+    out = tmp_path_factory.mktemp("written")
+    run_simulation(model(), t_end=0.02, dt=0.01, out_dir=out, checkpoint_every=1, progress=False)
+    good = checkpoint_path(out).read_bytes()
+    tmp = out / "damaged"; tmp.mkdir()
+    ckpt = sio.load_checkpoint(checkpoint_path(out))
+    sio.save_checkpoint(tmp / "old.npz", ckpt)
+    with np.load(tmp / "old.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["version"] = np.array(1)
+    np.savez(tmp / "old.npz", **arrays)
+    return out, good, tmp
+
+
+def _resume(out, m, **kw):
+    kw.setdefault("dt", 0.01)
+    return run_simulation(m, t_end=0.04, out_dir=out, resume=True, progress=False, **kw)
+
+
+# (id, function taking the `written` fixture's value, exception type, regex the message must match)
+V, T, F = ValueError, TypeError, FileNotFoundError
+API = [
+    # Fiber
+    *[(f"radius={v!r}", lambda w, v=v: fiber(radius=v), V, "radius") for v in (0.0, -0.01, np.nan, np.inf)],
+    ("radius=str", lambda w: fiber(radius="thick"), T, "radius"),
+    ("radius=None", lambda w: fiber(radius=None), T, "radius"),
+    ("radius callable <0", lambda w: fiber(radius=lambda th: 0.05 - 0.1 * th), V, "radius"),
+    ("radius callable shape", lambda w: fiber(radius=lambda th: np.ones(2)), V, "radius"),
+    *[(f"muscle_fraction={v!r}", lambda w, v=v: fiber(muscle_fraction=v), V, "muscle_fraction")
+      for v in (1.5, -0.1, np.nan)],
+    ("muscle_fraction callable", lambda w: fiber(muscle_fraction=lambda th: th - 0.5), V, "muscle_fraction"),
+    ("muscle_fraction=str", lambda w: fiber(muscle_fraction="all"), T, "muscle_fraction"),
+    *[(f"density={v!r}", lambda w, v=v: fiber(density=v), V, "density") for v in (0.0, -900.0, np.nan, np.inf)],
+    ("density=str", lambda w: fiber(density="900"), V, "density"),
+    ("density=None", lambda w: fiber(density=None), V, "density"),
+    *[(f"n_elements={v!r}", lambda w, v=v: fiber(n_elements=v), V, "n_elements") for v in (0, -3)],
+    *[(f"n_elements={v!r}", lambda w, v=v: fiber(n_elements=v), T, "n_elements") for v in (2.5, "4", True, None)],
+    *[(f"activation={v!r}", lambda w, v=v: fiber(activation=v), V, "activation") for v in (1.5, -0.1, np.nan, np.inf)],
+    *[(f"activation={v!r}", lambda w, v=v: fiber(activation=v), T, "activation")
+      for v in ("half", None, [0.1, 0.2], True)],
+    ("activation(t) = 2", lambda w: fiber(activation=lambda t: 2.0), V, "activation"),
+    ("activation(t) = str", lambda w: fiber(activation=lambda t: "x"), T, "activation"),
+    ("activation(t) = None", lambda w: fiber(activation=lambda t: None), T, "activation"),
+    ("activation(t) = array", lambda w: fiber(activation=lambda t: np.array([0.1, 0.2])), T, "activation"),
+    ("activation(t) NaN later", lambda w: simulate(model(activation=lambda t: np.nan if t > 0 else 0.0)), V,
+     "activation.*not finite"),
+    ("activation(t) < 0 later", lambda w: simulate(model(activation=lambda t: -t)), V, r"activation.*outside \[0, 1\]"),
+    ("activation(t) inf later", lambda w: simulate(model(activation=lambda t: np.inf if t > 0 else 0.0)), V,
+     "activation"),
+    *[(f"law={v!r}", lambda w, v=v: fiber(law=v), T, "law") for v in ("neo-Hooke", 3.0, None)],
+    ("law returns tuple", lambda w: simulate(model(law=TupleLaw())), T, "stress law.*StressResponse"),
+    ("law returns scalars", lambda w: simulate(model(law=ScalarLaw())), T, "stress law.*shape"),
+    ("law returns wrong shape", lambda w: simulate(model(law=ShortLaw())), T, "stress law.*shape"),
+    ("curve not callable", lambda w: sf.Fiber(curve=[0, 1], n_elements=3), T, "curve"),
+    ("curve shape", lambda w: sf.Fiber(curve=lambda th: np.vstack([th, th]), n_elements=2), V, "curve"),
+    ("curve NaN", lambda w: sf.Fiber(curve=lambda th: np.full((3, np.size(th)), np.nan), n_elements=2), V, "curve"),
+    ("curve zero", lambda w: sf.Fiber(curve=lambda th: np.zeros((3, np.size(th))), n_elements=2), V, "length"),
+    ("fiber 1e-13 m", lambda w: sf.Fiber.straight((0, 0, 0), (1e-13, 0, 0), n_elements=2), V, "long.*metres"),
+    ("name not str", lambda w: fiber(name=3), T, "name"),
+    ("start 2D", lambda w: sf.Fiber.straight((0, 0), (1, 0, 0), n_elements=2), V, "start"),
+    ("start str", lambda w: sf.Fiber.straight("origin", (1, 0, 0), n_elements=2), V, "start"),
+    ("end inf", lambda w: sf.Fiber.straight((0, 0, 0), (np.inf, 0, 0), n_elements=2), V, "end"),
+    ("start = end", lambda w: sf.Fiber.straight((1, 2, 3), (1, 2, 3), n_elements=2), V, "zero-length"),
+    ("polyline 1 point", lambda w: sf.Fiber.polyline([(0, 0, 0)], n_elements=3), V, "points"),
+    ("polyline 2D", lambda w: sf.Fiber.polyline([(0, 0), (1, 1)], n_elements=3), V, "points"),
+    ("polyline duplicate", lambda w: sf.Fiber.polyline([(0, 0, 0), (0, 0, 0), (1, 0, 0)], n_elements=3), V,
+     "points.*coincide"),
+    ("polyline NaN", lambda w: sf.Fiber.polyline([(0, 0, 0), (np.nan, 0, 0)], n_elements=3), V, "points"),
+    # Model and boundary conditions
+    ("Model(str)", lambda w: sf.Model(["not a fiber"]), T, "Fiber"),
+    ("Model same fiber twice", lambda w: (lambda f: sf.Model([f, f]))(fiber()), V, "same Fiber"),
+    ("Model(compiled=str)", lambda w: sf.Model([fiber()], compiled="yes"), T, "compiled"),
+    ("Model(rigid=str)", lambda w: sf.Model([fiber()], rigid="bones"), T, "rigid"),
+    ("Model(quadrature_points=0)", lambda w: sf.Model([fiber()], quadrature_points=0), V, "quadrature_points"),
+    ("Model(quadrature_points=2.5)", lambda w: sf.Model([fiber()], quadrature_points=2.5), V, "quadrature_points"),
+    ("Model no fibers", lambda w: sf.Model([]), V, "fiber"),
+    ("fix other fiber", lambda w: sf.Model([fiber()]).fix(fiber(), "start"), V, "not part of the model"),
+    ("fix index 3", lambda w: sf.Model([fiber()]).fix(3, "start"), V, "fiber index 3"),
+    ("fix unnamed", lambda w: sf.Model([fiber()]).fix("biceps", "start"), V, "biceps.*no names"),
+    ("fix unknown name", lambda w: sf.Model([fiber(name="a")]).fix("biceps", "start"), V, r"biceps.*\['a'\]"),
+    ("fix fiber=2.5", lambda w: sf.Model([fiber()]).fix(2.5, "start"), T, "fiber"),
+    ("fix end middle", lambda w: sf.Model([fiber()]).fix(0, "middle"), V, "end"),
+    ("fix end 2", lambda w: sf.Model([fiber()]).fix(0, 2), V, "end"),
+    ("fix twice", lambda w: model().fix(0, "start"), V, "already"),
+    ("prescribe constant", lambda w: sf.Model([fiber()]).prescribe(0, "end", (0, 0, 1)), T, "displacement"),
+    ("prescribe 2 numbers", lambda w: sf.Model([fiber()]).prescribe(0, "end", lambda t: (0.0, 1.0)), V,
+     "displacement"),
+    ("prescribe NaN later", lambda w: simulate(prescribed(lambda t: (np.nan if t > 0 else 0.0, 0.0, 0.0))), V,
+     "prescribed displacement"),
+    ("prescribe inf later", lambda w: simulate(prescribed(lambda t: (0.0, np.inf if t > 0 else 0.0, 0.0))), V,
+     "prescribed displacement"),
+    # loads
+    *[(f"{kind} load shape", lambda w, kind=kind: with_load(kind, (0.0, 1.0)), V, f"{kind} load")
+      for kind in ("line", "body")],
+    *[(f"{kind} load NaN", lambda w, kind=kind: with_load(kind, (0.0, np.nan, 1.0)), V, f"{kind} load")
+      for kind in ("line", "body")],
+    *[(f"{kind} load str", lambda w, kind=kind: with_load(kind, "down"), V, f"{kind} load")
+      for kind in ("line", "body")],
+    *[(f"{kind} load callable shape", lambda w, kind=kind: with_load(kind, lambda th, t: np.zeros(2)), V,
+       f"{kind} load.*shape") for kind in ("line", "body")],
+    *[(f"{kind} load callable str", lambda w, kind=kind: with_load(kind, lambda th, t: "x"), T, f"{kind} load")
+      for kind in ("line", "body")],
+    *[(f"{kind} load NaN later",
+       lambda w, kind=kind: simulate(with_load(kind, lambda th, t: np.full((3,) + th.shape, np.nan if t > 0 else 0.0))),
+       V, f"{kind} load.*not finite") for kind in ("line", "body")],
+    ("gravity 2D", lambda w: model().add_gravity((0, -9.81)), V, "g must have 3"),
+    ("gravity NaN", lambda w: model().add_gravity((0, 0, np.nan)), V, "g must be finite"),
+    ("gravity str", lambda w: model().add_gravity("down"), V, "g"),
+    # contacts
+    ("add_contact(str)", lambda w: model().add_contact("contact"), T, "contact"),
+    ("FiberContact one fiber", lambda w: model().add_contact(FiberContact(LAW)), V, "fiber–fiber contact.*2"),
+    ("contact name taken", lambda w: (lambda m: [m.add_contact(FiberContact(LAW)) for _ in range(2)])(model(n=2)), V,
+     "name"),
+    *[(f"PenaltyLaw(stiffness={v!r})", lambda w, v=v: PenaltyLaw(stiffness=v, gamma=2.0), V, "stiffness")
+      for v in (0.0, -1.0, np.nan, "stiff")],
+    *[(f"PenaltyLaw(gamma={v!r})", lambda w, v=v: PenaltyLaw(stiffness=1e3, gamma=v), V, "gamma")
+      for v in (0.0, np.inf, None)],
+    *[(f"CylinderContact(radius={v!r})", lambda w, v=v: CylinderContact((0, 0, 0), (0, 1, 0), v, law=LAW), V,
+       "radius") for v in (0.0, -1.0, None, np.nan)],
+    ("CylinderContact(length=-1)", lambda w: CylinderContact((0, 0, 0), (0, 1, 0), 0.1, law=LAW, length=-1.0), V,
+     "length"),
+    *[(f"CylinderContact(quadrature_points={v!r})",
+       lambda w, v=v: CylinderContact((0, 0, 0), (0, 1, 0), 0.1, law=LAW, quadrature_points=v), V, "quadrature_points")
+      for v in (0, 100, 2.5)],
+    ("CylinderContact(safeguard)", lambda w: CylinderContact((0, 0, 0), (0, 1, 0), 0.1, law=LAW, safeguard="x"), V,
+     "safeguard"),
+    ("CylinderContact(name='')", lambda w: CylinderContact((0, 0, 0), (0, 1, 0), 0.1, law=LAW, name=""), V, "name"),
+    ("CylinderContact(law=str)", lambda w: CylinderContact((0, 0, 0), (0, 1, 0), 0.1, law="stiff"), T, "law"),
+    ("CylinderContact no axis", lambda w: CylinderContact(radius=0.1, law=LAW), V, "axis"),
+    ("CylinderContact zero axis", lambda w: CylinderContact((0, 0, 0), (0, 0, 0), 0.1, law=LAW), V, "axis"),
+    ("CylinderContact pose not callable", lambda w: CylinderContact(radius=0.1, law=LAW, pose=(0, 0, 0)), T, "pose"),
+    ("CylinderContact unknown fiber", lambda w: model().add_contact(
+        CylinderContact((0, 0, 0), (0, 1, 0), 0.1, law=LAW, fibers=["biceps"])), V, "biceps"),
+    ("FiberContact(law=str)", lambda w: FiberContact("stiff"), T, "law"),
+    *[(f"FiberContact(quadrature_points={v!r})", lambda w, v=v: FiberContact(LAW, quadrature_points=v), V,
+       "quadrature_points") for v in (0, 21, 2.5)],
+    ("FiberContact(name='')", lambda w: FiberContact(LAW, name=""), V, "name"),
+    ("FiberContact(fibers=[0])", lambda w: FiberContact(LAW, fibers=[0]), V, "2"),
+    ("fiber inside cylinder: static", lambda w: sf.solve_static(inside_cylinder()), V, "start state is inadmissible"),
+    ("fiber inside cylinder: dynamic", lambda w: simulate(inside_cylinder()), V, "start state is inadmissible"),
+    # NewtonOptions
+    *[(f"NewtonOptions(rtol={v!r})", lambda w, v=v: sf.NewtonOptions(rtol=v), V, "rtol") for v in (0.0, -1.0)],
+    *[(f"NewtonOptions(rtol={v!r})", lambda w, v=v: sf.NewtonOptions(rtol=v), T, "rtol") for v in (np.nan, "tight")],
+    ("NewtonOptions(atol=-1)", lambda w: sf.NewtonOptions(atol=-1.0), V, "atol"),
+    ("NewtonOptions(max_iterations=0)", lambda w: sf.NewtonOptions(max_iterations=0), V, "max_iterations"),
+    *[(f"NewtonOptions(max_iterations={v!r})", lambda w, v=v: sf.NewtonOptions(max_iterations=v), T, "max_iterations")
+      for v in (2.5, "3", None)],
+    *[(f"NewtonOptions(safeguard={v!r})", lambda w, v=v: sf.NewtonOptions(safeguard=v), V, "safeguard")
+      for v in (0.0, 1.0)],
+    ("NewtonOptions(min_step=0)", lambda w: sf.NewtonOptions(min_step=0.0), V, "min_step"),
+    ("NewtonOptions(line_search=-1)", lambda w: sf.NewtonOptions(line_search=-1), V, "line_search"),
+    ("NewtonOptions(line_search=1.5)", lambda w: sf.NewtonOptions(line_search=1.5), T, "line_search"),
+    ("NewtonOptions(line_search_decrease=1)", lambda w: sf.NewtonOptions(line_search_decrease=1.0), V,
+     "line_search_decrease"),
+    *[(f"NewtonOptions(stagnation_window={v!r})", lambda w, v=v: sf.NewtonOptions(stagnation_window=v), V,
+       "stagnation_window") for v in (-1, 2.5)],
+    # simulate
+    *[(f"simulate(dt={v!r})", lambda w, v=v: simulate(model(), dt=v), V, "dt") for v in (0.0, -0.1, np.nan, 1e-300,
+                                                                                          "0.01")],
+    *[(f"simulate(t_end={v!r})", lambda w, v=v: simulate(model(), t_end=v), V, "t_end") for v in (-1.0, np.nan, 0.0,
+                                                                                                   None)],
+    *[(f"simulate(store_every={v!r})", lambda w, v=v: simulate(model(), store_every=v), V, "store_every")
+      for v in (0, 1.5, True)],
+    *[(f"simulate(max_halvings={v!r})", lambda w, v=v: simulate(model(), max_halvings=v), V, "max_halvings")
+      for v in (-1, 2.5, 100)],
+    ("simulate(state shape)", lambda w: simulate(model(), state=sf.State(0.0, np.zeros(3), np.zeros(3))), V, "state"),
+    ("simulate(newton_options=dict)", lambda w: simulate(model(), newton_options={"rtol": 1e-6}), T, "newton_options"),
+    # solve_static
+    *[(f"solve_static(load_steps={v!r})", lambda w, v=v: sf.solve_static(model(), load_steps=v), V, "load_steps")
+      for v in (0, 2.5, True)],
+    *[(f"solve_static(max_bisections={v!r})", lambda w, v=v: sf.solve_static(model(), max_bisections=v), V,
+       "max_bisections") for v in (-3, 2.5)],
+    ("solve_static(t=nan)", lambda w: sf.solve_static(model(), t=np.nan), V, "t must be"),
+    ("solve_static(state shape)", lambda w: sf.solve_static(model(), state=sf.State(0.0, np.zeros(3), np.zeros(3))), V,
+     "state"),
+    ("solve_static(relaxation=str)", lambda w: sf.solve_static(model(), relaxation="yes"), T, "relaxation"),
+    ("solve_static(newton_options=dict)", lambda w: sf.solve_static(model(), newton_options={}), T, "newton_options"),
+    ("solve_static without boundary conditions", lambda w: sf.solve_static(model(fixed=False)), V,
+     "no boundary condition.*fix"),
+    # run_simulation and checkpoints
+    *[(f"run_simulation(output_every={v!r})", lambda w, v=v: run_simulation(model(), t_end=0.02, dt=0.01,
+                                                                             output_every=v, progress=False), V,
+       "output_every") for v in (0, 1.5)],
+    *[(f"run_simulation(checkpoint_every={v!r})", lambda w, v=v: run_simulation(model(), t_end=0.02, dt=0.01,
+                                                                                 checkpoint_every=v, progress=False),
+       V, "checkpoint_every") for v in (0, -1)],
+    *[(f"run_simulation(dt={v!r})", lambda w, v=v: run_simulation(model(), t_end=0.02, dt=v, progress=False), V, "dt")
+      for v in (0.0, np.nan)],
+    *[(f"run_simulation(t_end={v!r})", lambda w, v=v: run_simulation(model(), t_end=v, dt=0.01, progress=False), V,
+       "t_end") for v in (-1.0, np.inf)],
+    ("run_simulation(points_per_element=0)", lambda w: run_simulation(model(), t_end=0.02, dt=0.01, out_dir=w[2] / "p",
+                                                                       points_per_element=0, progress=False), V,
+     "points_per_element"),
+    ("run_simulation(name='a b')", lambda w: run_simulation(model(), t_end=0.02, dt=0.01, out_dir=w[2] / "n",
+                                                             name="a b", progress=False), V, "name"),
+    ("resume without out_dir", lambda w: run_simulation(model(), t_end=0.02, dt=0.01, resume=True, progress=False), V,
+     "resume.*out_dir"),
+    ("resume without checkpoint", lambda w: _resume(w[2] / "empty", model()), F, "no checkpoint"),
+    ("resume with another law", lambda w: _resume(w[0], model(law=sf.paper_law(sigma0=31.0))), V, "another model"),
+    ("resume with another activation", lambda w: _resume(w[0], model(activation=0.2)), V, "another model"),
+    ("resume with other loads", lambda w: _resume(w[0], (lambda m: (m.add_line_load((0, 0, -1.0)), m)[1])(model())), V,
+     "another model"),
+    ("resume with another density", lambda w: _resume(w[0], model(density=1000.0)), V, "another model"),
+    ("resume with another dt", lambda w: _resume(w[0], model(), dt=0.005), V, "dt"),
+    ("checkpoint garbage", lambda w: sio.load_checkpoint(npz(w[2], "garbage.npz", b"garbage")), V,
+     "garbage.npz is not a skfiber checkpoint"),
+    ("checkpoint foreign npz", lambda w: sio.load_checkpoint(npz(w[2], "foreign.npz", x=np.zeros(3))), V,
+     "foreign.npz is not a skfiber checkpoint"),
+    ("checkpoint truncated", lambda w: sio.load_checkpoint(npz(w[2], "cut.npz", w[1][: len(w[1]) // 2])), V,
+     "cut.npz is truncated"),
+    ("checkpoint cut after its header", lambda w: sio.load_checkpoint(npz(w[2], "cut2.npz", w[1][:100])), V,
+     "cut2.npz is truncated"),
+    ("checkpoint empty", lambda w: sio.load_checkpoint(npz(w[2], "empty.npz", b"")), V, "empty.npz is not"),
+    ("checkpoint old format", lambda w: sio.load_checkpoint(w[2] / "old.npz"), V, "old.npz has checkpoint format 1"),
+    ("checkpoint missing", lambda w: sio.load_checkpoint(w[2] / "none.npz"), F, "none.npz"),
+    # output and post-processing
+    *[(f"fiber_fields(theta={v!r})", lambda w, v=v: (lambda m: fiber_fields(m, m.initial_state(), 0, theta=v))(model()),
+       V, "theta") for v in ([np.nan], [1.5], [-0.1])],
+    ("fiber_fields(points_per_element=0)", lambda w: (lambda m: fiber_fields(m, m.initial_state(), 0,
+                                                                              points_per_element=0))(model()), V,
+     "points_per_element"),
+    ("fiber_fields(fiber=5)", lambda w: (lambda m: fiber_fields(m, m.initial_state(), 5))(model()), V, "fiber index 5"),
+    ("evaluate(parts)", lambda w: (lambda m, z: m.evaluate(z, z, z, 0.0, c_v=0, c_a=0, parts=["springs"]))(
+        model(), np.zeros(model().n_dofs)), V, "parts"),
+    ("VTKSeries(name='a/b')", lambda w: sio.VTKSeries(w[2] / "v", model(), name="a/b"), V, "name"),
+    ("VTKSeries(points_per_element=0)", lambda w: sio.VTKSeries(w[2] / "v", model(), points_per_element=0), V,
+     "points_per_element"),
+    ("VTKSeries(directory=file)", lambda w: sio.VTKSeries(checkpoint_path(w[0]), model()), NotADirectoryError,
+     "not a folder"),
+    ("cylinder_mesh(resolution=2)", lambda w: sio.cylinder_mesh([((0, 0, 0), (0, 1, 0), 0.1)], resolution=2), V,
+     "resolution"),
+    ("cylinder_mesh([])", lambda w: sio.cylinder_mesh([]), V, "cylinders"),
+    # laws and terms
+    *[(f"paper_law({k}={v!r})", lambda w, k=k, v=v: sf.paper_law(**{k: v}), V, k)
+      for k, v in (("sigma0", np.nan), ("mu_muscle", -1.0), ("mu_tendon", np.inf), ("eta_muscle", -1.0),
+                   ("s_max", -1.0), ("lam_opt", 0.0), ("delta_w", 0.0), ("nu", -1.0), ("sigma0", "30"))],
+    ("prestress(nan)", lambda w: sf.prestress(np.nan), V, "sigma0"),
+    ("passive(mu_muscle=nan)", lambda w: sf.passive_kelvin_voigt(mu_muscle=np.nan, mu_tendon=1.0, eta_muscle=0.0,
+                                                                 eta_tendon=0.0), V, "mu_muscle"),
+    ("law_from_function(3)", lambda w: sf.law_from_function(3.0), T, "callable"),
+    ("law_from_function(numpy)", lambda w: sf.law_from_function(lambda lam, lamdot, theta, t: np.exp(lam)), T,
+     "sympy"),
+    ("SymbolicLaw unknown symbol", lambda w: sf.SymbolicLaw(__import__("sympy").Symbol("x") * 2), V, "unknown symbols"),
+    ("Term(residual=3)", lambda w: sf.Term(residual=3.0), T, "residual"),
+    ("replace_term unknown", lambda w: model().replace_term("springs", lambda v, w_: 0 * v), V, "springs"),
+]
+
+
+def _raised_in_skfiber(err: BaseException) -> str:
+    """The file of the frame that raised ``err``, checked to be skfiber's (the package or its demos)."""
+    frame = traceback.extract_tb(err.__traceback__)[-1]
+    where = Path(frame.filename).resolve()
+    assert PACKAGE in where.parents or DEMOS in where.parents, (
+        f"raised in {frame.filename}:{frame.lineno}, not in skfiber: {type(err).__name__}: {err}")
+    return str(where)
+
+
+def test_the_table_is_large():
+    ids = [c[0] for c in API] + [c[0] for c in CLI]
+    assert len(ids) >= 150 and len(ids) == len(set(ids))  # unique: no case shadows another
+
+
+@pytest.mark.filterwarnings("ignore:the term .internal_force. cannot be compiled")
+@pytest.mark.parametrize("case", API, ids=[c[0] for c in API])
+def test_bad_api_input(case, written):
+    _, call, kind, pattern = case
+    with pytest.raises(kind, match=pattern) as info:
+        call(written)
+    _raised_in_skfiber(info.value)
+
+
+# --------------------------------------------------------------------------- the command line
+def _truncate(path: Path, size: int) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[:size])
+
+
+# (id, arguments (with {out}: a folder holding a level-1 run, {tmp}: an empty folder), regex naming the parameter)
+CLI = [
+    ("t-end -1", ["run", "hanging-bundle", "--t-end", "-1"], "--t-end"),
+    ("t-end nan", ["run", "hanging-bundle", "--t-end", "nan"], "--t-end"),
+    ("t-end 0", ["run", "hanging-bundle", "--t-end", "0"], "--t-end"),
+    ("t-end inf", ["run", "hanging-bundle", "--t-end", "inf"], "--t-end"),
+    ("t-end text", ["run", "hanging-bundle", "--t-end", "soon"], "--t-end"),
+    ("checkpoint-every 0", ["run", "hanging-bundle", "--checkpoint-every", "0"], "--checkpoint-every"),
+    ("checkpoint-every -2", ["run", "hanging-bundle", "--checkpoint-every", "-2"], "--checkpoint-every"),
+    ("checkpoint-every 1.5", ["run", "hanging-bundle", "--checkpoint-every", "1.5"], "--checkpoint-every"),
+    ("points-per-element 0", ["run", "hanging-bundle", "--points-per-element", "0"], "--points-per-element"),
+    ("level 0", ["run", "hanging-bundle", "--level", "0"], "--level"),
+    ("level text", ["run", "hanging-bundle", "--level", "two"], "--level"),
+    ("unknown option", ["run", "hanging-bundle", "--no-such-option"], "--no-such-option"),
+    ("unknown demo", ["run", "no-such-demo"], "no-such-demo"),
+    ("resume without out", ["run", "hanging-bundle", "--resume"], "--resume"),
+    ("--resume without checkpoint", ["run", "hanging-bundle", "--resume", "--out", "{tmp}"], "checkpoint"),
+    ("--resume at another level", ["run", "hanging-bundle", "--level", "2", "--resume", "--out", "{out}"],
+     "another model"),
+    ("resume truncated checkpoint", ["run", "hanging-bundle", "--resume", "--out", "{cut}"], "truncated"),
+    ("resume foreign checkpoint", ["run", "hanging-bundle", "--resume", "--out", "{foreign}"], "not a skfiber"),
+    ("out under a file", ["run", "hanging-bundle", "--out", "{file}/sub"], "--out"),
+    ("out is a file", ["run", "hanging-bundle", "--out", "{file}"], "--out"),
+    ("out uncreatable", ["run", "hanging-bundle", "--out", "/proc/skfiber-nope/x"], "--out"),
+    ("view missing file", ["view", "{tmp}/missing.pvd"], "no such file"),
+    ("view not pvd", ["view", "{file}"], ".pvd"),
+    ("view movie suffix", ["view", "{out}/hanging_bundle.pvd", "--movie", "a.avi"], "--movie"),
+    ("view screenshot suffix", ["view", "{out}/hanging_bundle.pvd", "--screenshot", "a.bmp"], "--screenshot"),
+    ("verify unknown study", ["verify", "--only", "nonsense"], "nonsense"),
+    ("unknown command", ["bogus"], "bogus"),
+]
+
+
+@pytest.fixture(scope="module")
+def cli_folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli_bad")
+    out = root / "out"
+    assert cli.main(["run", "hanging-bundle", "--out", str(out), "--t-end", "0.02", "--no-progress"]) == 0
+    folders = {"out": out, "tmp": root / "empty", "file": root / "a_file.txt"}
+    folders["tmp"].mkdir()
+    folders["file"].write_text("not a folder")
+    for key in ("cut", "foreign"):
+        folders[key] = root / key
+        folders[key].mkdir()
+    ckpt = (out / "hanging_bundle_checkpoint.npz").read_bytes()
+    (folders["cut"] / "hanging_bundle_checkpoint.npz").write_bytes(ckpt[: len(ckpt) // 3])
+    np.savez(folders["foreign"] / "hanging_bundle_checkpoint.npz", x=np.zeros(2))
+    return folders
+
+
+@pytest.mark.parametrize("case", CLI, ids=[c[0] for c in CLI])
+def test_bad_command_line(case, cli_folders, capsys):
+    _, args, pattern = case
+    args = [a.format(**cli_folders) for a in args]
+    try:
+        code = cli.main(args)
+    except SystemExit as exc:  # argparse of the skfiber command itself
+        code = exc.code
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("skfiber run ")]
+    assert code == 2, err
+    assert "Traceback" not in err
+    assert len(lines) == 1 and "error:" in lines[0], err
+    assert re.search(pattern, lines[0]), lines[0]
+
+
+def test_debug_shows_the_traceback(cli_folders, capsys):
+    code = cli.main(["--debug", "run", "hanging-bundle", "--resume", "--out", str(cli_folders["cut"])])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" in err and "truncated" in err.splitlines()[-1]
