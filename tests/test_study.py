@@ -131,3 +131,37 @@ def test_command_line(tmp_path, capsys):
         assert cli_main(argv) == 2
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_calibration_recovers_hidden_parameters():
+    """The sag history of a run with hidden μ and η; calibrated from the middle of the ranges."""
+    from skfiber.study.calibrate import calibrate
+    from skfiber.study.targets import cable_sag
+
+    hidden = {"mu": 1.2e5, "eta": 2.0e4}
+    target = cable_sag(hidden)["series"]["z_mid"]
+    r = calibrate(cable_sag, [Parameter("mu", 5e4, 2e5), Parameter("eta", 5e3, 5e4, log=True)], "z_mid", target,
+                  scheduler="serial")
+    assert r.parameters["mu"] == pytest.approx(hidden["mu"], rel=1e-5)
+    assert r.parameters["eta"] == pytest.approx(hidden["eta"], rel=1e-5)
+    assert r.residual_norm < 1e-8 and r.runs < 60
+
+
+def test_calibration_jacobian_runs_as_a_batch_on_a_cluster():
+    from distributed import Client, LocalCluster
+
+    from skfiber.study.calibrate import calibrate
+
+    t = np.linspace(0.0, 1.0, 7)
+    target = 1.5 * np.exp(-0.7 * t)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        r = calibrate(_decay, [Parameter("a", 0.5, 3.0), Parameter("k", 0.1, 2.0)], "y", target, scheduler=client)
+    assert r.parameters == pytest.approx({"a": 1.5, "k": 0.7}, rel=1e-6)
+    with pytest.raises(ValueError, match="has 7 values, the target 3"):
+        calibrate(_decay, [Parameter("a", 0.5, 3.0)], "y", target[:3], scheduler="serial")
+
+
+def _decay(params):
+    t = np.linspace(0.0, 1.0, 7)
+    return {"series": {"y": params["a"] * np.exp(-params.get("k", 0.7) * t)}}
