@@ -105,7 +105,7 @@ class StudyFolder:
         return {int(r["run"]) for r in self.records()}
 
     def record(self, rec: dict, series: dict | None = None) -> None:
-        """Append one run's record (and write its time series), flushed to disk."""
+        """Append one run's record (and write its time series), flushed to the operating system."""
         if series:
             folder = self.path / "series"
             folder.mkdir(exist_ok=True)
@@ -119,8 +119,7 @@ class StudyFolder:
         with runs.open("a", encoding="utf-8") as f:
             # a line cut by a kill stays a line of its own (skipped on reading), never glued to this one
             f.write(("\n" if cut else "") + json.dumps(rec, default=float) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+            f.flush()  # (in the kernel's hands: a killed study keeps it)
 
     # ------------------------------------------------------------------ table
     def table(self):

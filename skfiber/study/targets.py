@@ -4,12 +4,14 @@ default parameter ranges, for ``skfiber study TARGET`` and for trying the machin
 * ``cable-sag`` (:func:`cable_sag`): the README's first model — a fiber fixed at both ends sagging under
   gravity with the paper's law — run for 0.5 s; outputs the midpoint's sag and the largest axial force.
 * ``quadratic`` (:func:`quadratic`): y = a² in closed form, failing for a < 0 (the machinery's own check).
+* ``ishigami`` (:func:`ishigami`): the Ishigami function, whose Sobol indices are known in closed form
+  (the sensitivity analysis's own check).
 
 Example
 -------
 >>> from skfiber.study.targets import TARGETS
 >>> sorted(TARGETS)
-['cable-sag', 'quadratic']
+['cable-sag', 'ishigami', 'quadratic']
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import numpy as np
 
 from .design import Parameter
 
-__all__ = ["Target", "TARGETS", "cable_sag", "quadratic"]
+__all__ = ["Target", "TARGETS", "cable_sag", "quadratic", "ishigami", "ISHIGAMI_INDICES"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,18 @@ def quadratic(params: dict) -> dict:
     if a < 0:
         raise ValueError(f"a must be ≥ 0, got {a:g}")
     return {"y": a * a}
+
+
+#: the Ishigami function's first-order and total Sobol indices of x1, x2, x3 for a = 7, b = 0.1 on [−π, π]³
+#: (Ishigami & Homma 1990; Saltelli et al. 2008): V = a²/8 + bπ⁴/5 + b²π⁸/18 + 1/2, V1 = (1 + bπ⁴/5)²/2,
+#: V2 = a²/8, V13 = b²π⁸ (1/18 − 1/50)
+ISHIGAMI_INDICES = {"S1": (0.3139, 0.4424, 0.0), "ST": (0.5576, 0.4424, 0.2437)}
+
+
+def ishigami(params: dict) -> dict:
+    """y = sin x1 + 7 sin² x2 + 0.1 x3⁴ sin x1 (x1, x2, x3 ∈ [−π, π])."""
+    x1, x2, x3 = (float(params[k]) for k in ("x1", "x2", "x3"))
+    return {"y": np.sin(x1) + 7.0 * np.sin(x2) ** 2 + 0.1 * x3**4 * np.sin(x1)}
 
 
 CABLE_KNOWN = ("sigma0", "mu", "eta", "density")
@@ -97,5 +111,7 @@ def _warm_cable() -> None:
 TARGETS = {
     "cable-sag": Target(cable_sag, _warm_cable, (Parameter("sigma0", 10.0, 60.0), Parameter("mu", 5e4, 2e5)),
                         CABLE_KNOWN, "a fiber fixed at both ends sagging under gravity (0.5 s): sag_m, max_force_N"),
+    "ishigami": Target(ishigami, None, tuple(Parameter(k, -np.pi, np.pi) for k in ("x1", "x2", "x3")),
+                       ("x1", "x2", "x3"), "the Ishigami function (Sobol indices known in closed form)"),
     "quadratic": Target(quadratic, None, (Parameter("a", 0.0, 1.0),), ("a",), "y = a² in closed form (a < 0 fails)"),
 }

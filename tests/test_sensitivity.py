@@ -1,0 +1,24 @@
+"""demos/sensitivity.py: the Sobol indices of the Ishigami function against their closed form, through the
+whole study chain (design, runs, table, estimator), and the demo's files and summary."""
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("SALib")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from demos import sensitivity  # noqa: E402
+from skfiber.study.targets import ISHIGAMI_INDICES  # noqa: E402
+
+
+def test_ishigami_indices_within_their_confidence_intervals(tmp_path, capsys):
+    result = sensitivity.main(["--small", "--out", str(tmp_path)])
+    y = result["indices"]["y"]
+    for key in ("S1", "ST"):
+        exact = np.array(ISHIGAMI_INDICES[key])
+        assert np.all(np.abs(y[key] - exact) <= 1.5 * y[f"{key}_conf"] + 0.02), (key, y[key], y[f"{key}_conf"])
+    assert (tmp_path / "indices.csv").read_text().count("\n") == 4
+    assert (tmp_path / "sobol_indices.png").stat().st_size > 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("summary: target=ishigami runs=1280 failed=0") and "max_index_error=" in last
