@@ -26,45 +26,16 @@ from typing import Callable
 
 import numpy as np
 
-from .core import ErrorControl, NewtonOptions, State, run_adaptive
+from .core import ErrorControl, NewtonOptions, State, output_grid, run_adaptive
 from .model import Model
 from .newton import make_solver
 from .simulation_result import MAX_STORED_STATES, SimulationResult, StateStore, StepInfo, compile_notice
 from .time_step import implicit_step
 
-__all__ = ["simulate_adaptive", "output_grid", "DEFAULT_OUTPUT_INTERVALS", "H_MIN_FRACTION"]
+__all__ = ["simulate_adaptive", "H_MIN_FRACTION"]
 
-#: without output_times or dt, an adaptive run gives the states at this many equal intervals
-DEFAULT_OUTPUT_INTERVALS = 100
 #: default smallest step, as a fraction of the run's span
 H_MIN_FRACTION = 1e-10
-
-
-def output_grid(t0: float, t_end: float, *, output_times=None, output_dt: float | None = None) -> np.ndarray:
-    """The output times of an adaptive run in (t0, t_end], t_end included.
-
-    ``output_times`` as given (checked), else every ``output_dt`` (a remainder
-    shorter than 1 % of it is joined to the last interval), else
-    :data:`DEFAULT_OUTPUT_INTERVALS` equal intervals.
-
-    Example
-    -------
-    >>> output_grid(0.0, 1.0, output_dt=0.25).tolist()
-    [0.25, 0.5, 0.75, 1.0]
-    """
-    if output_times is not None:
-        times = np.asarray(output_times, dtype=float).ravel()
-        if times.size == 0 or not np.all(np.isfinite(times)) or np.any(np.diff(times) <= 0):
-            raise ValueError(f"output_times must be finite and increasing, got {output_times!r}")
-        if times[0] <= t0 or times[-1] > t_end:
-            raise ValueError(f"output_times must lie in (t0, t_end] = ({t0}, {t_end}], got {times[0]} … {times[-1]}")
-        return times if times[-1] == t_end else np.append(times, t_end)
-    if output_dt is not None:
-        n = max(1, int(math.ceil((t_end - t0) / output_dt - 1e-9)))
-        if n > 1 and (t_end - t0) - (n - 1) * output_dt < 0.01 * output_dt:
-            n -= 1
-        return np.append(t0 + output_dt * np.arange(1, n), t_end)
-    return np.linspace(t0, t_end, DEFAULT_OUTPUT_INTERVALS + 1)[1:]
 
 
 def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, rtol: float | None,

@@ -49,10 +49,12 @@ import numpy as np
 from .bdf import error_constant, error_weights, interpolate
 from .errors import ConvergenceError
 
-__all__ = ["ErrorControl", "StepCounts", "run_adaptive"]
+__all__ = ["ErrorControl", "StepCounts", "run_adaptive", "output_grid", "DEFAULT_OUTPUT_INTERVALS"]
 
 #: a step that would leave less than this fraction of itself before t_end is stretched to t_end
 STRETCH_TO_END = 0.01
+#: without output_times or an output interval, an adaptive run gives the states at this many equal intervals
+DEFAULT_OUTPUT_INTERVALS = 100
 
 
 @dataclass(frozen=True)
@@ -221,3 +223,30 @@ def run_adaptive(advance: Callable[[Any, float, int], tuple[Any, int]], flatten:
         grow_ok = True
         h = min(max(h * factor, control.h_min), control.h_max)
     return payload, counts
+
+
+def output_grid(t0: float, t_end: float, *, output_times=None, output_dt: float | None = None) -> np.ndarray:
+    """The output times of an adaptive run in (t0, t_end], t_end included.
+
+    ``output_times`` as given (checked), else every ``output_dt`` (a remainder
+    shorter than 1 % of it is joined to the last interval), else
+    :data:`DEFAULT_OUTPUT_INTERVALS` equal intervals.
+
+    Example
+    -------
+    >>> output_grid(0.0, 1.0, output_dt=0.25).tolist()
+    [0.25, 0.5, 0.75, 1.0]
+    """
+    if output_times is not None:
+        times = np.asarray(output_times, dtype=float).ravel()
+        if times.size == 0 or not np.all(np.isfinite(times)) or np.any(np.diff(times) <= 0):
+            raise ValueError(f"output_times must be finite and increasing, got {output_times!r}")
+        if times[0] <= t0 or times[-1] > t_end:
+            raise ValueError(f"output_times must lie in (t0, t_end] = ({t0}, {t_end}], got {times[0]} … {times[-1]}")
+        return times if times[-1] == t_end else np.append(times, t_end)
+    if output_dt is not None:
+        n = max(1, int(math.ceil((t_end - t0) / output_dt - 1e-9)))
+        if n > 1 and (t_end - t0) - (n - 1) * output_dt < 0.01 * output_dt:
+            n -= 1
+        return np.append(t0 + output_dt * np.arange(1, n), t_end)
+    return np.linspace(t0, t_end, DEFAULT_OUTPUT_INTERVALS + 1)[1:]
