@@ -62,6 +62,8 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
         return np.concatenate([s.u, s.q, s.v, s.p])
 
     def advance(s: State, h: float, k: int):
+        if n_q:  # a rejected step left the body cylinders at its end: back to the step's start
+            model.set_coordinates(s.q)
         new, report = implicit_step(model, s, h, solver, method=method, options=newton_options, step=k)
         info["contacts"] = report.active_contacts
         notice.cancel()

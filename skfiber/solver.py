@@ -36,8 +36,8 @@ from .model import Model
 from .newton import make_solver, newton
 from .simulation_result import MAX_STORED_STATES, SimulationResult, StateStore, StepInfo, compile_notice
 from .statics import StaticResult, check_finite_time, solve_static
-from .time_step import (METHODS, PREDICTOR_SMOOTHNESS, STEP_STAGNATION_WINDOW, backward_euler_step, implicit_step,
-                        predicted_accelerations)
+from .time_step import (METHODS, PREDICTOR_SMOOTHNESS, STEP_STAGNATION_WINDOW, backward_euler_step,
+                        extrapolated_start, implicit_step, predicted_accelerations)
 
 __all__ = [
     "NewtonOptions",
@@ -108,8 +108,10 @@ def simulate(
         tolerances ``dt`` is the interval of the output times.
     method
         ``"euler"`` (backward Euler, order 1, the default) or ``"bdf2"``
-        (variable-step BDF2, order 2, L-stable; its first step is backward
-        Euler; :mod:`skfiber.core.bdf`).
+        (variable-step BDF2, order 2, L-stable; :mod:`skfiber.core.bdf`).  Its
+        first step is extrapolated backward Euler at fixed steps
+        (:func:`~skfiber.time_step.extrapolated_start`), plain backward Euler
+        (a small step chosen by the error control) in adaptive runs.
     rtol, atol
         Tolerances of the local error (positions, velocities, q and p): given,
         the steps are chosen by error control (``method="bdf2"``;
@@ -242,7 +244,10 @@ def _step_with_retries(model, state, h, solver, options, k, max_halvings, method
         dt_sub = h / 2**level
         label = k if level == 0 else f"{k} (substep {index + 1}/{2**level})"
         try:
-            s_new, rep = implicit_step(model, s, dt_sub, solver, method=method, options=options, step=label)
+            if method == "bdf2" and not s.has_history:  # BDF2's first step: second order as well
+                s_new, rep = extrapolated_start(model, s, dt_sub, solver, options=options, step=label)
+            else:
+                s_new, rep = implicit_step(model, s, dt_sub, solver, method=method, options=options, step=label)
         except ConvergenceError as err:
             counts["failures"] += 1
             if level == max_halvings:

@@ -32,7 +32,7 @@ from .model import Model
 from .newton import NewtonReport, newton
 from .rigid import EulerStep
 
-__all__ = ["implicit_step", "backward_euler_step", "predicted_accelerations", "METHODS", "PREDICTOR_SMOOTHNESS",
+__all__ = ["implicit_step", "backward_euler_step", "extrapolated_start", "predicted_accelerations", "METHODS", "PREDICTOR_SMOOTHNESS",
            "STEP_STAGNATION_WINDOW"]
 
 
@@ -125,6 +125,43 @@ def implicit_step(
     _keep_margins(solver, u, report)
     v = (u - u_hat) / h_eff
     return State(t1, u, v, (v - v_hat) / h_eff, a_prev=state.a, dt_last=dt, u_prev=u_n, v_prev=v_n), report
+
+
+def extrapolated_start(
+    model: Model,
+    state: State,
+    dt: float,
+    solver: ConstrainedSolver,
+    *,
+    options: NewtonOptions = NewtonOptions(),
+    step: int | str = 0,
+) -> tuple[State, NewtonReport]:
+    """The first step of a fixed-step BDF2 run: backward Euler extrapolated, 2 y(Δt/2 ∘ Δt/2) − y(Δt).
+
+    BDF2 needs an earlier point; a plain backward-Euler first step would
+    leave an O(Δt²) position error in the first step that dominates the
+    early error (measured on the pendulum chain: local rate 1.8).  The
+    extrapolation cancels backward Euler's Δt² term (local error O(Δt³),
+    still L-stable: R(z) = 2/(1 − z/2)² − 1/(1 − z) → 0), at the price of
+    three Newton solves once.  With contacts the start stays backward Euler:
+    the extrapolated point is not a Newton solution and could leave the
+    safeguard's admissible set.  The new state keeps ``state`` as its
+    earlier point; its accelerations (predictor only) are those of the
+    second half step.
+    """
+    if model.contacts:
+        return implicit_step(model, state, dt, solver, method="euler", options=options, step=step)
+    half, r1 = implicit_step(model, state, 0.5 * dt, solver, method="euler", options=options, step=step)
+    two, r2 = implicit_step(model, half, 0.5 * dt, solver, method="euler", options=options, step=step)
+    one, r3 = implicit_step(model, state, dt, solver, method="euler", options=options, step=step)
+    u, v, q, p = (2.0 * x2 - x1 for x2, x1 in ((two.u, one.u), (two.v, one.v), (two.q, one.q), (two.p, one.p)))
+    if model.rigid is not None:
+        model.set_coordinates(q)
+    solver.end_margins = None  # the margins kept by the last solve are not those of the extrapolated state
+    report = NewtonReport(r1.iterations + r2.iterations + r3.iterations,
+                          r1.residual_history + r2.residual_history + r3.residual_history,
+                          r1.step_fractions + r2.step_fractions + r3.step_fractions)
+    return State(one.t, u, v, two.a, q, p, two.b, state.a, state.b, dt, state.u, state.v, state.q, state.p), report
 
 
 def predicted_accelerations(state: State, dt: float) -> tuple[np.ndarray, np.ndarray]:

@@ -89,6 +89,16 @@ def _advance(system, point: _Point, t_prev: float, h: float, method: str, option
                   (point.q, point.p, point.s, h)), rep.iterations
 
 
+def _extrapolated_start(system, point: _Point, t_prev: float, h: float, options, step, m: int):
+    """BDF2's first fixed step: backward Euler extrapolated, 2 y(h/2 ∘ h/2) − y(h) (local error O(h³), L-stable;
+    as :func:`skfiber.time_step.extrapolated_start`)."""
+    half, i1 = _advance(system, point, t_prev, 0.5 * h, "euler", options, step, m)
+    two, i2 = _advance(system, half, t_prev + 0.5 * h, 0.5 * h, "euler", options, step, m)
+    one, i3 = _advance(system, point, t_prev, h, "euler", options, step, m)
+    q, p, s = 2.0 * two.q - one.q, 2.0 * two.p - one.p, 2.0 * two.s - one.s
+    return _Point(one.t, q, p, s, two.a, two.sd, (point.q, point.p, point.s, h)), i1 + i2 + i3
+
+
 def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float | None = None, *, t0: float = 0.0,
                    options=None, max_bisections: int = 6, callback=None, states0=None, method: str = "euler",
                    rtol: float | None = None, atol: float | None = None, h_min: float | None = None,
@@ -100,8 +110,8 @@ def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float | None =
     2, 4, … substeps (at most ``max_bisections`` halvings).
     ``callback(t, q, p)`` after each step.
 
-    ``method="bdf2"``: variable-step BDF2 (order 2, L-stable; the first step
-    is backward Euler).  With ``rtol``/``atol`` its steps are chosen by local
+    ``method="bdf2"``: variable-step BDF2 (order 2, L-stable; the first fixed
+    step is extrapolated backward Euler, that of an adaptive run backward Euler).  With ``rtol``/``atol`` its steps are chosen by local
     error control on q, p and the element states (between ``h_min``, default
     1e-10 (t_end − t0), and ``h_max``, default t_end − t0), and the result
     holds the states at ``output_times`` (default every ``dt`` if given,
@@ -181,7 +191,9 @@ def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float | None =
                 try:
                     pt, its = point, 0
                     for j in range(sub):
-                        pt, it = _advance(system, pt, times[i] + j * h / sub, h / sub, method, options, i + 1, m)
+                        first = _extrapolated_start if method == "bdf2" and pt.prev is None else None
+                        pt, it = (first(system, pt, times[i] + j * h / sub, h / sub, options, i + 1, m) if first else
+                                  _advance(system, pt, times[i] + j * h / sub, h / sub, method, options, i + 1, m))
                         its += it
                     break
                 except ConvergenceError:
