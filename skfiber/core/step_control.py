@@ -201,7 +201,8 @@ def run_adaptive(advance: Callable[[Any, float, int], tuple[Any, int]], flatten:
             counts.rejected += 1
             if h <= control.h_min:
                 raise ConvergenceError(f"the local error {err:.3g} × tolerance is not met at the smallest step "
-                                       f"h_min = {control.h_min:.3g} s (loosen rtol/atol or lower h_min)", t=t1, step=k)
+                                       f"h_min = {control.h_min:.3g} s (loosen rtol/atol or lower h_min)", t=t1, step=k,
+                                       residual_history=[])
             h = max(h * max(control.max_shrink, min(factor, 0.9)), control.h_min)
             grow_ok = False
             continue
