@@ -190,7 +190,7 @@ def simulate(
     # the first step compiles the numba kernels on the first run on a machine: say so if it is slow
     notice = compile_notice("  the first step takes a while: on the first run on a machine numba compiles the "
                             "kernels (cached for later runs) …", enabled=progress, file=sys.stderr)
-    k = 0
+    done = 0  # steps finished
     try:
         for k in range(1, n_steps + 1):
             t_target = min(t0 + k * dt, t_end) if k < n_steps else t_end
@@ -199,6 +199,7 @@ def simulate(
                                                                        max_halvings, method)
             notice.cancel()
             its[k - 1] = n_it
+            done = k
             retries += n_retry
             if callback is not None:
                 callback(state, StepInfo(k, n_steps, t_end, n_it, n_retry, _time.perf_counter() - start, n_contact))
@@ -216,7 +217,7 @@ def simulate(
                 )
     except KeyboardInterrupt:
         interrupted = True
-        its = its[:max(k - 1, 0)]
+        its = its[:done]
         warnings.warn(f"simulation interrupted at t = {state.t:.6g} s; returning the {len(store.times)} states computed so far")
         if store.times[-1] != state.t:
             store.add(state, [])
