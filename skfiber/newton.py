@@ -96,7 +96,7 @@ def newton(
     if trial is None:
         raise ConvergenceError(str(why), t=t, step=step, residual_history=history)
     ev, res = trial
-    last_update = math.inf
+    last_update = None  # (step fraction, increment) of the last iteration
     for it in range(options.max_iterations + 1):
         history.append(res)
         if res <= options.rtol * ev.reference_force + options.atol + ev.roundoff:
@@ -104,9 +104,10 @@ def newton(
         if it == options.max_iterations:
             break
         w = STATIC_STAGNATION_WINDOW if options.stagnation_window is None else options.stagnation_window
-        if (w and it >= w and res > 0.9 * history[it - w]
-                and last_update <= ROUNDOFF_UPDATE * max(1.0, float(np.max(np.abs(u))))
-                and res <= math.sqrt(options.rtol) * ev.reference_force):
+        if (w and it >= w and res > 0.9 * history[it - w] and last_update is not None
+                and res <= math.sqrt(options.rtol) * ev.reference_force
+                and last_update[0] * float(np.max(np.abs(last_update[1])))
+                <= ROUNDOFF_UPDATE * max(1.0, float(np.max(np.abs(u))))):
             return u, NewtonReport(it, history, fractions, ev.n_active_contacts, ev.margins)
         if w and it >= w and res > 0.9 * history[it - w]:
             raise ConvergenceError(
@@ -160,7 +161,7 @@ def newton(
         s, (ev, res) = fallback
         fractions.append(s)
         u = u + s * du
-        last_update = s * float(np.max(np.abs(du)))
+        last_update = (s, du)
     raise ConvergenceError(
         f"no convergence in {options.max_iterations} iterations", t=t, step=step, residual_history=history
     )

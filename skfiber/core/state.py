@@ -22,6 +22,8 @@ __all__ = ["State", "Evaluation", "EulerRates", "ResidualMemo", "ROUNDOFF_FACTOR
 
 # Newton's residual floor: this many machine epsilons of the summed element force magnitudes
 ROUNDOFF_FACTOR = 1e4
+_NONE = np.zeros(0)
+_NONE.flags.writeable = False
 
 
 @dataclass
@@ -67,9 +69,11 @@ class State:
         self.a_prev = np.zeros(0) if self.a_prev is None else np.asarray(self.a_prev, dtype=float)
         self.b_prev = np.zeros(0) if self.b_prev is None else np.asarray(self.b_prev, dtype=float)
         self.dt_last = float(self.dt_last)
-        for name in ("u_prev", "v_prev", "q_prev", "p_prev"):
-            value = getattr(self, name)
-            setattr(self, name, np.zeros(0) if value is None else np.asarray(value, dtype=float))
+        # the earlier point: float arrays, or the shared read-only empty array (unknown)
+        self.u_prev = _NONE if self.u_prev is None else np.asarray(self.u_prev, dtype=float)
+        self.v_prev = _NONE if self.v_prev is None else np.asarray(self.v_prev, dtype=float)
+        self.q_prev = _NONE if self.q_prev is None else np.asarray(self.q_prev, dtype=float)
+        self.p_prev = _NONE if self.p_prev is None else np.asarray(self.p_prev, dtype=float)
 
     @property
     def has_history(self) -> bool:
