@@ -218,19 +218,20 @@ def _energy(model, state):
 @pytest.mark.parametrize("method", ["euler", "bdf2"])
 def test_long_run_keeps_bounded_memory_and_its_energy_decays(method):
     """10,000 steps of a damped string: the result keeps at most MAX_STORED_STATES + 1 states by default
-    (a few MB whatever the number of steps), and the energy of the kept states decreases monotonically."""
+    (0.67 MB here whatever the number of steps; peak RSS growth measured 0.0 and 0.8 MB), and the energy of the kept states decreases monotonically."""
     import resource
 
     law = sf.passive_kelvin_voigt(mu_muscle=1e5, mu_tendon=1e5, eta_muscle=2e2, eta_tendon=2e2)
     fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=6, law=law, radius=0.02)
     model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+    sf.simulate(model, t_end=1e-3, dt=1e-4, method=method, progress=False)  # kernels compiled or loaded first
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     r = sf.simulate(model, t_end=1.0, dt=1e-4, method=method, progress=False)
     growth_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / 1024
     assert len(r.newton_iterations) == 10_000 and r.newton_iterations.dtype == np.int32
     assert len(r.times) <= sf.solver.MAX_STORED_STATES + 1 and len(r.residual_histories) == len(r.times) - 1
     kept = r.displacements.nbytes + r.velocities.nbytes
-    assert kept < 2e6 and growth_mb < 50, (kept, growth_mb)
+    assert kept < 2e6 and growth_mb < 20, (kept, growth_mb)
     E = np.array([_energy(model, r.state(i)) for i in range(0, len(r.times), 10)])
     assert E[0] == pytest.approx(0.0, abs=1e-12) and E[-1] < 0
     assert np.all(np.diff(E) <= 1e-9 * abs(E).max()), np.diff(E).max()
