@@ -218,7 +218,8 @@ def _energy(model, state):
 @pytest.mark.parametrize("method", ["euler", "bdf2"])
 def test_long_run_keeps_bounded_memory_and_its_energy_decays(method):
     """10,000 steps of a damped string: the result keeps at most MAX_STORED_STATES + 1 states by default
-    (0.67 MB here whatever the number of steps; peak RSS growth measured 2.4 and 0.8 MB), and the energy of the kept states decreases monotonically."""
+    (0.67 MB here whatever the number of steps; peak RSS growth measured 2.4 and 0.8 MB), and the energy
+    of the kept states decreases monotonically."""
     import resource
 
     law = sf.passive_kelvin_voigt(mu_muscle=1e5, mu_tendon=1e5, eta_muscle=2e2, eta_tendon=2e2)
