@@ -32,7 +32,6 @@ import math
 import time
 
 import numpy as np
-import sympy as sp
 
 import skfiber as sf
 from skfiber.materials import SYMBOLS, SymbolicLaw

@@ -12,7 +12,6 @@ Example
 """
 from __future__ import annotations
 
-import sys
 import threading
 from dataclasses import dataclass, field
 

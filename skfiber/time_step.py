@@ -49,6 +49,7 @@ STEP_STAGNATION_WINDOW = 1
 #: the time schemes of simulate: backward Euler (order 1) and variable-step BDF2 (order 2)
 METHODS = {"euler": 1, "bdf2": 2}
 
+
 def backward_euler_step(
     model: Model,
     state: State,

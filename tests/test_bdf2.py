@@ -1,6 +1,5 @@
 """BDF2 and adaptive steps: the scheme's coefficients and error estimate, its order on the pendulum chain,
 a coupled fiber–body model and muscle states, error control with contact, output times, restarts, errors."""
-import math
 
 import numpy as np
 import pytest
