@@ -70,7 +70,7 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
         return new, report.iterations
 
     store = StateStore(start_state)
-    info = {"output": 0, "contacts": 0, "last_print": _time.perf_counter()}
+    info = {"output": 0, "contacts": 0, "last_print": _time.perf_counter(), "its": 0, "fails": 0}
     start = _time.perf_counter()
 
     def emit(t: float, x: np.ndarray | None, s: State | None) -> None:
@@ -79,11 +79,12 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
                       p=x[2 * n_u + n_q:].copy())
         info["output"] += 1
         j = info["output"]
-        if callback is not None:
+        if callback is not None:  # Newton iterations and failures since the last output time
             counts = last_counts[0]
-            callback(s, StepInfo(j, len(outputs), t_end, counts.newton_iterations if counts else 0,
-                                 counts.newton_failures if counts else 0, _time.perf_counter() - start,
-                                 info["contacts"]))
+            its, fails = (counts.newton_iterations, counts.newton_failures) if counts else (0, 0)
+            callback(s, StepInfo(j, len(outputs), t_end, its - info["its"], fails - info["fails"],
+                                 _time.perf_counter() - start, info["contacts"]))
+            info["its"], info["fails"] = its, fails
         if j % store_every == 0 or j == len(outputs):
             store.add(s, None)
 
