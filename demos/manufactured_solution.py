@@ -68,8 +68,14 @@ Measured (full run ~30 s on 2 cores, ``--small`` ~10 s, both with start-up):
   for Ne ≥ 16; on Ne = 8 one or 40 load steps end on other equilibria
   (L2 errors 9.6e-2 and 4.6e-2 instead of 7.5e-3).
 
+BDF2 (``temporal_study(method="bdf2")``, on Ne = :data:`BDF2_ELEMENTS` = 64,
+whose spatial error is below BDF2's time error; on Ne = 32 it is not from
+N = 256 on): ``--small`` N = 256, 512, 1024: e = 1.5e-7, 3.8e-8, 9.9e-9,
+local rates 1.96, 1.96, fitted 1.96 (the full run adds N = 128 and 2048 and
+the mesh check).
+
 Run ``python demos/manufactured_solution.py [--small] [--plot FILE.png]``.
-The last line of the output is ``summary: temporal_rate=… spatial_rate=…``.
+The last line of the output is ``summary: temporal_rate=… spatial_rate=… bdf2_temporal_rate=…``.
 """
 from __future__ import annotations
 
@@ -128,6 +134,8 @@ QUADRATURE_POINTS = 6
 #: "converges" (residual stalls at 1.02e-9 N).  atol = 1e-8 N is far below the
 #: forces that matter (~1e4 N).
 DYNAMIC_NEWTON = sf.NewtonOptions(rtol=1e-9, atol=1e-8)
+#: the BDF2 temporal study's mesh: its errors reach 1e-8, below the spatial error of Ne = 32 (≈ 2e-7)
+BDF2_ELEMENTS = 64
 STATIC_NEWTON = sf.NewtonOptions(rtol=1e-11, atol=1e-8, max_iterations=40)
 
 
@@ -318,14 +326,16 @@ class TemporalStudy:
     wall_times: np.ndarray
     rate: float
     mesh_check_error: float = float("nan")
+    method: str = "euler"
 
     @property
     def local_rates(self) -> np.ndarray:
         return _local_rates(self.dt, self.errors)
 
     def table(self) -> str:
+        scheme = {"euler": "backward Euler", "bdf2": "BDF2"}[self.method]
         lines = [
-            f"temporal study: backward Euler, Ne = {self.n_elements}, T = {self.t_end:g} s, "
+            f"temporal study: {scheme}, Ne = {self.n_elements}, T = {self.t_end:g} s, "
             f"e = ||u2_h(0.5,t) - u2(0.5,t)||_L2(0,T)",
             f"{'N':>6} {'dt':>10} {'error':>11} {'rate':>6} {'newton/step':>12} "
             f"{'retries':>8} {'wall [s]':>9}",
@@ -356,8 +366,9 @@ def temporal_study(
     law: SymbolicLaw | None = None,
     mesh_check: bool = False,
     progress: bool = True,
+    method: str = "euler",
 ) -> TemporalStudy:
-    """Time convergence of backward Euler with the dynamic manufactured solution.
+    """Time convergence of backward Euler (or ``method="bdf2"``) with the dynamic manufactured solution.
 
     Parameters
     ----------
@@ -382,7 +393,7 @@ def temporal_study(
     errors, newton, retries, walls = [], [], [], []
     for i, n in enumerate(steps):
         start = time.perf_counter()
-        error, result = _midpoint_error(model, t_end, int(n))
+        error, result = _midpoint_error(model, t_end, int(n), method=method)
         walls.append(time.perf_counter() - start)
         errors.append(error)
         newton.append(float(np.mean(result.newton_iterations)))
@@ -396,7 +407,7 @@ def temporal_study(
     if mesh_check:
         start = time.perf_counter()
         fine = build_model(2 * n_elements, static=False, law=law, quadrature_points=quadrature_points)
-        check, _ = _midpoint_error(fine, t_end, int(steps[-1]))
+        check, _ = _midpoint_error(fine, t_end, int(steps[-1]), method=method)
         _progress(
             f"temporal: N = {steps[-1]} on Ne = {2 * n_elements}  error {check:.3e}  "
             f"{time.perf_counter() - start:.1f} s",
@@ -415,14 +426,17 @@ def temporal_study(
         wall_times=np.array(walls),
         rate=fitted_rate(dt, errors),
         mesh_check_error=check,
+        method=method,
     )
 
 
-def _midpoint_error(model: sf.Model, t_end: float, n_steps: int) -> tuple[float, sf.SimulationResult]:
-    """‖u2_h(0.5, ·) − u2(0.5, ·)‖_L2([0, T]) of a backward-Euler run (trapezoidal rule)."""
+def _midpoint_error(model: sf.Model, t_end: float, n_steps: int, *, method: str = "euler"
+                    ) -> tuple[float, sf.SimulationResult]:
+    """‖u2_h(0.5, ·) − u2(0.5, ·)‖_L2([0, T]) of a fixed-step run (trapezoidal rule over all steps)."""
     d = model.discretization
     result = sf.simulate(
-        model, t_end=t_end, dt=t_end / n_steps, newton_options=DYNAMIC_NEWTON, progress=False
+        model, t_end=t_end, dt=t_end / n_steps, method=method, newton_options=DYNAMIC_NEWTON, progress=False,
+        store_every=1,
     )
     u2 = np.array([d.evaluate(u, 0, [MIDPOINT])[1, 0] for u in result.displacements])
     exact = np.cos(MIDPOINT) * (1.0 - np.cos(result.times))  # u2(0.5, t)
@@ -581,10 +595,15 @@ class ManufacturedResult:
     temporal: TemporalStudy
     spatial: SpatialStudy
     wall_time: float
+    #: the temporal study with BDF2 (Ne = 64: its errors reach 1e-8, where Ne = 32's spatial error shows)
+    temporal_bdf2: TemporalStudy | None = None
 
     @property
     def summary(self) -> str:
-        return f"summary: temporal_rate={self.temporal.rate:.2f} spatial_rate={self.spatial.rate:.2f}"
+        text = f"summary: temporal_rate={self.temporal.rate:.2f} spatial_rate={self.spatial.rate:.2f}"
+        if self.temporal_bdf2 is not None:
+            text += f" bdf2_temporal_rate={self.temporal_bdf2.rate:.2f}"
+        return text
 
 
 def run(*, small: bool = False, progress: bool = True) -> ManufacturedResult:
@@ -605,7 +624,9 @@ def run(*, small: bool = False, progress: bool = True) -> ManufacturedResult:
     else:
         temporal = temporal_study(mesh_check=True, progress=progress)
         spatial = spatial_study(progress=progress)
-    return ManufacturedResult(temporal, spatial, time.perf_counter() - start)
+    bdf2 = temporal_study(n_elements=BDF2_ELEMENTS, steps=(256, 512, 1024) if small else (128, 256, 512, 1024, 2048),
+                          method="bdf2", mesh_check=not small, progress=progress)
+    return ManufacturedResult(temporal, spatial, time.perf_counter() - start, bdf2)
 
 
 def plot(result: ManufacturedResult, filename: str) -> None:
@@ -645,6 +666,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     result = run(small=args.small)
     print(result.temporal.table())
+    print()
+    print(result.temporal_bdf2.table())
     print()
     print(result.spatial.table())
     print(f"total wall time {result.wall_time:.1f} s")

@@ -236,8 +236,13 @@ class UpperLimbResult:
 
 def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, n_steps: int | None = None,
         progress: bool = True, vtk: Path | None = None, vtk_every: int = 4,
-        bending: float | None = None) -> UpperLimbResult:
+        bending: float | None = None, method: str = "euler", rtol: float | None = None,
+        atol: float | None = None) -> UpperLimbResult:
     """Simulate one level (or explicit ``n_elements``/``n_steps`` over ``t_end``).
+
+    ``method``, ``rtol``, ``atol``: the time scheme of :func:`skfiber.simulate`; with
+    tolerances (``method="bdf2"``) the steps are chosen by error control and the level's
+    step Δt is the interval of the output times.
 
     With ``vtk`` a folder: a VTK series (fibers with their fields, bones as cylinders)
     of every ``vtk_every``-th step, ``upper_limb.pvd`` for ParaView.  ``bending``: bending
@@ -298,7 +303,8 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
         print(f"  compiled the numba kernels in {time.perf_counter() - setup:.1f} s", flush=True)
     record(state0)
     start = time.perf_counter()
-    result = sf.simulate(model, t_end=t_end, dt=dt, callback=record, progress=progress)
+    result = sf.simulate(model, t_end=t_end, dt=dt, callback=record, progress=progress, method=method, rtol=rtol,
+                         atol=atol)
     wall = time.perf_counter() - start
     if not profiles:  # a short run: the profile at its end
         profiles[float(result.times[-1])] = {name: _axial_force(model, result.final_state, name)

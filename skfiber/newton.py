@@ -28,11 +28,15 @@ from .coupling import CoupledProblem
 from .linalg import ConstrainedSolver
 from .model import Model
 
-__all__ = ["NewtonReport", "newton", "make_solver", "STATIC_STAGNATION_WINDOW"]
+__all__ = ["NewtonReport", "newton", "make_solver", "STATIC_STAGNATION_WINDOW", "ROUNDOFF_UPDATE"]
 
 #: NewtonOptions.stagnation_window = None means this many iterations in static solves
 #: (skfiber.solver passes its own default for time steps)
 STATIC_STAGNATION_WINDOW = 5
+#: a stagnating Newton counts as converged when its last update moved no entry by more than this
+#: times max(1, ‖u‖∞) and the residual is below √rtol·F_ref: the residual is then at its round-off
+#: floor (e.g. c_a M u with c_a = 1/Δt² ≈ 1e10 in the small steps of an adaptive run near a contact)
+ROUNDOFF_UPDATE = 1e-12
 
 
 @dataclass
@@ -92,6 +96,7 @@ def newton(
     if trial is None:
         raise ConvergenceError(str(why), t=t, step=step, residual_history=history)
     ev, res = trial
+    last_update = None  # (step fraction, increment) of the last iteration
     for it in range(options.max_iterations + 1):
         history.append(res)
         if res <= options.rtol * ev.reference_force + options.atol + ev.roundoff:
@@ -99,6 +104,11 @@ def newton(
         if it == options.max_iterations:
             break
         w = STATIC_STAGNATION_WINDOW if options.stagnation_window is None else options.stagnation_window
+        if (w and it >= w and res > 0.9 * history[it - w] and last_update is not None
+                and res <= math.sqrt(options.rtol) * ev.reference_force
+                and last_update[0] * float(np.max(np.abs(last_update[1])))
+                <= ROUNDOFF_UPDATE * max(1.0, float(np.max(np.abs(u))))):
+            return u, NewtonReport(it, history, fractions, ev.n_active_contacts, ev.margins)
         if w and it >= w and res > 0.9 * history[it - w]:
             raise ConvergenceError(
                 f"Newton stagnates: the residual did not drop by 10 % in {w} iterations "
@@ -151,6 +161,7 @@ def newton(
         s, (ev, res) = fallback
         fractions.append(s)
         u = u + s * du
+        last_update = (s, du)
     raise ConvergenceError(
         f"no convergence in {options.max_iterations} iterations", t=t, step=step, residual_history=history
     )

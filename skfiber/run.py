@@ -174,6 +174,7 @@ def run_simulation(
     progress_extra: Callable[[State], str] | None = None,
     newton_options: NewtonOptions = NewtonOptions(),
     max_halvings: int = 4,
+    method: str = "euler",
 ) -> RunResult:
     """Integrate ``model`` to ``t_end`` writing VTK output and checkpoints.
 
@@ -208,6 +209,12 @@ def run_simulation(
         (e.g. the number of active contact points).
     newton_options, max_halvings
         Passed to :func:`skfiber.simulate`.
+    method
+        The time scheme, ``"euler"`` or ``"bdf2"`` (fixed steps dt; the
+        checkpoint keeps BDF2's earlier point, so a resumed run stays exact).
+        For steps chosen by error control call :func:`skfiber.simulate` with
+        ``rtol``/``atol`` and ``output_times`` and write the states in its
+        callback.
 
     Raises
     ------
@@ -286,7 +293,7 @@ def run_simulation(
             t_next = t_end if step + 1 == n_steps else t_start + (k0 + step - step0) * dt
             result = simulate(
                 model, t_end=t_next, dt=dt, state=state, max_halvings=max_halvings,
-                newton_options=newton_options, progress=False,
+                newton_options=newton_options, progress=False, method=method,
                 callback=lambda _s, info: inner.__setitem__(0, info),
             )
             if result.interrupted:

@@ -149,7 +149,7 @@ def test_runs_agree(monkeypatch):
         monkeypatch.setattr(sf.solver, "make_solver", lambda m, fast=fast: CoupledProblem(m, fast=fast))
         results.append(sf.simulate(model, t_end=0.5, dt=8.0 / 128, progress=False))
     one, two = results
-    assert one.newton_iterations == two.newton_iterations and sum(one.newton_iterations) > 16
+    assert np.array_equal(one.newton_iterations, two.newton_iterations) and sum(one.newton_iterations) > 16
     np.testing.assert_allclose(one.coordinates, two.coordinates, rtol=0, atol=1e-9)
     np.testing.assert_allclose(one.displacements, two.displacements, rtol=0, atol=1e-9)
 
@@ -330,6 +330,6 @@ def test_fiber_contact_runs_agree(monkeypatch):
         monkeypatch.setattr(sf.solver, "make_solver", lambda m, fast=fast: CoupledProblem(m, fast=fast))
         results.append(sf.simulate(model, t_end=0.25, dt=8.0 / 128, progress=False))
     one, two = results
-    assert one.newton_iterations == two.newton_iterations
+    np.testing.assert_array_equal(one.newton_iterations, two.newton_iterations)
     np.testing.assert_allclose(one.coordinates, two.coordinates, rtol=0, atol=1e-9)
     np.testing.assert_allclose(one.displacements, two.displacements, rtol=0, atol=1e-9)

@@ -269,6 +269,7 @@ def test_slow_first_step_is_explained(monkeypatch, capsys):
     """simulate(progress=True) says why a first step is slow (numba compiling on a first run)."""
     import time
 
+    import skfiber.simulation_result as result_module
     import skfiber.solver as solver_module
 
     real = solver_module._step_with_retries
@@ -277,7 +278,7 @@ def test_slow_first_step_is_explained(monkeypatch, capsys):
         time.sleep(0.3)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(solver_module, "FIRST_STEP_NOTICE_S", 0.05)
+    monkeypatch.setattr(result_module, "FIRST_STEP_NOTICE_S", 0.05)
     monkeypatch.setattr(solver_module, "_step_with_retries", slow)
     fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)
     model = sf.Model([fiber])

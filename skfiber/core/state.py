@@ -22,6 +22,8 @@ __all__ = ["State", "Evaluation", "EulerRates", "ResidualMemo", "ROUNDOFF_FACTOR
 
 # Newton's residual floor: this many machine epsilons of the summed element force magnitudes
 ROUNDOFF_FACTOR = 1e4
+_NONE = np.zeros(0)
+_NONE.flags.writeable = False
 
 
 @dataclass
@@ -33,7 +35,10 @@ class State:
     here, ``a_prev`` and ``b_prev`` those of the step before it and ``dt_last``
     the size of the step that led here; they only serve the predictor of the
     next step (:func:`skfiber.solver.predicted_accelerations`; default zero,
-    and empty / 0 for unknown).  Without a rigid system q, p and b are empty.
+    and empty / 0 for unknown).  ``u_prev``, ``v_prev``, ``q_prev`` and
+    ``p_prev`` are the state at t − ``dt_last``, the earlier point of a BDF2
+    step (:mod:`skfiber.core.bdf`; empty: unknown, the next step is backward
+    Euler).  Without a rigid system q, p and b are empty.
     """
 
     t: float
@@ -46,6 +51,10 @@ class State:
     a_prev: np.ndarray | None = None
     b_prev: np.ndarray | None = None
     dt_last: float = 0.0
+    u_prev: np.ndarray | None = None
+    v_prev: np.ndarray | None = None
+    q_prev: np.ndarray | None = None
+    p_prev: np.ndarray | None = None
 
     def __post_init__(self):
         if self.a is None:
@@ -60,10 +69,26 @@ class State:
         self.a_prev = np.zeros(0) if self.a_prev is None else np.asarray(self.a_prev, dtype=float)
         self.b_prev = np.zeros(0) if self.b_prev is None else np.asarray(self.b_prev, dtype=float)
         self.dt_last = float(self.dt_last)
+        # the earlier point: float arrays, or the shared read-only empty array (unknown)
+        self.u_prev = _NONE if self.u_prev is None else np.asarray(self.u_prev, dtype=float)
+        self.v_prev = _NONE if self.v_prev is None else np.asarray(self.v_prev, dtype=float)
+        self.q_prev = _NONE if self.q_prev is None else np.asarray(self.q_prev, dtype=float)
+        self.p_prev = _NONE if self.p_prev is None else np.asarray(self.p_prev, dtype=float)
+
+    @property
+    def has_history(self) -> bool:
+        """Whether the state at t − ``dt_last`` is known (a BDF2 step can start from here)."""
+        return (self.dt_last > 0 and self.u_prev.shape == self.u.shape and self.v_prev.shape == self.v.shape
+                and self.q_prev.shape == self.q.shape and self.p_prev.shape == self.p.shape)
+
+    def without_history(self) -> "State":
+        """A copy that forgets the earlier point and the accelerations (the next step starts afresh)."""
+        return State(self.t, self.u.copy(), self.v.copy(), self.a.copy(), self.q.copy(), self.p.copy(), self.b.copy())
 
     def copy(self) -> "State":
         return State(self.t, self.u.copy(), self.v.copy(), self.a.copy(), self.q.copy(), self.p.copy(), self.b.copy(),
-                     self.a_prev.copy(), self.b_prev.copy(), self.dt_last)
+                     self.a_prev.copy(), self.b_prev.copy(), self.dt_last, self.u_prev.copy(), self.v_prev.copy(),
+                     self.q_prev.copy(), self.p_prev.copy())
 
 
 class Evaluation:
@@ -107,6 +132,8 @@ class EulerRates:
     """The fiber rates of a backward-Euler step as a function of the new displacement u:
     v = (u − uₙ)/Δt, a = (v − vₙ)/Δt, with their derivatives c_v = ∂v/∂u = 1/Δt and
     c_a = ∂a/∂u = 1/Δt² — the ``fiber_state`` of :meth:`skfiber.coupling.CoupledProblem.evaluate`
+    (a BDF2 step is the same quotient with the anchors û, v̂ and ĥ of :mod:`skfiber.core.bdf`
+    in place of uₙ, vₙ and Δt)
     (the coupled fast path computes them inside its kernels).
 
     Example

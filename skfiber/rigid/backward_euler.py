@@ -50,8 +50,13 @@ class RigidNewtonReport:
 
 def backward_euler_rigid(system: RigidSystem, q_prev, p_prev, t_prev: float, dt: float, *,
                          options=None, step: int | str = 0, a_prev=None, states_prev=None,
-                         state_rate_prev=None):
+                         state_rate_prev=None, anchors=None):
     """One backward-Euler step from (qₙ, pₙ) at tₙ to tₙ + Δt: returns (q⁺, p⁺, report).
+
+    ``anchors`` = (q̂, p̂, ŝ, ĥ) makes it a BDF2 step (:mod:`skfiber.core.bdf`):
+    p⁺ = (q⁺ − q̂)/ĥ, the acceleration (p⁺ − p̂)/ĥ and the state rows
+    (s⁺ − ŝ − ĥ ṡ)/s_scale replace the backward-Euler quotients (ŝ None
+    without element states); the predictor still starts from (qₙ, pₙ, Δt).
 
     Newton on R_rb(q⁺) = 0 from the predictor q⁺ = qₙ + Δt pₙ + Δt² aₙ
     (``a_prev`` = aₙ, the last step's (pₙ − pₙ₋₁)/Δt, default 0); converged when
@@ -77,10 +82,12 @@ def backward_euler_rigid(system: RigidSystem, q_prev, p_prev, t_prev: float, dt:
     p_prev = np.asarray(p_prev, dtype=float)
     t = float(t_prev) + dt
     q = q_prev + dt * p_prev
+    q_hat, p_hat, s_hat, h_eff = (q_prev, p_prev, None, dt) if anchors is None else anchors
     layout = state_layout(system)
     if layout_size(layout):
         return _newton_with_states(system, layout, q, q_prev, p_prev, t, dt, options=options, step=step,
-                                   states_prev=states_prev, state_rate_prev=state_rate_prev)
+                                   states_prev=states_prev, state_rate_prev=state_rate_prev,
+                                   anchors=None if anchors is None else (q_hat, p_hat, s_hat, h_eff))
     if states_prev is not None and np.size(states_prev):
         raise ValueError("states_prev was given but no force element of the system has internal states")
     if a_prev is not None:
@@ -88,7 +95,7 @@ def backward_euler_rigid(system: RigidSystem, q_prev, p_prev, t_prev: float, dt:
     history: list[float] = []
     for it in range(options.max_iterations + 1):
         try:
-            ev = rigid_step(system, q, q_prev=q_prev, p_prev=p_prev, dt=dt, t=t)
+            ev = rigid_step(system, q, q_prev=q_hat, p_prev=p_hat, dt=h_eff, t=t)
         except FloatingPointError as err:
             raise ConvergenceError(str(err), t=t, step=step, residual_history=history) from err
         res = float(np.linalg.norm(ev.residual))
@@ -106,7 +113,7 @@ def backward_euler_rigid(system: RigidSystem, q_prev, p_prev, t_prev: float, dt:
         q = q + dq
         if (res <= math.sqrt(options.rtol) * ev.reference_force
                 and np.linalg.norm(dq) <= STEP_TOL * max(1.0, float(np.linalg.norm(q)))):
-            return q, (q - q_prev) / dt, RigidNewtonReport(it + 1, history)
+            return q, (q - q_hat) / h_eff, RigidNewtonReport(it + 1, history)
     raise ConvergenceError(f"no convergence in {options.max_iterations} iterations", t=t, step=step,
                            residual_history=history)
 
@@ -116,7 +123,7 @@ STATE_STEP = 0.25
 
 
 def _newton_with_states(system, layout, q, q_prev, p_prev, t, dt, *, options, step, states_prev,
-                        state_rate_prev):
+                        state_rate_prev, anchors=None):
     """Newton on (q⁺, s⁺), globalized for stiff element states.
 
     Each update Δx = −K⁻¹R is first shortened so that no scaled state moves
@@ -138,10 +145,11 @@ def _newton_with_states(system, layout, q, q_prev, p_prev, t, dt, *, options, st
     weights = np.concatenate([np.ones(n), 1.0 / scale])
     history: list[float] = []
     s_history: list[float] = []
+    q_hat, p_hat, s_hat, h_eff = (q_prev, p_prev, s_prev, dt) if anchors is None else anchors
 
     def evaluate(q, s):
         try:
-            return rigid_step(system, q, q_prev=q_prev, p_prev=p_prev, dt=dt, t=t, states=s, states_prev=s_prev)
+            return rigid_step(system, q, q_prev=q_hat, p_prev=p_hat, dt=h_eff, t=t, states=s, states_prev=s_hat)
         except FloatingPointError as err:
             raise ConvergenceError(str(err), t=t, step=step, residual_history=history) from err
 

@@ -1,0 +1,229 @@
+"""Work against error for a stiff transient: backward Euler, BDF2 (fixed and adaptive) and PyElastica.
+
+The case: one fiber, L = 1 m, r0 = 0.05 m, ρ = 900 kg/m³, pinned at both ends (positions
+fixed, slopes free), released from straight under gravity (9.81 m/s²) and run for T = 1 s.
+The middle 60 % is soft, the 20 % at each end is stiff tendon:
+
+    S = E(θ) (λ − 1)/λ² + 3 η λ̇/λ³,   E = 3e5 Pa (0.2 ≤ θ ≤ 0.8), 3e7 Pa (tendon),  η = 1e3 Pa·s.
+
+The measure is the midpoint's vertical displacement z(t) at the 100 times k·10 ms:
+e = max_k |z(t_k) − z_ref(t_k)| / max_k |z_ref(t_k)|.  Each code is measured against its
+own fine reference (skfiber: BDF2 with Δt = 2.5e-5 s; PyElastica: Δt = 1/4 of its largest
+stable step), since the cable and PyElastica's Cosserat rod differ by about 10 % in this
+transient (shear, rotary inertia and bending stiffness of the rod).  For each setting the
+script prints the error and the wall time; then each code's cheapest setting with
+e ≤ 1 % (wall time of the whole run, after a warm-up run that compiles the kernels).
+
+PyElastica (``pip install pyelastica``, the ``bench`` extra) gets the same geometry,
+per-element Young's moduli (axial E A and bending E I of each element; shear modulus
+E/3), position-pinned ends, gravity, and the cable's viscous axial force
+N = 3 η A0 λ̇/λ² added by a forcing class; position Verlet at its largest stable Δt from
+a list (a run is stable when it stays finite and its midpoint moves less than 1 m).
+
+Run: ``python benchmarks/bench_transient.py [--quick] [--elements N]``.  Ends with
+``summary: bdf2_s_at_1pct=… euler_s_at_1pct=… pyelastica_s_at_1pct=… speedup_vs_pyelastica=…``
+(speedup = PyElastica's time / the faster skfiber method's; nan when a code has no setting
+reaching 1 %).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+
+import skfiber as sf
+from skfiber.materials import SYMBOLS, SymbolicLaw
+
+LENGTH, RADIUS, DENSITY = 1.0, 0.05, 900.0
+E_SOFT, E_TENDON, ETA = 3e5, 3e7, 1e3
+T_END, OUTPUT_DT, TARGET = 1.0, 0.01, 0.01
+GRAVITY = 9.81
+
+
+def muscle_fraction(theta):
+    """1 in the soft middle (0.2 ≤ θ ≤ 0.8), 0 in the tendons."""
+    theta = np.asarray(theta, dtype=float)
+    return ((theta >= 0.2) & (theta <= 0.8)).astype(float)
+
+
+def build_model(n_elements: int) -> sf.Model:
+    lam, lamdot, gm = SYMBOLS["stretch"], SYMBOLS["stretch_rate"], SYMBOLS["muscle_fraction"]
+    E = gm * E_SOFT + (1 - gm) * E_TENDON
+    law = SymbolicLaw(E * (lam - 1) / lam**2 + 3 * ETA * lamdot / lam**3, name="stiff tendon")
+    fiber = sf.Fiber.straight((0, 0, 0), (LENGTH, 0, 0), n_elements=n_elements, law=law, radius=RADIUS,
+                              density=DENSITY, muscle_fraction=muscle_fraction)
+    model = sf.Model([fiber])
+    model.fix(fiber, "start")
+    model.fix(fiber, "end")
+    model.add_gravity((0.0, 0.0, -GRAVITY))
+    return model
+
+
+def midpoint_z(model: sf.Model, result) -> np.ndarray:
+    d = model.discretization
+    return np.array([d.evaluate(u, 0, [0.5])[2, 0] for u in result.displacements])
+
+
+def run_skfiber(model, *, method: str, dt: float | None = None, rtol: float | None = None):
+    """(times, z, wall s, steps, newton iterations) of one run, z at the 10 ms grid."""
+    start = time.perf_counter()
+    if rtol is None:
+        every = int(round(OUTPUT_DT / dt))
+        r = sf.simulate(model, t_end=T_END, dt=dt, method=method, store_every=every, progress=False)
+        steps = len(r.newton_iterations)
+    else:
+        r = sf.simulate(model, t_end=T_END, dt=OUTPUT_DT, method=method, rtol=rtol, atol=rtol * 1e-2,
+                        progress=False)
+        steps = r.step_counts.accepted + r.step_counts.rejected
+    wall = time.perf_counter() - start
+    return r.times, midpoint_z(model, r), wall, steps, int(np.sum(r.newton_iterations))
+
+
+def relative_error(z, z_ref) -> float:
+    return float(np.max(np.abs(z - z_ref)) / np.max(np.abs(z_ref)))
+
+
+# --------------------------------------------------------------------------- PyElastica
+def run_pyelastica(n_elements: int, dt: float):
+    """(times, z, wall s, steps) of a PyElastica run, or None when it blew up."""
+    import elastica as ea
+
+    class Simulator(ea.BaseSystemCollection, ea.Constraints, ea.Forcing, ea.CallBacks):
+        pass
+
+    class AxialViscosity(ea.NoForces):
+        """The cable's viscous axial force N = 3 η A0 λ̇/λ² on each element, along it."""
+
+        def __init__(self, eta, area):
+            super().__init__()
+            self.eta, self.area = eta, area
+
+        def apply_forces(self, system, time=0.0):
+            x, v, l0 = system.position_collection, system.velocity_collection, system.rest_lengths
+            dx = x[:, 1:] - x[:, :-1]
+            length = np.sqrt(np.einsum("ij,ij->j", dx, dx))
+            t = dx / length
+            lam = length / l0
+            lamdot = np.einsum("ij,ij->j", t, v[:, 1:] - v[:, :-1]) / l0
+            f = (3.0 * self.eta * self.area * lamdot / lam**2) * t
+            system.external_forces[:, :-1] += f
+            system.external_forces[:, 1:] -= f
+
+    class Midpoint(ea.CallBackBaseClass):
+        def __init__(self, every, out):
+            super().__init__()
+            self.every, self.out = every, out
+
+        def make_callback(self, system, time, current_step):
+            if current_step % self.every == 0:
+                self.out.append((time, float(system.position_collection[2, n_elements // 2])))
+
+    sim = Simulator()
+    rod = ea.CosseratRod.straight_rod(n_elements, np.zeros(3), np.array([1.0, 0, 0]), np.array([0, 0, 1.0]),
+                                      LENGTH, RADIUS, DENSITY, youngs_modulus=E_TENDON,
+                                      shear_modulus=E_TENDON / 3.0)
+    centers = (np.arange(n_elements) + 0.5) / n_elements
+    E_el = np.where(muscle_fraction(centers) > 0, E_SOFT, E_TENDON)
+    rod.shear_matrix[:] *= (E_el / E_TENDON)[None, None, :]   # E A on the axis, G A = E A/3 across
+    E_vor = 0.5 * (E_el[1:] + E_el[:-1])
+    rod.bend_matrix[:] *= (E_vor / E_TENDON)[None, None, :]
+    sim.append(rod)
+    sim.constrain(rod).using(ea.GeneralConstraint, constrained_position_idx=(0, -1),
+                             translational_constraint_selector=np.array([True, True, True]),
+                             rotational_constraint_selector=np.array([False, False, False]))
+    sim.add_forcing_to(rod).using(ea.GravityForces, acc_gravity=np.array([0.0, 0.0, -GRAVITY]))
+    sim.add_forcing_to(rod).using(AxialViscosity, eta=ETA, area=math.pi * RADIUS**2)
+    out: list = []
+    steps = int(round(T_END / dt))
+    every = max(1, int(round(OUTPUT_DT / dt)))
+    sim.collect_diagnostics(rod).using(Midpoint, every=every, out=out)
+    sim.finalize()
+    stepper = ea.PositionVerlet()
+    start = time.perf_counter()
+    t = 0.0
+    for k in range(steps):
+        t = stepper.step(sim, t, dt)
+        if k % 100 == 0:
+            zm = rod.position_collection[2, n_elements // 2]
+            if not (math.isfinite(zm) and abs(zm) < 1.0):
+                return None
+    wall = time.perf_counter() - start
+    times, z = np.array(out).T
+    return times, z, wall, steps
+
+
+# --------------------------------------------------------------------------- driver
+def cheapest(rows):
+    """The row with the smallest wall time among those with error ≤ TARGET (or None)."""
+    ok = [r for r in rows if r["error"] <= TARGET]
+    return min(ok, key=lambda r: r["wall"]) if ok else None
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer settings, coarser reference")
+    parser.add_argument("--elements", type=int, default=20, help="elements of the fiber and the rod (multiple of 5)")
+    args = parser.parse_args(argv)
+    ne = args.elements
+    model = build_model(ne)
+    print(f"stiff tendon: Ne = {ne}, T = {T_END} s, error of the midpoint z(t) on the 10 ms grid, 1 % target")
+    run_skfiber(model, method="bdf2", dt=0.01)  # compile the kernels
+    ref_dt = 1e-4 if args.quick else 2.5e-5
+    _, z_ref, wall_ref, _, _ = run_skfiber(model, method="bdf2", dt=ref_dt)
+    print(f"skfiber reference: BDF2, dt = {ref_dt:g} s ({wall_ref:.1f} s); max |z| = {np.abs(z_ref).max():.4f} m")
+    rows = []
+    settings = [("euler", dict(dt=dt)) for dt in ((1e-3, 2e-4, 1e-4, 5e-5) if args.quick else
+                                                    (1e-3, 5e-4, 2e-4, 1e-4, 5e-5, 2.5e-5))]
+    settings += [("bdf2", dict(dt=dt)) for dt in (1e-2, 5e-3, 2e-3, 1.25e-3, 1e-3, 5e-4)]
+    settings += [("bdf2", dict(rtol=r)) for r in (1e-2, 3e-3, 1e-3, 3e-4, 1e-4)]
+    print(f"{'code':>10} {'setting':>14} {'steps':>7} {'newton':>7} {'error':>10} {'wall [s]':>9} {'us/step':>8}")
+    for method, kw in settings:
+        _, z, wall, steps, its = run_skfiber(model, method=method, **kw)
+        err = relative_error(z, z_ref)
+        label = f"dt={kw['dt']:g}" if "dt" in kw else f"rtol={kw['rtol']:g}"
+        code = "skf-" + method + ("-adapt" if "rtol" in kw else "")
+        rows.append(dict(code=code, method=method, label=label, error=err, wall=wall, steps=steps))
+        print(f"{code:>10} {label:>14} {steps:>7d} {its:>7d} {err:>10.3e} {wall:>9.2f} {1e6 * wall / steps:>8.0f}",
+              flush=True)
+    try:
+        import elastica  # noqa: F401
+        have_elastica = True
+    except ImportError:
+        have_elastica = False
+        print("PyElastica is not installed (pip install pyelastica, or the bench extra): skipped")
+    el_rows = []
+    if have_elastica:
+        stable = None
+        for dt in (4e-4, 2e-4, 1e-4, 5e-5, 2.5e-5, 1.25e-5):
+            if run_pyelastica(ne, dt) is not None:
+                stable = dt
+                break
+        print(f"PyElastica: largest stable dt from the list: {stable}")
+        if stable is not None:
+            ref = run_pyelastica(ne, stable / 4)
+            z_el_ref = ref[1]
+            print(f"PyElastica reference: dt = {stable / 4:g} s ({ref[2]:.1f} s); max |z| = {np.abs(z_el_ref).max():.4f} m "
+                  f"(skfiber's: {np.abs(z_ref).max():.4f} m)")
+            for dt in (stable, stable / 2):
+                out = run_pyelastica(ne, dt)
+                err = relative_error(out[1], z_el_ref)
+                el_rows.append(dict(code="pyelastica", label=f"dt={dt:g}", error=err, wall=out[2], steps=out[3]))
+                print(f"{'pyelastica':>10} {'dt=%g' % dt:>14} {out[3]:>7d} {'-':>7} {err:>10.3e} {out[2]:>9.2f} "
+                      f"{1e6 * out[2] / out[3]:>8.0f}", flush=True)
+    best = {name: cheapest([r for r in rows if r["method"] == name]) for name in ("euler", "bdf2")}
+    best_el = cheapest(el_rows)
+    for name, row in list(best.items()) + [("pyelastica", best_el)]:
+        text = "none reaches 1 %" if row is None else f"{row['code']} {row['label']}: error {row['error']:.2e}, {row['wall']:.2f} s"
+        print(f"cheapest at 1 %: {name:>10}: {text}")
+    secs = {k: (v["wall"] if v else float("nan")) for k, v in best.items()}
+    el = best_el["wall"] if best_el else float("nan")
+    fastest = np.nanmin([secs["bdf2"], secs["euler"]]) if not all(math.isnan(x) for x in secs.values()) else float("nan")
+    print(f"summary: bdf2_s_at_1pct={secs['bdf2']:.2f} euler_s_at_1pct={secs['euler']:.2f} "
+          f"pyelastica_s_at_1pct={el:.2f} speedup_vs_pyelastica={el / fastest:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

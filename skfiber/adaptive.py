@@ -1,0 +1,121 @@
+"""An adaptive run of a model: BDF2 steps chosen by local error control, states at requested output times.
+
+:func:`simulate_adaptive` is :func:`skfiber.simulate` with ``rtol``/``atol``:
+each step is :func:`~skfiber.time_step.implicit_step` (backward Euler first,
+then variable-step BDF2), the driver :func:`~skfiber.core.run_adaptive`
+estimates the local error of the positions u and q and their velocities v
+and p, rejects and resizes steps, and interpolates the states at the output
+times (so that VTK series and CSV files keep a regular time grid).
+
+Example
+-------
+>>> from skfiber import Fiber, Model, simulate
+>>> fiber = Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
+>>> model = Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+>>> r = simulate(model, t_end=0.1, method="bdf2", rtol=1e-4, atol=1e-6, output_times=[0.05, 0.1], progress=False)
+>>> r.times.tolist(), r.step_counts.rejected >= 0
+([0.0, 0.05, 0.1], True)
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time as _time
+import warnings
+from typing import Callable
+
+import numpy as np
+
+from .core import ErrorControl, NewtonOptions, State, output_grid, run_adaptive
+from .model import Model
+from .newton import make_solver
+from .simulation_result import MAX_STORED_STATES, SimulationResult, StateStore, StepInfo, compile_notice
+from .time_step import implicit_step
+
+__all__ = ["simulate_adaptive", "H_MIN_FRACTION"]
+
+#: default smallest step, as a fraction of the run's span
+H_MIN_FRACTION = 1e-10
+
+
+def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, rtol: float | None,
+                      atol: float | None, h_min: float | None = None, h_max: float | None = None, output_times=None,
+                      output_dt: float | None = None, store_every: int | None = None,
+                      newton_options: NewtonOptions = NewtonOptions(),
+                      callback: Callable[[State, StepInfo], None] | None = None,
+                      progress: bool = True) -> SimulationResult:
+    """The adaptive branch of :func:`skfiber.simulate` (arguments checked there; see its docstring)."""
+    t0 = state.t
+    span = t_end - t0
+    control = ErrorControl(rtol=0.0 if rtol is None else float(rtol), atol=0.0 if atol is None else float(atol),
+                           h_min=H_MIN_FRACTION * span if h_min is None else float(h_min),
+                           h_max=span if h_max is None else float(h_max),
+                           h_initial=None if output_dt is None else min(output_dt, span) / 10.0)
+    outputs = output_grid(t0, t_end, output_times=output_times, output_dt=output_dt)
+    if store_every is None:
+        store_every = max(1, math.ceil(len(outputs) / MAX_STORED_STATES))
+    solver = make_solver(model)
+    n_u, n_q = model.n_dofs, state.q.shape[0]
+    start_state = state.without_history()  # the first step is backward Euler (the driver's start-up)
+
+    def flatten(s: State) -> np.ndarray:
+        return np.concatenate([s.u, s.q, s.v, s.p])
+
+    def advance(s: State, h: float, k: int):
+        if n_q:  # a rejected step left the body cylinders at its end: back to the step's start
+            model.set_coordinates(s.q)
+        new, report = implicit_step(model, s, h, solver, method=method, options=newton_options, step=k)
+        info["contacts"] = report.active_contacts
+        notice.cancel()
+        return new, report.iterations
+
+    store = StateStore(start_state)
+    info = {"output": 0, "contacts": 0, "last_print": _time.perf_counter(), "its": 0, "fails": 0}
+    start = _time.perf_counter()
+
+    def emit(t: float, x: np.ndarray | None, s: State | None) -> None:
+        if s is None:
+            s = State(t, x[:n_u].copy(), x[n_u + n_q:2 * n_u + n_q].copy(), q=x[n_u:n_u + n_q].copy(),
+                      p=x[2 * n_u + n_q:].copy())
+        info["output"] += 1
+        j = info["output"]
+        if callback is not None:  # Newton iterations and failures since the last output time
+            counts = last_counts[0]
+            its, fails = (counts.newton_iterations, counts.newton_failures) if counts else (0, 0)
+            callback(s, StepInfo(j, len(outputs), t_end, its - info["its"], fails - info["fails"],
+                                 _time.perf_counter() - start, info["contacts"]))
+            info["its"], info["fails"] = its, fails
+        if j % store_every == 0 or j == len(outputs):
+            store.add(s, None)
+
+    last_counts = [None]
+
+    def on_step(s: State, counts, h: float) -> None:
+        last_counts[0] = counts
+        now = _time.perf_counter()
+        if progress and (now - info["last_print"] > 1.0 or s.t >= t_end):
+            info["last_print"] = now
+            print(f"  t = {s.t:.4g}/{t_end:.4g} s  h {h:.3g} s  {counts.line()}  "
+                  + (f"contacts {info['contacts']}  " if model.contacts else "")
+                  + f"elapsed {now - start:.1f} s", file=sys.stderr, flush=True)
+
+    notice = compile_notice("  the first step takes a while: on the first run on a machine numba compiles the "
+                            "kernels (cached for later runs) …", enabled=progress, file=sys.stderr)
+    model.memo.enabled = True
+    interrupted = False
+    last, counts = start_state, None
+    try:
+        last, counts = run_adaptive(advance, flatten, start_state, t0=t0, t_end=t_end, control=control,
+                                    n_positions=n_u + n_q, output_times=outputs, emit=emit, on_step=on_step)
+    except KeyboardInterrupt:
+        interrupted = True
+        counts = last_counts[0]
+        warnings.warn(f"simulation interrupted; returning the {len(store.times)} output states computed so far")
+    finally:
+        notice.cancel()
+        model.memo.enabled = False
+        model.memo.clear()
+    iterations = np.zeros(0, dtype=np.int32) if counts is None else np.array(counts.step_iterations, dtype=np.int32)
+    retries = 0 if counts is None else counts.newton_failures
+    return store.result(iterations, retries, _time.perf_counter() - start, interrupted,
+                        None if interrupted else last, counts)

@@ -1,0 +1,254 @@
+"""BDF2 and adaptive steps: the scheme's coefficients and error estimate, its order on the pendulum chain,
+a coupled fiber–body model and muscle states, error control with contact, output times, restarts, errors."""
+
+import numpy as np
+import pytest
+
+import skfiber as sf
+from skfiber.core import ErrorControl
+from skfiber.core.bdf import anchor, error_weights, interpolate
+from skfiber.demos import pendulum_chain as pc
+from skfiber.io import Checkpoint, load_checkpoint, save_checkpoint
+from skfiber.rigid import simulate_rigid
+
+from conftest import two_link_model
+from test_coupling import pendulum_model
+from test_hill_actuator import double_pendulum
+
+
+def rate(sizes, errors) -> float:
+    return float(np.polyfit(np.log(sizes), np.log(errors), 1)[0])
+
+
+# --------------------------------------------------------------------------- the scheme
+@pytest.mark.parametrize("ratio", [0.3, 1.0, 2.2])
+def test_anchor_differentiates_quadratics_exactly_at_variable_steps(ratio):
+    """(y(tₙ₊₁) − ŷ)/ĥ = y'(tₙ₊₁) for any quadratic y on a grid with step ratio ω = h/hₙ₋₁."""
+    c = np.array([[0.3, -1.2], [2.0, 0.5], [-0.7, 1.5]])  # y = c0 + c1 t + c2 t², two components
+    y = lambda t: c[0] + c[1] * t + c[2] * t**2  # noqa: E731
+    h_prev, h = 0.1, 0.1 * ratio
+    t_n = 0.4
+    y_hat, h_eff = anchor(h, h_prev, y(t_n), y(t_n - h_prev))
+    np.testing.assert_allclose((y(t_n + h) - y_hat) / h_eff, c[1] + 2 * c[2] * (t_n + h), rtol=1e-11)
+    same, dt = anchor(h, h_prev, y(t_n), None)  # no earlier point: backward Euler
+    assert same is not None and np.array_equal(same, y(t_n)) and dt == h
+
+
+def test_error_estimate_matches_the_local_error():
+    """y' = cos t from exact past values at uneven steps: Milne's estimate E (y_C − y_P) against the true
+    local error y_C − sin(tₙ₊₁) of BDF2 (ratio → 1 as h → 0)."""
+    ratios = []
+    for h in (0.02, 0.01):
+        t = np.array([0.0, 1.3 * h, 2.1 * h]) + 0.7    # tₙ₋₂, tₙ₋₁, tₙ
+        t1 = t[-1] + h
+        y_hat, h_eff = anchor(h, t[2] - t[1], np.sin(t[2]), np.sin(t[1]))
+        y_c = y_hat + h_eff * np.cos(t1)
+        E, c = error_weights(t1, t[::-1], 2)
+        estimate = E * (y_c - c @ np.sin(t[::-1]))
+        ratios.append(estimate / (y_c - np.sin(t1)))
+    assert abs(ratios[-1] - 1) < 0.05 and abs(ratios[-1] - 1) < abs(ratios[0] - 1)
+
+
+def test_dense_output_is_exact_for_quadratics():
+    times, values = [0.3, 0.1, 0.0], np.array([[0.09], [0.01], [0.0]])
+    assert interpolate(times, values, 0.2)[0] == pytest.approx(0.04, rel=1e-12)
+
+
+# --------------------------------------------------------------------------- order
+def test_pendulum_chain_converges_at_second_order():
+    """The damped, driven chain (n = 2, 8) against solve_ivp: rate 2.0 ± 0.1 (backward Euler: ≈ 0.9)."""
+    study = pc.driven_study((2, 8), (50, 100, 200, 400), method="bdf2")
+    assert np.all(np.abs(study.error_rates - 2.0) <= 0.1), study.tables()
+    euler = pc.driven_study((2,), (50, 100, 200, 400))
+    assert euler.error_rates[0] < 1.1 and study.error[0, -1] < 0.05 * euler.error[0, -1]
+
+
+def test_conservative_chain_energy_drift_against_the_tolerance():
+    """No dampers, fixed base: the energy drift (relative to max T) of fixed-step BDF2 falls at least at
+    second order (measured 2.27, finest pair 2.19; backward Euler: 0.95); with error control it falls with
+    the tolerance and stays below 20 × tol (measured 5 … 12 ×)."""
+    fixed = pc.energy_study((4,), (50, 100, 200, 400), method="bdf2")
+    assert fixed.rates[0] >= 1.9 and fixed.drift[0, -1] < 1e-4, fixed.table()
+    system = pc.build_chain(4, damped=False, driven=False)
+    q0, p0 = pc.initial_state(4)
+    drifts = []
+    for tol in (1e-4, 1e-5, 1e-6):
+        res = simulate_rigid(system, q0, p0, 1.0, 0.01, method="bdf2", rtol=tol, atol=tol)
+        T = system.relative_kinetic_energy(res.q, res.p)
+        E = T + system.potential_energy(res.q)
+        drifts.append(np.max(np.abs(E - E[0])) / T.max())
+        assert drifts[-1] < 20 * tol, (tol, drifts)
+        assert np.allclose(res.times, np.linspace(0, 1, 101), rtol=0, atol=1e-12)
+    assert drifts[0] > drifts[1] > drifts[2]
+
+
+def test_coupled_fiber_and_body_converge_at_second_order():
+    """A rod hanging on a viscous fiber (attachment, rigid Newton block): BDF2 at fixed steps, fitted rate
+    2 ± 0.15 of the largest error in q over the run against one with 8× smaller steps (measured 2.03; local
+    1.64, 2.07, 2.35); backward Euler's error on the finest steps is 40× larger."""
+    model = pendulum_model(n_elements=2)
+    state = model.initial_state(q=[0.3])
+    T, steps = 0.2, (20, 40, 80, 160)
+    ref = sf.simulate(model, t_end=T, dt=T / 1280, method="bdf2", state=state, store_every=1, progress=False)
+    errors = {}
+    for method in ("bdf2", "euler"):
+        errors[method] = [np.abs(sf.simulate(model, t_end=T, dt=T / n, method=method, state=state,
+                                             progress=False).coordinates[:, 0]
+                                 - ref.coordinates[::1280 // n, 0]).max() for n in steps]
+    assert abs(rate(1.0 / np.array(steps), errors["bdf2"]) - 2.0) <= 0.15, errors
+    assert errors["bdf2"][-1] < 0.05 * errors["euler"][-1], errors
+
+
+def test_muscle_states_converge_at_second_order():
+    """A Millard muscle with elastic tendon (fiber length and activation states) on a double pendulum:
+    q and the states at second order with simulate_rigid(method="bdf2") (measured local rates 2.03, 2.08)."""
+    system, hill = double_pendulum("damped")
+    q0, p0 = np.array([0.2, -0.1]), np.zeros(2)
+    T, steps = 0.2, (40, 80, 160)
+    ref = simulate_rigid(system, q0, p0, T, T / 640, method="bdf2")
+    errs = []
+    for n in steps:
+        r = simulate_rigid(system, q0, p0, T, T / n, method="bdf2")
+        errs.append(max(np.abs(r.q - ref.q[::640 // n]).max(), np.abs(r.states - ref.states[::640 // n]).max()))
+    assert abs(rate(1.0 / np.array(steps), errs) - 2.0) <= 0.1, errs
+
+
+# --------------------------------------------------------------------------- adaptive steps
+def test_adaptive_run_with_contact_meets_its_tolerance():
+    """Fibers, two bodies, attachments and a contact on a moving body cylinder, with error control: regular
+    output times, rejected steps near the contact, and tighter tolerances converge to a fine fixed-step run."""
+    model = two_link_model()
+    T = 0.1
+    outputs = np.linspace(0.01, T, 10)
+    loose = sf.simulate(model, t_end=T, method="bdf2", rtol=1e-3, atol=1e-5, output_times=outputs, progress=False)
+    tight = sf.simulate(model, t_end=T, method="bdf2", rtol=1e-5, atol=1e-7, output_times=outputs, progress=False)
+    fine = sf.simulate(model, t_end=T, dt=T / 400, method="bdf2", progress=False)
+    np.testing.assert_array_equal(tight.times[1:], outputs)
+    counts = tight.step_counts
+    assert counts.accepted > loose.step_counts.accepted and counts.rejected > 0
+    assert counts.newton_iterations == counts.tangent_builds >= counts.accepted
+    assert len(tight.newton_iterations) == counts.accepted
+    err_loose = np.abs(loose.coordinates[-1] - fine.coordinates[-1]).max()
+    err_tight = np.abs(tight.coordinates[-1] - fine.coordinates[-1]).max()
+    assert err_tight < 1e-4 and err_tight < err_loose
+
+
+def test_output_between_steps_is_interpolated_to_the_scheme_accuracy(capsys):
+    """A sagging string: the states at output times that fall between steps agree with a fine run; the
+    callback sees each output time once; the progress line reports the counts."""
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=8)
+    model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+    seen = []
+    r = sf.simulate(model, t_end=0.2, dt=0.01, method="bdf2", rtol=1e-6, atol=1e-8,
+                    callback=lambda s, info: seen.append((s.t, info.step, info.n_steps)), progress=True)
+    assert [s[0] for s in seen] == pytest.approx(list(np.linspace(0.01, 0.2, 20)), abs=1e-12)
+    assert [s[1] for s in seen] == list(range(1, 21)) and seen[0][2] == 20
+    err = capsys.readouterr().err
+    assert "accepted" in err and "rejected" in err and "tangents" in err
+    fine = sf.simulate(model, t_end=0.2, dt=2e-4, method="bdf2", progress=False, store_every=50)
+    np.testing.assert_allclose(fine.times, r.times, rtol=0, atol=1e-12)
+    assert np.abs(r.displacements - fine.displacements).max() < 2e-4
+
+
+def test_error_control_gives_up_at_the_smallest_step():
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
+    model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+    with pytest.raises(sf.ConvergenceError, match="h_min"):
+        sf.simulate(model, t_end=0.1, method="bdf2", rtol=1e-14, atol=1e-16, h_min=0.01, progress=False)
+
+
+# --------------------------------------------------------------------------- restart, inputs
+def test_bdf2_restart_from_the_final_state_and_a_checkpoint_is_exact(tmp_path):
+    """The state keeps BDF2's earlier point: two runs, with a checkpoint between them, end where one run does
+    (to round-off: the second run's step times are 0.05 + k dt, not k dt)."""
+    model = pendulum_model(n_elements=2)
+    state = model.initial_state(q=[0.2])
+    full = sf.simulate(model, t_end=0.1, dt=0.01, method="bdf2", state=state, progress=False).final_state
+    first = sf.simulate(model, t_end=0.05, dt=0.01, method="bdf2", state=state, progress=False).final_state
+    assert first.has_history
+    save_checkpoint(tmp_path / "c.npz", Checkpoint(first, 5, 0.01, 0.0, "x"))
+    back = load_checkpoint(tmp_path / "c.npz").state
+    second = sf.simulate(model, t_end=0.1, dt=0.01, method="bdf2", state=back, progress=False).final_state
+    assert np.abs(second.u - full.u).max() <= 1e-12 and np.abs(second.q - full.q).max() <= 1e-12
+    fresh = sf.simulate(model, t_end=0.1, dt=0.01, method="bdf2", state=back.without_history(), progress=False)
+    assert np.abs(fresh.final_state.q - full.q).max() > 1e-6  # restarting without the history differs
+
+
+def test_bad_scheme_inputs_say_what_to_do():
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)
+    model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end")
+    with pytest.raises(ValueError, match="unknown method 'rk4'"):
+        sf.simulate(model, t_end=0.1, dt=0.01, method="rk4", progress=False)
+    with pytest.raises(ValueError, match="needs method='bdf2'"):
+        sf.simulate(model, t_end=0.1, rtol=1e-4, progress=False)
+    with pytest.raises(ValueError, match="give dt"):
+        sf.simulate(model, t_end=0.1, method="bdf2", progress=False)
+    with pytest.raises(ValueError, match="adaptive runs"):
+        sf.simulate(model, t_end=0.1, dt=0.01, output_times=[0.05], progress=False)
+    with pytest.raises(ValueError, match="output_times must lie"):
+        sf.simulate(model, t_end=0.1, method="bdf2", rtol=1e-4, output_times=[0.05, 0.2], progress=False)
+    with pytest.raises(ValueError, match="increasing"):
+        sf.simulate(model, t_end=0.1, method="bdf2", rtol=1e-4, output_times=[0.05, 0.04], progress=False)
+    with pytest.raises(ValueError, match="both 0"):
+        ErrorControl(rtol=0.0, atol=0.0, h_min=1e-6, h_max=1.0)
+    with pytest.raises(ValueError, match="max_growth"):
+        ErrorControl(rtol=1e-3, atol=0.0, h_min=1e-6, h_max=1.0, max_growth=3.0)
+    system = pc.build_chain(1)
+    with pytest.raises(ValueError, match="needs method='bdf2'"):
+        simulate_rigid(system, [0.1], [0.0], 1.0, 0.1, rtol=1e-3)
+    with pytest.raises(ValueError, match="unknown method"):
+        simulate_rigid(system, [0.1], [0.0], 1.0, 0.1, method="radau")
+
+
+# --------------------------------------------------------------------------- long runs
+def _energy(model, state):
+    """Kinetic + elastic + gravity energy of a fiber model with a conservative law plus viscosity:
+    ½ v·M v, ∫₀¹ u·R_int(s u, v = 0) ds (8-point Gauss: the elastic energy from the reference) and u·R_loads."""
+    u, v, zero = state.u, state.v, np.zeros_like(state.u)
+    kinetic = 0.5 * v @ model.evaluate(u, zero, v, state.t, c_v=0.0, c_a=0.0, parts=["inertia"]).residual
+    s, w = np.polynomial.legendre.leggauss(8)
+    s, w = 0.5 * (s + 1), 0.5 * w
+    elastic = sum(wi * (u @ model.evaluate(si * u, zero, zero, state.t, c_v=0.0, c_a=0.0,
+                                           parts=["internal_force"]).residual) for si, wi in zip(s, w))
+    gravity = u @ model.evaluate(u, zero, zero, state.t, c_v=0.0, c_a=0.0, parts=["loads"]).residual
+    return kinetic + elastic + gravity
+
+
+@pytest.mark.parametrize("method", ["euler", "bdf2"])
+def test_long_run_keeps_bounded_memory_and_its_energy_decays(method):
+    """10,000 steps of a damped string: the result keeps at most MAX_STORED_STATES + 1 states by default
+    (0.67 MB here whatever the number of steps; peak RSS growth measured 2.4 and 0.8 MB), and the energy
+    of the kept states decreases monotonically."""
+    import resource
+
+    law = sf.passive_kelvin_voigt(mu_muscle=1e5, mu_tendon=1e5, eta_muscle=2e2, eta_tendon=2e2)
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=6, law=law, radius=0.02)
+    model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+    sf.simulate(model, t_end=1e-3, dt=1e-4, method=method, progress=False)  # kernels compiled or loaded first
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    r = sf.simulate(model, t_end=1.0, dt=1e-4, method=method, progress=False)
+    growth_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / 1024
+    assert len(r.newton_iterations) == 10_000 and r.newton_iterations.dtype == np.int32
+    assert len(r.times) <= sf.solver.MAX_STORED_STATES + 1 and len(r.residual_histories) == len(r.times) - 1
+    kept = r.displacements.nbytes + r.velocities.nbytes
+    assert kept < 2e6 and growth_mb < 20, (kept, growth_mb)
+    E = np.array([_energy(model, r.state(i)) for i in range(0, len(r.times), 10)])
+    assert E[0] == pytest.approx(0.0, abs=1e-12) and E[-1] < 0
+    assert np.all(np.diff(E) <= 1e-9 * abs(E).max()), np.diff(E).max()
+    print(f"{method}: RSS growth {growth_mb:.1f} MB, result {kept / 1e6:.2f} MB, {len(r.times)} states kept")
+
+
+def test_run_driver_with_bdf2_equals_simulate_and_resumes_exactly(tmp_path):
+    """run_simulation(method="bdf2") steps one simulate call at a time: the state carries BDF2's earlier
+    point, so it equals one simulate run, and a run resumed from its checkpoint ends at the same state."""
+    from skfiber.demos.hanging_bundle import build_model
+    from skfiber.run import run_simulation
+
+    model = build_model(1)
+    ref = sf.simulate(model, t_end=0.1, dt=0.01, method="bdf2", progress=False).final_state
+    run = run_simulation(model, t_end=0.1, dt=0.01, method="bdf2", progress=False).final_state
+    assert np.abs(run.u - ref.u).max() <= 1e-12
+    run_simulation(model, t_end=0.05, dt=0.01, method="bdf2", out_dir=tmp_path, checkpoint_every=1, progress=False)
+    resumed = run_simulation(model, t_end=0.1, dt=0.01, method="bdf2", out_dir=tmp_path, checkpoint_every=1,
+                             resume=True, progress=False).final_state
+    assert np.array_equal(resumed.u, run.u) and np.array_equal(resumed.v, run.v)
