@@ -139,17 +139,22 @@ def write_snapshots(result, path: Path, *, times=SNAPSHOT_TIMES) -> Path:
         plotter = viz.scene(mesh, field="force", bodies=bodies(state), clim=clim, view="xz", off_screen=True,
                             title=False, window_size=(480, 720), multi_samples=1)
         try:
+            plotter.remove_scalar_bar()   # one color bar for all panels, below
+            plotter.camera.zoom(1.4)
             images.append((state.t, plotter.screenshot(return_img=True)))
         finally:
             plotter.close()
-    fig, axes = plt.subplots(1, len(images), figsize=(2.6 * len(images), 4.2))
-    for ax, (t, image) in zip(np.atleast_1d(axes), images):
+    fig, axes = plt.subplots(1, len(images), figsize=(2.6 * len(images), 4.6))
+    axes = np.atleast_1d(axes)
+    for ax, (t, image) in zip(axes, images):
         ax.imshow(image)
         ax.set_title(f"t = {t:g} s", fontsize=10)
         ax.axis("off")
-    fig.suptitle(f"Upper limb, level {result.level}: fibers as tubes of radius r0/√λ colored by the axial force "
-                 f"N ({clim[0]:.3g} … {clim[1]:.3g} N); side view, x to the right, z up (paper Fig. 13)", fontsize=9)
-    fig.tight_layout()
+    mappable = matplotlib.cm.ScalarMappable(matplotlib.colors.Normalize(*clim), cmap="viridis")
+    fig.colorbar(mappable, ax=list(axes), orientation="horizontal", fraction=0.05, pad=0.02,
+                 label="axial force N (N)")
+    fig.suptitle(f"Upper limb, level {result.level} (paper Fig. 13): fibers as tubes of their current radius "
+                 "r0/√λ, bones and wrapping cylinder;\nside view (x forward to the right, z up)", fontsize=9)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
