@@ -121,7 +121,7 @@ Outputs (``--output DIR``, default ``upper_limb_output``), per level L run:
 together ``angle.png`` (paper Fig. 10), ``forces.png`` (Fig. 11),
 ``axial_force.png`` (Fig. 12) and with ``--snapshots`` ``snapshots.png``
 (Fig. 13: tubes of the true radius, bones; needs pyvista)
-(:mod:`demos.upper_limb_figures`); the timing table next to the paper's
+(:mod:`demos._upper_limb_figures`); the timing table next to the paper's
 Table 5, the flexion range, the largest stretch per fiber, the contact counts
 and margins, and with several levels their differences.
 
@@ -162,10 +162,10 @@ from skfiber.terms import d1, d2
 
 # the run checks and level comparisons (re-exported here for the tests and users)
 if __package__:   # imported as demos.upper_limb / skfiber.demos.upper_limb
-    from .upper_limb_checks import (RunChecks, angle_difference, check_states, describe_checks,  # noqa: F401
+    from ._upper_limb_checks import (RunChecks, angle_difference, check_states, describe_checks,  # noqa: F401
                                     force_difference, profile_oscillation)
 else:             # run as a script: demos/ is on sys.path
-    from upper_limb_checks import (RunChecks, angle_difference, check_states, describe_checks,  # noqa: F401
+    from _upper_limb_checks import (RunChecks, angle_difference, check_states, describe_checks,  # noqa: F401
                                    force_difference, profile_oscillation)
 
 T_END = 8.0
@@ -548,11 +548,11 @@ def _bending_argument(text: str) -> float:
 
 
 def _write_outputs(results, out, *, snapshots=False):
-    """upper_limb_figures.write_outputs, imported as a sibling module (package or script)."""
+    """_upper_limb_figures.write_outputs, imported as a sibling module (package or script)."""
     if __package__:
-        from .upper_limb_figures import write_outputs
+        from ._upper_limb_figures import write_outputs
     else:  # run as a script: demos/ is on sys.path
-        from upper_limb_figures import write_outputs
+        from _upper_limb_figures import write_outputs
     return write_outputs(results, out, snapshots=snapshots)
 
 

@@ -235,3 +235,16 @@ def test_levels_one_and_two_agree(quarter_second):
     assert 0.05 < common.max() < 0.25, common
     assert upper_limb.angle_difference(one, two) < 1.0
     assert not two.checks.softening and two.checks.fiber_contacts.min() > 100
+
+
+def test_snapshots_of_fig_13(tmp_path):
+    """--snapshots renders the sampled states nearest to 0, 0.5, 1, 1.5, 2 s that the run reached into one PNG
+    (PyVista off screen); a short run without fiber–fiber contact."""
+    pytest.importorskip("pyvista")
+    import matplotlib.image
+
+    results = upper_limb.main(["--t-end", "0.0625", "--fiber-contact", "off", "--snapshots", "--quiet",
+                               "--output", str(tmp_path)])
+    assert not results[0].fiber_contact and results[0].checks.fiber_contacts.max() == 0
+    image = matplotlib.image.imread(tmp_path / "snapshots.png")
+    assert image.shape[0] > 300 and image.shape[1] > 300 and image[..., :3].std() > 0.05   # not blank

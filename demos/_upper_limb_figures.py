@@ -15,9 +15,9 @@ forces at the upper-arm attachments of biceps1 and triceps1) and ``axial_force_l
 
 Example
 -------
->>> from demos import upper_limb, upper_limb_figures          # doctest: +SKIP
+>>> from demos import upper_limb, _upper_limb_figures          # doctest: +SKIP
 >>> r = upper_limb.run(1, t_end=0.5, progress=False)          # doctest: +SKIP
->>> upper_limb_figures.write_outputs([r], Path("out"))        # doctest: +SKIP
+>>> _upper_limb_figures.write_outputs([r], Path("out"))        # doctest: +SKIP
 """
 from __future__ import annotations
 
