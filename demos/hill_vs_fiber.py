@@ -1,7 +1,10 @@
 r"""The upper limb with Hill-type muscles next to the fiber model (paper §5.4).
 
 Same bones, elbow joint, gravity and muscle attachment points as
-:mod:`demos.upper_limb` (imported from there), but each of the 2 biceps and
+:mod:`demos.upper_limb` (imported from there; its earlier geometry
+``SOFTENING``, without fiber–fiber contact, for which the numbers below were
+measured — its triceps is stretched past its force peak, see
+``docs/theory.md``), but each of the 2 biceps and
 3 triceps fibers is replaced by a Millard (2013) musculotendon actuator
 (:class:`skfiber.hill.HillActuator`, OpenSim's default damped-equilibrium
 model with an elastic tendon; its fiber length is a state integrated by the
@@ -113,6 +116,8 @@ from skfiber.materials import MaterialPoint
 from skfiber.rigid import RigidSystem, simulate_rigid
 
 T_END = upper_limb.T_END
+#: the upper limb's earlier attachment geometry (the numbers in the notes are for it)
+GEOMETRY = upper_limb.SOFTENING
 #: time steps over T_END (the fiber model's level 1)
 N_STEPS = upper_limb.LEVELS[1][1]
 #: the fibers whose forces are plotted
@@ -249,7 +254,7 @@ def hill_mappings(*, formulation: str = "damped") -> list[HillMapping]:
     """The Hill parameters of the 5 fibers of :func:`demos.upper_limb.build_model` (module notes)."""
     from scipy.optimize import least_squares
 
-    model = upper_limb.build_model(1, gravity=False, wrap=False)
+    model = upper_limb.build_model(1, gravity=False, wrap=False, geometry=GEOMETRY)
     theta = np.linspace(0.0, 1.0, 2001)
     times = np.linspace(0.0, T_END, 4001)
     out = []
@@ -315,7 +320,7 @@ class HillRun:
 def build_hill_system(mappings: list[HillMapping], *, formulation: str = "damped"
                       ) -> tuple[RigidSystem, dict[str, HillActuator]]:
     """The upper limb's bones, joint and gravity (from :func:`demos.upper_limb.build_model`) with Hill muscles."""
-    system = upper_limb.build_model(1, wrap=False).rigid
+    system = upper_limb.build_model(1, wrap=False, geometry=GEOMETRY).rigid
     muscles = {}
     for m in mappings:
         muscles[m.name] = system.add(HillActuator(
@@ -465,7 +470,7 @@ def main(argv: list[str] | None = None) -> Comparison:
               f"hill_wall_s={hill.wall_time:.2f} fiber_wall_s=nan interrupted_at_s={hill.times[-1]:.4g}")
         return Comparison(hill, None, errors, [])
     print("Fiber model: level 1", flush=True)
-    fiber = upper_limb.run(1, t_end=args.t_end, progress=not args.quiet)
+    fiber = upper_limb.run(1, t_end=args.t_end, progress=not args.quiet, geometry=GEOMETRY)
     print(f"  wall time {fiber.wall_time:.2f} s")
     if fiber.interrupted:  # compare over the time both models reached
         print(f"Fiber model interrupted at t = {fiber.times[-1]:.4g} s; comparing up to there")

@@ -1,6 +1,7 @@
 r"""The upper limb of paper §5.4: forearm driven by 2 biceps and 3 triceps fibers.
 
-Model (paper Table 4, eqs. 77–78; coordinates: x anterior, y lateral, z up, metres):
+Model (paper Table 4, eqs. 77–78, all as printed; coordinates: x anterior, y lateral,
+z up, metres):
 
 * **Bones** (:mod:`skfiber.rigid`): the upper arm is fixed (start (0, 0, 0),
   axis (0, 0, −0.351), r = 0.035 m, 1.92 kg); the forearm (start
@@ -8,28 +9,89 @@ Model (paper Table 4, eqs. 77–78; coordinates: x anterior, y lateral, z up, me
   turns about the elbow axis through (0, 0, −0.351) along −y, so the
   coordinate q = elbow flexion (q > 0 lifts the hand forward).  Gravity
   9.81 m/s² on bones and fibers.
-* **Wrapping cylinder**: a third body fixed to the forearm, coaxial with
-  the elbow axis (length 0.16 m, r_w = 0.025 m); the triceps fibers slide
-  over it (contact κ = 768 N/m, γ = 4).  The paper gives no position or
-  size.  At rest the triceps bulge (r up to 0.12 m) already rests lightly
-  on it (1 + γg ≥ 0.6); flexion presses the triceps onto it.
 * **Fibers** (Table 4a, eq. 77): r0(θ) = 0.06 (1 + 16 θ²(1 − θ)²) m and
   γM(θ) = 16 θ²(1 − θ)²; ρ = 900 kg/m³, μM = 2·10⁴, μT = 10⁶, η = 10³ (both),
   λopt = 1.3, ΔW = 0.3, ν = 4; biceps σ0 = 32.7 Pa, Smax = 4.2·10⁷ Pa,
   triceps σ0 = 16 Pa, Smax = 1.4·10⁷ Pa.  Activations (eq. 78):
   α_bi = 0.0704 tanh(πt) + 0.0608 sin(πt), α_tri = 0.008 (1 − cos πt).
-* **Attachments** (not given in the paper; chosen and documented here):
-  each fiber starts on the upper arm and ends on the forearm (``attach``,
-  u_D = c(q)).  Biceps: from (0.06, ±0.02, −0.03) in front of the shoulder
-  end to (0.03, ±0.02, −0.40), 5 cm below the elbow in front (moment arm
-  3 cm, like the radial tuberosity).  Triceps: from (−0.10, y, −0.05) to
-  (−0.10, y, −0.40) behind the arm, y = −0.03, 0, 0.03 (the olecranon
-  lever is 0.1 m long because the fat fibers of Table 4 need that room
-  around the wrapping cylinder).
-* Fiber–fiber contact is **off**: with Table 4's radii (2 r0 = 0.12 m at the
-  belly) fibers of one muscle lying side by side overlap far beyond the
-  penalty law's admissible range 1 + γg > 0, and the paper does not say
-  which pairs touch.
+* **Contact** (Table 4c): the triceps on a wrapping cylinder fixed to the
+  forearm (κ = 768 N/m, γ = 4), and fiber–fiber contact on **all** pairs of
+  the 5 fibers (κ = 768 N/m, γ = 3; ``--fiber-contact off`` switches it off).
+  5 contact points per element, as in the paper.
+
+**Geometry** (:data:`TABLE4`; the paper gives none of it, so every number is
+ours, chosen for the reasons given):
+
+* **Biceps**: two straight fibers from (0.15, y, −0.03) to (0.15, y, −0.40),
+  y = ±0.085 — parallel to the upper arm, 15 cm in front of the elbow axis
+  (moment arm 15 cm), inserting 5 cm below the elbow.
+* **Triceps**: three straight fibers from (−0.07, y, −0.05) to (−0.07, y, −0.40),
+  y = 0, ±0.17 — 7 cm behind the elbow axis (olecranon lever 7 cm).
+* **Wrapping cylinder**: coaxial with the elbow, r = 5 mm, 0.6 m long
+  (y ∈ [−0.3, 0.3], under all three triceps and their radius).
+* **Why these numbers.**  Eq. 77 makes the fibers fat: r0 = 0.12 m at the
+  belly.  Fiber–fiber contact is admissible only while 1 + γg > 0, i.e. the
+  centerlines stay more than (1 − 1/γ)(r_x + r_y) = 0.16 m apart at two
+  bellies (γ = 3).  Fibers of one muscle 0.17 m apart start just inside it
+  and touch (1 + γg = 0.126 at rest); biceps and triceps lie 0.22 m apart in
+  x.  At rest 7 of the 10 pairs touch (the two biceps, neighbouring triceps,
+  each biceps with the two nearest triceps).  The triceps' insertion radius
+  r0 ≈ 0.07 m at 7 cm behind the elbow axis makes it rest on a thin cylinder
+  (1 + γg = 0.23 at rest); a shorter lever starts inadmissible (6 cm:
+  1 + γg = −0.03 after the first step).  The levers decide the stretch
+  of the triceps: with a 10 cm olecranon lever (the earlier geometry below), or
+  a 12 cm biceps lever, the triceps' pure-muscle belly is stretched past its
+  force peak (see *Strain softening*); 15 cm / 7 cm keeps every fiber on the
+  rising branch at every sample (checked each run, below).
+* **Flexion reached** (level 1–3, Table 4 as printed): the elbow flexes
+  to 20.8° at t = 0.5 s and then cycles with α_bi between about 7.5° and
+  21.9° (period 2 s; the triceps' α_tri pulls it back at t ≈ 1.5, 3.5, …).
+  The range is small because the biceps' force–length curve is narrow
+  (ΔW = 0.3 around λopt = 1.3): a 15 cm lever shortens the biceps by 15 cm per
+  radian, and at 20° its belly is already far from λopt.  The paper's Fig. 10
+  cannot be compared quantitatively (its geometry is unknown).
+* **Levels agree** (measured, ``docs/theory.md``): largest elbow-angle
+  difference over the 8 s 0.67° (levels 1–2) and 1.31° (levels 2–3), both in
+  the first steps' 12°-per-step rise; from t = 0.25 s on 0.045° and 0.013°, and
+  the attachment forces within 0.33 % and 0.057 %.
+
+**Strain softening.**  The axial force of a fiber is N = π r0² λ S.  Where the
+active stress (eq. 32) dominates the passive one, N(λ) rises, peaks and falls
+again: for the triceps' pure-muscle belly (θ ≈ 0.5, γM = 1) at α = 0.016 the
+peak is at λ ≈ 1.15 (≈ 9 kN), because μM = 2·10⁴ Pa is 50× softer than μT.
+Past the peak a stretched piece carries the same force at a larger stretch
+and the rest unloads: the stretch *localizes* in a band whose width the
+continuum model does not fix — it is one or two elements wide, set by the
+mesh — and so is everything that depends on it (strain softening).  With the
+earlier geometry (``--geometry softening``, :data:`SOFTENING`: biceps lever
+3 cm, olecranon lever 0.1 m) a band about 0.06 wide in θ stretches to
+λ ≈ 3.3–4 and later collapses: the elbow angle drops by about 35° within 2
+steps at a time that depends on the mesh, the levels do not converge, and
+N(θ) jumps within one element at the band's edges (Gibbs-type oscillations,
+not contact).  Each run checks the sampled states
+(:func:`skfiber.softening.past_force_peak`), prints the largest λ per fiber
+and warns (:class:`skfiber.softening.SofteningWarning`) if material went past
+its force peak.  An option, not the paper's model and off by default:
+``--stretch-gradient C`` adds the gradient-of-stretch term
+(c/2) ∫ (dλ/dS)² dS (:func:`stretch_gradient_form`, a user term whose tangent
+skfiber derives), which gives the band a width ℓ ≈ √(c/N) of its own: with
+c = 20 N·m² the softening geometry's levels 1, 2, 3 differ by 1.29° and 1.09°
+instead of 29° and 12.7° (whole run, fiber–fiber contact off).
+
+**Contact near the singular limit.**  The fibers carry kN while Table 4's
+κ = 768 N/m is small: a triceps of ~4 kN bent around the elbow presses with
+~5·10⁴ N/m, which the rational law F = −κg/(1 + γg) only reaches close to
+1 + γg = 0.  So the contact runs near the law's limit (measured at level 1:
+smallest 1 + γg 0.0034 on the wrapping cylinder, 0.015 between fibers) — it
+acts as a nearly hard constraint at g ≈ −1/γ, and the results barely depend on
+κ and on the number of contact points: at level 1 from t = 0.25 s on, 8 contact
+points per element instead of 5 change the elbow angle by 0.0007° and the
+attachment forces by 0.03 %, doubling κ by 0.13° and 1.2 % (``docs/theory.md``).
+Between the contact points the law can be out of range (1 + γg ≤ 0); the VTK
+field ``contact_force`` is capped there at its value at 1 + γg = 10⁻³
+(:data:`skfiber.contact.cylinder_line_force.OUT_OF_RANGE_MARGIN`), so it is
+finite everywhere.
+
 * **Bending stiffness** (optional, ``--bending EI``, off by default; not in
   the paper, whose fibers are cables): adds to every fiber the residual
 
@@ -43,45 +105,51 @@ Model (paper Table 4, eqs. 77–78; coordinates: x anterior, y lateral, z up, me
   kernel, with the cable.  The fiber ends keep their
   attachments (positions); their slopes stay free, so the bending moment is
   zero there (pinned ends).  EI must be finite and ≥ 0; EI = 0 adds no term.
-  For scale: EI = 1e-4 N·m² moves the elbow by ≈ 5e-4° in the first
-  1/16 s at level 1 (the Table-4 fibers carry kN).
+  For scale: EI = 1e-4 N·m² moves the elbow by 0.09° in the first
+  1/32 s at level 1 (the Table-4 fibers carry kN).
 * At t = 0 the model is at rest in the reference configuration (q = 0: the
   forearm hangs straight down).  With Table 4's small prestress it is close
-  to equilibrium there, as the paper says; the start transient is the
-  "oscillations related to the initial conditions" of the paper.
+  to equilibrium there, as the paper says (static angle −0.26°); the start
+  transient is the "oscillations related to the initial conditions" of the paper.
 
 Levels (Table 5): 8, 16, 32, 64 elements per fiber with 256, 512, 1024,
 2048 backward-Euler steps over T = 8 s.  The d.o.f. count is the paper's
 (positions and velocities of all Hermite DOFs plus q, q̇): 542, 1022, 1982,
-3902.
+3902.  Fiber–fiber contact runs on the general (uncompiled) path of the
+coupled solver: a level-1 run takes 14–60 s on a 2-core shared VM
+with it, 0.2–0.5 s without (``--fiber-contact off``).
 
 Outputs (``--output DIR``, default ``upper_limb_output``), per level L run:
-``angle_levelL.csv`` (t, elbow angle, insertion forces) and for all levels run
-together ``angle.png`` (paper Fig. 10), ``forces.png`` (Fig. 11: force at the
-upper-arm attachment of one biceps and one triceps fiber), ``axial_force.png``,
-with ``axial_force_levelL.csv`` per level (Fig. 12:
-N(θ) along those fibers at t = 1 s and 4 s), and the timing table next to
-the paper's Table 5.
+``angle_levelL.csv`` (t, elbow angle, forces at the upper-arm attachments) and
+``axial_force_levelL.csv`` (N(θ) at t = 1 s and 4 s), and for all levels run
+together ``angle.png`` (paper Fig. 10), ``forces.png`` (Fig. 11),
+``axial_force.png`` (Fig. 12) and with ``--snapshots`` ``snapshots.png``
+(Fig. 13: tubes of the true radius, bones; needs pyvista)
+(:mod:`demos._upper_limb_figures`); the timing table next to the paper's
+Table 5, the flexion range, the largest stretch per fiber, the contact counts
+and margins, and with several levels their differences.
 
 Run::
 
-    python demos/upper_limb.py              # level 1 (seconds)
-    python demos/upper_limb.py --level 3    # finer; --levels 1 2 3 4 compares them
+    python demos/upper_limb.py              # level 1
+    python demos/upper_limb.py --levels 1 2 3   # compare levels (angle, forces, N(θ))
+    python demos/upper_limb.py --fiber-contact off   # without fiber–fiber contact (fast path)
+    python demos/upper_limb.py --geometry softening  # the earlier geometry: strain softening, warns
     python demos/upper_limb.py --vtk out    # + VTK series out/upper_limb.pvd (fibers, bones)
     python demos/upper_limb.py --out out    # CSV/PNG and the VTK series, all in out/
     python demos/upper_limb.py --bending 1e-4   # with bending stiffness EI = 1e-4 N·m²
 
-The last line of the output is ``summary: level=… dofs=… … bending_EI=…``
-(``bending_EI=0`` without bending).
+The last line of the output is ``summary: level=… dofs=… … ff_contacts_max=… softening=0|1 …
+bending_EI=…`` (``bending_EI=0`` without bending).
 """
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import numbers
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -90,10 +158,19 @@ from skfem import LinearForm
 from skfem.helpers import dot
 
 import skfiber as sf
-from skfiber.contact import PenaltyLaw
+from skfiber.contact import FiberContact, PenaltyLaw
 from skfiber.contact.cylinder import CylinderContact
 from skfiber.rigid import Body, Fixed, Revolute, RigidSystem
-from skfiber.terms import d2
+from skfiber.softening import SofteningWarning
+from skfiber.terms import d1, d2
+
+# the run checks and level comparisons (re-exported here for the tests and users)
+if __package__:   # imported as demos.upper_limb / skfiber.demos.upper_limb
+    from ._upper_limb_checks import (RunChecks, angle_difference, check_states, describe_checks,  # noqa: F401
+                                    force_difference, profile_oscillation)
+else:             # run as a script: demos/ is on sys.path
+    from _upper_limb_checks import (RunChecks, angle_difference, check_states, describe_checks,  # noqa: F401
+                                   force_difference, profile_oscillation)
 
 T_END = 8.0
 #: level → (elements per fiber, time steps)   (paper Table 5)
@@ -102,11 +179,51 @@ LEVELS = {1: (8, 256), 2: (16, 512), 3: (32, 1024), 4: (64, 2048)}
 PAPER_TABLE5 = {1: (542, 66.0), 2: (1022, 281.3), 3: (1982, 958.2), 4: (3902, 5579.6)}
 #: times of the axial-force profiles (paper Fig. 12)
 PROFILE_TIMES = (1.0, 4.0)
+#: the runs are checked (stretch, force peak, contact) every SAMPLE_DT seconds (the level-1 step)
+SAMPLE_DT = T_END / LEVELS[1][1]
 
 ELBOW = np.array([0.0, 0.0, -0.351])
-BICEPS = [((0.06, y, -0.03), (0.03, y, -0.40)) for y in (-0.02, 0.02)]
-TRICEPS = [((-0.10, y, -0.05), (-0.10, y, -0.40)) for y in (-0.03, 0.0, 0.03)]
-WRAP_RADIUS = 0.025
+#: Table 4c: contact parameters (κ in N/m, γ)
+FIBER_CONTACT = dict(stiffness=768.0, gamma=3.0)
+WRAP_CONTACT = dict(stiffness=768.0, gamma=4.0)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Where the fibers run and the wrapping cylinder sits (not given in the paper).
+
+    ``biceps`` and ``triceps``: (origin on the upper arm, insertion on the forearm) per
+    fiber (m); the wrapping cylinder is coaxial with the elbow, ``wrap_length`` long and
+    centred on it; ``fiber_contact``: whether fiber–fiber contact is on by default.
+    """
+
+    name: str
+    biceps: tuple
+    triceps: tuple
+    wrap_radius: float
+    wrap_length: float
+    fiber_contact: bool
+
+
+#: The default (see the module notes): straight fibers parallel to the upper arm, biceps
+#: 15 cm in front of the elbow axis, triceps 7 cm behind it, spread sideways so that all
+#: fiber pairs start admissible; a 5 mm wrapping cylinder 0.6 m long (over all triceps).
+TABLE4 = Geometry(
+    "table4",
+    biceps=tuple(((0.15, y, -0.03), (0.15, y, -0.40)) for y in (-0.085, 0.085)),
+    triceps=tuple(((-0.07, y, -0.05), (-0.07, y, -0.40)) for y in (-0.17, 0.0, 0.17)),
+    wrap_radius=0.005, wrap_length=0.6, fiber_contact=True,
+)
+#: The earlier geometry, kept to show strain softening (see the module notes): biceps lever
+#: 3 cm, olecranon lever 0.1 m, fibers 2–3 cm apart (fiber–fiber contact off: they overlap
+#: far beyond the penalty law's range), wrapping cylinder r = 0.025 m, 0.16 m long.
+SOFTENING = Geometry(
+    "softening",
+    biceps=tuple(((0.06, y, -0.03), (0.03, y, -0.40)) for y in (-0.02, 0.02)),
+    triceps=tuple(((-0.10, y, -0.05), (-0.10, y, -0.40)) for y in (-0.03, 0.0, 0.03)),
+    wrap_radius=0.025, wrap_length=0.16, fiber_contact=False,
+)
+GEOMETRIES = {g.name: g for g in (TABLE4, SOFTENING)}
 
 
 def radius(theta):
@@ -154,42 +271,106 @@ def bending_form(EI: float) -> LinearForm:
     return bending
 
 
-def build_model(n_elements: int = 8, *, gravity: bool = True, wrap: bool = True,
-                bending: float | None = None) -> sf.Model:
+def stretch_gradient_form(c: float) -> LinearForm:
+    """Gradient-of-stretch regularization: the residual of W = (c/2) ∫ (dλ/dS)² dS, c in N·m².
+
+    With λ = |x′|/|A1| and dS = |A1| dθ (straight reference fibers, |A1| constant),
+    δW = c ∫ λ′ δλ′ / |A1| dθ with λ′ = x′·x″ / (|x′| |A1|) and
+    δλ′ = (x″·ξ′ + x′·ξ″)/(|x′| |A1|) − (x′·ξ′)(x′·x″)/(|x′|³ |A1|).  It penalizes
+    sharp changes of stretch along the fiber and gives a localizing band the width
+    ℓ ≈ √(c/N) instead of the element size (not in the paper; an option, off by default).
+
+    Example
+    -------
+    >>> model = build_model(4, geometry="softening")
+    >>> model.add_term(stretch_gradient_form(20.0), name="stretch_gradient")   # tangent derived
+    """
+    c = float(c)
+    if not (math.isfinite(c) and c >= 0.0):
+        raise ValueError(f"stretch-gradient modulus c must be finite and ≥ 0 (N·m²), got {c!r}")
+
+    @LinearForm
+    def stretch_gradient(v, w):
+        xp, xpp, vp, vpp = d1(w.x), d2(w.x), d1(v), d2(v)
+        n = dot(xp, xp) ** 0.5
+        lam_p = dot(xp, xpp) / (n * w.J)
+        dlam_p = (dot(xpp, vp) + dot(xp, vpp)) / (n * w.J) - dot(xp, vp) * dot(xp, xpp) / (n**3 * w.J)
+        return c * lam_p * dlam_p / w.J
+
+    return stretch_gradient
+
+
+def triceps_law() -> sf.SymbolicLaw:
+    """Table 4a, triceps: eqs. 30, 32, 34 with σ0 = 16 Pa, Smax = 1.4·10⁷ Pa."""
+    return sf.paper_law(sigma0=16.0, s_max=1.4e7, **_TABLE4_COMMON)
+
+
+def biceps_law() -> sf.SymbolicLaw:
+    """Table 4a, biceps: eqs. 30, 32, 34 with σ0 = 32.7 Pa, Smax = 4.2·10⁷ Pa."""
+    return sf.paper_law(sigma0=32.7, s_max=4.2e7, **_TABLE4_COMMON)
+
+
+_TABLE4_COMMON = dict(mu_muscle=2e4, mu_tendon=1e6, eta_muscle=1e3, eta_tendon=1e3, lam_opt=1.3, delta_w=0.3, nu=4.0)
+
+
+def build_model(n_elements: int = 8, *, geometry: Geometry | str = TABLE4, gravity: bool = True, wrap: bool = True,
+                fiber_contact: bool | None = None, bending: float | None = None, contact_points: int = 5,
+                contact_stiffness_factor: float = 1.0, stretch_gradient: float = 0.0) -> sf.Model:
     """The upper-limb model with ``n_elements`` per fiber (see the module notes).
 
-    ``bending``: bending stiffness EI (N·m²) of every fiber, added as the term ``"bending"``
-    (:func:`bending_form`); ``None`` or 0: none (the paper's cables).
+    ``geometry``: :data:`TABLE4` (default) or :data:`SOFTENING` (or their names).
+    ``fiber_contact``: fiber–fiber contact on all pairs (Table 4c: κ = 768 N/m, γ = 3);
+    ``None``: the geometry's default (on for :data:`TABLE4`).  ``bending``: bending
+    stiffness EI (N·m²) of every fiber, added as the term ``"bending"`` (:func:`bending_form`);
+    ``None`` or 0: none (the paper's cables).  ``contact_points`` (Gauss points per element
+    of both contacts) and ``contact_stiffness_factor`` (κ of both contacts times this) are for
+    the sensitivity study of the module notes; the defaults are the paper's.
+    ``stretch_gradient``: modulus c (N·m²) of the gradient-of-stretch regularization
+    (:func:`stretch_gradient_form`, term ``"stretch_gradient"``); 0: none (the paper's model).
     """
     EI = bending_stiffness(bending)
+    if isinstance(geometry, str):
+        if geometry not in GEOMETRIES:
+            raise ValueError(f"geometry must be one of {sorted(GEOMETRIES)}, got {geometry!r}")
+        geometry = GEOMETRIES[geometry]
+    if not (isinstance(contact_stiffness_factor, numbers.Real) and contact_stiffness_factor > 0
+            and math.isfinite(contact_stiffness_factor)):
+        raise ValueError(f"contact_stiffness_factor must be a finite number > 0, got {contact_stiffness_factor!r}")
+    fiber_contact = geometry.fiber_contact if fiber_contact is None else bool(fiber_contact)
     g = (0.0, 0.0, -9.81) if gravity else (0.0, 0.0, 0.0)
     system = RigidSystem(gravity=g)
     system.add_body(Body("upper_arm", start=(0, 0, 0), axis=(0, 0, -0.351), radius=0.035, mass=1.92), joint=Fixed())
     system.add_body(Body("forearm", start=tuple(ELBOW), axis=(0, 0, -0.287), radius=0.035, mass=1.50),
                     joint=Revolute(axis=(0, -1, 0), point=tuple(ELBOW)))
-    system.add_body(Body("wrap", start=tuple(ELBOW + [0, -0.08, 0]), axis=(0, 0.16, 0), radius=WRAP_RADIUS, mass=0.0),
-                    parent="forearm", joint=Fixed())
-    common = dict(mu_muscle=2e4, mu_tendon=1e6, eta_muscle=1e3, eta_tendon=1e3, lam_opt=1.3, delta_w=0.3, nu=4.0)
-    biceps_law = sf.paper_law(sigma0=32.7, s_max=4.2e7, **common)
-    triceps_law = sf.paper_law(sigma0=16.0, s_max=1.4e7, **common)
+    half = 0.5 * geometry.wrap_length
+    system.add_body(Body("wrap", start=tuple(ELBOW + [0, -half, 0]), axis=(0, 2 * half, 0),
+                         radius=geometry.wrap_radius, mass=0.0), parent="forearm", joint=Fixed())
     fibers = []
-    for k, (a, b) in enumerate(BICEPS):
-        fibers.append(sf.Fiber.straight(a, b, n_elements=n_elements, radius=radius, muscle_fraction=muscle_fraction,
-                                        density=900.0, law=biceps_law, activation=alpha_biceps, name=f"biceps{k + 1}"))
-    for k, (a, b) in enumerate(TRICEPS):
-        fibers.append(sf.Fiber.straight(a, b, n_elements=n_elements, radius=radius, muscle_fraction=muscle_fraction,
-                                        density=900.0, law=triceps_law, activation=alpha_triceps, name=f"triceps{k + 1}"))
+    for muscle, law, activation, ends in (("biceps", biceps_law(), alpha_biceps, geometry.biceps),
+                                          ("triceps", triceps_law(), alpha_triceps, geometry.triceps)):
+        for k, (a, b) in enumerate(ends):
+            fibers.append(sf.Fiber.straight(a, b, n_elements=n_elements, radius=radius,
+                                            muscle_fraction=muscle_fraction, density=900.0, law=law,
+                                            activation=activation, name=f"{muscle}{k + 1}"))
     model = sf.Model(fibers, rigid=system)
     for f in fibers:
         model.attach(f, "start", "upper_arm", name=f"{f.name}.origin")
         model.attach(f, "end", "forearm", name=f"{f.name}.insertion")
     if gravity:
         model.add_gravity(g)
+    k = contact_stiffness_factor
     if wrap:
-        model.add_contact(CylinderContact.on_body(system, "wrap", law=PenaltyLaw(stiffness=768.0, gamma=4.0), safeguard="trial",
+        law = PenaltyLaw(stiffness=k * WRAP_CONTACT["stiffness"], gamma=WRAP_CONTACT["gamma"])
+        model.add_contact(CylinderContact.on_body(system, "wrap", law=law, safeguard="trial",
+                                                  quadrature_points=contact_points,
                                                   fibers=[f.name for f in fibers if f.name.startswith("triceps")]))
+    if fiber_contact:
+        law = PenaltyLaw(stiffness=k * FIBER_CONTACT["stiffness"], gamma=FIBER_CONTACT["gamma"])
+        model.add_contact(FiberContact(law, quadrature_points=contact_points))
     if EI > 0:
         model.add_term(bending_form(EI), name="bending")   # tangent derived automatically
+    if stretch_gradient:
+        model.add_term(stretch_gradient_form(stretch_gradient), name="stretch_gradient")
     return model
 
 
@@ -227,6 +408,11 @@ class UpperLimbResult:
     warmup_time: float = 0.0
     #: bending stiffness EI (N·m²) of the fibers; 0: no bending term
     bending_EI: float = 0.0
+    geometry: str = TABLE4.name
+    fiber_contact: bool = True
+    #: the states every SAMPLE_DT seconds (and the last) and what they show
+    states: list = field(default_factory=list)
+    checks: RunChecks | None = None
 
     @property
     def complete(self) -> bool:
@@ -235,9 +421,9 @@ class UpperLimbResult:
 
 
 def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, n_steps: int | None = None,
-        progress: bool = True, vtk: Path | None = None, vtk_every: int = 4,
-        bending: float | None = None, method: str = "euler", rtol: float | None = None,
-        atol: float | None = None) -> UpperLimbResult:
+        progress: bool = True, vtk: Path | None = None, vtk_every: int = 4, bending: float | None = None,
+        geometry: Geometry | str = TABLE4, fiber_contact: bool | None = None, method: str = "euler",
+        rtol: float | None = None, atol: float | None = None, **model_options) -> UpperLimbResult:
     """Simulate one level (or explicit ``n_elements``/``n_steps`` over ``t_end``).
 
     ``method``, ``rtol``, ``atol``: the time scheme of :func:`skfiber.simulate`; with
@@ -247,6 +433,10 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     With ``vtk`` a folder: a VTK series (fibers with their fields, bones as cylinders)
     of every ``vtk_every``-th step, ``upper_limb.pvd`` for ParaView.  ``bending``: bending
     stiffness EI (N·m²) of the fibers (see the module notes); ``None`` or 0: none.
+    ``geometry``, ``fiber_contact`` and ``model_options``: as for :func:`build_model`.
+    After the run (outside ``wall_time``) the states sampled every :data:`SAMPLE_DT`
+    seconds are checked (:func:`check_states`); material past a force peak gives a
+    :class:`skfiber.softening.SofteningWarning`.
     """
     if level not in LEVELS:
         raise ValueError(f"level must be one of {sorted(LEVELS)}, got {level!r}")
@@ -263,10 +453,11 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     notice = sf.solver.compile_notice("  compiling the numba kernels (the first run on this machine only; "
                                       "≈ 1 min, cached for later runs) …", enabled=progress, delay=2.0)
     try:
-        model = build_model(ne, bending=EI)
+        model = build_model(ne, bending=EI, geometry=geometry, fiber_contact=fiber_contact, **model_options)
     except BaseException:
         notice.cancel()
         raise
+    geometry = GEOMETRIES[geometry] if isinstance(geometry, str) else geometry
     forces = {"t": [0.0], "bi": [], "tri": []}
     writer = None
     if vtk is not None:
@@ -276,6 +467,8 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
         writer = VTKSeries(vtk, model, name="upper_limb", bodies=body_cylinders(model))
     profiles: dict = {}
     max_contacts = [0]
+    states = []
+    sample_every = max(1, int(round(SAMPLE_DT / dt)))
 
     def record(state, info=None):
         f = model.attachment_forces(state)
@@ -285,6 +478,8 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
             forces["t"].append(state.t)
             max_contacts[0] = max(max_contacts[0], info.active_contacts)
         step = 0 if info is None else info.step
+        if step % sample_every == 0 or (info is not None and step == info.n_steps):
+            states.append(state)
         if writer is not None and (step % vtk_every == 0 or (info is not None and step == info.n_steps)):
             writer.write(state, step)
         for tp in PROFILE_TIMES:
@@ -309,11 +504,21 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     if not profiles:  # a short run: the profile at its end
         profiles[float(result.times[-1])] = {name: _axial_force(model, result.final_state, name)
                                              for name in ("biceps1", "triceps1")}
+    if states[-1].t < result.final_state.t - 1e-12:  # a last step off the sampling grid
+        states.append(result.final_state)
+    checks = check_states(model, states)
+    for name, (n, first) in checks.past_peak.items():
+        if n:
+            warnings.warn(f"{name} (level {level}): material past the force peak of its law in {n} of "
+                          f"{len(states)} samples, first at t = {first:.4g} s, largest stretch "
+                          f"{checks.max_stretch[name]:.3g}: the stretch localizes and the motion depends on "
+                          "the mesh (strain softening)", SofteningWarning, stacklevel=2)
     return UpperLimbResult(
         level, ne, nt, paper_dofs(model), int(np.count_nonzero(~sf.solver.make_solver(model).fixed)),
         result.times, np.degrees(result.coordinates[:, 0]), np.array(forces["bi"]), np.array(forces["tri"]),
         wall, result.newton_iterations, result.retries, max_contacts[0], profiles, model, result.final_state,
-        t_end, result.interrupted, warmup, EI,
+        t_end, result.interrupted, warmup, EI, geometry.name, any(isinstance(c, FiberContact) for c in model.contacts),
+        states, checks,
     )
 
 
@@ -322,66 +527,6 @@ def _axial_force(model, state, fiber):
 
     ff = fiber_fields(model, state, fiber)
     return ff.theta, ff.force
-
-
-def write_outputs(results: list[UpperLimbResult], out: Path) -> list[Path]:
-    """CSV and PNG files of the runs (see the module notes)."""
-    out.mkdir(parents=True, exist_ok=True)
-    files = []
-    for r in results:
-        path = out / f"angle_level{r.level}.csv"
-        with open(path, "w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(["t_s", "elbow_angle_deg", "biceps1_origin_force_N", "triceps1_origin_force_N"])
-            for row in zip(r.times, r.angle_deg, r.biceps_origin_force, r.triceps_origin_force):
-                w.writerow([f"{v:.9g}" for v in row])
-        files.append(path)
-        path = out / f"axial_force_level{r.level}.csv"
-        with open(path, "w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(["t_s", "fiber", "theta", "axial_force_N"])
-            for tp, prof in sorted(r.profiles.items()):
-                for name, (theta, N) in prof.items():
-                    for th, n_ in zip(theta, N):
-                        w.writerow([tp, name, f"{th:.6g}", f"{n_:.9g}"])
-        files.append(path)
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:  # plotting is optional
-        return files
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for r in results:
-        ax.plot(r.times, r.angle_deg, label=f"level {r.level} ({r.n_elements} el./fiber, {r.n_steps} steps)")
-    ax.set(xlabel="t (s)", ylabel="elbow flexion (deg)", title="Upper limb: forearm rotation (paper Fig. 10)")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "angle.png", dpi=120)
-    files.append(out / "angle.png")
-    plt.close(fig)
-    r = results[-1]
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(r.times, r.biceps_origin_force, label="biceps fiber 1", color="tab:red")
-    ax.plot(r.times, r.triceps_origin_force, label="triceps fiber 1", color="tab:blue")
-    ax.set(xlabel="t (s)", ylabel="force at the upper-arm attachment (N)", title="Paper Fig. 11")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "forces.png", dpi=120)
-    files.append(out / "forces.png")
-    plt.close(fig)
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for tp, prof in sorted(r.profiles.items()):
-        for name, (theta, N) in prof.items():
-            ax.plot(theta, N, label=f"{name}, t = {tp:g} s")
-    ax.set(xlabel="θ", ylabel="axial force N (N)", title="Paper Fig. 12: forces along the fibers")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "axial_force.png", dpi=120)
-    files.append(out / "axial_force.png")
-    plt.close(fig)
-    return files
 
 
 def report(results: list[UpperLimbResult]) -> str:
@@ -412,6 +557,15 @@ def _bending_argument(text: str) -> float:
     return value
 
 
+def _write_outputs(results, out, *, snapshots=False):
+    """_upper_limb_figures.write_outputs, imported as a sibling module (package or script)."""
+    if __package__:
+        from ._upper_limb_figures import write_outputs
+    else:  # run as a script: demos/ is on sys.path
+        from _upper_limb_figures import write_outputs
+    return write_outputs(results, out, snapshots=snapshots)
+
+
 def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     # no abbreviations: '--out' (below) and '--output' are different options
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
@@ -428,40 +582,59 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                         help="add bending stiffness EI (N·m², finite, ≥ 0) to every fiber: the residual "
                              "EI ∫ x_ss · ξ_ss dS as a user term, its tangent derived automatically "
                              "(default: none, the paper's cables; 0 is the same)")
+    parser.add_argument("--geometry", choices=sorted(GEOMETRIES), default=TABLE4.name,
+                        help="attachment geometry (default table4; 'softening': the earlier geometry whose "
+                             "triceps is stretched past its force peak)")
+    parser.add_argument("--fiber-contact", choices=("on", "off"), default=None,
+                        help="fiber–fiber contact (default: on for table4, off for softening)")
+    parser.add_argument("--stretch-gradient", type=float, default=0.0, metavar="C",
+                        help="gradient-of-stretch regularization (c/2) ∫ (dλ/dS)² dS with c in N·m² (default 0: "
+                             "none; e.g. 20 with --geometry softening makes its localized band mesh-independent)")
+    parser.add_argument("--snapshots", action="store_true",
+                        help="also render snapshots.png (paper Fig. 13, needs pyvista)")
     args = parser.parse_args(argv)
     if args.out is not None:
         if args.output != parser.get_default("output") or args.vtk is not None:
             parser.error("--out names one folder for all files; give either --out or --output/--vtk")
         args.output, args.vtk = args.out, args.out
     levels = args.levels or [args.level or 1]
+    fiber_contact = None if args.fiber_contact is None else args.fiber_contact == "on"
     if args.bending:
         print(f"bending stiffness EI = {args.bending:g} N·m² on every fiber "
               "(user term, tangent derived automatically)", flush=True)
     results = []
     for level in levels:
-        print(f"level {level}: {LEVELS[level][0]} elements per fiber, {LEVELS[level][1]} steps over {T_END:g} s "
-              f"(scaled to t_end = {args.t_end:g} s)" if args.t_end != T_END else
-              f"level {level}: {LEVELS[level][0]} elements per fiber, {LEVELS[level][1]} steps over {T_END:g} s",
-              flush=True)
+        print(f"level {level}: {LEVELS[level][0]} elements per fiber, {LEVELS[level][1]} steps over {T_END:g} s"
+              + (f" (scaled to t_end = {args.t_end:g} s)" if args.t_end != T_END else ""), flush=True)
         vtk = None if args.vtk is None else (args.vtk if len(levels) == 1 else args.vtk / f"level{level}")
-        results.append(run(level, t_end=args.t_end, progress=not args.quiet, vtk=vtk, bending=args.bending))
+        results.append(run(level, t_end=args.t_end, progress=not args.quiet, vtk=vtk, bending=args.bending,
+                           geometry=args.geometry, fiber_contact=fiber_contact,
+                           stretch_gradient=args.stretch_gradient))
         if results[-1].interrupted:  # Ctrl-C: keep what was computed, run no further level
             break
-    files = write_outputs(results, args.output)
+    files = _write_outputs(results, args.output, snapshots=args.snapshots)
     print(report(results))
     r = results[-1]
+    print(f"geometry {r.geometry}, fiber–fiber contact {'on' if r.fiber_contact else 'off'}")
     print("elbow angle (deg) at t = 0, 0.5, 1, 2, 4, 8 s:",
           ", ".join(f"{np.interp(tp, r.times, r.angle_deg):.2f}" for tp in (0, 0.5, 1, 2, 4, 8) if tp <= r.times[-1]))
-    print(f"largest active contact count with the wrapping cylinder: {r.max_contacts}")
-    if len(results) > 1:
-        a, b = results[-2], results[-1]
-        diff = np.abs(np.interp(b.times, a.times, a.angle_deg) - b.angle_deg).max()
-        print(f"largest elbow-angle difference between levels {a.level} and {b.level}: {diff:.3f} deg")
+    print(f"flexion range: {r.angle_deg.min():.2f} … {r.angle_deg.max():.2f} deg; largest change in one "
+          f"{SAMPLE_DT:g} s sample: {np.abs(np.diff(np.interp(np.arange(0, r.times[-1] + 1e-9, SAMPLE_DT), r.times, r.angle_deg))).max():.2f} deg")
+    for line in describe_checks(r):
+        print(line)
+    print(f"axial-force profiles (t = {', '.join(f'{t:g}' for t in sorted(r.profiles))} s): largest deviation from "
+          f"the neighbours' mean {100 * profile_oscillation(r):.2f} % of the force range")
+    for a, b in zip(results, results[1:]):
+        print(f"levels {a.level} and {b.level}: largest elbow-angle difference {angle_difference(a, b):.3f} deg, "
+              f"attachment forces {100 * force_difference(a, b):.2f} %")
     print("wrote " + ", ".join(str(f) for f in files))
+    diff = f" max_angle_diff_deg={angle_difference(results[-2], r):.3f}" if len(results) > 1 else ""
     print(f"summary: level={r.level} dofs={r.dofs} steps={r.n_steps} wall_s={r.wall_time:.2f} "
           f"paper_s={PAPER_TABLE5[r.level][1]} max_angle_deg={r.angle_deg.max():.2f} "
           f"final_angle_deg={r.angle_deg[-1]:.2f} newton_mean={np.mean(r.newton_iterations):.2f} "
-          f"bending_EI={r.bending_EI:.12g}"
+          f"geometry={r.geometry} fiber_contact={int(r.fiber_contact)} "
+          f"ff_contacts_max={r.checks.fiber_contacts.max()} softening={int(r.checks.softening)}{diff} "
+          f"stretch_gradient_c={args.stretch_gradient:g} bending_EI={r.bending_EI:.12g}"
           + (f" interrupted_at_s={r.times[-1]:.4g}" if r.interrupted else ""))
     return results
 

@@ -11,7 +11,7 @@ from skfiber.demos import custom_term, upper_limb
 
 EI = 1e-4
 #: two level-1 steps (Δt = 1/32 s): the shortest run whose elbow angle is past the first
-#: step's 11°; the bending term runs through the general (uncompiled) term path
+#: step's 12°
 T_END = 0.0625
 
 
@@ -37,15 +37,15 @@ def test_bending_option_adds_the_term_and_changes_the_motion(runs):
     (term,) = [t for t in bent.model.terms if t.name == "bending"]
     assert term.tangent is None
     assert not [t for t in plain.model.terms if t.name == "bending"]
-    # the term acts: the same 2 steps give another motion.  Measured (level 1): the elbow turns
-    # 4.9e-4° less after 1/16 s (11.22969° → 11.22960° after the first step, 23.14828° →
-    # 23.14780° after the second); the fibers move by up to ~4e-5 m.  A run is bit-reproducible,
-    # so any difference is the term's; a bound of 1e-2° says that EI = 1e-4 N·m² is a small
-    # correction next to the kN fiber forces.
+    # the term acts: the same 2 steps give another motion.  Measured (level 1, default geometry with
+    # fiber–fiber contact): the elbow turns 0.090° less after the first step (11.8825° → 11.7925°) and
+    # 0.0041° less after the second (15.5853° → 15.5812°); the fibers move by up to 4.1e-4 m.  A run is
+    # bit-reproducible, so any difference is the term's; bounds of 0.3° (2.5 % of the first step's
+    # rotation) say that EI = 1e-4 N·m² is a small correction next to the kN fiber forces.
     assert bent.times.tolist() == plain.times.tolist() == [0.0, 0.03125, 0.0625]
     d_angle = plain.angle_deg - bent.angle_deg
     assert d_angle[0] == 0.0
-    assert 2e-5 < d_angle[1] < 1e-3 and 1e-4 < d_angle[2] < 1e-2, d_angle
+    assert 0.03 < d_angle[1] < 0.3 and 1e-3 < d_angle[2] < 0.03, d_angle
     du = np.abs(bent.final_state.u - plain.final_state.u).max()
     assert 1e-6 < du < 1e-3, du
     # the bending residual is not zero at the end state (the fibers are curved)

@@ -46,7 +46,14 @@ def test_line_force_in_closed_form_and_bad_input():
     f = cyl.line_force([[0.0, -0.18, 3.0], [0.0, 0.5, 0.0], [0.0, 0.1, 0.0]], [0.1, 0.1, 0.1])
     np.testing.assert_allclose(f[0], [0.0, -100 * 0.1 / 0.6, 0.0], rtol=1e-14)
     assert not f[1].any()                     # out of reach
-    assert np.isnan(f[2]).all()               # 1 + γ g = 1 + 4 (0.1/0.2 − 1) < 0: inadmissible
+    # 1 + γ g = 1 + 4 (0.1/0.2 − 1) < 0, out of the law's range: the force capped at its value at 1 + γ g = 1e-3,
+    # κ (1 − m)/(γ m) = 100 · 0.999 / 0.004, pointing away from the axis (finite: no NaN in the VTK field)
+    np.testing.assert_allclose(f[2], [0.0, 100 * 0.999 / 0.004, 0.0], rtol=1e-12)
+    g = np.linspace(-0.3, 0.1, 41)              # the cap is continuous and keeps the force monotone in the gap
+    near = cyl.line_force(np.column_stack([np.zeros_like(g), 0.2 * (1 + g), np.zeros_like(g)]), np.full(g.size, 0.1))
+    assert np.isfinite(near).all() and np.all(np.diff(near[:, 1]) <= 1e-9 * f[2][1])
+    np.testing.assert_allclose(near[:, 1].max(), f[2][1], rtol=1e-12)
+    assert np.array_equal(cyl.line_force([[0.0, 0.0, 1.0]], [0.1]), [[0.0, 0.0, 0.0]])   # on the axis: 0
     with pytest.raises(ValueError, match=r"shape \(n, 3\)"):
         cyl.line_force([0.0, 0.0, 0.0], [0.1])
     with pytest.raises(ValueError, match=r"shape \(n, 3\)"):

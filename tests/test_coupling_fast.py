@@ -105,8 +105,9 @@ def test_two_links_with_a_body_cylinder(seed):
 
 
 def test_upper_limb_state_in_contact(monkeypatch):
-    """The demo's model a few steps into the run: trial safeguard margins, gravity-only rigid step (EulerStep)."""
-    model = upper_limb.build_model(4)
+    """The demo's earlier ('softening') model, without fiber–fiber contact, a few steps into the run: trial
+    safeguard margins, gravity-only rigid step (EulerStep)."""
+    model = upper_limb.build_model(4, geometry="softening")
     dt = 8.0 / 128
     state = sf.simulate(model, t_end=6 * dt, dt=dt, progress=False).final_state
     a0, b0 = predicted_accelerations(state, dt)
@@ -141,11 +142,11 @@ def test_upper_limb_state_in_contact(monkeypatch):
 
 
 def test_runs_agree(monkeypatch):
-    """A short run of the demo's model takes the same Newton iterations on both paths, with the same states
+    """A short run of the demo's earlier ('softening') model takes the same Newton iterations on both paths, with the same states
     to round-off."""
     results = []
     for fast in (True, False):
-        model = upper_limb.build_model(4)
+        model = upper_limb.build_model(4, geometry="softening")
         monkeypatch.setattr(sf.solver, "make_solver", lambda m, fast=fast: CoupledProblem(m, fast=fast))
         results.append(sf.simulate(model, t_end=0.5, dt=8.0 / 128, progress=False))
     one, two = results
@@ -184,7 +185,7 @@ def test_models_without_kernels_take_the_general_path():
 
 def test_euler_step_terms_equal_rigid_step():
     """EulerStep.terms: one kernel call with gravity only, rigid_step otherwise; the same numbers."""
-    for model in (upper_limb.build_model(2), two_link_model()):
+    for model in (upper_limb.build_model(2, geometry="softening"), two_link_model()):
         system = model.rigid
         n = system.n
         rng = np.random.default_rng(5)
@@ -252,8 +253,8 @@ def test_trial_safeguard_in_one_call(monkeypatch):
 
 @pytest.fixture(scope="module")
 def upper_limb_state():
-    """The demo's model (level 4 fibers, Δt = T/128) six steps into the run, and the wrapping cylinder's pose."""
-    model = upper_limb.build_model(4)
+    """The demo's earlier ('softening') model (level 4 fibers, Δt = T/128) six steps into the run, and the wrapping cylinder's pose."""
+    model = upper_limb.build_model(4, geometry="softening")
     dt = 8.0 / 128
     state = sf.simulate(model, t_end=6 * dt, dt=dt, progress=False).final_state
     model.set_coordinates(state.q)
@@ -269,7 +270,7 @@ def test_fast_evaluation_with_a_cylinder_off_the_bodies(moving, upper_limb_state
     from skfiber.contact.cylinder import CylinderContact
 
     state, dt, pose, radius = upper_limb_state
-    model = upper_limb.build_model(4, wrap=False)
+    model = upper_limb.build_model(4, geometry="softening", wrap=False)
     point, axis = pose.point.copy(), pose.axis.copy()
     where = dict(pose=lambda t: (point + [0.0, 0.0, 1e-3 * t], axis)) if moving else dict(point=point, axis=axis)
     model.add_contact(CylinderContact(**where, radius=radius, law=PenaltyLaw(stiffness=768.0, gamma=4.0),
@@ -288,13 +289,10 @@ def test_fast_evaluation_with_a_cylinder_off_the_bodies(moving, upper_limb_state
 
 
 def fiber_contact_model(monkeypatch, n_elements=4):
-    """The demo's model with the fibers spread sideways (all pairs start admissible) and fiber–fiber contact."""
-    from skfiber.contact import PenaltyLaw
+    """The demo's model (its Table-4 geometry: fiber–fiber contact on all pairs, every pair admissible)."""
     from skfiber.contact.fibers import FiberContact
-    monkeypatch.setattr(upper_limb, "BICEPS", [((0.06, y, -0.03), (0.03, y, -0.40)) for y in (-0.085, 0.085)])
-    monkeypatch.setattr(upper_limb, "TRICEPS", [((-0.10, y, -0.05), (-0.10, y, -0.40)) for y in (-0.17, 0.0, 0.17)])
     model = upper_limb.build_model(n_elements)
-    model.add_contact(FiberContact(PenaltyLaw(stiffness=768.0, gamma=2.0)))
+    assert any(isinstance(c, FiberContact) for c in model.contacts)
     return model
 
 

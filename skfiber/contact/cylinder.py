@@ -462,7 +462,9 @@ class CylinderContact:
         penalty law; :mod:`skfiber.contact.cylinder_line_force`), at any points
         along the fibers rather than only at the contact quadrature points: the
         VTK field ``contact_force`` (:func:`skfiber.io.fiber_mesh`).  Points the
-        cylinder does not touch get 0, inadmissible ones (1 + γ g ≤ 0) NaN.
+        cylinder does not touch get 0; the force is capped at its value at
+        1 + γ g = 10⁻³, which also stands where the law is out of range (1 + γ g ≤ 0,
+        between contact points): always finite, see the module.
 
         Parameters
         ----------

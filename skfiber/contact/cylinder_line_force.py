@@ -25,7 +25,10 @@ from .base import PenaltyLaw
 from .cylinder_pose import CylinderPose
 from .geometry import norm3
 
-__all__ = ["penalty_line_force"]
+__all__ = ["penalty_line_force", "OUT_OF_RANGE_MARGIN"]
+
+#: 1 + γ g at which the written line force is capped (VTK output only; see penalty_line_force)
+OUT_OF_RANGE_MARGIN = 1e-3
 
 
 def penalty_line_force(pose: CylinderPose, x: np.ndarray, r: np.ndarray, *, cylinder_radius: float,
@@ -51,16 +54,21 @@ def penalty_line_force(pose: CylinderPose, x: np.ndarray, r: np.ndarray, *, cyli
     Returns
     -------
     numpy.ndarray
-        (n, 3), N/m: 0 where the cylinder does not touch, NaN where
-        inadmissible (1 + γ g ≤ 0).
+        (n, 3), N/m, finite: 0 where the cylinder does not touch.  The force
+        is capped at its value at 1 + γ g = m = OUT_OF_RANGE_MARGIN,
+        κ (1 − m)/(γ m): that value also stands where the penalty law is out of
+        range (1 + γ g ≤ 0, its value infinite or undefined), which can happen
+        between the contact quadrature points, where the solver does not
+        enforce admissibility.  A point on the axis (d = 0) gets 0.
     """
     s = (x - pose.point) @ pose.tangent
     if length is not None:  # finite cylinder: the closest point of the axis segment (capsule rule)
         s = np.clip(s, 0.0, length)
     w = x - (pose.point + s[:, None] * pose.tangent)
     d = norm3(w)
-    F, _ = law.force(d / (cylinder_radius + r) - 1.0)
+    g = np.maximum(d / (cylinder_radius + r) - 1.0, (OUT_OF_RANGE_MARGIN - 1.0) / law.gamma)
+    F, _ = law.force(g)
     with np.errstate(divide="ignore", invalid="ignore"):
         f = (F / d)[:, None] * w
-    f[F == 0.0] = 0.0
+    f[(F == 0.0) | (d == 0.0)] = 0.0
     return f

@@ -1,0 +1,130 @@
+"""What the upper-limb demo checks in its runs (``demos/upper_limb.py``).
+
+:func:`check_states` goes through the states sampled during a run: the largest stretch per
+fiber, material past the force peak of its law (:mod:`skfiber.softening`: strain softening),
+the active contact points and the smallest 1 + γg of the wrapping cylinder and of fiber–fiber
+contact.  :func:`angle_difference`, :func:`force_difference` and :func:`oscillation` compare
+levels and measure wiggles of N(θ) (the demo's convergence study).
+
+Example
+-------
+>>> oscillation([1.0, 1.0, 2.0, 2.0])   # sample 2 is 0.5 from its neighbours' mean, range 1
+0.5
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+import skfiber as sf
+from skfiber.contact import FiberContact
+from skfiber.contact.cylinder import CylinderContact
+
+__all__ = ["RunChecks", "check_states", "describe_checks", "angle_difference", "force_difference", "oscillation",
+           "profile_oscillation"]
+
+
+@dataclass
+class RunChecks:
+    """What the run's sampled states show (every ``SAMPLE_DT`` seconds of the demo).
+
+    ``max_stretch``: largest λ per fiber; ``past_peak``: per fiber the number of samples with
+    material past the force peak of its law (:mod:`skfiber.softening`) and the first such time
+    (None: never); ``fiber_contacts`` / ``wrap_contacts``: active contact points (g < 0) per
+    sample; ``fiber_margin`` / ``wrap_margin``: smallest 1 + γg per sample over the contact points
+    with a partner in reach (inf: none).
+    """
+
+    times: np.ndarray
+    max_stretch: dict
+    past_peak: dict
+    fiber_contacts: np.ndarray
+    wrap_contacts: np.ndarray
+    fiber_margin: np.ndarray
+    wrap_margin: np.ndarray
+
+    @property
+    def softening(self) -> bool:
+        """Whether any fiber went past its force peak."""
+        return any(n > 0 for n, _ in self.past_peak.values())
+
+
+def check_states(model: sf.Model, states: list) -> RunChecks:
+    """Stretch, force peak and contact counts of ``states`` (see :class:`RunChecks`)."""
+    from skfiber.materials import MaterialPoint
+    from skfiber.postprocess import fiber_fields
+    from skfiber.softening import past_force_peak
+
+    max_stretch = {f.name: 0.0 for f in model.fibers}
+    past = {f.name: [0, None] for f in model.fibers}
+    counts = {"fiber": [], "wrap": []}
+    margins = {"fiber": [], "wrap": []}
+    for state in states:
+        for f in model.fibers:
+            ff = fiber_fields(model, state, f.name)
+            max_stretch[f.name] = max(max_stretch[f.name], float(ff.stretch.max()))
+            point = MaterialPoint(ff.stretch, 0.0, ff.theta, state.t, ff.muscle_fraction, ff.activation)
+            if past_force_peak(f.law, point).any():
+                past[f.name][0] += 1
+                past[f.name][1] = state.t if past[f.name][1] is None else past[f.name][1]
+        model.set_coordinates(state.q)
+        kinds = {"fiber": [c for c in model.contacts if isinstance(c, FiberContact)],
+                 "wrap": [c for c in model.contacts if isinstance(c, CylinderContact)]}
+        for kind, contacts in kinds.items():
+            evs = [c.evaluate(model, state.u, state.t, tangent=False) for c in contacts]
+            counts[kind].append(sum(ev.n_active for ev in evs))
+            margins[kind].append(min([float(ev.admissibility.min()) for ev in evs if ev.admissibility.size],
+                                     default=math.inf))
+    return RunChecks(np.array([s.t for s in states]), max_stretch, {k: tuple(v) for k, v in past.items()},
+                     np.array(counts["fiber"], dtype=int), np.array(counts["wrap"], dtype=int),
+                     np.array(margins["fiber"]), np.array(margins["wrap"]))
+
+
+def angle_difference(a, b) -> float:
+    """Largest |elbow angle of a − of b| (deg) at b's times (a interpolated linearly)."""
+    return float(np.abs(np.interp(b.times, a.times, a.angle_deg) - b.angle_deg).max())
+
+
+def force_difference(a, b) -> float:
+    """Largest difference of the upper-attachment forces of biceps1 and triceps1 (paper Fig. 11) of a and b,
+    relative to the largest force of that fiber in b, at b's times (a interpolated linearly)."""
+    diffs = []
+    for name in ("biceps_origin_force", "triceps_origin_force"):
+        fa, fb = getattr(a, name), getattr(b, name)
+        diffs.append(np.abs(np.interp(b.times, a.times, fa) - fb).max() / np.abs(fb).max())
+    return float(max(diffs))
+
+
+def oscillation(force: np.ndarray) -> float:
+    """Largest |N_i − (N_{i−1} + N_{i+1})/2| along a fiber, relative to the fiber's force range max N − min N."""
+    force = np.asarray(force, dtype=float)
+    span = force.max() - force.min()
+    if force.size < 3 or span == 0.0:
+        return 0.0
+    return float(np.abs(force[1:-1] - 0.5 * (force[:-2] + force[2:])).max() / span)
+
+
+def profile_oscillation(result) -> float:
+    """:func:`oscillation` of the axial-force profiles of the run (paper Fig. 12 times), the largest."""
+    return max(oscillation(N) for prof in result.profiles.values() for _, N in prof.values())
+
+
+def describe_checks(r) -> list[str]:
+    """Lines on the largest stretch, the force peak and the contacts of a run."""
+    c = r.checks
+    lines = ["largest stretch λ per fiber: " + ", ".join(f"{k} {v:.3f}" for k, v in c.max_stretch.items())]
+    past = {k: v for k, v in c.past_peak.items() if v[0]}
+    lines.append("material past the force peak of its law: " + (
+        ", ".join(f"{k} in {n} of {c.times.size} samples (first at t = {t0:.4g} s)" for k, (n, t0) in past.items())
+        + " — WARNING: strain softening, the result depends on the mesh" if past else "none (every fiber on the "
+        "rising branch of N(λ) at every sample)"))
+    lines.append(f"active contact points: wrapping cylinder {c.wrap_contacts.min()}–{c.wrap_contacts.max()}, "
+                 + (f"fiber–fiber {c.fiber_contacts.min()}–{c.fiber_contacts.max()}" if r.fiber_contact
+                    else "fiber–fiber contact off"))
+    lines.append(f"smallest 1 + γg: wrapping cylinder {c.wrap_margin.min():.3g}"
+                 + (f", fiber–fiber {c.fiber_margin.min():.3g}" if r.fiber_contact else "")
+                 + f" (at t = 0: {c.wrap_margin[0]:.3g}" + (f", {c.fiber_margin[0]:.3g}" if r.fiber_contact else "")
+                 + ")")
+    return lines

@@ -1,0 +1,87 @@
+"""The softening check: force peak of N(λ) = π r0² λ S and material past it."""
+import warnings
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import skfiber as sf
+from skfiber.materials import MaterialPoint, law_from_function
+from skfiber.softening import (SofteningWarning, force_peak_stretch, force_slope, past_force_peak,
+                               warn_if_past_force_peak)
+
+#: Table 4 of the paper, triceps (the upper-limb demo's law)
+TRICEPS = sf.paper_law(sigma0=16.0, s_max=1.4e7, mu_muscle=2e4, mu_tendon=1e6, eta_muscle=1e3, eta_tendon=1e3)
+
+
+def bump(lam0):
+    """λ S = 1e4 exp(−(λ − λ0)²) + 10 λ̇: its force peaks at λ0 exactly (the rate does not count)."""
+    return law_from_function(lambda lam, lamdot, theta, t: 1e4 * sp.exp(-(lam - lam0) ** 2) / lam + 10 * lamdot)
+
+
+def test_slope_is_the_derivative_of_lambda_s():
+    """force_slope = d(λ S)/dλ at λ̇ = 0, against central differences of λ S, for the paper's law."""
+    lam = np.linspace(0.8, 3.0, 23)
+    h = 1e-6
+
+    def lam_s(x):
+        return x * TRICEPS(MaterialPoint(x, 0.0, 0.5, 0.0, 0.7, 0.01)).stress
+
+    fd = (lam_s(lam + h) - lam_s(lam - h)) / (2 * h)
+    # a nonzero rate must not change the static slope
+    got = force_slope(TRICEPS, MaterialPoint(lam, 0.3, 0.5, 0.0, 0.7, 0.01))
+    np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-6 * np.abs(fd).max())
+
+
+@pytest.mark.parametrize("lam0", [1.2, 1.7, 2.5])
+def test_peak_of_a_closed_form_law(lam0):
+    peak = force_peak_stretch(bump(lam0), stretch_max=3.0, samples=401)
+    assert abs(float(peak) - lam0) < 1e-4   # the linear interpolation of the slope's zero (grid 5e-3)
+    # broadcast over several (γM, α): one peak each
+    assert force_peak_stretch(bump(lam0), muscle_fraction=[0.0, 1.0], activation=0.5).shape == (2,)
+
+
+def test_peak_at_the_start_and_none():
+    falling = law_from_function(lambda lam, lamdot, theta, t: 100.0 / lam**2)   # λ S = 100/λ falls everywhere
+    assert float(force_peak_stretch(falling)) == 1.0
+    rising = sf.passive_kelvin_voigt(mu_muscle=1e4, mu_tendon=1e4, eta_muscle=0.0, eta_tendon=0.0)
+    assert float(force_peak_stretch(rising, stretch_max=10.0)) == np.inf
+
+
+def test_table4_triceps_peak_and_the_old_geometrys_band():
+    """Table 4's triceps at its pure-muscle belly (γM = 1) and peak activation 0.016: N(λ) peaks at λ ≈ 1.15;
+    the old geometry stretched a band there to λ ≈ 3.3–4 (past the peak).  The tendon ends (γM = 0) and the
+    passive muscle (α = 0) have no peak; a stiffer muscle (Table 1's μM = 1e5) moves it out, to λ ≈ 1.43."""
+    peak = float(force_peak_stretch(TRICEPS, muscle_fraction=1.0, activation=0.016))
+    assert 1.13 < peak < 1.17
+    # the peak is a maximum of λ S: larger than at stretches on either side
+    lam = np.array([peak - 0.05, peak, peak + 0.05])
+    lam_s = lam * TRICEPS(MaterialPoint(lam, 0.0, 0.5, 0.0, 1.0, 0.016)).stress
+    assert lam_s[1] > lam_s[0] and lam_s[1] > lam_s[2]
+    old_band = MaterialPoint(np.array([1.0, 1.1, 3.3, 4.0]), 0.0, 0.5, 1.0, 1.0, 0.016)
+    assert past_force_peak(TRICEPS, old_band).tolist() == [False, False, True, True]
+    assert not past_force_peak(TRICEPS, MaterialPoint(np.array([3.3, 4.0]), 0.0, 0.0, 1.0, 0.0, 0.016)).any()
+    assert not past_force_peak(TRICEPS, MaterialPoint(np.array([3.3, 4.0]), 0.0, 0.5, 1.0, 1.0, 0.0)).any()
+    stiff = sf.paper_law(sigma0=16.0, s_max=1.4e7, mu_muscle=1e5, mu_tendon=1e6, eta_muscle=1e3, eta_tendon=1e3)
+    assert 1.4 < float(force_peak_stretch(stiff, muscle_fraction=1.0, activation=0.016)) < 1.46   # measured 1.431
+
+
+def test_warning_names_the_fiber():
+    band = MaterialPoint(np.array([1.05, 3.3]), 0.0, 0.5, 1.0, 1.0, 0.016)
+    with pytest.warns(SofteningWarning, match=r"triceps1: 1 material point\(s\) stretched past the force peak .*λ = 3\.3"):
+        assert warn_if_past_force_peak("triceps1", TRICEPS, band)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not warn_if_past_force_peak("triceps1", TRICEPS, MaterialPoint(np.array([1.05]), 0.0, 0.5, 1.0, 1.0, 0.016))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(stretch_min=2.0, stretch_max=1.0), "need 0 < stretch_min < stretch_max"),
+    (dict(stretch_min=0.0), "need 0 < stretch_min < stretch_max"),
+    (dict(stretch_max=np.inf), "need 0 < stretch_min < stretch_max"),
+    (dict(samples=1), "samples must be an integer ≥ 2"),
+    (dict(samples=2.5), "samples must be an integer ≥ 2"),
+])
+def test_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        force_peak_stretch(TRICEPS, **kwargs)
