@@ -25,7 +25,7 @@ from skfiber.study import run_study
 from skfiber.study.sensitivity import sobol_indices
 from skfiber.study.targets import ISHIGAMI_INDICES, TARGETS
 
-DEFAULT_TARGET = "cable-sag"
+DEFAULT_TARGET = "upper-limb"
 
 
 def run(*, target: str = DEFAULT_TARGET, n: int = 64, out: Path = Path("sensitivity_output"), seed: int = 0,

@@ -145,6 +145,7 @@ bending_EI=…`` (``bending_EI=0`` without bending).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import numbers
 import sys
@@ -300,14 +301,16 @@ def stretch_gradient_form(c: float) -> LinearForm:
     return stretch_gradient
 
 
-def triceps_law() -> sf.SymbolicLaw:
-    """Table 4a, triceps: eqs. 30, 32, 34 with σ0 = 16 Pa, Smax = 1.4·10⁷ Pa."""
-    return sf.paper_law(sigma0=16.0, s_max=1.4e7, **_TABLE4_COMMON)
+def triceps_law(**changes) -> sf.SymbolicLaw:
+    """Table 4a, triceps: eqs. 30, 32, 34 with σ0 = 16 Pa, Smax = 1.4·10⁷ Pa (``changes``: other values of
+    :func:`skfiber.paper_law`'s parameters, for parameter studies)."""
+    return sf.paper_law(**{**dict(sigma0=16.0, s_max=1.4e7), **_TABLE4_COMMON, **changes})
 
 
-def biceps_law() -> sf.SymbolicLaw:
-    """Table 4a, biceps: eqs. 30, 32, 34 with σ0 = 32.7 Pa, Smax = 4.2·10⁷ Pa."""
-    return sf.paper_law(sigma0=32.7, s_max=4.2e7, **_TABLE4_COMMON)
+def biceps_law(**changes) -> sf.SymbolicLaw:
+    """Table 4a, biceps: eqs. 30, 32, 34 with σ0 = 32.7 Pa, Smax = 4.2·10⁷ Pa (``changes`` as for
+    :func:`triceps_law`)."""
+    return sf.paper_law(**{**dict(sigma0=32.7, s_max=4.2e7), **_TABLE4_COMMON, **changes})
 
 
 _TABLE4_COMMON = dict(mu_muscle=2e4, mu_tendon=1e6, eta_muscle=1e3, eta_tendon=1e3, lam_opt=1.3, delta_w=0.3, nu=4.0)
@@ -315,7 +318,8 @@ _TABLE4_COMMON = dict(mu_muscle=2e4, mu_tendon=1e6, eta_muscle=1e3, eta_tendon=1
 
 def build_model(n_elements: int = 8, *, geometry: Geometry | str = TABLE4, gravity: bool = True, wrap: bool = True,
                 fiber_contact: bool | None = None, bending: float | None = None, contact_points: int = 5,
-                contact_stiffness_factor: float = 1.0, stretch_gradient: float = 0.0) -> sf.Model:
+                contact_stiffness_factor: float = 1.0, stretch_gradient: float = 0.0,
+                biceps_law_changes: dict | None = None, triceps_law_changes: dict | None = None) -> sf.Model:
     """The upper-limb model with ``n_elements`` per fiber (see the module notes).
 
     ``geometry``: :data:`TABLE4` (default) or :data:`SOFTENING` (or their names).
@@ -327,6 +331,8 @@ def build_model(n_elements: int = 8, *, geometry: Geometry | str = TABLE4, gravi
     the sensitivity study of the module notes; the defaults are the paper's.
     ``stretch_gradient``: modulus c (N·m²) of the gradient-of-stretch regularization
     (:func:`stretch_gradient_form`, term ``"stretch_gradient"``); 0: none (the paper's model).
+    ``biceps_law_changes``, ``triceps_law_changes``: other values of the laws' parameters
+    (:func:`biceps_law`, :func:`triceps_law`; parameter studies).
     """
     EI = bending_stiffness(bending)
     if isinstance(geometry, str):
@@ -346,8 +352,10 @@ def build_model(n_elements: int = 8, *, geometry: Geometry | str = TABLE4, gravi
     system.add_body(Body("wrap", start=tuple(ELBOW + [0, -half, 0]), axis=(0, 2 * half, 0),
                          radius=geometry.wrap_radius, mass=0.0), parent="forearm", joint=Fixed())
     fibers = []
-    for muscle, law, activation, ends in (("biceps", biceps_law(), alpha_biceps, geometry.biceps),
-                                          ("triceps", triceps_law(), alpha_triceps, geometry.triceps)):
+    for muscle, law, activation, ends in (("biceps", biceps_law(**(biceps_law_changes or {})), alpha_biceps,
+                                           geometry.biceps),
+                                          ("triceps", triceps_law(**(triceps_law_changes or {})), alpha_triceps,
+                                           geometry.triceps)):
         for k, (a, b) in enumerate(ends):
             fibers.append(sf.Fiber.straight(a, b, n_elements=n_elements, radius=radius,
                                             muscle_fraction=muscle_fraction, density=900.0, law=law,
@@ -372,6 +380,63 @@ def build_model(n_elements: int = 8, *, geometry: Geometry | str = TABLE4, gravi
     if stretch_gradient:
         model.add_term(stretch_gradient_form(stretch_gradient), name="stretch_gradient")
     return model
+
+
+#: the parameters of :func:`study_run` (a parameter study's names → what they change)
+STUDY_PARAMETERS = {
+    "smax_biceps": "Smax of the biceps' law (Pa; Table 4: 4.2e7)",
+    "smax_triceps": "Smax of the triceps' law (Pa; Table 4: 1.4e7)",
+    "sigma0": "prestress σ0 of both muscles (Pa; Table 4: biceps 32.7, triceps 16), as the biceps' value, "
+              "the triceps' in the same ratio",
+    "mu_muscle": "passive modulus μM of both muscles (Pa; Table 4: 2e4)",
+    "eta_muscle": "viscosity ηM of both muscles (Pa·s; Table 4: 1e3)",
+    "biceps_lever": "the biceps' distance in front of the elbow axis (m; default geometry 0.15)",
+}
+
+
+def study_run(params: dict, *, level: int = 1, t_end: float = T_END, fiber_contact: bool = False) -> dict:
+    """One run of the default geometry with the parameters ``params`` (:data:`STUDY_PARAMETERS`; the others
+    as in Table 4), for parameter studies (``skfiber study upper-limb``): outputs ``peak_angle_deg``,
+    ``final_angle_deg``, ``peak_biceps_force_N`` (the largest origin force of one biceps fiber) and
+    ``past_force_peak`` (1 when material went past the force peak of its law: strain softening, whose
+    motion depends on the mesh), and the elbow angle over time under ``series``.  Fiber–fiber contact is off by default (the study's many runs;
+    with it a level-1 run takes seconds instead of a fraction of one).
+
+    Raises
+    ------
+    ValueError
+        For a parameter it does not know (naming the known ones).
+    """
+    unknown = sorted(set(params) - set(STUDY_PARAMETERS))
+    if unknown:
+        raise ValueError(f"the upper limb does not know the parameters {unknown}; it takes {sorted(STUDY_PARAMETERS)}")
+    biceps, triceps = {}, {}
+    if "smax_biceps" in params:
+        biceps["s_max"] = float(params["smax_biceps"])
+    if "smax_triceps" in params:
+        triceps["s_max"] = float(params["smax_triceps"])
+    if "sigma0" in params:
+        biceps["sigma0"] = float(params["sigma0"])
+        triceps["sigma0"] = float(params["sigma0"]) * 16.0 / 32.7
+    for key in ("mu_muscle", "eta_muscle"):
+        if key in params:
+            biceps[key] = triceps[key] = float(params[key])
+    geometry = TABLE4
+    if "biceps_lever" in params:
+        x = float(params["biceps_lever"])
+        geometry = dataclasses.replace(TABLE4, name="table4",
+                                       biceps=tuple(((x, a[1], a[2]), (x, b[1], b[2])) for a, b in TABLE4.biceps))
+    with warnings.catch_warnings(record=True) as caught:  # softening is an output of a study, not a warning
+        warnings.simplefilter("always", SofteningWarning)
+        result = run(level, t_end=t_end, progress=False, geometry=geometry, fiber_contact=fiber_contact,
+                     biceps_law_changes=biceps, triceps_law_changes=triceps)
+    for w in caught:
+        if not issubclass(w.category, SofteningWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return {"peak_angle_deg": float(np.max(result.angle_deg)), "final_angle_deg": float(result.angle_deg[-1]),
+            "peak_biceps_force_N": float(np.max(result.biceps_origin_force)),
+            "past_force_peak": float(any(n for n, _ in result.checks.past_peak.values())),
+            "series": {"t": np.asarray(result.times), "angle_deg": np.asarray(result.angle_deg)}}
 
 
 def paper_dofs(model: sf.Model) -> int:

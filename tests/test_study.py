@@ -165,3 +165,16 @@ def test_calibration_jacobian_runs_as_a_batch_on_a_cluster():
 def _decay(params):
     t = np.linspace(0.0, 1.0, 7)
     return {"series": {"y": params["a"] * np.exp(-params.get("k", 0.7) * t)}}
+
+
+def test_upper_limb_target_changes_what_it_names():
+    from skfiber.demos.upper_limb import study_run
+
+    base = study_run({}, t_end=0.25)
+    stronger = study_run({"smax_biceps": 5.5e7}, t_end=0.25)
+    assert stronger["peak_biceps_force_N"] > base["peak_biceps_force_N"]  # a stronger biceps pulls harder
+    assert stronger["peak_angle_deg"] > base["peak_angle_deg"]  # and flexes the elbow further
+    assert base["series"]["angle_deg"].shape == base["series"]["t"].shape
+    with pytest.raises(ValueError, match="does not know the parameters \\['lever'\\]"):
+        study_run({"lever": 0.1})
+    TARGETS["upper-limb"].check([Parameter("biceps_lever", 0.13, 0.17)])

@@ -1,6 +1,9 @@
 """Named study targets: a run function (parameter dict → named outputs) with its warm-up and its
 default parameter ranges, for ``skfiber study TARGET`` and for trying the machinery.
 
+* ``upper-limb`` (:func:`upper_limb`): the upper-limb demo at level 1 (its default geometry, fiber–fiber
+  contact off), with the parameters of ``demos/upper_limb.py``'s ``STUDY_PARAMETERS`` (Smax of biceps and
+  triceps, σ0, μM, ηM, the biceps' lever); outputs the peak and final elbow angle and the peak biceps force.
 * ``cable-sag`` (:func:`cable_sag`): the README's first model — a fiber fixed at both ends sagging under
   gravity with the paper's law — run for 0.5 s; outputs the midpoint's sag and the largest axial force.
 * ``quadratic`` (:func:`quadratic`): y = a² in closed form, failing for a < 0 (the machinery's own check).
@@ -11,7 +14,7 @@ Example
 -------
 >>> from skfiber.study.targets import TARGETS
 >>> sorted(TARGETS)
-['cable-sag', 'ishigami', 'quadratic']
+['cable-sag', 'ishigami', 'quadratic', 'upper-limb']
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ import numpy as np
 
 from .design import Parameter
 
-__all__ = ["Target", "TARGETS", "cable_sag", "quadratic", "ishigami", "ISHIGAMI_INDICES"]
+__all__ = ["Target", "TARGETS", "cable_sag", "quadratic", "ishigami", "ISHIGAMI_INDICES", "upper_limb"]
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,28 @@ def _warm_cable() -> None:
     cable_sag({}, t_end=0.02)
 
 
+def upper_limb(params: dict) -> dict:
+    """The upper-limb demo at level 1 with ``params`` (its ``study_run``; imported when first run)."""
+    from skfiber.demos.upper_limb import study_run
+
+    return study_run(params)
+
+
+def _warm_upper_limb() -> None:
+    from skfiber.demos.upper_limb import study_run
+
+    study_run({}, t_end=0.1)
+
+
+#: the upper limb's study parameters (those of the demo's study_run) around Table 4's values
+_UPPER_LIMB_RANGES = (Parameter("smax_biceps", 3e7, 5.5e7), Parameter("smax_triceps", 1.0e7, 1.8e7),
+                      Parameter("sigma0", 20.0, 45.0), Parameter("mu_muscle", 1.5e4, 3e4),
+                      Parameter("eta_muscle", 5e2, 2e3), Parameter("biceps_lever", 0.13, 0.17))
+
 TARGETS = {
+    "upper-limb": Target(upper_limb, _warm_upper_limb, _UPPER_LIMB_RANGES, tuple(p.name for p in _UPPER_LIMB_RANGES),
+                         "the upper limb at level 1 (fiber–fiber contact off): peak_angle_deg, "
+                         "final_angle_deg, peak_biceps_force_N"),
     "cable-sag": Target(cable_sag, _warm_cable, (Parameter("sigma0", 10.0, 60.0), Parameter("mu", 5e4, 2e5)),
                         CABLE_KNOWN, "a fiber fixed at both ends sagging under gravity (0.5 s): sag_m, max_force_N"),
     "ishigami": Target(ishigami, None, tuple(Parameter(k, -np.pi, np.pi) for k in ("x1", "x2", "x3")),
