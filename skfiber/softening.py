@@ -70,9 +70,11 @@ def force_peak_stretch(law: StressLaw, *, muscle_fraction=1.0, activation=0.0, t
     """λ of the first force peak of N(λ) on [stretch_min, stretch_max]; ∞ where N does not fall there.
 
     ``muscle_fraction``, ``activation`` and ``theta`` broadcast against each other (one
-    peak per combination).  The slope :func:`force_slope` is sampled at ``samples``
-    stretches; the peak is its first sign change from ≥ 0 to < 0, located by linear
-    interpolation between the two samples (``stretch_min`` itself where it is < 0 there).
+    peak per combination).  The slope :func:`force_slope` is sampled with the resolution of
+    ``samples`` equal steps (a coarse grid of at most 41 stretches, then the interval of the
+    first sign change refined: about 60 evaluations per combination); the peak is its first
+    sign change from ≥ 0 to < 0, located by linear interpolation between the two samples
+    (``stretch_min`` itself where it is < 0 there).
 
     Raises
     ------
@@ -86,20 +88,34 @@ def force_peak_stretch(law: StressLaw, *, muscle_fraction=1.0, activation=0.0, t
         raise ValueError(f"samples must be an integer ≥ 2, got {samples!r}")
     gm, alpha, th = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (muscle_fraction, activation, theta)))
     shape = gm.shape
-    lam = np.linspace(stretch_min, stretch_max, int(samples))[:, None]
-    slope = force_slope(law, MaterialPoint(np.broadcast_to(lam, (lam.size, gm.size)), 0.0, th.reshape(1, -1), t,
-                                           gm.reshape(1, -1), alpha.reshape(1, -1)))
+    # in two stages with the resolution of `samples` equal steps: a coarse grid of `coarse` + 1 points, then the
+    # coarse interval of each first sign change in `fine` steps (about 60 evaluations per point, not `samples`)
+    coarse = min(int(samples) - 1, 40)
+    fine = max(1, int(np.ceil((int(samples) - 1) / coarse)))
+
+    def slope_at(lam, idx):  # lam (k, m) for the combinations idx (m,)
+        return force_slope(law, MaterialPoint(lam, 0.0, th.reshape(-1)[idx][None, :], t,
+                                              gm.reshape(-1)[idx][None, :], alpha.reshape(-1)[idx][None, :]))
+
+    every = np.arange(gm.size)
+    lam = np.broadcast_to(np.linspace(stretch_min, stretch_max, coarse + 1)[:, None], (coarse + 1, gm.size))
+    slope = slope_at(lam, every)
     falling = slope < 0.0
     first = np.argmax(falling, axis=0)
     peak = np.full(gm.size, np.inf)
     has = falling.any(axis=0)
-    at_start = has & (first == 0)
-    peak[at_start] = stretch_min
+    peak[has & (first == 0)] = stretch_min
     inner = np.flatnonzero(has & (first > 0))
     if inner.size:
         i = first[inner]
-        s0, s1 = slope[i - 1, inner], slope[i, inner]
-        l0, l1 = lam[i - 1, 0], lam[i, 0]
+        lo, hi = lam[i - 1, inner], lam[i, inner]
+        lam_f = lo[None, :] + (hi - lo)[None, :] * np.linspace(0.0, 1.0, fine + 1)[:, None]
+        slope_f = slope_at(lam_f, inner)
+        slope_f[0], slope_f[-1] = slope[i - 1, inner], slope[i, inner]  # (the coarse values, for the same bracket)
+        j = np.argmax(slope_f < 0.0, axis=0)  # ≥ 1: the last point falls, the first does not
+        cols = np.arange(inner.size)
+        s0, s1 = slope_f[j - 1, cols], slope_f[j, cols]
+        l0, l1 = lam_f[j - 1, cols], lam_f[j, cols]
         peak[inner] = l0 + (l1 - l0) * s0 / (s0 - s1)
     return peak.reshape(shape)
 
