@@ -119,7 +119,9 @@ def test_pairs_residual_tangent_and_step_bound_equal_the_numpy_reference():
         assert ev.n_active == int(np.sum(want.gap < 0)) > 0
         assert np.max(np.abs(ev.residual - R_want)) <= 1e-12 * np.abs(R_want).max()
         K = sps.csr_matrix((ev.values, (ev.rows, ev.cols)), shape=K_want.shape)
-        assert abs(K - K_want).max() <= 1e-12 * abs(K_want).max()
+        # r0′ of a callable r0(θ) is a central difference (step 1e-6 in θ): a round-off change of ξ_y
+        # changes it by ~1e-16 / 1e-6 relative, which the tangent carries (≈ 1e-11 measured)
+        assert abs(K - K_want).max() <= 1e-10 * abs(K_want).max()
         for delta_bar in (0.1, 0.5):
             d_got = contact.max_step(model, u, du, 0.0, delta_bar=delta_bar)
             d_want = ref.step_bound(model, s, st, u, du, delta_bar, gamma=gamma, name=contact.name)
