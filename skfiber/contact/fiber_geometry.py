@@ -69,6 +69,7 @@ class FiberSetup:
     Xp_s: np.ndarray  # (e, s) |X′| per unit ξ at the samples
     r0_s: np.ndarray  # (e, s)
     r0_const: np.ndarray  # (f,) r0 of fibers with constant radius, NaN for r0(θ) callables
+    radius_group: np.ndarray  # (f,) the first fiber with the same r0(θ) callable (one call serves them all)
     elements: np.ndarray  # taking-part elements
     names: tuple  # fiber names
 
@@ -139,6 +140,8 @@ def fiber_setup(d, quadrature_points: int, fibers, name: str) -> FiberSetup:
         r0_s[el] = f.radius_at(theta0[el, None] + h[el, None] * xs[None, :])
         if not callable(f.radius):
             r0_const[fd.index] = float(f.radius)
+    radius_group = np.array([next(j for j, g in enumerate(d.fibers) if g.radius is f.radius) for f in d.fibers],
+                            dtype=np.int64)
     if fibers is None:
         taking = np.arange(nf)
     else:
@@ -149,7 +152,7 @@ def fiber_setup(d, quadrature_points: int, fibers, name: str) -> FiberSetup:
     return FiberSetup(
         ne=ne, nq=xi.size, nf=nf, xi=xi, w=w, H0=H0, H1=H1, Hs0=Hs0, Hs1=Hs1, h=h, theta0=theta0,
         fiber=fiber, first=first, last=last, dofs=dofs, scale=scale, c_ref=c_ref, Xp=Xp, r0=r0,
-        Xp_s=Xp_s, r0_s=r0_s, r0_const=r0_const, elements=elements,
+        Xp_s=Xp_s, r0_s=r0_s, r0_const=r0_const, radius_group=radius_group, elements=elements,
         names=tuple(f.name for f in d.fibers),
     )
 
@@ -179,14 +182,16 @@ def reference_radius(model, s: FiberSetup, e: np.ndarray, xi: np.ndarray) -> tup
     var = np.flatnonzero(np.isnan(r0))
     if var.size:
         fibers = model.discretization.fibers
-        theta = s.theta0[e[var]] + s.h[e[var]] * xi[var]
-        for k in np.unique(fib[var]):  # one vectorized call per fiber with r0(θ)
-            m = fib[var] == k
-            th = theta[m]
-            lo, hi = np.maximum(th - _DR0, 0.0), np.minimum(th + _DR0, 1.0)
-            f = fibers[k]
-            r0[var[m]] = f.radius_at(th)
-            dr0[var[m]] = (f.radius_at(hi) - f.radius_at(lo)) / (hi - lo) * s.h[e[var[m]]]
+        ev = e[var]
+        theta = s.theta0[ev] + s.h[ev] * xi[var]
+        lo, hi = np.maximum(theta - _DR0, 0.0), np.minimum(theta + _DR0, 1.0)
+        group = s.radius_group[fib[var]]
+        for k in np.unique(group):  # one vectorized call per r0(θ) callable: at θ, θ + Δ, θ − Δ
+            m = np.flatnonzero(group == k)
+            n = m.size
+            r = fibers[k].radius_at(np.concatenate([theta[m], hi[m], lo[m]]))
+            r0[var[m]] = r[:n]
+            dr0[var[m]] = (r[n:2 * n] - r[2 * n:]) / (hi[m] - lo[m]) * s.h[ev[m]]
     return r0, dr0
 
 
