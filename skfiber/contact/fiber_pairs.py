@@ -69,7 +69,7 @@ class ContactPairs:
     admissibility: np.ndarray
     fiber_x: np.ndarray
     fiber_y: np.ndarray
-    radius_slope_y: np.ndarray | None = None  # dr0/dξ at y (for the tangent)
+    log_slope_y: np.ndarray | None = None  # (dr0/dξ) / r0 at y (for the tangent)
 
 
 def _fiber_label(names, k: int) -> str:
@@ -107,7 +107,7 @@ def find_pairs(model, s: FiberSetup, st: FiberState, *, gamma: float, method: st
         ry = r0y * np.sqrt(Yp_norm / yp_norm)
         g = dist / (st.rx[k] + ry) - 1.0
     return ContactPairs(k, eA, eB, xi, fixed, st.x[k], y, dist, st.rx[k], ry, g,
-                        1.0 + gamma * g, s.fiber[eA], s.fiber[eB], dr0y)
+                        1.0 + gamma * g, s.fiber[eA], s.fiber[eB], dr0y / r0y)
 
 
 def check_pairs(name: str, gamma: float, s: FiberSetup, pr: ContactPairs, t: float) -> None:
