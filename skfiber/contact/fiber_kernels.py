@@ -15,9 +15,6 @@ formulas are those of :mod:`skfiber.contact.fiber_pairs` and
   point on each remaining candidate
   (:func:`~skfiber.contact.closest_point.closest_point_one`) and the best
   element of each partner fiber, in the order (contact point, partner fiber);
-* :func:`candidates_loop` — the (contact point, element) candidates over a
-  step (swept boxes, box bound grown by the point's motion) for the
-  safeguard;
 * :func:`residual_loop` — F(g), dF/dg (:func:`~skfiber.contact.base.penalty_force`)
   and the residual G_c = Σ F n·ξ |x′| w of the pairs (eq. 65).
 
@@ -37,7 +34,7 @@ from .base import penalty_force
 from .broadphase import box_neighbours
 from .closest_point import closest_point_one
 
-__all__ = ["neighbours_of", "candidates_loop", "pairs_loop", "residual_loop", "power_point",
+__all__ = ["neighbours_of", "pairs_loop", "residual_loop", "power_point",
            "chord_parameter", "chord_distance"]
 
 _JIT = dict(cache=True, error_model="numpy")
@@ -142,30 +139,6 @@ def neighbours_of(elements, fiber, lo, hi, reach):
     """The broad phase over the taking-part elements (local indices in the rows)."""
     return box_neighbours(np.ascontiguousarray(lo[elements]), np.ascontiguousarray(hi[elements]),
                           np.ascontiguousarray(fiber[elements]), np.ascontiguousarray(reach[elements]))
-
-
-@numba.njit(**_JIT)
-def candidates_loop(ptr, nbr, elements, nq, x, rx, reach, lo, hi, extra):  # pragma: no cover - compiled
-    """(k, eB) candidates over a step: the box of E′ (swept) within r_x + r̄_E′ + extra[k] of x_k.
-
-    ``ptr, nbr``: the broad phase of ``elements`` (swept boxes lo, hi and
-    reaches).  In the order (element of x, element of y, point).
-    """
-    cap = ptr[-1] * nq
-    out_k = np.empty(cap, dtype=np.int64)
-    out_e = np.empty(cap, dtype=np.int64)
-    n = 0
-    for ia in range(elements.size):
-        eA = elements[ia]
-        for r in range(ptr[ia], ptr[ia + 1]):
-            eB = elements[nbr[r]]
-            for q in range(nq):
-                k = eA * nq + q
-                if _box_distance(lo[eB], hi[eB], x[k]) < rx[k] + reach[eB] + extra[k]:
-                    out_k[n] = k
-                    out_e[n] = eB
-                    n += 1
-    return out_k[:n], out_e[:n]
 
 
 @numba.njit(**_JIT)

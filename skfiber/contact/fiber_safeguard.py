@@ -21,8 +21,8 @@ min with 1 lets pairs not yet in contact approach up to penetration
 from the state reached (exact distances there), at most
 :data:`SAFEGUARD_ROUNDS` times: an admissible step is not cut to the first,
 crude estimate (:func:`step_bound`).  The candidates, the distances and the
-bisection for δ are compiled loops (:func:`partner_loop`, :func:`step_fraction`;
-the candidates from :func:`~skfiber.contact.fiber_kernels.candidates_loop`);
+bisection for δ are compiled loops (:func:`step_geometry`,
+:func:`step_candidates`, :func:`partner_loop`, :func:`step_fraction`);
 r0(θ) at the closest points is one vectorized call per round.
 
 Example
@@ -43,9 +43,10 @@ import numpy as np
 
 from .closest_point import BEZIER_FROM_HERMITE, BEZIER_FROM_POWER, closest_point_one
 from .fiber_geometry import RADIUS_SAFETY, FiberSetup, FiberState, fiber_state, reference_radius
-from .fiber_kernels import candidates_loop, chord_distance, neighbours_of, power_point
+from .fiber_kernels import chord_distance, neighbours_of, power_point
 
-__all__ = ["SAFEGUARD_ROUNDS", "StepData", "step_bound", "partner_distances", "partner_loop", "step_fraction"]
+__all__ = ["SAFEGUARD_ROUNDS", "StepData", "step_bound", "partner_distances", "partner_loop", "step_fraction",
+           "step_geometry", "step_candidates"]
 
 SAFEGUARD_ROUNDS = 8  # restarts of the safeguard estimate along a step
 _BISECTIONS = 30  # halvings of the step fraction
@@ -129,6 +130,99 @@ def step_fraction(data, gamma, target, watch, left):  # pragma: no cover - compi
     return lo
 
 
+@numba.njit(**_JIT)
+def step_geometry(du, dofs, scale, bez, H0, H1, P, min_speed, r0_s, Xp_s, safety):  # pragma: no cover - compiled
+    """Per element, over the step du: the swept boxes lo, hi (control points of u and u + du), the radius bound
+    r̄_E over the step, ΔP (Bézier points of Δu), Δu and Δu′ at the contact points, and max_E |Δu′| (hodograph)."""
+    ne, nq = dofs.shape[0], H0.shape[0]
+    lo = np.empty((ne, 3))
+    hi = np.empty((ne, 3))
+    reach = np.empty(ne)
+    dP = np.zeros((ne, 4, 3))
+    dx = np.zeros((ne * nq, 3))
+    dxp = np.zeros((ne * nq, 3))
+    dUp = np.empty(ne)
+    dQ = np.empty((4, 3))
+    for e in range(ne):
+        for a in range(4):
+            for m in range(3):
+                dQ[a, m] = du[dofs[e, a, m]] * scale[e, a]
+        for i in range(4):
+            for a in range(4):
+                for m in range(3):
+                    dP[e, i, m] += bez[i, a] * dQ[a, m]
+        for q in range(nq):
+            for a in range(4):
+                for m in range(3):
+                    dx[e * nq + q, m] += H0[q, a] * dQ[a, m]
+                    dxp[e * nq + q, m] += H1[q, a] * dQ[a, m]
+        top = 0.0  # max_E |Δu′| per unit ξ
+        for i in range(3):
+            v2 = 0.0
+            for m in range(3):
+                v2 += (3.0 * (dP[e, i + 1, m] - dP[e, i, m])) ** 2
+            top = max(top, np.sqrt(v2))
+        dUp[e] = top
+        for m in range(3):
+            lo[e, m] = np.inf
+            hi[e, m] = -np.inf
+            for i in range(4):
+                lo[e, m] = min(lo[e, m], min(P[e, i, m], P[e, i, m] + dP[e, i, m]))
+                hi[e, m] = max(hi[e, m], max(P[e, i, m], P[e, i, m] + dP[e, i, m]))
+        speed1 = min_speed[e] - top  # radius bound over the whole step
+        chi0 = r0_s[e].max() * np.sqrt(Xp_s[e].max() / min_speed[e])
+        chi1 = r0_s[e].max() * np.sqrt(Xp_s[e].max() / speed1)
+        reach[e] = safety * (max(chi1, chi0) if speed1 > 0 else 2 * chi0)
+    return lo, hi, reach, dP, dx, dxp, dUp
+
+
+@numba.njit(**_JIT)
+def step_candidates(ptr, nbr, elements, nq, x, rx, reach, lo, hi, dP, dx, dxp, dUp, r0_s,
+                    Xp_s):  # pragma: no cover - compiled
+    """(k, E′) candidates over a step and their per-pair data of :class:`StepData` that does not change.
+
+    A pair is kept when the swept box of E′ is within r_x + r̄_E′ + |Δu(x_k)|
+    of x_k (``ptr, nbr``: the broad phase of the swept boxes).  Returns k, E′,
+    move = max_i |ΔP_i(E′) − Δu(x_k)| (≥ |Δu(y) − Δu(x_k)| on E′, convex
+    hull), |Δu′(x_k)|, max_E′ r0, max_E′ |X′| and max_E′ |Δu′|; in the order
+    (element of x, element of y, point).
+    """
+    cap = ptr[-1] * nq
+    out_k = np.empty(cap, dtype=np.int64)
+    out_e = np.empty(cap, dtype=np.int64)
+    move = np.empty(cap)
+    dJ = np.empty(cap)
+    rmax = np.empty(cap)
+    Xmax = np.empty(cap)
+    dv = np.empty(cap)
+    n = 0
+    for ia in range(elements.size):
+        eA = elements[ia]
+        for r in range(ptr[ia], ptr[ia + 1]):
+            eB = elements[nbr[r]]
+            for q in range(nq):
+                k = eA * nq + q
+                extra = np.sqrt(dx[k, 0] ** 2 + dx[k, 1] ** 2 + dx[k, 2] ** 2)
+                d2 = 0.0
+                for m in range(3):
+                    v = max(max(lo[eB, m] - x[k, m], x[k, m] - hi[eB, m]), 0.0)
+                    d2 += v * v
+                if not np.sqrt(d2) < rx[k] + reach[eB] + extra:
+                    continue
+                out_k[n], out_e[n] = k, eB
+                mv = 0.0
+                for i in range(4):
+                    mv = max(mv, np.sqrt((dP[eB, i, 0] - dx[k, 0]) ** 2 + (dP[eB, i, 1] - dx[k, 1]) ** 2
+                                         + (dP[eB, i, 2] - dx[k, 2]) ** 2))
+                move[n] = mv
+                dJ[n] = np.sqrt(dxp[k, 0] ** 2 + dxp[k, 1] ** 2 + dxp[k, 2] ** 2)
+                rmax[n] = r0_s[eB].max()
+                Xmax[n] = Xp_s[eB].max()
+                dv[n] = dUp[eB]
+                n += 1
+    return out_k[:n], out_e[:n], move[:n], dJ[:n], rmax[:n], Xmax[:n], dv[:n]
+
+
 def step_bound(model, s: FiberSetup, st: FiberState, u: np.ndarray, du: np.ndarray, delta_bar: float, *,
                gamma: float, name: str) -> float:
     """Largest δ ∈ (0, 1] keeping e(δ) > δ̄ min(1 + γ g, 1) at every contact point (eqs. 69–73).
@@ -155,27 +249,13 @@ def step_bound(model, s: FiberSetup, st: FiberState, u: np.ndarray, du: np.ndarr
     -------
     float
     """
-    dQs = du[s.dofs] * s.scale[:, :, None]
-    dP = np.matmul(BEZIER_FROM_HERMITE, dQs)
-    dUp = np.linalg.norm(3.0 * np.diff(dP, axis=1), axis=2).max(axis=1)  # max_E |Δu′| per unit ξ
-    P1 = st.P + dP
-    lo = np.minimum(st.P.min(axis=1), P1.min(axis=1))
-    hi = np.maximum(st.P.max(axis=1), P1.max(axis=1))
-    speed1 = st.min_speed - dUp  # radius bound over the whole step
-    with np.errstate(divide="ignore", invalid="ignore"):
-        chi0 = s.r0_s.max(axis=1) * np.sqrt(s.Xp_s.max(axis=1) / st.min_speed)
-        chi1 = s.r0_s.max(axis=1) * np.sqrt(s.Xp_s.max(axis=1) / speed1)
-    reach = RADIUS_SAFETY * np.where(speed1 > 0, np.maximum(chi1, chi0), 2 * chi0)
-    dx = np.matmul(s.H0, dQs).reshape(-1, 3)
-    dxp = np.matmul(s.H1, dQs).reshape(-1, 3)
+    lo, hi, reach, dP, dx, dxp, dUp = step_geometry(du, s.dofs, s.scale, BEZIER_FROM_HERMITE, s.H0, s.H1, st.P,
+                                                     st.min_speed, s.r0_s, s.Xp_s, RADIUS_SAFETY)
     ptr, nbr = neighbours_of(s.elements, s.fiber, lo, hi, reach)
-    k, eB = candidates_loop(ptr, nbr, s.elements, s.nq, st.x, st.rx, reach, lo, hi, np.linalg.norm(dx, axis=1))
+    k, eB, move, dJ, rmax, Xmax, dv = step_candidates(ptr, nbr, s.elements, s.nq, st.x, st.rx, reach, lo, hi, dP, dx,
+                                                      dxp, dUp, s.r0_s, s.Xp_s)
     if k.size == 0:
         return 1.0
-    # |Δu(y) − Δu(x_k)| ≤ max_i |ΔP_i(E′) − Δu(x_k)| for y on E′ (convex hull)
-    move = np.linalg.norm(dP[eB] - dx[k][:, None, :], axis=2).max(axis=1)
-    dJ = np.linalg.norm(dxp[k], axis=1)
-    rmax, Xmax, dv = s.r0_s.max(axis=1)[eB], s.Xp_s.max(axis=1)[eB], dUp[eB]
     target = None
     delta = 0.0
     for round_ in range(SAFEGUARD_ROUNDS):
