@@ -13,8 +13,7 @@ import numpy as np
 import scipy.sparse as sps
 
 from skfiber.contact.broadphase import box_pairs
-from skfiber.contact.fiber_geometry import (RADIUS_SAFETY, FiberSetup, FiberState, chord_distance, chord_parameter,
-                                            fiber_state, power_eval, reference_radius, row_dot)
+from skfiber.contact.fiber_geometry import RADIUS_SAFETY, FiberSetup, FiberState, reference_radius
 from skfiber.contact.fiber_pairs import ContactPairs
 from skfiber.discretization import hermite_shape
 
@@ -228,6 +227,74 @@ def closest_points(c: np.ndarray, x: np.ndarray, *, method: str = "auto") -> Clo
 
     y = _segment_points(c, xi[:, None])[:, 0]
     return ClosestPoints(xi, np.linalg.norm(y - x, axis=1), stationary)
+
+
+def row_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise dot products of (n, 3) arrays."""
+    return (a * b).sum(axis=-1)
+
+
+def power_eval(c: np.ndarray, xi: np.ndarray, derivative: int) -> np.ndarray:
+    """Derivative of Σ c_j ξ^j (c (n, 4, 3)) at ξ (n,), (n, 3).
+
+    Parameters
+    ----------
+    c
+        (n, 4, 3) power coefficients.
+    xi
+        (n,) parameters.
+    derivative
+        0, 1 or 2.
+
+    Returns
+    -------
+    numpy.ndarray
+        (n, 3).
+    """
+    if derivative == 0:
+        w = np.stack([np.ones_like(xi), xi, xi**2, xi**3], axis=1)
+    elif derivative == 1:
+        w = np.stack([np.zeros_like(xi), np.ones_like(xi), 2 * xi, 3 * xi**2], axis=1)
+    else:
+        w = np.stack([np.zeros_like(xi), np.zeros_like(xi), 2 * np.ones_like(xi), 6 * xi], axis=1)
+    return np.matmul(w[:, None, :], c)[:, 0]
+
+
+def chord_parameter(P: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Parameter in [0, 1] of the point of the chord P0–P3 closest to x ((n, 4, 3) and (n, 3) → (n,))."""
+    e = P[:, 3] - P[:, 0]
+    ee = row_dot(e, e)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = row_dot(x - P[:, 0], e) / ee
+    return np.clip(np.where(ee > 0, t, 0.0), 0.0, 1.0)
+
+
+def chord_distance(P: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Distance from x to the chord segment P0–P3."""
+    t = chord_parameter(P, x)
+    return np.linalg.norm(x - P[:, 0] - t[:, None] * (P[:, 3] - P[:, 0]), axis=1)
+
+
+def chord_deviation(P: np.ndarray) -> np.ndarray:
+    """Largest distance of P1, P2 from the chord: the segment lies within it of the chord."""
+    return np.maximum(chord_distance(P, P[:, 1]), chord_distance(P, P[:, 2]))
+
+def fiber_state(s: FiberSetup, model, u: np.ndarray, name: str = "contact") -> FiberState:
+    """The current geometry of all elements at displacement u (the numpy reference of the compiled one)."""
+    d = model.discretization
+    u = np.asarray(u, dtype=float)
+    Qs = (d.reference_dofs + u)[s.dofs] * s.scale[:, :, None]
+    c = np.matmul(POWER_FROM_HERMITE, Qs)
+    P = np.matmul(BEZIER_FROM_HERMITE, Qs)
+    x = np.matmul(s.H0, Qs).reshape(-1, 3)
+    xp = np.matmul(s.H1, Qs).reshape(-1, 3)
+    xp_norm = np.linalg.norm(xp, axis=1)
+    speed_s = np.linalg.norm(np.matmul(s.Hs1, Qs), axis=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rx = s.r0.ravel() * np.sqrt(s.Xp.ravel() / xp_norm)
+        r_s = s.r0_s * np.sqrt(s.Xp_s / speed_s)
+    reach = RADIUS_SAFETY * np.maximum(r_s.max(axis=1), rx.reshape(s.ne, s.nq).max(axis=1))
+    return FiberState(Qs, c, P, x, xp, xp_norm, rx, reach, speed_s.min(axis=1), chord_deviation(P))
 
 
 def point_candidates(s: FiberSetup, st: FiberState, lo, hi, reach, extra=None):

@@ -1,6 +1,6 @@
 """The compiled fiber–fiber contact against its former numpy implementation (tests/ff_numpy_reference.py).
 
-Closest points, contact pairs and gaps, residual, tangent triplets and the
+Current geometry, closest points, contact pairs and gaps, residual, tangent triplets and the
 step bound agree to round-off on random curved fibers, fibers with a variable
 reference radius r0(θ), an upper-limb-like layout pushed together and a
 staggered parallel bundle (closest points at nodes and at fiber ends).
@@ -90,7 +90,7 @@ def _cases():
 def _reference_evaluate(contact, model, u):
     """Pairs, residual and tangent of the numpy reference (as FiberContact.evaluate did)."""
     s = fiber_setup(model.discretization, contact.quadrature_points, None, contact.name)
-    st = fiber_state(s, model, u, contact.name)
+    st = ref.fiber_state(s, model, u)
     pr = ref.find_pairs(model, s, st, gamma=contact.law.gamma)
     F, dF = contact.law.force(pr.gap)
     active = np.flatnonzero(pr.gap < 0)
@@ -109,6 +109,10 @@ def test_pairs_residual_tangent_and_step_bound_equal_the_numpy_reference():
     for model, u, gamma, du in _cases():
         contact = FiberContact(PenaltyLaw(stiffness=1000.0, gamma=gamma))
         s, st, want, R_want, K_want = _reference_evaluate(contact, model, u)
+        st_got = fiber_state(s, model, u, contact.name)
+        for name in ("Qs", "c", "P", "x", "xp", "xp_norm", "rx", "reach", "min_speed", "deviation"):
+            a, b = getattr(st_got, name), getattr(st, name)
+            assert np.allclose(a, b, rtol=1e-13, atol=1e-15), (name, np.max(np.abs(a - b)))
         got = contact.pairs(model, u)
         for name in ("point", "element_x", "element_y", "fixed", "fiber_x", "fiber_y"):
             assert np.array_equal(getattr(got, name), getattr(want, name)), name
