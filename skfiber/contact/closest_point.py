@@ -13,7 +13,9 @@ One compiled loop (numba) over the (point, segment) pairs,
 * **certified fast path** — when Bézier bounds prove f′ = |y′|² + (y − x)·y″ > 0
   on [0, 1] (f increasing, d² convex: at most one root), the root is found by
   safeguarded Newton–bisection on the bracket, or the minimum is an end;
-* **general path** — all real roots of the quintic in [0, 1], isolated by its
+* **general path** — when the Bernstein coefficients of f on [0, 1] all have
+  one sign, f has no root there and the minimum is an end; otherwise all
+  real roots of the quintic in [0, 1], isolated by its
   derivatives: the roots of f⁽ʲ⁺¹⁾ in [0, 1] split [0, 1] into intervals on
   which f⁽ʲ⁾ is monotone, so each interval holds at most one root of f⁽ʲ⁾,
   found by the same safeguarded Newton–bisection where the signs at its ends
@@ -122,6 +124,27 @@ def _point(c, xi, x):  # pragma: no cover - compiled
         v = c[0, m] + xi * c[1, m] + xi * xi * c[2, m] + xi * xi * xi * c[3, m] - x[m]
         d2 += v * v
     return d2
+
+
+@numba.njit(**_JIT)
+def _one_sign(a):  # pragma: no cover - compiled
+    """+1 (−1) where the Bernstein coefficients of the quintic f = Σ a_j ξ^j on [0, 1] are all > 0 (< 0), else 0.
+
+    β_i = Σ_{j≤i} C(i, j)/C(5, j) a_j, and f = Σ β_i B_i⁵ with B_i⁵ ≥ 0
+    summing to 1: all β_i > 0 prove f > 0 on [0, 1] (the distance grows, its
+    minimum is at ξ = 0), all < 0 prove f < 0 (the minimum is at ξ = 1).
+    """
+    a0, a1, a2, a3, a4, a5 = a[0], a[1], a[2], a[3], a[4], a[5]
+    b1 = a0 + a1 / 5
+    b2 = a0 + 2 * a1 / 5 + a2 / 10
+    b3 = a0 + 3 * a1 / 5 + 3 * a2 / 10 + a3 / 10
+    b4 = a0 + 4 * a1 / 5 + 6 * a2 / 10 + 4 * a3 / 10 + a4 / 5
+    b5 = a0 + a1 + a2 + a3 + a4 + a5
+    if a0 > 0 and b1 > 0 and b2 > 0 and b3 > 0 and b4 > 0 and b5 > 0:
+        return 1
+    if a0 < 0 and b1 < 0 and b2 < 0 and b3 < 0 and b4 < 0 and b5 < 0:
+        return -1
+    return 0
 
 
 @numba.njit(**_JIT)
@@ -251,6 +274,10 @@ def closest_point_one(c, x, certify, bez, a, scratch):  # pragma: no cover - com
             xi = 0.0 if f0 >= 0 else 1.0
             stationary = f0 == 0 or f1 == 0
         return xi, np.sqrt(_point(c, xi, x)), stationary
+    sign = _one_sign(a)
+    if sign != 0:  # no root in [0, 1]: the minimum is the end where f points inwards
+        xi = 0.0 if sign > 0 else 1.0
+        return xi, np.sqrt(_point(c, xi, x)), False
     roots = scratch[8]
     count = _real_roots(a, scratch[:6, :6], scratch[6], roots)
     best = np.inf
