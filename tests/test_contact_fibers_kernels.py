@@ -2,8 +2,9 @@
 
 Current geometry, closest points, contact pairs and gaps, residual, tangent triplets and the
 step bound agree to round-off on random curved fibers, fibers with a variable
-reference radius r0(θ), an upper-limb-like layout pushed together and a
-staggered parallel bundle (closest points at nodes and at fiber ends).
+reference radius r0(θ), an upper-limb-like layout pushed together, a
+staggered parallel bundle (closest points at fiber ends) and a fiber crossing
+a bent one at its interior node.
 """
 import numpy as np
 import pytest
@@ -85,6 +86,11 @@ def _cases():
     yield model, u, 2.0, 0.02 * rng.standard_normal(model.n_dofs)
     model = _staggered_bundle()
     yield model, 1e-3 * rng.standard_normal(model.n_dofs), 2.0, 0.01 * rng.standard_normal(model.n_dofs)
+    # a fiber crossing a bent one at its interior node: closest points at the node (the tangent's kink branch)
+    model = sf.Model([sf.Fiber.straight((-0.5, 0.0, 0.0), (0.5, 0.0, 0.0), n_elements=4, radius=0.05, law=LAW),
+                      sf.Fiber.polyline([(0.0, -0.5, 0.09), (0.0, 0.0, 0.06), (0.0, 0.5, 0.09)], n_elements=2,
+                                        radius=0.05, law=LAW)])
+    yield model, np.zeros(model.n_dofs), 2.0, 0.01 * rng.standard_normal(model.n_dofs)
 
 
 def _reference_evaluate(contact, model, u):
@@ -106,6 +112,7 @@ def _reference_evaluate(contact, model, u):
 
 def test_pairs_residual_tangent_and_step_bound_equal_the_numpy_reference():
     n_cases = 0
+    at_node = 0  # pairs in contact whose closest point is an interior node of the partner (kink of y″)
     for model, u, gamma, du in _cases():
         contact = FiberContact(PenaltyLaw(stiffness=1000.0, gamma=gamma))
         s, st, want, R_want, K_want = _reference_evaluate(contact, model, u)
@@ -119,6 +126,7 @@ def test_pairs_residual_tangent_and_step_bound_equal_the_numpy_reference():
         for name in ("xi_y", "x", "y", "distance", "radius_x", "radius_y", "gap", "admissibility"):
             a, b = getattr(got, name), getattr(want, name)
             assert np.allclose(a, b, rtol=1e-12, atol=1e-13), (name, np.max(np.abs(a - b)))
+        at_node += int(np.sum((want.gap < 0) & ~want.fixed & ((want.xi_y <= 1e-9) | (want.xi_y >= 1 - 1e-9))))
         ev = contact.evaluate(model, u, 0.0)
         assert ev.n_active == int(np.sum(want.gap < 0)) > 0
         assert np.max(np.abs(ev.residual - R_want)) <= 1e-12 * np.abs(R_want).max()
@@ -131,4 +139,4 @@ def test_pairs_residual_tangent_and_step_bound_equal_the_numpy_reference():
             d_want = ref.step_bound(model, s, st, u, du, delta_bar, gamma=gamma, name=contact.name)
             assert abs(d_got - d_want) <= 1e-9, (d_got, d_want)
         n_cases += 1
-    assert n_cases == 6
+    assert n_cases == 7 and at_node > 0
