@@ -10,8 +10,8 @@ configuration plus a random displacement of 1e-4 m.  Timed: one
 blocks), median of several calls after a warm-up call that also builds the
 cached reference data; ``max_step`` is timed too.
 
-The cost should grow like N (N log N at worst: k-d tree); the fitted
-exponent of time ∝ N^p is printed.
+The cost should grow like N (N log N at worst: the broad phase sorts the
+elements' boxes); the fitted exponent of time ∝ N^p is printed.
 
 Run: ``python benchmarks/bench_contact.py [--repeat R]``.  Ends with
 ``summary: scaling_exponent=<p>``.

@@ -8,7 +8,7 @@ from scipy.optimize import minimize_scalar
 import skfiber as sf
 from skfiber.contact import PenaltyLaw
 from skfiber.contact.broadphase import box_pairs
-from skfiber.contact.closest_point import POWER_FROM_HERMITE, closest_points, polynomial_roots
+from skfiber.contact.closest_point import POWER_FROM_HERMITE, closest_points, real_roots
 from skfiber.contact.fiber_geometry import fiber_setup, fiber_state
 from skfiber.contact.fibers import FiberContact
 from skfiber.linalg import ConstrainedSolver
@@ -95,16 +95,23 @@ def test_closest_point_degenerate_segments():
         assert r.stationary.tolist() == [True, True, False]
 
 
-def test_polynomial_roots_match_numpy_roots_and_handle_lower_degree():
+def test_real_roots_match_numpy_roots_and_handle_lower_degree():
     rng = np.random.default_rng(3)
-    a = rng.standard_normal((40, 6))
-    a[:10, 5] = 0.0  # quartics
-    a[10:15, 3:] = 0.0  # quadratics
-    r = polynomial_roots(a)
+    a = rng.standard_normal((400, 6))
+    a[:, 0] *= 0.1  # roots near [0, 1]
+    a[:100, 5] = 0.0  # quartics
+    a[100:150, 3:] = 0.0  # quadratics
+    a[150:160] = np.polynomial.polynomial.polyfromroots([0.2, 0.2001, 0.7, 0.95, 3.0]) * rng.uniform(0.5, 2)
+    r = real_roots(a)
+    n_roots = 0
     for i in range(a.shape[0]):
-        expected = np.sort_complex(np.roots(np.trim_zeros(a[i, ::-1], "f")))
-        got = np.sort_complex(r[i][np.isfinite(r[i])])
-        assert np.allclose(got, expected, atol=1e-8)
+        z = np.roots(np.trim_zeros(a[i, ::-1], "f"))
+        expected = np.sort(z.real[(np.abs(z.imag) < 1e-12) & (z.real >= 0) & (z.real <= 1)])
+        got = r[i][np.isfinite(r[i])]
+        assert np.all(np.diff(got) >= 0)
+        assert got.size == expected.size and np.allclose(got, expected, rtol=0, atol=1e-10)
+        n_roots += got.size
+    assert n_roots > 200
 
 
 # --------------------------------------------------------------------------- broad phase

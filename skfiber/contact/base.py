@@ -18,7 +18,7 @@ from typing import Protocol, runtime_checkable
 import numba
 import numpy as np
 
-__all__ = ["PenaltyLaw", "ContactEvaluation", "Contact", "margins_kept", "STEP_HINT"]
+__all__ = ["PenaltyLaw", "ContactEvaluation", "Contact", "margins_kept", "penalty_force", "STEP_HINT"]
 
 #: the advice at the end of an inadmissible-contact message (a state reached by a too large step); a start
 #: state that is inadmissible gets other advice (skfiber.statics.check_admissible_start)
@@ -50,16 +50,28 @@ class PenaltyLaw:
     def force(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """F(g) ≥ 0 and dF/dg; NaN where 1 + γ g ≤ 0 (inadmissible)."""
         g = np.asarray(g, dtype=float)
-        k, c = self.stiffness, self.gamma
-        s = 1.0 + c * g
-        active = g < 0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            F = np.where(active, -k * g / s, 0.0)
-            dF = np.where(active, -k / s**2, 0.0)
-        bad = s <= 0
-        F = np.where(bad, np.nan, F)
-        dF = np.where(bad, np.nan, dF)
-        return F, dF
+        F, dF = _force_loop(g.ravel(), float(self.stiffness), float(self.gamma))
+        return F.reshape(g.shape), dF.reshape(g.shape)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def penalty_force(g, kappa, gamma):  # pragma: no cover - compiled
+    """(F, dF/dg) of the rational penalty law at one gap g: −κg/(1 + γg) for g < 0, 0 for g ≥ 0, NaN if 1 + γg ≤ 0."""
+    s = 1.0 + gamma * g
+    if s <= 0:
+        return np.nan, np.nan
+    if g < 0:
+        return -kappa * g / s, -kappa / (s * s)
+    return 0.0, 0.0
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _force_loop(g, kappa, gamma):  # pragma: no cover - compiled
+    F = np.empty(g.size)
+    dF = np.empty(g.size)
+    for i in range(g.size):
+        F[i], dF[i] = penalty_force(g[i], kappa, gamma)
+    return F, dF
 
 
 @dataclass

@@ -4,10 +4,9 @@ Each cubic Hermite segment lies in the convex hull of its Bézier control
 points P0 = x0, P1 = x0 + h x0′/3, P2 = x1 − h x1′/3, P3 = x1, hence in their
 axis-aligned bounding box.  Boxes inflated by a reach (the largest current
 radius on the element) that do not overlap cannot be in contact.  Candidate
-pairs come from a k-d tree (``scipy.spatial.cKDTree``) on the box centres in
-the maximum norm with radius 2 × the largest inflated half-width, then the
-exact box test: the cost grows like N log N with the number of elements, not
-N².
+pairs come from a sweep along x over the boxes sorted by their lower x
+corner (compiled, :func:`box_neighbours`), then the exact box test: the cost
+grows like N log N plus the number of boxes overlapping in x, not N².
 
 Example
 -------
@@ -19,10 +18,10 @@ Example
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
-from scipy.spatial import cKDTree
 
-__all__ = ["box_pairs"]
+__all__ = ["box_pairs", "box_neighbours"]
 
 
 def box_pairs(lo: np.ndarray, hi: np.ndarray, group: np.ndarray, reach: np.ndarray) -> np.ndarray:
@@ -41,21 +40,44 @@ def box_pairs(lo: np.ndarray, hi: np.ndarray, group: np.ndarray, reach: np.ndarr
     -------
     (m, 2) int array with both (i, j) and (j, i), sorted by i then j.
     """
-    lo = np.asarray(lo, dtype=float) - reach[:, None]
-    hi = np.asarray(hi, dtype=float) + reach[:, None]
+    lo = np.ascontiguousarray(lo, dtype=float)
+    if lo.shape[0] < 2:
+        return np.zeros((0, 2), dtype=np.int64)
+    ptr, nbr = box_neighbours(lo, np.ascontiguousarray(hi, dtype=float), np.ascontiguousarray(group, dtype=np.int64),
+                              np.ascontiguousarray(reach, dtype=float))
+    return np.stack([np.repeat(np.arange(lo.shape[0]), np.diff(ptr)), nbr], axis=1)
+
+
+@numba.njit(cache=True)
+def box_neighbours(lo, hi, group, reach):  # pragma: no cover - compiled
+    """CSR (ptr, nbr) of :func:`box_pairs`: row i lists the j (ascending) whose inflated boxes overlap box i."""
     n = lo.shape[0]
-    if n < 2:
-        return np.zeros((0, 2), dtype=np.int64)
-    centre = 0.5 * (lo + hi)
-    half = 0.5 * (hi - lo)
-    radius = 2.0 * float(np.max(half)) * (1 + 1e-12)
-    pairs = cKDTree(centre).query_pairs(radius, p=np.inf, output_type="ndarray")
-    if pairs.size == 0:
-        return np.zeros((0, 2), dtype=np.int64)
-    i, j = pairs[:, 0], pairs[:, 1]
-    keep = group[i] != group[j]
-    keep &= np.all((lo[i] <= hi[j]) & (lo[j] <= hi[i]), axis=1)
-    i, j = i[keep], j[keep]
-    out = np.concatenate([np.stack([i, j], axis=1), np.stack([j, i], axis=1)]).astype(np.int64)
-    order = np.lexsort((out[:, 1], out[:, 0]))
-    return out[order]
+    L = lo - reach.reshape(-1, 1)
+    H = hi + reach.reshape(-1, 1)
+    order = np.argsort(L[:, 0], kind="mergesort")
+    keys = np.empty(16 * n + 16, dtype=np.int64)
+    m = 0
+    for a in range(n):
+        i = order[a]
+        for b in range(a + 1, n):
+            j = order[b]
+            if L[j, 0] > H[i, 0]:  # sorted: no later box overlaps box i in x
+                break
+            if group[i] != group[j] and L[i, 0] <= H[j, 0] and L[i, 1] <= H[j, 1] and L[j, 1] <= H[i, 1] \
+                    and L[i, 2] <= H[j, 2] and L[j, 2] <= H[i, 2]:
+                if m + 2 > keys.size:
+                    grown = np.empty(2 * keys.size, dtype=np.int64)
+                    grown[:m] = keys[:m]
+                    keys = grown
+                keys[m] = i * n + j
+                keys[m + 1] = j * n + i
+                m += 2
+    keys = np.sort(keys[:m])
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    nbr = np.empty(m, dtype=np.int64)
+    for r in range(m):
+        ptr[keys[r] // n + 1] += 1
+        nbr[r] = keys[r] % n
+    for i in range(n):
+        ptr[i + 1] += ptr[i]
+    return ptr, nbr

@@ -5,14 +5,23 @@ A segment is given in the power basis y(ξ) = c0 + c1 ξ + c2 ξ² + c3 ξ³,
 stationary where f(ξ) = (y − x) · y′ = 0, a quintic in ξ (eq. 67).  The
 closest point is the best of all real roots in [0, 1] and the two ends.
 
-Everything is vectorized over the (point, segment) pairs:
+One compiled loop (numba) over the (point, segment) pairs,
+:func:`closest_point_loop`, which the contact kernels of
+:mod:`skfiber.contact.fiber_kernels` call per pair through
+:func:`closest_point_one`:
 
 * **certified fast path** — when Bézier bounds prove f′ = |y′|² + (y − x)·y″ > 0
   on [0, 1] (f increasing, d² convex: at most one root), the root is found by
   safeguarded Newton–bisection on the bracket, or the minimum is an end;
-* **general path** — all roots of the quintic as eigenvalues of batched
-  companion matrices (``np.linalg.eigvals`` on (n, m, m) stacks, grouped by
-  the effective degree m ≤ 5), polished by Newton steps on f.
+* **general path** — when the Bernstein coefficients of f on [0, 1] all have
+  one sign, f has no root there and the minimum is an end; otherwise all
+  real roots of the quintic in [0, 1], isolated by its
+  derivatives: the roots of f⁽ʲ⁺¹⁾ in [0, 1] split [0, 1] into intervals on
+  which f⁽ʲ⁾ is monotone, so each interval holds at most one root of f⁽ʲ⁾,
+  found by the same safeguarded Newton–bisection where the signs at its ends
+  differ; from the linear f⁽ᵐ⁻¹⁾ down to f itself (m ≤ 5 the effective
+  degree).  Every root where f changes sign is found, hence every interior
+  minimum of the distance.
 
 Example
 -------
@@ -26,29 +35,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 __all__ = [
     "POWER_FROM_HERMITE",
     "BEZIER_FROM_HERMITE",
+    "BEZIER_FROM_POWER",
     "ClosestPoints",
     "quintic_coefficients",
-    "polynomial_roots",
+    "real_roots",
     "closest_points",
+    "closest_point_one",
+    "closest_point_loop",
 ]
 
 # power coefficients c = M q for q = (y(0), y′(0), y(1), y′(1)) (slopes per unit ξ): eq. 68
 POWER_FROM_HERMITE = np.array([[1.0, 0, 0, 0], [0, 1, 0, 0], [-3, -2, 3, -1], [2, 1, -2, 1]])
 # Bézier control points P = B q: P0 = y0, P1 = y0 + y0′/3, P2 = y1 − y1′/3, P3 = y1
 BEZIER_FROM_HERMITE = np.array([[1.0, 0, 0, 0], [1, 1 / 3, 0, 0], [0, 0, 1, -1 / 3], [0, 0, 1, 0]])
-_BEZIER_FROM_POWER = BEZIER_FROM_HERMITE @ np.linalg.inv(POWER_FROM_HERMITE)
+BEZIER_FROM_POWER = BEZIER_FROM_HERMITE @ np.linalg.inv(POWER_FROM_HERMITE)
 
 # a coefficient below this fraction of the largest one does not change the
 # quintic on [0, 1] by more than round-off: it is dropped (effective degree)
 _DEGREE_TOL = 1e-13
-# accept eigenvalues with |imaginary part| below this as (near-double) real roots
-_IMAG_TOL = 1e-5
-_ROOT_SLACK = 1e-9  # roots in [−slack, 1 + slack] count (then clipped)
+_NEWTON_TOL = 1e-14  # the bracketed Newton iteration stops below this correction (ξ ∈ [0, 1])
+_JIT = dict(cache=True, error_model="numpy")
 
 
 @dataclass
@@ -72,124 +84,261 @@ class ClosestPoints:
     stationary: np.ndarray
 
 
-def _bernstein_power(c: np.ndarray) -> np.ndarray:
-    return np.matmul(_BEZIER_FROM_POWER, c)
+@numba.njit(**_JIT)
+def _quintic(c, x, a):  # pragma: no cover - compiled
+    """Coefficients a0 … a5 of f(ξ) = (y(ξ) − x) · y′(ξ) of one segment c (4, 3) and point x (3,), into a."""
+    a[:] = 0.0
+    for i in range(4):
+        for j in range(3):
+            t = 0.0
+            for m in range(3):
+                ai = c[i, m] - x[m] if i == 0 else c[i, m]
+                t += ai * (c[j + 1, m] * (j + 1))
+            a[i + j] += t
+    return a
+
+
+@numba.njit(**_JIT)
+def _polyval(a, n, xi):  # pragma: no cover - compiled
+    """Σ_{j<n} a[j] ξ^j by Horner."""
+    out = 0.0
+    for j in range(n - 1, -1, -1):
+        out = out * xi + a[j]
+    return out
+
+
+@numba.njit(**_JIT)
+def _dpolyval(a, n, xi):  # pragma: no cover - compiled
+    """d/dξ Σ_{j<n} a[j] ξ^j by Horner."""
+    out = 0.0
+    for j in range(n - 1, 0, -1):
+        out = out * xi + a[j] * j
+    return out
+
+
+@numba.njit(**_JIT)
+def _point(c, xi, x):  # pragma: no cover - compiled
+    """|y(ξ) − x|² of the segment c."""
+    d2 = 0.0
+    for m in range(3):
+        v = c[0, m] + xi * c[1, m] + xi * xi * c[2, m] + xi * xi * xi * c[3, m] - x[m]
+        d2 += v * v
+    return d2
+
+
+@numba.njit(**_JIT)
+def _one_sign(a):  # pragma: no cover - compiled
+    """+1 (−1) where the Bernstein coefficients of the quintic f = Σ a_j ξ^j on [0, 1] are all > 0 (< 0), else 0.
+
+    β_i = Σ_{j≤i} C(i, j)/C(5, j) a_j, and f = Σ β_i B_i⁵ with B_i⁵ ≥ 0
+    summing to 1: all β_i > 0 prove f > 0 on [0, 1] (the distance grows, its
+    minimum is at ξ = 0), all < 0 prove f < 0 (the minimum is at ξ = 1).
+    """
+    a0, a1, a2, a3, a4, a5 = a[0], a[1], a[2], a[3], a[4], a[5]
+    b1 = a0 + a1 / 5
+    b2 = a0 + 2 * a1 / 5 + a2 / 10
+    b3 = a0 + 3 * a1 / 5 + 3 * a2 / 10 + a3 / 10
+    b4 = a0 + 4 * a1 / 5 + 6 * a2 / 10 + 4 * a3 / 10 + a4 / 5
+    b5 = a0 + a1 + a2 + a3 + a4 + a5
+    if a0 > 0 and b1 > 0 and b2 > 0 and b3 > 0 and b4 > 0 and b5 > 0:
+        return 1
+    if a0 < 0 and b1 < 0 and b2 < 0 and b3 < 0 and b4 < 0 and b5 < 0:
+        return -1
+    return 0
+
+
+@numba.njit(**_JIT)
+def _monotone(c, x, bez):  # pragma: no cover - compiled
+    """True where Bézier bounds prove f′ > 0 on [0, 1] (bez: the power → Bézier matrix)."""
+    D = np.empty((3, 3))
+    for m in range(3):
+        D[0, m] = c[1, m]
+        D[1, m] = c[1, m] + c[2, m]
+        D[2, m] = c[1, m] + 2 * c[2, m] + 3 * c[3, m]
+    u = D[0] + D[2]
+    un = max(np.sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]), 1e-300)
+    m_low = np.inf
+    for i in range(3):
+        m_low = min(m_low, (D[i, 0] * u[0] + D[i, 1] * u[1] + D[i, 2] * u[2]) / un)
+    m_low = max(m_low, 0.0)  # |y′| ≥ m_low
+    a2 = 0.0
+    b2 = 0.0
+    for m in range(3):
+        a2 += (2 * c[2, m]) ** 2
+        b2 += (2 * c[2, m] + 6 * c[3, m]) ** 2
+    M2 = max(np.sqrt(a2), np.sqrt(b2))
+    Md = 0.0  # |y − x| ≤ Md
+    for i in range(4):
+        d2 = 0.0
+        for m in range(3):
+            v = bez[i, 0] * c[0, m] + bez[i, 1] * c[1, m] + bez[i, 2] * c[2, m] + bez[i, 3] * c[3, m] - x[m]
+            d2 += v * v
+        Md = max(Md, np.sqrt(d2))
+    return m_low * m_low > 1.001 * Md * M2 + 1e-300
+
+
+@numba.njit(**_JIT)
+def _bracketed_root(p, n, lo, hi, p_lo, p_hi):  # pragma: no cover - compiled
+    """Root of Σ_{j<n} p[j] ξ^j, monotone on (lo, hi) with p(lo) p(hi) < 0: Newton, bisection fallback.
+
+    Converged when the Newton correction is below 1e-14 (ξ ∈ [0, 1]).
+    """
+    sign = 1.0 if p_lo < 0 else -1.0  # sign · p increases
+    xi = lo - p_lo * (hi - lo) / (p_hi - p_lo)  # secant start
+    for _ in range(60):
+        x = xi
+        f = sign * _polyval(p, n, x)
+        df = sign * _dpolyval(p, n, x)
+        if f < 0:
+            lo = x
+        else:
+            hi = x
+        correction = -f / df
+        if abs(correction) <= _NEWTON_TOL or f == 0:
+            return min(max(x + correction, 0.0), 1.0)
+        new = x + correction
+        xi = new if np.isfinite(new) and lo < new < hi else 0.5 * (lo + hi)
+    return xi
+
+
+@numba.njit(**_JIT)
+def _effective_degree(a):  # pragma: no cover - compiled
+    """Highest j with |a[j]| > 1e-13 max |a| (0 if none)."""
+    scale = 0.0
+    for j in range(a.shape[0]):
+        scale = max(scale, abs(a[j]))
+    for j in range(a.shape[0] - 1, 0, -1):
+        if abs(a[j]) > _DEGREE_TOL * scale:
+            return j
+    return 0
+
+
+@numba.njit(**_JIT)
+def _real_roots(a, D, pts, new):  # pragma: no cover - compiled
+    """The real roots in [0, 1] of Σ a[j] ξ^j where it changes sign (or vanishes at a break point).
+
+    D (m+1, m+1), pts and new (m+2,) are scratch; the roots are new[1 : count + 1] (ascending).
+    Returns the count.
+    """
+    k = _effective_degree(a)
+    if k == 0:
+        return 0
+    for j in range(k + 1):  # D[j] = coefficients of the j-th derivative
+        for i in range(j, k + 1):
+            factor = 1.0
+            for m in range(j):
+                factor *= i - m
+            D[j, i - j] = a[i] * factor
+    pts[0], pts[1] = 0.0, 1.0
+    npts = 2
+    count = 0
+    for j in range(k - 1, -1, -1):  # f⁽ʲ⁾ is monotone between consecutive pts
+        n = k + 1 - j
+        count = 0
+        new[0] = 0.0
+        p_r = _polyval(D[j], n, pts[0])
+        for i in range(npts - 1):
+            lo, hi = pts[i], pts[i + 1]
+            p_lo, p_r = p_r, _polyval(D[j], n, hi)
+            if p_lo == 0:
+                root = lo
+            elif (p_lo < 0) != (p_r < 0) and p_r != 0:
+                root = _bracketed_root(D[j], n, lo, hi, p_lo, p_r)
+            elif p_r == 0 and i == npts - 2:
+                root = hi
+            else:
+                continue
+            count += 1
+            new[count] = root
+        new[count + 1] = 1.0
+        npts = count + 2
+        pts[:npts] = new[:npts]
+    return count
+
+
+@numba.njit(**_JIT)
+def closest_point_one(c, x, certify, bez, a, scratch):  # pragma: no cover - compiled
+    """(ξ, |y(ξ) − x|, stationary) of one segment c (4, 3) and point x (3,).
+
+    ``certify``: try the certified monotone fast path first; ``bez`` the power →
+    Bézier matrix; ``a`` (6,) and ``scratch`` (9, 7) float scratch arrays.
+    """
+    _quintic(c, x, a)
+    if certify and _monotone(c, x, bez):
+        f0 = a[0]
+        f1 = a[0] + a[1] + a[2] + a[3] + a[4] + a[5]
+        if f0 < 0 and f1 > 0:
+            xi = _bracketed_root(a, 6, 0.0, 1.0, f0, f1)
+            stationary = True
+        else:  # f ≥ 0 at 0: minimum at ξ = 0; f ≤ 0 at 1: at ξ = 1
+            xi = 0.0 if f0 >= 0 else 1.0
+            stationary = f0 == 0 or f1 == 0
+        return xi, np.sqrt(_point(c, xi, x)), stationary
+    sign = _one_sign(a)
+    if sign != 0:  # no root in [0, 1]: the minimum is the end where f points inwards
+        xi = 0.0 if sign > 0 else 1.0
+        return xi, np.sqrt(_point(c, xi, x)), False
+    roots = scratch[8]
+    count = _real_roots(a, scratch[:6, :6], scratch[6], roots)
+    best = np.inf
+    xi = 0.0
+    stationary = False
+    for j in range(1, count + 1):  # roots first: ties go to the stationary point
+        d2 = _point(c, roots[j], x)
+        if d2 < best:
+            best, xi, stationary = d2, roots[j], True
+    for t in (0.0, 1.0):
+        d2 = _point(c, t, x)
+        if d2 < best:
+            best, xi, stationary = d2, t, False
+    return xi, np.sqrt(best), stationary
+
+
+@numba.njit(**_JIT)
+def closest_point_loop(c, x, certify, bez, xi, distance, stationary):  # pragma: no cover - compiled
+    """:func:`closest_point_one` for every pair i of c (n, 4, 3), x (n, 3), into the (n,) outputs."""
+    a = np.empty(6)
+    scratch = np.empty((9, 7))
+    for i in range(c.shape[0]):
+        xi[i], distance[i], stationary[i] = closest_point_one(c[i], x[i], certify, bez, a, scratch)
+
+
+@numba.njit(**_JIT)
+def _quintic_loop(c, x, a):  # pragma: no cover - compiled
+    for i in range(c.shape[0]):
+        _quintic(c[i], x[i], a[i])
+
+
+@numba.njit(**_JIT)
+def _real_roots_loop(a, out):  # pragma: no cover - compiled
+    m = a.shape[1]
+    D = np.empty((m, m))
+    pts = np.empty(m + 1)
+    new = np.empty(m + 1)
+    for i in range(a.shape[0]):
+        out[i] = np.nan
+        count = _real_roots(a[i], D, pts, new)
+        out[i, :count] = new[1:count + 1]
 
 
 def quintic_coefficients(c: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Coefficients a0 … a5 (ascending) of f(ξ) = (y(ξ) − x) · y′(ξ) (eq. 67), (n, 6)."""
-    c = np.asarray(c, dtype=float)
-    A = c.copy()
-    A[:, 0] = c[:, 0] - x
-    B = c[:, 1:] * np.array([1.0, 2.0, 3.0])[None, :, None]  # y′ coefficients
-    AB = np.matmul(A, B.transpose(0, 2, 1))  # (n, 4, 3): degree i + j
-    a = np.zeros((c.shape[0], 6))
-    for i in range(4):
-        for j in range(3):
-            a[:, i + j] += AB[:, i, j]
+    c = np.ascontiguousarray(c, dtype=float)
+    a = np.empty((c.shape[0], 6))
+    _quintic_loop(c, np.ascontiguousarray(x, dtype=float), a)
     return a
 
 
-def _polyval(a: np.ndarray, xi: np.ndarray) -> np.ndarray:
-    """Σ a[..., j] ξ^j by Horner; a (n, m), ξ (n, ...)."""
-    out = np.zeros_like(xi)
-    for j in range(a.shape[1] - 1, -1, -1):
-        out = out * xi + a[:, j].reshape((-1,) + (1,) * (xi.ndim - 1))
-    return out
-
-
-def _polyder(a: np.ndarray) -> np.ndarray:
-    return a[:, 1:] * np.arange(1, a.shape[1])[None, :]
-
-
-def polynomial_roots(a: np.ndarray) -> np.ndarray:
-    """All complex roots of the polynomials Σ a[:, j] ξ^j (n, m+1), as (n, m); NaN pads.
+def real_roots(a: np.ndarray) -> np.ndarray:
+    """The real roots in [0, 1] where Σ a[:, j] ξ^j (n, m+1) changes sign, ascending, as (n, m); NaN pads.
 
     Coefficients below ``1e-13 × max |a|`` are dropped from the top (the
-    effective degree); each degree is solved with one batched eigenvalue
-    call on the companion matrices.
+    effective degree); the roots are isolated by the derivatives (module note).
     """
-    a = np.asarray(a, dtype=float)
-    n, m1 = a.shape
-    m = m1 - 1
-    roots = np.full((n, m), np.nan + 0j)
-    scale = np.max(np.abs(a), axis=1)
-    significant = np.abs(a) > _DEGREE_TOL * scale[:, None]
-    degree = np.where(significant.any(axis=1), m - np.argmax(significant[:, ::-1], axis=1), 0)
-    for k in range(1, m + 1):
-        rows = np.flatnonzero(degree == k)
-        if rows.size == 0:
-            continue
-        lead = a[rows, k]
-        monic = a[rows, :k] / lead[:, None]  # a0 … a_{k−1} over a_k
-        if k == 1:
-            roots[rows, 0] = -monic[:, 0]
-            continue
-        comp = np.zeros((rows.size, k, k))
-        comp[:, 0, :] = -monic[:, ::-1]  # first row: −a_{k−1}, …, −a0
-        comp[:, np.arange(1, k), np.arange(k - 1)] = 1.0
-        roots[rows, :k] = np.linalg.eigvals(comp)
-    return roots
-
-
-def _newton_polish(a: np.ndarray, xi: np.ndarray, iterations: int = 2) -> np.ndarray:
-    """A few Newton steps on f, kept only where they stay in [0, 1] and reduce |f|."""
-    da = _polyder(a)
-    for _ in range(iterations):
-        f = _polyval(a, xi)
-        df = _polyval(da, xi)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            new = xi - f / df
-        ok = np.isfinite(new) & (new >= 0) & (new <= 1)
-        ok &= np.abs(_polyval(a, np.where(ok, new, xi))) <= np.abs(f)
-        xi = np.where(ok, new, xi)
-    return xi
-
-
-def _segment_points(c: np.ndarray, xi: np.ndarray) -> np.ndarray:
-    """y(ξ) for ξ of shape (n, k): (n, k, 3)."""
-    powers = xi[..., None] ** np.arange(4)  # (n, k, 4)
-    return np.matmul(powers, c)
-
-
-def _monotone(c: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """True where Bézier bounds prove f′ > 0 on [0, 1]."""
-    P = _bernstein_power(c)  # (n, 4, 3) control points of y
-    D = np.stack([c[:, 1], c[:, 1] + c[:, 2], c[:, 1] + 2 * c[:, 2] + 3 * c[:, 3]], axis=1)  # y′ (Bernstein)
-    u = D[:, 0] + D[:, 2]
-    u /= np.maximum(np.linalg.norm(u, axis=1), 1e-300)[:, None]
-    m = np.maximum(np.min(np.matmul(D, u[:, :, None])[:, :, 0], axis=1), 0.0)  # |y′| ≥ m
-    M2 = np.maximum(np.linalg.norm(2 * c[:, 2], axis=1), np.linalg.norm(2 * c[:, 2] + 6 * c[:, 3], axis=1))
-    Md = np.max(np.linalg.norm(P - x[:, None, :], axis=2), axis=1)  # |y − x| ≤ Md
-    return m * m > 1.001 * Md * M2 + 1e-300
-
-
-def _bracketed_root(a: np.ndarray, lo: np.ndarray, hi: np.ndarray, f_lo: np.ndarray, f_hi: np.ndarray) -> np.ndarray:
-    """Root of the increasing f in (lo, hi) with f(lo) < 0 < f(hi): Newton, bisection fallback.
-
-    Converged when the Newton correction is below 1e-14 (ξ ∈ [0, 1]).
-    """
-    da = _polyder(a)
-    xi = lo - f_lo * (hi - lo) / (f_hi - f_lo)  # secant start
-    active = np.arange(xi.size)
-    for _ in range(60):
-        x = xi[active]
-        f = _polyval(a[active], x)
-        df = _polyval(da[active], x)
-        neg = f < 0
-        lo[active] = np.where(neg, x, lo[active])
-        hi[active] = np.where(neg, hi[active], x)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            correction = -f / df
-        done = (np.abs(correction) <= 1e-14) | (f == 0)
-        new = x + correction
-        inside = np.isfinite(new) & (new > lo[active]) & (new < hi[active])
-        new = np.where(inside, new, 0.5 * (lo[active] + hi[active]))
-        xi[active] = np.where(done, np.clip(x + np.where(done, correction, 0.0), 0.0, 1.0), new)
-        active = active[~done]
-        if active.size == 0:
-            break
-    return xi
+    a = np.ascontiguousarray(a, dtype=float)
+    out = np.empty((a.shape[0], a.shape[1] - 1))
+    _real_roots_loop(a, out)
+    return out
 
 
 def closest_points(c: np.ndarray, x: np.ndarray, *, method: str = "auto") -> ClosestPoints:
@@ -198,52 +347,15 @@ def closest_points(c: np.ndarray, x: np.ndarray, *, method: str = "auto") -> Clo
     Parameters
     ----------
     method
-        ``"auto"`` (fast path where f is certified monotone, eigenvalues
-        elsewhere) or ``"eig"`` (companion eigenvalues for every pair).
+        ``"auto"`` (fast path where f is certified monotone, all real roots
+        elsewhere) or ``"eig"`` (all real roots for every pair; the name is
+        kept from the former companion-eigenvalue root finder).
     """
     if method not in ("auto", "eig"):
         raise ValueError(f"unknown method {method!r}; pick one of 'auto', 'eig'")
-    c = np.asarray(c, dtype=float)
-    x = np.asarray(x, dtype=float)
+    c = np.ascontiguousarray(c, dtype=float)
     n = c.shape[0]
-    xi = np.zeros(n)
-    stationary = np.zeros(n, dtype=bool)
-    if n == 0:
-        return ClosestPoints(xi, np.zeros(0), stationary)
-    a = quintic_coefficients(c, x)
-    fast = _monotone(c, x) if method == "auto" else np.zeros(n, dtype=bool)
-
-    # --- fast path: f increasing on [0, 1]
-    idx = np.flatnonzero(fast)
-    if idx.size:
-        af = a[idx]
-        f0 = af[:, 0]
-        f1 = af.sum(axis=1)
-        xs = np.where(f0 >= 0, 0.0, 1.0)  # f ≥ 0 at 0: minimum at ξ = 0; f ≤ 0 at 1: at ξ = 1
-        inner = (f0 < 0) & (f1 > 0)
-        j = np.flatnonzero(inner)
-        if j.size:
-            xs[j] = _bracketed_root(af[j], np.zeros(j.size), np.ones(j.size), f0[j], f1[j])
-        xi[idx] = xs
-        stationary[idx] = inner | (f0 == 0) | (f1 == 0)
-
-    # --- general path: all roots of the quintic, plus the ends
-    idx = np.flatnonzero(~fast)
-    if idx.size:
-        ag = a[idx]
-        r = polynomial_roots(ag)
-        real = np.abs(r.imag) <= _IMAG_TOL * (1 + np.abs(r.real))
-        re = r.real
-        ok = real & (re >= -_ROOT_SLACK) & (re <= 1 + _ROOT_SLACK)
-        cand = np.where(ok, np.clip(re, 0.0, 1.0), 0.0)
-        cand = _newton_polish(ag, cand)
-        cand = np.concatenate([cand, np.zeros((idx.size, 1)), np.ones((idx.size, 1))], axis=1)
-        valid = np.concatenate([ok, np.ones((idx.size, 2), dtype=bool)], axis=1)
-        y = _segment_points(c[idx], cand)
-        d2 = np.where(valid, np.sum((y - x[idx, None, :]) ** 2, axis=2), np.inf)
-        best = np.argmin(d2, axis=1)  # roots come first: ties go to the stationary point
-        xi[idx] = cand[np.arange(idx.size), best]
-        stationary[idx] = best < r.shape[1]
-
-    y = _segment_points(c, xi[:, None])[:, 0]
-    return ClosestPoints(xi, np.linalg.norm(y - x, axis=1), stationary)
+    out = ClosestPoints(np.empty(n), np.empty(n), np.empty(n, dtype=bool))
+    closest_point_loop(c, np.ascontiguousarray(x, dtype=float), method == "auto", BEZIER_FROM_POWER,
+                       out.xi, out.distance, out.stationary)
+    return out

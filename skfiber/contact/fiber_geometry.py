@@ -9,7 +9,8 @@ points and at :data:`N_SAMPLES` sample points per element.
 Hermite, power and Bézier coefficients, the contact points x, x′, the
 current radius r_x = r0 √(|X′| / |x′|) there, a bound of the current radius
 on each element (:data:`RADIUS_SAFETY` × the sampled maximum) and the
-distance within which each segment lies of its chord P0–P3.
+distance within which each segment lies of its chord P0–P3 (the largest
+distance of P1, P2 from it), in one compiled loop (:func:`state_loop`).
 
 Parameters along an element are ξ ∈ [0, 1] (slopes per unit ξ: the Hermite
 slopes times the element length h in θ).
@@ -29,14 +30,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from ..discretization import hermite_shape
 from .closest_point import BEZIER_FROM_HERMITE, POWER_FROM_HERMITE
+from .fiber_kernels import chord_distance
 from .geometry import gauss_legendre
 
 __all__ = ["N_SAMPLES", "RADIUS_SAFETY", "FiberSetup", "FiberState", "fiber_setup", "fiber_state",
-           "reference_radius", "row_dot", "power_eval", "chord_parameter", "chord_distance", "chord_deviation"]
+           "reference_radius", "state_loop"]
 
 N_SAMPLES = 9  # points per element for the radius bounds
 RADIUS_SAFETY = 1.1  # broad-phase radius bound = this × sampled maximum
@@ -69,6 +72,7 @@ class FiberSetup:
     Xp_s: np.ndarray  # (e, s) |X′| per unit ξ at the samples
     r0_s: np.ndarray  # (e, s)
     r0_const: np.ndarray  # (f,) r0 of fibers with constant radius, NaN for r0(θ) callables
+    radius_group: np.ndarray  # (f,) the first fiber with the same r0(θ) callable (one call serves them all)
     elements: np.ndarray  # taking-part elements
     names: tuple  # fiber names
 
@@ -139,6 +143,8 @@ def fiber_setup(d, quadrature_points: int, fibers, name: str) -> FiberSetup:
         r0_s[el] = f.radius_at(theta0[el, None] + h[el, None] * xs[None, :])
         if not callable(f.radius):
             r0_const[fd.index] = float(f.radius)
+    radius_group = np.array([next(j for j, g in enumerate(d.fibers) if g.radius is f.radius) for f in d.fibers],
+                            dtype=np.int64)
     taking = np.arange(nf) if fibers is None else np.unique([d.fiber_index(f) for f in fibers])
     if taking.size < 2:
         raise ValueError(f"fiber–fiber contact {name!r} needs at least 2 distinct fibers, got {taking.tolist()} "
@@ -148,7 +154,7 @@ def fiber_setup(d, quadrature_points: int, fibers, name: str) -> FiberSetup:
     return FiberSetup(
         ne=ne, nq=xi.size, nf=nf, xi=xi, w=w, H0=H0, H1=H1, Hs0=Hs0, Hs1=Hs1, h=h, theta0=theta0,
         fiber=fiber, first=first, last=last, dofs=dofs, scale=scale, c_ref=c_ref, Xp=Xp, r0=r0,
-        Xp_s=Xp_s, r0_s=r0_s, r0_const=r0_const, elements=elements,
+        Xp_s=Xp_s, r0_s=r0_s, r0_const=r0_const, radius_group=radius_group, elements=elements,
         names=tuple(f.name for f in d.fibers),
     )
 
@@ -178,14 +184,16 @@ def reference_radius(model, s: FiberSetup, e: np.ndarray, xi: np.ndarray) -> tup
     var = np.flatnonzero(np.isnan(r0))
     if var.size:
         fibers = model.discretization.fibers
-        theta = s.theta0[e[var]] + s.h[e[var]] * xi[var]
-        for k in np.unique(fib[var]):  # one vectorized call per fiber with r0(θ)
-            m = fib[var] == k
-            th = theta[m]
-            lo, hi = np.maximum(th - _DR0, 0.0), np.minimum(th + _DR0, 1.0)
-            f = fibers[k]
-            r0[var[m]] = f.radius_at(th)
-            dr0[var[m]] = (f.radius_at(hi) - f.radius_at(lo)) / (hi - lo) * s.h[e[var[m]]]
+        ev = e[var]
+        theta = s.theta0[ev] + s.h[ev] * xi[var]
+        lo, hi = np.maximum(theta - _DR0, 0.0), np.minimum(theta + _DR0, 1.0)
+        group = s.radius_group[fib[var]]
+        for k in np.unique(group):  # one vectorized call per r0(θ) callable: at θ, θ + Δ, θ − Δ
+            m = np.flatnonzero(group == k)
+            n = m.size
+            r = fibers[k].radius_at(np.concatenate([theta[m], hi[m], lo[m]]))
+            r0[var[m]] = r[:n]
+            dr0[var[m]] = (r[n:2 * n] - r[2 * n:]) / (hi[m] - lo[m]) * s.h[ev[m]]
     return r0, dr0
 
 
@@ -220,66 +228,54 @@ def fiber_state(s: FiberSetup, model, u: np.ndarray, name: str) -> FiberState:
         raise ValueError(f"u must have shape ({d.n_dofs},), got {u.shape}")
     if not np.all(np.isfinite(u)):
         raise FloatingPointError(f"fiber–fiber contact {name!r}: the displacement is not finite")
-    Qs = (d.reference_dofs + u)[s.dofs] * s.scale[:, :, None]
-    c = np.matmul(POWER_FROM_HERMITE, Qs)
-    P = np.matmul(BEZIER_FROM_HERMITE, Qs)
-    x = np.matmul(s.H0, Qs).reshape(-1, 3)
-    xp = np.matmul(s.H1, Qs).reshape(-1, 3)
-    xp_norm = np.linalg.norm(xp, axis=1)
-    speed_s = np.linalg.norm(np.matmul(s.Hs1, Qs), axis=2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rx = s.r0.ravel() * np.sqrt(s.Xp.ravel() / xp_norm)
-        r_s = s.r0_s * np.sqrt(s.Xp_s / speed_s)
-    reach = RADIUS_SAFETY * np.maximum(r_s.max(axis=1), rx.reshape(s.ne, s.nq).max(axis=1))
-    return FiberState(Qs, c, P, x, xp, xp_norm, rx, reach, speed_s.min(axis=1), chord_deviation(P))
+    return FiberState(*state_loop(d.reference_dofs + u, s.dofs, s.scale, POWER_FROM_HERMITE, BEZIER_FROM_HERMITE,
+                                  s.H0, s.H1, s.Hs1, s.r0, s.Xp, s.r0_s, s.Xp_s, RADIUS_SAFETY))
 
 
-def row_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise dot products of (n, 3) arrays."""
-    return (a * b).sum(axis=-1)
-
-
-def power_eval(c: np.ndarray, xi: np.ndarray, derivative: int) -> np.ndarray:
-    """Derivative of Σ c_j ξ^j (c (n, 4, 3)) at ξ (n,), (n, 3).
-
-    Parameters
-    ----------
-    c
-        (n, 4, 3) power coefficients.
-    xi
-        (n,) parameters.
-    derivative
-        0, 1 or 2.
-
-    Returns
-    -------
-    numpy.ndarray
-        (n, 3).
-    """
-    if derivative == 0:
-        w = np.stack([np.ones_like(xi), xi, xi**2, xi**3], axis=1)
-    elif derivative == 1:
-        w = np.stack([np.zeros_like(xi), np.ones_like(xi), 2 * xi, 3 * xi**2], axis=1)
-    else:
-        w = np.stack([np.zeros_like(xi), np.zeros_like(xi), 2 * np.ones_like(xi), 6 * xi], axis=1)
-    return np.matmul(w[:, None, :], c)[:, 0]
-
-
-def chord_parameter(P: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Parameter in [0, 1] of the point of the chord P0–P3 closest to x ((n, 4, 3) and (n, 3) → (n,))."""
-    e = P[:, 3] - P[:, 0]
-    ee = row_dot(e, e)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = row_dot(x - P[:, 0], e) / ee
-    return np.clip(np.where(ee > 0, t, 0.0), 0.0, 1.0)
-
-
-def chord_distance(P: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Distance from x to the chord segment P0–P3."""
-    t = chord_parameter(P, x)
-    return np.linalg.norm(x - P[:, 0] - t[:, None] * (P[:, 3] - P[:, 0]), axis=1)
-
-
-def chord_deviation(P: np.ndarray) -> np.ndarray:
-    """Largest distance of P1, P2 from the chord: the segment lies within it of the chord."""
-    return np.maximum(chord_distance(P, P[:, 1]), chord_distance(P, P[:, 2]))
+@numba.njit(cache=True, error_model="numpy")
+def state_loop(q, dofs, scale, power, bez, H0, H1, Hs1, r0, Xp, r0_s, Xp_s, safety):  # pragma: no cover - compiled
+    """The fields of :class:`FiberState` from the DOF values q = X + u, element by element."""
+    ne, nq, ns = dofs.shape[0], H0.shape[0], Hs1.shape[0]
+    Qs = np.empty((ne, 4, 3))
+    c = np.zeros((ne, 4, 3))
+    P = np.zeros((ne, 4, 3))
+    x = np.zeros((ne * nq, 3))
+    xp = np.zeros((ne * nq, 3))
+    xp_norm = np.empty(ne * nq)
+    rx = np.empty(ne * nq)
+    reach = np.empty(ne)
+    min_speed = np.empty(ne)
+    deviation = np.empty(ne)
+    v = np.empty(3)
+    for e in range(ne):
+        for a in range(4):
+            for m in range(3):
+                Qs[e, a, m] = q[dofs[e, a, m]] * scale[e, a]
+        for i in range(4):
+            for a in range(4):
+                for m in range(3):
+                    c[e, i, m] += power[i, a] * Qs[e, a, m]
+                    P[e, i, m] += bez[i, a] * Qs[e, a, m]
+        r_max = -np.inf
+        for j in range(nq):
+            k = e * nq + j
+            for a in range(4):
+                for m in range(3):
+                    x[k, m] += H0[j, a] * Qs[e, a, m]
+                    xp[k, m] += H1[j, a] * Qs[e, a, m]
+            xp_norm[k] = np.sqrt(xp[k, 0] ** 2 + xp[k, 1] ** 2 + xp[k, 2] ** 2)
+            rx[k] = r0[e, j] * np.sqrt(Xp[e, j] / xp_norm[k])
+            r_max = max(r_max, rx[k])
+        s_min = np.inf
+        for j in range(ns):
+            v[:] = 0.0
+            for a in range(4):
+                for m in range(3):
+                    v[m] += Hs1[j, a] * Qs[e, a, m]
+            speed = np.sqrt(v[0] ** 2 + v[1] ** 2 + v[2] ** 2)
+            s_min = min(s_min, speed)
+            r_max = max(r_max, r0_s[e, j] * np.sqrt(Xp_s[e, j] / speed))
+        reach[e] = safety * r_max
+        min_speed[e] = s_min
+        deviation[e] = max(chord_distance(P[e], P[e, 1]), chord_distance(P[e], P[e, 2]))
+    return Qs, c, P, x, xp, xp_norm, rx, reach, min_speed, deviation

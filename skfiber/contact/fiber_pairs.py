@@ -1,7 +1,7 @@
 """Contact point – partner fiber pairs of fiber–fiber contact: broad phase, closest points, gaps.
 
-**Broad phase** (:func:`point_candidates`, with
-:mod:`skfiber.contact.broadphase`): Bézier boxes of the elements inflated by
+**Broad phase** (:mod:`skfiber.contact.broadphase`, then per contact point
+in :func:`~skfiber.contact.fiber_kernels.pairs_loop`): Bézier boxes of the elements inflated by
 a bound r̄_E of the current radius on the element (1.1 × the largest current
 radius sampled at 9 points), pairs from a k-d tree; then per contact point a
 lower bound of the distance to each candidate element (box, then "fat
@@ -9,7 +9,9 @@ chord": distance to the chord P0–P3 minus the distance of P1, P2 from it)
 against r_x + r̄_B, and candidates whose lower bound exceeds an upper bound of
 the distance to fiber B (points of the other candidates) are dropped.
 
-**Narrow phase** (:func:`find_pairs`): every contact point x of a fiber A
+**Narrow phase** (:func:`find_pairs`, one compiled loop
+:func:`~skfiber.contact.fiber_kernels.pairs_loop` and one vectorized call of
+the fibers' r0(θ)): every contact point x of a fiber A
 finds, on each other fiber B within reach, its closest point y (all real roots
 in [0, 1] of the quintic eq. 67 on every candidate element of B, plus the
 element ends; :mod:`skfiber.contact.closest_point`), keeps the best element
@@ -37,11 +39,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .base import STEP_HINT
-from .broadphase import box_pairs
-from .closest_point import closest_points
-from .fiber_geometry import FiberSetup, FiberState, chord_distance, chord_parameter, power_eval, reference_radius
+from .closest_point import BEZIER_FROM_POWER
+from .fiber_geometry import FiberSetup, FiberState, reference_radius
+from .fiber_kernels import neighbours_of, pairs_loop
 
-__all__ = ["ContactPairs", "point_candidates", "find_pairs", "check_pairs"]
+__all__ = ["ContactPairs", "find_pairs", "check_pairs"]
 
 
 @dataclass
@@ -68,68 +70,11 @@ class ContactPairs:
     admissibility: np.ndarray
     fiber_x: np.ndarray
     fiber_y: np.ndarray
+    log_slope_y: np.ndarray | None = None  # (dr0/dξ) / r0 at y (for the tangent)
 
 
 def _fiber_label(names, k: int) -> str:
     return f"fiber {k}" + (f" ({names[k]!r})" if names[k] else "")
-
-
-def point_candidates(s: FiberSetup, st: FiberState, lo, hi, reach, extra=None):
-    """(contact point, element) candidates of different fibers, pruned by distance bounds.
-
-    Parameters
-    ----------
-    s, st
-        Setup and current geometry.
-    lo, hi
-        (e, 3) boxes of the elements.
-    reach
-        (e,) bound of the current radius on each element.
-    extra
-        (e*q,) how far each contact point may move (swept boxes over a step),
-        or None: then the fat-chord and partner-fiber bounds prune further.
-
-    Returns
-    -------
-    (numpy.ndarray, numpy.ndarray)
-        Contact point indices k and partner elements eB.
-    """
-    el = s.elements
-    ep = box_pairs(lo[el], hi[el], s.fiber[el], reach[el])
-    if ep.shape[0] == 0:
-        z = np.zeros(0, dtype=np.int64)
-        return z, z
-    eA, eB = el[ep[:, 0]], el[ep[:, 1]]
-    k = (eA[:, None] * s.nq + np.arange(s.nq)[None, :]).ravel()
-    eB = np.repeat(eB, s.nq)
-    xk = st.x[k]
-    # lower bound of the distance from x_k to element eB: box, and fat chord
-    lb = np.linalg.norm(np.maximum(np.maximum(lo[eB] - xk, xk - hi[eB]), 0.0), axis=1)
-    if extra is not None:  # swept boxes over a step: x_k moves by at most extra[k]
-        keep = lb < st.rx[k] + reach[eB] + extra[k]
-        return k[keep], eB[keep]
-    keep = np.flatnonzero(lb < st.rx[k] + reach[eB])
-    k, eB, lb = k[keep], eB[keep], lb[keep]
-    lb = np.maximum(lb, chord_distance(st.P[eB], st.x[k]) - st.deviation[eB])
-    keep = lb < st.rx[k] + reach[eB]
-    k, eB, lb = k[keep], eB[keep], lb[keep]
-    if k.size == 0:
-        return k, eB
-    # upper bound of the distance to the partner fiber: points on the element
-    t = chord_parameter(st.P[eB], st.x[k])
-    y = np.matmul((t[:, None] ** np.arange(4))[:, None, :], st.c[eB])[:, 0]
-    ub = np.minimum(np.linalg.norm(y - st.x[k], axis=1),
-                    np.minimum(np.linalg.norm(st.P[eB, 0] - st.x[k], axis=1),
-                               np.linalg.norm(st.P[eB, 3] - st.x[k], axis=1)))
-    key = k * s.nf + s.fiber[eB]
-    order = np.argsort(key, kind="stable")
-    ks = key[order]
-    new = np.r_[True, ks[1:] != ks[:-1]]
-    gmin = np.minimum.reduceat(ub[order], np.flatnonzero(new))
-    gid = np.cumsum(new) - 1
-    keep_s = lb[order] <= gmin[gid] * (1 + 1e-9)
-    sel = np.sort(order[keep_s])
-    return k[sel], eB[sel]
 
 
 def find_pairs(model, s: FiberSetup, st: FiberState, *, gamma: float, method: str = "auto") -> ContactPairs:
@@ -150,26 +95,20 @@ def find_pairs(model, s: FiberSetup, st: FiberState, *, gamma: float, method: st
     -------
     ContactPairs
     """
+    if method not in ("auto", "eig"):
+        raise ValueError(f"unknown method {method!r}; pick one of 'auto', 'eig'")
     lo, hi = st.P.min(axis=1), st.P.max(axis=1)
-    k, eB = point_candidates(s, st, lo, hi, st.reach)
-    cp = closest_points(st.c[eB], st.x[k], method=method)
-    # best element of each partner fiber
-    key = k * s.nf + s.fiber[eB]
-    order = np.lexsort((cp.distance, key))
-    ks = key[order]
-    best = order[np.r_[True, ks[1:] != ks[:-1]]] if ks.size else order
-    k, eB, xi, dist, stat = k[best], eB[best], cp.xi[best], cp.distance[best], cp.stationary[best]
-    fixed = ~stat & (((xi == 0.0) & s.first[eB]) | ((xi == 1.0) & s.last[eB]))
+    ptr, nbr = neighbours_of(s.elements, s.fiber, lo, hi, st.reach)
+    k, eB, xi, dist, fixed, y, yp_norm, Yp_norm = pairs_loop(
+        ptr, nbr, s.elements, s.fiber, s.first, s.last, s.nq, s.nf, st.x, st.rx, st.P, st.c, s.c_ref, st.deviation,
+        st.reach, lo, hi, method == "auto", BEZIER_FROM_POWER)
     eA = k // s.nq
-    y = power_eval(st.c[eB], xi, 0)
-    yp = power_eval(st.c[eB], xi, 1)
-    Yp = power_eval(s.c_ref[eB], xi, 1)
-    r0y, _ = reference_radius(model, s, eB, xi)
+    r0y, dr0y = reference_radius(model, s, eB, xi)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ry = r0y * np.sqrt(np.linalg.norm(Yp, axis=1) / np.linalg.norm(yp, axis=1))
+        ry = r0y * np.sqrt(Yp_norm / yp_norm)
         g = dist / (st.rx[k] + ry) - 1.0
     return ContactPairs(k, eA, eB, xi, fixed, st.x[k], y, dist, st.rx[k], ry, g,
-                        1.0 + gamma * g, s.fiber[eA], s.fiber[eB])
+                        1.0 + gamma * g, s.fiber[eA], s.fiber[eB], dr0y / r0y)
 
 
 def check_pairs(name: str, gamma: float, s: FiberSetup, pr: ContactPairs, t: float) -> None:

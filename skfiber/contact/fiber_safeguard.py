@@ -20,7 +20,10 @@ min with 1 lets pairs not yet in contact approach up to penetration
 (1 − δ̄)/γ in one step).  When the estimate stops short of 1, it is restarted
 from the state reached (exact distances there), at most
 :data:`SAFEGUARD_ROUNDS` times: an admissible step is not cut to the first,
-crude estimate (:func:`step_bound`).
+crude estimate (:func:`step_bound`).  The candidates, the distances and the
+bisection for δ are compiled loops (:func:`step_geometry`,
+:func:`step_candidates`, :func:`partner_loop`, :func:`step_fraction`);
+r0(θ) at the closest points is one vectorized call per round.
 
 Example
 -------
@@ -35,16 +38,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
-from .closest_point import BEZIER_FROM_HERMITE, closest_points
-from .fiber_geometry import (RADIUS_SAFETY, FiberSetup, FiberState, chord_distance, fiber_state, power_eval,
-                             reference_radius)
-from .fiber_pairs import point_candidates
+from .closest_point import BEZIER_FROM_HERMITE, BEZIER_FROM_POWER, closest_point_one
+from .fiber_geometry import RADIUS_SAFETY, FiberSetup, FiberState, fiber_state, reference_radius
+from .fiber_kernels import chord_distance, neighbours_of, power_point
 
-__all__ = ["SAFEGUARD_ROUNDS", "StepData", "step_bound", "partner_distances"]
+__all__ = ["SAFEGUARD_ROUNDS", "StepData", "step_bound", "partner_distances", "partner_loop", "step_fraction",
+           "step_geometry", "step_candidates"]
 
 SAFEGUARD_ROUNDS = 8  # restarts of the safeguard estimate along a step
+_BISECTIONS = 30  # halvings of the step fraction
+_JIT = dict(cache=True, error_model="numpy")
 
 
 @dataclass
@@ -62,19 +68,159 @@ class StepData:
     dv: np.ndarray  # max_E′ |Δu′|
     gamma: float
 
-    def take(self, i: np.ndarray) -> "StepData":
-        """The rows ``i``."""
-        return StepData(**{k: (v if k == "gamma" else v[i]) for k, v in self.__dict__.items()})
+    def arrays(self) -> tuple:
+        """The per-pair arrays (d, move, rx, J, dJ, rmax, Xmax, vmin, dv) of the compiled loops."""
+        return tuple(np.ascontiguousarray(getattr(self, k), dtype=float)
+                     for k in ("d", "move", "rx", "J", "dJ", "rmax", "Xmax", "vmin", "dv"))
 
     def estimate(self, delta) -> np.ndarray:
         """e(δ) ≤ 1 + γ g(u + δ Δu); −∞ where a radius bound breaks down."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            sx = self.J - delta * self.dJ
-            sy = self.vmin - delta * self.dv
-            r_x = np.where(sx > 0, self.rx * np.sqrt(self.J / sx), np.inf)
-            chi = np.where(sy > 0, self.rmax * np.sqrt(self.Xmax / sy), np.inf)
-            e = 1.0 + self.gamma * ((self.d - delta * self.move) / (r_x + chi) - 1.0)
-        return np.where(np.isfinite(e), e, -np.inf)
+        return _estimate_loop(self.arrays(), float(self.gamma), float(delta))
+
+
+@numba.njit(**_JIT)
+def _estimate(data, i, gamma, delta):  # pragma: no cover - compiled
+    """e_i(δ) of :class:`StepData` (its arrays ``data``)."""
+    d, move, rx, J, dJ, rmax, Xmax, vmin, dv = data
+    sx = J[i] - delta * dJ[i]
+    sy = vmin[i] - delta * dv[i]
+    r_x = rx[i] * np.sqrt(J[i] / sx) if sx > 0 else np.inf
+    chi = rmax[i] * np.sqrt(Xmax[i] / sy) if sy > 0 else np.inf
+    e = 1.0 + gamma * ((d[i] - delta * move[i]) / (r_x + chi) - 1.0)
+    return e if np.isfinite(e) else -np.inf
+
+
+@numba.njit(**_JIT)
+def _estimate_loop(data, gamma, delta):  # pragma: no cover - compiled
+    out = np.empty(data[0].size)
+    for i in range(out.size):
+        out[i] = _estimate(data, i, gamma, delta)
+    return out
+
+
+@numba.njit(**_JIT)
+def step_fraction(data, gamma, target, watch, left):  # pragma: no cover - compiled
+    """Largest step in [0, left] with e(δ) > target for the watched pairs (bisection); −1 if ``left`` passes.
+
+    Each e decreases with δ: a pair that passes below the current upper end
+    passes everywhere below, and is dropped.
+    """
+    idx = np.empty(target.size, dtype=np.int64)
+    m = 0
+    for i in range(target.size):
+        if watch[i] and not _estimate(data, i, gamma, left) > target[i]:
+            idx[m] = i
+            m += 1
+    if m == 0:
+        return -1.0
+    lo, hi = 0.0, left
+    for _ in range(_BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        fail = 0
+        for j in range(m):
+            i = idx[j]
+            if not _estimate(data, i, gamma, mid) > target[i]:
+                idx[fail] = i
+                fail += 1
+        if fail == 0:
+            lo = mid
+        else:
+            hi = mid
+            m = fail
+    return lo
+
+
+@numba.njit(**_JIT)
+def step_geometry(du, dofs, scale, bez, H0, H1, P, min_speed, r0_s, Xp_s, safety):  # pragma: no cover - compiled
+    """Per element, over the step du: the swept boxes lo, hi (control points of u and u + du), the radius bound
+    r̄_E over the step, ΔP (Bézier points of Δu), Δu and Δu′ at the contact points, and max_E |Δu′| (hodograph)."""
+    ne, nq = dofs.shape[0], H0.shape[0]
+    lo = np.empty((ne, 3))
+    hi = np.empty((ne, 3))
+    reach = np.empty(ne)
+    dP = np.zeros((ne, 4, 3))
+    dx = np.zeros((ne * nq, 3))
+    dxp = np.zeros((ne * nq, 3))
+    dUp = np.empty(ne)
+    dQ = np.empty((4, 3))
+    for e in range(ne):
+        for a in range(4):
+            for m in range(3):
+                dQ[a, m] = du[dofs[e, a, m]] * scale[e, a]
+        for i in range(4):
+            for a in range(4):
+                for m in range(3):
+                    dP[e, i, m] += bez[i, a] * dQ[a, m]
+        for q in range(nq):
+            for a in range(4):
+                for m in range(3):
+                    dx[e * nq + q, m] += H0[q, a] * dQ[a, m]
+                    dxp[e * nq + q, m] += H1[q, a] * dQ[a, m]
+        top = 0.0  # max_E |Δu′| per unit ξ
+        for i in range(3):
+            v2 = 0.0
+            for m in range(3):
+                v2 += (3.0 * (dP[e, i + 1, m] - dP[e, i, m])) ** 2
+            top = max(top, np.sqrt(v2))
+        dUp[e] = top
+        for m in range(3):
+            lo[e, m] = np.inf
+            hi[e, m] = -np.inf
+            for i in range(4):
+                lo[e, m] = min(lo[e, m], min(P[e, i, m], P[e, i, m] + dP[e, i, m]))
+                hi[e, m] = max(hi[e, m], max(P[e, i, m], P[e, i, m] + dP[e, i, m]))
+        speed1 = min_speed[e] - top  # radius bound over the whole step
+        chi0 = r0_s[e].max() * np.sqrt(Xp_s[e].max() / min_speed[e])
+        chi1 = r0_s[e].max() * np.sqrt(Xp_s[e].max() / speed1)
+        reach[e] = safety * (max(chi1, chi0) if speed1 > 0 else 2 * chi0)
+    return lo, hi, reach, dP, dx, dxp, dUp
+
+
+@numba.njit(**_JIT)
+def step_candidates(ptr, nbr, elements, nq, x, rx, reach, lo, hi, dP, dx, dxp, dUp, r0_s,
+                    Xp_s):  # pragma: no cover - compiled
+    """(k, E′) candidates over a step and their per-pair data of :class:`StepData` that does not change.
+
+    A pair is kept when the swept box of E′ is within r_x + r̄_E′ + |Δu(x_k)|
+    of x_k (``ptr, nbr``: the broad phase of the swept boxes).  Returns k, E′,
+    move = max_i |ΔP_i(E′) − Δu(x_k)| (≥ |Δu(y) − Δu(x_k)| on E′, convex
+    hull), |Δu′(x_k)|, max_E′ r0, max_E′ |X′| and max_E′ |Δu′|; in the order
+    (element of x, element of y, point).
+    """
+    cap = ptr[-1] * nq
+    out_k = np.empty(cap, dtype=np.int64)
+    out_e = np.empty(cap, dtype=np.int64)
+    move = np.empty(cap)
+    dJ = np.empty(cap)
+    rmax = np.empty(cap)
+    Xmax = np.empty(cap)
+    dv = np.empty(cap)
+    n = 0
+    for ia in range(elements.size):
+        eA = elements[ia]
+        for r in range(ptr[ia], ptr[ia + 1]):
+            eB = elements[nbr[r]]
+            for q in range(nq):
+                k = eA * nq + q
+                extra = np.sqrt(dx[k, 0] ** 2 + dx[k, 1] ** 2 + dx[k, 2] ** 2)
+                d2 = 0.0
+                for m in range(3):
+                    v = max(max(lo[eB, m] - x[k, m], x[k, m] - hi[eB, m]), 0.0)
+                    d2 += v * v
+                if not np.sqrt(d2) < rx[k] + reach[eB] + extra:
+                    continue
+                out_k[n], out_e[n] = k, eB
+                mv = 0.0
+                for i in range(4):
+                    mv = max(mv, np.sqrt((dP[eB, i, 0] - dx[k, 0]) ** 2 + (dP[eB, i, 1] - dx[k, 1]) ** 2
+                                         + (dP[eB, i, 2] - dx[k, 2]) ** 2))
+                move[n] = mv
+                dJ[n] = np.sqrt(dxp[k, 0] ** 2 + dxp[k, 1] ** 2 + dxp[k, 2] ** 2)
+                rmax[n] = r0_s[eB].max()
+                Xmax[n] = Xp_s[eB].max()
+                dv[n] = dUp[eB]
+                n += 1
+    return out_k[:n], out_e[:n], move[:n], dJ[:n], rmax[:n], Xmax[:n], dv[:n]
 
 
 def step_bound(model, s: FiberSetup, st: FiberState, u: np.ndarray, du: np.ndarray, delta_bar: float, *,
@@ -103,36 +249,22 @@ def step_bound(model, s: FiberSetup, st: FiberState, u: np.ndarray, du: np.ndarr
     -------
     float
     """
-    dQs = du[s.dofs] * s.scale[:, :, None]
-    dP = np.matmul(BEZIER_FROM_HERMITE, dQs)
-    dUp = np.linalg.norm(3.0 * np.diff(dP, axis=1), axis=2).max(axis=1)  # max_E |Δu′| per unit ξ
-    P1 = st.P + dP
-    lo = np.minimum(st.P.min(axis=1), P1.min(axis=1))
-    hi = np.maximum(st.P.max(axis=1), P1.max(axis=1))
-    speed1 = st.min_speed - dUp  # radius bound over the whole step
-    with np.errstate(divide="ignore", invalid="ignore"):
-        chi0 = s.r0_s.max(axis=1) * np.sqrt(s.Xp_s.max(axis=1) / st.min_speed)
-        chi1 = s.r0_s.max(axis=1) * np.sqrt(s.Xp_s.max(axis=1) / speed1)
-    reach = RADIUS_SAFETY * np.where(speed1 > 0, np.maximum(chi1, chi0), 2 * chi0)
-    dx = np.matmul(s.H0, dQs).reshape(-1, 3)
-    dxp = np.matmul(s.H1, dQs).reshape(-1, 3)
-    k, eB = point_candidates(s, st, lo, hi, reach, extra=np.linalg.norm(dx, axis=1))
+    lo, hi, reach, dP, dx, dxp, dUp = step_geometry(du, s.dofs, s.scale, BEZIER_FROM_HERMITE, s.H0, s.H1, st.P,
+                                                     st.min_speed, s.r0_s, s.Xp_s, RADIUS_SAFETY)
+    ptr, nbr = neighbours_of(s.elements, s.fiber, lo, hi, reach)
+    k, eB, move, dJ, rmax, Xmax, dv = step_candidates(ptr, nbr, s.elements, s.nq, st.x, st.rx, reach, lo, hi, dP, dx,
+                                                      dxp, dUp, s.r0_s, s.Xp_s)
     if k.size == 0:
         return 1.0
-    # |Δu(y) − Δu(x_k)| ≤ max_i |ΔP_i(E′) − Δu(x_k)| for y on E′ (convex hull)
-    move = np.linalg.norm(dP[eB] - dx[k][:, None, :], axis=2).max(axis=1)
-    dJ = np.linalg.norm(dxp[k], axis=1)
     target = None
     delta = 0.0
     for round_ in range(SAFEGUARD_ROUNDS):
         if round_:
             st = fiber_state(s, model, u + delta * du, name)
         dist, eps = partner_distances(model, s, st, k, eB, gamma)
-        data = StepData(
-            d=dist, move=move, rx=st.rx[k], J=st.xp_norm[k], dJ=dJ, rmax=s.r0_s.max(axis=1)[eB],
-            Xmax=s.Xp_s.max(axis=1)[eB], vmin=st.min_speed[eB], dv=dUp[eB], gamma=gamma,
-        )
-        e0 = data.estimate(0.0)
+        data = StepData(d=dist, move=move, rx=st.rx[k], J=st.xp_norm[k], dJ=dJ, rmax=rmax, Xmax=Xmax,
+                        vmin=st.min_speed[eB], dv=dv, gamma=gamma).arrays()
+        e0 = _estimate_loop(data, gamma, 0.0)
         if target is None:
             target = delta_bar * np.minimum(eps, 1.0)
             # where the estimate is too coarse already at δ = 0, compare it with itself;
@@ -142,28 +274,50 @@ def step_bound(model, s: FiberSetup, st: FiberState, u: np.ndarray, du: np.ndarr
         elif np.any(watch & ~(e0 > target)):
             return delta  # the restart does not reach further
         left = 1.0 - delta
-        limiting = np.flatnonzero(watch & ~(data.estimate(left) > target))
-        if limiting.size == 0:
+        step = step_fraction(data, float(gamma), target, watch, left)
+        if step < 0:
             return 1.0
-        # bisection for the largest step all pairs allow (each e decreases with δ); a pair
-        # that passes below the current upper end passes everywhere below: drop it
-        sub = data.take(limiting)
-        tgt = target[limiting]
-        lo_d, hi_d = 0.0, left
-        for _ in range(30):
-            mid = 0.5 * (lo_d + hi_d)
-            ok = sub.estimate(mid) > tgt
-            if ok.all():
-                lo_d = mid
-            else:
-                hi_d = mid
-                fail = np.flatnonzero(~ok)
-                sub, tgt = sub.take(fail), tgt[fail]
-        step = lo_d
         delta += step
         if step < 0.05 * left:  # little progress: stop here
             break
     return float(max(delta, np.finfo(float).tiny))
+
+
+@numba.njit(**_JIT)
+def partner_loop(k, eB, x, rx, P, c, c_ref, deviation, reach, certify, bez):  # pragma: no cover - compiled
+    """Per pair (x_k, E′): the distance (exact within reach, else box / fat-chord lower bound), near,
+    and at the near pairs the closest point's ξ, |y′| and |Y′|."""
+    n = k.size
+    dist = np.empty(n)
+    near = np.zeros(n, dtype=np.bool_)
+    xi = np.zeros(n)
+    yp_norm = np.ones(n)
+    Yp_norm = np.ones(n)
+    a = np.empty(6)
+    scratch = np.empty((9, 7))
+    v = np.empty(3)
+    for i in range(n):
+        e = eB[i]
+        xk = x[k[i]]
+        d2 = 0.0
+        for m in range(3):
+            lo = min(min(P[e, 0, m], P[e, 1, m]), min(P[e, 2, m], P[e, 3, m]))
+            hi = max(max(P[e, 0, m], P[e, 1, m]), max(P[e, 2, m], P[e, 3, m]))
+            w = max(max(lo - xk[m], xk[m] - hi), 0.0)
+            d2 += w * w
+        d = np.sqrt(d2)
+        bound = rx[k[i]] + reach[e]
+        if d < bound:
+            d = max(d, chord_distance(P[e], xk) - deviation[e])
+            if d < bound:
+                near[i] = True
+                xi[i], d, _ = closest_point_one(c[e], xk, certify, bez, a, scratch)
+                power_point(c[e], xi[i], 1, v)
+                yp_norm[i] = np.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+                power_point(c_ref[e], xi[i], 1, v)
+                Yp_norm[i] = np.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+        dist[i] = d
+    return dist, near, xi, yp_norm, Yp_norm
 
 
 def partner_distances(model, s: FiberSetup, st: FiberState, k: np.ndarray, eB: np.ndarray, gamma: float):
@@ -188,22 +342,13 @@ def partner_distances(model, s: FiberSetup, st: FiberState, k: np.ndarray, eB: n
     (numpy.ndarray, numpy.ndarray)
         Distances and 1 + γ g, (n,) each.
     """
-    xk = st.x[k]
-    lo, hi = st.P.min(axis=1), st.P.max(axis=1)
-    dist = np.linalg.norm(np.maximum(np.maximum(lo[eB] - xk, xk - hi[eB]), 0.0), axis=1)
-    reach = st.rx[k] + st.reach[eB]
-    inside = np.flatnonzero(dist < reach)
-    dist[inside] = np.maximum(dist[inside], chord_distance(st.P[eB[inside]], xk[inside]) - st.deviation[eB[inside]])
-    near = inside[dist[inside] < reach[inside]]
+    dist, near, xi, yp_norm, Yp_norm = partner_loop(k, eB, st.x, st.rx, st.P, st.c, s.c_ref, st.deviation,
+                                                    st.reach, True, BEZIER_FROM_POWER)
     eps = np.full(k.size, np.inf)
+    near = np.flatnonzero(near)
     if near.size:
-        e = eB[near]
-        cp = closest_points(st.c[e], xk[near])
-        dist[near] = cp.distance
-        yp = power_eval(st.c[e], cp.xi, 1)
-        Yp = power_eval(s.c_ref[e], cp.xi, 1)
-        r0y, _ = reference_radius(model, s, e, cp.xi)
+        r0y, _ = reference_radius(model, s, eB[near], xi[near])
         with np.errstate(divide="ignore", invalid="ignore"):
-            ry = r0y * np.sqrt(np.linalg.norm(Yp, axis=1) / np.linalg.norm(yp, axis=1))
-            eps[near] = 1.0 + gamma * (cp.distance / (st.rx[k[near]] + ry) - 1.0)
+            ry = r0y * np.sqrt(Yp_norm[near] / yp_norm[near])
+            eps[near] = 1.0 + gamma * (dist[near] / (st.rx[k[near]] + ry) - 1.0)
     return dist, eps

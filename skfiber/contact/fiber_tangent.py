@@ -10,7 +10,9 @@ with ∂_ξ ln r_y = h r0′/r0 + (Y′·Y″)/(2|Y′|²) − (y′·y″)/(2|y
 δ|x′| = x′·δx′/|x′| (eq. 89).  Per contact pair this is a 12 × 24 block
 (rows: element of x; columns: element of x and element of y); the blocks are
 summed per element (x–x) and per element pair (x–y) and returned as COO
-triplets (:func:`tangent_triplets`).  Where the closest point sits on an
+triplets (:func:`tangent_triplets`, one compiled loop :func:`tangent_loop`
+over the pairs in contact; φ_b(ξ_y) from the power form
+y = Σ ξʲ (M q)_j, M = ``POWER_FROM_HERMITE``).  Where the closest point sits on an
 interior node of B, y″ jumps (C¹ elements) and the closest-point map has a
 kink: there the mean of the two one-sided y″ is used (an element of the
 generalized Jacobian).
@@ -35,19 +37,18 @@ Example
 """
 from __future__ import annotations
 
-import math
-
+import numba
 import numpy as np
-import scipy.sparse as sps
 
-from ..discretization import hermite_shape
-from .fiber_geometry import FiberSetup, FiberState, power_eval, reference_radius, row_dot
+from .closest_point import POWER_FROM_HERMITE
+from .fiber_geometry import FiberSetup, FiberState
+from .fiber_kernels import power_point
 from .fiber_pairs import ContactPairs
 
-__all__ = ["tangent_triplets", "pair_derivatives"]
+__all__ = ["tangent_triplets", "tangent_loop"]
 
-_CHUNK = 50000  # contact pairs per tangent chunk (memory ≈ _CHUNK × 3 kB)
 _NODE_TOL = 1e-9  # closest points this close (in ξ) to an interior node are "at the node"
+_JIT = dict(cache=True, error_model="numpy")
 
 
 def tangent_triplets(model, s: FiberSetup, st: FiberState, pr: ContactPairs, active: np.ndarray, F: np.ndarray,
@@ -55,8 +56,9 @@ def tangent_triplets(model, s: FiberSetup, st: FiberState, pr: ContactPairs, act
     """COO triplets of the tangent: x–x blocks summed per element of x, x–y blocks per element pair.
 
     The block of pair p is the outer product of its weights w φ_a(ξ_k) (4)
-    with ∂T_p/∂(q_x, q_y) (3 × 8 × 3); the sums over the pairs of an
-    element (pair) are one sparse × dense product.
+    with ∂T_p/∂(q_x, q_y) (3 × 8 × 3), T = F |x′| n; with s_b = −φ_b(ξ_k)
+    (groups of x) or φ_b(ξ_y) (groups of y), δ(y − x) = s δq + y′ δξ_y and
+    δT = (F J/d) s_b δq_b + y′ (F J/d) δξ_y + n [F′ J δg − (F J/d) δd + F δJ].
 
     Parameters
     ----------
@@ -65,7 +67,7 @@ def tangent_triplets(model, s: FiberSetup, st: FiberState, pr: ContactPairs, act
     s, st
         Setup and current geometry.
     pr
-        The pairs.
+        The pairs (of :func:`~skfiber.contact.fiber_pairs.find_pairs`).
     active
         Indices of the pairs in contact (g < 0).
     F, dF
@@ -76,109 +78,141 @@ def tangent_triplets(model, s: FiberSetup, st: FiberState, pr: ContactPairs, act
     (numpy.ndarray, numpy.ndarray, numpy.ndarray)
         rows, cols, values.
     """
-    order = active[np.lexsort((pr.element_y[active], pr.element_x[active]))]
-    rows, cols, vals = [], [], []
-    for chunk in np.array_split(order, max(1, math.ceil(order.size / _CHUNK))):
-        weights, dT = pair_derivatives(model, s, st, pr, chunk, F[chunk], dF[chunk])
-        eA, eB = pr.element_x[chunk], pr.element_y[chunk]
-        p = chunk.size
-        for part, key, col_el in ((dT[:, :, :4], eA, eA), (dT[:, :, 4:], eA * s.ne + eB, eB)):
-            new = np.r_[True, key[1:] != key[:-1]]  # keys are sorted
-            group = np.cumsum(new) - 1
-            starts = np.flatnonzero(new)
-            G = starts.size
-            M = sps.csr_matrix(
-                (weights.ravel(), ((4 * group[:, None] + np.arange(4)).ravel(), np.repeat(np.arange(p), 4))),
-                shape=(4 * G, p),
-            )
-            blocks = (M @ part.reshape(p, 36)).reshape(G, 4, 3, 4, 3)  # [a, i, b, j]
-            r = s.dofs[eA[starts]]  # (G, 4, 3)
-            c = s.dofs[col_el[starts]]
-            rows.append(np.broadcast_to(r[:, :, :, None, None], (G, 4, 3, 4, 3)).ravel())
-            cols.append(np.broadcast_to(c[:, None, None, :, :], (G, 4, 3, 4, 3)).ravel())
-            vals.append(blocks.ravel())
-    return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+    a = np.asarray(active, dtype=np.int64)
+    return tangent_loop(
+        pr.point[a], pr.element_x[a], pr.element_y[a], pr.xi_y[a], pr.fixed[a], pr.x[a], pr.y[a], pr.distance[a],
+        pr.radius_x[a], pr.radius_y[a], pr.log_slope_y[a], F[a], dF[a], st.xp, st.xp_norm, st.c, s.c_ref, s.first,
+        s.last, s.H0, s.H1, s.scale, s.w, s.dofs, s.nq, s.ne, POWER_FROM_HERMITE)
 
 
-def pair_derivatives(model, s: FiberSetup, st: FiberState, pr: ContactPairs, a: np.ndarray, F: np.ndarray,
-                     dF: np.ndarray):
-    """Weights w φ_a(ξ_k) (p, 4) and ∂T/∂(q_x, q_y) (p, 3, 8, 3) of the pairs a, T = F |x′| n.
+@numba.njit(**_JIT)
+def _dot(a, b):  # pragma: no cover - compiled
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
-    With s_b = −φ_b(ξ_k) (groups of x) or φ_b(ξ_y) (groups of y),
-    δ(y − x) = s δq + y′ δξ_y, and
-    δT = (F J/d) s_b δq_b + y′ (F J/d) δξ_y + n [F′ J δg − (F J/d) δd + F δJ].
 
-    Parameters
-    ----------
-    model
-        The fiber model.
-    s, st
-        Setup and current geometry.
-    pr
-        The pairs.
-    a
-        (p,) indices of the pairs.
-    F, dF
-        (p,) F(g) and dF/dg of those pairs.
-
-    Returns
-    -------
-    (numpy.ndarray, numpy.ndarray)
-    """
-    p = a.size
-    k, eA, eB, xi = pr.point[a], pr.element_x[a], pr.element_y[a], pr.xi_y[a]
-    q = k % s.nq
-    x, xp, y = pr.x[a], st.xp[k], pr.y[a]
-    c = st.c[eB]
-    yp, ypp = power_eval(c, xi, 1), power_eval(c, xi, 2)
-    Yp, Ypp = power_eval(s.c_ref[eB], xi, 1), power_eval(s.c_ref[eB], xi, 2)
+@numba.njit(**_JIT)
+def _pair_block(i, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first, last, H0,
+                H1, scale, w, nq, M, weights, dT):  # pragma: no cover - compiled
+    """Weights w φ_a(ξ_k) (4,) and ∂T/∂(q_x, q_y) (3, 8, 3) of pair i, into weights and dT."""
+    kk, ea, eb, t = k[i], eA[i], eB[i], xi[i]
+    q = kk % nq
+    yp, ypp, Yp, Ypp, tmp = np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    power_point(c[eb], t, 1, yp)
+    power_point(c[eb], t, 2, ypp)
+    power_point(c_ref[eb], t, 1, Yp)
+    power_point(c_ref[eb], t, 2, Ypp)
     # at an interior node y″ jumps (C¹ elements): the closest-point map has a kink there;
     # use the mean of both sides (an element of the generalized Jacobian, semismooth Newton)
-    at0 = (xi <= _NODE_TOL) & ~s.first[eB]
-    at1 = (xi >= 1 - _NODE_TOL) & ~s.last[eB]
-    if np.any(at0 | at1):
-        for mask, other, xo in ((at0, eB - 1, 1.0), (at1, eB + 1, 0.0)):
-            i = np.flatnonzero(mask)
-            if i.size:
-                xo = np.full(i.size, xo)
-                ypp[i] = 0.5 * (ypp[i] + power_eval(st.c[other[i]], xo, 2))
-                Ypp[i] = 0.5 * (Ypp[i] + power_eval(s.c_ref[other[i]], xo, 2))
-    d, rx, ry = pr.distance[a], pr.radius_x[a], pr.radius_y[a]
-    S = rx + ry
-    rel = y - x
-    n = rel / d[:, None]
-    J = st.xp_norm[k]
-    r0y, dr0y = reference_radius(model, s, eB, xi)
-    phiA = s.H0[q] * s.scale[eA]  # (p, 4)
-    dphiA = s.H1[q] * s.scale[eA]
-    phiB = hermite_shape(xi).T * s.scale[eB]
-    dphiB = hermite_shape(xi, 1).T * s.scale[eB]
-    sb = np.concatenate([-phiA, phiB], axis=1)  # (p, 8)
-
+    other = -1
+    if t <= _NODE_TOL and not first[eb]:
+        other, t_other = eb - 1, 1.0
+    elif t >= 1 - _NODE_TOL and not last[eb]:
+        other, t_other = eb + 1, 0.0
+    if other >= 0:
+        power_point(c[other], t_other, 2, tmp)
+        for m in range(3):
+            ypp[m] = 0.5 * (ypp[m] + tmp[m])
+        power_point(c_ref[other], t_other, 2, tmp)
+        for m in range(3):
+            Ypp[m] = 0.5 * (Ypp[m] + tmp[m])
+    d = dist[i]
+    S = rx[i] + ry[i]
+    rel = np.empty(3)
+    n = np.empty(3)
+    for m in range(3):
+        rel[m] = y[i, m] - x[i, m]
+        n[m] = rel[m] / d
+    J = xp_norm[kk]
+    phiA, dphiA, phiB, dphiB, sb = np.empty(4), np.empty(4), np.empty(4), np.empty(4), np.empty(8)
+    w0 = (1.0, t, t * t, t * t * t)
+    w1 = (0.0, 1.0, 2 * t, 3 * t * t)
+    for a in range(4):
+        phiA[a] = H0[q, a] * scale[ea, a]
+        dphiA[a] = H1[q, a] * scale[ea, a]
+        phiB[a] = (M[0, a] * w0[0] + M[1, a] * w0[1] + M[2, a] * w0[2] + M[3, a] * w0[3]) * scale[eb, a]
+        dphiB[a] = (M[1, a] * w1[1] + M[2, a] * w1[2] + M[3, a] * w1[3]) * scale[eb, a]
+        sb[a] = -phiA[a]
+        sb[4 + a] = phiB[a]
+        weights[a] = w[q] * phiA[a]
     # δξ_y (eq. 95); zero at a fiber end
-    fxi = row_dot(yp, yp) + row_dot(rel, ypp)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inv = np.where(pr.fixed[a] | (np.abs(fxi) <= 1e-300), 0.0, 1.0 / fxi)
-    dxi = np.empty((p, 8, 3))
-    dxi[:, :4] = phiA[:, :, None] * yp[:, None, :]
-    dxi[:, 4:] = -(phiB[:, :, None] * yp[:, None, :] + dphiB[:, :, None] * rel[:, None, :])
-    dxi *= inv[:, None, None]
-    # δd = n · δ(y − x)
-    dd = sb[:, :, None] * n[:, None, :] + row_dot(n, yp)[:, None, None] * dxi
-    # radii (eqs. 97–101)
-    drx = np.zeros((p, 8, 3))
-    drx[:, :4] = -0.5 * (rx / J**2)[:, None, None] * dphiA[:, :, None] * xp[:, None, :]
-    yp2 = row_dot(yp, yp)
-    dlnr = dr0y / r0y + 0.5 * row_dot(Yp, Ypp) / row_dot(Yp, Yp) - 0.5 * row_dot(yp, ypp) / yp2
-    dry = (ry * dlnr)[:, None, None] * dxi
-    dry[:, 4:] -= 0.5 * (ry / yp2)[:, None, None] * dphiB[:, :, None] * yp[:, None, :]
-    dg = dd / S[:, None, None] - (d / S**2)[:, None, None] * (drx + dry)
-    dJ = np.zeros((p, 8, 3))
-    dJ[:, :4] = dphiA[:, :, None] * (xp / J[:, None])[:, None, :]
-    alpha = F * J / d
-    v = (dF * J)[:, None, None] * dg - alpha[:, None, None] * dd + F[:, None, None] * dJ
-    dT = n[:, :, None, None] * v[:, None, :, :] + yp[:, :, None, None] * (alpha[:, None, None] * dxi)[:, None, :, :]
-    diag = alpha[:, None] * sb  # (p, 8): the α s_b δ_ij part
-    for i in range(3):
-        dT[:, i, :, i] += diag
-    return s.w[q][:, None] * phiA, dT
+    fxi = _dot(yp, yp) + _dot(rel, ypp)
+    inv = 0.0 if fixed[i] or abs(fxi) <= 1e-300 else 1.0 / fxi
+    yp2 = _dot(yp, yp)
+    dlnr = dlnr0[i] + 0.5 * _dot(Yp, Ypp) / _dot(Yp, Yp) - 0.5 * _dot(yp, ypp) / yp2
+    n_yp = _dot(n, yp)
+    alpha = F[i] * J / d
+    xpk = xp[kk]
+    for b in range(8):
+        for j in range(3):
+            if b < 4:
+                dxi = phiA[b] * yp[j] * inv
+                drx = -0.5 * (rx[i] / J**2) * dphiA[b] * xpk[j]
+                dry = ry[i] * dlnr * dxi
+                dJ = dphiA[b] * (xpk[j] / J)
+            else:
+                dxi = -(phiB[b - 4] * yp[j] + dphiB[b - 4] * rel[j]) * inv
+                drx = 0.0
+                dry = ry[i] * dlnr * dxi - 0.5 * (ry[i] / yp2) * dphiB[b - 4] * yp[j]
+                dJ = 0.0
+            dd = sb[b] * n[j] + n_yp * dxi
+            dg = dd / S - (d / S**2) * (drx + dry)
+            v = (dF[i] * J) * dg - alpha * dd + F[i] * dJ
+            for r in range(3):
+                dT[r, b, j] = n[r] * v + yp[r] * (alpha * dxi)
+            dT[j, b, j] += alpha * sb[b]
+
+
+@numba.njit(**_JIT)
+def tangent_loop(k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first, last, H0, H1,
+                 scale, w, dofs, nq, ne, M):  # pragma: no cover - compiled
+    """COO (rows, cols, values) of the pairs in contact: per element of x the x–x block, per element pair
+    the x–y block (each 12 × 12), in the order of (element of x, element of y)."""
+    p = k.size
+    order = np.argsort(eA * ne + eB, kind="mergesort")
+    n_xx = 0
+    n_xy = 0
+    for j in range(p):
+        i = order[j]
+        if j == 0 or eA[i] != eA[order[j - 1]]:
+            n_xx += 1
+            n_xy += 1
+        elif eB[i] != eB[order[j - 1]]:
+            n_xy += 1
+    G = n_xx + n_xy
+    blocks = np.zeros((G, 4, 3, 4, 3))
+    row_el = np.empty(G, dtype=np.int64)
+    col_el = np.empty(G, dtype=np.int64)
+    weights = np.empty(4)
+    dT = np.empty((3, 8, 3))
+    gx = -1  # current x–x block
+    gy = n_xx - 1  # current x–y block
+    for j in range(p):
+        i = order[j]
+        if j == 0 or eA[i] != eA[order[j - 1]]:
+            gx += 1
+            row_el[gx], col_el[gx] = eA[i], eA[i]
+            gy += 1
+            row_el[gy], col_el[gy] = eA[i], eB[i]
+        elif eB[i] != eB[order[j - 1]]:
+            gy += 1
+            row_el[gy], col_el[gy] = eA[i], eB[i]
+        _pair_block(i, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first, last,
+                    H0, H1, scale, w, nq, M, weights, dT)
+        for a in range(4):
+            for r in range(3):
+                for b in range(4):
+                    for m in range(3):
+                        blocks[gx, a, r, b, m] += weights[a] * dT[r, b, m]
+                        blocks[gy, a, r, b, m] += weights[a] * dT[r, 4 + b, m]
+    rows = np.empty(G * 144, dtype=np.int64)
+    cols = np.empty(G * 144, dtype=np.int64)
+    z = 0
+    for g in range(G):
+        for a in range(4):
+            for r in range(3):
+                for b in range(4):
+                    for m in range(3):
+                        rows[z] = dofs[row_el[g], a, r]
+                        cols[z] = dofs[col_el[g], b, m]
+                        z += 1
+    return rows, cols, blocks.ravel()

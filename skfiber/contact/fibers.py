@@ -47,6 +47,7 @@ import numpy as np
 
 from .base import ContactEvaluation, PenaltyLaw
 from .fiber_geometry import FiberSetup, fiber_setup, fiber_state
+from .fiber_kernels import residual_loop
 from .fiber_pairs import ContactPairs, check_pairs, find_pairs
 from .fiber_safeguard import step_bound
 from .fiber_tangent import tangent_triplets
@@ -148,20 +149,13 @@ class FiberContact:
             pr = find_pairs(model, s, st, gamma=self.law.gamma)
             check_pairs(self.name, self.law.gamma, s, pr, t)
             self._last = (key, (st, pr))
-        F, dF = self.law.force(pr.gap)
-        active = np.flatnonzero(pr.gap < 0)
         N = model.discretization.n_dofs
-        R = np.zeros(N)
-        if active.size:
-            a = active
-            k, eA, q = pr.point[a], pr.element_x[a], pr.point[a] % s.nq
-            n = (pr.y[a] - pr.x[a]) / pr.distance[a, None]
-            T = (s.w[q] * F[a] * st.xp_norm[k])[:, None] * n  # (p, 3)
-            phiA = s.H0[q] * s.scale[eA]
-            R = np.bincount(s.dofs[eA].ravel(), weights=(phiA[:, :, None] * T[:, None, :]).ravel(), minlength=N)
-        ev = ContactEvaluation(R, admissibility=pr.admissibility.copy(), n_active=int(active.size))
-        if tangent and active.size:
-            ev.rows, ev.cols, ev.values = tangent_triplets(model, s, st, pr, active, F, dF)
+        F, dF, R, n_active = residual_loop(pr.point, pr.element_x, st.x, pr.y, pr.distance, pr.gap, st.xp_norm, s.w,
+                                           s.H0, s.scale, s.dofs, s.nq, float(self.law.stiffness),
+                                           float(self.law.gamma), N)
+        ev = ContactEvaluation(R, admissibility=pr.admissibility.copy(), n_active=n_active)
+        if tangent and n_active:
+            ev.rows, ev.cols, ev.values = tangent_triplets(model, s, st, pr, np.flatnonzero(pr.gap < 0), F, dF)
         return ev
 
     # ------------------------------------------------------------------ safeguard

@@ -1,0 +1,231 @@
+"""Fiber–fiber contact search as compiled loops (numba): broad phase, candidates, closest points, residual.
+
+The contact of a few fibers touches a few hundred (contact point, element)
+candidates per Newton iteration; through numpy that is hundreds of small-array
+calls per state.  The loops here do the same work in one pass each (the
+formulas are those of :mod:`skfiber.contact.fiber_pairs` and
+:mod:`skfiber.contact.broadphase`):
+
+* :func:`neighbours_of` — the broad phase over the taking-part elements
+  (:func:`~skfiber.contact.broadphase.box_neighbours`: CSR rows of the
+  elements of other fibers whose inflated boxes overlap);
+* :func:`pairs_loop` — per contact point x_k and each element E′ of its row,
+  lower bounds of d(x_k, E′) (box, then "fat chord") against r_x + r̄_E′, the
+  pruning by an upper bound of the distance to the partner fiber, the closest
+  point on each remaining candidate
+  (:func:`~skfiber.contact.closest_point.closest_point_one`) and the best
+  element of each partner fiber, in the order (contact point, partner fiber);
+* :func:`residual_loop` — F(g), dF/dg (:func:`~skfiber.contact.base.penalty_force`)
+  and the residual G_c = Σ F n·ξ |x′| w of the pairs (eq. 65).
+
+Example
+-------
+>>> import numpy as np
+>>> P = np.array([[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]], float)   # chord along x
+>>> float(chord_distance(P, np.array([1.5, 2.0, 0.0]))), float(chord_parameter(P, np.array([6.0, 1.0, 0.0])))
+(2.0, 1.0)
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .base import penalty_force
+from .broadphase import box_neighbours
+from .closest_point import closest_point_one
+
+__all__ = ["neighbours_of", "pairs_loop", "residual_loop", "power_point",
+           "chord_parameter", "chord_distance"]
+
+_JIT = dict(cache=True, error_model="numpy")
+_PRUNE_SLACK = 1e-9  # a candidate is kept when its lower bound ≤ (1 + this) × the fiber's upper bound
+
+
+@numba.njit(**_JIT)
+def power_point(c, xi, derivative, out):  # pragma: no cover - compiled
+    """The derivative (0, 1, 2) of Σ c_j ξ^j (c (4, 3)) at ξ, into out (3,)."""
+    if derivative == 0:
+        w0, w1, w2, w3 = 1.0, xi, xi * xi, xi * xi * xi
+    elif derivative == 1:
+        w0, w1, w2, w3 = 0.0, 1.0, 2 * xi, 3 * xi * xi
+    else:
+        w0, w1, w2, w3 = 0.0, 0.0, 2.0, 6 * xi
+    for m in range(3):
+        out[m] = w0 * c[0, m] + w1 * c[1, m] + w2 * c[2, m] + w3 * c[3, m]
+    return out
+
+
+@numba.njit(**_JIT)
+def chord_parameter(P, x):  # pragma: no cover - compiled
+    """Parameter in [0, 1] of the point of the chord P0–P3 (P (4, 3)) closest to x."""
+    ee = 0.0
+    t = 0.0
+    for m in range(3):
+        e = P[3, m] - P[0, m]
+        ee += e * e
+        t += (x[m] - P[0, m]) * e
+    if not ee > 0:
+        return 0.0
+    return min(max(t / ee, 0.0), 1.0)
+
+
+@numba.njit(**_JIT)
+def chord_distance(P, x):  # pragma: no cover - compiled
+    """Distance from x to the chord segment P0–P3."""
+    t = chord_parameter(P, x)
+    d2 = 0.0
+    for m in range(3):
+        v = x[m] - P[0, m] - t * (P[3, m] - P[0, m])
+        d2 += v * v
+    return np.sqrt(d2)
+
+
+@numba.njit(**_JIT)
+def _distance(a, b):  # pragma: no cover - compiled
+    d2 = 0.0
+    for m in range(3):
+        d2 += (a[m] - b[m]) ** 2
+    return np.sqrt(d2)
+
+
+@numba.njit(**_JIT)
+def _box_distance(lo, hi, x):  # pragma: no cover - compiled
+    """Distance from x to the box [lo, hi] (0 inside)."""
+    d2 = 0.0
+    for m in range(3):
+        v = max(max(lo[m] - x[m], x[m] - hi[m]), 0.0)
+        d2 += v * v
+    return np.sqrt(d2)
+
+
+@numba.njit(**_JIT)
+def _point_candidates(k, row_start, row_end, nbr, elements, fiber, x, rx, P, c, deviation, reach, lo, hi, gmin,
+                      cand_e, cand_lb, y):  # pragma: no cover - compiled
+    """The candidate elements of contact point k (from its element's broad-phase row), into cand_e, cand_lb.
+
+    Box and fat-chord lower bounds of d(x_k, E′) against r_x + r̄_E′, then
+    the pruning by the upper bound of the distance to each partner fiber
+    (points of its candidate elements: at the chord parameter, and the ends;
+    ``gmin`` is per fiber, +∞ on entry and on return).  Returns the count.
+    """
+    xk = x[k]
+    m = 0
+    for r in range(row_start, row_end):
+        eB = elements[nbr[r]]
+        lb = _box_distance(lo[eB], hi[eB], xk)
+        bound = rx[k] + reach[eB]
+        if not lb < bound:
+            continue
+        lb = max(lb, chord_distance(P[eB], xk) - deviation[eB])
+        if not lb < bound:
+            continue
+        power_point(c[eB], chord_parameter(P[eB], xk), 0, y)
+        ub = min(_distance(y, xk), min(_distance(P[eB, 0], xk), _distance(P[eB, 3], xk)))
+        gmin[fiber[eB]] = min(gmin[fiber[eB]], ub)
+        cand_e[m] = eB
+        cand_lb[m] = lb
+        m += 1
+    kept = 0
+    for i in range(m):
+        if cand_lb[i] <= gmin[fiber[cand_e[i]]] * (1 + _PRUNE_SLACK):
+            cand_e[kept] = cand_e[i]
+            cand_lb[kept] = cand_lb[i]
+            kept += 1
+    gmin[:] = np.inf
+    return kept
+
+
+def neighbours_of(elements, fiber, lo, hi, reach):
+    """The broad phase over the taking-part elements (local indices in the rows)."""
+    return box_neighbours(np.ascontiguousarray(lo[elements]), np.ascontiguousarray(hi[elements]),
+                          np.ascontiguousarray(fiber[elements]), np.ascontiguousarray(reach[elements]))
+
+
+@numba.njit(**_JIT)
+def pairs_loop(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation, reach, lo, hi,
+               certify, bez):  # pragma: no cover - compiled
+    """Per contact point and partner fiber within reach: the best element's closest point.
+
+    ``ptr, nbr``: the broad phase of ``elements`` (:func:`box_neighbours`).
+    Returns k, eB, ξ, d, fixed (closest point at a fiber end, not
+    stationary), y, |y′|, |Y′| (reference) in the order (contact point,
+    partner fiber); a tie of the distance goes to the lower element.
+    """
+    width = 0
+    for i in range(ptr.size - 1):
+        width = max(width, ptr[i + 1] - ptr[i])
+    cap = elements.size * nq * max(nf - 1, 1)
+    out_k = np.empty(cap, dtype=np.int64)
+    out_e = np.empty(cap, dtype=np.int64)
+    out_xi = np.empty(cap)
+    out_d = np.empty(cap)
+    out_fixed = np.empty(cap, dtype=np.bool_)
+    out_y = np.empty((cap, 3))
+    out_yp = np.empty(cap)
+    out_Yp = np.empty(cap)
+    n = 0
+    cand_e = np.empty(width, dtype=np.int64)
+    cand_lb = np.empty(width)
+    gmin = np.full(nf, np.inf)
+    best_e = np.full(nf, -1, dtype=np.int64)
+    best_xi = np.empty(nf)
+    best_d = np.empty(nf)
+    best_st = np.empty(nf, dtype=np.bool_)
+    y = np.empty(3)
+    a = np.empty(6)
+    scratch = np.empty((9, 7))
+    for ia in range(elements.size):
+        if ptr[ia + 1] == ptr[ia]:
+            continue
+        for q in range(nq):
+            k = elements[ia] * nq + q
+            m = _point_candidates(k, ptr[ia], ptr[ia + 1], nbr, elements, fiber, x, rx, P, c, deviation, reach, lo,
+                                  hi, gmin, cand_e, cand_lb, y)
+            for i in range(m):
+                eB = cand_e[i]
+                fb = fiber[eB]
+                xi, d, st = closest_point_one(c[eB], x[k], certify, bez, a, scratch)
+                if best_e[fb] < 0 or d < best_d[fb]:
+                    best_e[fb], best_xi[fb], best_d[fb], best_st[fb] = eB, xi, d, st
+            for fb in range(nf):
+                eB = best_e[fb]
+                if eB < 0:
+                    continue
+                xi = best_xi[fb]
+                out_k[n], out_e[n], out_xi[n], out_d[n] = k, eB, xi, best_d[fb]
+                out_fixed[n] = not best_st[fb] and ((xi == 0.0 and first[eB]) or (xi == 1.0 and last[eB]))
+                power_point(c[eB], xi, 0, out_y[n])
+                power_point(c[eB], xi, 1, y)
+                out_yp[n] = np.sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2])
+                power_point(c_ref[eB], xi, 1, y)
+                out_Yp[n] = np.sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2])
+                n += 1
+                best_e[fb] = -1
+    return out_k[:n], out_e[:n], out_xi[:n], out_d[:n], out_fixed[:n], out_y[:n], out_yp[:n], out_Yp[:n]
+
+
+@numba.njit(**_JIT)
+def residual_loop(k, eA, x, y, distance, gap, xp_norm, w, H0, scale, dofs, nq, kappa, gamma,
+                  n_dofs):  # pragma: no cover - compiled
+    """F, dF/dg of every pair and G_c = Σ F |x′| w φ_a(ξ_k) n over the pairs with g < 0 (eq. 65).
+
+    Returns F, dF, the residual (n_dofs,) and the number of pairs in contact.
+    """
+    p = k.size
+    F = np.empty(p)
+    dF = np.empty(p)
+    R = np.zeros(n_dofs)
+    n_active = 0
+    for i in range(p):
+        F[i], dF[i] = penalty_force(gap[i], kappa, gamma)
+        if not gap[i] < 0:
+            continue
+        n_active += 1
+        q = k[i] % nq
+        e = eA[i]
+        T = w[q] * F[i] * xp_norm[k[i]]
+        for a in range(4):
+            phi = H0[q, a] * scale[e, a]
+            for m in range(3):
+                R[dofs[e, a, m]] += phi * (T * ((y[i, m] - x[k[i], m]) / distance[i]))
+    return F, dF, R, n_active
