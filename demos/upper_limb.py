@@ -115,9 +115,8 @@ finite everywhere.
 Levels (Table 5): 8, 16, 32, 64 elements per fiber with 256, 512, 1024,
 2048 backward-Euler steps over T = 8 s.  The d.o.f. count is the paper's
 (positions and velocities of all Hermite DOFs plus q, q̇): 542, 1022, 1982,
-3902.  Fiber–fiber contact runs on the general (uncompiled) path of the
-coupled solver: a level-1 run takes 14–60 s on a 2-core shared VM
-with it, 0.2–0.5 s without (``--fiber-contact off``).
+3902.  Fiber–fiber contact runs compiled on the coupled solver's fast path;
+the run times with and without it are in ``docs/performance.md``.
 
 Outputs (``--output DIR``, default ``upper_limb_output``), per level L run:
 ``angle_levelL.csv`` (t, elbow angle, forces at the upper-arm attachments) and
