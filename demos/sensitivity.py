@@ -8,8 +8,9 @@ With ``--target ishigami`` the indices are compared with their closed form
 (a check of the whole chain: design, runs, table, estimator).
 
 Run: ``python demos/sensitivity.py [--target NAME] [--n N] [--out DIR] [--workers K]``.
-Ends with ``summary: target=… runs=… failed=… max_st=… max_st_param=… wall_s=…``
-(with ``ishigami`` also ``max_index_error=…``).
+Ends with ``summary: runs=… failed=… wall_s=… speedup=… top_parameter=… max_st=… target=…``
+(``speedup``: the runs' summed time over the wall time; ``top_parameter``: the largest total
+index of any output; with ``ishigami`` also ``max_index_error=…``).
 """
 from __future__ import annotations
 
@@ -41,8 +42,10 @@ def run(*, target: str = DEFAULT_TARGET, n: int = 64, out: Path = Path("sensitiv
     names = [p.name for p in params]
     outputs = [c for c in study.table.columns if c not in names + ["run", "status", "error", "wall_s", "worker"]]
     indices = sobol_indices(study.table, params, outputs, seed=seed)
+    wall = time.perf_counter() - start
+    task_s = float(study.table["wall_s"].sum())
     result = dict(target=target, runs=len(study.table), failed=study.failed, names=names, indices=indices,
-                  wall_s=time.perf_counter() - start, out=Path(out))
+                  wall_s=wall, speedup=task_s / wall if wall > 0 else float("nan"), out=Path(out))
     if target == "ishigami":
         y = indices["y"]
         result["max_index_error"] = float(max(np.abs(y["S1"] - ISHIGAMI_INDICES["S1"]).max(),
@@ -104,8 +107,9 @@ def summary(result: dict) -> str:
         k = int(np.argmax(idx["ST"]))
         if idx["ST"][k] > best_value:
             best_value, best = float(idx["ST"][k]), result["names"][k]
-    line = (f"summary: target={result['target']} runs={result['runs']} failed={result['failed']} "
-            f"max_st={best_value:.3f} max_st_param={best} wall_s={result['wall_s']:.1f}")
+    line = (f"summary: runs={result['runs']} failed={result['failed']} wall_s={result['wall_s']:.1f} "
+            f"speedup={result['speedup']:.2f} top_parameter={best} max_st={best_value:.3f} "
+            f"target={result['target']}")
     if "max_index_error" in result:
         line += f" max_index_error={result['max_index_error']:.3f}"
     return line

@@ -21,4 +21,5 @@ def test_ishigami_indices_within_their_confidence_intervals(tmp_path, capsys):
     assert (tmp_path / "indices.csv").read_text().count("\n") == 4
     assert (tmp_path / "sobol_indices.png").stat().st_size > 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert last.startswith("summary: target=ishigami runs=1280 failed=0") and "max_index_error=" in last
+    assert last.startswith("summary: runs=1280 failed=0 wall_s=") and " top_parameter=x" in last
+    assert "target=ishigami" in last and "max_index_error=" in last
