@@ -113,6 +113,22 @@ class _Progress:
               f"ETA {_clock(eta) if remaining else '0:00:00'}", file=sys.stderr, flush=True)
 
 
+class _TableWriter:
+    """The tidy table rewritten as runs finish, at most every ``TABLE_SECONDS`` (and at the end)."""
+
+    def __init__(self, folder: StudyFolder):
+        self.folder, self.last = folder, time.perf_counter()
+
+    def update(self) -> None:
+        if time.perf_counter() - self.last >= TABLE_SECONDS:
+            self.folder.write_table()
+            self.last = time.perf_counter()
+
+
+#: how often the tidy table is rewritten while a study runs (s); every run is in runs.jsonl at once
+TABLE_SECONDS = 5.0
+
+
 def _warmup_plugin(warmup: Callable[[], object]):
     """A worker plugin that calls ``warmup()`` once when a worker starts (a restarted one too)."""
     from distributed.diagnostics.plugin import WorkerPlugin
@@ -193,6 +209,7 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
     finished = folder.finished()
     todo = [k for k in range(len(rows)) if k not in finished]
     bar = _Progress(len(rows), len(rows) - len(todo), progress)
+    table = _TableWriter(folder)
     start = time.perf_counter()
     if todo and scheduler == "serial":
         if warmup is not None:
@@ -201,6 +218,7 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
             rec, series = execute_run(run, k, rows[k])
             folder.record(rec, series)
             bar.update(rec["status"] == "ok")
+            table.update()
     elif todo:
         from distributed import as_completed
 
@@ -218,6 +236,7 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
                                        outputs={}, wall_s=float("nan"), worker=""), None
                 folder.record(rec, series)
                 bar.update(rec["status"] == "ok")
+                table.update()
         except KeyboardInterrupt:
             print(f"study: interrupted; {bar.skipped + bar.done} of {len(rows)} runs are recorded in "
                   f"{str(folder.path)!r}; the same call resumes it", file=sys.stderr)
