@@ -3,8 +3,9 @@
 :func:`run_study` starts a ``LocalCluster`` with one single-threaded worker
 process per core (or connects to the scheduler it is given), submits one task
 per run not yet recorded in the study folder, and records each result as it
-arrives (:class:`~skfiber.study.records.StudyFolder`), printing the completed,
-failed and remaining runs with an ETA.  The run function's exceptions are
+arrives (:class:`~skfiber.study.records.StudyFolder`; the tidy table is rewritten
+every :data:`TABLE_SECONDS` while they finish), printing the completed, failed and
+remaining runs with an ETA.  The run function's exceptions are
 caught in the task and recorded as failed runs with their message; the study
 goes on.  A worker that dies takes its tasks with it and the scheduler runs
 them again on another worker (dask's ``allowed-failures``, 3 by default);
