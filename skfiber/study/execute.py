@@ -35,7 +35,7 @@ from typing import Callable
 from .design import Parameter, make_design
 from .records import StudyFolder
 
-__all__ = ["StudyResult", "run_study"]
+__all__ = ["StudyResult", "run_study", "warmup_plugin"]
 
 
 @dataclass
@@ -130,7 +130,7 @@ class _TableWriter:
 TABLE_SECONDS = 5.0
 
 
-def _warmup_plugin(warmup: Callable[[], object]):
+def warmup_plugin(warmup: Callable[[], object]):
     """A worker plugin that calls ``warmup()`` once when a worker starts (a restarted one too)."""
     from distributed.diagnostics.plugin import WorkerPlugin
 
@@ -226,7 +226,7 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
         client, own = _client(scheduler, workers)
         try:
             if warmup is not None:
-                client.register_plugin(_warmup_plugin(warmup))
+                client.register_plugin(warmup_plugin(warmup))
             futures = {client.submit(execute_run, run, k, rows[k], pure=False, retries=retries): k for k in todo}
             for future in as_completed(futures):
                 k = futures[future]
