@@ -98,6 +98,15 @@ def demo_names() -> list[str]:
     )
 
 
+def demos_with_levels() -> list[str]:
+    """The demos whose command line takes ``--level`` (read from their source text, without importing them)."""
+    import skfiber.demos
+
+    folder = Path(skfiber.demos.__path__[0])
+    return [name for name in demo_names()
+            if '"--level"' in (folder / f"{name.replace('-', '_')}.py").read_text(encoding="utf-8")]
+
+
 def _import_demo(name: str):
     names = demo_names()
     key = name.replace("_", "-")
@@ -113,13 +122,21 @@ def _exit_code(value) -> int:
     return int(value)
 
 
-def _call_main(module, argv: list[str]) -> int:
+def _call_main(module, argv: list[str], prog: str | None = None) -> int:
+    """``module.main(argv)``'s exit code; with ``prog``, the demo's usage and error lines name it (its
+    parser takes its name from ``sys.argv[0]``)."""
     if not callable(getattr(module, "main", None)):
         raise UsageError(f"demo module {module.__name__} has no main(argv) function")
+    saved = sys.argv[0] if sys.argv else None
+    if prog is not None and sys.argv:
+        sys.argv[0] = prog
     try:
         return _exit_code(module.main(argv))
     except SystemExit as exc:  # argparse errors (2) or sys.exit in the demo
         return exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_FAILED)
+    finally:
+        if prog is not None and sys.argv:
+            sys.argv[0] = saved
 
 
 def _first_line(module) -> str:
@@ -163,6 +180,10 @@ def _cmd_run(args, extra: list[str]) -> int:
     if args.level is not None:
         if args.level < 1:
             raise UsageError(f"--level must be ≥ 1, got {args.level}")
+        leveled = demos_with_levels()
+        if args.demo.replace("_", "-") not in leveled:
+            raise UsageError(f"{args.demo} takes no --level; the demos with levels are {', '.join(leveled)} "
+                             f"(see 'skfiber run {args.demo} -- --help' for its options)")
         argv += ["--level", str(args.level)]
     if args.out is not None:
         out = Path(args.out)
@@ -178,7 +199,7 @@ def _cmd_run(args, extra: list[str]) -> int:
     argv += extra
     print(f"skfiber run {args.demo} {' '.join(argv)}".rstrip(), file=sys.stderr, flush=True)
     tic = time.perf_counter()
-    code = _call_main(module, argv)
+    code = _call_main(module, argv, prog=f"skfiber run {args.demo}")
     if code == EXIT_USAGE:  # the demo said what was wrong, in one line
         return code
     wall = time.perf_counter() - tic
@@ -321,7 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
         "'skfiber run DEMO -- --help' shows the demo's own options.",
     )
     run.add_argument("demo", metavar="DEMO", help="demo name, e.g. hanging-bundle (dashes or underscores)")
-    run.add_argument("--level", type=int, metavar="N", help="refinement level N ≥ 1 (passed to the demo; demos define what it refines)")
+    run.add_argument("--level", type=int, metavar="N",
+                     help=f"refinement level N ≥ 1, for the demos that have levels ({', '.join(demos_with_levels())}: "
+                          "'skfiber run DEMO -- --help' says what it refines); the others refuse it")
     run.add_argument("--out", metavar="DIR",
                      help="output folder of the demos that write files: the VTK series (.pvd + .vtu) and checkpoint "
                           "of hanging-bundle, the CSV/PNG files and VTK series of upper-limb, the CSV/PNG files of "

@@ -138,3 +138,17 @@ def test_verify_lists_and_runs_the_studies(capsys):
     assert "=== manufactured-solution (small) ===" in proc.stdout
     assert "verification summary" in proc.stdout and " ok " in proc.stdout
     assert "summary:" in proc.stdout  # the study's own table ended with its summary line
+
+
+def test_level_only_for_demos_with_levels_and_usage_names_the_demo(capsys):
+    """--level is refused (one line, exit 2) by a demo without levels, naming those that have them; a demo's
+    own argument errors name 'skfiber run DEMO', not the command's file."""
+    from skfiber.cli import demos_with_levels
+
+    assert {"hanging-bundle", "upper-limb", "whiplash"} <= set(demos_with_levels())
+    assert "custom-law" not in demos_with_levels()
+    code, _, err = run_main(capsys, "run", "custom-law", "--level", 3)
+    assert code == 2 and "custom-law takes no --level" in err and "upper-limb" in err
+    assert "Traceback" not in err
+    code, _, err = run_main(capsys, "run", "custom-law", "--bogus")
+    assert code == 2 and "skfiber run custom-law: error: unrecognized arguments: --bogus" in err
