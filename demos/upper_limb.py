@@ -158,6 +158,7 @@ from skfem import LinearForm
 from skfem.helpers import dot
 
 import skfiber as sf
+from skfiber.cli import ArgumentParser, positive_int
 from skfiber.contact import FiberContact, PenaltyLaw
 from skfiber.contact.cylinder import CylinderContact
 from skfiber.rigid import Body, Fixed, Revolute, RigidSystem
@@ -485,7 +486,7 @@ class UpperLimbResult:
 
 
 def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, n_steps: int | None = None,
-        progress: bool = True, vtk: Path | None = None, vtk_every: int = 4, bending: float | None = None,
+        progress: bool = True, vtk: Path | None = None, vtk_every: int = 1, bending: float | None = None,
         geometry: Geometry | str = TABLE4, fiber_contact: bool | None = None, method: str = "euler",
         rtol: float | None = None, atol: float | None = None, **model_options) -> UpperLimbResult:
     """Simulate one level (or explicit ``n_elements``/``n_steps`` over ``t_end``).
@@ -632,13 +633,16 @@ def _write_outputs(results, out, *, snapshots=False):
 
 def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     # no abbreviations: '--out' (below) and '--output' are different options
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser = ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--level", type=int, default=None, choices=sorted(LEVELS), help="one level (default 1)")
     parser.add_argument("--levels", type=int, nargs="+", choices=sorted(LEVELS), help="several levels to compare")
     parser.add_argument("--t-end", type=float, default=T_END, help="end time in s (default 8)")
     parser.add_argument("--output", type=Path, default=Path("upper_limb_output"), help="directory for CSV/PNG files")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
-    parser.add_argument("--vtk", type=Path, default=None, help="also write a VTK series (every 4th step) to this folder")
+    parser.add_argument("--vtk", type=Path, default=None,
+                        help="also write a VTK series (every step, or every --vtk-every-th) to this folder")
+    parser.add_argument("--vtk-every", type=positive_int, default=1, metavar="K",
+                        help="write every K-th step of the VTK series (default 1; the last step always)")
     parser.add_argument("--out", type=Path, default=None,
                         help="one folder for everything: the CSV/PNG files and the VTK series upper_limb.pvd "
                              "(what 'skfiber run upper-limb --out DIR' passes; --output/--vtk go to other folders)")
@@ -671,7 +675,8 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
         print(f"level {level}: {LEVELS[level][0]} elements per fiber, {LEVELS[level][1]} steps over {T_END:g} s"
               + (f" (scaled to t_end = {args.t_end:g} s)" if args.t_end != T_END else ""), flush=True)
         vtk = None if args.vtk is None else (args.vtk if len(levels) == 1 else args.vtk / f"level{level}")
-        results.append(run(level, t_end=args.t_end, progress=not args.quiet, vtk=vtk, bending=args.bending,
+        results.append(run(level, t_end=args.t_end, progress=not args.quiet, vtk=vtk, vtk_every=args.vtk_every,
+                           bending=args.bending,
                            geometry=args.geometry, fiber_contact=fiber_contact,
                            stretch_gradient=args.stretch_gradient))
         if results[-1].interrupted:  # Ctrl-C: keep what was computed, run no further level

@@ -38,7 +38,7 @@ def test_upper_limb_first_quarter_second(quarter_second):
     for name in ("angle_level1.csv", "axial_force_level1.csv", "angle.png", "forces.png", "axial_force.png"):
         assert (out / name).stat().st_size > 0
     pvd = (out / "vtk" / "upper_limb.pvd").read_text()
-    assert pvd.count("upper_limb_fibers_") == 3 and pvd.count("upper_limb_bodies_") == 3  # steps 0, 4, 8
+    assert pvd.count("upper_limb_fibers_") == 9 and pvd.count("upper_limb_bodies_") == 9  # every step, 0 … 8
     data = np.loadtxt(out / "angle_level1.csv", delimiter=",", skiprows=1)
     assert data.shape == (9, 4) and np.allclose(data[:, 1], r.angle_deg, rtol=1e-8)
     # a 0.25 s run is not compared with the paper's 8 s timing
@@ -92,8 +92,8 @@ def test_out_puts_every_file_in_one_folder(tmp_path, capsys):
     from skfiber import cli
 
     out = tmp_path / "res"
-    assert cli.main(["run", "upper-limb", "--out", str(out), "--t-end", "0.125", "--quiet"]) == 0
-    assert (out / "upper_limb.pvd").read_text().count("upper_limb_fibers_") == 2  # steps 0 and 4
+    assert cli.main(["run", "upper-limb", "--out", str(out), "--t-end", "0.125", "--quiet", "--vtk-every", "4"]) == 0
+    assert (out / "upper_limb.pvd").read_text().count("upper_limb_fibers_") == 2  # steps 0 and 4 (--vtk-every 4)
     assert (out / "angle_level1.csv").is_file()
     assert f"results: {out / 'upper_limb.pvd'}" in capsys.readouterr().err
     for other in ("--output", "--vtk"):   # one folder for all, or the two folders: not both
