@@ -16,10 +16,7 @@ from __future__ import annotations
 import argparse
 import time
 
-import numpy as np
-
 from skfiber.study import Parameter, calibrate
-from skfiber.study.targets import upper_limb
 
 #: the hidden parameters of the target run, and the ranges searched
 HIDDEN = {"smax_biceps": 4.8e7, "smax_triceps": 1.2e7}

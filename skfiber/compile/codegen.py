@@ -281,7 +281,7 @@ def _branch_body(branch: Branch, indent: str, slots: dict) -> list[str]:
             lines.append(f"{indent}lam[e, q] = {_code(e)}")
         else:
             _, t, j = slot
-            lines.append(f"{indent}if residual[{t}]:")
+            lines.append(f"{indent}if on[{t}]:")
             lines.append(f"{indent}    _vector(Re, Me, {t}, {j % 3}, G, e, q, {j // 3}, ({_code(e)}) * w_)")
     if slots:
         lines.append(f"{indent}if tangent:")
@@ -386,8 +386,7 @@ def kernel_source(branches: list[Branch], *, header: str = "") -> str:
     body.append("def evaluate(G, dofs, members, dx, x, xdot, xddot, X, " + ", ".join(f"{s}_" for s in scalars)
                 + ", t, branch, params, c_v, c_a, mask, tangent, R, mag, D, lam):")
     body.append("    ne, nq, no, n = G.shape")
-    body.append("    on = mask != 0.0")
-    body.append("    residual = on & (tangent != 2)  # tangent: 0 residual, 1 residual and D, 2 D only")
+    body.append("    on = mask != 0.0  # the terms evaluated; tangent: 0 the residual, 1 also the pointwise tangent D")
     body.append("    R[:, :] = 0.0")
     body.append("    mag[:] = 0.0")
     body.append("    Re = np.empty((R.shape[0], 3, n))")

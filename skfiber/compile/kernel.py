@@ -270,18 +270,18 @@ class FormKernel:
             self.function
         return self._assemble_function
 
-    def __call__(self, u, v, a, t, *, alpha, c_v: float, c_a: float, mask=None, tangent: bool | str = True):
+    def __call__(self, u, v, a, t, *, alpha, c_v: float, c_a: float, mask=None, tangent: bool = True):
         """Residual rows, magnitude, tangent (assembled on first access) and λ at a state (see
         :class:`KernelOutput`).
 
-        ``alpha`` is the activation per element (e,); ``tangent`` True (residual and tangent), False (residual
-        only) or ``"only"`` (the tangent; the residual rows and magnitude are then zero).  Returns None when
+        ``alpha`` is the activation per element (e,); ``tangent`` True (residual and tangent) or False (residual
+        only).  Returns None when
         the kernel cannot be compiled (warned once; the caller evaluates the forms with numpy).
         """
         if self.failed is not None or not self.names:
             return None
         mask = self._all if mask is None else mask
-        mode = 2 if tangent == "only" else int(bool(tangent))
+        mode = int(bool(tangent))
         out = self.output(tangent=bool(mode))
         args = self.arguments(np.asarray(u, dtype=float), np.ascontiguousarray(v, dtype=float),
                               np.ascontiguousarray(a, dtype=float), t, alpha=alpha, c_v=c_v, c_a=c_a, mask=mask,

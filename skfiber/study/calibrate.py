@@ -108,9 +108,9 @@ def calibrate(run: Callable[[dict], dict], parameters, series: str, target, *, s
     s0 = np.array([unit(p, float(start[p.name])) if p.name in start else 0.5 for p in parameters])
     client, own = None, False
     if scheduler != "serial":
-        from .execute import _client
+        from .execute import connect
 
-        client, own = _client(scheduler, None)
+        client, own = connect(scheduler)
     count = [0]
     cache: dict = {}
 

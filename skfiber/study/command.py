@@ -16,7 +16,6 @@ Example
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 

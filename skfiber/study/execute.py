@@ -35,7 +35,7 @@ from typing import Callable
 from .design import Parameter, make_design
 from .records import StudyFolder
 
-__all__ = ["StudyResult", "run_study", "warmup_plugin"]
+__all__ = ["StudyResult", "run_study", "warmup_plugin", "connect"]
 
 
 @dataclass
@@ -146,7 +146,7 @@ def warmup_plugin(warmup: Callable[[], object]):
     return Warmup(warmup)
 
 
-def _client(scheduler, workers):
+def connect(scheduler, workers: int | None = None):
     """(client, made here): a Client for ``scheduler`` (a Client, an address, or None for a LocalCluster)."""
     try:
         from distributed import Client, LocalCluster
@@ -223,7 +223,7 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
     elif todo:
         from distributed import as_completed
 
-        client, own = _client(scheduler, workers)
+        client, own = connect(scheduler, workers)
         try:
             if warmup is not None:
                 client.register_plugin(warmup_plugin(warmup))

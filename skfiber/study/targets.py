@@ -23,6 +23,8 @@ from typing import Callable
 
 import numpy as np
 
+import skfiber as sf
+
 from .design import Parameter
 
 __all__ = ["Target", "TARGETS", "cable_sag", "quadratic", "ishigami", "ISHIGAMI_INDICES", "upper_limb"]
@@ -84,8 +86,6 @@ def cable_sag(params: dict, *, t_end: float = 0.5, n_elements: int = 16) -> dict
     ValueError
         For a parameter name it does not know (it names the known ones).
     """
-    import skfiber as sf
-
     unknown = sorted(set(params) - set(CABLE_KNOWN))
     if unknown:
         raise ValueError(f"cable-sag does not know the parameters {unknown}; it takes {list(CABLE_KNOWN)}")
