@@ -9,7 +9,7 @@ With ``--target ishigami`` the indices are compared with their closed form
 
 Run: ``python demos/sensitivity.py [--target NAME] [--n N] [--out DIR] [--workers K]``.
 Ends with ``summary: runs=… failed=… wall_s=… speedup=… top_parameter=… max_st=… target=…``
-(``speedup``: the runs' summed time over the wall time; ``top_parameter``: the largest total
+(``speedup``: the runs' summed time over the wall time, ``nan`` for a run in one process; ``top_parameter``: the largest total
 index of any output; with ``ishigami`` also ``max_index_error=…``).
 """
 from __future__ import annotations
@@ -45,7 +45,8 @@ def run(*, target: str = DEFAULT_TARGET, n: int = 64, out: Path = Path("sensitiv
     wall = time.perf_counter() - start
     task_s = float(study.table["wall_s"].sum())
     result = dict(target=target, runs=len(study.table), failed=study.failed, names=names, indices=indices,
-                  wall_s=wall, speedup=task_s / wall if wall > 0 else float("nan"), out=Path(out))
+                  wall_s=wall, speedup=task_s / wall if wall > 0 and scheduler != "serial" else float("nan"),
+                  out=Path(out))
     if target == "ishigami":
         y = indices["y"]
         result["max_index_error"] = float(max(np.abs(y["S1"] - ISHIGAMI_INDICES["S1"]).max(),
