@@ -55,7 +55,8 @@ import numpy as np
 #: DOFs per node (3D cubic Hermite), the block size; a compile-time constant of the kernels
 B = 6
 
-__all__ = ["B", "flat_index", "in_pattern", "scatter_add", "add_triplets", "factor_solve", "residual_ok"]
+__all__ = ["B", "flat_index", "in_pattern", "scatter_add", "add_triplets", "split_blocks", "factor", "substitute",
+           "factor_solve", "multiply", "residual_ok"]
 
 
 def flat_index(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -107,49 +108,119 @@ def add_triplets(work, rows, cols, values, n):  # pragma: no cover - compiled
     return True
 
 
+@numba.njit(cache=True)
+def split_blocks(work, row_dofs, col_dofs, blocks, n, fixed):  # pragma: no cover - compiled
+    """Add the element blocks that lie in the block pattern to ``work``; return the others.
+
+    ``blocks[g]`` holds K[row_dofs[g], col_dofs[g]] (g, nb, nb), e.g. the
+    fiber–fiber contact tangent per element (x–x) and per element pair (x–y).
+    A block whose row and column nodes are at most one apart is summed into
+    ``work`` like :func:`add_triplets`; a block of two elements of different
+    fibers (or far apart on one) is kept aside as a block of E, the rest of
+    the matrix that :mod:`skfiber.coupled_krylov` handles, with its entries
+    in a ``fixed`` row or column set to 0 (they are cleared in the system).
+
+    Returns
+    -------
+    ok : bool
+        False if a DOF lies outside the (n, n) matrix (``work`` is then
+        partly updated and must be discarded).
+    outside : ndarray (m,) of int
+        The blocks of E (indices into ``blocks``).
+    e_blocks : ndarray (m, nb, nb)
+        Their values with the fixed rows and columns zeroed.
+    """
+    g_count, nb = row_dofs.shape
+    outside = np.empty(g_count, np.int64)
+    col_node = np.empty(nb, np.int64)
+    col_local = np.empty(nb, np.int64)
+    m = 0
+    for g in range(g_count):
+        lo_r, hi_r, lo_c, hi_c = n, -1, n, -1
+        for a in range(nb):
+            r, c = row_dofs[g, a], col_dofs[g, a]
+            if r < 0 or c < 0 or r >= n or c >= n:
+                return False, outside[:0], np.zeros((0, nb, nb))
+            lo_r, hi_r = min(lo_r, r), max(hi_r, r)
+            lo_c, hi_c = min(lo_c, c), max(hi_c, c)
+        if hi_r // B - lo_c // B > 1 or hi_c // B - lo_r // B > 1:
+            outside[m] = g
+            m += 1
+            continue
+        for b in range(nb):  # the column part of the flat index, then the row part added per entry
+            j = col_dofs[g, b]
+            col_node[b], col_local[b] = j // B, j % B
+        for a in range(nb):
+            i = row_dofs[g, a]
+            ni = i // B
+            base = (ni * 3 - ni + 1) * B + i % B
+            for b in range(nb):
+                v = blocks[g, a, b]
+                if v != 0.0:
+                    work[(base + col_node[b] * B) * B + col_local[b]] += v
+    e_blocks = np.empty((m, nb, nb))
+    for k in range(m):
+        g = outside[k]
+        for a in range(nb):
+            row_fixed = fixed[row_dofs[g, a]]
+            for b in range(nb):
+                e_blocks[k, a, b] = 0.0 if row_fixed or fixed[col_dofs[g, b]] else blocks[g, a, b]
+    return True, outside[:m], e_blocks
+
+
 @numba.njit(cache=True, fastmath={"contract"})
-def factor_solve(A, R, pivot_tol):  # pragma: no cover - compiled
-    """Solve K x = R by block LU, K block tridiagonal in the storage ``A``.
+def multiply(A, x):  # pragma: no cover - compiled
+    """K x for K in the block storage ``A`` (nn, 3, B, B) and x (nn, B); returns (nn, B)."""
+    nn = A.shape[0]
+    y = np.empty((nn, B))
+    for n in range(nn):
+        lo = n - 1 if n > 0 else 0  # at the ends the unused (zero) slots meet a valid node
+        hi = n + 1 if n < nn - 1 else nn - 1
+        for i in range(B):
+            acc = 0.0
+            for j in range(B):
+                acc += A[n, 0, i, j] * x[lo, j] + A[n, 1, i, j] * x[n, j] + A[n, 2, i, j] * x[hi, j]
+            y[n, i] = acc
+    return y
+
+
+@numba.njit(cache=True, fastmath={"contract"})
+def factor(A, pivot_tol):  # pragma: no cover - compiled
+    """Block LU of K, block tridiagonal in the storage ``A`` (not modified).
 
     Parameters
     ----------
     A : ndarray (nn, 3, B, B)
-        The matrix (not modified).
-    R : ndarray (nn, B, k)
-        Right-hand sides (not modified).
+        The matrix.
     pivot_tol : float
         Breakdown when a pivot of a Schur-complemented diagonal block is
         ≤ ``pivot_tol`` times that block's largest entry.
 
     Returns
     -------
-    x : ndarray (nn, B, k)
-        The solution (garbage when ``info != 0``).
+    X : ndarray (nn, B, B)
+        S[n]⁻¹ A[n, 2], the coupling of node n to node n + 1 (0 at the last node).
+    F : ndarray (nn, B, B)
+        The LU factors of the Schur complements S[n] = A[n, 1] − A[n, 0] X[n − 1]
+        (unit lower triangle below the diagonal), row swaps in ``piv``.
+    piv : ndarray (nn, B) of int
+        Row p of S[n] was swapped with row piv[n, p] at elimination step p.
     info : int
         0 on success, else 1 + the node where the factorization broke down
-        (tiny / zero pivot or non-finite entries).
+        (tiny / zero pivot or non-finite entries); the factors are then garbage.
 
     Notes
     -----
-    Forward sweep, per node n: the Schur complement
-    S = A[n, 1] − A[n, 0] X[n − 1] is LU-factored with partial pivoting inside
-    the block, then X[n] = S⁻¹ A[n, 2] and Y[n] = S⁻¹ (R[n] − A[n, 0] Y[n − 1]).
-    Back substitution: x[nn − 1] = Y[nn − 1], x[n] = Y[n] − X[n] x[n + 1]
-    (in place in Y).  The factors of S are not kept (one solve per
-    factorization).  All loops over a block have the compile-time length B;
-    the right-hand sides are treated one column at a time (a loop over k
-    innermost would be vectorized for k ≥ 4 at a cost for k = 1, 2).
+    All loops over a block have the compile-time length B.
     ``fastmath="contract"`` only fuses multiply-adds (NaN / inf semantics
     are kept, which the breakdown tests rely on).
     """
     nn = A.shape[0]
-    k = R.shape[2]
-    X = np.empty((nn, B, B))
-    Y = np.empty((nn, B, k))
-    S = np.empty((B, B))  # the current Schur complement, then its LU factors (unit lower triangle below)
-    t = np.empty(B)
-    piv = np.empty(B, np.int64)  # row p was swapped with row piv[p] at step p
+    X = np.zeros((nn, B, B))
+    F = np.empty((nn, B, B))
+    piv = np.empty((nn, B), np.int64)
     for n in range(nn):
+        S = F[n]
         if n > 0:
             for i in range(B):
                 for j in range(B):
@@ -171,7 +242,7 @@ def factor_solve(A, R, pivot_tol):  # pragma: no cover - compiled
                 r1 = max(r1, abs(S[i, j + 1]))
             scale = max(scale, max(r0, r1))
         if not (scale > 0.0 and scale < np.inf):  # zero block, inf or nan
-            return Y, n + 1
+            return X, F, piv, n + 1
         tiny = pivot_tol * scale
         for p in range(B):
             q = p
@@ -182,8 +253,8 @@ def factor_solve(A, R, pivot_tol):  # pragma: no cover - compiled
                     big = a
                     q = i
             if not (big > tiny):  # (also catches nan)
-                return Y, n + 1
-            piv[p] = q
+                return X, F, piv, n + 1
+            piv[n, p] = q
             if q != p:
                 for j in range(B):
                     tmp = S[p, j]
@@ -201,7 +272,7 @@ def factor_solve(A, R, pivot_tol):  # pragma: no cover - compiled
                 for j in range(B):
                     X[n, i, j] = A[n, 2, i, j]
             for p in range(B):
-                q = piv[p]
+                q = piv[n, p]
                 if q != p:
                     for j in range(B):
                         tmp = X[n, p, j]
@@ -220,11 +291,25 @@ def factor_solve(A, R, pivot_tol):  # pragma: no cover - compiled
                 inv = 1.0 / S[p, p]
                 for j in range(B):
                     X[n, p, j] *= inv
-        else:
-            for i in range(B):
-                for j in range(B):
-                    X[n, i, j] = 0.0
-        # Y[n] = S⁻¹ (R[n] − A[n, 0] Y[n − 1]), one column at a time
+    return X, F, piv, 0
+
+
+@numba.njit(cache=True, fastmath={"contract"})
+def substitute(A, X, F, piv, R):  # pragma: no cover - compiled
+    """Solve K x = R with the factors of :func:`factor` (forward and back substitution).
+
+    ``R`` (nn, B, k) is not modified; returns x (nn, B, k).  Forward:
+    Y[n] = S[n]⁻¹ (R[n] − A[n, 0] Y[n − 1]); back: x[nn − 1] = Y[nn − 1],
+    x[n] = Y[n] − X[n] x[n + 1] (in place in Y).  The right-hand sides are
+    treated one column at a time (a loop over k innermost would be vectorized
+    for k ≥ 4 at a cost for k = 1, 2).
+    """
+    nn = A.shape[0]
+    k = R.shape[2]
+    Y = np.empty((nn, B, k))
+    t = np.empty(B)
+    for n in range(nn):
+        S = F[n]
         for c in range(k):
             for i in range(B):
                 acc = R[n, i, c]
@@ -233,7 +318,7 @@ def factor_solve(A, R, pivot_tol):  # pragma: no cover - compiled
                         acc -= A[n, 0, i, m] * Y[n - 1, m, c]
                 t[i] = acc
             for p in range(B):
-                q = piv[p]
+                q = piv[n, p]
                 tmp = t[p]
                 t[p] = t[q]
                 t[q] = tmp
@@ -254,7 +339,39 @@ def factor_solve(A, R, pivot_tol):  # pragma: no cover - compiled
                 for m in range(B):
                     acc -= X[n, i, m] * Y[n + 1, m, c]
                 Y[n, i, c] = acc
-    return Y, 0
+    return Y
+
+
+@numba.njit(cache=True)
+def factor_solve(A, R, pivot_tol):  # pragma: no cover - compiled
+    """Solve K x = R by block LU (:func:`factor`, then :func:`substitute`).
+
+    Parameters
+    ----------
+    A : ndarray (nn, 3, B, B)
+        The matrix (not modified).
+    R : ndarray (nn, B, k)
+        Right-hand sides (not modified).
+    pivot_tol : float
+        As for :func:`factor`.
+
+    Returns
+    -------
+    x : ndarray (nn, B, k)
+        The solution (garbage when ``info != 0``).
+    info : int
+        0 on success, else 1 + the node where the factorization broke down.
+
+    Notes
+    -----
+    Per node n: the Schur complement S = A[n, 1] − A[n, 0] X[n − 1] is
+    LU-factored with partial pivoting inside the block, X[n] = S⁻¹ A[n, 2];
+    then the substitutions.
+    """
+    X, F, piv, info = factor(A, pivot_tol)
+    if info:
+        return np.empty(R.shape), info
+    return substitute(A, X, F, piv, R), 0
 
 
 @numba.njit(cache=True, fastmath={"contract"})

@@ -34,14 +34,15 @@ import numba
 import numpy as np
 
 from . import block_tridiagonal as bt
+from .coupled_krylov import GMRES_ACCEPT, GMRES_MAX_ITERATIONS, GMRES_TOL, coupled_gmres
 from .contact.cylinder_kernels import COL_D, broad_phase_loop, contact_derivatives_loop, contact_points_loop
 from .rigid.kernels import body_point_jets
 
 __all__ = ["coupled_positions", "cylinder_contact", "coupled_rows", "coupled_increment", "newton_increment",
-           "trial_step", "scatter_dependent"]
+           "trial_step", "scatter_dependent", "scatter_dependent_blocks"]
 
 #: status of :func:`coupled_increment`
-OK, BLOCK_FAILED, OUTSIDE_PATTERN, SINGULAR_SCHUR = 0, 1, 2, 3
+OK, BLOCK_FAILED, OUTSIDE_PATTERN, SINGULAR_SCHUR, KRYLOV_FAILED = 0, 1, 2, 3, 4
 #: status of :func:`cylinder_contact`: no element in reach, in reach, a point inadmissible
 NONE_IN_REACH, IN_REACH, INADMISSIBLE = 0, 1, 2
 
@@ -68,6 +69,29 @@ def scatter_dependent(values, index, rows, cols, pos, C, KX, XK):  # pragma: no 
         if pr >= 0:
             for a in range(n):
                 XK[a, c] += v * C[pr, a]
+
+
+@numba.njit(cache=True)
+def scatter_dependent_blocks(row_dofs, col_dofs, blocks, pos, C, KX, XK):  # pragma: no cover - compiled
+    """:func:`scatter_dependent` for dense blocks K[row_dofs[g], col_dofs[g]] = blocks[g]."""
+    n = C.shape[1]
+    nb = row_dofs.shape[1]
+    for g in range(row_dofs.shape[0]):
+        for a in range(nb):
+            r = row_dofs[g, a]
+            pr = pos[r]
+            for b in range(nb):
+                c = col_dofs[g, b]
+                pc = pos[c]
+                if pc < 0 and pr < 0:
+                    continue
+                v = blocks[g, a, b]
+                if pc >= 0:
+                    for i in range(n):
+                        KX[r, i] += v * C[pc, i]
+                if pr >= 0:
+                    for i in range(n):
+                        XK[i, c] += v * C[pr, i]
 
 
 @numba.njit(cache=True)
@@ -187,7 +211,7 @@ def coupled_rows(R, rigid_residual, C, D, P, forces, fixed):  # pragma: no cover
 
 
 @numba.njit(cache=True)
-def coupled_increment(K, rows, cols, vals, block_index, block_fixed, block_diag_fixed, touch_flat, touch_rows,
+def coupled_increment(K, rows, cols, vals, block_rows, block_cols, blocks, block_index, block_fixed, block_diag_fixed, touch_flat, touch_rows,
                       touch_cols, pos, C, H, G, R_q, rigid_tangent, D, constrained, Jp, Hp, force, Gp, columns,
                       offsets, dRu, d_pose, pivot_tol, residual_tol):  # pragma: no cover - compiled
     """Δz = (Δu, Δq) of the coupled Newton system (see :meth:`CoupledProblem.solve_newton`).
@@ -195,7 +219,10 @@ def coupled_increment(K, rows, cols, vals, block_index, block_fixed, block_diag_
     Parameters
     ----------
     K : (e, nb, nb)
-        Fiber element matrices; ``rows, cols, vals`` the contact triplets.
+        Fiber element matrices; ``rows, cols, vals`` the contact triplets (in the block pattern).
+    block_rows, block_cols, blocks : (g, nc), (g, nc), (g, nc, nc)
+        Contact tangent blocks K[block_rows[i], block_cols[i]] += blocks[i] (fiber–fiber contact; may couple
+        different fibers).
     block_index, block_fixed, block_diag_fixed
         The fiber solver's block storage maps (:class:`skfiber.linalg.ConstrainedSolver`).
     touch_flat, touch_rows, touch_cols, pos
@@ -214,8 +241,18 @@ def coupled_increment(K, rows, cols, vals, block_index, block_fixed, block_diag_
     Returns
     -------
     dz : (N + n,)
-    status : OK, BLOCK_FAILED (the block LU broke down or failed its residual check),
-        OUTSIDE_PATTERN (a contact entry outside the block pattern) or SINGULAR_SCHUR.
+    status : OK, BLOCK_FAILED (the block LU of the in-pattern part broke down or failed its residual
+        check), OUTSIDE_PATTERN (a contact triplet outside the block pattern, a block outside the matrix),
+        SINGULAR_SCHUR or KRYLOV_FAILED
+        (fibers in touch and GMRES did not reach :data:`~skfiber.coupled_krylov.GMRES_ACCEPT`).
+    iterations : int
+        GMRES iterations (0 when no entry lies outside the block pattern).
+
+    Notes
+    -----
+    Contact blocks inside the block pattern are summed into the block storage; those outside it (fibers
+    in touch with each other) form E, and the system is then solved by
+    :func:`~skfiber.coupled_krylov.coupled_gmres` preconditioned by the block elimination without E.
     """
     N = G.shape[0]
     n = R_q.shape[0]
@@ -224,7 +261,13 @@ def coupled_increment(K, rows, cols, vals, block_index, block_fixed, block_diag_
     dz = np.zeros(N + n)
     work = np.zeros(nn * 3 * B * B)
     if not bt.add_triplets(work, rows, cols, vals, N):
-        return dz, OUTSIDE_PATTERN
+        return dz, OUTSIDE_PATTERN, 0
+    fixed = np.zeros(N, np.bool_)
+    for k in range(constrained.shape[0]):
+        fixed[constrained[k]] = True
+    inside, outside, e_blocks = bt.split_blocks(work, block_rows, block_cols, blocks, N, fixed)
+    if not inside:
+        return dz, OUTSIDE_PATTERN, 0
     bt.scatter_add(work, block_index, K.reshape(-1))
     for k in range(block_fixed.shape[0]):
         work[block_fixed[k]] = 0.0
@@ -235,6 +278,7 @@ def coupled_increment(K, rows, cols, vals, block_index, block_fixed, block_diag_
     Rq_u = np.zeros((n, N))
     scatter_dependent(K.reshape(-1), touch_flat, touch_rows, touch_cols, pos, C, W, Rq_u)
     scatter_dependent(vals, touch_flat[:0], rows, cols, pos, C, W, Rq_u)
+    scatter_dependent_blocks(block_rows, block_cols, blocks, pos, C, W, Rq_u)
     Rq_q = rigid_tangent.copy()
     nD = D.shape[0]
     for a in range(nD):
@@ -285,9 +329,12 @@ def coupled_increment(K, rows, cols, vals, block_index, block_fixed, block_diag_
         rhs[constrained[k]] = 0.0
     A = work.reshape((nn, 3, B, B))
     R = rhs.reshape((nn, B, n + 1))
-    x, info = bt.factor_solve(A, R, pivot_tol)
-    if info or not bt.residual_ok(A, x, R, residual_tol):
-        return dz, BLOCK_FAILED
+    X, F, piv, info = bt.factor(A, pivot_tol)
+    if info:
+        return dz, BLOCK_FAILED, 0
+    x = bt.substitute(A, X, F, piv, R)
+    if not bt.residual_ok(A, x, R, residual_tol):
+        return dz, BLOCK_FAILED, 0
     sol = x.reshape((N, n + 1))
     for k in range(constrained.shape[0]):
         sol[constrained[k]] = 0.0
@@ -296,7 +343,7 @@ def coupled_increment(K, rows, cols, vals, block_index, block_fixed, block_diag_
     b = -R_q - AY[:, 0]
     if n == 1:
         if S[0, 0] == 0.0 or not math.isfinite(S[0, 0]):
-            return dz, SINGULAR_SCHUR
+            return dz, SINGULAR_SCHUR, 0
         dq = b / S[0, 0]
     elif n == 0:
         dq = np.zeros(0)
@@ -307,6 +354,24 @@ def coupled_increment(K, rows, cols, vals, block_index, block_fixed, block_diag_
         for i in range(n):
             s -= sol[r, 1 + i] * dq[i]
         dz[r] = s
+    iterations = 0
+    if outside.shape[0]:  # fibers in touch: GMRES on the whole system, from this solution (skfiber.coupled_krylov)
+        for i in range(n):
+            dz[N + i] = dq[i]
+        full_b = np.empty(N + n)
+        for r in range(N):
+            full_b[r] = rhs[r, 0]
+        for i in range(n):
+            full_b[N + i] = -R_q[i]
+        S_inv = np.linalg.inv(S) if n > 1 else (1.0 / S if n == 1 else S)
+        Y_w = np.ascontiguousarray(sol[:, 1:])
+        W_fixed = np.ascontiguousarray(rhs[:, 1:])
+        dz, iterations, res = coupled_gmres(A, X, F, piv, block_rows[outside], block_cols[outside], e_blocks, W_fixed, Rq_u, Rq_q, S_inv, Y_w,
+                                            full_b, dz, GMRES_TOL, GMRES_MAX_ITERATIONS)
+        if not res <= GMRES_ACCEPT:
+            return dz, KRYLOV_FAILED, iterations
+        for i in range(n):
+            dq[i] = dz[N + i]
     for a in range(nD):
         s = 0.0
         for i in range(n):
@@ -314,7 +379,7 @@ def coupled_increment(K, rows, cols, vals, block_index, block_fixed, block_diag_
         dz[D[a]] = s
     for i in range(n):
         dz[N + i] = dq[i]
-    return dz, OK
+    return dz, OK, iterations
 
 
 @numba.njit(cache=True)
@@ -329,7 +394,7 @@ def newton_increment(K, pts, elements, act,
     empty: no contact in touch).  ``row`` is the cylinder's start point among the body points (−1: a
     cylinder not on a body) and ``force`` its R_pose; ``points_C``, ``points_H`` (P + 2c, 3, n),
     (P + 2c, 3, n, n) are the jets of the body points (the first P the attachments).  The arithmetic is
-    that of the separate calls, so Δz is the same bit for bit.  Returns (Δz, status).
+    that of the separate calls, so Δz is the same bit for bit.  Returns (Δz, status, GMRES iterations).
     """
     N = G.shape[0]
     n = R_q.shape[0]
@@ -357,11 +422,14 @@ def newton_increment(K, pts, elements, act,
             Hp[0, k] = points_H[row + k // 3, k % 3]
     offsets = np.zeros(c + 1, np.int64)
     offsets[c] = columns.size if on_body else 0
-    return coupled_increment(K, rows, cols, vals, block_index, block_fixed, block_diag_fixed, touch_flat, touch_rows,
-                             touch_cols, pos, C, H, G, R_q, rigid_tangent, D, constrained, Jp, Hp, f,
-                             Dfib.reshape((1, N, 6))[:c], columns if on_body else columns[:0],
-                             offsets, dRu if on_body else dRu[:, :0], dp.reshape((1, 6, 6))[:c], pivot_tol,
-                             residual_tol)
+    no_dofs = np.zeros((0, 12), np.int64)
+    no_blocks = np.zeros((0, 12, 12))
+    body_columns = columns if on_body else columns[:0]
+    body_dRu = dRu if on_body else dRu[:, :0]
+    return coupled_increment(K, rows, cols, vals, no_dofs, no_dofs, no_blocks, block_index, block_fixed,
+                             block_diag_fixed, touch_flat, touch_rows, touch_cols, pos, C, H, G, R_q, rigid_tangent,
+                             D, constrained, Jp, Hp, f, Dfib.reshape((1, N, 6))[:c], body_columns, offsets, body_dRu,
+                             dp.reshape((1, 6, 6))[:c], pivot_tol, residual_tol)
 
 
 @numba.njit(cache=True)

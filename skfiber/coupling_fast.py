@@ -23,8 +23,10 @@ with the layers removed:
   own implementation, its residual added in the model's order of contacts, its
   tangent triplets made when Newton solves and its safeguard its ``max_step``.
   Fibers in touch with each other couple their blocks of K_II, which is then
-  not block tridiagonal: such a Newton step is solved with the general linear
-  algebra (:meth:`FastCoupling.solve_blocks`), the rest of the path stays.
+  not block tridiagonal: such a Newton step is solved by GMRES preconditioned
+  with the block elimination of the rest (:mod:`skfiber.coupled_krylov`), and
+  with the general linear algebra (:meth:`FastCoupling.solve_blocks`) if GMRES
+  falls short of its tolerance.
 
 The evaluation is a few compiled calls around the form kernel
 (:mod:`skfiber.coupled_kernels`).  The kernels and the order of the sums of the
@@ -65,6 +67,8 @@ def _norm(x: np.ndarray) -> float:
 
 _NO_INDEX = np.zeros(0, dtype=np.int64)
 _NO_VALUE = np.zeros(0)
+_NO_BLOCK_DOFS = np.zeros((0, 12), dtype=np.int64)
+_NO_BLOCKS = np.zeros((0, 12, 12))
 _ZERO3 = np.zeros(3)
 #: the cylinder arguments of the fused evaluation (skfiber.evaluation_kernel) without a cylinder: no element,
 #: nothing in reach
@@ -126,23 +130,30 @@ class _FiberContactTerm:
     """A fiber–fiber contact at one state: its residual now, its tangent triplets when Newton solves (the
     contact keeps its search of the last state, so the tangent does not search again)."""
 
-    __slots__ = ("contact", "model", "u", "t", "n_active", "_triplets")
+    __slots__ = ("contact", "model", "u", "t", "n_active", "_tangent")
 
     def __init__(self, contact: FiberContact, model, u: np.ndarray, t: float, n_active: int):
         self.contact, self.model, self.u, self.t = contact, model, u, t
         self.n_active = n_active
-        self._triplets = None
+        self._tangent = None
 
     @property
     def active(self) -> bool:
         return self.n_active > 0
 
+    def _evaluation(self):
+        if self._tangent is None:
+            self._tangent = self.contact.evaluate(self.model, self.u, self.t, tangent=True)
+        return self._tangent
+
     def triplets(self):
         """(rows, cols, values) of its tangent (COO, fiber DOFs)."""
-        if self._triplets is None:
-            ce = self.contact.evaluate(self.model, self.u, self.t, tangent=True)
-            self._triplets = (ce.rows, ce.cols, ce.values)
-        return self._triplets
+        ce = self._evaluation()
+        return ce.rows, ce.cols, ce.values
+
+    def blocks(self):
+        """(row DOFs, column DOFs, values) of its tangent as 12 × 12 element blocks."""
+        return self._evaluation().blocks
 
 
 class FastEvaluation:
@@ -245,6 +256,8 @@ class FastCoupling:
         self._fused = None  # skfiber.evaluation_kernel's function (False: not available)
         self._fused_ready = False  # whether it has run (compiled) once
         self._last = None  # (z as bytes, t, u) of the last evaluation
+        self.krylov_iterations = 0  # GMRES iterations of the increments with fibers in touch (all so far)
+        self.fallbacks = 0  # increments redone by solve_blocks (block LU rejected, GMRES short of its tolerance)
 
     @staticmethod
     def supports(model) -> bool:
@@ -490,8 +503,13 @@ class FastCoupling:
             else:
                 d = contact.max_step(model, u, du, t, delta_bar=delta_bar)
             delta = min(delta, float(d))
-        for contact in self._fiber_contacts:
-            delta = min(delta, float(contact.max_step(model, u, du, t, delta_bar=delta_bar)))
+        if self._fiber_contacts:
+            z_end = z + dz  # the state Newton evaluates next for δ = 1 (u_D = c(q + Δq, t), not linearized)
+            u_end = z_end[:N].copy()
+            if self._P:
+                u_end[p.D] = self.displacement(np.ascontiguousarray(z_end[N:]), t)
+            for contact in self._fiber_contacts:
+                delta = min(delta, float(contact.max_step(model, u, du, t, delta_bar=delta_bar, u_end=u_end)))
         return delta
 
     # ------------------------------------------------------------------ tangent
@@ -536,26 +554,29 @@ class FastCoupling:
         return W, Rq_u, Rq_q
 
     def solve_newton(self, ev: FastEvaluation) -> np.ndarray:
-        """:meth:`CoupledProblem.solve_newton` for a fast evaluation: compiled when the fiber block is
+        """:meth:`CoupledProblem.solve_newton` for a fast evaluation: compiled when the fibers' own blocks are
         block tridiagonal — one call (:func:`skfiber.coupled_kernels.newton_increment`) with at most one
-        contact in touch, else the tangent, the contact derivatives and
-        :func:`~skfiber.coupled_kernels.coupled_increment` — and :meth:`solve_blocks` otherwise or when the
-        block LU is rejected."""
+        cylinder contact in touch and no fibers in touch with each other, else the tangent, the contact
+        derivatives and :func:`~skfiber.coupled_kernels.coupled_increment` (with fibers in touch: GMRES
+        preconditioned by the block elimination, :mod:`skfiber.coupled_krylov`) — and :meth:`solve_blocks`
+        otherwise or when the block LU or GMRES is rejected."""
         fs = self.problem.fiber_solver
-        if fs.block_index is None or any(c.active for c in ev.fiber_contacts):
-            return self.solve_blocks(ev)  # (fibers in touch with each other: K_II is not block tridiagonal)
+        if fs.block_index is None:
+            return self.solve_blocks(ev)
         active = [c for c in ev.contacts if c.active]
-        if len(active) <= 1:
-            dz, status = self._fused_increment(ev, active[0] if active else None)
+        if len(active) <= 1 and not any(c.active for c in ev.fiber_contacts):
+            dz, status, iterations = self._fused_increment(ev, active[0] if active else None)
         else:
-            dz, status = self._separate_increment(ev)
+            dz, status, iterations = self._separate_increment(ev)
+        self.krylov_iterations += iterations
         if status != OK:
+            self.fallbacks += 1
             return self.solve_blocks(ev)  # the general linear algebra (band or sparse LU, its errors)
-        fs.last_method = "block"
+        fs.last_method = "block+gmres" if iterations else "block"
         return dz
 
     def _fused_increment(self, ev: FastEvaluation, contact: _Contact | None):
-        """(Δz, status) of :func:`~skfiber.coupled_kernels.newton_increment`: ``contact`` the only one in touch."""
+        """(Δz, status, 0) of :func:`~skfiber.coupled_kernels.newton_increment`: ``contact`` the only one in touch."""
         p = self.problem
         fs = p.fiber_solver
         if contact is None:
@@ -571,15 +592,23 @@ class FastCoupling:
                                 ev.residual[p.N:], ev.rigid_tangent, p.D, fs.constrained, PIVOT_TOL, RESIDUAL_TOL)
 
     def _separate_increment(self, ev: FastEvaluation):
-        """(Δz, status) of :func:`~skfiber.coupled_kernels.coupled_increment` for any number of contacts, its
-        inputs (element matrices, contact derivatives) from their own kernels."""
+        """(Δz, status, GMRES iterations) of :func:`~skfiber.coupled_kernels.coupled_increment` for any number of
+        contacts (fiber–fiber ones included), its inputs (element matrices, contact derivatives) from their own
+        kernels."""
         p = self.problem
         fs = p.fiber_solver
         N, n = p.N, p.n
         P = self._P
         flat, trows, tcols = p.touch_entries
         K = ev.element_matrices
-        triplets = ev.extra
+        triplets = [c.derivatives(N)[:3] for c in ev.contacts if c.active]
+        blocks = [c.blocks() for c in ev.fiber_contacts if c.active]
+        if len(blocks) == 1:
+            block_rows, block_cols, block_values = blocks[0]
+        elif blocks:
+            block_rows, block_cols, block_values = (np.concatenate(a) for a in zip(*blocks))
+        else:
+            block_rows, block_cols, block_values = _NO_BLOCK_DOFS, _NO_BLOCK_DOFS, _NO_BLOCKS
         if len(triplets) == 1:
             rows, cols, vals = triplets[0]
         elif triplets:
@@ -611,12 +640,11 @@ class FastCoupling:
                                  np.zeros((0, N, 6)))
             columns, offsets, dRu, d_pose = _NO_INDEX, np.zeros(1, dtype=np.int64), np.zeros((6, 0)), np.zeros((0, 6, 6))
         dRu = np.ascontiguousarray(dRu)
-        dz, status = coupled_increment(
-            K, rows, cols, vals, fs.block_index, fs.block_fixed, fs.block_diag_fixed, flat, trows, tcols,
+        return coupled_increment(
+            K, rows, cols, vals, block_rows, block_cols, block_values, fs.block_index, fs.block_fixed, fs.block_diag_fixed, flat, trows, tcols,
             p.dependent_rows, C_all[:P].reshape(3 * P, n), H_all[:P].reshape(3 * P, n, n), ev.fiber_residual,
             ev.residual[N:], ev.rigid_tangent, p.D,
             fs.constrained, Jp, Hp, force, Gp, columns, offsets, dRu, d_pose, PIVOT_TOL, RESIDUAL_TOL)
-        return dz, status
 
     def solve_blocks(self, ev: FastEvaluation) -> np.ndarray:
         """:meth:`CoupledProblem.solve_newton` for a fast evaluation, with numpy and the fiber solver

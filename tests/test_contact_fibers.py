@@ -376,6 +376,53 @@ def test_safeguard_bound_holds_along_random_steps():
                 assert a > 0.3 * min(start.get((int(p), int(f)), 1.0), 1.0) - 1e-12
 
 
+def test_short_steps_are_checked_at_their_end_and_the_bound_holds_along_them():
+    """Short steps (no point moves by more than SHORT_STEP × the smallest contact radius) are decided from the
+    exact margins at their end less the dip 2γM/(r_x + r_y): δ = 1 only where eq. 71 holds along the whole step,
+    and the estimate otherwise."""
+    from skfiber.contact import fiber_safeguard as sg
+    rng = np.random.default_rng(11)
+    taken = refused = 0
+    for trial in range(12):
+        model = sf.Model(_random_fibers(rng, n_fibers=4, ne=4))
+        contact = FiberContact(contact_law(gamma=0.8))
+        u = 0.005 * rng.standard_normal(model.n_dofs)
+        before = contact.pairs(model, u)
+        s = contact._setup(model)
+        st = fiber_state(s, model, u, "contact")
+        du = rng.standard_normal(model.n_dofs)
+        du *= rng.uniform(0.2, 1.0) * sg.SHORT_STEP * st.rx.min() / sg.step_motion(s, du)  # a short step
+        assert sg.short_step(s, st, sg.step_motion(s, du))
+        after = contact.pairs(model, u + du)
+        kept = sg.end_state_kept(s, before, after, 0.3, gamma=0.8, motion=sg.step_motion(s, du))
+        delta = contact.max_step(model, u, du, 0.0, delta_bar=0.3)
+        assert (delta == 1.0) if kept else (0 < delta <= 1)
+        taken += kept
+        start = {(int(p), int(f)): a for p, f, a in zip(before.point, before.fiber_y, before.admissibility)}
+        for fraction in np.linspace(0, 1, 11)[1:]:
+            pr = contact.pairs(model, u + fraction * delta * du)
+            for p, f, a in zip(pr.point, pr.fiber_y, pr.admissibility):
+                assert a > 0.3 * min(start.get((int(p), int(f)), 1.0), 1.0) - 1e-12
+    assert taken >= 6  # most short steps are taken whole
+    # a short step that ends below the target is refused by the end check
+    model, upper, contact = _crossing(0.0)
+    s = contact._setup(model)
+    u = np.zeros(model.n_dofs)
+    rows = fiber_rows(model, 0)
+    u[rows[2::6]] = -0.055  # the upper fiber pressed onto the lower one: 1 + γg ≈ 0.11 at the crossing
+    before = contact.pairs(model, u)
+    assert 0.05 < before.admissibility.min() < 0.2
+    st = fiber_state(s, model, u, "contact")
+    du = np.zeros(model.n_dofs)
+    du[rows[2::6]] = -0.099 * st.rx.min()  # 9.9 % of a radius further down: short, but ends below δ̄ (1 + γg₀)
+    motion = sg.step_motion(s, du)
+    assert sg.short_step(s, st, motion)
+    after = contact.pairs(model, u + du)
+    assert not sg.end_state_kept(s, before, after, 0.25, gamma=2.0, motion=motion)
+    refused = contact.max_step(model, u, du, 0.0, delta_bar=0.25)
+    assert 0 < refused < 1
+
+
 # --------------------------------------------------------------------------- bundle
 BUNDLE_KAPPA = 1000.0  # N/m, as stiff as the paper's fiber–fiber contact (§5.3, Table 3)
 

@@ -85,6 +85,10 @@ class ContactEvaluation:
         −∫ t̄ · ξ ds over the contact points.
     rows, cols, values
         COO triplets of ∂residual/∂u (may couple different fibers).
+    blocks
+        ``(row_dofs, col_dofs, values)``, (g, nb), (g, nb), (g, nb, nb): the same
+        tangent as dense blocks, when the contact makes it that way (fiber–fiber
+        contact: one block per element and per element pair); None otherwise.
     admissibility
         1 + γ g at every contact quadrature point that has a partner in
         reach (for the safeguard and checks); all must be > 0.
@@ -106,6 +110,7 @@ class ContactEvaluation:
     admissibility: np.ndarray = field(default_factory=lambda: np.zeros(0))
     n_active: int = 0
     margins: tuple | None = None
+    blocks: tuple | None = None
 
 
 def margins_kept(before: dict, after: dict, delta_bar: float) -> bool:

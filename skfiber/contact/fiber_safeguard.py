@@ -45,7 +45,8 @@ from .closest_point import BEZIER_FROM_HERMITE, BEZIER_FROM_POWER, closest_point
 from .fiber_geometry import RADIUS_SAFETY, FiberSetup, FiberState, fiber_state, reference_radius
 from .fiber_kernels import chord_distance, neighbours_of, power_point
 
-__all__ = ["SAFEGUARD_ROUNDS", "StepData", "step_bound", "partner_distances", "partner_loop", "step_fraction",
+__all__ = ["SAFEGUARD_ROUNDS", "SHORT_STEP", "StepData", "step_bound", "step_motion", "short_step",
+           "end_state_kept", "partner_distances", "partner_loop", "step_fraction",
            "step_geometry", "step_candidates"]
 
 SAFEGUARD_ROUNDS = 8  # restarts of the safeguard estimate along a step
@@ -281,6 +282,114 @@ def step_bound(model, s: FiberSetup, st: FiberState, u: np.ndarray, du: np.ndarr
         if step < 0.05 * left:  # little progress: stop here
             break
     return float(max(delta, np.finfo(float).tiny))
+
+
+#: a step is short when no control point of a contact fiber moves by more than this fraction of the smallest
+#: current radius at a contact point (:func:`short_step`)
+SHORT_STEP = 0.1
+
+
+@numba.njit(**_JIT)
+def _control_motion(du, dofs, scale, bez):  # pragma: no cover - compiled
+    """max over the elements and their Bézier control points of |ΔP| (bounds |Δu| on every element)."""
+    top = 0.0
+    dQ = np.empty((4, 3))
+    for e in range(dofs.shape[0]):
+        for a in range(4):
+            for m in range(3):
+                dQ[a, m] = du[dofs[e, a, m]] * scale[e, a]
+        for i in range(4):
+            v2 = 0.0
+            for m in range(3):
+                p = 0.0
+                for a in range(4):
+                    p += bez[i, a] * dQ[a, m]
+                v2 += p * p
+            top = max(top, v2)
+    return np.sqrt(top)
+
+
+def step_motion(s: FiberSetup, du: np.ndarray) -> float:
+    """M = the largest motion of a point of a contact fiber over the step du (its Bézier control points bound it).
+
+    Parameters
+    ----------
+    s
+        Setup.
+    du
+        (N,) step.
+
+    Returns
+    -------
+    float
+    """
+    return float(_control_motion(np.ascontiguousarray(du, dtype=float), s.dofs, s.scale, BEZIER_FROM_HERMITE))
+
+
+def short_step(s: FiberSetup, st: FiberState, motion: float) -> bool:
+    """Whether the step's largest motion is at most :data:`SHORT_STEP` × the smallest current contact radius.
+
+    Along such a step no fiber can pass through another between the step's
+    two ends, so eq. 71 may be checked at the end (:func:`end_state_kept`).
+
+    Parameters
+    ----------
+    s, st
+        Setup and current geometry.
+    motion
+        :func:`step_motion` of the step.
+
+    Returns
+    -------
+    bool
+    """
+    return bool(motion <= SHORT_STEP * float(np.min(st.rx))) if st.rx.size else True
+
+
+@numba.njit(**_JIT)
+def _end_kept(point0, fiber0, adm0, point1, fiber1, adm1, radii1, n_points, n_fibers, delta_bar,
+              dip):  # pragma: no cover - compiled
+    before = np.full(n_points * n_fibers, np.inf)
+    for i in range(point0.shape[0]):
+        key = point0[i] * n_fibers + fiber0[i]
+        before[key] = min(before[key], adm0[i])
+    for i in range(point1.shape[0]):
+        target = delta_bar * min(before[point1[i] * n_fibers + fiber1[i]], 1.0)
+        if not adm1[i] - dip / radii1[i] > target:
+            return False
+    return True
+
+
+def end_state_kept(s: FiberSetup, before, after, delta_bar: float, *, gamma: float, motion: float) -> bool:
+    """Eq. 71 for the whole of a short step, from its two ends.
+
+    Every contact point – partner fiber pair in reach after the step must
+    keep 1 + γ g − 2 γ M / (r_x + r_y) > δ̄ min(1 + γ g before, 1) (δ̄ for a
+    pair out of reach before, where g > 0): along the step the distance of
+    two points is at least its value at the end less 2M (each moves by at
+    most M, :func:`step_motion`), so the margin at the end less that dip
+    bounds it on the whole step.
+
+    Parameters
+    ----------
+    s
+        Setup.
+    before, after
+        :class:`~skfiber.contact.fiber_pairs.ContactPairs` at the start and at the end of the step.
+    delta_bar
+        δ̄ ∈ (0, 1).
+    gamma
+        γ of the penalty law.
+    motion
+        M of the step.
+
+    Returns
+    -------
+    bool
+    """
+    return bool(_end_kept(before.point, before.fiber_y, before.admissibility, after.point, after.fiber_y,
+                          after.admissibility, after.radius_x + after.radius_y, s.ne * s.nq, int(s.nf),
+                          float(delta_bar), 2.0 * float(gamma) * float(motion)))
 
 
 @numba.njit(**_JIT)

@@ -9,8 +9,9 @@ with ∂_ξ ln r_y = h r0′/r0 + (Y′·Y″)/(2|Y′|²) − (y′·y″)/(2|y
 δg = δd/(r_x + r_y) − d (δr_x + δr_y)/(r_x + r_y)² (eqs. 92–93) and
 δ|x′| = x′·δx′/|x′| (eq. 89).  Per contact pair this is a 12 × 24 block
 (rows: element of x; columns: element of x and element of y); the blocks are
-summed per element (x–x) and per element pair (x–y) and returned as COO
-triplets (:func:`tangent_triplets`, one compiled loop :func:`tangent_loop`
+summed per element (x–x) and per element pair (x–y) and returned as element
+blocks (:func:`tangent_blocks`) or COO triplets (:func:`tangent_triplets`), from
+one compiled loop (:func:`tangent_loop`
 over the pairs in contact; φ_b(ξ_y) from the power form
 y = Σ ξʲ (M q)_j, M = ``POWER_FROM_HERMITE``).  Where the closest point sits on an
 interior node of B, y″ jumps (C¹ elements) and the closest-point map has a
@@ -45,15 +46,15 @@ from .fiber_geometry import FiberSetup, FiberState
 from .fiber_kernels import power_point
 from .fiber_pairs import ContactPairs
 
-__all__ = ["tangent_triplets", "tangent_loop"]
+__all__ = ["tangent_blocks", "tangent_triplets", "block_triplets", "tangent_loop"]
 
 _NODE_TOL = 1e-9  # closest points this close (in ξ) to an interior node are "at the node"
 _JIT = dict(cache=True, error_model="numpy")
 
 
-def tangent_triplets(model, s: FiberSetup, st: FiberState, pr: ContactPairs, active: np.ndarray, F: np.ndarray,
-                     dF: np.ndarray):
-    """COO triplets of the tangent: x–x blocks summed per element of x, x–y blocks per element pair.
+def tangent_blocks(model, s: FiberSetup, st: FiberState, pr: ContactPairs, active: np.ndarray, F: np.ndarray,
+                   dF: np.ndarray):
+    """The tangent as 12 × 12 element blocks: x–x blocks summed per element of x, x–y blocks per element pair.
 
     The block of pair p is the outer product of its weights w φ_a(ξ_k) (4)
     with ∂T_p/∂(q_x, q_y) (3 × 8 × 3), T = F |x′| n; with s_b = −φ_b(ξ_k)
@@ -75,14 +76,32 @@ def tangent_triplets(model, s: FiberSetup, st: FiberState, pr: ContactPairs, act
 
     Returns
     -------
-    (numpy.ndarray, numpy.ndarray, numpy.ndarray)
-        rows, cols, values.
+    row_dofs, col_dofs : numpy.ndarray (G, 12) of int
+        The DOFs of the rows and of the columns of each block.
+    blocks : numpy.ndarray (G, 12, 12)
+        The blocks, in the order of (element of x, element of y).
     """
     a = np.asarray(active, dtype=np.int64)
-    return tangent_loop(
+    row_el, col_el, blocks = tangent_loop(
         pr.point[a], pr.element_x[a], pr.element_y[a], pr.xi_y[a], pr.fixed[a], pr.x[a], pr.y[a], pr.distance[a],
         pr.radius_x[a], pr.radius_y[a], pr.log_slope_y[a], F[a], dF[a], st.xp, st.xp_norm, st.c, s.c_ref, s.first,
-        s.last, s.H0, s.H1, s.scale, s.w, s.dofs, s.nq, s.ne, POWER_FROM_HERMITE)
+        s.last, s.H0, s.H1, s.scale, s.w, s.nq, s.ne, POWER_FROM_HERMITE)
+    element_dofs = s.dofs.reshape(s.ne, 12)
+    return element_dofs[row_el], element_dofs[col_el], blocks.reshape(-1, 12, 12)
+
+
+def block_triplets(row_dofs: np.ndarray, col_dofs: np.ndarray, blocks: np.ndarray):
+    """COO (rows, cols, values) of element blocks (:func:`tangent_blocks`), in block order."""
+    g, nb = row_dofs.shape
+    rows = np.broadcast_to(row_dofs[:, :, None], (g, nb, nb)).ravel()
+    cols = np.broadcast_to(col_dofs[:, None, :], (g, nb, nb)).ravel()
+    return rows, cols, blocks.ravel()
+
+
+def tangent_triplets(model, s: FiberSetup, st: FiberState, pr: ContactPairs, active: np.ndarray, F: np.ndarray,
+                     dF: np.ndarray):
+    """:func:`tangent_blocks` as COO triplets (rows, cols, values)."""
+    return block_triplets(*tangent_blocks(model, s, st, pr, active, F, dF))
 
 
 @numba.njit(**_JIT)
@@ -164,9 +183,10 @@ def _pair_block(i, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, x
 
 @numba.njit(**_JIT)
 def tangent_loop(k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first, last, H0, H1,
-                 scale, w, dofs, nq, ne, M):  # pragma: no cover - compiled
-    """COO (rows, cols, values) of the pairs in contact: per element of x the x–x block, per element pair
-    the x–y block (each 12 × 12), in the order of (element of x, element of y)."""
+                 scale, w, nq, ne, M):  # pragma: no cover - compiled
+    """The blocks of the pairs in contact: per element of x the x–x block, per element pair the x–y block
+    (each 12 × 12 as (4, 3, 4, 3)), in the order of (element of x, element of y); returns the row elements,
+    the column elements and the blocks."""
     p = k.size
     order = np.argsort(eA * ne + eB, kind="mergesort")
     n_xx = 0
@@ -204,15 +224,4 @@ def tangent_loop(k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_
                     for m in range(3):
                         blocks[gx, a, r, b, m] += weights[a] * dT[r, b, m]
                         blocks[gy, a, r, b, m] += weights[a] * dT[r, 4 + b, m]
-    rows = np.empty(G * 144, dtype=np.int64)
-    cols = np.empty(G * 144, dtype=np.int64)
-    z = 0
-    for g in range(G):
-        for a in range(4):
-            for r in range(3):
-                for b in range(4):
-                    for m in range(3):
-                        rows[z] = dofs[row_el[g], a, r]
-                        cols[z] = dofs[col_el[g], b, m]
-                        z += 1
-    return rows, cols, blocks.ravel()
+    return row_el, col_el, blocks

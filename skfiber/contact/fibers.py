@@ -49,8 +49,8 @@ from .base import ContactEvaluation, PenaltyLaw
 from .fiber_geometry import FiberSetup, fiber_setup, fiber_state
 from .fiber_kernels import residual_loop
 from .fiber_pairs import ContactPairs, check_pairs, find_pairs
-from .fiber_safeguard import step_bound
-from .fiber_tangent import tangent_triplets
+from .fiber_safeguard import end_state_kept, short_step, step_bound, step_motion
+from .fiber_tangent import block_triplets, tangent_blocks
 
 __all__ = ["FiberContact", "ContactPairs"]
 
@@ -138,42 +138,65 @@ class FiberContact:
             two centerlines meet (d = 0), or the state is not finite.
         """
         s = self._setup(model)
-        # the last state's contact search is kept: Newton asks for the residual of a trial
-        # state first and for the tangent at the same state when it solves with it
-        key = (id(model.discretization), np.asarray(u, dtype=float).tobytes(), self.law)
-        memo = getattr(self, "_last", None)
-        if memo is not None and memo[0] == key:
-            st, pr = memo[1]
-        else:
-            st = fiber_state(s, model, u, self.name)
-            pr = find_pairs(model, s, st, gamma=self.law.gamma)
-            check_pairs(self.name, self.law.gamma, s, pr, t)
-            self._last = (key, (st, pr))
+        st, pr = self._search(model, s, u, t)
         N = model.discretization.n_dofs
         F, dF, R, n_active = residual_loop(pr.point, pr.element_x, st.x, pr.y, pr.distance, pr.gap, st.xp_norm, s.w,
                                            s.H0, s.scale, s.dofs, s.nq, float(self.law.stiffness),
                                            float(self.law.gamma), N)
         ev = ContactEvaluation(R, admissibility=pr.admissibility.copy(), n_active=n_active)
         if tangent and n_active:
-            ev.rows, ev.cols, ev.values = tangent_triplets(model, s, st, pr, np.flatnonzero(pr.gap < 0), F, dF)
+            ev.blocks = tangent_blocks(model, s, st, pr, np.flatnonzero(pr.gap < 0), F, dF)
+            ev.rows, ev.cols, ev.values = block_triplets(*ev.blocks)
         return ev
 
+    def _search(self, model, s: FiberSetup, u: np.ndarray, t: float):
+        """(geometry, pairs) at u, checked admissible (FloatingPointError otherwise).
+
+        The last state's search is kept: Newton asks for the residual of a trial state first,
+        for the tangent at the same state when it solves with it, and the safeguard may have
+        searched the state first (:meth:`max_step`).
+        """
+        key = (id(model.discretization), np.asarray(u, dtype=float).tobytes(), self.law)
+        memo = getattr(self, "_last", None)
+        if memo is not None and memo[0] == key:
+            return memo[1]
+        st = fiber_state(s, model, u, self.name)
+        pr = find_pairs(model, s, st, gamma=self.law.gamma)
+        check_pairs(self.name, self.law.gamma, s, pr, t)
+        self._last = (key, (st, pr))
+        return st, pr
+
     # ------------------------------------------------------------------ safeguard
-    def max_step(self, model, u: np.ndarray, du: np.ndarray, t: float, *, delta_bar: float) -> float:
+    def max_step(self, model, u: np.ndarray, du: np.ndarray, t: float, *, delta_bar: float,
+                 u_end: np.ndarray | None = None) -> float:
         """Largest δ ∈ (0, 1] keeping e(δ) > δ̄ min(1 + γ g, 1) at every contact point (eqs. 69–73).
 
-        The estimate is applied from δ = 0 and then again from the state it
-        reached (at most ``SAFEGUARD_ROUNDS`` times): every restart uses the
-        exact distances there, so a step that is admissible is not cut to
-        the crude first estimate (:mod:`skfiber.contact.fiber_safeguard`).
+        A short step is checked first from its two ends
+        (:func:`~skfiber.contact.fiber_safeguard.end_state_kept`): when no point of a contact fiber moves
+        by more than :data:`~skfiber.contact.fiber_safeguard.SHORT_STEP` of the smallest contact radius,
+        and eq. 71 holds at ``u_end`` (default u + du; the coupled path passes its exact next state) with
+        the exact distances less the largest dip along the step, δ = 1.  Otherwise the estimate is applied from δ = 0 and then again from the state it
+        reached (at most ``SAFEGUARD_ROUNDS`` times): every restart uses the exact distances there, so a
+        step that is admissible is not cut to the crude first estimate
+        (:mod:`skfiber.contact.fiber_safeguard`).
         """
         if not (isinstance(delta_bar, (int, float, np.floating)) and 0 < delta_bar < 1):
             raise ValueError(f"delta_bar δ̄ must lie in (0, 1), got {delta_bar!r}")
         s = self._setup(model)
-        st = fiber_state(s, model, u, self.name)
         du = np.asarray(du, dtype=float)
         if du.shape != (model.discretization.n_dofs,) or not np.all(np.isfinite(du)):
             raise ValueError(f"du must be a finite array of shape ({model.discretization.n_dofs},)")
         if not np.any(du):
             return 1.0
+        st, pr = self._search(model, s, u, t)
+        u_end = u + du if u_end is None else np.asarray(u_end, dtype=float)
+        motion = step_motion(s, u_end - u)
+        if short_step(s, st, motion):
+            try:
+                _, pr_end = self._search(model, s, u_end, t)
+            except FloatingPointError:  # the end state is inadmissible: the estimate below decides
+                pass
+            else:
+                if end_state_kept(s, pr, pr_end, delta_bar, gamma=self.law.gamma, motion=motion):
+                    return 1.0
         return step_bound(model, s, st, u, du, delta_bar, gamma=self.law.gamma, name=self.name)
