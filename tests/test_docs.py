@@ -12,8 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_site_builds_without_warnings(tmp_path):
-    """The whole site with -W.  Of the gallery's quick demos only custom_law runs here (a few
-    seconds): the others add about a minute, and they run small in their own tests."""
+    """The whole site with -W.  Of the gallery's quick demos only custom_law runs here, to keep
+    the suite's time: the others take longer, and they run small in their own tests."""
     for module in ("sphinx", "myst_parser", "numpydoc", "sphinx_gallery", "pydata_sphinx_theme"):
         pytest.importorskip(module)
     env = dict(os.environ, SKFIBER_GALLERY_RUN="custom_law", MPLBACKEND="Agg")
