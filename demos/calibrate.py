@@ -1,4 +1,5 @@
 r"""Calibration of the fiber model: find Smax of the biceps and of the triceps from the elbow-angle curve.
+======================================================================================================
 
 A run with hidden parameters (the maximal active stresses Smax of the biceps and of the
 triceps, different from Table 4) gives the target curve: the elbow angle over time.  Starting from the middle of

@@ -1,4 +1,5 @@
 """A fiber pressed onto a rigid cylinder: the contact integration study (paper §5.2, Table 2).
+===========================================================================================
 
 A straight homogeneous fiber from (−1, 0, 0) to (1, 0, 0) m, r0 = 0.05 m,
 passive μ = 10 Pa with prestress σ0 = 10 Pa (no viscosity, no activation:

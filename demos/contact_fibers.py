@@ -1,4 +1,5 @@
 """Two fibers pressed onto each other: spatial convergence of fiber–fiber contact (paper §5.3, Table 3).
+=====================================================================================================
 
 Table 3: upper fiber (0, 0, 0) → (1, 0, 0) m, μ = 10 Pa; lower fiber
 (0.4321, −0.3, 0.15) → (0.863, 0.4, 0.15) m, μ = 200 Pa; both σ0 = 10 Pa,

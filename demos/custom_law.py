@@ -1,4 +1,5 @@
 r"""A new stress law written as a plain Python function.
+====================================================
 
 A researcher who wants another constitutive law for the fiber writes the
 physical 2nd Piola–Kirchhoff stress S(λ, λ̇, θ, t) as an ordinary function

@@ -1,9 +1,10 @@
 r"""New terms of the weak form: bending stiffness and tissue drag.
+==============================================================
 
 The paper's cable (eq. 38) has no bending stiffness.  A researcher adds one
 at the form level, as a scikit-fem ``LinearForm`` for the residual, with or
 without a hand-written ``BilinearForm`` tangent.  For a straight reference
-fiber θ is proportional to arc length S, so x_ss = x″/|A1|², dS = |A1| dθ and
+fiber θ is proportional to arc length S, so ``x_ss = x″/|A1|²``, ``dS = |A1| dθ`` and ::
 
     EI ∫ x_ss · ξ_ss dS  =  EI ∫ x″ · ξ″ / |A1|³ dθ          (residual)
     EI ∫ u″ · ξ″ / |A1|³ dθ                                  (tangent)

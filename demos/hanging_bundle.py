@@ -1,4 +1,5 @@
 """A bundle of fibers, fixed at both ends, sagging under gravity (dynamic).
+========================================================================
 
 Three straight fibers of 1 m, side by side, with the material of the
 paper's Table 1 (ρ0 = 900 kg/m³, μM = 1e5, μT = 1e6 Pa, ηM = ηT = 1e4 Pa·s,

@@ -1,4 +1,5 @@
 r"""The upper limb with Hill-type muscles next to the fiber model (paper §5.4).
+===========================================================================
 
 Same bones, elbow joint, gravity and muscle attachment points as
 :mod:`demos.upper_limb` (imported from there; its earlier geometry
@@ -70,7 +71,7 @@ and 2 kN.  Correlation of the two angle curves: 0.72.  The Hill elbow angle
 with the level-1 step is within 2.1° of a run with 4 times smaller steps.
 
 The last line is ``summary: max_curve_err_vs_opensim=<x> hill_wall_s=<s>
-fiber_wall_s=<s>``: x is the largest |value difference| of the five default
+fiber_wall_s=<s>``: x is the largest absolute difference of the five default
 curves (201 points each) against OpenSim 4.6, or ``nan`` when ``opensim`` is
 not installed; the wall times are those of the time integrations (the Hill
 parameter mapping takes about 2 s more).

@@ -1,4 +1,5 @@
 r"""Manufactured solution for the cable model (paper §5.1, Table 1, eqs. 74–76).
+============================================================================
 
 A single fiber X(θ) = (θ, 0, 0), θ ∈ [0, 1], with the Table 1 material
 (:func:`skfiber.paper_law` defaults), r0 = 0.05 m, ρ0 = 900 kg/m³ and the
@@ -10,8 +11,8 @@ motion (eq. 75)
 Both end positions are prescribed with this motion (slopes free) and the body
 force b0 (N/m³, per reference volume) that makes it an exact solution is
 derived with sympy from the stress law itself
-(:meth:`skfiber.SymbolicLaw.stress_expression`) with λ = |x′|/|X′| and
-λ̇ = ∂λ/∂t.  It is the strong form of the weak form in :mod:`skfiber.forms`:
+(:meth:`skfiber.SymbolicLaw.stress_expression`) with ``λ = |x′|/|X′|`` and
+λ̇ = ∂λ/∂t.  It is the strong form of the weak form in :mod:`skfiber.forms`::
 
     b0 = ρ0 ẍ − (1/|A1|) ∂θ( S x′/|A1| )        (|A1| = |X′| = 1 here).
 

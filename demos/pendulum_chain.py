@@ -1,4 +1,5 @@
 r"""Multibody verification: an n-link planar pendulum chain.
+========================================================
 
 n = 1 … 8 equal links (solid cylinders, L = 0.5 m, r = 0.02 m, m = 1 kg)
 hang from a base body, each hinged to the previous one about the y axis
@@ -18,7 +19,7 @@ Three studies:
 
 (a) **Energy drift, conservative case**: no dampers, fixed base.  The
     total energy E = T + V is a first integral; backward Euler dissipates
-    it, and the drift max_n |E_n − E_0| (relative to the largest kinetic
+    it, and the drift ``max_n |E_n − E_0|`` (relative to the largest kinetic
     energy of the run) goes to zero at first order in Δt.
 (b) **Kinetic-energy–work relation, damped and driven**: the base moves
     with x_b(t) = A (1 − cos ωt), z_b(t) = A_z (1 − cos 2ωt)
@@ -29,7 +30,7 @@ Three studies:
     T₂(t) − T₂(0) = W(t).  The work is summed along the discrete solution
     with the rule consistent with backward Euler, W_n = Σ_k (q_k − q_{k−1})·Q(q_k, p_k, t_k)
     (:func:`~skfiber.rigid.work_balance`, rule ``"right"``);
-    the residual max_n |T₂,n − T₂,0 − W_n| / max T₂ → 0 at first order.
+    the residual ``max_n |T₂,n − T₂,0 − W_n| / max T₂`` → 0 at first order.
 (c) **Trajectory convergence** of the same damped, driven runs:
     e(Δt) = max_n ‖q_n − q(t_n)‖∞ against a reference from
     ``scipy.integrate.solve_ivp`` (DOP853, rtol = atol = 1e-10) of the same

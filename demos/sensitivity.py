@@ -1,4 +1,5 @@
 r"""Sobol sensitivity of a model's outputs to its parameters, run as a study on dask.
+=================================================================================
 
 A Sobol design (Saltelli's samples of the parameters' ranges, SALib) of a study
 target (:mod:`skfiber.study.targets`) runs on a local dask cluster (or

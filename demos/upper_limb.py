@@ -1,4 +1,5 @@
 r"""The upper limb of paper §5.4: forearm driven by 2 biceps and 3 triceps fibers.
+==============================================================================
 
 Model (paper Table 4, eqs. 77–78, all as printed; coordinates: x anterior, y lateral,
 z up, metres):
@@ -93,7 +94,7 @@ field ``contact_force`` is capped there at its value at 1 + γg = 10⁻³
 finite everywhere.
 
 * **Bending stiffness** (optional, ``--bending EI``, off by default; not in
-  the paper, whose fibers are cables): adds to every fiber the residual
+  the paper, whose fibers are cables): adds to every fiber the residual ::
 
       EI ∫ x_ss · ξ_ss dS  =  EI ∫ x″ · ξ″ / |A1|³ dθ
 

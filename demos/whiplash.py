@@ -1,7 +1,8 @@
-r"""Whiplash: head and C1–C7 on T1 under an 8.5 g rear-end pulse (the multibody paper's numerical experiment).
+r"""Whiplash: head and C1–C7 on T1 under an 8.5 g rear-end pulse.
+===============================================================
 
-Model (x anterior, z up, m; rotations about +y, so a positive joint angle is
-flexion): the head and C7 … C1, 8 bodies in an open chain on T1, hinged by
+The multibody paper's numerical experiment.  Model (x anterior, z up, m;
+rotations about +y, so a positive joint angle is flexion): the head and C7 … C1, 8 bodies in an open chain on T1, hinged by
 :class:`~skfiber.rigid.Revolute` joints at the disc centres; the coordinates
 are the 8 relative joint angles, 0 in the initial posture (multibody paper
 eqs. 22–25, 36).  Every joint carries the spring of eq. 35,

@@ -1,11 +1,22 @@
-"""Sphinx configuration of the skfiber documentation site (``sphinx-build -W docs docs/_build/html``)."""
+"""Sphinx configuration of the skfiber documentation site.
+
+Build: ``python -m sphinx -W -b html docs docs/_build/html``; the gallery runs the quick demos
+(``gallery_demos.QUICK_DEMOS``).  ``-D plot_gallery=0`` shows every demo without running it;
+the environment variable ``SKFIBER_GALLERY_RUN=name,name`` runs only the demos named.
+"""
 from __future__ import annotations
 
+import os
+import re
 import sys
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gallery_demos import QUICK_DEMOS, DemoArguments, DemoFigures, rename_example_sections  # noqa: E402
 
 project = "skfiber"
 author = "skfiber developers"
@@ -15,18 +26,52 @@ extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
-    "sphinx.ext.napoleon",
+    "numpydoc",
     "sphinx.ext.mathjax",
     "sphinx.ext.viewcode",
+    "sphinx_gallery.gen_gallery",
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "img/README*"]
+exclude_patterns = ["_build", "img/README*", "demos/*.ipynb", "demos/*.py", "demos/*.zip"]
 autosummary_generate = True
 autodoc_default_options = {"members": True, "show-inheritance": False}
-autodoc_typehints = "description"
-napoleon_numpy_docstring = True
-napoleon_google_docstring = False
+autodoc_typehints = "none"  # numpydoc: the types are in the docstrings' Parameters sections
+numpydoc_show_class_members = False  # autosummary lists the members
+numpydoc_class_members_toctree = False
+# numpydoc's signature hook reads the raw docstrings too, whose example section is headed
+# "Example"; the docstring hook in setup() renames it to "Examples" before numpydoc renders it
+warnings.filterwarnings("ignore", message="Unknown section Example in the docstring", category=UserWarning)
 myst_heading_anchors = 3
 suppress_warnings = ["myst.header"]
-html_theme = "furo"
+
+html_theme = "pydata_sphinx_theme"
 html_title = "skfiber"
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+}
+
+# ---------------------------------------------------------------- the demo gallery (sphinx-gallery)
+# The gallery runs the quick demos of gallery_demos.QUICK_DEMOS, each with its arguments, and
+# shows the PNG files they write; the others are shown without running: their text and code.
+_run = [name for name in os.environ.get("SKFIBER_GALLERY_RUN", ",".join(QUICK_DEMOS)).split(",") if name]
+_unknown = sorted(set(_run) - set(QUICK_DEMOS))
+if _unknown:
+    raise ValueError(f"SKFIBER_GALLERY_RUN names {_unknown}, not quick demos; choose from {sorted(QUICK_DEMOS)}")
+sphinx_gallery_conf = {
+    "examples_dirs": str(ROOT / "demos"),
+    "gallery_dirs": "demos",
+    "filename_pattern": "/(" + "|".join(map(re.escape, _run)) + r")\.py$" if _run else r"^$",
+    "ignore_pattern": r"(__init__|(^|/)_\w+)\.py$",  # the package file and the demos' helper modules
+    "reset_argv": DemoArguments(),
+    "image_scrapers": (DemoFigures(),),
+    "within_subsection_order": "FileNameSortKey",
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "min_reported_time": 1,
+}
+
+
+def setup(app):
+    # before numpydoc (priority 500): it knows the section "Examples" only
+    app.connect("autodoc-process-docstring", rename_example_sections, priority=400)

@@ -1,4 +1,7 @@
-"""The documentation site builds with Sphinx, warnings as errors (the API reference from the docstrings)."""
+"""The documentation site builds with Sphinx, warnings as errors (the API reference from the docstrings,
+the demo gallery from demos/)."""
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -9,21 +12,31 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_site_builds_without_warnings(tmp_path):
-    pytest.importorskip("sphinx")
-    pytest.importorskip("myst_parser")
-    pytest.importorskip("furo")
+    """The whole site with -W.  Of the gallery's quick demos only custom_law runs here, to keep
+    the suite's time: the others take longer, and they run small in their own tests."""
+    for module in ("sphinx", "myst_parser", "numpydoc", "sphinx_gallery", "pydata_sphinx_theme"):
+        pytest.importorskip(module)
+    env = dict(os.environ, SKFIBER_GALLERY_RUN="custom_law", MPLBACKEND="Agg")
     run = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
                           "-d", str(tmp_path / "doctrees"), str(ROOT / "docs"), str(tmp_path / "html")],
-                         capture_output=True, text=True, timeout=900)
+                         capture_output=True, text=True, timeout=900, env=env)
     assert run.returncode == 0, run.stderr[-4000:]
     html = (tmp_path / "html")
     assert (html / "api.html").is_file() and (html / "getting-started.html").is_file()
     api = (html / "generated" / "skfiber.simulate.html").read_text(encoding="utf-8")
     assert "t_end" in api  # the reference is made from the docstrings
+    text = re.sub(r"<[^>]+>", "", api)
+    assert "Examples" in text and "fiber = Fiber.straight" in text  # numpydoc kept the docstring's example
+    demos = sorted(p.stem for p in (ROOT / "demos").glob("[a-z]*.py"))
+    assert sorted(p.stem for p in (html / "demos").glob("[a-z]*.html") if p.stem not in ("index", "sg_execution_times")) == demos
+    ran = (html / "demos" / "custom_law.html").read_text(encoding="utf-8")
+    assert "sphx-glr-script-out" in ran and "summary: law_derivative_error=" in ran  # its output, its figure:
+    assert "sphx_glr_custom_law_001.png" in ran and (html / "_images" / "sphx_glr_custom_law_001.png").is_file()
+    shown = (html / "demos" / "whiplash.html").read_text(encoding="utf-8")
+    assert "sphx-glr-script-out" not in shown and "sphx_glr_whiplash_001.png" not in shown  # not run
 
 
 def guide_blocks():
-    import re
     return re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "guide.md").read_text(encoding="utf-8"), flags=re.S)
 
 
