@@ -603,7 +603,7 @@ def plot(result: WhiplashResult, folder: Path) -> list[Path]:
 
 # --------------------------------------------------------------------------- command line
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="whiplash", description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    parser = argparse.ArgumentParser(prog="whiplash", description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--small", action="store_true", help=f"T = {SMALL_T_END} s, Δt = {SMALL_DT} s (seconds)")
     parser.add_argument("--level", type=int, default=1, help="Δt = 1e-4 s / 2^(level − 1) (default 1)")
     parser.add_argument("--t-end", type=float, default=None, help=f"simulated time in s (default {T_END})")
