@@ -77,6 +77,13 @@ def scatter_dependent_blocks(row_dofs, col_dofs, blocks, pos, C, KX, XK):  # pra
     n = C.shape[1]
     nb = row_dofs.shape[1]
     for g in range(row_dofs.shape[0]):
+        touches = False  # most blocks have no dependent DOF: skip them after 2 nb lookups
+        for a in range(nb):
+            if pos[row_dofs[g, a]] >= 0 or pos[col_dofs[g, a]] >= 0:
+                touches = True
+                break
+        if not touches:
+            continue
         for a in range(nb):
             r = row_dofs[g, a]
             pr = pos[r]

@@ -141,6 +141,28 @@ def _random_fibers(rng, n_fibers=6, ne=5):
     return fibers
 
 
+def test_kept_neighbour_list_gives_the_pairs_of_a_fresh_broad_phase():
+    """A broad phase kept over states (rebuilt when the boxes moved too far): the same pairs, bit for bit, as
+    the sweep of each state, over small and large motions."""
+    from skfiber.contact.broadphase import NeighbourList
+    from skfiber.contact.fiber_pairs import find_pairs
+    rng = np.random.default_rng(21)
+    model = sf.Model(_random_fibers(rng, n_fibers=5, ne=6))
+    contact = FiberContact(contact_law(gamma=0.5))
+    s = fiber_setup(model.discretization, contact.quadrature_points, contact.fibers, contact.name)
+    kept = NeighbourList()
+    u = np.zeros(model.n_dofs)
+    for step in range(30):
+        u = u + (0.05 if step % 10 == 9 else 0.001) * rng.standard_normal(model.n_dofs)
+        st = fiber_state(s, model, u, "contact")
+        fresh = find_pairs(model, s, st, gamma=0.5)
+        reused = find_pairs(model, s, st, gamma=0.5, neighbours=kept)
+        for name in ("point", "element_y", "xi_y", "distance", "gap"):
+            np.testing.assert_array_equal(getattr(fresh, name), getattr(reused, name))
+        assert fresh.point.size > 0
+    assert 3 <= kept.builds < 30  # rebuilt after the large motions, kept over the small ones
+
+
 def test_contact_pairs_find_every_contact_brute_force_finds():
     """Broad + narrow phase against brute force: every (contact point, other fiber) with g < 0."""
     rng = np.random.default_rng(5)

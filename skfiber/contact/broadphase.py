@@ -21,7 +21,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["box_pairs", "box_neighbours"]
+__all__ = ["box_pairs", "box_neighbours", "NeighbourList", "LIST_MARGIN"]
+
+#: the extra reach of a kept neighbour list, as a fraction of the largest reach (:class:`NeighbourList`)
+LIST_MARGIN = 0.1
 
 
 def box_pairs(lo: np.ndarray, hi: np.ndarray, group: np.ndarray, reach: np.ndarray) -> np.ndarray:
@@ -81,3 +84,61 @@ def box_neighbours(lo, hi, group, reach):  # pragma: no cover - compiled
     for i in range(n):
         ptr[i + 1] += ptr[i]
     return ptr, nbr
+
+
+class NeighbourList:
+    """The broad phase kept over several states, rebuilt when the boxes have moved too far (a Verlet list).
+
+    Built at a state with every box's reach enlarged by a margin m, the list
+    contains every pair that the broad phase of a later state would give as
+    long as no control point has moved by more than M since the build and
+    every current reach plus M is within the enlarged one: two boxes then
+    overlap after inflation by today's reaches only if their boxes at the
+    build overlapped after inflation by the enlarged reaches.  Candidates
+    beyond today's broad phase are removed by the exact per-point tests that
+    follow it, so results do not change; within a Newton step the boxes move
+    little and the sweep is skipped.
+
+    Parameters
+    ----------
+    margin
+        The enlargement, as a fraction of the largest reach (default :data:`LIST_MARGIN`).
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> P = np.zeros((2, 4, 3)); P[1] += [0.15, 0.0, 0.0]     # two point-like elements 0.15 apart
+    >>> nl = NeighbourList()
+    >>> ptr, nbr = nl.neighbours(P, np.array([0, 1]), np.array([0, 1]), np.full(2, 0.1))
+    >>> nbr.tolist(), nl.builds
+    ([1, 0], 1)
+    >>> _ = nl.neighbours(P + 0.001, np.array([0, 1]), np.array([0, 1]), np.full(2, 0.1))   # moved a little
+    >>> nl.builds
+    1
+    """
+
+    def __init__(self, margin: float = LIST_MARGIN):
+        if not (isinstance(margin, (int, float)) and margin >= 0):
+            raise ValueError(f"margin must be a number >= 0, got {margin!r}")
+        self.margin = float(margin)
+        self.builds = 0  # how often the sweep ran
+        self._built = None  # (control points, elements, enlarged reach, ptr, nbr)
+
+    def neighbours(self, P: np.ndarray, elements: np.ndarray, fiber: np.ndarray, reach: np.ndarray):
+        """CSR (ptr, nbr) over ``elements`` (local indices) of the boxes of their control points ``P`` (e, 4, 3).
+
+        ``fiber`` groups the elements (no pairs within one), ``reach`` is each element's inflation now.
+        """
+        built = self._built
+        if (built is not None and built[0].shape == P.shape
+                and (built[1] is elements or np.array_equal(built[1], elements))):
+            moved = float(np.max(np.abs(P[elements] - built[0][elements]))) if elements.size else 0.0
+            if np.all(reach[elements] + moved <= built[2]):
+                return built[3], built[4]
+        enlarged = reach[elements] + self.margin * (float(reach[elements].max()) if elements.size else 0.0)
+        lo, hi = P.min(axis=1), P.max(axis=1)
+        ptr, nbr = box_neighbours(np.ascontiguousarray(lo[elements]), np.ascontiguousarray(hi[elements]),
+                                  np.ascontiguousarray(fiber[elements]), enlarged)
+        self._built = (P.copy(), elements, enlarged, ptr, nbr)
+        self.builds += 1
+        return ptr, nbr

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .base import STEP_HINT
+from .broadphase import NeighbourList
 from .closest_point import BEZIER_FROM_POWER
 from .fiber_geometry import FiberSetup, FiberState, reference_radius
 from .fiber_kernels import neighbours_of, pairs_loop
@@ -77,7 +78,8 @@ def _fiber_label(names, k: int) -> str:
     return f"fiber {k}" + (f" ({names[k]!r})" if names[k] else "")
 
 
-def find_pairs(model, s: FiberSetup, st: FiberState, *, gamma: float, method: str = "auto") -> ContactPairs:
+def find_pairs(model, s: FiberSetup, st: FiberState, *, gamma: float, method: str = "auto",
+               neighbours: NeighbourList | None = None) -> ContactPairs:
     """The contact point – partner fiber pairs within reach (no check).
 
     Parameters
@@ -90,6 +92,9 @@ def find_pairs(model, s: FiberSetup, st: FiberState, *, gamma: float, method: st
         γ of the penalty law (admissibility 1 + γ g).
     method
         Closest-point method of :func:`~skfiber.contact.closest_point.closest_points`.
+    neighbours
+        A broad phase kept over states (the same pairs, the sweep skipped while the boxes move little);
+        None: the sweep of this state.
 
     Returns
     -------
@@ -98,7 +103,10 @@ def find_pairs(model, s: FiberSetup, st: FiberState, *, gamma: float, method: st
     if method not in ("auto", "eig"):
         raise ValueError(f"unknown method {method!r}; pick one of 'auto', 'eig'")
     lo, hi = st.P.min(axis=1), st.P.max(axis=1)
-    ptr, nbr = neighbours_of(s.elements, s.fiber, lo, hi, st.reach)
+    if neighbours is None:
+        ptr, nbr = neighbours_of(s.elements, s.fiber, lo, hi, st.reach)
+    else:
+        ptr, nbr = neighbours.neighbours(st.P, s.elements, s.fiber, st.reach)
     k, eB, xi, dist, fixed, y, yp_norm, Yp_norm = pairs_loop(
         ptr, nbr, s.elements, s.fiber, s.first, s.last, s.nq, s.nf, st.x, st.rx, st.P, st.c, s.c_ref, st.deviation,
         st.reach, lo, hi, method == "auto", BEZIER_FROM_POWER)

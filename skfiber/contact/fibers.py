@@ -46,6 +46,7 @@ from typing import Iterable
 import numpy as np
 
 from .base import ContactEvaluation, PenaltyLaw
+from .broadphase import NeighbourList
 from .fiber_geometry import FiberSetup, fiber_setup, fiber_state
 from .fiber_kernels import residual_loop
 from .fiber_pairs import ContactPairs, check_pairs, find_pairs
@@ -100,6 +101,8 @@ class FiberContact:
         self.quadrature_points = int(quadrature_points)
         self.name = name
         self._setups: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+        # the broad phase kept over the states of a run (skfiber.contact.broadphase.NeighbourList)
+        self._neighbours: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:
         return (f"FiberContact(κ={self.law.stiffness:g}, γ={self.law.gamma:g}, "
@@ -161,7 +164,10 @@ class FiberContact:
         if memo is not None and memo[0] == key:
             return memo[1]
         st = fiber_state(s, model, u, self.name)
-        pr = find_pairs(model, s, st, gamma=self.law.gamma)
+        neighbours = self._neighbours.get(model.discretization)
+        if neighbours is None:
+            neighbours = self._neighbours[model.discretization] = NeighbourList()
+        pr = find_pairs(model, s, st, gamma=self.law.gamma, neighbours=neighbours)
         check_pairs(self.name, self.law.gamma, s, pr, t)
         self._last = (key, (st, pr))
         return st, pr
