@@ -62,8 +62,10 @@ def main(argv: list[str] | None = None) -> dict:
     diff = math.nan
     if 3 in results and 4 in results:
         a, b = results[3], results[4]
-        diff = float(np.abs(np.interp(b.times, a.times, a.angle_deg) - b.angle_deg).max())
-        print(f"largest elbow-angle difference between levels 3 and 4: {diff:.3f} deg")
+        diff = upper_limb.angle_difference(a, b)
+        print(f"largest elbow-angle difference between levels 3 and 4 (at level 3's times): {diff:.3f} deg; "
+              f"attachment forces within {100 * upper_limb.force_difference(a, b):.2f} % "
+              f"({100 * upper_limb.force_difference(a, b, since=0.1):.2f} % from t = 0.1 s on)")
     secs = {k: (results[k].wall_time if k in results else math.nan) for k in (1, 2, 3, 4)}
     bent_s = bent.wall_time if bent is not None else math.nan
     ratio = bent_s / secs[1] if bent is not None and 1 in results else math.nan

@@ -82,18 +82,28 @@ def check_states(model: sf.Model, states: list) -> RunChecks:
                      np.array(margins["fiber"]), np.array(margins["wrap"]))
 
 
+def _common_times(a, b):
+    """(coarse, fine): the run with fewer samples, whose times are times of the other when the step halves."""
+    return (a, b) if len(a.times) <= len(b.times) else (b, a)
+
+
 def angle_difference(a, b) -> float:
-    """Largest |elbow angle of a − of b| (deg) at b's times (a interpolated linearly)."""
-    return float(np.abs(np.interp(b.times, a.times, a.angle_deg) - b.angle_deg).max())
+    """Largest |elbow angle of a − of b| (deg) at the times of the coarser run (the finer interpolated there:
+    exact at common times, e.g. every time of a level is one of the next level's)."""
+    coarse, fine = _common_times(a, b)
+    return float(np.abs(np.interp(coarse.times, fine.times, fine.angle_deg) - coarse.angle_deg).max())
 
 
-def force_difference(a, b) -> float:
+def force_difference(a, b, *, since: float = 0.0) -> float:
     """Largest difference of the upper-attachment forces of biceps1 and triceps1 (paper Fig. 11) of a and b,
-    relative to the largest force of that fiber in b, at b's times (a interpolated linearly)."""
+    relative to the largest force of that fiber, at the times ≥ ``since`` of the coarser run (the finer
+    interpolated there, as :func:`angle_difference`)."""
+    coarse, fine = _common_times(a, b)
+    keep = np.asarray(coarse.times) >= since
     diffs = []
     for name in ("biceps_origin_force", "triceps_origin_force"):
-        fa, fb = getattr(a, name), getattr(b, name)
-        diffs.append(np.abs(np.interp(b.times, a.times, fa) - fb).max() / np.abs(fb).max())
+        fc, ff = getattr(coarse, name), getattr(fine, name)
+        diffs.append(np.abs(np.interp(coarse.times, fine.times, ff) - fc)[keep].max() / np.abs(ff).max())
     return float(max(diffs))
 
 

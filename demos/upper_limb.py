@@ -524,7 +524,7 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
         notice.cancel()
         raise
     geometry = GEOMETRIES[geometry] if isinstance(geometry, str) else geometry
-    forces = {"t": [0.0], "bi": [], "tri": []}
+    forces = {"t": [0.0], "bi": [], "tri": [], "angle": []}  # every step (the result's states are thinned)
     writer = None
     if vtk is not None:
         from skfiber.coupling import body_cylinders
@@ -540,6 +540,7 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
         f = model.attachment_forces(state)
         forces["bi"].append(float(np.linalg.norm(f["biceps1.origin"])))
         forces["tri"].append(float(np.linalg.norm(f["triceps1.origin"])))
+        forces["angle"].append(float(np.degrees(state.q[0])))
         if info is not None:
             forces["t"].append(state.t)
             max_contacts[0] = max(max_contacts[0], info.active_contacts)
@@ -581,7 +582,7 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
                           "the mesh (strain softening)", SofteningWarning, stacklevel=2)
     return UpperLimbResult(
         level, ne, nt, paper_dofs(model), int(np.count_nonzero(~sf.solver.make_solver(model).fixed)),
-        result.times, np.degrees(result.coordinates[:, 0]), np.array(forces["bi"]), np.array(forces["tri"]),
+        np.array(forces["t"]), np.array(forces["angle"]), np.array(forces["bi"]), np.array(forces["tri"]),
         wall, result.newton_iterations, result.retries, max_contacts[0], profiles, model, result.final_state,
         t_end, result.interrupted, warmup, EI, geometry.name, any(isinstance(c, FiberContact) for c in model.contacts),
         states, checks,
