@@ -99,28 +99,96 @@ def _box_distance(lo, hi, x):  # pragma: no cover - compiled
 
 
 @numba.njit(**_JIT)
-def _point_candidates(k, row_start, row_end, nbr, elements, fiber, x, rx, P, c, deviation, reach, lo, hi, gmin,
-                      cand_e, cand_lb, y):  # pragma: no cover - compiled
-    """The candidate elements of contact point k (from its element's broad-phase row), into cand_e, cand_lb.
+def _upper_bound(c, P, xk, y):  # pragma: no cover - compiled
+    """An upper bound of d(x_k, E′): the distance to E′'s point at the chord parameter, or to an end."""
+    power_point(c, chord_parameter(P, xk), 0, y)
+    return min(_distance(y, xk), min(_distance(P[0], xk), _distance(P[3], xk)))
+
+
+@numba.njit(**_JIT)
+def _box_box_distance(lo_a, hi_a, lo_b, hi_b):  # pragma: no cover - compiled
+    """Distance between the boxes [lo_a, hi_a] and [lo_b, hi_b] (0 if they overlap)."""
+    d2 = 0.0
+    for m in range(3):
+        v = max(max(lo_a[m] - hi_b[m], lo_b[m] - hi_a[m]), 0.0)
+        d2 += v * v
+    return np.sqrt(d2)
+
+
+@numba.njit(**_JIT)
+def _element_candidates(ia, row_start, row_end, nbr, elements, fiber, nq, x, rx, P, c, deviation, reach, lo, hi,
+                        hint, hint_e, short, y):  # pragma: no cover - compiled
+    """The elements of a broad-phase row that may be a candidate of some contact point of element ``ia``.
+
+    Per partner fiber, the element whose box is nearest to ``ia``'s box gives every contact point k of
+    ``ia`` for which it is a candidate (box and fat-chord tests) an upper bound of d(x_k, fiber) (``hint``
+    (nq, nf), × (1 + slack); +∞ elsewhere).  An element whose box is farther from ``ia``'s box than the largest of those bounds is
+    farther than the bound from every point, and is dropped (the per-point pass drops it anyway: see
+    :func:`_point_candidates`).  Returns the count of the kept elements (in row order) in ``short``.
+    """  # pragma: no cover - compiled
+    eA = elements[ia]
+    nf = hint.shape[1]
+    near = np.full(nf, np.inf)
+    for r in range(row_start, row_end):
+        eB = elements[nbr[r]]
+        d = _box_box_distance(lo[eA], hi[eA], lo[eB], hi[eB])
+        if d < near[fiber[eB]]:
+            near[fiber[eB]] = d
+            hint_e[fiber[eB]] = eB
+    top = np.zeros(nf)
+    for f in range(nf):
+        for q in range(nq):
+            hint[q, f] = np.inf
+        if hint_e[f] < 0:
+            top[f] = np.inf
+            continue
+        e = hint_e[f]
+        for q in range(nq):  # a bound only where that element is a candidate of the point (the same tests)
+            k = eA * nq + q
+            bound = rx[k] + reach[e]
+            lb = _box_distance(lo[e], hi[e], x[k])
+            if lb < bound and max(lb, chord_distance(P[e], x[k]) - deviation[e]) < bound:
+                hint[q, f] = _upper_bound(c[e], P[e], x[k], y) * (1 + _PRUNE_SLACK)
+            top[f] = max(top[f], hint[q, f])
+        hint_e[f] = -1
+    m = 0
+    for r in range(row_start, row_end):
+        eB = elements[nbr[r]]
+        if _box_box_distance(lo[eA], hi[eA], lo[eB], hi[eB]) > top[fiber[eB]]:
+            continue
+        short[m] = eB
+        m += 1
+    return m
+
+
+@numba.njit(**_JIT)
+def _point_candidates(k, short, count, fiber, x, rx, P, c, deviation, reach, lo, hi, gmin, hint, cand_e, cand_lb,
+                      y):  # pragma: no cover - compiled
+    """The candidate elements of contact point k among ``short[:count]``, into cand_e, cand_lb.
 
     Box and fat-chord lower bounds of d(x_k, E′) against r_x + r̄_E′, then
     the pruning by the upper bound of the distance to each partner fiber
     (points of its candidate elements: at the chord parameter, and the ends;
     ``gmin`` is per fiber, +∞ on entry and on return).  Returns the count.
+
+    ``hint`` (per fiber) is the upper bound of d(x_k, fiber) from one of its
+    candidate elements (:func:`_element_candidates`; +∞: none): an element
+    whose box is farther is skipped at once.  The kept candidates are the
+    same as without it: the hint is ≥ the fiber's smallest upper bound over
+    the candidates, and a skipped element's lower bound exceeds it.
     """
     xk = x[k]
     m = 0
-    for r in range(row_start, row_end):
-        eB = elements[nbr[r]]
+    for i in range(count):
+        eB = short[i]
         lb = _box_distance(lo[eB], hi[eB], xk)
         bound = rx[k] + reach[eB]
-        if not lb < bound:
+        if not lb < bound or lb > hint[fiber[eB]]:
             continue
         lb = max(lb, chord_distance(P[eB], xk) - deviation[eB])
         if not lb < bound:
             continue
-        power_point(c[eB], chord_parameter(P[eB], xk), 0, y)
-        ub = min(_distance(y, xk), min(_distance(P[eB, 0], xk), _distance(P[eB, 3], xk)))
+        ub = _upper_bound(c[eB], P[eB], xk, y)
         gmin[fiber[eB]] = min(gmin[fiber[eB]], ub)
         cand_e[m] = eB
         cand_lb[m] = lb
@@ -167,6 +235,9 @@ def pairs_loop(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_re
     cand_e = np.empty(width, dtype=np.int64)
     cand_lb = np.empty(width)
     gmin = np.full(nf, np.inf)
+    hint = np.full((nq, nf), np.inf)
+    hint_e = np.full(nf, -1, dtype=np.int64)
+    short = np.empty(width, dtype=np.int64)
     best_e = np.full(nf, -1, dtype=np.int64)
     best_xi = np.empty(nf)
     best_d = np.empty(nf)
@@ -177,10 +248,12 @@ def pairs_loop(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_re
     for ia in range(elements.size):
         if ptr[ia + 1] == ptr[ia]:
             continue
+        count = _element_candidates(ia, ptr[ia], ptr[ia + 1], nbr, elements, fiber, nq, x, rx, P, c, deviation, reach,
+                                    lo, hi, hint, hint_e, short, y)
         for q in range(nq):
             k = elements[ia] * nq + q
-            m = _point_candidates(k, ptr[ia], ptr[ia + 1], nbr, elements, fiber, x, rx, P, c, deviation, reach, lo,
-                                  hi, gmin, cand_e, cand_lb, y)
+            m = _point_candidates(k, short, count, fiber, x, rx, P, c, deviation, reach, lo, hi, gmin, hint[q],
+                                  cand_e, cand_lb, y)
             for i in range(m):
                 eB = cand_e[i]
                 fb = fiber[eB]
