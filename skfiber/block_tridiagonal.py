@@ -55,7 +55,8 @@ import numpy as np
 #: DOFs per node (3D cubic Hermite), the block size; a compile-time constant of the kernels
 B = 6
 
-__all__ = ["B", "flat_index", "in_pattern", "scatter_add", "add_triplets", "factor_solve", "residual_ok"]
+__all__ = ["B", "flat_index", "in_pattern", "scatter_add", "add_triplets", "factor_solve", "factor", "solve_factored",
+           "assemble_factor_solve", "residual_ok"]
 
 
 def flat_index(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -109,7 +110,8 @@ def add_triplets(work, rows, cols, values, n):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, fastmath={"contract"})
 def factor_solve(A, R, pivot_tol):  # pragma: no cover - compiled
-    """Solve K x = R by block LU, K block tridiagonal in the storage ``A``.
+    """Solve K x = R by block LU, K block tridiagonal in the storage ``A``: :func:`factor`, then
+    :func:`solve_factored`.
 
     Parameters
     ----------
@@ -128,28 +130,43 @@ def factor_solve(A, R, pivot_tol):  # pragma: no cover - compiled
     info : int
         0 on success, else 1 + the node where the factorization broke down
         (tiny / zero pivot or non-finite entries).
+    """
+    LU, piv, X, info = factor(A, pivot_tol)
+    if info:
+        return np.empty(R.shape), info
+    return solve_factored(A, LU, piv, X, R), 0
+
+
+@numba.njit(cache=True, fastmath={"contract"})
+def factor(A, pivot_tol):  # pragma: no cover - compiled
+    """The block LU factors of K (block tridiagonal in the storage ``A``), for :func:`solve_factored`.
+
+    Returns
+    -------
+    LU : ndarray (nn, B, B)
+        Per node the LU factors (unit lower triangle below the diagonal) of the
+        Schur complement S = A[n, 1] − A[n, 0] X[n − 1], row-pivoted inside the block.
+    piv : ndarray (nn, B) of int64
+        Row p of node n's block was swapped with row piv[n, p] at step p.
+    X : ndarray (nn, B, B)
+        X[n] = S⁻¹ A[n, 2] (zero for the last node).
+    info : int
+        0 on success, else 1 + the node where the factorization broke down
+        (a pivot ≤ ``pivot_tol`` × its block's largest entry, or non-finite entries).
 
     Notes
     -----
-    Forward sweep, per node n: the Schur complement
-    S = A[n, 1] − A[n, 0] X[n − 1] is LU-factored with partial pivoting inside
-    the block, then X[n] = S⁻¹ A[n, 2] and Y[n] = S⁻¹ (R[n] − A[n, 0] Y[n − 1]).
-    Back substitution: x[nn − 1] = Y[nn − 1], x[n] = Y[n] − X[n] x[n + 1]
-    (in place in Y).  The factors of S are not kept (one solve per
-    factorization).  All loops over a block have the compile-time length B;
-    the right-hand sides are treated one column at a time (a loop over k
-    innermost would be vectorized for k ≥ 4 at a cost for k = 1, 2).
-    ``fastmath="contract"`` only fuses multiply-adds (NaN / inf semantics
-    are kept, which the breakdown tests rely on).
+    Forward sweep, per node n: the Schur complement is LU-factored with partial
+    pivoting inside the block, then X[n] = S⁻¹ A[n, 2].  All loops over a block
+    have the compile-time length B.  ``fastmath="contract"`` only fuses
+    multiply-adds (NaN / inf semantics are kept, which the breakdown tests rely on).
     """
     nn = A.shape[0]
-    k = R.shape[2]
     X = np.empty((nn, B, B))
-    Y = np.empty((nn, B, k))
-    S = np.empty((B, B))  # the current Schur complement, then its LU factors (unit lower triangle below)
-    t = np.empty(B)
-    piv = np.empty(B, np.int64)  # row p was swapped with row piv[p] at step p
+    LU = np.empty((nn, B, B))
+    piv = np.empty((nn, B), np.int64)
     for n in range(nn):
+        S = LU[n]  # the Schur complement, then its LU factors
         if n > 0:
             for i in range(B):
                 for j in range(B):
@@ -171,7 +188,7 @@ def factor_solve(A, R, pivot_tol):  # pragma: no cover - compiled
                 r1 = max(r1, abs(S[i, j + 1]))
             scale = max(scale, max(r0, r1))
         if not (scale > 0.0 and scale < np.inf):  # zero block, inf or nan
-            return Y, n + 1
+            return LU, piv, X, n + 1
         tiny = pivot_tol * scale
         for p in range(B):
             q = p
@@ -182,8 +199,8 @@ def factor_solve(A, R, pivot_tol):  # pragma: no cover - compiled
                     big = a
                     q = i
             if not (big > tiny):  # (also catches nan)
-                return Y, n + 1
-            piv[p] = q
+                return LU, piv, X, n + 1
+            piv[n, p] = q
             if q != p:
                 for j in range(B):
                     tmp = S[p, j]
@@ -201,7 +218,7 @@ def factor_solve(A, R, pivot_tol):  # pragma: no cover - compiled
                 for j in range(B):
                     X[n, i, j] = A[n, 2, i, j]
             for p in range(B):
-                q = piv[p]
+                q = piv[n, p]
                 if q != p:
                     for j in range(B):
                         tmp = X[n, p, j]
@@ -224,7 +241,24 @@ def factor_solve(A, R, pivot_tol):  # pragma: no cover - compiled
             for i in range(B):
                 for j in range(B):
                     X[n, i, j] = 0.0
-        # Y[n] = S⁻¹ (R[n] − A[n, 0] Y[n − 1]), one column at a time
+    return LU, piv, X, 0
+
+
+@numba.njit(cache=True, fastmath={"contract"})
+def solve_factored(A, LU, piv, X, R):  # pragma: no cover - compiled
+    """Solve K x = R with the factors of :func:`factor` (``A`` the matrix's storage, for its lower
+    blocks A[n, 0]); R (nn, B, k) is not modified, x (nn, B, k) is returned.
+
+    Forward: Y[n] = S⁻¹ (R[n] − A[n, 0] Y[n − 1]), one column at a time (a loop over k
+    innermost would be vectorized for k ≥ 4 at a cost for k = 1, 2); back substitution:
+    x[nn − 1] = Y[nn − 1], x[n] = Y[n] − X[n] x[n + 1] (in place in Y).
+    """
+    nn = A.shape[0]
+    k = R.shape[2]
+    Y = np.empty((nn, B, k))
+    t = np.empty(B)
+    for n in range(nn):
+        S = LU[n]
         for c in range(k):
             for i in range(B):
                 acc = R[n, i, c]
@@ -233,7 +267,7 @@ def factor_solve(A, R, pivot_tol):  # pragma: no cover - compiled
                         acc -= A[n, 0, i, m] * Y[n - 1, m, c]
                 t[i] = acc
             for p in range(B):
-                q = piv[p]
+                q = piv[n, p]
                 tmp = t[p]
                 t[p] = t[q]
                 t[q] = tmp
@@ -254,7 +288,33 @@ def factor_solve(A, R, pivot_tol):  # pragma: no cover - compiled
                 for m in range(B):
                     acc -= X[n, i, m] * Y[n + 1, m, c]
                 Y[n, i, c] = acc
-    return Y, 0
+    return Y
+
+
+@numba.njit(cache=True)
+def assemble_factor_solve(work, index, values, fixed, diag_fixed, R, pivot_tol, residual_tol):  # pragma: no cover
+    """Sum ``values`` into the block storage ``work`` (flat, its extra entries already added) at ``index``,
+    clear the slots ``fixed`` and put 1 at ``diag_fixed`` (constrained rows and columns), then
+    :func:`factor`, :func:`solve_factored` for R and :func:`residual_ok` — one call for
+    :class:`skfiber.linalg.ConstrainedSolver`.
+
+    Returns (A, LU, piv, X, x, status): status 0 on success, 1 breakdown of the factorization, 2 the
+    solution failed the residual test (``residual_tol``).
+    """
+    for k in range(index.shape[0]):
+        work[index[k]] += values[k]
+    for k in range(fixed.shape[0]):
+        work[fixed[k]] = 0.0
+    for k in range(diag_fixed.shape[0]):
+        work[diag_fixed[k]] = 1.0
+    A = work.reshape((work.shape[0] // (3 * B * B), 3, B, B))
+    LU, piv, X, info = factor(A, pivot_tol)
+    if info:
+        return A, LU, piv, X, R, 1
+    x = solve_factored(A, LU, piv, X, R)
+    if not residual_ok(A, x, R, residual_tol):
+        return A, LU, piv, X, x, 2
+    return A, LU, piv, X, x, 0
 
 
 @numba.njit(cache=True, fastmath={"contract"})
