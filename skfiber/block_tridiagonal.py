@@ -10,7 +10,10 @@ node of one fiber and the first of the next are zero, unless extra entries
 couple them).  :func:`factor_solve` solves such a system by block LU without
 pivoting across blocks: per node, Schur-update the diagonal block, LU-factor
 it with partial pivoting inside the block, solve for the coupling to the next
-node; then back-substitute.
+node; then back-substitute.  It is :func:`factor` then :func:`solve_factored`,
+whose factors solve further right-hand sides (modified Newton);
+:func:`assemble_factor_solve` adds the assembly and the residual check in the
+same call.
 
 Why
 ---

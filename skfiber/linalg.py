@@ -19,6 +19,11 @@ paths, tried in this order:
    storage is summed directly in LAPACK's layout and factorized in place.
 3. ``"splu"``: SuperLU (``scipy.sparse.linalg.splu``) when extra entries
    widen the band (contact between fibers, rigid coupling).
+
+:meth:`ConstrainedSolver.factor_solve` returns the factors too
+(:class:`Factorization`): modified Newton (:mod:`skfiber.newton`) solves later
+iterations with them, a back substitution instead of an assembly and a
+factorization.
 """
 from __future__ import annotations
 
