@@ -28,9 +28,9 @@ import numpy as np
 
 from .core import ErrorControl, NewtonOptions, State, output_grid, run_adaptive
 from .model import Model
-from .newton import make_solver
+from .newton import IterationMatrix, make_solver
 from .simulation_result import MAX_STORED_STATES, SimulationResult, StateStore, StepInfo, compile_notice
-from .time_step import implicit_step
+from .time_step import STEP_STAGNATION_WINDOW, implicit_step
 
 __all__ = ["simulate_adaptive", "H_MIN_FRACTION"]
 
@@ -55,6 +55,8 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
     if store_every is None:
         store_every = max(1, math.ceil(len(outputs) / MAX_STORED_STATES))
     solver = make_solver(model)
+    matrix = IterationMatrix()  # modified Newton: the factorized iteration matrix kept from step to step
+    newton_options = newton_options.with_stagnation_window(STEP_STAGNATION_WINDOW)
     n_u, n_q = model.n_dofs, state.q.shape[0]
     start_state = state.without_history()  # the first step is backward Euler (the driver's start-up)
 
@@ -64,9 +66,11 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
     def advance(s: State, h: float, k: int):
         if n_q:  # a rejected step left the body cylinders at its end: back to the step's start
             model.set_coordinates(s.q)
-        new, report = implicit_step(model, s, h, solver, method=method, options=newton_options, step=k)
+        new, report = implicit_step(model, s, h, solver, method=method, options=newton_options, step=k,
+                                    matrix=matrix)
         info["contacts"] = report.active_contacts
-        notice.cancel()
+        if k == 1:
+            notice.cancel()
         return new, report.iterations
 
     store = StateStore(start_state)
@@ -101,12 +105,13 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
 
     notice = compile_notice("  the first step takes a while: on the first run on a machine numba compiles the "
                             "kernels (cached for later runs) …", enabled=progress, file=sys.stderr)
-    model.memo.enabled = True
+    model.memo.enabled = bool(model.attachments)  # attachment_forces in callbacks reuses the last evaluation
     interrupted = False
     last, counts = start_state, None
     try:
         last, counts = run_adaptive(advance, flatten, start_state, t0=t0, t_end=t_end, control=control,
-                                    n_positions=n_u + n_q, output_times=outputs, emit=emit, on_step=on_step)
+                                    n_positions=n_u + n_q, output_times=outputs, emit=emit, on_step=on_step,
+                                    work=lambda: (matrix.tangent_builds, matrix.factorizations))
     except KeyboardInterrupt:
         interrupted = True
         counts = last_counts[0]

@@ -10,7 +10,10 @@ node of one fiber and the first of the next are zero, unless extra entries
 couple them).  :func:`factor_solve` solves such a system by block LU without
 pivoting across blocks: per node, Schur-update the diagonal block, LU-factor
 it with partial pivoting inside the block, solve for the coupling to the next
-node; then back-substitute.
+node; then back-substitute.  It is :func:`factor` then :func:`solve_factored`,
+whose factors solve further right-hand sides (modified Newton);
+:func:`assemble_factor_solve` adds the assembly and the residual check in the
+same call.
 
 Why
 ---
@@ -55,8 +58,8 @@ import numpy as np
 #: DOFs per node (3D cubic Hermite), the block size; a compile-time constant of the kernels
 B = 6
 
-__all__ = ["B", "flat_index", "in_pattern", "scatter_add", "add_triplets", "split_blocks", "factor", "substitute",
-           "factor_solve", "multiply", "residual_ok"]
+__all__ = ["B", "flat_index", "in_pattern", "scatter_add", "add_triplets", "split_blocks", "multiply", "factor_solve",
+           "factor", "solve_factored", "assemble_factor_solve", "residual_ok"]
 
 
 def flat_index(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -185,42 +188,64 @@ def multiply(A, x):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, fastmath={"contract"})
-def factor(A, pivot_tol):  # pragma: no cover - compiled
-    """Block LU of K, block tridiagonal in the storage ``A`` (not modified).
+def factor_solve(A, R, pivot_tol):  # pragma: no cover - compiled
+    """Solve K x = R by block LU, K block tridiagonal in the storage ``A``: :func:`factor`, then
+    :func:`solve_factored`.
 
     Parameters
     ----------
     A : ndarray (nn, 3, B, B)
-        The matrix.
+        The matrix (not modified).
+    R : ndarray (nn, B, k)
+        Right-hand sides (not modified).
     pivot_tol : float
         Breakdown when a pivot of a Schur-complemented diagonal block is
         ≤ ``pivot_tol`` times that block's largest entry.
 
     Returns
     -------
-    X : ndarray (nn, B, B)
-        S[n]⁻¹ A[n, 2], the coupling of node n to node n + 1 (0 at the last node).
-    F : ndarray (nn, B, B)
-        The LU factors of the Schur complements S[n] = A[n, 1] − A[n, 0] X[n − 1]
-        (unit lower triangle below the diagonal), row swaps in ``piv``.
-    piv : ndarray (nn, B) of int
-        Row p of S[n] was swapped with row piv[n, p] at elimination step p.
+    x : ndarray (nn, B, k)
+        The solution (garbage when ``info != 0``).
     info : int
         0 on success, else 1 + the node where the factorization broke down
-        (tiny / zero pivot or non-finite entries); the factors are then garbage.
+        (tiny / zero pivot or non-finite entries).
+    """
+    LU, piv, X, info = factor(A, pivot_tol)
+    if info:
+        return np.empty(R.shape), info
+    return solve_factored(A, LU, piv, X, R), 0
+
+
+@numba.njit(cache=True, fastmath={"contract"})
+def factor(A, pivot_tol):  # pragma: no cover - compiled
+    """The block LU factors of K (block tridiagonal in the storage ``A``), for :func:`solve_factored`.
+
+    Returns
+    -------
+    LU : ndarray (nn, B, B)
+        Per node the LU factors (unit lower triangle below the diagonal) of the
+        Schur complement S = A[n, 1] − A[n, 0] X[n − 1], row-pivoted inside the block.
+    piv : ndarray (nn, B) of int64
+        Row p of node n's block was swapped with row piv[n, p] at step p.
+    X : ndarray (nn, B, B)
+        X[n] = S⁻¹ A[n, 2] (zero for the last node).
+    info : int
+        0 on success, else 1 + the node where the factorization broke down
+        (a pivot ≤ ``pivot_tol`` × its block's largest entry, or non-finite entries).
 
     Notes
     -----
-    All loops over a block have the compile-time length B.
-    ``fastmath="contract"`` only fuses multiply-adds (NaN / inf semantics
-    are kept, which the breakdown tests rely on).
+    Forward sweep, per node n: the Schur complement is LU-factored with partial
+    pivoting inside the block, then X[n] = S⁻¹ A[n, 2].  All loops over a block
+    have the compile-time length B.  ``fastmath="contract"`` only fuses
+    multiply-adds (NaN / inf semantics are kept, which the breakdown tests rely on).
     """
     nn = A.shape[0]
-    X = np.zeros((nn, B, B))
-    F = np.empty((nn, B, B))
+    X = np.empty((nn, B, B))
+    LU = np.empty((nn, B, B))
     piv = np.empty((nn, B), np.int64)
     for n in range(nn):
-        S = F[n]
+        S = LU[n]  # the Schur complement, then its LU factors
         if n > 0:
             for i in range(B):
                 for j in range(B):
@@ -242,7 +267,7 @@ def factor(A, pivot_tol):  # pragma: no cover - compiled
                 r1 = max(r1, abs(S[i, j + 1]))
             scale = max(scale, max(r0, r1))
         if not (scale > 0.0 and scale < np.inf):  # zero block, inf or nan
-            return X, F, piv, n + 1
+            return LU, piv, X, n + 1
         tiny = pivot_tol * scale
         for p in range(B):
             q = p
@@ -253,7 +278,7 @@ def factor(A, pivot_tol):  # pragma: no cover - compiled
                     big = a
                     q = i
             if not (big > tiny):  # (also catches nan)
-                return X, F, piv, n + 1
+                return LU, piv, X, n + 1
             piv[n, p] = q
             if q != p:
                 for j in range(B):
@@ -291,25 +316,28 @@ def factor(A, pivot_tol):  # pragma: no cover - compiled
                 inv = 1.0 / S[p, p]
                 for j in range(B):
                     X[n, p, j] *= inv
-    return X, F, piv, 0
+        else:
+            for i in range(B):
+                for j in range(B):
+                    X[n, i, j] = 0.0
+    return LU, piv, X, 0
 
 
 @numba.njit(cache=True, fastmath={"contract"})
-def substitute(A, X, F, piv, R):  # pragma: no cover - compiled
-    """Solve K x = R with the factors of :func:`factor` (forward and back substitution).
+def solve_factored(A, LU, piv, X, R):  # pragma: no cover - compiled
+    """Solve K x = R with the factors of :func:`factor` (``A`` the matrix's storage, for its lower
+    blocks A[n, 0]); R (nn, B, k) is not modified, x (nn, B, k) is returned.
 
-    ``R`` (nn, B, k) is not modified; returns x (nn, B, k).  Forward:
-    Y[n] = S[n]⁻¹ (R[n] − A[n, 0] Y[n − 1]); back: x[nn − 1] = Y[nn − 1],
-    x[n] = Y[n] − X[n] x[n + 1] (in place in Y).  The right-hand sides are
-    treated one column at a time (a loop over k innermost would be vectorized
-    for k ≥ 4 at a cost for k = 1, 2).
+    Forward: Y[n] = S⁻¹ (R[n] − A[n, 0] Y[n − 1]), one column at a time (a loop over k
+    innermost would be vectorized for k ≥ 4 at a cost for k = 1, 2); back substitution:
+    x[nn − 1] = Y[nn − 1], x[n] = Y[n] − X[n] x[n + 1] (in place in Y).
     """
     nn = A.shape[0]
     k = R.shape[2]
     Y = np.empty((nn, B, k))
     t = np.empty(B)
     for n in range(nn):
-        S = F[n]
+        S = LU[n]
         for c in range(k):
             for i in range(B):
                 acc = R[n, i, c]
@@ -343,35 +371,29 @@ def substitute(A, X, F, piv, R):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def factor_solve(A, R, pivot_tol):  # pragma: no cover - compiled
-    """Solve K x = R by block LU (:func:`factor`, then :func:`substitute`).
+def assemble_factor_solve(work, index, values, fixed, diag_fixed, R, pivot_tol, residual_tol):  # pragma: no cover
+    """Sum ``values`` into the block storage ``work`` (flat, its extra entries already added) at ``index``,
+    clear the slots ``fixed`` and put 1 at ``diag_fixed`` (constrained rows and columns), then
+    :func:`factor`, :func:`solve_factored` for R and :func:`residual_ok` — one call for
+    :class:`skfiber.linalg.ConstrainedSolver`.
 
-    Parameters
-    ----------
-    A : ndarray (nn, 3, B, B)
-        The matrix (not modified).
-    R : ndarray (nn, B, k)
-        Right-hand sides (not modified).
-    pivot_tol : float
-        As for :func:`factor`.
-
-    Returns
-    -------
-    x : ndarray (nn, B, k)
-        The solution (garbage when ``info != 0``).
-    info : int
-        0 on success, else 1 + the node where the factorization broke down.
-
-    Notes
-    -----
-    Per node n: the Schur complement S = A[n, 1] − A[n, 0] X[n − 1] is
-    LU-factored with partial pivoting inside the block, X[n] = S⁻¹ A[n, 2];
-    then the substitutions.
+    Returns (A, LU, piv, X, x, status): status 0 on success, 1 breakdown of the factorization, 2 the
+    solution failed the residual test (``residual_tol``).
     """
-    X, F, piv, info = factor(A, pivot_tol)
+    for k in range(index.shape[0]):
+        work[index[k]] += values[k]
+    for k in range(fixed.shape[0]):
+        work[fixed[k]] = 0.0
+    for k in range(diag_fixed.shape[0]):
+        work[diag_fixed[k]] = 1.0
+    A = work.reshape((work.shape[0] // (3 * B * B), 3, B, B))
+    LU, piv, X, info = factor(A, pivot_tol)
     if info:
-        return np.empty(R.shape), info
-    return substitute(A, X, F, piv, R), 0
+        return A, LU, piv, X, R, 1
+    x = solve_factored(A, LU, piv, X, R)
+    if not residual_ok(A, x, R, residual_tol):
+        return A, LU, piv, X, x, 2
+    return A, LU, piv, X, x, 0
 
 
 @numba.njit(cache=True, fastmath={"contract"})

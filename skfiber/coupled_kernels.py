@@ -336,10 +336,10 @@ def coupled_increment(K, rows, cols, vals, block_rows, block_cols, blocks, block
         rhs[constrained[k]] = 0.0
     A = work.reshape((nn, 3, B, B))
     R = rhs.reshape((nn, B, n + 1))
-    X, F, piv, info = bt.factor(A, pivot_tol)
+    LU, piv, X, info = bt.factor(A, pivot_tol)
     if info:
         return dz, BLOCK_FAILED, 0
-    x = bt.substitute(A, X, F, piv, R)
+    x = bt.solve_factored(A, LU, piv, X, R)
     if not bt.residual_ok(A, x, R, residual_tol):
         return dz, BLOCK_FAILED, 0
     sol = x.reshape((N, n + 1))
@@ -373,7 +373,7 @@ def coupled_increment(K, rows, cols, vals, block_rows, block_cols, blocks, block
         S_inv = np.linalg.inv(S) if n > 1 else (1.0 / S if n == 1 else S)
         Y_w = np.ascontiguousarray(sol[:, 1:])
         W_fixed = np.ascontiguousarray(rhs[:, 1:])
-        dz, iterations, res = coupled_gmres(A, X, F, piv, block_rows[outside], block_cols[outside], e_blocks, W_fixed, Rq_u, Rq_q, S_inv, Y_w,
+        dz, iterations, res = coupled_gmres(A, LU, piv, X, block_rows[outside], block_cols[outside], e_blocks, W_fixed, Rq_u, Rq_q, S_inv, Y_w,
                                             full_b, dz, GMRES_TOL, GMRES_MAX_ITERATIONS)
         if not res <= GMRES_ACCEPT:
             return dz, KRYLOV_FAILED, iterations

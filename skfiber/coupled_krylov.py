@@ -34,9 +34,9 @@ Example
 >>> import numpy as np
 >>> from skfiber import block_tridiagonal as bt
 >>> A = np.zeros((3, 3, 6, 6)); A[:, 1] = 4 * np.eye(6)      # K₀ = 4 I, three nodes
->>> X, F, piv, info = bt.factor(A, 1e-14)
+>>> LU, piv, X, info = bt.factor(A, 1e-14)
 >>> rows, cols, blocks = np.array([[0]]), np.array([[17]]), np.ones((1, 1, 1))   # E: K[0, 17] = 1
->>> x, its, res = coupled_gmres(A, X, F, piv, rows, cols, blocks, np.zeros((18, 0)), np.zeros((0, 18)),
+>>> x, its, res = coupled_gmres(A, LU, piv, X, rows, cols, blocks, np.zeros((18, 0)), np.zeros((0, 18)),
 ...                             np.zeros((0, 0)), np.zeros((0, 0)), np.zeros((18, 0)), np.ones(18), np.zeros(18))
 >>> round(float(x[0]), 12), round(float(x[17]), 12), its                  # 4 x₀ + x₁₇ = 1, 4 x₁₇ = 1
 (0.1875, 0.25, 2)
@@ -88,12 +88,12 @@ def _apply(A, e_rows, e_cols, e_blocks, W, Rq_u, Rq_q, z, N, out):  # pragma: no
 
 
 @numba.njit(cache=True, fastmath={"contract"})
-def _precondition(A, X, F, piv, Rq_u, S_inv, Y_w, v, N, out):  # pragma: no cover - compiled
+def _precondition(A, LU, piv, X, Rq_u, S_inv, Y_w, v, N, out):  # pragma: no cover - compiled
     """out = M⁻¹ v, M = T without E, by block elimination: y = K₀⁻¹ v_u, Δq = S⁻¹ (v_q − ∂R_q/∂u y),
     Δu = y − K₀⁻¹ W Δq."""
     nn = A.shape[0]
     n = S_inv.shape[0]
-    y = bt.substitute(A, X, F, piv, v[:N].reshape((nn, bt.B, 1))).reshape(N)
+    y = bt.solve_factored(A, LU, piv, X, v[:N].reshape((nn, bt.B, 1))).reshape(N)
     c = np.empty(n)
     for i in range(n):
         acc = v[N + i]
@@ -113,7 +113,7 @@ def _precondition(A, X, F, piv, Rq_u, S_inv, Y_w, v, N, out):  # pragma: no cove
 
 
 @numba.njit(cache=True, fastmath={"contract"})
-def coupled_gmres(A, X, F, piv, e_rows, e_cols, e_blocks, W, Rq_u, Rq_q, S_inv, Y_w, b, x0,
+def coupled_gmres(A, LU, piv, X, e_rows, e_cols, e_blocks, W, Rq_u, Rq_q, S_inv, Y_w, b, x0,
                   tol=GMRES_TOL, max_iterations=GMRES_MAX_ITERATIONS):  # pragma: no cover - compiled
     """Solve T x = b, T = [[K₀ + E, W], [∂R_q/∂u, ∂R_q/∂q]], by GMRES right-preconditioned with T − E.
 
@@ -121,7 +121,7 @@ def coupled_gmres(A, X, F, piv, e_rows, e_cols, e_blocks, W, Rq_u, Rq_q, S_inv, 
     ----------
     A : (nn, 3, B, B)
         K₀ in block storage (the fixed rows and columns already identity);
-        ``X, F, piv`` its :func:`~skfiber.block_tridiagonal.factor`.
+        ``LU, piv, X`` its :func:`~skfiber.block_tridiagonal.factor`.
     e_rows, e_cols, e_blocks : (m, nb), (m, nb), (m, nb, nb)
         E as dense blocks E[e_rows[k], e_cols[k]] += e_blocks[k] (:func:`~skfiber.block_tridiagonal.split_blocks`;
         zero in the fixed rows and columns).
@@ -166,7 +166,7 @@ def coupled_gmres(A, X, F, piv, e_rows, e_cols, e_blocks, W, Rq_u, Rq_q, S_inv, 
     w = np.empty(size)
     j_end = 0
     for j in range(m):
-        _precondition(A, X, F, piv, Rq_u, S_inv, Y_w, V[j], N, z)
+        _precondition(A, LU, piv, X, Rq_u, S_inv, Y_w, V[j], N, z)
         _apply(A, e_rows, e_cols, e_blocks, W, Rq_u, Rq_q, z, N, w)
         for _ in range(2):  # modified Gram–Schmidt, twice (keeps V orthogonal to working precision)
             for i in range(j + 1):
@@ -210,7 +210,7 @@ def coupled_gmres(A, X, F, piv, e_rows, e_cols, e_blocks, W, Rq_u, Rq_q, S_inv, 
     for i in range(j_end):
         for s_ in range(size):
             v[s_] += y[i] * V[i, s_]
-    _precondition(A, X, F, piv, Rq_u, S_inv, Y_w, v, N, z)
+    _precondition(A, LU, piv, X, Rq_u, S_inv, Y_w, v, N, z)
     x += z
     _apply(A, e_rows, e_cols, e_blocks, W, Rq_u, Rq_q, x, N, r)
     for i in range(size):

@@ -14,11 +14,16 @@ paths, tried in this order:
    costing 0.04 ms of those 0.30 ms — and falls back to the band path when
    a check fails.  Used when the assembler's pattern is block tridiagonal
    (checked once) and the extra entries stay in that pattern.
-2. ``"banded"``: LAPACK's banded solver (``gbsv``, as in
-   ``scipy.linalg.solve_banded``), 5–10× faster than a sparse LU; the band
+2. ``"banded"``: LAPACK's banded LU (``gbtrf`` and ``gbtrs``, what ``gbsv`` and
+   ``scipy.linalg.solve_banded`` call), 5–10× faster than a sparse LU; the band
    storage is summed directly in LAPACK's layout and factorized in place.
 3. ``"splu"``: SuperLU (``scipy.sparse.linalg.splu``) when extra entries
    widen the band (contact between fibers, rigid coupling).
+
+:meth:`ConstrainedSolver.factor_solve` returns the factors too
+(:class:`Factorization`): modified Newton (:mod:`skfiber.newton`) solves later
+iterations with them, a back substitution instead of an assembly and a
+factorization.
 """
 from __future__ import annotations
 
@@ -31,7 +36,7 @@ import scipy.sparse.linalg as spla
 from . import block_tridiagonal as bt
 from .assembly import BatchedAssembler
 
-__all__ = ["ConstrainedSolver"]
+__all__ = ["ConstrainedSolver", "Factorization"]
 
 #: block LU breakdown: a pivot ≤ PIVOT_TOL × the largest entry of its Schur-complemented diagonal block
 #: (that block is singular to working precision; milder trouble is left to the residual test)
@@ -59,7 +64,7 @@ class ConstrainedSolver:
     ----------
     last_method : str
         The path that solved the last system: ``"block"`` (block LU),
-        ``"banded"`` (LAPACK gbsv) or ``"splu"`` (SuperLU).
+        ``"banded"`` (LAPACK gbtrf / gbtrs) or ``"splu"`` (SuperLU).
     block_fallbacks : int
         How many block solves were rejected (breakdown or failed residual
         check) and redone by the band / sparse path.
@@ -72,6 +77,7 @@ class ConstrainedSolver:
         fixed = np.zeros(self.N, dtype=bool)
         fixed[self.constrained] = True
         self.fixed = fixed
+        self.free = ~fixed
         rows, cols = assembler.rows, assembler.cols
         self._keep = ~(fixed[rows] | fixed[cols])
         self._keep_index = np.flatnonzero(self._keep)
@@ -89,8 +95,8 @@ class ConstrainedSolver:
         self._diag_fixed = self._band_flat(self.constrained, self.constrained)
         self._setup_block(rows, cols, block)
         self.last_method = ""
-        self.block_fallbacks = 0  # block solves rejected (breakdown / residual check) and redone by gbsv
-        self._gbsv_fn = None
+        self.block_fallbacks = 0  # block solves rejected (breakdown / residual check) and redone by the band LU
+        self._gbtrf = self._gbtrs = None
         self.end_margins = None  # contact margins of the last converged step (skfiber.solver)
 
     def _setup_block(self, rows: np.ndarray, cols: np.ndarray, enabled: bool) -> None:
@@ -114,44 +120,52 @@ class ConstrainedSolver:
         self.block_fixed = np.unique(np.concatenate([row_slots, col_slots]))
         self.block_diag_fixed = ((node * 3 + 1) * B + local) * B + local
 
-    def _solve_block(self, element_matrices: np.ndarray, rhs: np.ndarray, extra: list) -> np.ndarray | None:
-        """The block-tridiagonal LU with its residual check; None when it does not apply or fails."""
+    def _factor_block(self, element_matrices: np.ndarray, rhs: np.ndarray, extra: list):
+        """The block-tridiagonal LU and its first solution, with the residual check: (x, factorization), or
+        None when it does not apply or fails."""
         B, nn = bt.B, self._nodes
         work = np.zeros(nn * 3 * B * B)
         for r, c, v in extra:  # first: an entry outside the pattern (contact between fibers) ends this path early
             if not bt.add_triplets(work, np.asarray(r, dtype=np.int64), np.asarray(c, dtype=np.int64),
                                    np.asarray(v, dtype=float), self.N):
                 return None  # band or sparse path
-        bt.scatter_add(work, self.block_index, np.ascontiguousarray(element_matrices, dtype=float).reshape(-1))
-        work[self.block_fixed] = 0.0
-        work[self.block_diag_fixed] = 1.0
-        A = work.reshape(nn, 3, B, B)
         R = np.ascontiguousarray(rhs.reshape(nn, B, -1))  # (N,) or (N, k) → (nn, B, k); rhs is not changed
-        x, info = bt.factor_solve(A, R, PIVOT_TOL)
-        # no pivoting across blocks: accept only a solution that passes the residual test (≈ 15 % of the solve)
-        if info or not bt.residual_ok(A, x, R, RESIDUAL_TOL):
+        # no pivoting across blocks: accept only a solution that passes the residual test (≈ 15 % of the solve);
+        # the test bounds the element growth of the factors, so later solves with them need not repeat it
+        A, LU, piv, X, x, status = bt.assemble_factor_solve(
+            work, self.block_index, np.ascontiguousarray(element_matrices, dtype=float).reshape(-1), self.block_fixed,
+            self.block_diag_fixed, R, PIVOT_TOL, RESIDUAL_TOL)
+        if status:
             self.block_fallbacks += 1
             return None
-        return x.reshape(rhs.shape)
+        return x.reshape(rhs.shape), Factorization("block", (A, LU, piv, X), self.constrained)
 
     def _band_flat(self, r: np.ndarray, c: np.ndarray) -> np.ndarray:
-        """Flat index of the entries A[r, c] in the Fortran-ordered band storage of :meth:`_gbsv`."""
+        """Flat index of the entries A[r, c] in the Fortran-ordered band storage of :meth:`_factor_band`."""
         return (2 * self.bandwidth + r - c) + c * self._rows_band
 
-    def _gbsv(self, work: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-        """LAPACK gbsv on the band storage ``work`` (3 bw + 1, N), Fortran order, overwritten, as is ``rhs``."""
-        if self._gbsv_fn is None:
-            self._gbsv_fn = sla.get_lapack_funcs("gbsv", (work,))
+    def _factor_band(self, work: np.ndarray, rhs: np.ndarray):
+        """LAPACK gbtrf + gbtrs on the band storage ``work`` (3 bw + 1, N), Fortran order, overwritten, as is
+        ``rhs``: (x, factorization)."""
+        if self._gbtrf is None:
+            self._gbtrf, self._gbtrs = sla.get_lapack_funcs(("gbtrf", "gbtrs"), (work,))
         bw = self.bandwidth
-        _, _, x, info = self._gbsv_fn(bw, bw, work, rhs, overwrite_ab=True, overwrite_b=True)
+        lu, ipiv, info = self._gbtrf(work, bw, bw, overwrite_ab=True)
         if info > 0:
             raise np.linalg.LinAlgError(f"singular matrix (zero pivot at row {info - 1})")
         if info < 0:
-            raise ValueError(f"illegal value in argument {-info} of gbsv")
-        return x
+            raise ValueError(f"illegal value in argument {-info} of gbtrf")
+        factorization = Factorization("banded", (self._gbtrs, lu, bw, ipiv), self.constrained)
+        return factorization.solve(rhs, overwrite=True), factorization
 
     def solve(self, element_matrices: np.ndarray, rhs: np.ndarray, extra: list | None = None) -> np.ndarray:
-        """Solve for one right-hand side (N,) or several (N, k) at once.
+        """Solve for one right-hand side (N,) or several (N, k) at once (:meth:`factor_solve`'s solution)."""
+        return self.factor_solve(element_matrices, rhs, extra)[0]
+
+    def factor_solve(self, element_matrices: np.ndarray, rhs: np.ndarray,
+                     extra: list | None = None) -> tuple[np.ndarray, "Factorization"]:
+        """Factorize the matrix and solve for one right-hand side (N,) or several (N, k) at once; the
+        :class:`Factorization` solves for further right-hand sides (modified Newton).
 
         Parameters
         ----------
@@ -164,8 +178,10 @@ class ConstrainedSolver:
 
         Returns
         -------
-        ndarray
+        x : ndarray
             The solution, shaped like ``rhs``, 0 on the constrained DOFs.
+        factorization : Factorization
+            The factors of the matrix.
 
         Raises
         ------
@@ -174,14 +190,14 @@ class ConstrainedSolver:
         RuntimeError
             SuperLU found the matrix singular (sparse path).
         """
-        rhs = np.array(rhs, dtype=float)  # a copy: gbsv overwrites it
+        rhs = np.array(rhs, dtype=float)  # a copy: the band solve overwrites it
         rhs[self.constrained] = 0.0
         extra = extra or []
         if self.block_index is not None:
-            x = self._solve_block(element_matrices, rhs, extra)
-            if x is not None:
+            solved = self._factor_block(element_matrices, rhs, extra)
+            if solved is not None:
                 self.last_method = "block"
-                return x
+                return solved
         work = np.zeros(self._rows_band * self.N)
         wide = False
         for r, c, v in extra:  # first: an entry outside the band skips the element scatter
@@ -194,7 +210,7 @@ class ConstrainedSolver:
             work[self._fixed_band] = 0.0
             work[self._diag_fixed] = 1.0
             self.last_method = "banded"
-            return self._gbsv(work.reshape(self.N, self._rows_band).T, rhs)
+            return self._factor_band(work.reshape(self.N, self._rows_band).T, rhs)
         rows = [self.assembler.rows[self._keep], self.constrained]
         cols = [self.assembler.cols[self._keep], self.constrained]
         vals = [element_matrices.reshape(-1)[self._keep_index], np.ones(self.constrained.size)]
@@ -203,7 +219,53 @@ class ConstrainedSolver:
             rows.append(r[keep]); cols.append(c[keep]); vals.append(v[keep])
         K = sps.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(self.N, self.N))
         self.last_method = "splu"
-        return spla.splu(K).solve(rhs)
+        factorization = Factorization("splu", (spla.splu(K),), self.constrained)
+        return factorization.solve(rhs, overwrite=True), factorization
+
+
+class Factorization:
+    """A matrix factorized by :meth:`ConstrainedSolver.factor_solve`, for solves with more right-hand sides.
+
+    ``method`` is the path that made it (``"block"``, ``"banded"`` or ``"splu"``).
+    :meth:`solve` ignores the right-hand side's constrained entries and returns 0 there, as
+    :meth:`ConstrainedSolver.solve` does.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> import skfiber as sf
+    >>> model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)])
+    >>> solver = ConstrainedSolver(model.discretization.assembler, np.arange(6))
+    >>> Ke = np.repeat(np.eye(12)[None], 2, axis=0)
+    >>> x, lu = solver.factor_solve(Ke, np.ones(18))
+    >>> lu.method, bool(np.array_equal(lu.solve(np.ones(18)), x)), x[:6].tolist()
+    ('block', True, [0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    """
+
+    __slots__ = ("method", "_factors", "_constrained")
+
+    def __init__(self, method: str, factors: tuple, constrained: np.ndarray):
+        self.method = method
+        self._factors = factors
+        self._constrained = constrained
+
+    def solve(self, rhs: np.ndarray, *, overwrite: bool = False) -> np.ndarray:
+        """The solution for ``rhs`` (N,) or (N, k); ``overwrite``: ``rhs`` is a scratch copy with zero
+        constrained entries that the solve may overwrite."""
+        if not overwrite:
+            rhs = np.array(rhs, dtype=float)
+            rhs[self._constrained] = 0.0
+        f = self._factors
+        if self.method == "block":
+            A, LU, piv, X = f
+            return bt.solve_factored(A, LU, piv, X, rhs.reshape(A.shape[0], bt.B, -1)).reshape(rhs.shape)
+        if self.method == "banded":
+            gbtrs, lu, bw, ipiv = f
+            x, info = gbtrs(lu, bw, bw, rhs, ipiv, overwrite_b=True)
+            if info < 0:
+                raise ValueError(f"illegal value in argument {-info} of gbtrs")
+            return x
+        return f[0].solve(rhs)
 
 
 @numba.njit(cache=True)

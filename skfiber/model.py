@@ -23,26 +23,21 @@ from skfem.assembly.form.form import FormExtraParams
 
 from . import forms
 from .attachments import attachment_kinematics, new_attachment
-from .core import ROUNDOFF_FACTOR, Evaluation, ResidualMemo, State
+from .core import Evaluation, ResidualMemo, State
 from .compile.kernel import FormKernel
 from .contact.base import Contact
 from .discretization import Discretization
+from .fiber_part import fiber_part, vector_norm
 from .fiber import Fiber
 from .law_kernels import FiberStress
 from .loads import ExternalLoads, VectorField
 from .materials import SYMBOLS
 from .rigid import RigidSystem
-from .terms import Term, complex_step_tangent
+from .terms import Term
 
 __all__ = ["Model", "State", "Evaluation"]
 
-_EPS = float(np.finfo(float).eps)
 _ACTIVATION = operator.attrgetter("activation")
-
-
-def _norm(x: np.ndarray) -> float:
-    """‖x‖₂ of a 1D array (np.linalg.norm costs several times more on the short vectors here)."""
-    return math.sqrt(float(x.dot(x)))
 
 
 @dataclass(frozen=True)
@@ -108,6 +103,7 @@ class Model:
         #: the external loads (body forces, line loads, gravity), assembled from their forms
         self.loads = ExternalLoads(self.discretization)
         self._prescribed: dict[tuple[int, int], _Prescribed] = {}
+        self._constrained = None  # constrained_dofs, made on first use after a change of the end conditions
         d = self.discretization
         self.mass_matrix = d.assembler.to_csr(
             d.assembler.bilinear(forms.mass, d.assembler.parameters(area=d.area, rho=d.density, J=d.jacobian)))
@@ -150,6 +146,7 @@ class Model:
         key = (d.fiber_index(fiber), int(dofs[0]))
         self._check_end_free(key[0], end, dofs)
         self._prescribed[key] = _Prescribed(dofs, displacement)
+        self._constrained = None
 
     def _check_end_free(self, k: int, end, dofs) -> None:
         if (k, int(dofs[0])) in self._prescribed:
@@ -236,12 +233,17 @@ class Model:
 
     @property
     def constrained_dofs(self) -> np.ndarray:
-        if not self._prescribed:
-            return np.zeros(0, dtype=int)
-        return np.concatenate([p.dofs for p in self._prescribed.values()])
+        """The DOFs of fixed and prescribed ends (read-only; attached ends: :attr:`dependent_dofs`)."""
+        if self._constrained is None:
+            dofs = [p.dofs for p in self._prescribed.values()]
+            self._constrained = np.concatenate(dofs) if dofs else np.zeros(0, dtype=int)
+            self._constrained.flags.writeable = False
+        return self._constrained
 
     def prescribed_displacement(self, t: float, load_factor: float = 1.0) -> np.ndarray:
         """Values of the constrained DOFs at time t (same order as ``constrained_dofs``)."""
+        if all(p.displacement is None for p in self._prescribed.values()):  # fixed ends only
+            return np.zeros(self.constrained_dofs.size)
         out = []
         for (k, _), p in self._prescribed.items():
             if p.displacement is None:
@@ -468,6 +470,7 @@ class Model:
         c_a: float,
         load_factor: float = 1.0,
         parts: Iterable[str] | None = None,
+        tangent: bool = True,
     ) -> Evaluation:
         """Residual (and tangent) of the semi-discrete equations.
 
@@ -482,11 +485,17 @@ class Model:
         parts
             Restrict to some contributions: ``"cable"``, ``"inertia"``,
             ``"loads"`` and term names (for checks); default all.
+        tangent
+            Prepare the tangent in the same pass (the compiled kernel's pointwise tangent);
+            False when it will probably not be asked for (modified Newton): it is then
+            computed when first asked for, by a second pass.
         """
         names = self._part_names(None)
-        parts = self._part_names(parts)
-        R, lam, ref, roundoff, tangent_fn = self._fiber_part(u, v, a, t, c_v, c_a, load_factor, parts)
-        if not np.all(np.isfinite(R)):
+        parts = names if parts is None else self._part_names(parts)
+        fp = fiber_part(self, u, v, a, t, c_v=c_v, c_a=c_a, load_factor=load_factor, parts=parts, every=parts is names,
+                        tangent=tangent)
+        R, ref = fp.residual, fp.reference_force
+        if not fp.finite:
             d = self.discretization
             with np.errstate(all="ignore"):
                 w = self.coefficients(u, v, t, c_v=c_v, a=a, c_a=c_a)
@@ -508,14 +517,14 @@ class Model:
             if margins is not None:
                 m = getattr(ce, "margins", None)
                 margins = None if m is None else {**margins, contact.name: m}
-            if not (ce.admissibility.size == 0 or ce.admissibility.min() > 0) or not math.isfinite(_norm(ce.residual)):
+            if not (ce.admissibility.size == 0 or ce.admissibility.min() > 0) or not math.isfinite(vector_norm(ce.residual)):
                 worst = float(np.min(ce.admissibility)) if ce.admissibility.size else float("nan")
                 raise FloatingPointError(
                     f"inadmissible contact state at t = {t:.6g} s in {contact.name!r}: "
                     f"min 1 + γg = {worst:.3g} (penetration beyond the penalty law's limit)"
                 )
             R += ce.residual
-            ref = max(ref, _norm(ce.residual))
+            ref = max(ref, vector_norm(ce.residual))
             active_contacts.append(contact)
             n_active += int(ce.n_active)
         extra = []
@@ -537,7 +546,7 @@ class Model:
             self.memo.store(np.array(u, dtype=float), np.array(v, dtype=float), np.array(a, dtype=float), t, q,
                             R.copy())
         return Evaluation(
-            R, tangent_fn, reference_force=ref, min_stretch=float(lam.min()), roundoff=roundoff,
+            R, fp.tangent_fn, reference_force=ref, min_stretch=fp.min_stretch, roundoff=fp.roundoff,
             extra=extra, n_active_contacts=n_active, margins=margins,
         )
 
@@ -555,66 +564,6 @@ class Model:
         if unknown:
             raise ValueError(f"unknown parts {sorted(unknown)}; pick from {sorted(names | {'cable'})}")
         return chosen
-
-    @np.errstate(over="ignore", invalid="ignore", divide="ignore")  # a non-finite residual is reported by evaluate
-    def _fiber_part(self, u, v, a, t, c_v, c_a, load_factor, parts):
-        """(R, λ (e, q), reference force, round-off floor, tangent) of the chosen terms and loads.
-
-        The terms run in the compiled kernel (:attr:`form_kernel`); terms it
-        does not have (untraceable, or ``compiled=False``) with numpy.
-        """
-        d = self.discretization
-        asm = d.assembler
-        every = parts is self._all_parts[1]  # the common case: the whole model
-        terms = self.all_terms if every else [term for term in self.all_terms if term.name in parts]
-        out = None
-        if self.compiled and terms:
-            kernel = self.form_kernel
-            if kernel.active:
-                mask = kernel.mask(parts)
-                if mask.any():  # the residual and the pointwise tangent; its matrix when Newton asks (tangent_fn)
-                    alpha = self.activations(t).ravel()
-                    out = kernel(u, v, a, t, alpha=alpha, c_v=c_v, c_a=c_a, mask=mask, tangent=True)
-        in_kernel = () if out is None else self._form_kernel.names
-        numpy_terms = [term for term in terms if term.name not in in_kernel]
-        ref = 0.0
-        lam = None
-        if out is not None:
-            R = None
-            for name, row in zip(in_kernel, out.residuals):
-                if every or name in parts:
-                    R = row.copy() if R is None else R.__iadd__(row)
-                    ref = max(ref, _norm(row))
-            magnitude = out.magnitude
-            lam = out.stretch
-        else:
-            R = np.zeros(self.n_dofs)
-            magnitude = np.zeros(self.n_dofs)
-        w = None
-        if numpy_terms or lam is None:
-            w = self.coefficients(u, v, t, c_v=c_v, a=a, c_a=c_a)
-            lam = w["lam"]
-        for term in numpy_terms:
-            Ft, Ft_magnitude = asm.linear_vector(term.residual, w, magnitude=True)
-            R += Ft
-            magnitude = magnitude + Ft_magnitude
-            ref = max(ref, _norm(Ft))
-        if "loads" in parts:
-            Fe = load_factor * self.external_force(t)
-            R -= Fe
-            ref = max(ref, _norm(Fe))
-        roundoff = ROUNDOFF_FACTOR * _EPS * _norm(magnitude)
-
-        def tangent_fn():
-            if out is not None:  # assembled from the kernel's pointwise tangent
-                Ke = out.element_matrices
-            else:
-                Ke = np.zeros((d.assembler.nelems,) + (asm.nbfun,) * 2)
-            for term in numpy_terms:
-                Ke = Ke + (complex_step_tangent(term.residual, asm, w) if term.tangent is None
-                           else asm.bilinear(term.tangent, w))
-            return Ke
-        return R, lam, ref, roundoff, tangent_fn
 
     def tangent_matrix(self, evaluation: Evaluation) -> sps.csr_matrix:
         """The global tangent as a CSR matrix."""

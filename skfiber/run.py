@@ -8,7 +8,9 @@ state of the previous step to t_start + n·dt, so the time grid does not
 depend on where a run started.  The checkpoint holds that state (all fields
 of :class:`skfiber.State`), so a run resumed from any checkpoint repeats the
 same floating-point operations as an uninterrupted one and ends with the
-same state, bit for bit.  Checkpoints are written every ``checkpoint_every``
+same state, bit for bit (each call starts Newton afresh: modified Newton keeps its
+factorization within the step only, where one :func:`skfiber.simulate` run would carry it to
+the next step).  Checkpoints are written every ``checkpoint_every``
 steps, at the end, on Ctrl-C and after a step that failed.
 
 Example

@@ -70,8 +70,10 @@ class SimulationResult:
 
     @property
     def final_state(self) -> State:
-        """The last state, with the acceleration the next step's predictor uses
-        (continuing from it reproduces an uninterrupted run)."""
+        """The last state, with the acceleration the next step's predictor uses: continuing from it
+        reproduces an uninterrupted run (bit for bit with ``NewtonOptions(jacobian_reuse=False)``; with
+        modified Newton within Newton's tolerance, since the factorization it carries from step to step
+        is not part of the state)."""
         if self.last_state is not None:
             return self.last_state.copy()
         return self.state(-1)

@@ -33,7 +33,7 @@ import numpy as np
 from .adaptive import simulate_adaptive
 from .core import ConvergenceError, EulerRates, NewtonOptions, State, StepCounts
 from .model import Model
-from .newton import make_solver, newton
+from .newton import IterationMatrix, make_solver, newton
 from .simulation_result import MAX_STORED_STATES, SimulationResult, StateStore, StepInfo, compile_notice
 from .statics import StaticResult, check_admissible_start, check_finite_time, check_step_count, solve_static
 from .time_step import (METHODS, PREDICTOR_SMOOTHNESS, STEP_STAGNATION_WINDOW, backward_euler_step,
@@ -182,7 +182,9 @@ def simulate(
         raise ValueError("output_times, h_min and h_max belong to adaptive runs: give rtol and/or atol too "
                          "(fixed steps store every store_every-th step)")
     solver = make_solver(model)
-    model.memo.enabled = True  # attachment_forces in callbacks reuses the step's last evaluation
+    matrix = IterationMatrix()  # modified Newton: the factorized iteration matrix kept from step to step
+    newton_options = newton_options.with_stagnation_window(STEP_STAGNATION_WINDOW)
+    model.memo.enabled = bool(model.attachments)  # attachment_forces in callbacks reuses the step's last evaluation
     n_steps = int(math.ceil((t_end - state.t) / dt - 1e-9))
     if n_steps > 1 and (t_end - state.t) - (n_steps - 1) * dt < LAST_STEP_MIN_FRACTION * dt:
         n_steps -= 1  # a sliver of a last step (round-off in t_end) joins the one before it
@@ -204,8 +206,9 @@ def simulate(
             t_target = min(t0 + k * dt, t_end) if k < n_steps else t_end
             h = t_target - state.t
             state, n_it, n_retry, hist, n_contact = _step_with_retries(model, state, h, solver, newton_options, k,
-                                                                       max_halvings, method)
-            notice.cancel()
+                                                                       max_halvings, method, matrix)
+            if k == 1:
+                notice.cancel()
             its[k - 1] = n_it
             done = k
             retries += n_retry
@@ -219,6 +222,7 @@ def simulate(
                 eta = (now - start) / k * (n_steps - k)
                 print(
                     f"  t = {state.t:.4g}/{t_end:.4g} s  step {k}/{n_steps}  newton {n_it} it  "
+                    f"tangents {matrix.tangent_builds} factorizations {matrix.factorizations}  "
                     + (f"contacts {n_contact}  " if model.contacts else "")
                     + f"retries {retries}  elapsed {now - start:.1f} s  ETA {eta:.1f} s",
                     file=sys.stderr, flush=True,
@@ -234,11 +238,11 @@ def simulate(
         model.memo.enabled = False
         model.memo.clear()
     counts = StepCounts(accepted=len(its), newton_failures=retries, newton_iterations=int(its.sum()),
-                        tangent_builds=int(its.sum()))
+                        tangent_builds=matrix.tangent_builds, factorizations=matrix.factorizations)
     return store.result(its, retries, _time.perf_counter() - start, interrupted, state, counts)
 
 
-def _step_with_retries(model, state, h, solver, options, k, max_halvings, method="euler"):
+def _step_with_retries(model, state, h, solver, options, k, max_halvings, method="euler", matrix=None):
     """Advance by h; a failing (sub)step is split in two halves, recursively.
 
     Only the failing part is redone: substeps that converged are kept.  At most
@@ -254,9 +258,10 @@ def _step_with_retries(model, state, h, solver, options, k, max_halvings, method
         label = k if level == 0 else f"{k} (substep {index + 1}/{2**level})"
         try:
             if method == "bdf2" and not s.has_history:  # BDF2's first step: second order as well
-                s_new, rep = extrapolated_start(model, s, dt_sub, solver, options=options, step=label)
+                s_new, rep = extrapolated_start(model, s, dt_sub, solver, options=options, step=label, matrix=matrix)
             else:
-                s_new, rep = implicit_step(model, s, dt_sub, solver, method=method, options=options, step=label)
+                s_new, rep = implicit_step(model, s, dt_sub, solver, method=method, options=options, step=label,
+                                           matrix=matrix)
         except ConvergenceError as err:
             counts["failures"] += 1
             if level == max_halvings:

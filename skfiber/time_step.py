@@ -27,9 +27,11 @@ import numpy as np
 from .contact.base import margins_kept
 from .core import EulerRates, NewtonOptions, State
 from .core.bdf import anchor
+from .fiber_step import FiberStep
+from .fiber_step import applies as fiber_step_applies
 from .linalg import ConstrainedSolver
 from .model import Model
-from .newton import NewtonReport, newton
+from .newton import IterationMatrix, NewtonReport, newton
 from .rigid import EulerStep
 
 __all__ = ["implicit_step", "backward_euler_step", "extrapolated_start", "predicted_accelerations", "METHODS", "PREDICTOR_SMOOTHNESS",
@@ -58,6 +60,7 @@ def backward_euler_step(
     *,
     options: NewtonOptions = NewtonOptions(),
     step: int | str = 0,
+    matrix: IterationMatrix | None = None,
 ) -> tuple[State, NewtonReport]:
     """One backward-Euler step from ``state`` to ``state.t + dt`` (:func:`implicit_step` with ``method="euler"``).
 
@@ -65,7 +68,7 @@ def backward_euler_step(
     model with a rigid system a :class:`~skfiber.coupling.CoupledProblem`
     (Newton on (u_I, q), paper eq. 64).
     """
-    return implicit_step(model, state, dt, solver, method="euler", options=options, step=step)
+    return implicit_step(model, state, dt, solver, method="euler", options=options, step=step, matrix=matrix)
 
 
 def implicit_step(
@@ -77,6 +80,7 @@ def implicit_step(
     method: str = "euler",
     options: NewtonOptions = NewtonOptions(),
     step: int | str = 0,
+    matrix: IterationMatrix | None = None,
 ) -> tuple[State, NewtonReport]:
     """One implicit step from ``state`` to ``state.t + dt``: backward Euler, or BDF2.
 
@@ -86,31 +90,37 @@ def implicit_step(
     (:mod:`skfiber.core.bdf`): v = (u − û)/ĥ, a = (v − v̂)/ĥ (and p, its rate
     for q) with c_v = 1/ĥ, c_a = 1/ĥ², where (û, v̂, ĥ) = (uₙ, vₙ, Δt) for
     backward Euler and BDF2's anchors otherwise.  The new state keeps
-    ``state`` as its earlier point.
+    ``state`` as its earlier point.  ``matrix`` (one per run) carries the
+    factorized iteration matrix from step to step for modified Newton and
+    counts tangents and factorizations (:class:`~skfiber.newton.IterationMatrix`).
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; pick one of {sorted(METHODS)}")
     options = options.with_stagnation_window(STEP_STAGNATION_WINDOW)
     history = method == "bdf2" and state.has_history
     h_prev = state.dt_last if history else 0.0
-    anchors = [anchor(dt, h_prev, now, prev if history else None)
-               for now, prev in ((state.u, state.u_prev), (state.v, state.v_prev), (state.q, state.q_prev),
-                                 (state.p, state.p_prev))]
-    (u_hat, h_eff), (v_hat, _), (q_hat, _), (p_hat, _) = anchors
+    (u_hat, h_eff), (v_hat, _) = (anchor(dt, h_prev, now, prev if history else None)
+                                  for now, prev in ((state.u, state.u_prev), (state.v, state.v_prev)))
     if hasattr(solver, "solve_newton"):
-        return _coupled_step(model, state, dt, solver, (u_hat, v_hat, q_hat, p_hat, h_eff), options=options, step=step)
+        (q_hat, _), (p_hat, _) = (anchor(dt, h_prev, now, prev if history else None)
+                                  for now, prev in ((state.q, state.q_prev), (state.p, state.p_prev)))
+        return _coupled_step(model, state, dt, solver, (u_hat, v_hat, q_hat, p_hat, h_eff), options=options, step=step,
+                             matrix=matrix)
     t1 = state.t + dt
     u_n, v_n = state.u, state.v
     a0, _ = predicted_accelerations(state, dt)
-    u0 = u_n + dt * v_n + dt**2 * a0
+    u0 = u_hat + h_eff * v_hat + h_eff**2 * a0
     c = model.constrained_dofs
     u0[c] = model.prescribed_displacement(t1)
 
     rates = EulerRates(u_prev=u_hat, v_prev=v_hat, dt=h_eff)
-
-    def evaluate(u):
-        v, a, c_v, c_a = rates(u)
-        return model.evaluate(u, v, a, t1, c_v=c_v, c_a=c_a)
+    if fiber_step_applies(model):  # one compiled call per evaluation
+        evaluate = FiberStep(model, u_hat=rates.u_prev, v_hat=rates.v_prev, h=h_eff, c_v=rates.c_v, c_a=rates.c_a,
+                             t=t1, free=solver.free)
+    else:
+        def evaluate(u, tangent=True):
+            v, a, c_v, c_a = rates(u)
+            return model.evaluate(u, v, a, t1, c_v=c_v, c_a=c_a, tangent=tangent)
 
     def safeguard(u, du):
         return model.max_step(u, du, t1, delta_bar=options.safeguard)
@@ -122,7 +132,8 @@ def implicit_step(
     if model.contacts:
         u0, first = _admissible_predictor(solver, u_n, u0, evaluate, safeguard, options, prescribe)
     u, report = newton(evaluate, u0, solver, options=options, t=t1, step=step,
-                       max_step=safeguard if model.contacts else None, first=first)
+                       max_step=safeguard if model.contacts else None, first=first, matrix=matrix,
+                       scheme=(rates.c_v, rates.c_a))
     _keep_margins(solver, u, report)
     v = (u - u_hat) / h_eff
     return State(t1, u, v, (v - v_hat) / h_eff, a_prev=state.a, dt_last=dt, u_prev=u_n, v_prev=v_n), report
@@ -136,6 +147,7 @@ def extrapolated_start(
     *,
     options: NewtonOptions = NewtonOptions(),
     step: int | str = 0,
+    matrix: IterationMatrix | None = None,
 ) -> tuple[State, NewtonReport]:
     """The first step of a fixed-step BDF2 run: backward Euler extrapolated, 2 y(Δt/2 ∘ Δt/2) − y(Δt).
 
@@ -150,11 +162,12 @@ def extrapolated_start(
     earlier point; its accelerations (predictor only) are those of the
     second half step.
     """
+    kw = dict(method="euler", options=options, step=step, matrix=matrix)
     if model.contacts:
-        return implicit_step(model, state, dt, solver, method="euler", options=options, step=step)
-    half, r1 = implicit_step(model, state, 0.5 * dt, solver, method="euler", options=options, step=step)
-    two, r2 = implicit_step(model, half, 0.5 * dt, solver, method="euler", options=options, step=step)
-    one, r3 = implicit_step(model, state, dt, solver, method="euler", options=options, step=step)
+        return implicit_step(model, state, dt, solver, **kw)
+    half, r1 = implicit_step(model, state, 0.5 * dt, solver, **kw)
+    two, r2 = implicit_step(model, half, 0.5 * dt, solver, **kw)
+    one, r3 = implicit_step(model, state, dt, solver, **kw)
     u, v, q, p = (2.0 * x2 - x1 for x2, x1 in ((two.u, one.u), (two.v, one.v), (two.q, one.q), (two.p, one.p)))
     if model.rigid is not None:
         model.set_coordinates(q)
@@ -187,13 +200,15 @@ def predicted_accelerations(state: State, dt: float) -> tuple[np.ndarray, np.nda
     a, b = state.a, state.b
     if state.dt_last <= 0 or state.a_prev.shape != a.shape or state.b_prev.shape != b.shape:
         return a, b
-    da, db = a - state.a_prev, b - state.b_prev
-    change = math.sqrt(float(da @ da) + float(db @ db))
-    size = math.sqrt(float(a @ a) + float(b @ b))
-    if not change <= PREDICTOR_SMOOTHNESS * size:
+    da = a - state.a_prev
+    change, size = float(da @ da), float(a @ a)
+    if b.size:  # (no rigid system: b is empty)
+        db = b - state.b_prev
+        change, size = change + float(db @ db), size + float(b @ b)
+    if not math.sqrt(change) <= PREDICTOR_SMOOTHNESS * math.sqrt(size):
         return a, b
     r = dt / state.dt_last
-    return a + r * da, b + r * db
+    return a + r * da, (b + r * db if b.size else b)
 
 
 def _admissible_predictor(solver, x_n, x0, evaluate, max_step, options, prescribe):
@@ -228,7 +243,7 @@ def _keep_margins(solver, x: np.ndarray, report: NewtonReport) -> None:
 
 
 def _coupled_step(model: Model, state: State, dt: float, problem, anchors, *, options: NewtonOptions,
-                  step) -> tuple[State, NewtonReport]:
+                  step, matrix: IterationMatrix | None = None) -> tuple[State, NewtonReport]:
     """A step of :func:`implicit_step` for fibers + rigid bodies (paper eq. 64): Newton on z = (u_I, q).
 
     v = (u − û)/ĥ and p = (q − q̂)/ĥ for all DOFs, the attached ends
@@ -260,7 +275,7 @@ def _coupled_step(model: Model, state: State, dt: float, problem, anchors, *, op
     if model.contacts:  # keep the predictor admissible (as in the fiber-only step)
         z0, first = _admissible_predictor(problem, z_n, z0, evaluate, safeguard, options, prescribe)
     z, report = newton(evaluate, z0, problem, options=options, t=t1, step=step,
-                       max_step=safeguard if model.contacts else None, first=first)
+                       max_step=safeguard if model.contacts else None, first=first, matrix=matrix)
     u, q, _ = problem.expand(z, t1, kinematics=False)
     model.set_coordinates(q)  # body cylinders at the step's end (the fast path does not move them)
     _keep_margins(problem, np.concatenate([u, q]), report)

@@ -240,14 +240,16 @@ def test_long_run_keeps_bounded_memory_and_its_energy_decays(method):
 
 def test_run_driver_with_bdf2_equals_simulate_and_resumes_exactly(tmp_path):
     """run_simulation(method="bdf2") steps one simulate call at a time: the state carries BDF2's earlier
-    point, so it equals one simulate run, and a run resumed from its checkpoint ends at the same state."""
+    point, so it equals one simulate run (within Newton's tolerance: one simulate run carries Newton's
+    factorization from step to step, run_simulation starts each step afresh), and a run resumed from its
+    checkpoint ends at the same state, bit for bit."""
     from skfiber.demos.hanging_bundle import build_model
     from skfiber.run import run_simulation
 
     model = build_model(1)
     ref = sf.simulate(model, t_end=0.1, dt=0.01, method="bdf2", progress=False).final_state
     run = run_simulation(model, t_end=0.1, dt=0.01, method="bdf2", progress=False).final_state
-    assert np.abs(run.u - ref.u).max() <= 1e-12
+    assert np.abs(run.u - ref.u).max() <= 1e-9 * np.abs(ref.u).max()
     run_simulation(model, t_end=0.05, dt=0.01, method="bdf2", out_dir=tmp_path, checkpoint_every=1, progress=False)
     resumed = run_simulation(model, t_end=0.1, dt=0.01, method="bdf2", out_dir=tmp_path, checkpoint_every=1,
                              resume=True, progress=False).final_state

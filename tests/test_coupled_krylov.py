@@ -28,13 +28,13 @@ def random_block_tridiagonal(rng, nn, fibers=1):
     return A, dense
 
 
-def test_factor_and_substitute_solve_like_factor_solve_and_dense():
+def test_factor_and_solve_factored_solve_like_factor_solve_and_dense():
     rng = np.random.default_rng(1)
     A, dense = random_block_tridiagonal(rng, 9, fibers=2)
     R = rng.standard_normal((9, B, 3))
-    X, F, piv, info = bt.factor(A, 1e-14)
+    LU, piv, X, info = bt.factor(A, 1e-14)
     assert info == 0
-    x = bt.substitute(A, X, F, piv, R)
+    x = bt.solve_factored(A, LU, piv, X, R)
     np.testing.assert_array_equal(x, bt.factor_solve(A, R, 1e-14)[0])
     np.testing.assert_allclose(x.reshape(-1, 3), np.linalg.solve(dense, R.reshape(-1, 3)), rtol=0, atol=1e-12)
     v = rng.standard_normal((9, B))
@@ -96,11 +96,11 @@ def test_gmres_solves_the_coupled_system_with_fibers_in_touch(seed):
     rng = np.random.default_rng(seed)
     A, rows, cols, blocks, W, Rq_u, Rq_q, T = coupled_system(rng)
     N, n = W.shape
-    X, F, piv, info = bt.factor(A, 1e-14)
-    Y_w = bt.substitute(A, X, F, piv, W.reshape(-1, B, n)).reshape(N, n)
+    LU, piv, X, info = bt.factor(A, 1e-14)
+    Y_w = bt.solve_factored(A, LU, piv, X, W.reshape(-1, B, n)).reshape(N, n)
     S_inv = np.linalg.inv(Rq_q - Rq_u @ Y_w)
     b = rng.standard_normal(N + n)
-    x, iterations, residual = coupled_gmres(A, X, F, piv, rows, cols, blocks, W, Rq_u, Rq_q, S_inv, Y_w, b,
+    x, iterations, residual = coupled_gmres(A, LU, piv, X, rows, cols, blocks, W, Rq_u, Rq_q, S_inv, Y_w, b,
                                             np.zeros(N + n))
     exact = np.linalg.solve(T, b)
     assert residual <= 1e-13
@@ -114,18 +114,18 @@ def test_gmres_without_e_returns_the_start_and_with_too_few_iterations_reports_i
     rng = np.random.default_rng(6)
     A, rows, cols, blocks, W, Rq_u, Rq_q, T = coupled_system(rng, scale=5.0)
     N, n = W.shape
-    X, F, piv, _ = bt.factor(A, 1e-14)
-    Y_w = bt.substitute(A, X, F, piv, W.reshape(-1, B, n)).reshape(N, n)
+    LU, piv, X, _ = bt.factor(A, 1e-14)
+    Y_w = bt.solve_factored(A, LU, piv, X, W.reshape(-1, B, n)).reshape(N, n)
     S_inv = np.linalg.inv(Rq_q - Rq_u @ Y_w)
     b = rng.standard_normal(N + n)
     # no E: the block elimination is exact, the start is the solution and no iteration is made
     T0 = np.block([[T[:N, :N] - sum_e(rows, cols, blocks, N), W], [Rq_u, Rq_q]])
     start = np.linalg.solve(T0, b)
-    x, iterations, residual = coupled_gmres(A, X, F, piv, rows[:0], cols[:0], blocks[:0], W, Rq_u, Rq_q, S_inv, Y_w,
+    x, iterations, residual = coupled_gmres(A, LU, piv, X, rows[:0], cols[:0], blocks[:0], W, Rq_u, Rq_q, S_inv, Y_w,
                                             b, start)
     assert iterations == 0 and residual < 1e-13
     # a strong E and two iterations: not converged, and the true residual says so (the caller falls back)
-    x, iterations, residual = coupled_gmres(A, X, F, piv, rows, cols, blocks, W, Rq_u, Rq_q, S_inv, Y_w, b,
+    x, iterations, residual = coupled_gmres(A, LU, piv, X, rows, cols, blocks, W, Rq_u, Rq_q, S_inv, Y_w, b,
                                             np.zeros(N + n), 1e-14, 2)
     assert iterations == 2 and residual > GMRES_ACCEPT
     np.testing.assert_allclose(np.linalg.norm(b - T @ x) / np.linalg.norm(b), residual, rtol=1e-6)

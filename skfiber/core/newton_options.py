@@ -48,9 +48,18 @@ class NewtonOptions:
     #: where a failing step is cheaply split in two, and 5 in static solves,
     #: where Newton may creep towards an equilibrium (stiff contact)
     stagnation_window: int | None = None
+    #: modified Newton in time steps: keep the factorized iteration matrix across iterations and steps
+    #: while it contracts well (see :mod:`skfiber.newton`); False: a fresh tangent in every iteration
+    jacobian_reuse: bool = True
+    #: … refresh it when the contraction rate ‖Δuₖ₊₁‖/‖Δuₖ‖ of two increments made with it exceeds this
+    reuse_max_rate: float = 0.2
+    #: … and when the time scheme's c_v or c_a differs from the one it was made with by more than this
+    #: fraction (a step-size change)
+    reuse_max_change: float = 0.3
 
     def __post_init__(self):
-        for key in ("rtol", "atol", "safeguard", "min_step", "line_search_decrease"):
+        for key in ("rtol", "atol", "safeguard", "min_step", "line_search_decrease", "reuse_max_rate",
+                    "reuse_max_change"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
                     or not math.isfinite(value):
@@ -73,6 +82,12 @@ class NewtonOptions:
             raise ValueError(f"line_search must be an integer ≥ 0 (number of step halvings), got {self.line_search!r}")
         if not 0 <= self.line_search_decrease < 1:
             raise ValueError(f"line_search_decrease must lie in [0, 1), got {self.line_search_decrease}")
+        if not isinstance(self.jacobian_reuse, (bool, np.bool_)):
+            raise TypeError(f"jacobian_reuse must be True or False, got {self.jacobian_reuse!r}")
+        if not 0 < self.reuse_max_rate < 1:
+            raise ValueError(f"reuse_max_rate must lie in (0, 1) (a contraction rate), got {self.reuse_max_rate}")
+        if not self.reuse_max_change >= 0:
+            raise ValueError(f"reuse_max_change must be ≥ 0 (a relative change of c_v, c_a), got {self.reuse_max_change}")
         w = self.stagnation_window
         if w is not None and (isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 0):
             raise ValueError(f"stagnation_window must be an integer ≥ 0 (0 = never give up early) or None "

@@ -100,11 +100,15 @@ class Evaluation:
     outside the cable mesh pattern.  ``margins`` maps each contact's name to
     its :attr:`~skfiber.contact.base.ContactEvaluation.margins` when every
     contact supports the end-of-step safeguard check, else None.
+    ``free_norm`` is ‖residual‖₂ on the DOFs Newton solves for, when the
+    evaluation computed it (else Newton does).
     """
 
     def __init__(self, residual, tangent_fn, *, reference_force: float, min_stretch: float, extra=None,
-                 roundoff: float = 0.0, n_active_contacts: int = 0, margins: dict | None = None):
+                 roundoff: float = 0.0, n_active_contacts: int = 0, margins: dict | None = None,
+                 free_norm: float | None = None):
         self.residual = residual
+        self.free_norm = free_norm
         self.margins = margins
         self.n_active_contacts = n_active_contacts
         self.roundoff = roundoff

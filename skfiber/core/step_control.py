@@ -100,8 +100,10 @@ class StepCounts:
     #: steps whose Newton iteration failed (redone with half the step)
     newton_failures: int = 0
     newton_iterations: int = 0
-    #: tangents assembled and factorized (one per Newton iteration)
+    #: tangents assembled, and matrices factorized (one each per Newton iteration unless Newton reuses its
+    #: factorization: NewtonOptions.jacobian_reuse)
     tangent_builds: int = 0
+    factorizations: int = 0
     #: size and Newton iterations of each accepted step
     step_sizes: array = field(default_factory=lambda: array("d"))
     step_iterations: array = field(default_factory=lambda: array("i"))
@@ -109,7 +111,17 @@ class StepCounts:
     def line(self) -> str:
         """The counts for a progress line."""
         return (f"accepted {self.accepted} rejected {self.rejected} newton-failed {self.newton_failures} "
-                f"newton {self.newton_iterations} tangents {self.tangent_builds}")
+                f"newton {self.newton_iterations} tangents {self.tangent_builds} "
+                f"factorizations {self.factorizations}")
+
+
+def _count_work(counts: StepCounts, work, iterations: int) -> None:
+    """Tangents and factorizations into ``counts``: from ``work()``, or one each per Newton iteration."""
+    if work is None:
+        counts.tangent_builds += iterations
+        counts.factorizations += iterations
+    else:
+        counts.tangent_builds, counts.factorizations = work()
 
 
 def _error_norm(e: np.ndarray, y0: np.ndarray, y1: np.ndarray, control: ErrorControl) -> float:
@@ -146,7 +158,8 @@ def _estimate(points, t1: float, x1: np.ndarray, n_pos: int, control: ErrorContr
 def run_adaptive(advance: Callable[[Any, float, int], tuple[Any, int]], flatten: Callable[[Any], np.ndarray],
                  payload0: Any, *, t0: float, t_end: float, control: ErrorControl, n_positions: int,
                  output_times: np.ndarray, emit: Callable[[float, np.ndarray | None, Any], None],
-                 on_step: Callable[[Any, StepCounts, float], None] | None = None) -> tuple[Any, StepCounts]:
+                 on_step: Callable[[Any, StepCounts, float], None] | None = None,
+                 work: Callable[[], tuple[int, int]] | None = None) -> tuple[Any, StepCounts]:
     """Integrate from ``payload0`` at t0 to t_end with adaptive steps; returns (last payload, counts).
 
     Parameters
@@ -161,6 +174,9 @@ def run_adaptive(advance: Callable[[Any, float, int], tuple[Any, int]], flatten:
         interpolated vector x (payload None), or with the payload (x None) at a step that lands on t.
     on_step
         ``on_step(payload, counts, h)`` after each accepted step (progress lines).
+    work
+        ``work()`` → (tangents built, matrices factorized) so far, for the counts; None: one of each per
+        Newton iteration.
     """
     counts = StepCounts()
     points = [(t0, flatten(payload0))]
@@ -184,7 +200,7 @@ def run_adaptive(advance: Callable[[Any, float, int], tuple[Any, int]], flatten:
         except ConvergenceError as err:
             counts.newton_failures += 1
             counts.newton_iterations += max(len(err.residual_history) - 1, 0)
-            counts.tangent_builds += max(len(err.residual_history) - 1, 0)
+            _count_work(counts, work, max(len(err.residual_history) - 1, 0))
             if h <= control.h_min:
                 raise ConvergenceError(f"{err.reason}; still failing at the smallest step h_min = {control.h_min:.3g} s",
                                        t=err.t, step=k, residual_history=err.residual_history) from err
@@ -192,7 +208,7 @@ def run_adaptive(advance: Callable[[Any, float, int], tuple[Any, int]], flatten:
             grow_ok = False
             continue
         counts.newton_iterations += iterations
-        counts.tangent_builds += iterations
+        _count_work(counts, work, iterations)
         t1 = t + h
         x1 = flatten(new)
         err, p = _estimate(points, t1, x1, n_positions, control)

@@ -211,7 +211,8 @@ def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float | None =
                       "computed so far")
     k = done + 1
     total = int(sum(iterations))
-    counts = StepCounts(accepted=len(iterations), newton_failures=retries, newton_iterations=total, tangent_builds=total)
+    counts = StepCounts(accepted=len(iterations), newton_failures=retries, newton_iterations=total, tangent_builds=total,
+                        factorizations=total)
     return RigidResult(times[:k], Q[:k], P[:k], iterations, retries, S[:k], element_state_names(system),
                        done < n_steps, counts)
 

@@ -1,0 +1,229 @@
+"""Modified Newton (skfiber.newton.IterationMatrix): the kept factorization, its contraction-rate test and
+step-size test, the same converged solutions as full Newton; the block LU's kept factors; the fiber-only
+step evaluation in one compiled call against Model.evaluate."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+import skfiber as sf
+from skfiber.core import EulerRates
+from skfiber.fiber_part import sum_rows
+from skfiber.fiber_step import FiberStep, applies
+from skfiber.newton import IterationMatrix, make_solver, newton
+from skfiber.time_step import implicit_step
+
+FULL = sf.NewtonOptions(jacobian_reuse=False)
+
+
+def stiff_tendon(n_elements=10):
+    """One fiber, pinned ends, soft middle and stiff tendons (E 3e5 / 3e7 Pa), viscous, under gravity."""
+    lam, lamdot, gm = (sf.materials.SYMBOLS[k] for k in ("stretch", "stretch_rate", "muscle_fraction"))
+    E = gm * 3e5 + (1 - gm) * 3e7
+    law = sf.materials.SymbolicLaw(E * (lam - 1) / lam**2 + 3e3 * lamdot / lam**3, name="stiff tendon")
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=n_elements, law=law, radius=0.05, density=900.0,
+                              muscle_fraction=lambda th: ((th >= 0.2) & (th <= 0.8)).astype(float))
+    model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+    return model
+
+
+def bundle(n_fibers=3, n_elements=8):
+    """Fibers with the paper's law (Table 1) and constant activations, ends fixed, under gravity."""
+    fibers = [sf.Fiber.straight((0, 0.15 * k, 0), (1, 0.15 * k, 0), n_elements=n_elements, law=sf.paper_law(),
+                                activation=0.05 * k) for k in range(n_fibers)]
+    model = sf.Model(fibers)
+    for f in fibers:
+        model.fix(f, "start"); model.fix(f, "end")
+    model.add_gravity()
+    return model
+
+
+# --------------------------------------------------------------------------- same solutions
+@pytest.mark.parametrize("case", ["tendon-bdf2", "bundle-euler", "tendon-adaptive"])
+def test_reuse_gives_the_full_newton_solution_and_saves_factorizations(case):
+    """Reuse on and off: the same trajectory to Newton's tolerance (rtol 1e-9 on the forces), with fewer
+    factorizations than Newton iterations (fixed steps; adaptive steps change c_v, c_a from step to step)."""
+    if case == "bundle-euler":
+        model, kw = bundle(), dict(t_end=0.3, dt=0.005, method="euler")
+    elif case == "tendon-bdf2":
+        model, kw = stiff_tendon(), dict(t_end=0.2, dt=1e-3, method="bdf2")
+    else:
+        model, kw = stiff_tendon(), dict(t_end=0.05, dt=0.01, method="bdf2", rtol=1e-4, atol=1e-6)
+    on = sf.simulate(model, progress=False, **kw)
+    off = sf.simulate(model, progress=False, newton_options=FULL, **kw)
+    scale = np.abs(off.displacements).max()
+    assert np.abs(on.displacements - off.displacements).max() <= 1e-8 * scale
+    assert np.abs(on.velocities - off.velocities).max() <= 1e-8 * scale / kw["dt"] * 10
+    c_on, c_off = on.step_counts, off.step_counts
+    assert c_off.tangent_builds == c_off.factorizations == c_off.newton_iterations
+    assert c_on.factorizations == c_on.tangent_builds
+    if "rtol" in kw:
+        assert c_on.accepted == c_off.accepted and c_on.factorizations <= c_on.newton_iterations
+    else:
+        assert c_on.factorizations < 0.8 * c_off.factorizations
+
+
+# --------------------------------------------------------------------------- the rate and step-size tests
+def step_problem(model, state, dt):
+    """evaluate(u, tangent) and the (c_v, c_a) of a backward-Euler step from ``state``."""
+    rates = EulerRates(u_prev=state.u, v_prev=state.v, dt=dt)
+    t1 = state.t + dt
+
+    def evaluate(u, tangent=True):
+        v, a, c_v, c_a = rates(u)
+        return model.evaluate(u, v, a, t1, c_v=c_v, c_a=c_a, tangent=tangent)
+    return evaluate, (rates.c_v, rates.c_a), state.u + dt * state.v
+
+
+def kept_factorization(model, solver, evaluate, u, scale):
+    """An IterationMatrix holding the factorization of ``scale`` × the tangent at u."""
+    ev = evaluate(u)
+    _, lu = solver.factor_solve(scale * ev.element_matrices, np.ones(model.n_dofs), ev.extra)
+    return lu
+
+
+@pytest.mark.parametrize("scale, refreshed", [(1.001, False), (3.0, True)])
+def test_a_slowly_contracting_kept_factorization_is_refreshed(scale, refreshed):
+    """The kept iteration matrix is the step's tangent times ``scale``: modified Newton contracts at
+    about |1 − 1/scale| (1e-3: kept to the end; 0.67 > reuse_max_rate: a fresh tangent is made).  Either way
+    the solution is full Newton's to the tolerance."""
+    model = bundle(n_fibers=1)
+    state = sf.simulate(model, t_end=0.05, dt=0.01, progress=False).final_state
+    solver = make_solver(model)
+    evaluate, scheme, u0 = step_problem(model, state, 0.01)
+    ref, _ = newton(evaluate, u0, solver, options=FULL.with_stagnation_window(1))
+    u0 = ref + 1e-7 * np.sin(np.arange(ref.size))  # near the solution, where G is nearly linear
+    u0[model.constrained_dofs] = ref[model.constrained_dofs]
+    matrix = IterationMatrix()
+    matrix.keep(kept_factorization(model, solver, evaluate, u0, scale), scheme)
+    options = sf.NewtonOptions().with_stagnation_window(1)
+    u, report = newton(evaluate, u0, solver, options=options, matrix=matrix, scheme=scheme)
+    assert np.abs(u - ref).max() <= 1e-9 * np.abs(ref).max()
+    assert (matrix.tangent_builds > 0) == refreshed and matrix.reused_solves >= 1
+    if not refreshed:  # every increment from the kept matrix, contracting at ≈ 1e-3
+        hist = np.array(report.residual_history)
+        assert matrix.reused_solves == report.iterations and np.all(hist[1:] / hist[:-1] < 1e-2)
+    assert matrix.factorization is not None  # kept for the next step
+
+
+def test_a_step_size_change_drops_the_kept_factorization():
+    """A step ĥ → ĥ/f scales c_v = 1/ĥ by f and c_a = 1/ĥ² by f²: within reuse_max_change (0.3) of the kept
+    ones the factorization is handed out, beyond it dropped (a fresh tangent)."""
+    matrix = IterationMatrix()
+    lu = object()
+    for f, kept in ((1.1, True), (0.9, True), (1.2, False), (0.8, False)):  # c_a: +21 %, −19 %, +44 %, −36 %
+        matrix.keep(lu, (100.0, 1e4))
+        assert (matrix.take((100.0 * f, 1e4 * f**2), 0.3) is lu) == kept, f
+        assert matrix.factorization is None  # handed out (kept again after a converged solve)
+
+
+def test_carrying_that_fails_backs_off():
+    """A step whose carried factorization needed a fresh one makes the next 1, 2, 4 … steps start fresh."""
+    matrix = IterationMatrix()
+    lu = object()
+    skipped = []
+    for _ in range(3):
+        matrix.carried(False)
+        n = 0
+        matrix.keep(lu, (1.0, 1.0))
+        while matrix.take((1.0, 1.0), 0.3) is None:
+            n += 1
+            matrix.keep(lu, (1.0, 1.0))
+        skipped.append(n)
+    assert skipped == [1, 2, 4]
+    matrix.carried(True)
+    matrix.keep(lu, (1.0, 1.0))
+    assert matrix.take((1.0, 1.0), 0.3) is lu
+
+
+def test_a_failing_modified_newton_solve_is_redone_by_full_newton():
+    """A kept factorization of a wrong matrix (10 × the tangent) and as many iterations as full Newton needs:
+    modified Newton runs out of iterations, and the solve is redone by full Newton from u0 (the same
+    solution, bit for bit), so that the step is not split."""
+    model = bundle(n_fibers=1)
+    state = sf.simulate(model, t_end=0.05, dt=0.01, progress=False).final_state
+    solver = make_solver(model)
+    evaluate, scheme, u0 = step_problem(model, state, 0.01)
+    _, first = newton(evaluate, u0, solver, options=FULL.with_stagnation_window(1))
+    options = sf.NewtonOptions(max_iterations=first.iterations, reuse_max_rate=0.95).with_stagnation_window(1)
+    ref, ref_report = newton(evaluate, u0, solver, options=dataclasses.replace(options, jacobian_reuse=False))
+    matrix = IterationMatrix()
+    matrix.keep(kept_factorization(model, solver, evaluate, u0, 10.0), scheme)
+    u, report = newton(evaluate, u0, solver, options=options, matrix=matrix, scheme=scheme)
+    assert matrix.restarts == 1 and np.array_equal(u, ref)
+    assert report.iterations > ref_report.iterations
+
+
+def test_counts_reach_the_result_and_the_progress_line(capsys):
+    model = stiff_tendon(4)
+    r = sf.simulate(model, t_end=0.02, dt=1e-3, method="bdf2", progress=True)
+    err = capsys.readouterr().err
+    assert f"tangents {r.step_counts.tangent_builds} factorizations {r.step_counts.factorizations}" in err
+    assert 0 < r.step_counts.factorizations < r.step_counts.newton_iterations
+
+
+def test_bad_reuse_options_are_refused():
+    with pytest.raises(ValueError, match="reuse_max_rate"):
+        sf.NewtonOptions(reuse_max_rate=1.5)
+    with pytest.raises(ValueError, match="reuse_max_change"):
+        sf.NewtonOptions(reuse_max_change=-0.1)
+    with pytest.raises(TypeError, match="jacobian_reuse"):
+        sf.NewtonOptions(jacobian_reuse="yes")
+
+
+# --------------------------------------------------------------------------- the step evaluation
+def test_fiber_step_evaluation_equals_the_model_evaluation():
+    """FiberStep (one compiled call) against Model.evaluate: residual, reference force, round-off floor,
+    smallest stretch, Newton's norm on the free DOFs, and the tangent from one pass or two."""
+    model = bundle(n_fibers=2, n_elements=6)
+    state = sf.simulate(model, t_end=0.03, dt=0.01, method="bdf2", progress=False).final_state
+    assert applies(model)
+    solver = make_solver(model)
+    h, t1 = 0.007, state.t + 0.01
+    u_hat, v_hat = state.u - 0.001, state.v * 0.9
+    rates = EulerRates(u_prev=u_hat, v_prev=v_hat, dt=h)
+    step = FiberStep(model, u_hat=u_hat, v_hat=v_hat, h=h, c_v=rates.c_v, c_a=rates.c_a, t=t1, free=solver.free)
+    u = state.u + 0.01 * state.v
+    v, a, c_v, c_a = rates(u)
+    ref = model.evaluate(u, v, a, t1, c_v=c_v, c_a=c_a)
+    for tangent in (True, False):
+        ev = step(u, tangent=tangent)
+        np.testing.assert_array_equal(ev.residual, ref.residual)
+        assert (ev.reference_force, ev.roundoff, ev.min_stretch) == (ref.reference_force, ref.roundoff, ref.min_stretch)
+        r = ref.residual[solver.free]
+        assert ev.free_norm == pytest.approx(np.sqrt(r @ r), rel=1e-14)
+        np.testing.assert_array_equal(ev.element_matrices, ref.element_matrices)
+
+
+def test_fiber_step_reports_an_inadmissible_state_like_the_model():
+    model = bundle(n_fibers=1, n_elements=4)
+    solver = make_solver(model)
+    s = model.initial_state()
+    step = FiberStep(model, u_hat=s.u, v_hat=s.v, h=0.01, c_v=100.0, c_a=1e4, t=0.01, free=solver.free)
+    u = s.u.copy()
+    u[7] = np.inf  # a blown-up state
+    with pytest.raises(FloatingPointError, match="non-finite residual"):
+        step(u)
+    assert not applies(sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)], compiled=False))
+
+
+def test_sum_rows_is_the_numpy_sum():
+    rng = np.random.default_rng(3)
+    rows, f, mag, lam = rng.normal(size=(3, 12)), rng.normal(size=12), rng.random(12), rng.random((4, 2)) + 0.5
+    R, ref, m, lam_min, finite = sum_rows(rows, f, 2.0, mag, lam)
+    expect = rows[0] + rows[1] + rows[2] - 2.0 * f
+    np.testing.assert_allclose(R, expect, rtol=1e-15, atol=1e-15)
+    assert ref == pytest.approx(max(np.linalg.norm(rows, axis=1).max(), np.linalg.norm(2 * f)), rel=1e-15)
+    assert m == pytest.approx(np.linalg.norm(mag)) and lam_min == lam.min() and finite
+    rows[1, 3] = np.nan
+    assert not sum_rows(rows, f, 2.0, mag, lam)[4]
+
+
+def test_implicit_step_without_a_matrix_is_full_newton():
+    """implicit_step called alone (no IterationMatrix) keeps nothing and builds a tangent per iteration."""
+    model = stiff_tendon(4)
+    solver = make_solver(model)
+    s1, rep = implicit_step(model, model.initial_state(), 1e-3, solver, method="bdf2")
+    matrix = IterationMatrix()
+    s2, rep2 = implicit_step(model, model.initial_state(), 1e-3, solver, method="bdf2", options=FULL, matrix=matrix)
+    assert np.array_equal(s1.u, s2.u) and matrix.tangent_builds == rep2.iterations == rep.iterations
