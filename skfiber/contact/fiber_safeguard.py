@@ -329,8 +329,9 @@ def step_motion(s: FiberSetup, du: np.ndarray) -> float:
 def short_step(s: FiberSetup, st: FiberState, motion: float) -> bool:
     """Whether the step's largest motion is at most :data:`SHORT_STEP` × the smallest current contact radius.
 
-    Along such a step no fiber can pass through another between the step's
-    two ends, so eq. 71 may be checked at the end (:func:`end_state_kept`).
+    Along such a step no fiber can pass through another (that needs a relative
+    motion of at least the two radii), so eq. 71 may be checked at the end of
+    the step, the state Newton goes to (:func:`end_state_kept`).
 
     Parameters
     ----------
@@ -347,28 +348,21 @@ def short_step(s: FiberSetup, st: FiberState, motion: float) -> bool:
 
 
 @numba.njit(**_JIT)
-def _end_kept(point0, fiber0, adm0, point1, fiber1, adm1, radii1, n_points, n_fibers, delta_bar,
-              dip):  # pragma: no cover - compiled
+def _end_kept(point0, fiber0, adm0, point1, fiber1, adm1, n_points, n_fibers, delta_bar):  # pragma: no cover
     before = np.full(n_points * n_fibers, np.inf)
     for i in range(point0.shape[0]):
         key = point0[i] * n_fibers + fiber0[i]
         before[key] = min(before[key], adm0[i])
     for i in range(point1.shape[0]):
         target = delta_bar * min(before[point1[i] * n_fibers + fiber1[i]], 1.0)
-        if not adm1[i] - dip / radii1[i] > target:
+        if not adm1[i] > target:
             return False
     return True
 
 
-def end_state_kept(s: FiberSetup, before, after, delta_bar: float, *, gamma: float, motion: float) -> bool:
-    """Eq. 71 for the whole of a short step, from its two ends.
-
-    Every contact point – partner fiber pair in reach after the step must
-    keep 1 + γ g − 2 γ M / (r_x + r_y) > δ̄ min(1 + γ g before, 1) (δ̄ for a
-    pair out of reach before, where g > 0): along the step the distance of
-    two points is at least its value at the end less 2M (each moves by at
-    most M, :func:`step_motion`), so the margin at the end less that dip
-    bounds it on the whole step.
+def end_state_kept(s: FiberSetup, before, after, delta_bar: float) -> bool:
+    """Eq. 71 at the end of a step: every contact point – partner fiber pair in reach after it keeps
+    1 + γ g > δ̄ min(1 + γ g before, 1) (δ̄ for a pair out of reach before, where g > 0).
 
     Parameters
     ----------
@@ -378,18 +372,13 @@ def end_state_kept(s: FiberSetup, before, after, delta_bar: float, *, gamma: flo
         :class:`~skfiber.contact.fiber_pairs.ContactPairs` at the start and at the end of the step.
     delta_bar
         δ̄ ∈ (0, 1).
-    gamma
-        γ of the penalty law.
-    motion
-        M of the step.
 
     Returns
     -------
     bool
     """
     return bool(_end_kept(before.point, before.fiber_y, before.admissibility, after.point, after.fiber_y,
-                          after.admissibility, after.radius_x + after.radius_y, s.ne * s.nq, int(s.nf),
-                          float(delta_bar), 2.0 * float(gamma) * float(motion)))
+                          after.admissibility, s.ne * s.nq, int(s.nf), float(delta_bar)))
 
 
 @numba.njit(**_JIT)

@@ -177,11 +177,11 @@ class FiberContact:
                  u_end: np.ndarray | None = None) -> float:
         """Largest δ ∈ (0, 1] keeping e(δ) > δ̄ min(1 + γ g, 1) at every contact point (eqs. 69–73).
 
-        A short step is checked first from its two ends
-        (:func:`~skfiber.contact.fiber_safeguard.end_state_kept`): when no point of a contact fiber moves
-        by more than :data:`~skfiber.contact.fiber_safeguard.SHORT_STEP` of the smallest contact radius,
-        and eq. 71 holds at ``u_end`` (default u + du; the coupled path passes its exact next state) with
-        the exact distances less the largest dip along the step, δ = 1.  Otherwise the estimate is applied from δ = 0 and then again from the state it
+        A short step is checked at its end first (:func:`~skfiber.contact.fiber_safeguard.end_state_kept`):
+        when no point of a contact fiber moves by more than
+        :data:`~skfiber.contact.fiber_safeguard.SHORT_STEP` of the smallest contact radius (no fiber can
+        pass through another) and eq. 71 holds at ``u_end`` (default u + du; the coupled path passes its
+        exact next state) with the exact distances, δ = 1.  Otherwise the estimate is applied from δ = 0 and then again from the state it
         reached (at most ``SAFEGUARD_ROUNDS`` times): every restart uses the exact distances there, so a
         step that is admissible is not cut to the crude first estimate
         (:mod:`skfiber.contact.fiber_safeguard`).
@@ -203,6 +203,6 @@ class FiberContact:
             except FloatingPointError:  # the end state is inadmissible: the estimate below decides
                 pass
             else:
-                if end_state_kept(s, pr, pr_end, delta_bar, gamma=self.law.gamma, motion=motion):
+                if end_state_kept(s, pr, pr_end, delta_bar):
                     return 1.0
         return step_bound(model, s, st, u, du, delta_bar, gamma=self.law.gamma, name=self.name)
