@@ -80,6 +80,16 @@ _NO_CONTACT = (np.zeros((0, 1, 1)), _NO_INDEX, _NO_INDEX, np.zeros((0, 12), dtyp
                np.zeros((0, 1, 4)), np.zeros(3), 1.0, -1, np.zeros(6))
 
 
+def _joined(parts: list, empty: tuple) -> tuple:
+    """The arrays of ``parts`` (a list of equal-length tuples) concatenated position by position (no copy
+    for one part; ``empty`` for none)."""
+    if len(parts) == 1:
+        return parts[0]
+    if parts:
+        return tuple(np.concatenate(a) for a in zip(*parts))
+    return empty
+
+
 class _Cylinder:
     """What the kernels need of one cylinder contact (fixed for a problem)."""
 
@@ -603,18 +613,8 @@ class FastCoupling:
         K = ev.element_matrices
         triplets = [c.derivatives(N)[:3] for c in ev.contacts if c.active]
         blocks = [c.blocks() for c in ev.fiber_contacts if c.active]
-        if len(blocks) == 1:
-            block_rows, block_cols, block_values = blocks[0]
-        elif blocks:
-            block_rows, block_cols, block_values = (np.concatenate(a) for a in zip(*blocks))
-        else:
-            block_rows, block_cols, block_values = _NO_BLOCK_DOFS, _NO_BLOCK_DOFS, _NO_BLOCKS
-        if len(triplets) == 1:
-            rows, cols, vals = triplets[0]
-        elif triplets:
-            rows, cols, vals = (np.concatenate(a) for a in zip(*triplets))
-        else:
-            rows, cols, vals = _NO_INDEX, _NO_INDEX, _NO_VALUE
+        block_rows, block_cols, block_values = _joined(blocks, (_NO_BLOCK_DOFS, _NO_BLOCK_DOFS, _NO_BLOCKS))
+        rows, cols, vals = _joined(triplets, (_NO_INDEX, _NO_INDEX, _NO_VALUE))
         pose = [c for c in ev.contacts if c.cylinder.row >= 0 and c.active]
         _, C_all, H_all = ev._points
         if len(pose) == 1:  # views, no copies

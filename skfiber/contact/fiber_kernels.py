@@ -91,11 +91,7 @@ def _distance(a, b):  # pragma: no cover - compiled
 @numba.njit(**_JIT)
 def _box_distance(lo, hi, x):  # pragma: no cover - compiled
     """Distance from x to the box [lo, hi] (0 inside)."""
-    d2 = 0.0
-    for m in range(3):
-        v = max(max(lo[m] - x[m], x[m] - hi[m]), 0.0)
-        d2 += v * v
-    return np.sqrt(d2)
+    return _box_box_distance(lo, hi, x, x)
 
 
 @numba.njit(**_JIT)
