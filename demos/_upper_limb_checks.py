@@ -23,7 +23,7 @@ import skfiber as sf
 from skfiber.contact import FiberContact
 from skfiber.contact.cylinder import CylinderContact
 
-__all__ = ["RunChecks", "SampleCheck", "check_sample", "run_checks", "check_states", "describe_checks", "angle_difference", "force_difference", "oscillation",
+__all__ = ["RunChecks", "SampleCheck", "CHECK_COLUMNS", "check_sample", "run_checks", "check_states", "describe_checks", "angle_difference", "force_difference", "oscillation",
            "profile_oscillation"]
 
 
@@ -89,22 +89,30 @@ def check_sample(model: sf.Model, state) -> SampleCheck:
                        found["fiber"][1], found["wrap"][1])
 
 
-def run_checks(fiber_names: list[str], samples: list[SampleCheck]) -> RunChecks:
-    """The :class:`RunChecks` of a run from the checks of its samples (in time order)."""
-    times = np.array([c.t for c in samples])
-    stretch = np.array([c.max_stretch for c in samples]).reshape(len(samples), len(fiber_names))
-    past = np.array([c.past_peak for c in samples], dtype=bool).reshape(len(samples), len(fiber_names))
+#: the columns of a run's sample checks (:func:`run_checks`), named as in :class:`SampleCheck`
+CHECK_COLUMNS = ("t", "max_stretch", "past_peak", "fiber_contacts", "wrap_contacts", "fiber_margin", "wrap_margin")
+
+
+def run_checks(fiber_names: list[str], columns: dict) -> RunChecks:
+    """The :class:`RunChecks` of a run from the checks of its samples in time order: ``columns`` maps
+    :data:`CHECK_COLUMNS` to arrays over the samples (``max_stretch`` and ``past_peak`` with a column per
+    fiber)."""
+    times = np.asarray(columns["t"], dtype=float)
+    shape = (times.size, len(fiber_names))
+    stretch = np.asarray(columns["max_stretch"], dtype=float).reshape(shape)
+    past = np.asarray(columns["past_peak"], dtype=bool).reshape(shape)
     past_peak = {name: (int(past[:, k].sum()), float(times[np.argmax(past[:, k])]) if past[:, k].any() else None)
                  for k, name in enumerate(fiber_names)}
     return RunChecks(times, {name: float(stretch[:, k].max(initial=0.0)) for k, name in enumerate(fiber_names)},
-                     past_peak, np.array([c.fiber_contacts for c in samples], dtype=int),
-                     np.array([c.wrap_contacts for c in samples], dtype=int),
-                     np.array([c.fiber_margin for c in samples]), np.array([c.wrap_margin for c in samples]))
+                     past_peak, np.asarray(columns["fiber_contacts"], dtype=int),
+                     np.asarray(columns["wrap_contacts"], dtype=int), np.asarray(columns["fiber_margin"], dtype=float),
+                     np.asarray(columns["wrap_margin"], dtype=float))
 
 
 def check_states(model: sf.Model, states: list) -> RunChecks:
     """Stretch, force peak and contact counts of ``states`` (see :class:`RunChecks`)."""
-    return run_checks([f.name for f in model.fibers], [check_sample(model, s) for s in states])
+    samples = [check_sample(model, s) for s in states]
+    return run_checks([f.name for f in model.fibers], {key: [getattr(c, key) for c in samples] for key in CHECK_COLUMNS})
 
 
 def angle_difference(a, b) -> float:

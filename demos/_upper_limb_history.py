@@ -32,9 +32,9 @@ import skfiber as sf
 from skfiber.solver import StepInfo
 
 if __package__:   # imported as demos._upper_limb_history / skfiber.demos._upper_limb_history
-    from ._upper_limb_checks import SampleCheck, check_sample
+    from ._upper_limb_checks import CHECK_COLUMNS, check_sample
 else:             # demos/ is on sys.path
-    from _upper_limb_checks import SampleCheck, check_sample
+    from _upper_limb_checks import CHECK_COLUMNS, check_sample
 
 __all__ = ["History", "PROFILE_FIBERS", "FORCE_ATTACHMENTS"]
 
@@ -68,10 +68,24 @@ class History:
         self.forces = {name: array("d") for name in FORCE_ATTACHMENTS}
         self.newton = array("i")
         self.max_contacts = 0
-        self.samples: list[SampleCheck] = []
+        #: the sample checks by column (CHECK_COLUMNS; max_stretch and past_peak a value per fiber, flat)
+        self.checks = self._empty_checks()
         self.snapshots: list[sf.State] = []
         self.profiles: dict = {}
         self.check_time = 0.0
+
+    @staticmethod
+    def _empty_checks() -> dict:
+        return {key: array(code) for key, code in zip(CHECK_COLUMNS, "ddbqqdd")}
+
+    def check_columns(self) -> dict[str, np.ndarray]:
+        """The sample checks as arrays (see :func:`run_checks`)."""
+        n_fibers = len(self.model.fibers)
+        out = {key: np.array(values) for key, values in self.checks.items()}
+        out["past_peak"] = out["past_peak"].astype(bool)
+        for key in ("max_stretch", "past_peak"):
+            out[key] = out[key].reshape(-1, n_fibers)
+        return out
 
     def record(self, state: sf.State, info: StepInfo | None = None) -> None:
         """Record ``state``: the start (``info`` None) or the end of step ``info.step``."""
@@ -86,7 +100,9 @@ class History:
             self.max_contacts = max(self.max_contacts, int(info.active_contacts))
         if step % self.sample_every == 0 or (info is not None and step == info.n_steps):
             tic = time.perf_counter()
-            self.samples.append(check_sample(self.model, state))
+            check = check_sample(self.model, state)
+            for key, values in self.checks.items():
+                values.extend(np.atleast_1d(getattr(check, key)).astype(values.typecode))
             self.check_time += time.perf_counter() - tic
             if self.snapshot_times.size and np.abs(self.snapshot_times - state.t).min() <= 0.5 * self.sample_dt + 1e-9:
                 self.snapshots.append(state)
@@ -96,17 +112,10 @@ class History:
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Everything recorded, as arrays (names → arrays), for a checkpoint."""
-        n_fibers, n_samples = len(self.model.fibers), len(self.samples)
         out = {"t": np.array(self.t), "angle": np.array(self.angle), "newton": np.array(self.newton, dtype=np.int32),
                "max_contacts": np.array(self.max_contacts)}
         out.update({f"force.{name}": np.array(values) for name, values in self.forces.items()})
-        out.update({
-            "check.t": np.array([c.t for c in self.samples]),
-            "check.max_stretch": np.array([c.max_stretch for c in self.samples]).reshape(n_samples, n_fibers),
-            "check.past_peak": np.array([c.past_peak for c in self.samples], dtype=bool).reshape(n_samples, n_fibers),
-            **{f"check.{key}": np.array([getattr(c, key) for c in self.samples])
-               for key in ("fiber_contacts", "wrap_contacts", "fiber_margin", "wrap_margin")},
-        })
+        out.update({f"check.{key}": values for key, values in self.check_columns().items()})
         out["snapshot.t"] = np.array([s.t for s in self.snapshots])
         for key in _SNAPSHOT_FIELDS:
             width = np.asarray(getattr(self.model.initial_state(), key)).size
@@ -125,12 +134,9 @@ class History:
             self.forces = {name: array("d", arrays[f"force.{name}"]) for name in FORCE_ATTACHMENTS}
             self.newton = array("i", arrays["newton"].astype(int))
             self.max_contacts = int(arrays["max_contacts"])
-            self.samples = [
-                SampleCheck(float(t), stretch.copy(), past.copy(), int(fc), int(wc), float(fm), float(wm))
-                for t, stretch, past, fc, wc, fm, wm in zip(
-                    arrays["check.t"], arrays["check.max_stretch"], arrays["check.past_peak"],
-                    arrays["check.fiber_contacts"], arrays["check.wrap_contacts"], arrays["check.fiber_margin"],
-                    arrays["check.wrap_margin"])]
+            self.checks = self._empty_checks()
+            for key, values in self.checks.items():
+                values.extend(np.ravel(arrays[f"check.{key}"]).astype(values.typecode))
             self.snapshots = [sf.State(float(t), *(arrays[f"snapshot.{key}"][i].copy() for key in ("u", "v")),
                                        q=arrays["snapshot.q"][i].copy(), p=arrays["snapshot.p"][i].copy())
                               for i, t in enumerate(arrays["snapshot.t"])]

@@ -183,8 +183,8 @@ def resume_point(path: str | Path, *, dt: float, options: Mapping[str, object] |
         No checkpoint at ``path``.
     ValueError
         Not a skfiber checkpoint, truncated or damaged; or written by another
-        run: the message names the options that differ (one line), or dt, or
-        says that the model differs.
+        run: the message names the options that differ (one line), or says
+        that the model differs, or names dt.
 
     Example
     -------
@@ -210,14 +210,14 @@ def resume_point(path: str | Path, *, dt: float, options: Mapping[str, object] |
 
             raise ValueError(f"the checkpoint {path} was written with {listing(ckpt.options)}; this run has "
                              f"{listing(wanted)}: resume with the same options, or start afresh (without resume)")
-    if ckpt.dt != dt:
-        raise ValueError(f"the checkpoint {path} was written with dt = {ckpt.dt!r}; resume with the same dt "
-                         f"(got {dt!r}), or start afresh (without resume)")
     if fingerprint is not None and ckpt.fingerprint != fingerprint:
         raise ValueError(
             f"the checkpoint {path} belongs to another model (mesh, fibers, materials, activations, loads, "
             "boundary conditions or contacts differ); resume with the same model or start afresh"
         )
+    if ckpt.dt != dt:
+        raise ValueError(f"the checkpoint {path} was written with dt = {ckpt.dt!r}; resume with the same dt "
+                         f"(got {dt!r}), or start afresh (without resume)")
     return ckpt
 
 
@@ -299,14 +299,16 @@ def run_simulation(
         ``rtol``/``atol`` and ``output_times`` and write the states in its
         callback.
 
-    Memory does not grow with the number of steps: each step is a call of
-    :func:`skfiber.simulate` whose result is dropped once its state is written.
-
     Raises
     ------
     ConvergenceError
         From the solver; the last finished step is checkpointed first and the
         .pvd holds every finished output step.
+
+    Notes
+    -----
+    Memory does not grow with the number of steps: each step is a call of
+    :func:`skfiber.simulate` whose result is dropped once its state is written.
     """
     for key, value in (("output_every", output_every), ("checkpoint_every", checkpoint_every)):
         if value is None and key == "checkpoint_every":
