@@ -25,8 +25,8 @@ limb) its CSV tables, figures and recorded history equal bit for bit, with no te
 
 Run ``python benchmarks/kill_resume.py [--kills N] [--seed S] [--writers api cli limb]`` (default 20
 kills, taking the writers and the moments in turn).  Ends with
-``summary: kills=… loadable=… resumed_identical=… ended_before_kill=… wall_s=…`` (ended_before_kill: random-time
-kills that found the writer finished).
+``summary: kills=… loadable=… resumed_identical=… ended_before_kill=… wall_s=…``
+(ended_before_kill: random-time kills that found the writer finished).
 """
 from __future__ import annotations
 

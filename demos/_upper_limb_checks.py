@@ -112,7 +112,8 @@ def run_checks(fiber_names: list[str], columns: dict) -> RunChecks:
 def check_states(model: sf.Model, states: list) -> RunChecks:
     """Stretch, force peak and contact counts of ``states`` (see :class:`RunChecks`)."""
     samples = [check_sample(model, s) for s in states]
-    return run_checks([f.name for f in model.fibers], {key: [getattr(c, key) for c in samples] for key in CHECK_COLUMNS})
+    columns = {key: [getattr(c, key) for c in samples] for key in CHECK_COLUMNS}
+    return run_checks([f.name for f in model.fibers], columns)
 
 
 def angle_difference(a, b) -> float:
