@@ -142,9 +142,11 @@ contact, bending, stretch gradient or Δt is refused before anything runs, in on
 names the options that differ. ``--t-end`` may be later than the first run's when Δt stays
 the same (Δt is t_end over the level's steps scaled to t_end: 1/32 s at level 1 for t_end a
 multiple of 1/32 s). With ``--levels`` the first level must have a checkpoint; a later one
-without a checkpoint starts afresh. The reported wall time covers the time steps only (not
-the VTK files, checkpoints and run checks), of the steps after the checkpoint when resumed
-(then not compared with the paper's).
+without a checkpoint starts afresh. With checkpoints every step is a solver call of its own
+(what makes the resume exact), ≈ 1 ms more per step: 3–8 % of the run at levels 1–3 with
+fiber–fiber contact (2-core shared VM); ``--no-checkpoints`` runs all steps in one call. The
+reported wall time covers the time steps only (not the VTK files, checkpoints and run
+checks), of the steps after the checkpoint when resumed (then not compared with the paper's).
 
 Run::
 
@@ -567,13 +569,15 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
         checkpoint_every: int = 50, resume: bool = False, **model_options) -> UpperLimbResult:
     """Simulate one level (or explicit ``n_elements``/``n_steps`` over ``t_end``).
 
-    The run goes through :func:`skfiber.run.run_simulation`.  With ``vtk`` a folder: a VTK series
-    (fibers with their fields, bones as cylinders) of every ``vtk_every``-th step,
-    ``upper_limb.pvd`` for ParaView.  With ``checkpoint`` a file: the state and everything the
-    run recorded (:class:`History`) every ``checkpoint_every`` steps, at the end, on Ctrl-C and
-    after a failed step; ``resume=True`` continues from it (same options and Δt,
-    :func:`run_options`; the VTK series keeps its steps up to the checkpoint), and the outputs
-    equal an uninterrupted run's bit for bit.  ``bending``: bending stiffness EI (N·m²) of the
+    With ``vtk`` a folder: a VTK series (fibers with their fields, bones as cylinders) of every
+    ``vtk_every``-th step, ``upper_limb.pvd`` for ParaView.  With ``checkpoint`` a file, the run
+    goes through :func:`skfiber.run.run_simulation`: the state and everything the run recorded
+    (:class:`History`) are saved every ``checkpoint_every`` steps, at the end, on Ctrl-C and after
+    a failed step; ``resume=True`` continues from it (same options and Δt, :func:`run_options`;
+    the VTK series keeps its steps up to the checkpoint), and the outputs equal an uninterrupted
+    run's bit for bit.  Each step is then a call of :func:`skfiber.simulate` of its own (what
+    makes the resume exact), which costs ≈ 1 ms more per step (3–8 % of the run at levels 1–3
+    with fiber–fiber contact); without ``checkpoint`` one call takes all steps.  ``bending``: bending stiffness EI (N·m²) of the
     fibers (see the module notes); ``None`` or 0: none.  ``geometry``, ``fiber_contact`` and
     ``model_options``: as for :func:`build_model`.
 
@@ -588,7 +592,7 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     ne, nt, dt, options = run_options(level, t_end=t_end, n_elements=n_elements, n_steps=n_steps, bending=EI,
                                       geometry=geometry, fiber_contact=fiber_contact, method=method, **model_options)
     adaptive = rtol is not None or atol is not None
-    if adaptive and (checkpoint is not None or resume):
+    if adaptive and checkpoint is not None:
         raise ValueError("checkpoints and resume need fixed steps: give no rtol/atol, or no checkpoint")
     if resume and checkpoint is None:
         raise ValueError("resume=True needs checkpoint (the file to resume from)")
@@ -622,25 +626,28 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     if not resume:
         history.record(state0)
     bodies = body_cylinders(model) if vtk is not None else None
-    if adaptive:
+    if checkpoint is None:  # one simulate call for all steps (a little faster than one call per step)
         writer = None if vtk is None else VTKSeries(vtk, model, name=SERIES_NAME, bodies=bodies)
+        output_time = [0.0]
 
         def record(state, info):
             history.record(state, info)
             if writer is not None and (info.step % vtk_every == 0 or info.step == info.n_steps):
+                tic = time.perf_counter()
                 writer.write(state, info.step)
+                output_time[0] += time.perf_counter() - tic
 
         if writer is not None:
             writer.write(state0, 0)
         start = time.perf_counter()
         result = sf.simulate(model, t_end=t_end, dt=dt, callback=record, progress=progress, method=method,
-                             rtol=rtol, atol=atol)
-        wall = time.perf_counter() - start - history.check_time
+                             rtol=rtol, atol=atol, store_every=sys.maxsize)   # History keeps what is needed
+        wall = time.perf_counter() - start - history.check_time - output_time[0]
         final, retries, interrupted, resumed_from = result.final_state, result.retries, result.interrupted, None
-    else:
+    else:  # the run driver: one simulate call per step, so that a resumed run repeats it bit for bit
         outcome = run_simulation(model, t_end=t_end, dt=dt, out_dir=vtk, name=SERIES_NAME, output_every=vtk_every,
-                                 checkpoint_file=checkpoint, checkpoint_every=checkpoint_every if checkpoint else None,
-                                 resume=resume, options=options, checkpoint_extra=history.arrays, progress=progress,
+                                 checkpoint_file=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
+                                 options=options, checkpoint_extra=history.arrays, progress=progress,
                                  bodies=bodies, callback=history.record, method=method)
         wall = outcome.solve_time - history.check_time
         final, retries, interrupted = outcome.final_state, outcome.retries, outcome.interrupted
@@ -739,6 +746,9 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                         help="save the run's state and records every K steps (and at the end, on Ctrl-C and after a "
                              "failed step) to upper_limb_levelL_checkpoint.npz in the --output/--out folder "
                              "(default 50)")
+    parser.add_argument("--no-checkpoints", action="store_true",
+                        help="write no checkpoints: all steps in one solver call, 3–8 %% faster (each step of a run "
+                             "with checkpoints is a call of its own, which makes its resume exact); no --resume")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the checkpoints in the --output/--out folder, with the same options "
                              "(the first level must have one; a later level without one starts afresh); the "
@@ -748,6 +758,8 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
         if args.output != parser.get_default("output") or args.vtk is not None:
             parser.error("--out names one folder for all files; give either --out or --output/--vtk")
         args.output, args.vtk = args.out, args.out
+    if args.resume and args.no_checkpoints:
+        parser.error("--resume continues from a checkpoint; leave out --no-checkpoints")
     levels = args.levels or [args.level or 1]
     fiber_contact = None if args.fiber_contact is None else args.fiber_contact == "on"
     options = dict(t_end=args.t_end, bending=args.bending, geometry=args.geometry, fiber_contact=fiber_contact,
@@ -777,11 +789,13 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
               + (f" (scaled to t_end = {args.t_end:g} s)" if args.t_end != T_END else ""), flush=True)
         vtk = None if args.vtk is None else (args.vtk if len(levels) == 1 else args.vtk / f"level{level}")
         results.append(run(level, progress=not args.quiet, vtk=vtk, vtk_every=args.vtk_every,
-                           checkpoint=checkpoint_file(args.output, level), checkpoint_every=args.checkpoint_every,
+                           checkpoint=None if args.no_checkpoints else checkpoint_file(args.output, level),
+                           checkpoint_every=args.checkpoint_every,
                            resume=resume[level], **options))
         if results[-1].interrupted:  # Ctrl-C: keep what was computed, run no further level
-            print(f"level {level} interrupted; its checkpoint is {checkpoint_file(args.output, level)}: "
-                  "continue with the same options and --resume", flush=True)
+            if not args.no_checkpoints:
+                print(f"level {level} interrupted; its checkpoint is {checkpoint_file(args.output, level)}: "
+                      "continue with the same options and --resume", flush=True)
             break
     files = _write_outputs(results, args.output, snapshots=args.snapshots)
     print(report(results))

@@ -305,3 +305,19 @@ def test_snapshots_of_fig_13(tmp_path):
     assert not results[0].fiber_contact and results[0].checks.fiber_contacts.max() == 0
     image = matplotlib.image.imread(tmp_path / "snapshots.png")
     assert image.shape[0] > 300 and image.shape[1] > 300 and image[..., :3].std() > 0.05   # not blank
+
+
+def test_a_run_without_checkpoints_takes_the_same_steps(quarter_second, tmp_path, capsys):
+    """run() without a checkpoint takes all steps in one simulate call, the command (checkpoints on) one call per
+    step through the run driver: the same trajectory and records, bit for bit; --no-checkpoints writes none."""
+    direct = upper_limb.run(1, t_end=0.25, progress=False)
+    driven = quarter_second[0][0]
+    assert direct.resumed_from is None and driven.resumed_from is None
+    for name in ("times", "angle_deg", "biceps_origin_force", "triceps_origin_force", "newton_iterations"):
+        assert np.array_equal(getattr(direct, name), getattr(driven, name)), name
+    np.testing.assert_array_equal(direct.final_state.u, driven.final_state.u)
+    upper_limb.main(["--t-end", "0.0625", "--quiet", "--output", str(tmp_path), "--no-checkpoints"])
+    assert (tmp_path / "angle_level1.csv").is_file() and not list(tmp_path.glob("*checkpoint*"))
+    with pytest.raises(SystemExit):
+        upper_limb.main(["--quiet", "--output", str(tmp_path), "--no-checkpoints", "--resume"])
+    assert "leave out --no-checkpoints" in capsys.readouterr().err
