@@ -1,6 +1,7 @@
 """What the upper-limb demo checks in its runs (``demos/upper_limb.py``).
 
-:func:`check_states` goes through the states sampled during a run: the largest stretch per
+:func:`check_sample` looks at one state sampled during a run and :func:`run_checks` sums
+the samples up (:func:`check_states`: both, for a list of states): the largest stretch per
 fiber, material past the force peak of its law (:mod:`skfiber.softening`: strain softening),
 the active contact points and the smallest 1 + γg of the wrapping cylinder and of fiber–fiber
 contact.  :func:`angle_difference`, :func:`force_difference` and :func:`oscillation` compare
@@ -22,7 +23,7 @@ import skfiber as sf
 from skfiber.contact import FiberContact
 from skfiber.contact.cylinder import CylinderContact
 
-__all__ = ["RunChecks", "check_states", "describe_checks", "angle_difference", "force_difference", "oscillation",
+__all__ = ["RunChecks", "SampleCheck", "CHECK_COLUMNS", "check_sample", "run_checks", "check_states", "describe_checks", "angle_difference", "force_difference", "oscillation",
            "profile_oscillation"]
 
 
@@ -51,35 +52,68 @@ class RunChecks:
         return any(n > 0 for n, _ in self.past_peak.values())
 
 
-def check_states(model: sf.Model, states: list) -> RunChecks:
-    """Stretch, force peak and contact counts of ``states`` (see :class:`RunChecks`)."""
+@dataclass
+class SampleCheck:
+    """What one sampled state shows: per fiber (model order) the largest λ and whether material is past the
+    force peak of its law; the active contact points and the smallest 1 + γg (inf: no partner in reach) of
+    fiber–fiber contact and of the wrapping cylinder."""
+
+    t: float
+    max_stretch: np.ndarray
+    past_peak: np.ndarray
+    fiber_contacts: int
+    wrap_contacts: int
+    fiber_margin: float
+    wrap_margin: float
+
+
+def check_sample(model: sf.Model, state) -> SampleCheck:
+    """:class:`SampleCheck` of one state (the model's rigid coordinates are set to ``state.q``)."""
     from skfiber.materials import MaterialPoint
     from skfiber.postprocess import fiber_fields
     from skfiber.softening import past_force_peak
 
-    max_stretch = {f.name: 0.0 for f in model.fibers}
-    past = {f.name: [0, None] for f in model.fibers}
-    counts = {"fiber": [], "wrap": []}
-    margins = {"fiber": [], "wrap": []}
-    for state in states:
-        for f in model.fibers:
-            ff = fiber_fields(model, state, f.name)
-            max_stretch[f.name] = max(max_stretch[f.name], float(ff.stretch.max()))
-            point = MaterialPoint(ff.stretch, 0.0, ff.theta, state.t, ff.muscle_fraction, ff.activation)
-            if past_force_peak(f.law, point).any():
-                past[f.name][0] += 1
-                past[f.name][1] = state.t if past[f.name][1] is None else past[f.name][1]
-        model.set_coordinates(state.q)
-        kinds = {"fiber": [c for c in model.contacts if isinstance(c, FiberContact)],
-                 "wrap": [c for c in model.contacts if isinstance(c, CylinderContact)]}
-        for kind, contacts in kinds.items():
-            evs = [c.evaluate(model, state.u, state.t, tangent=False) for c in contacts]
-            counts[kind].append(sum(ev.n_active for ev in evs))
-            margins[kind].append(min([float(ev.admissibility.min()) for ev in evs if ev.admissibility.size],
-                                     default=math.inf))
-    return RunChecks(np.array([s.t for s in states]), max_stretch, {k: tuple(v) for k, v in past.items()},
-                     np.array(counts["fiber"], dtype=int), np.array(counts["wrap"], dtype=int),
-                     np.array(margins["fiber"]), np.array(margins["wrap"]))
+    stretch, past = [], []
+    for f in model.fibers:
+        ff = fiber_fields(model, state, f.name)
+        stretch.append(float(ff.stretch.max()))
+        point = MaterialPoint(ff.stretch, 0.0, ff.theta, state.t, ff.muscle_fraction, ff.activation)
+        past.append(bool(past_force_peak(f.law, point).any()))
+    model.set_coordinates(state.q)
+    found = {}
+    for kind, cls in (("fiber", FiberContact), ("wrap", CylinderContact)):
+        evs = [c.evaluate(model, state.u, state.t, tangent=False) for c in model.contacts if isinstance(c, cls)]
+        found[kind] = (sum(ev.n_active for ev in evs),
+                       min([float(ev.admissibility.min()) for ev in evs if ev.admissibility.size], default=math.inf))
+    return SampleCheck(float(state.t), np.array(stretch), np.array(past), found["fiber"][0], found["wrap"][0],
+                       found["fiber"][1], found["wrap"][1])
+
+
+#: the columns of a run's sample checks (:func:`run_checks`), named as in :class:`SampleCheck`
+CHECK_COLUMNS = ("t", "max_stretch", "past_peak", "fiber_contacts", "wrap_contacts", "fiber_margin", "wrap_margin")
+
+
+def run_checks(fiber_names: list[str], columns: dict) -> RunChecks:
+    """The :class:`RunChecks` of a run from the checks of its samples in time order: ``columns`` maps
+    :data:`CHECK_COLUMNS` to arrays over the samples (``max_stretch`` and ``past_peak`` with a column per
+    fiber)."""
+    times = np.asarray(columns["t"], dtype=float)
+    shape = (times.size, len(fiber_names))
+    stretch = np.asarray(columns["max_stretch"], dtype=float).reshape(shape)
+    past = np.asarray(columns["past_peak"], dtype=bool).reshape(shape)
+    past_peak = {name: (int(past[:, k].sum()), float(times[np.argmax(past[:, k])]) if past[:, k].any() else None)
+                 for k, name in enumerate(fiber_names)}
+    return RunChecks(times, {name: float(stretch[:, k].max(initial=0.0)) for k, name in enumerate(fiber_names)},
+                     past_peak, np.asarray(columns["fiber_contacts"], dtype=int),
+                     np.asarray(columns["wrap_contacts"], dtype=int), np.asarray(columns["fiber_margin"], dtype=float),
+                     np.asarray(columns["wrap_margin"], dtype=float))
+
+
+def check_states(model: sf.Model, states: list) -> RunChecks:
+    """Stretch, force peak and contact counts of ``states`` (see :class:`RunChecks`)."""
+    samples = [check_sample(model, s) for s in states]
+    columns = {key: [getattr(c, key) for c in samples] for key in CHECK_COLUMNS}
+    return run_checks([f.name for f in model.fibers], columns)
 
 
 def _common_times(a, b):

@@ -4,11 +4,11 @@
 forces at the upper-arm attachments of biceps1 and triceps1) and ``axial_force_levelL.csv``
 (N(θ) of those fibers at the paper's Fig. 12 times), and for all levels together
 
-* ``angle.png`` — Fig. 10: elbow flexion (deg) over t (s), one curve per level;
-* ``forces.png`` — Fig. 11: force (N) at the upper-arm attachment of one biceps and one
-  triceps fiber over t (s), finest level;
-* ``axial_force.png`` — Fig. 12: axial force N (N) along those fibers over θ at t = 1 s and
-  4 s, every level (finer levels drawn thinner on top);
+* ``angle.png`` — Fig. 10: elbow flexion q [°] over t [s], one curve per level;
+* ``forces.png`` — Fig. 11: force magnitude |F| [N] of one biceps and one triceps fiber on
+  the upper arm (at their origin) over t [s], every level;
+* ``axial_force.png`` — Fig. 12: axial force N [N] along those fibers over θ at t = 1 s and
+  4 s (color: time), every level (line style: level; finer levels drawn thinner on top);
 * ``snapshots.png`` — Fig. 13 (``snapshots=True`` and pyvista installed): the finest run at
   t = 0, 0.5, 1, 1.5, 2 s, fibers as tubes of their true current radius r0/√λ colored by the
   axial force, bones and the wrapping cylinder as cylinders, rendered off screen.
@@ -58,6 +58,22 @@ def _label(r) -> str:
     return f"level {r.level} ({r.n_elements} el./fiber, Δt = {r.t_end / r.n_steps:.3g} s)"
 
 
+#: line styles of the levels (the finest run drawn last, on top)
+_LEVEL_STYLES = ("-", "--", ":", "-.")
+
+
+def _style(results, r) -> dict:
+    """Line width and style of run ``r`` among ``results``: level by style, coarser runs wider."""
+    k = results.index(r)
+    return dict(ls=_LEVEL_STYLES[k % len(_LEVEL_STYLES)], lw=2.4 - 0.5 * k)
+
+
+def _setting(results) -> str:
+    r = results[-1]
+    return (f"geometry '{r.geometry}', fiber–fiber contact {'on' if r.fiber_contact else 'off'}, "
+            + ("levels " + ", ".join(str(x.level) for x in results) if len(results) > 1 else f"level {r.level}"))
+
+
 def _plots(results, out: Path) -> list[Path]:
     import matplotlib
 
@@ -65,51 +81,69 @@ def _plots(results, out: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     files = []
-    contact = "fiber–fiber contact on" if results[-1].fiber_contact else "fiber–fiber contact off"
-    fig, ax = plt.subplots(figsize=(7, 4))
+    # Fig. 10: the elbow angle; the legend below the axes, never over the curves
+    fig, ax = plt.subplots(figsize=(7, 4.4), layout="constrained")
     for r in results:
-        ax.plot(r.times, r.angle_deg, label=_label(r), lw=2.2 - 0.4 * (r.level - 1))
-    ax.set(xlabel="time t (s)", ylabel="elbow flexion angle q (deg)",
-           title=f"Forearm rotation (paper Fig. 10); geometry '{results[-1].geometry}', {contact}")
+        ax.plot(r.times, r.angle_deg, label=_label(r), color=f"C{r.level - 1}", **_style(results, r))
+    ax.set(xlabel="time t [s]", ylabel="elbow flexion angle q [°]",
+           title=f"Elbow flexion over time (cf. paper Fig. 10)\n{_setting(results)}")
+    ax.title.set_fontsize(10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    fig.legend(loc="outside lower center", ncol=min(len(results), 2), fontsize=8, frameon=False)
     fig.savefig(out / "angle.png", dpi=120)
     files.append(out / "angle.png")
     plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(7, 4))
+    # Fig. 11: the forces of one biceps and one triceps fiber on the upper arm
+    fig, ax = plt.subplots(figsize=(7, 4.6), layout="constrained")
     for r in results:
-        lw = 2.2 - 0.4 * (r.level - 1)
-        ax.plot(r.times, r.biceps_origin_force, color="tab:red", lw=lw, alpha=0.5 + 0.5 * (r is results[-1]),
-                label=f"biceps fiber 1, level {r.level}")
-        ax.plot(r.times, r.triceps_origin_force, color="tab:blue", lw=lw, alpha=0.5 + 0.5 * (r is results[-1]),
-                label=f"triceps fiber 1, level {r.level}")
-    ax.set(xlabel="time t (s)", ylabel="force at the upper-arm attachment |N t| (N)",
-           title="Fiber forces at the coupling point to the upper arm (paper Fig. 11)")
+        for name, color, label in (("biceps_origin_force", "tab:red", "biceps fiber 1"),
+                                   ("triceps_origin_force", "tab:blue", "triceps fiber 1")):
+            ax.plot(r.times, getattr(r, name), color=color, label=f"{label}, level {r.level}", **_style(results, r))
+    ax.set(xlabel="time t [s]", ylabel="force magnitude |F| [N]",
+           title="Force of one biceps and one triceps fiber on the upper arm, at their origin\n"
+                 f"(cf. paper Fig. 11); {_setting(results)}")
+    ax.title.set_fontsize(10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
+    fig.legend(loc="outside lower center", ncol=2, fontsize=8, frameon=False)
     fig.savefig(out / "forces.png", dpi=120)
     files.append(out / "forces.png")
     plt.close(fig)
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    # Fig. 12: N(θ) along the same fibers; color: time, line style: level; each fiber its own force axis
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.6), layout="constrained")
+    times = sorted({tp for r in results for tp in r.profiles})
     for r in results:
         for tp, prof in sorted(r.profiles.items()):
             for ax, (name, (theta, N)) in zip(axes, prof.items()):
-                ax.plot(theta, N, lw=2.2 - 0.4 * (r.level - 1), label=f"t = {tp:g} s, level {r.level}")
-                ax.set_title(f"{name}: axial force along the fiber (paper Fig. 12)", fontsize=9)
+                ax.plot(theta, N, color=f"C{times.index(tp)}", label=f"t = {tp:g} s, level {r.level}",
+                        **_style(results, r))
+                ax.set_title(name, fontsize=10)
     for ax in axes:
-        ax.set(xlabel="fiber parameter θ (–)")
+        ax.set(xlabel="fiber parameter θ [–]", ylabel="axial force N = π r0² λ S [N]")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    axes[0].set(ylabel="axial force N = π r0² λ S (N)")
-    fig.tight_layout()
+    fig.suptitle(f"Axial force along one biceps and one triceps fiber at t = {', '.join(f'{t:g}' for t in times)} s "
+                 f"(cf. paper Fig. 12)\n{_setting(results)}", fontsize=10)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4), fontsize=8, frameon=False)
     fig.savefig(out / "axial_force.png", dpi=120)
     files.append(out / "axial_force.png")
     plt.close(fig)
     return files
+
+
+def _crop(images: list, margin: int = 8) -> list:
+    """``images`` (of one size) cut to one box around all that differs from their corner (background) color,
+    plus ``margin`` pixels: the panels keep one size and scale."""
+    ink = np.zeros(images[0].shape[:2], dtype=bool)
+    for image in images:
+        ink |= np.any(np.abs(image.astype(float) - image[0, 0].astype(float)) > 2, axis=-1)
+    if not ink.any():
+        return images
+    rows, cols = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
+    r0, r1 = max(rows[0] - margin, 0), min(rows[-1] + margin + 1, ink.shape[0])
+    c0, c1 = max(cols[0] - margin, 0), min(cols[-1] + margin + 1, ink.shape[1])
+    return [image[r0:r1, c0:c1] for image in images]
 
 
 def write_snapshots(result, path: Path, *, times=SNAPSHOT_TIMES) -> Path:
@@ -144,16 +178,16 @@ def write_snapshots(result, path: Path, *, times=SNAPSHOT_TIMES) -> Path:
             images.append((state.t, plotter.screenshot(return_img=True)))
         finally:
             plotter.close()
-    fig, axes = plt.subplots(1, len(images), figsize=(2.6 * len(images), 4.6))
+    fig, axes = plt.subplots(1, len(images), figsize=(2.6 * len(images), 4.6), layout="constrained")
     axes = np.atleast_1d(axes)
-    for ax, (t, image) in zip(axes, images):
+    for ax, t, image in zip(axes, [t for t, _ in images], _crop([image for _, image in images])):
         ax.imshow(image)
         ax.set_title(f"t = {t:g} s", fontsize=10)
         ax.axis("off")
     mappable = matplotlib.cm.ScalarMappable(matplotlib.colors.Normalize(*clim), cmap="viridis")
     fig.colorbar(mappable, ax=list(axes), orientation="horizontal", fraction=0.05, pad=0.02,
-                 label="axial force N (N)")
-    fig.suptitle(f"Upper limb, level {result.level} (paper Fig. 13): fibers as tubes of their current radius "
+                 label="axial force N [N]")
+    fig.suptitle(f"Upper limb, level {result.level} (cf. paper Fig. 13): fibers as tubes of their current radius "
                  "r0/√λ, bones and wrapping cylinder;\nside view (x forward to the right, z up)", fontsize=9)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)

@@ -33,6 +33,7 @@ import numpy as np
 import skfiber as sf
 from skfiber.cli import ArgumentParser, positive_float, positive_int
 from skfiber.io import load_checkpoint, read_pvd
+from skfiber.progress import PROGRESS_TERMS
 from skfiber.run import RunResult, checkpoint_path, run_simulation
 
 __all__ = ["build_model", "HangingBundleResult", "run", "main"]
@@ -158,7 +159,7 @@ def run(
 
 def main(argv=None) -> int:
     parser = ArgumentParser(
-        prog="hanging_bundle", description=__doc__.splitlines()[0],
+        prog="hanging_bundle", description=__doc__.splitlines()[0], epilog=PROGRESS_TERMS,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--level", type=int, default=1, help="refinement level N ≥ 1: 8·2^(N−1) elements per fiber, Δt = 0.01/2^(N−1) s (default 1)")

@@ -91,6 +91,7 @@ Run::
 """
 from __future__ import annotations
 
+import argparse
 import csv
 import math
 import sys
@@ -114,6 +115,7 @@ from skfiber.hill import (
     TendonForceLengthCurve,
 )
 from skfiber.materials import MaterialPoint
+from skfiber.progress import PROGRESS_TERMS
 from skfiber.rigid import RigidSystem, simulate_rigid
 
 T_END = upper_limb.T_END
@@ -432,7 +434,8 @@ class Comparison:
 
 
 def main(argv: list[str] | None = None) -> Comparison:
-    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0], epilog=PROGRESS_TERMS,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--t-end", type=float, default=T_END, help="end time in s (default 8)")
     parser.add_argument("--output", "--out", type=Path, default=Path("hill_vs_fiber_output"),
                         help="directory for CSV/PNG files (default hill_vs_fiber_output)")

@@ -29,6 +29,7 @@ import numpy as np
 from .core import ErrorControl, NewtonOptions, State, output_grid, run_adaptive
 from .model import Model
 from .newton import IterationMatrix, make_solver
+from .progress import RemainingTime, format_duration
 from .simulation_result import MAX_STORED_STATES, SimulationResult, StateStore, StepInfo, compile_notice
 from .time_step import STEP_STAGNATION_WINDOW, implicit_step
 
@@ -93,15 +94,19 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
             store.add(s, None)
 
     last_counts = [None]
+    remaining = RemainingTime()
 
     def on_step(s: State, counts, h: float) -> None:
         last_counts[0] = counts
         now = _time.perf_counter()
+        eta = remaining.update((s.t - t0) / span, now=now)
         if progress and (now - info["last_print"] > 1.0 or s.t >= t_end):
             info["last_print"] = now
             print(f"  t = {s.t:.4g}/{t_end:.4g} s  h {h:.3g} s  {counts.line()}  "
                   + (f"contacts {info['contacts']}  " if model.contacts else "")
-                  + f"elapsed {now - start:.1f} s", file=sys.stderr, flush=True)
+                  + f"elapsed {format_duration(now - start)}"
+                  + (f"  ETA {format_duration(eta)}" if eta is not None and s.t < t_end else ""),
+                  file=sys.stderr, flush=True)
 
     notice = compile_notice("  the first step takes a while: on the first run on a machine numba compiles the "
                             "kernels (cached for later runs) …", enabled=progress, file=sys.stderr)

@@ -347,8 +347,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "'skfiber run DEMO -- --help' says what it refines); the others refuse it")
     run.add_argument("--out", metavar="DIR",
                      help="output folder of the demos that write files: the VTK series (.pvd + .vtu) and checkpoint "
-                          "of hanging-bundle, the CSV/PNG files and VTK series of upper-limb, the CSV/PNG files of "
-                          "hill-vs-fiber (the other demos take --plot FILE.png instead)")
+                          "of hanging-bundle, the CSV/PNG files, VTK series and checkpoints of upper-limb, the "
+                          "CSV/PNG files of hill-vs-fiber (the other demos take --plot FILE.png instead)")
 
     view = sub.add_parser(
         "view", help="show a .pvd series or .vtu file: window, screenshot or movie",

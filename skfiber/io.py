@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -255,6 +256,15 @@ def _atomic(path: Path, write: Callable[[Path], None]) -> None:
             tmp.unlink()
 
 
+def atomic_temporaries(path: str | os.PathLike) -> list[Path]:
+    """The temporary files of writes of ``path`` that were killed before their rename (any process)."""
+    path = Path(path)
+    pattern = re.compile(rf"\.{re.escape(path.stem)}\.tmp\d+{re.escape(path.suffix)}")
+    if not path.parent.is_dir():
+        return []
+    return [p for p in path.parent.iterdir() if pattern.fullmatch(p.name)]
+
+
 def write_vtu(path: str | os.PathLike, mesh: meshio.Mesh, *, compression: str | None = "zlib") -> None:
     """Write a mesh as VTU (binary, compressed), atomically."""
     _atomic(Path(path), lambda tmp: meshio.write(tmp, mesh, file_format="vtu", binary=True, compression=compression))
@@ -435,6 +445,10 @@ class Checkpoint:
     t_start : start time of the run (s); step n ends at t_start + n dt
     fingerprint : :func:`model_fingerprint` of the model that wrote it
     stats : running totals (``newton_iterations``, ``retries``, ``wall_time``)
+    options : the run's options that a resume must repeat (names → str, int, float, bool,
+        or lists and dicts of them; stored as JSON), e.g. a demo's level and geometry
+    extra : arrays of the run's own history up to ``step`` (names → arrays), e.g. a time
+        series recorded by a callback that a resumed run continues
     """
 
     state: State
@@ -443,6 +457,8 @@ class Checkpoint:
     t_start: float
     fingerprint: str
     stats: dict = dataclasses.field(default_factory=dict)
+    options: dict = dataclasses.field(default_factory=dict)
+    extra: dict = dataclasses.field(default_factory=dict)
 
 
 #: times at which model_fingerprint samples the time-dependent data (loads, prescribed ends, activations)
@@ -496,7 +512,9 @@ def save_checkpoint(path: str | os.PathLike, checkpoint: Checkpoint) -> None:
         dt=np.array(checkpoint.dt),
         t_start=np.array(checkpoint.t_start),
         fingerprint=np.array(checkpoint.fingerprint),
+        options=np.array(json.dumps(checkpoint.options, sort_keys=True)),
         **{f"stats.{k}": np.asarray(v) for k, v in checkpoint.stats.items()},
+        **{f"extra.{k}": np.asarray(v) for k, v in checkpoint.extra.items()},
     )
 
     def write(tmp):
@@ -541,11 +559,13 @@ def load_checkpoint(path: str | os.PathLike) -> Checkpoint:
             state = State(**{n: (float(values[n]) if values[n].ndim == 0 else values[n].copy())
                              for n in names if n in values})
             stats = {k[len("stats."):]: z[k].item() for k in files if k.startswith("stats.")}
+            extra = {k[len("extra."):]: z[k] for k in files if k.startswith("extra.")}
+            options = json.loads(str(z["options"])) if "options" in files else {}
             return Checkpoint(state, int(z["step"]), float(z["dt"]), float(z["t_start"]), str(z["fingerprint"]),
-                              stats)
+                              stats, options, extra)
     except (zipfile.BadZipFile, EOFError, zlib.error, OSError) as err:
         raise ValueError(f"{path} is truncated or damaged ({err}); start the run afresh (without resume)") from None
-    except ValueError as err:
+    except ValueError as err:  # also json's JSONDecodeError
         if str(err).startswith(str(path)):
             raise
         raise ValueError(f"{path} is not a skfiber checkpoint ({err}); start afresh") from None

@@ -11,7 +11,12 @@ same floating-point operations as an uninterrupted one and ends with the
 same state, bit for bit (each call starts Newton afresh: modified Newton keeps its
 factorization within the step only, where one :func:`skfiber.simulate` run would carry it to
 the next step).  Checkpoints are written every ``checkpoint_every``
-steps, at the end, on Ctrl-C and after a step that failed.
+steps, at the end, on Ctrl-C and after a step that failed, atomically (a
+temporary file renamed).  A caller that records its own history (a time
+series, sampled checks) stores it in the same checkpoint through
+``checkpoint_extra`` and reads it back with :func:`resume_point` before it
+resumes; the options it names in ``options`` must be the same on resume
+(:func:`resume_point` names the ones that differ).
 
 Example
 -------
@@ -27,21 +32,23 @@ Example
 """
 from __future__ import annotations
 
+import json
 import math
 import sys
 import time as _time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence, TextIO
+from typing import Callable, Mapping, Sequence, TextIO
 
 import numpy as np
 
-from .io import Checkpoint, VTKSeries, load_checkpoint, model_fingerprint, save_checkpoint
 from .core import State
+from .io import Checkpoint, VTKSeries, atomic_temporaries, load_checkpoint, model_fingerprint, save_checkpoint
 from .model import Model
+from .progress import RemainingTime, format_duration
 from .solver import ConvergenceError, NewtonOptions, StepInfo, simulate
 
-__all__ = ["RunResult", "Progress", "run_simulation", "checkpoint_path"]
+__all__ = ["RunResult", "Progress", "run_simulation", "checkpoint_path", "resume_point"]
 
 
 @dataclass
@@ -100,6 +107,9 @@ class Progress:
     On a terminal the line is redrawn in place; otherwise (logs, pipes) a
     line is printed at most every ``interval`` seconds and at the end.
     ``extra`` texts (e.g. active contact points) are appended to the line.
+    The ETA comes from the pace of the recent steps and is left out until it
+    is known (:class:`skfiber.progress.RemainingTime`); the words are
+    explained in :data:`skfiber.progress.PROGRESS_TERMS`.
     """
 
     def __init__(self, *, stream: TextIO | None = None, width: int = 24, interval: float = 2.0):
@@ -109,25 +119,24 @@ class Progress:
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self._last = -math.inf
         self._start = _time.perf_counter()
-        self._first_step: int | None = None
+        self._remaining = RemainingTime()
 
-    def update(self, *, step: int, n_steps: int, t: float, t_end: float, newton: int, extra: str = "") -> None:
+    def update(self, *, step: int, n_steps: int, t: float, t_end: float, newton: int, retries: int | None = None,
+               extra: str = "") -> None:
         now = _time.perf_counter()
-        if self._first_step is None:
-            self._first_step = step - 1
+        frac = step / max(n_steps, 1)
+        remaining = self._remaining.update(frac, now=now)
         done = step == n_steps
         if not done and now - self._last < (0.1 if self.tty else self.interval):
             return
         self._last = now
-        frac = step / max(n_steps, 1)
         filled = int(round(self.width * frac))
         bar = "#" * filled + "." * (self.width - filled)
-        rate = (now - self._start) / max(step - self._first_step, 1)
-        eta = rate * (n_steps - step)
-        when = f"elapsed {_duration(now - self._start)}" if done else f"ETA {_duration(eta)}"
         line = (
-            f"[{bar}] {100 * frac:3.0f}%  t = {t:.4g}/{t_end:.4g} s  step {step}/{n_steps}  "
-            f"Newton {newton} it  {when}"
+            f"[{bar}] {100 * frac:3.0f}%  t = {t:.4g}/{t_end:.4g} s  step {step}/{n_steps}  Newton {newton} it  "
+            + (f"retries {retries}  " if retries is not None else "")
+            + f"elapsed {format_duration(now - self._start)}"
+            + (f"  ETA {format_duration(remaining)}" if remaining is not None and not done else "")
         )
         if extra:
             line += "  " + extra
@@ -142,19 +151,76 @@ class Progress:
         print(text, file=self.stream, flush=True)
 
 
-def _duration(seconds: float) -> str:
-    if not math.isfinite(seconds):
-        return "?"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    m, s = divmod(int(round(seconds)), 60)
-    h, m = divmod(m, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
-
-
 def checkpoint_path(out_dir: str | Path, name: str = "result") -> Path:
-    """Where :func:`run_simulation` keeps the checkpoint of series ``name``."""
+    """Where :func:`run_simulation` keeps the checkpoint of series ``name`` (unless given ``checkpoint_file``)."""
     return Path(out_dir) / f"{name}_checkpoint.npz"
+
+
+def _json_options(options: Mapping[str, object] | None) -> dict:
+    """``options`` as the JSON data a checkpoint stores (TypeError naming what cannot be stored)."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(f"options must be a mapping of names to values, got {type(options).__name__}")
+    try:
+        return json.loads(json.dumps(dict(options), sort_keys=True))
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"options must hold JSON data (str, int, float, bool, None, lists and dicts of them): {err}") \
+            from None
+
+
+def resume_point(path: str | Path, *, dt: float, options: Mapping[str, object] | None = None,
+                 fingerprint: str | None = None) -> Checkpoint:
+    """Load the checkpoint at ``path`` and check that it belongs to the run about to continue from it.
+
+    ``options`` (the run's named options, e.g. a demo's level and geometry) must
+    equal those the checkpoint was written with, ``dt`` its step size and
+    ``fingerprint`` (:func:`skfiber.io.model_fingerprint`; None: not checked)
+    its model's.  :func:`run_simulation` calls it on resume; a caller that keeps
+    its own history in ``Checkpoint.extra`` calls it first to read it back.
+
+    Raises
+    ------
+    FileNotFoundError
+        No checkpoint at ``path``.
+    ValueError
+        Not a skfiber checkpoint, truncated or damaged; or written by another
+        run: the message names the options that differ (one line), or says
+        that the model differs, or names dt.
+
+    Example
+    -------
+    >>> import tempfile, skfiber as sf
+    >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
+    >>> model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end")
+    >>> out = tempfile.mkdtemp()
+    >>> _ = run_simulation(model, t_end=0.02, dt=0.01, out_dir=out, progress=False, options={"level": 1})
+    >>> resume_point(checkpoint_path(out), dt=0.01, options={"level": 2})
+    Traceback (most recent call last):
+    ...
+    ValueError: the checkpoint .../result_checkpoint.npz was written with level=1; this run has level=2: resume with the same options, or start afresh (without resume)
+    """
+    path = Path(path)
+    ckpt = load_checkpoint(path)
+    if options is not None:
+        wanted = _json_options(options)
+        keys = sorted(k for k in set(wanted) | set(ckpt.options)
+                      if json.dumps(wanted.get(k), sort_keys=True) != json.dumps(ckpt.options.get(k), sort_keys=True))
+        if keys:
+            def listing(values: dict) -> str:
+                return ", ".join(f"{k}={values[k]!r}" if k in values else f"{k} not set" for k in keys)
+
+            raise ValueError(f"the checkpoint {path} was written with {listing(ckpt.options)}; this run has "
+                             f"{listing(wanted)}: resume with the same options, or start afresh (without resume)")
+    if fingerprint is not None and ckpt.fingerprint != fingerprint:
+        raise ValueError(
+            f"the checkpoint {path} belongs to another model (mesh, fibers, materials, activations, loads, "
+            "boundary conditions or contacts differ); resume with the same model or start afresh"
+        )
+    if ckpt.dt != dt:
+        raise ValueError(f"the checkpoint {path} was written with dt = {ckpt.dt!r}; resume with the same dt "
+                         f"(got {dt!r}), or start afresh (without resume)")
+    return ckpt
 
 
 def run_simulation(
@@ -167,7 +233,10 @@ def run_simulation(
     state: State | None = None,
     output_every: int = 1,
     checkpoint_every: int | None = 50,
+    checkpoint_file: str | Path | None = None,
     resume: bool = False,
+    options: Mapping[str, object] | None = None,
+    checkpoint_extra: Callable[[], Mapping[str, np.ndarray]] | None = None,
     progress: bool | Progress = True,
     points_per_element: int = 4,
     bodies: Sequence | Callable[[State], Sequence] | None = None,
@@ -187,25 +256,39 @@ def run_simulation(
         one at t_end.
     out_dir
         Output folder for the VTK series ``name.pvd`` (see :mod:`skfiber.io`)
-        and the checkpoint; None: no files.
+        and the checkpoint; None: no VTK series (and a checkpoint only at
+        ``checkpoint_file``).
     state
         Start state (default: rest at t = 0); ignored when resuming.
     output_every
         Write VTK every k-th step (the start and the last step always).
     checkpoint_every
         Save the full state every K steps and at the end (None: never).
+    checkpoint_file
+        The checkpoint's file (default ``out_dir/NAME_checkpoint.npz``, see
+        :func:`checkpoint_path`); it may lie in another folder than the series.
     resume
-        Continue from the checkpoint in ``out_dir`` (it must exist and belong
-        to the same model and dt); the VTK series keeps its steps up to the
-        checkpoint.  ``t_end`` may be later than the original one.
+        Continue from the checkpoint (it must exist and belong to the same
+        model, dt and ``options``, see :func:`resume_point`); the VTK series
+        keeps its steps up to the checkpoint.  ``t_end`` may be later than the
+        original one.
+    options
+        The run's named options (JSON data, e.g. ``{"level": 2}``), stored in
+        the checkpoint; a resume with other values is refused with a message
+        that names them.
+    checkpoint_extra
+        ``checkpoint_extra() -> {name: array}``: the caller's own history up to
+        the step being checkpointed (called after that step's ``callback``),
+        saved with the state; read it back with ``resume_point(...).extra``.
     progress
         Print a progress bar and a final summary to stderr (or pass a
         :class:`Progress`).
     points_per_element, bodies, extra_fields
         Passed to :class:`skfiber.io.VTKSeries`.
     callback
-        ``callback(state, info)`` after every step; ``info.step`` and
-        ``info.n_steps`` count from the start of the whole run.
+        ``callback(state, info)`` after every step, before its output and
+        checkpoint; ``info.step`` and ``info.n_steps`` count from the start of
+        the whole run.
     progress_extra
         ``progress_extra(state) -> str`` appended to the progress line
         (e.g. the number of active contact points).
@@ -223,6 +306,11 @@ def run_simulation(
     ConvergenceError
         From the solver; the last finished step is checkpointed first and the
         .pvd holds every finished output step.
+
+    Notes
+    -----
+    Memory does not grow with the number of steps: each step is a call of
+    :func:`skfiber.simulate` whose result is dropped once its state is written.
     """
     for key, value in (("output_every", output_every), ("checkpoint_every", checkpoint_every)):
         if value is None and key == "checkpoint_every":
@@ -231,24 +319,21 @@ def run_simulation(
             raise ValueError(f"{key} must be an integer ≥ 1, got {value!r}")
     if not (isinstance(dt, (int, float, np.floating)) and math.isfinite(dt) and dt > 0):
         raise ValueError(f"dt must be a finite number > 0, got {dt!r}")
-    if resume and out_dir is None:
-        raise ValueError("resume=True needs out_dir (where the checkpoint is)")
+    location = (Path(checkpoint_file) if checkpoint_file is not None
+                else checkpoint_path(out_dir, name) if out_dir is not None else None)
+    if resume and location is None:
+        raise ValueError("resume=True needs out_dir (where the checkpoint is) or checkpoint_file")
+    stored_options = _json_options(options)
+    if checkpoint_extra is not None and not callable(checkpoint_extra):
+        raise TypeError(f"checkpoint_extra must be a function returning a dict of arrays, got {checkpoint_extra!r}")
     started = _time.perf_counter()
     bar = progress if isinstance(progress, Progress) else (Progress() if progress else None)
-    ckpt_file = checkpoint_path(out_dir, name) if out_dir is not None and checkpoint_every else None
+    ckpt_file = location if checkpoint_every else None
     fingerprint = model_fingerprint(model)
     totals = {"newton_iterations": 0, "retries": 0}
     resumed_from = None
     if resume:
-        ckpt = load_checkpoint(checkpoint_path(out_dir, name))
-        if ckpt.fingerprint != fingerprint:
-            raise ValueError(
-                f"the checkpoint {checkpoint_path(out_dir, name)} belongs to another model "
-                "(mesh, fibers, materials, activations, loads, boundary conditions or contacts differ); resume "
-                "with the same model or start afresh"
-            )
-        if ckpt.dt != dt:
-            raise ValueError(f"the checkpoint was written with dt = {ckpt.dt!r}; resume with the same dt (got {dt!r})")
+        ckpt = resume_point(location, dt=dt, options=stored_options, fingerprint=fingerprint)
         state, step0, t_start = ckpt.state, ckpt.step, ckpt.t_start
         totals.update({k: int(ckpt.stats.get(k, 0)) for k in totals})
         resumed_from = step0
@@ -265,6 +350,11 @@ def run_simulation(
 
     series = None
     output_time = 0.0
+    if location is not None:
+        for tmp in atomic_temporaries(location):  # of a run killed while saving its checkpoint
+            tmp.unlink(missing_ok=True)
+        if not resume:
+            location.unlink(missing_ok=True)  # belongs to an older run
     if out_dir is not None:
         tic = _time.perf_counter()
         series = VTKSeries(
@@ -272,7 +362,6 @@ def run_simulation(
             extra_fields=extra_fields, resume_time=state.t if resume else None,
         )
         if not resume:
-            checkpoint_path(out_dir, name).unlink(missing_ok=True)  # belongs to an older run
             series.write(state, 0)
         output_time += _time.perf_counter() - tic
     if bar is not None and resume:
@@ -282,7 +371,9 @@ def run_simulation(
         if ckpt_file is None:
             return 0.0
         tic = _time.perf_counter()
-        save_checkpoint(ckpt_file, Checkpoint(st, step, float(dt), t_start, fingerprint, dict(totals)))
+        extra = {} if checkpoint_extra is None else dict(checkpoint_extra())
+        save_checkpoint(ckpt_file, Checkpoint(st, step, float(dt), t_start, fingerprint, dict(totals),
+                                              stored_options, extra))
         return _time.perf_counter() - tic
 
     interrupted = False
@@ -305,6 +396,10 @@ def run_simulation(
             n_it = int(sum(result.newton_iterations))
             totals["newton_iterations"] += n_it
             totals["retries"] += result.retries
+            contacts = inner[0].active_contacts if inner[0] is not None else 0
+            if callback is not None:  # first: what it records belongs to this step's checkpoint
+                callback(state, StepInfo(step, n_steps, t_end, n_it, result.retries, _time.perf_counter() - started,
+                                         contacts))
             tic = _time.perf_counter()
             if series is not None and (step % output_every == 0 or step == n_steps):
                 series.write(state, step)
@@ -312,14 +407,12 @@ def run_simulation(
                 save(state, step)
                 saved = step
             output_time += _time.perf_counter() - tic
-            if callback is not None:
-                callback(state, StepInfo(step, n_steps, t_end, n_it, result.retries, _time.perf_counter() - started,
-                                         inner[0].active_contacts if inner[0] is not None else 0))
             if bar is not None:
                 extra = progress_extra(state) if progress_extra is not None else ""
                 if model.contacts and inner[0] is not None:
-                    extra = f"contacts {inner[0].active_contacts}" + (f"  {extra}" if extra else "")
-                bar.update(step=step, n_steps=n_steps, t=state.t, t_end=t_end, newton=n_it, extra=extra)
+                    extra = f"contacts {contacts}" + (f"  {extra}" if extra else "")
+                bar.update(step=step, n_steps=n_steps, t=state.t, t_end=t_end, newton=n_it,
+                           retries=totals["retries"], extra=extra)
     except KeyboardInterrupt:
         interrupted = True
     except ConvergenceError:

@@ -34,6 +34,7 @@ from .adaptive import simulate_adaptive
 from .core import ConvergenceError, EulerRates, NewtonOptions, State, StepCounts
 from .model import Model
 from .newton import IterationMatrix, make_solver, newton
+from .progress import RemainingTime, format_duration
 from .simulation_result import MAX_STORED_STATES, SimulationResult, StateStore, StepInfo, compile_notice
 from .statics import StaticResult, check_admissible_start, check_finite_time, check_step_count, solve_static
 from .time_step import (METHODS, PREDICTOR_SMOOTHNESS, STEP_STAGNATION_WINDOW, backward_euler_step,
@@ -195,6 +196,7 @@ def simulate(
     retries = 0
     start = _time.perf_counter()
     last_print = start
+    remaining = RemainingTime()
     interrupted = False
     t0 = state.t
     # the first step compiles the numba kernels on the first run on a machine: say so if it is slow
@@ -217,14 +219,15 @@ def simulate(
             if k % store_every == 0 or k == n_steps:
                 store.add(state, hist)
             now = _time.perf_counter()
+            eta = remaining.update(k / n_steps, now=now)
             if progress and (now - last_print > 1.0 or k == n_steps):
                 last_print = now
-                eta = (now - start) / k * (n_steps - k)
                 print(
-                    f"  t = {state.t:.4g}/{t_end:.4g} s  step {k}/{n_steps}  newton {n_it} it  "
+                    f"  t = {state.t:.4g}/{t_end:.4g} s  step {k}/{n_steps}  Newton {n_it} it  "
                     f"tangents {matrix.tangent_builds} factorizations {matrix.factorizations}  "
                     + (f"contacts {n_contact}  " if model.contacts else "")
-                    + f"retries {retries}  elapsed {now - start:.1f} s  ETA {eta:.1f} s",
+                    + f"retries {retries}  elapsed {format_duration(now - start)}"
+                    + (f"  ETA {format_duration(eta)}" if eta is not None and k < n_steps else ""),
                     file=sys.stderr, flush=True,
                 )
     except KeyboardInterrupt:

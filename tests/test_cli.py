@@ -69,7 +69,7 @@ def test_run_demo_end_to_end(bundle):
     proc, out = bundle
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1].startswith("summary: max_sag_m=")
-    assert "step 6/6" in proc.stderr and "ETA" in proc.stderr  # progress bar
+    assert "step 6/6" in proc.stderr and "elapsed" in proc.stderr  # progress bar (no ETA in a run this short)
     assert "done: 6/6 steps" in proc.stderr  # the driver's final summary
     assert "results:" in proc.stderr and "hanging_bundle.pvd" in proc.stderr
     times = sorted({e.time for e in read_pvd(out / "hanging_bundle.pvd")})

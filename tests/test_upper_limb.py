@@ -105,29 +105,84 @@ def test_out_puts_every_file_in_one_folder(tmp_path, capsys):
     assert "unrecognized arguments: --outp" in capsys.readouterr().err
 
 
-def test_interrupted_run_is_reported_as_partial(monkeypatch, capsys, tmp_path):
-    """Ctrl-C during the run: the steps done are written, marked as partial, and no further level runs."""
-    real = sf.simulate
+def test_interrupted_run_is_reported_as_partial_and_resumes(monkeypatch, capsys, tmp_path, quarter_second):
+    """Ctrl-C during the run: the steps done are written, marked as partial and checkpointed, no further level
+    runs; --resume finishes level 1 from its checkpoint, equal bit for bit to the uninterrupted run, and runs
+    level 2 (which has no checkpoint) afresh."""
+    import skfiber.run
+    from skfiber.io import load_checkpoint
 
-    def interrupted_after_three_steps(model, **kwargs):
-        if "callback" not in kwargs:  # the demo's throw-away warm-up step
-            return real(model, **kwargs)
+    real, calls = skfiber.run.simulate, []
 
-        def callback(state, info):
-            kwargs["callback"](state, info)
-            if info.step == 3:
-                raise KeyboardInterrupt
+    def interrupted_in_step_four(model, **kwargs):  # the run driver's steps (not the demo's warm-up step)
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return real(model, **kwargs)
 
-        return real(model, **{**kwargs, "callback": callback})
-
-    monkeypatch.setattr(sf, "simulate", interrupted_after_three_steps)
-    with pytest.warns(UserWarning, match="simulation interrupted"):
-        results = upper_limb.main(["--levels", "1", "2", "--t-end", "0.5", "--quiet", "--output", str(tmp_path)])
+    monkeypatch.setattr(skfiber.run, "simulate", interrupted_in_step_four)
+    argv = ["--levels", "1", "2", "--t-end", "0.25", "--quiet", "--output", str(tmp_path), "--checkpoint-every", "5"]
+    results = upper_limb.main(argv)
     assert len(results) == 1 and results[0].interrupted and len(results[0].newton_iterations) == 3
     out = capsys.readouterr().out
-    assert "level 1 was interrupted at t = 0.09375 s (3 of 16 steps): partial results" in out
+    assert "level 1 was interrupted at t = 0.09375 s (3 of 8 steps): partial results" in out
+    assert "continue with the same options and --resume" in out
     assert out.strip().splitlines()[-1].endswith("interrupted_at_s=0.09375")
     assert (tmp_path / "angle_level1.csv").exists()
+    assert load_checkpoint(upper_limb.checkpoint_file(tmp_path, 1)).step == 3   # not a multiple of 5: Ctrl-C
+    monkeypatch.setattr(skfiber.run, "simulate", real)
+    resumed = upper_limb.main(argv + ["--resume"])
+    assert [r.resumed_from for r in resumed] == [3, None] and not resumed[0].complete
+    assert "level 1 was resumed from its checkpoint at step 3" in capsys.readouterr().out
+    whole = quarter_second[0][0]
+    for name in ("times", "angle_deg", "biceps_origin_force", "triceps_origin_force", "newton_iterations"):
+        assert np.array_equal(getattr(resumed[0], name), getattr(whole, name)), name
+    assert resumed[0].retries == whole.retries and resumed[0].max_contacts == whole.max_contacts
+    for field in ("fiber_contacts", "wrap_contacts", "fiber_margin", "wrap_margin", "times"):
+        assert np.array_equal(getattr(resumed[0].checks, field), getattr(whole.checks, field)), field
+    assert resumed[0].checks.max_stretch == whole.checks.max_stretch
+    np.testing.assert_array_equal(resumed[0].final_state.u, whole.final_state.u)
+    assert (tmp_path / "angle_level1.csv").read_bytes() == (quarter_second[1] / "angle_level1.csv").read_bytes()
+
+
+@pytest.mark.parametrize("change, named", [
+    (["--geometry", "softening"], "fiber_contact=True, geometry='table4'; this run has fiber_contact=False, "
+                                  "geometry='softening'"),
+    (["--fiber-contact", "off"], "fiber_contact=True; this run has fiber_contact=False"),
+    (["--bending", "1e-4"], "bending_EI=0.0; this run has bending_EI=0.0001"),
+    (["--stretch-gradient", "5"], "stretch_gradient=0.0; this run has stretch_gradient=5.0"),
+    (["--t-end", "0.1"], "dt = 0.03125; resume with the same dt (got 0.0333"),
+    (["--level", "2"], "no checkpoint"),
+])
+def test_resume_refuses_a_checkpoint_of_other_options(change, named, tmp_path, capsys):
+    """A checkpoint written with other options is refused before anything runs: one line naming the options
+    that differ and exit code 2, as a script and through 'skfiber run'; a later --t-end on the same Δt
+    grid resumes."""
+    from skfiber import cli
+
+    base = ["--t-end", "0.0625", "--quiet", "--output", str(tmp_path)]
+    upper_limb.main(base)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        upper_limb.main(base + change + ["--resume"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and named in err and len(err.strip().splitlines()) == 1, err
+    assert cli.main(["run", "upper-limb", "--output", str(tmp_path), "--t-end", "0.0625", "--quiet", "--resume"]
+                    + change) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert named in err[-1] and err[-1].startswith("skfiber run upper-limb: error: --resume: ")
+
+
+def test_resume_to_a_later_end_time(tmp_path, quarter_second, capsys):
+    """A run to 0.125 s resumed to 0.25 s (the same Δt) equals the run to 0.25 s, and so do its files."""
+    base = ["--quiet", "--output", str(tmp_path)]
+    upper_limb.main(base + ["--t-end", "0.125"])
+    longer = upper_limb.main(base + ["--t-end", "0.25", "--resume"])[0]
+    whole = quarter_second[0][0]
+    assert longer.resumed_from == 4
+    assert np.array_equal(longer.angle_deg, whole.angle_deg) and np.array_equal(longer.times, whole.times)
+    for name in ("angle_level1.csv", "axial_force_level1.csv"):
+        assert (tmp_path / name).read_bytes() == (quarter_second[1] / name).read_bytes()
 
 
 def test_reference_configuration_is_admissible():
@@ -251,3 +306,19 @@ def test_snapshots_of_fig_13(tmp_path):
     assert not results[0].fiber_contact and results[0].checks.fiber_contacts.max() == 0
     image = matplotlib.image.imread(tmp_path / "snapshots.png")
     assert image.shape[0] > 300 and image.shape[1] > 300 and image[..., :3].std() > 0.05   # not blank
+
+
+def test_a_run_without_checkpoints_takes_the_same_steps(quarter_second, tmp_path, capsys):
+    """run() without a checkpoint takes all steps in one simulate call, the command (checkpoints on) one call per
+    step through the run driver: the same trajectory and records, bit for bit; --no-checkpoints writes none."""
+    direct = upper_limb.run(1, t_end=0.25, progress=False)
+    driven = quarter_second[0][0]
+    assert direct.resumed_from is None and driven.resumed_from is None
+    for name in ("times", "angle_deg", "biceps_origin_force", "triceps_origin_force", "newton_iterations"):
+        assert np.array_equal(getattr(direct, name), getattr(driven, name)), name
+    np.testing.assert_array_equal(direct.final_state.u, driven.final_state.u)
+    upper_limb.main(["--t-end", "0.0625", "--quiet", "--output", str(tmp_path), "--no-checkpoints"])
+    assert (tmp_path / "angle_level1.csv").is_file() and not list(tmp_path.glob("*checkpoint*"))
+    with pytest.raises(SystemExit):
+        upper_limb.main(["--quiet", "--output", str(tmp_path), "--no-checkpoints", "--resume"])
+    assert "leave out --no-checkpoints" in capsys.readouterr().err

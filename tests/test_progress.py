@@ -1,0 +1,72 @@
+"""The ETA of the progress lines: none until the pace is known, then the pace of the recent steps."""
+import io
+
+import pytest
+
+from skfiber import run as run_module
+from skfiber.progress import MIN_SECONDS, PROGRESS_TERMS, RemainingTime, format_duration
+
+
+def _estimates(step_seconds, *, n_steps=None):
+    """The estimates after each step of a run whose steps take ``step_seconds`` (a fake clock)."""
+    n_steps = n_steps or len(step_seconds)
+    eta, now, out = RemainingTime(), 0.0, []
+    for k, seconds in enumerate(step_seconds, start=1):
+        now += seconds
+        out.append(eta.update(k / n_steps, now=now))
+    return out
+
+
+def test_a_slow_first_step_does_not_blow_up_the_estimate():
+    """A 2 s run whose first step compiled for 40 s: the old estimate (elapsed / steps × remaining) said 20:15
+    after step 2; now there is none until 1 s after the first step, then the true remaining time."""
+    step = 1 / 64   # s (exact in binary: the times below are exact)
+    estimates = _estimates([40.0] + [step] * 127)
+    known = [k for k, e in enumerate(estimates, start=1) if e is not None]
+    assert known[0] == 65   # 64 steps = 1 s after the first one
+    for k in known:
+        assert estimates[k - 1] == pytest.approx(step * (128 - k), rel=1e-12)
+
+
+def test_no_estimate_during_the_first_steps_or_second():
+    assert _estimates([0.5] * 4, n_steps=10) == [None] * 3 + [pytest.approx(0.5 * 6)]   # 3 steps after the first
+    assert _estimates([0.5, 2.0, 2.0, 2.0], n_steps=10)[:3] == [None] * 3   # 4 s, but only 2 steps after it
+    assert _estimates([0.125] * 8, n_steps=100) == [None] * 8   # 0.875 s after the first step
+    assert _estimates([0.125] * 9, n_steps=100)[8] == pytest.approx(0.125 * 91)
+    assert MIN_SECONDS == 1.0
+
+
+def test_the_estimate_follows_a_run_that_slows_down():
+    """The pace of the last ~20 s counts: after 30 s of 0.1 s steps (following 0.01 s steps) the estimate is
+    the slow pace's, not the mean since the start."""
+    fast, slow, n = 2000, 300, 3000
+    estimates = _estimates([0.01] * fast + [0.1] * slow, n_steps=n)
+    assert estimates[-1] == pytest.approx(0.1 * (n - fast - slow), rel=0.02)
+    mean_pace = (0.01 * fast + 0.1 * slow) / (fast + slow) * (n - fast - slow)
+    assert abs(estimates[-1] - mean_pace) > 0.5 * mean_pace
+
+
+def test_durations():
+    assert [format_duration(s) for s in (0.04, 59.94, 74.0, 3725.0, None, float("nan"))] == [
+        "0.0 s", "59.9 s", "1:14", "1:02:05", "?", "?"]
+
+
+def test_the_progress_bar_shows_an_eta_only_once_it_is_known(monkeypatch):
+    """run_simulation's bar in a log: 'elapsed' from the start, 'ETA' only when known, none on the last line."""
+    clock = iter([0.0] + [40.0 + k / 16 for k in range(200)])   # the first step took 40 s, then 1/16 s each
+    monkeypatch.setattr(run_module._time, "perf_counter", lambda: next(clock))
+    stream = io.StringIO()
+    bar = run_module.Progress(stream=stream, interval=0.0)
+    for step in range(1, 61):
+        bar.update(step=step, n_steps=60, t=step * 0.01, t_end=0.6, newton=3, retries=1, extra="contacts 4")
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 60
+    assert "ETA" not in lines[0] and "elapsed 40.0 s" in lines[0] and "retries 1" in lines[0]
+    assert not any("ETA" in line for line in lines[:16])   # until 1 s after the first step
+    assert "ETA 2.7 s" in lines[16] and lines[16].endswith("contacts 4")   # step 17: 43 steps of 1/16 s to go
+    assert "ETA" not in lines[-1] and "100%" in lines[-1]
+
+
+def test_the_terms_are_explained():
+    for word in ("Newton", "retries", "contacts", "ETA", "step K/N", "done:"):
+        assert word in PROGRESS_TERMS
