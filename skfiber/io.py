@@ -67,6 +67,7 @@ import xml.etree.ElementTree as ET
 import zipfile
 import zlib
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -129,6 +130,9 @@ BODY_FIELDS: dict[str, tuple[str, str]] = {
 }
 
 FIBERS_PART, BODIES_PART = 0, 1
+
+#: the SI unit of every built-in point array (written into each VTU, :func:`write_vtu`)
+_UNITS = {name: unit for name, (unit, _) in {**ALL_FIBER_FIELDS, **BODY_FIELDS}.items()}
 
 ExtraFields = Callable[[Model, State, int, np.ndarray], dict]
 
@@ -265,9 +269,34 @@ def atomic_temporaries(path: str | os.PathLike) -> list[Path]:
     return [p for p in path.parent.iterdir() if pattern.fullmatch(p.name)]
 
 
-def write_vtu(path: str | os.PathLike, mesh: meshio.Mesh, *, compression: str | None = "zlib") -> None:
-    """Write a mesh as VTU (binary, compressed), atomically."""
-    _atomic(Path(path), lambda tmp: meshio.write(tmp, mesh, file_format="vtu", binary=True, compression=compression))
+def write_vtu(path: str | os.PathLike, mesh: meshio.Mesh, *, compression: str | None = "zlib",
+              units: dict[str, str] | None = None) -> None:
+    """Write a mesh as VTU (binary, compressed), atomically.
+
+    ``units`` (array name → unit): each point array of the mesh with a unit gets a field-data array
+    named ``"units: <name> [<unit>]"`` (one 0), so that the file says its units where ParaView lists
+    its arrays (*Information* panel) and where meshio reads them (``mesh.field_data``).  (VTK's string
+    arrays would be the natural carrier, but meshio cannot read them; meshio writes no field data, so
+    the arrays are added to its XML.)
+    """
+    labels = [f"units: {name} [{units[name]}]" for name in mesh.point_data if units and name in units]
+
+    def write(tmp: Path) -> None:
+        meshio.write(tmp, mesh, file_format="vtu", binary=True, compression=compression)
+        if labels:
+            _add_field_data(tmp, labels)
+
+    _atomic(Path(path), write)
+
+
+def _add_field_data(path: Path, names: list[str]) -> None:
+    """Insert a ``<FieldData>`` block of one-value Int8 arrays with these names into a VTU file written by
+    meshio (before its ``<Piece>``)."""
+    arrays = "".join(f'<DataArray type="Int8" Name="{escape(name, quote=True)}" NumberOfTuples="1" '
+                     f'format="ascii">0</DataArray>\n' for name in names)
+    text = path.read_bytes()
+    at = text.index(b"<Piece ")
+    path.write_bytes(text[:at] + f"<FieldData>\n{arrays}</FieldData>\n".encode() + text[at:])
 
 
 @dataclass(frozen=True)
@@ -405,7 +434,7 @@ class VTKSeries:
 
     def _write_mesh(self, file: str, mesh: meshio.Mesh) -> None:
         path = self.directory / file
-        write_vtu(path, mesh, compression=self.compression)
+        write_vtu(path, mesh, compression=self.compression, units=_UNITS)
         self.bytes_written += path.stat().st_size
         self.files_written += 1
 

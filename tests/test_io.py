@@ -84,10 +84,14 @@ def test_files_read_back_with_meshio(series):
             assert mesh.points.shape == (n_points, 3)
             assert set(sio.FIBER_FIELDS) <= set(mesh.point_data)
             assert mesh.cells_dict["line"].shape == (n_points - len(model.fibers), 2)
+            # every built-in array says its unit in the file's field data
+            units = {f"units: {name} [{unit}]" for name, (unit, _) in sio.FIBER_FIELDS.items()}
+            assert units <= set(mesh.field_data) and "units: force [N]" in mesh.field_data
         else:
             assert e.file == "hb_bodies.vtu"  # fixed bodies are written once
             assert mesh.cells_dict["triangle"].shape == (2 * 4 * 32, 3)
             assert sorted(set(mesh.point_data["body_id"])) == [0, 1]
+            assert set(mesh.field_data) == {"units: body_id [1]"}
     last = meshio.read(out / "hb_fibers_000005.vtu")
     ref = sio.fiber_mesh(model, result.final_state, points_per_element=3)
     np.testing.assert_array_equal(last.points, ref.points)  # binary float64: exact
