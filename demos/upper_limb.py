@@ -600,8 +600,9 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     # building the model and a throw-away first step compile the numba kernels on the first
     # run on a machine (seconds) and load them from numba's cache later: say so if it takes long
     setup = time.perf_counter()
-    notice = sf.solver.compile_notice("  compiling the numba kernels (the first run on this machine only; "
-                                      "≈ 1 min, cached for later runs) …", enabled=progress, delay=2.0)
+    notice = sf.solver.compile_notice("  compiling the numba kernels (the first run on this machine only, "
+                                      "a few minutes at most; cached for later runs) …", enabled=progress,
+                                      delay=2.0)
     try:
         model = build_model(ne, bending=EI, geometry=geometry, fiber_contact=fiber_contact, **model_options)
     except BaseException:
