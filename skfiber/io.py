@@ -280,6 +280,9 @@ def write_vtu(path: str | os.PathLike, mesh: meshio.Mesh, *, compression: str | 
     the arrays are added to its XML.)
     """
     labels = [f"units: {name} [{units[name]}]" for name in mesh.point_data if units and name in units]
+    for label in labels:
+        if not (label.isascii() and label.isprintable()):
+            raise ValueError(f"units must be printable ASCII (they are written as XML array names), got {label!r}")
 
     def write(tmp: Path) -> None:
         meshio.write(tmp, mesh, file_format="vtu", binary=True, compression=compression)

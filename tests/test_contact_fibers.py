@@ -161,6 +161,9 @@ def test_kept_neighbour_list_gives_the_pairs_of_a_fresh_broad_phase():
             np.testing.assert_array_equal(getattr(fresh, name), getattr(reused, name))
         assert fresh.point.size > 0
     assert 3 <= kept.builds < 30  # rebuilt after the large motions, kept over the small ones
+    builds = kept.builds  # another grouping of the same boxes: rebuilt
+    kept.neighbours(st.P, s.elements, np.zeros_like(s.fiber), st.reach)
+    assert kept.builds == builds + 1
 
 
 def test_contact_pairs_find_every_contact_brute_force_finds():
@@ -398,10 +401,24 @@ def test_safeguard_bound_holds_along_random_steps():
                 assert a > 0.3 * min(start.get((int(p), int(f)), 1.0), 1.0) - 1e-12
 
 
-def test_short_steps_are_checked_at_their_end():
-    """Short steps (no point moves by more than SHORT_STEP × the smallest contact radius) are decided from the
-    exact margins at their end: δ = 1 exactly where eq. 71 holds there, the estimate of eqs. 69–73 otherwise;
-    and no fiber passes through another along them."""
+def _eq71_along_short_step(before, after, delta_bar, gamma, M):
+    """Eq. 71 along a short step from its ends, by hand: distances above M at both ends, and the margin with
+    the lowest distance √(min(d₀, d₁)² − M²) above the target (see fiber_safeguard.end_state_kept)."""
+    d0 = {(int(p), int(f)): d for p, f, d in zip(before.point, before.fiber_y, before.distance)}
+    e0 = {(int(p), int(f)): a for p, f, a in zip(before.point, before.fiber_y, before.admissibility)}
+    if not all(d > M for d in before.distance) or not all(d > M for d in after.distance):
+        return False
+    for p, f, d1, r in zip(after.point, after.fiber_y, after.distance, after.radius_x + after.radius_y):
+        d = min(d0.get((int(p), int(f)), np.inf), d1)
+        if not 1 + gamma * (np.sqrt(d * d - M * M) / r - 1) > delta_bar * min(e0.get((int(p), int(f)), 1.0), 1.0):
+            return False
+    return True
+
+
+def test_short_steps_are_checked_at_their_ends():
+    """Short steps (no point moves by more than M = SHORT_STEP × the smallest contact radius) are decided from
+    the exact distances at their two ends: δ = 1 exactly where eq. 71 holds with the lowest distance the step
+    allows, the estimate of eqs. 69–73 otherwise; and eq. 71 then holds along the whole step."""
     from skfiber.contact import fiber_safeguard as sg
     rng = np.random.default_rng(11)
     taken = 0
@@ -414,21 +431,19 @@ def test_short_steps_are_checked_at_their_end():
         st = fiber_state(s, model, u, "contact")
         du = rng.standard_normal(model.n_dofs)
         du *= rng.uniform(0.2, 1.0) * sg.SHORT_STEP * st.rx.min() / sg.step_motion(s, du)  # a short step
-        assert sg.short_step(s, st, sg.step_motion(s, du))
+        M = sg.step_motion(s, du)
+        assert sg.short_step(s, st, M)
         after = contact.pairs(model, u + du)
-        start = {(int(p), int(f)): a for p, f, a in zip(before.point, before.fiber_y, before.admissibility)}
-        kept = all(a > 0.3 * min(start.get((int(p), int(f)), 1.0), 1.0)
-                   for p, f, a in zip(after.point, after.fiber_y, after.admissibility))  # eq. 71, by hand
-        assert sg.end_state_kept(s, before, after, 0.3) == kept
+        kept = _eq71_along_short_step(before, after, 0.3, 0.8, M)
+        assert sg.end_state_kept(s, before, after, 0.3, gamma=0.8, motion=M) == kept
         delta = contact.max_step(model, u, du, 0.0, delta_bar=0.3)
         assert (delta == 1.0) if kept else (0 < delta <= 1)
         taken += kept
-        # the margin never falls far along a short step: each point moves by at most M
-        M = sg.step_motion(s, du)
+        start = {(int(p), int(f)): a for p, f, a in zip(before.point, before.fiber_y, before.admissibility)}
         for fraction in np.linspace(0, 1, 11)[1:]:
             pr = contact.pairs(model, u + fraction * delta * du)
-            for p, f, a, r in zip(pr.point, pr.fiber_y, pr.admissibility, pr.radius_x + pr.radius_y):
-                assert a > min(start.get((int(p), int(f)), 1.0), 1.0) - 2 * 0.8 * 2 * M / r - 1e-9
+            for p, f, a in zip(pr.point, pr.fiber_y, pr.admissibility):
+                assert a > 0.3 * min(start.get((int(p), int(f)), 1.0), 1.0) - 1e-9
     assert taken >= 6  # most short steps are taken whole
     # a short step that ends below the target is refused by the end check, and the estimate cuts it
     model, upper, contact = _crossing(0.0)
@@ -441,12 +456,41 @@ def test_short_steps_are_checked_at_their_end():
     st = fiber_state(s, model, u, "contact")
     du = np.zeros(model.n_dofs)
     du[rows[2::6]] = -0.099 * st.rx.min()  # 9.9 % of a radius further down: short, but ends below δ̄ (1 + γg₀)
-    assert sg.short_step(s, st, sg.step_motion(s, du))
+    M = sg.step_motion(s, du)
+    assert sg.short_step(s, st, M)
     after = contact.pairs(model, u + du)
     assert after.admissibility.min() < 0.25 * before.admissibility.min()
-    assert not sg.end_state_kept(s, before, after, 0.25)
+    assert not sg.end_state_kept(s, before, after, 0.25, gamma=2.0, motion=M)
     refused = contact.max_step(model, u, du, 0.0, delta_bar=0.25)
     assert 0 < refused < 1
+
+
+def test_a_short_step_through_another_fiber_is_not_taken_from_its_ends():
+    """With γ ≤ 1 any distance > 0 is admissible: a short step can carry a contact point through another
+    fiber's centerline and end admissible on the other side.  The end check refuses it (a distance ≤ M at an
+    end); what remains is the estimate of eqs. 69–73."""
+    from skfiber.contact import fiber_safeguard as sg
+    for gamma in (0.5, 1.0):
+        x_q = 2.5 / 6  # the middle contact point (ξ = 1/2) of the upper fiber's third element
+        a = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=6, radius=0.05, law=LAW, name="upper")
+        b = sf.Fiber.straight((x_q, -0.5, -0.11), (x_q, 0.5, -0.11), n_elements=6, radius=0.05, law=LAW,
+                              name="lower")
+        model = sf.Model([a, b])
+        contact = FiberContact(PenaltyLaw(stiffness=100.0, gamma=gamma))
+        s = contact._setup(model)
+        rows = fiber_rows(model, 0)
+        u = np.zeros(model.n_dofs)
+        u[rows[2::6]] = -0.11 + 0.049 * 0.05  # the upper centerline 0.049 r above the lower one
+        st = fiber_state(s, model, u, "contact")
+        du = np.zeros(model.n_dofs)
+        du[rows[2::6]] = -0.0999 * 0.05  # 0.0999 r down: through the lower centerline, 0.051 r below it
+        M = sg.step_motion(s, du)
+        assert sg.short_step(s, st, M)
+        before, after = contact.pairs(model, u), contact.pairs(model, u + du)
+        assert before.admissibility.min() > 0 and after.admissibility.min() > 0  # both ends admissible
+        assert not sg.end_state_kept(s, before, after, 0.25, gamma=gamma, motion=M)
+        assert contact.max_step(model, u, du, 0.0, delta_bar=0.25) == sg.step_bound(
+            model, s, st, u, du, 0.25, gamma=gamma, name=contact.name)
 
 
 # --------------------------------------------------------------------------- bundle

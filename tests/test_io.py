@@ -187,3 +187,14 @@ def test_errors(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(NotADirectoryError):
         sio.VTKSeries(tmp_path / "file", model)
+
+
+def test_units_must_be_printable_ascii(tmp_path):
+    """The units go into XML array names: a control character would make a file meshio refuses."""
+    f = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2, radius=0.05)
+    model = sf.Model([f])
+    mesh = sio.fiber_mesh(model, model.initial_state())
+    with pytest.raises(ValueError, match="printable ASCII"):
+        sio.write_vtu(tmp_path / "x.vtu", mesh, units={"force": "N\x01"})
+    sio.write_vtu(tmp_path / "y.vtu", mesh, units={"force": "N & <kN>"})  # escaped, read back as written
+    assert "units: force [N & <kN>]" in meshio.read(tmp_path / "y.vtu").field_data

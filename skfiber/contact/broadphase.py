@@ -122,7 +122,7 @@ class NeighbourList:
             raise ValueError(f"margin must be a number >= 0, got {margin!r}")
         self.margin = float(margin)
         self.builds = 0  # how often the sweep ran
-        self._built = None  # (control points, elements, enlarged reach, ptr, nbr)
+        self._built = None  # (control points, elements, enlarged reach, ptr, nbr, groups)
 
     def neighbours(self, P: np.ndarray, elements: np.ndarray, fiber: np.ndarray, reach: np.ndarray):
         """CSR (ptr, nbr) over ``elements`` (local indices) of the boxes of their control points ``P`` (e, 4, 3).
@@ -131,7 +131,8 @@ class NeighbourList:
         """
         built = self._built
         if (built is not None and built[0].shape == P.shape
-                and (built[1] is elements or np.array_equal(built[1], elements))):
+                and (built[1] is elements or np.array_equal(built[1], elements))
+                and np.array_equal(built[5], fiber[elements])):
             moved = float(np.max(np.abs(P[elements] - built[0][elements]))) if elements.size else 0.0
             if np.all(reach[elements] + moved <= built[2]):
                 return built[3], built[4]
@@ -139,6 +140,6 @@ class NeighbourList:
         lo, hi = P.min(axis=1), P.max(axis=1)
         ptr, nbr = box_neighbours(np.ascontiguousarray(lo[elements]), np.ascontiguousarray(hi[elements]),
                                   np.ascontiguousarray(fiber[elements]), enlarged)
-        self._built = (P.copy(), elements, enlarged, ptr, nbr)
+        self._built = (P.copy(), elements, enlarged, ptr, nbr, np.array(fiber[elements]))
         self.builds += 1
         return ptr, nbr

@@ -329,9 +329,7 @@ def step_motion(s: FiberSetup, du: np.ndarray) -> float:
 def short_step(s: FiberSetup, st: FiberState, motion: float) -> bool:
     """Whether the step's largest motion is at most :data:`SHORT_STEP` × the smallest current contact radius.
 
-    Along such a step no fiber can pass through another (that needs a relative
-    motion of at least the two radii), so eq. 71 may be checked at the end of
-    the step, the state Newton goes to (:func:`end_state_kept`).
+    Such a step may be checked at its two ends (:func:`end_state_kept`).
 
     Parameters
     ----------
@@ -348,21 +346,42 @@ def short_step(s: FiberSetup, st: FiberState, motion: float) -> bool:
 
 
 @numba.njit(**_JIT)
-def _end_kept(point0, fiber0, adm0, point1, fiber1, adm1, n_points, n_fibers, delta_bar):  # pragma: no cover
+def _end_kept(point0, fiber0, adm0, dist0, point1, fiber1, adm1, dist1, radii1, n_points, n_fibers, delta_bar,
+              gamma, motion):  # pragma: no cover - compiled
+    m2 = motion * motion
     before = np.full(n_points * n_fibers, np.inf)
+    d_before = np.full(n_points * n_fibers, np.inf)
     for i in range(point0.shape[0]):
+        if not dist0[i] > motion:
+            return False
         key = point0[i] * n_fibers + fiber0[i]
         before[key] = min(before[key], adm0[i])
+        d_before[key] = min(d_before[key], dist0[i])
     for i in range(point1.shape[0]):
-        target = delta_bar * min(before[point1[i] * n_fibers + fiber1[i]], 1.0)
-        if not adm1[i] > target:
+        if not dist1[i] > motion:
+            return False
+        key = point1[i] * n_fibers + fiber1[i]
+        target = delta_bar * min(before[key], 1.0)
+        d = min(d_before[key], dist1[i])  # the distance along the step is ≥ √(d² − M²)
+        lowest = adm1[i] - gamma * (dist1[i] - np.sqrt(d * d - m2)) / radii1[i]
+        if not lowest > target:
             return False
     return True
 
 
-def end_state_kept(s: FiberSetup, before, after, delta_bar: float) -> bool:
-    """Eq. 71 at the end of a step: every contact point – partner fiber pair in reach after it keeps
-    1 + γ g > δ̄ min(1 + γ g before, 1) (δ̄ for a pair out of reach before, where g > 0).
+def end_state_kept(s: FiberSetup, before, after, delta_bar: float, *, gamma: float, motion: float) -> bool:
+    """Eq. 71 along a short step, from its two ends.
+
+    Each point of a contact fiber moves by at most M = ``motion`` (:func:`step_motion`), so the
+    vector between a contact point and any point of a partner fiber is a + δ b with |b| ≤ 2M, and
+    |a + δ b|² — convex in δ, with second derivative ≤ 8M² — stays above min(d₀, d₁)² − M² on the
+    step (d₀, d₁: the pair's distances at its two ends; +∞ where out of reach).  Hence:
+
+    * if every pair has d > M at both ends, no centerline crosses another within the step;
+    * the margin with that lowest distance, 1 + γ (√(min(d₀, d₁)² − M²)/(r_x + r_y) − 1) with the radii
+      at the end, above δ̄ min(1 + γ g₀, 1) for every pair in reach at the end (δ̄ for a pair out of reach
+      at the start, where g > 0), bounds eq. 71 on the whole step (the radii change along the step at
+      second order: |x′| is convex in δ).
 
     Parameters
     ----------
@@ -372,13 +391,18 @@ def end_state_kept(s: FiberSetup, before, after, delta_bar: float) -> bool:
         :class:`~skfiber.contact.fiber_pairs.ContactPairs` at the start and at the end of the step.
     delta_bar
         δ̄ ∈ (0, 1).
+    gamma
+        γ of the penalty law.
+    motion
+        M of the step.
 
     Returns
     -------
     bool
     """
-    return bool(_end_kept(before.point, before.fiber_y, before.admissibility, after.point, after.fiber_y,
-                          after.admissibility, s.ne * s.nq, int(s.nf), float(delta_bar)))
+    return bool(_end_kept(before.point, before.fiber_y, before.admissibility, before.distance, after.point,
+                          after.fiber_y, after.admissibility, after.distance, after.radius_x + after.radius_y,
+                          s.ne * s.nq, int(s.nf), float(delta_bar), float(gamma), float(motion)))
 
 
 @numba.njit(**_JIT)

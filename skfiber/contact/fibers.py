@@ -177,11 +177,12 @@ class FiberContact:
                  u_end: np.ndarray | None = None) -> float:
         """Largest δ ∈ (0, 1] keeping e(δ) > δ̄ min(1 + γ g, 1) at every contact point (eqs. 69–73).
 
-        A short step is checked at its end first (:func:`~skfiber.contact.fiber_safeguard.end_state_kept`):
-        when no point of a contact fiber moves by more than
-        :data:`~skfiber.contact.fiber_safeguard.SHORT_STEP` of the smallest contact radius (no fiber can
-        pass through another) and eq. 71 holds at ``u_end`` (default u + du; the coupled path passes its
-        exact next state) with the exact distances, δ = 1.  Otherwise the estimate is applied from δ = 0 and then again from the state it
+        A short step is checked from its two ends first (:func:`~skfiber.contact.fiber_safeguard.end_state_kept`):
+        when no point of a contact fiber moves by more than M = :data:`~skfiber.contact.fiber_safeguard.SHORT_STEP`
+        of the smallest contact radius, every contact point – partner fiber distance exceeds M at both ends
+        (no centerline crosses another within the step), and eq. 71 holds at ``u_end`` (default u + du; the
+        coupled path passes its exact next state) with the exact distances less the largest dip along the
+        step, δ = 1.  Otherwise the estimate is applied from δ = 0 and then again from the state it
         reached (at most ``SAFEGUARD_ROUNDS`` times): every restart uses the exact distances there, so a
         step that is admissible is not cut to the crude first estimate
         (:mod:`skfiber.contact.fiber_safeguard`).
@@ -195,7 +196,13 @@ class FiberContact:
         if not np.any(du):
             return 1.0
         st, pr = self._search(model, s, u, t)
-        u_end = u + du if u_end is None else np.asarray(u_end, dtype=float)
+        if u_end is None:
+            u_end = u + du
+        else:
+            u_end = np.asarray(u_end, dtype=float)
+            if u_end.shape != du.shape:
+                raise ValueError(f"u_end must be an array of shape {du.shape} (the state after the step), got "
+                                 f"shape {u_end.shape}")
         motion = step_motion(s, u_end - u)
         if short_step(s, st, motion):
             try:
@@ -203,6 +210,6 @@ class FiberContact:
             except FloatingPointError:  # the end state is inadmissible: the estimate below decides
                 pass
             else:
-                if end_state_kept(s, pr, pr_end, delta_bar):
+                if end_state_kept(s, pr, pr_end, delta_bar, gamma=self.law.gamma, motion=motion):
                     return 1.0
         return step_bound(model, s, st, u, du, delta_bar, gamma=self.law.gamma, name=self.name)
