@@ -57,24 +57,25 @@ def scatter_dependent(values, index, rows, cols, pos, C, KX, XK):  # pragma: no 
     entry contributes K[r, c] C[pos c] to row r of KX if c is dependent, and K[r, c] C[pos r] to column c
     of XK if r is.  ``index`` empty: values[k] is the k-th entry.
     """
-    n = C.shape[1]
-    m = rows.shape[0]
-    for k in range(m):
-        v = values[index[k]] if index.shape[0] else values[k]
-        r, c = rows[k], cols[k]
-        pc, pr = pos[c], pos[r]
-        if pc >= 0:
-            for a in range(n):
-                KX[r, a] += v * C[pc, a]
-        if pr >= 0:
-            for a in range(n):
-                XK[a, c] += v * C[pr, a]
+    for k in range(rows.shape[0]):
+        _add_dependent(values[index[k]] if index.shape[0] else values[k], rows[k], cols[k], pos, C, KX, XK)
+
+
+@numba.njit(cache=True)
+def _add_dependent(v, r, c, pos, C, KX, XK):  # pragma: no cover - compiled
+    """One entry K[r, c] = v into KX and XK (:func:`scatter_dependent`)."""
+    pc, pr = pos[c], pos[r]
+    if pc >= 0:
+        for a in range(C.shape[1]):
+            KX[r, a] += v * C[pc, a]
+    if pr >= 0:
+        for a in range(C.shape[1]):
+            XK[a, c] += v * C[pr, a]
 
 
 @numba.njit(cache=True)
 def scatter_dependent_blocks(row_dofs, col_dofs, blocks, pos, C, KX, XK):  # pragma: no cover - compiled
     """:func:`scatter_dependent` for dense blocks K[row_dofs[g], col_dofs[g]] = blocks[g]."""
-    n = C.shape[1]
     nb = row_dofs.shape[1]
     for g in range(row_dofs.shape[0]):
         touches = False  # most blocks have no dependent DOF: skip them after 2 nb lookups
@@ -85,20 +86,8 @@ def scatter_dependent_blocks(row_dofs, col_dofs, blocks, pos, C, KX, XK):  # pra
         if not touches:
             continue
         for a in range(nb):
-            r = row_dofs[g, a]
-            pr = pos[r]
             for b in range(nb):
-                c = col_dofs[g, b]
-                pc = pos[c]
-                if pc < 0 and pr < 0:
-                    continue
-                v = blocks[g, a, b]
-                if pc >= 0:
-                    for i in range(n):
-                        KX[r, i] += v * C[pc, i]
-                if pr >= 0:
-                    for i in range(n):
-                        XK[i, c] += v * C[pr, i]
+                _add_dependent(blocks[g, a, b], row_dofs[g, a], col_dofs[g, b], pos, C, KX, XK)
 
 
 @numba.njit(cache=True)
