@@ -427,7 +427,7 @@ def test_short_steps_are_checked_at_their_ends():
         contact = FiberContact(contact_law(gamma=0.8))
         u = 0.005 * rng.standard_normal(model.n_dofs)
         before = contact.pairs(model, u)
-        s = contact._setup(model)
+        s = fiber_setup(model.discretization, contact.quadrature_points, contact.fibers, contact.name)
         st = fiber_state(s, model, u, "contact")
         du = rng.standard_normal(model.n_dofs)
         du *= rng.uniform(0.2, 1.0) * sg.SHORT_STEP * st.rx.min() / sg.step_motion(s, du)  # a short step
@@ -447,7 +447,7 @@ def test_short_steps_are_checked_at_their_ends():
     assert taken >= 6  # most short steps are taken whole
     # a short step that ends below the target is refused by the end check, and the estimate cuts it
     model, upper, contact = _crossing(0.0)
-    s = contact._setup(model)
+    s = fiber_setup(model.discretization, contact.quadrature_points, contact.fibers, contact.name)
     u = np.zeros(model.n_dofs)
     rows = fiber_rows(model, 0)
     u[rows[2::6]] = -0.055  # the upper fiber pressed onto the lower one: 1 + γg ≈ 0.11 at the crossing
@@ -477,7 +477,7 @@ def test_a_short_step_through_another_fiber_is_not_taken_from_its_ends():
                               name="lower")
         model = sf.Model([a, b])
         contact = FiberContact(PenaltyLaw(stiffness=100.0, gamma=gamma))
-        s = contact._setup(model)
+        s = fiber_setup(model.discretization, contact.quadrature_points, contact.fibers, contact.name)
         rows = fiber_rows(model, 0)
         u = np.zeros(model.n_dofs)
         u[rows[2::6]] = -0.11 + 0.049 * 0.05  # the upper centerline 0.049 r above the lower one

@@ -113,25 +113,26 @@ def _box_box_distance(lo_a, hi_a, lo_b, hi_b):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT)
 def _element_candidates(ia, row_start, row_end, nbr, elements, fiber, nq, x, rx, P, c, deviation, reach, lo, hi,
-                        hint, hint_e, short, y):  # pragma: no cover - compiled
+                        hint, hint_e, near, top, short, y):  # pragma: no cover - compiled
     """The elements of a broad-phase row that may be a candidate of some contact point of element ``ia``.
 
     Per partner fiber, the element whose box is nearest to ``ia``'s box gives every contact point k of
     ``ia`` for which it is a candidate (box and fat-chord tests) an upper bound of d(x_k, fiber) (``hint``
-    (nq, nf), × (1 + slack); +∞ elsewhere).  An element whose box is farther from ``ia``'s box than the largest of those bounds is
-    farther than the bound from every point, and is dropped (the per-point pass drops it anyway: see
-    :func:`_point_candidates`).  Returns the count of the kept elements (in row order) in ``short``.
-    """  # pragma: no cover - compiled
+    (nq, nf), × (1 + slack); +∞ elsewhere).  An element whose box is farther from ``ia``'s box than the
+    largest of those bounds is farther than the bound from every point, and is dropped (the per-point pass
+    drops it anyway: see :func:`_point_candidates`).  Returns the count of the kept elements (in row order)
+    in ``short``; ``near`` and ``top`` (nf,) are scratch.
+    """
     eA = elements[ia]
     nf = hint.shape[1]
-    near = np.full(nf, np.inf)
+    near[:] = np.inf
     for r in range(row_start, row_end):
         eB = elements[nbr[r]]
         d = _box_box_distance(lo[eA], hi[eA], lo[eB], hi[eB])
         if d < near[fiber[eB]]:
             near[fiber[eB]] = d
             hint_e[fiber[eB]] = eB
-    top = np.zeros(nf)
+    top[:] = 0.0
     for f in range(nf):
         for q in range(nq):
             hint[q, f] = np.inf
@@ -234,6 +235,8 @@ def pairs_loop(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_re
     hint = np.full((nq, nf), np.inf)
     hint_e = np.full(nf, -1, dtype=np.int64)
     short = np.empty(width, dtype=np.int64)
+    near = np.empty(nf)  # scratch of _element_candidates (per partner fiber)
+    top = np.empty(nf)
     best_e = np.full(nf, -1, dtype=np.int64)
     best_xi = np.empty(nf)
     best_d = np.empty(nf)
@@ -245,7 +248,7 @@ def pairs_loop(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_re
         if ptr[ia + 1] == ptr[ia]:
             continue
         count = _element_candidates(ia, ptr[ia], ptr[ia + 1], nbr, elements, fiber, nq, x, rx, P, c, deviation, reach,
-                                    lo, hi, hint, hint_e, short, y)
+                                    lo, hi, hint, hint_e, near, top, short, y)
         for q in range(nq):
             k = elements[ia] * nq + q
             m = _point_candidates(k, short, count, fiber, x, rx, P, c, deviation, reach, lo, hi, gmin, hint[q],
