@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..threads import kernel_threads
 from .base import STEP_HINT
 from .broadphase import NeighbourList
 from .closest_point import BEZIER_FROM_POWER
@@ -109,7 +110,7 @@ def find_pairs(model, s: FiberSetup, st: FiberState, *, gamma: float, method: st
         ptr, nbr = neighbours.neighbours(st.P, s.elements, s.fiber, st.reach)
     k, eB, xi, dist, fixed, y, yp_norm, Yp_norm = pairs_loop(
         ptr, nbr, s.elements, s.fiber, s.first, s.last, s.nq, s.nf, st.x, st.rx, st.P, st.c, s.c_ref, st.deviation,
-        st.reach, lo, hi, method == "auto", BEZIER_FROM_POWER)
+        st.reach, lo, hi, method == "auto", BEZIER_FROM_POWER, kernel_threads())
     eA = k // s.nq
     r0y, dr0y = reference_radius(model, s, eB, xi)
     with np.errstate(divide="ignore", invalid="ignore"):

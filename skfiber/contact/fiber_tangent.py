@@ -41,6 +41,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..threads import kernel_threads
 from .closest_point import POWER_FROM_HERMITE
 from .fiber_geometry import FiberSetup, FiberState
 from .fiber_kernels import power_point
@@ -85,7 +86,7 @@ def tangent_blocks(model, s: FiberSetup, st: FiberState, pr: ContactPairs, activ
     row_el, col_el, blocks = tangent_loop(
         pr.point[a], pr.element_x[a], pr.element_y[a], pr.xi_y[a], pr.fixed[a], pr.x[a], pr.y[a], pr.distance[a],
         pr.radius_x[a], pr.radius_y[a], pr.log_slope_y[a], F[a], dF[a], st.xp, st.xp_norm, st.c, s.c_ref, s.first,
-        s.last, s.H0, s.H1, s.scale, s.w, s.nq, s.ne, POWER_FROM_HERMITE)
+        s.last, s.H0, s.H1, s.scale, s.w, s.nq, s.ne, POWER_FROM_HERMITE, kernel_threads())
     element_dofs = s.dofs.reshape(s.ne, 12)
     return element_dofs[row_el], element_dofs[col_el], blocks.reshape(-1, 12, 12)
 
@@ -181,12 +182,16 @@ def _pair_block(i, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, x
             dT[j, b, j] += alpha * sb[b]
 
 
-@numba.njit(**_JIT)
+@numba.njit(parallel=True, **_JIT)
 def tangent_loop(k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first, last, H0, H1,
-                 scale, w, nq, ne, M):  # pragma: no cover - compiled
+                 scale, w, nq, ne, M, n_chunks):  # pragma: no cover - compiled
     """The blocks of the pairs in contact: per element of x the x–x block, per element pair the x–y block
     (each 12 × 12 as (4, 3, 4, 3)), in the order of (element of x, element of y); returns the row elements,
-    the column elements and the blocks."""
+    the column elements and the blocks.
+
+    The elements of x are shared out among ``n_chunks`` threads (cyclically); each block sums its pairs in
+    the same order whatever the number of threads.
+    """
     p = k.size
     order = np.argsort(eA * ne + eB, kind="mergesort")
     n_xx = 0
@@ -198,30 +203,43 @@ def tangent_loop(k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_
             n_xy += 1
         elif eB[i] != eB[order[j - 1]]:
             n_xy += 1
+    start = np.empty(n_xx + 1, dtype=np.int64)  # the pairs of x-element group g: order[start[g]:start[g + 1]]
+    xy_before = np.empty(n_xx, dtype=np.int64)  # x–y blocks of the groups before g
+    g = -1
+    n_xy = 0
+    for j in range(p):
+        i = order[j]
+        if j == 0 or eA[i] != eA[order[j - 1]]:
+            g += 1
+            start[g] = j
+            xy_before[g] = n_xy
+            n_xy += 1
+        elif eB[i] != eB[order[j - 1]]:
+            n_xy += 1
+    start[n_xx] = p
     G = n_xx + n_xy
     blocks = np.zeros((G, 4, 3, 4, 3))
     row_el = np.empty(G, dtype=np.int64)
     col_el = np.empty(G, dtype=np.int64)
-    weights = np.empty(4)
-    dT = np.empty((3, 8, 3))
-    gx = -1  # current x–x block
-    gy = n_xx - 1  # current x–y block
-    for j in range(p):
-        i = order[j]
-        if j == 0 or eA[i] != eA[order[j - 1]]:
-            gx += 1
-            row_el[gx], col_el[gx] = eA[i], eA[i]
-            gy += 1
-            row_el[gy], col_el[gy] = eA[i], eB[i]
-        elif eB[i] != eB[order[j - 1]]:
-            gy += 1
-            row_el[gy], col_el[gy] = eA[i], eB[i]
-        _pair_block(i, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first, last,
-                    H0, H1, scale, w, nq, M, weights, dT)
-        for a in range(4):
-            for r in range(3):
-                for b in range(4):
-                    for m in range(3):
-                        blocks[gx, a, r, b, m] += weights[a] * dT[r, b, m]
-                        blocks[gy, a, r, b, m] += weights[a] * dT[r, 4 + b, m]
+    n_chunks = max(1, min(n_xx, n_chunks))
+    for chunk in numba.prange(n_chunks):
+        weights = np.empty(4)
+        dT = np.empty((3, 8, 3))
+        for gx in range(chunk, n_xx, n_chunks):
+            gy = n_xx + xy_before[gx] - 1  # current x–y block
+            for j in range(start[gx], start[gx + 1]):
+                i = order[j]
+                if j == start[gx]:
+                    row_el[gx], col_el[gx] = eA[i], eA[i]
+                if j == start[gx] or eB[i] != eB[order[j - 1]]:
+                    gy += 1
+                    row_el[gy], col_el[gy] = eA[i], eB[i]
+                _pair_block(i, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first,
+                            last, H0, H1, scale, w, nq, M, weights, dT)
+                for a in range(4):
+                    for r in range(3):
+                        for b in range(4):
+                            for m in range(3):
+                                blocks[gx, a, r, b, m] += weights[a] * dT[r, b, m]
+                                blocks[gy, a, r, b, m] += weights[a] * dT[r, 4 + b, m]
     return row_el, col_el, blocks

@@ -27,6 +27,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..threads import threads_of_kernels
 from .design import Parameter
 
 __all__ = ["CalibrationResult", "calibrate"]
@@ -51,8 +52,9 @@ def _series(outputs: dict, name: str) -> np.ndarray:
     return np.asarray(series[name], dtype=float)
 
 
-def _run_series(run, params, name):  # module level: what the workers get
-    return _series(run(dict(params)), name)
+def _run_series(run, params, name, kernel_threads=None):  # module level: what the workers get
+    with threads_of_kernels(kernel_threads):  # one run per core on the workers (see execute_run)
+        return _series(run(dict(params)), name)
 
 
 def calibrate(run: Callable[[dict], dict], parameters, series: str, target, *, start: dict | None = None,
@@ -121,7 +123,7 @@ def calibrate(run: Callable[[dict], dict], parameters, series: str, target, *, s
             results = [_run_series(run, values(np.array(k)), series) for k in new]
         else:
             results = client.gather(client.map(_run_series, [run] * len(new), [values(np.array(k)) for k in new],
-                                               [series] * len(new), pure=False))
+                                               [series] * len(new), kernel_threads=1, pure=False))
         count[0] += len(new)
         for k, y in zip(new, results):
             if y.shape != target.shape:

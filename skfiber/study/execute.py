@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from ..threads import threads_of_kernels
 from .design import Parameter, make_design
 from .records import StudyFolder
 
@@ -60,12 +61,19 @@ def _worker_name() -> str:
         return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def execute_run(run: Callable, index: int, params: dict) -> tuple[dict, dict | None]:
-    """One run: (its record, its time series or None).  Exceptions of ``run`` make a failed record."""
+def execute_run(run: Callable, index: int, params: dict, *,
+                kernel_threads: int | None = None) -> tuple[dict, dict | None]:
+    """One run: (its record, its time series or None).  Exceptions of ``run`` make a failed record.
+
+    ``kernel_threads``: the threads of skfiber's parallel numba kernels during the run (None: numba's
+    setting).  A study's workers each run one simulation per core, so they run them with 1: more would
+    compete for the cores the other workers use.
+    """
     start = time.perf_counter()
     series = None
     try:
-        outputs = run(dict(params))
+        with threads_of_kernels(kernel_threads):
+            outputs = run(dict(params))
         if not isinstance(outputs, dict):
             raise TypeError(f"the run function must return a dict of named outputs, got {type(outputs).__name__}")
         outputs = dict(outputs)
@@ -227,7 +235,8 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
         try:
             if warmup is not None:
                 client.register_plugin(warmup_plugin(warmup))
-            futures = {client.submit(execute_run, run, k, rows[k], pure=False, retries=retries): k for k in todo}
+            futures = {client.submit(execute_run, run, k, rows[k], kernel_threads=1, pure=False, retries=retries): k
+                       for k in todo}
             for future in as_completed(futures):
                 k = futures[future]
                 try:

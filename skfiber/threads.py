@@ -1,0 +1,60 @@
+"""Threads of skfiber's parallel numba kernels: the fiber–fiber contact search and tangent.
+
+These kernels share the elements out among numba's threads, by default one per core
+(numba's ``NUMBA_NUM_THREADS``; ``NUMBA_NUM_THREADS=1`` in the environment runs them
+serially).  Their results do not depend on the number of threads: every contact point and
+every tangent block is computed by one thread, in one order.
+
+Waiting threads sleep (``OMP_WAIT_POLICY=PASSIVE`` unless the environment sets it): with
+OpenMP's default of spinning, a run on a machine whose other core was busy took 4× as long
+as with one thread (see ``docs/performance.md``).  The setting acts when numba starts its
+OpenMP threads, at the first parallel kernel of the process; importing this module sets it.
+
+Example
+-------
+>>> from skfiber.threads import threads_of_kernels
+>>> with threads_of_kernels(1):   # e.g. one run per core in a parameter study
+...     pass
+"""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+
+__all__ = ["kernel_threads", "threads_of_kernels"]
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def kernel_threads() -> int:
+    """The number of threads the parallel kernels use now (numba's setting of the calling thread)."""
+    import numba
+
+    return int(numba.get_num_threads())
+
+
+@contextmanager
+def threads_of_kernels(count: int | None):
+    """Within the block, the parallel kernels use ``count`` threads (None: unchanged).
+
+    numba's setting is per calling thread and is restored at the end; ``count`` is capped at
+    numba's ``NUMBA_NUM_THREADS``.
+
+    Raises
+    ------
+    ValueError
+        If ``count`` is not None or an integer ≥ 1.
+    """
+    if count is None:
+        yield
+        return
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"count must be None or an integer ≥ 1 (threads), got {count!r}")
+    import numba
+
+    previous = numba.get_num_threads()
+    numba.set_num_threads(min(count, numba.config.NUMBA_NUM_THREADS))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
