@@ -189,6 +189,7 @@ from skfiber.io import VTKSeries
 from skfiber.progress import PROGRESS_TERMS
 from skfiber.rigid import Body, Fixed, Revolute, RigidSystem
 from skfiber.run import resume_point, run_simulation
+from skfiber.solver import StepInfo
 from skfiber.softening import SofteningWarning
 from skfiber.terms import d1, d2
 
@@ -213,6 +214,11 @@ PAPER_TABLE5 = {1: (542, 66.0), 2: (1022, 281.3), 3: (1982, 958.2), 4: (3902, 55
 PROFILE_TIMES = (1.0, 4.0)
 #: the runs are checked (stretch, force peak, contact) every SAMPLE_DT seconds (the level-1 step)
 SAMPLE_DT = T_END / LEVELS[1][1]
+#: the start transient (see the module notes): every level takes its steps of the first START_TIME
+#: seconds (4 level-1 steps) as substeps of at most START_DT, the level-4 step, so that the
+#: transient is integrated with the same step at every level (level 4 is unchanged)
+START_TIME = 4 * SAMPLE_DT
+START_DT = T_END / LEVELS[4][1]
 
 ELBOW = np.array([0.0, 0.0, -0.351])
 #: Table 4c: contact parameters (κ in N/m, γ)
@@ -530,13 +536,36 @@ def checkpoint_file(folder: Path, level: int) -> Path:
     return Path(folder) / f"{SERIES_NAME}_level{level}_checkpoint.npz"
 
 
+def start_substeps(dt: float, start_dt: float | None = START_DT, start_time: float = START_TIME) -> tuple[int, int]:
+    """(K, m): the first K steps of a run with step ``dt`` are taken as m equal substeps each.
+
+    K covers ``start_time`` (K dt ≥ start_time) and dt / m ≤ ``start_dt``; ``start_dt`` None (or
+    ≥ dt): (0, 1), every step whole.  At the levels of Table 5 (start_dt = 1/256 s): level 1
+    (4, 8), level 2 (8, 4), level 3 (16, 2), level 4 (0, 1).
+
+    >>> start_substeps(1 / 32), start_substeps(1 / 128), start_substeps(1 / 256)
+    ((4, 8), (16, 2), (0, 1))
+    """
+    if start_dt is None:
+        return 0, 1
+    start_dt = float(start_dt)
+    if not (math.isfinite(start_dt) and start_dt > 0):
+        raise ValueError(f"start_dt must be a finite step > 0 in s (or None), got {start_dt!r}")
+    m = max(1, int(math.ceil(dt / start_dt - 1e-9)))
+    if m == 1:
+        return 0, 1
+    return int(math.ceil(start_time / dt - 1e-9)), m
+
+
 def run_options(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, n_steps: int | None = None,
                 bending: float | None = None, geometry: Geometry | str = TABLE4, fiber_contact: bool | None = None,
-                method: str = "euler", **model_options) -> tuple[int, int, float, dict]:
+                method: str = "euler", start_dt: float | None = START_DT,
+                **model_options) -> tuple[int, int, float, dict]:
     """(elements per fiber, steps, Δt, the options a checkpoint records) of a :func:`run` with these arguments.
 
     A run resumes only from a checkpoint with the same options and Δt (Δt = ``t_end`` over the level's
-    steps scaled to ``t_end``, so a later ``t_end`` resumes when Δt stays the same).
+    steps scaled to ``t_end``, so a later ``t_end`` resumes when Δt stays the same) and the same
+    start step ``start_dt`` (:func:`start_substeps`).
     """
     if level not in LEVELS:
         raise ValueError(f"level must be one of {sorted(LEVELS)}, got {level!r}")
@@ -554,7 +583,9 @@ def run_options(level: int = 1, *, t_end: float = T_END, n_elements: int | None 
         raise TypeError(f"unknown model options {unknown}; build_model takes {sorted(_MODEL_DEFAULTS)}")
     options = dict(level=level, elements_per_fiber=ne, geometry=geometry.name,
                    fiber_contact=geometry.fiber_contact if fiber_contact is None else bool(fiber_contact),
-                   bending_EI=bending_stiffness(bending), method=method, **{**_MODEL_DEFAULTS, **model_options})
+                   bending_EI=bending_stiffness(bending), method=method,
+                   start_dt=None if start_dt is None else float(start_dt), **{**_MODEL_DEFAULTS, **model_options})
+    start_substeps(t_end / nt, start_dt)   # checks start_dt
     return ne, nt, t_end / nt, options
 
 
@@ -567,7 +598,8 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
         progress: bool = True, vtk: Path | None = None, vtk_every: int = 1, bending: float | None = None,
         geometry: Geometry | str = TABLE4, fiber_contact: bool | None = None, method: str = "euler",
         rtol: float | None = None, atol: float | None = None, checkpoint: Path | None = None,
-        checkpoint_every: int = 50, resume: bool = False, **model_options) -> UpperLimbResult:
+        checkpoint_every: int = 50, resume: bool = False, start_dt: float | None = START_DT,
+        **model_options) -> UpperLimbResult:
     """Simulate one level (or explicit ``n_elements``/``n_steps`` over ``t_end``).
 
     With ``vtk`` a folder: a VTK series (fibers with their fields, bones as cylinders) of every
@@ -586,13 +618,24 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     tolerances (``method="bdf2"``) the steps are chosen by error control, the level's step Δt
     is the interval of the output times, and there are no checkpoints.
 
+    ``start_dt``: the steps of the first :data:`START_TIME` seconds are taken as substeps of at
+    most ``start_dt`` (default :data:`START_DT`, the level-4 step: the start transient is
+    integrated alike at every level; see the module notes and :func:`start_substeps`); the
+    recorded times stay the level's steps.  ``None``: the level's step from the start (Table 5's
+    uniform steps).  Not used with tolerances.
+
     The states sampled every :data:`SAMPLE_DT` seconds are checked (:func:`check_sample`, outside
     ``wall_time``); material past a force peak gives a :class:`skfiber.softening.SofteningWarning`.
     """
     EI = bending_stiffness(bending)
-    ne, nt, dt, options = run_options(level, t_end=t_end, n_elements=n_elements, n_steps=n_steps, bending=EI,
-                                      geometry=geometry, fiber_contact=fiber_contact, method=method, **model_options)
     adaptive = rtol is not None or atol is not None
+    if adaptive:
+        start_dt = None   # error control chooses the steps
+    ne, nt, dt, options = run_options(level, t_end=t_end, n_elements=n_elements, n_steps=n_steps, bending=EI,
+                                      geometry=geometry, fiber_contact=fiber_contact, method=method,
+                                      start_dt=start_dt, **model_options)
+    n_start, parts = start_substeps(dt, start_dt)
+    n_start = min(n_start, nt)
     if adaptive and checkpoint is not None:
         raise ValueError("checkpoints and resume need fixed steps: give no rtol/atol, or no checkpoint")
     if resume and checkpoint is None:
@@ -642,15 +685,34 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
         if writer is not None:
             writer.write(state0, 0)
         start = time.perf_counter()
-        result = sf.simulate(model, t_end=t_end, dt=dt, callback=record, progress=progress, method=method,
-                             rtol=rtol, atol=atol, store_every=sys.maxsize)   # History keeps what is needed
+        state, retries, interrupted = state0, 0, False
+        for step in range(1, n_start + 1):  # the start transient: each step in substeps, as run_simulation does
+            part = sf.simulate(model, t_end=t_end if step == nt else step * dt, dt=dt / parts, state=state,
+                               progress=False, method=method, store_every=sys.maxsize)
+            retries += part.retries
+            if part.interrupted:
+                interrupted = True
+                break
+            state = part.final_state
+            record(state, StepInfo(step, nt, t_end, int(part.newton_iterations.sum()), part.retries,
+                                   time.perf_counter() - start))
+        final = state
+        if not interrupted and n_start < nt:
+            def shifted(state, info):   # the steps after the start, numbered over the whole run
+                record(state, dataclasses.replace(info, step=info.step + n_start, n_steps=nt))
+
+            result = sf.simulate(model, t_end=t_end, dt=dt, state=state, callback=shifted, progress=progress,
+                                 method=method, rtol=rtol, atol=atol, store_every=sys.maxsize)   # History keeps it
+            final, interrupted = result.final_state, result.interrupted
+            retries += result.retries
         wall = time.perf_counter() - start - history.check_time - output_time[0]
-        final, retries, interrupted, resumed_from = result.final_state, result.retries, result.interrupted, None
+        resumed_from = None
     else:  # the run driver: one simulate call per step, so that a resumed run repeats it bit for bit
         outcome = run_simulation(model, t_end=t_end, dt=dt, out_dir=vtk, name=SERIES_NAME, output_every=vtk_every,
                                  checkpoint_file=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
                                  options=options, checkpoint_extra=history.arrays, progress=progress,
-                                 bodies=bodies, callback=history.record, method=method)
+                                 bodies=bodies, callback=history.record, method=method,
+                                 substeps=lambda step: parts if step <= n_start else 1)
         wall = outcome.solve_time - history.check_time
         final, retries, interrupted = outcome.final_state, outcome.retries, outcome.interrupted
         resumed_from = outcome.resumed_from
