@@ -51,10 +51,11 @@ ours, chosen for the reasons given):
   (ΔW = 0.3 around λopt = 1.3): a 15 cm lever shortens the biceps by 15 cm per
   radian, and at 20° its belly is already far from λopt.  The paper's Fig. 10
   cannot be compared quantitatively (its geometry is unknown).
-* **Levels agree** (measured, ``docs/theory.md``): largest elbow-angle
-  difference over the 8 s 0.67° (levels 1–2) and 1.31° (levels 2–3), both in
-  the first steps' 12°-per-step rise; from t = 0.25 s on 0.045° and 0.013°, and
-  the attachment forces within 0.33 % and 0.057 %.
+* **Levels agree** (measured, ``docs/theory.md``, 2-core shared VM): largest
+  elbow-angle difference over the 8 s 0.044° (levels 1–2), 0.13° (2–3) and
+  0.052° (3–4); attachment forces within 0.33 %, 1.6 % (level 2's mesh in the
+  start transient) and 0.15 % of the fiber's largest force; from t = 0.25 s on
+  within 0.33 %, 0.055 % and 0.080 %.
 
 **Strain softening.**  The axial force of a fiber is N = π r0² λ S.  Where the
 active stress (eq. 32) dominates the passive one, N(λ) rises, peaks and falls
@@ -106,15 +107,39 @@ finite everywhere.
   kernel, with the cable.  The fiber ends keep their
   attachments (positions); their slopes stay free, so the bending moment is
   zero there (pinned ends).  EI must be finite and ≥ 0; EI = 0 adds no term.
-  For scale: EI = 1e-4 N·m² moves the elbow by 0.09° in the first
+  For scale: EI = 1e-4 N·m² moves the elbow by 3·10⁻⁵° in the first
   1/32 s at level 1 (the Table-4 fibers carry kN).
 * At t = 0 the model is at rest in the reference configuration (q = 0: the
   forearm hangs straight down).  With Table 4's small prestress it is close
   to equilibrium there, as the paper says (static angle −0.26°); the start
   transient is the "oscillations related to the initial conditions" of the paper.
 
+**The start transient, and the start steps.**  The biceps' activation rises from
+t = 0 (α̇ = 0.41 s⁻¹) and its active stress pulls far harder than the hanging
+forearm needs: with very small steps (1/4096 s) the biceps force reaches 1.8 kN
+after 10 ms, the forearm is flung up (9° at 20 ms), the biceps goes slack (below
+50 N from 23 to 42 ms), snaps taut again and rings, force peaks 20–50 ms apart,
+still about ±8 % around its trend at 0.1–0.25 s.  It is the fibers' first axial
+mode with the forearm at their end (a fiber weighs about 9 kg, the forearm
+1.5 kg; quarter-wave estimate 25–39 ms from the slope of the force–length
+curve).  No level's step resolves it (ωΔt ≈ 0.6–8), and backward Euler damps it
+by an amount that depends on Δt: with Table 5's uniform steps the levels
+differed there by up to 1.1 %, 4.2 % and 9.0 % of the force (levels 1–2, 2–3,
+3–4), a difference of time steps, not of meshes (at equal steps of 1/256 s the
+level-3 and level-4 meshes agree to 0.01 %).  So every level takes its steps of
+the first :data:`START_TIME` = 1/8 s in substeps of :data:`START_DT` = 1/256 s,
+the level-4 step (level 1: 8 per step, level 2: 4, level 3: 2, level 4: 1;
+:func:`start_substeps`) — a departure from Table 5's uniform steps, the model
+unchanged.  The recorded times stay the level's steps (the level comparisons
+and checkpoints are unchanged); ``run(..., start_dt=None)`` gives the uniform
+steps.  Cost at level 1: 655 instead of 596 Newton iterations, wall 2.83–2.86 s
+against 2.65–2.77 s (two runs each, 2-core shared VM).  The start is not the
+Δt → 0 solution at any level: ``docs/theory.md`` (upper limb) has the
+measurements.
+
 Levels (Table 5): 8, 16, 32, 64 elements per fiber with 256, 512, 1024,
-2048 backward-Euler steps over T = 8 s.  The d.o.f. count is the paper's
+2048 backward-Euler steps over T = 8 s (the first 1/8 s of levels 1–3 in
+substeps of 1/256 s, see above).  The d.o.f. count is the paper's
 (positions and velocities of all Hermite DOFs plus q, q̇): 542, 1022, 1982,
 3902.  Fiber–fiber contact runs compiled on the coupled solver's fast path;
 the run times with and without it are in ``docs/performance.md``.
