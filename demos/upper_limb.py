@@ -51,10 +51,11 @@ ours, chosen for the reasons given):
   (ΔW = 0.3 around λopt = 1.3): a 15 cm lever shortens the biceps by 15 cm per
   radian, and at 20° its belly is already far from λopt.  The paper's Fig. 10
   cannot be compared quantitatively (its geometry is unknown).
-* **Levels agree** (measured, ``docs/theory.md``): largest elbow-angle
-  difference over the 8 s 0.67° (levels 1–2) and 1.31° (levels 2–3), both in
-  the first steps' 12°-per-step rise; from t = 0.25 s on 0.045° and 0.013°, and
-  the attachment forces within 0.33 % and 0.057 %.
+* **Levels agree** (measured, ``docs/theory.md``, 2-core shared VM): largest
+  elbow-angle difference over the 8 s 0.044° (levels 1–2), 0.13° (2–3) and
+  0.052° (3–4); attachment forces within 0.33 %, 1.6 % (level 2's mesh in the
+  start transient) and 0.15 % of the fiber's largest force; from t = 0.25 s on
+  within 0.33 %, 0.055 % and 0.080 %.
 
 **Strain softening.**  The axial force of a fiber is N = π r0² λ S.  Where the
 active stress (eq. 32) dominates the passive one, N(λ) rises, peaks and falls
@@ -106,15 +107,39 @@ finite everywhere.
   kernel, with the cable.  The fiber ends keep their
   attachments (positions); their slopes stay free, so the bending moment is
   zero there (pinned ends).  EI must be finite and ≥ 0; EI = 0 adds no term.
-  For scale: EI = 1e-4 N·m² moves the elbow by 0.09° in the first
+  For scale: EI = 1e-4 N·m² moves the elbow by 3·10⁻⁵° in the first
   1/32 s at level 1 (the Table-4 fibers carry kN).
 * At t = 0 the model is at rest in the reference configuration (q = 0: the
   forearm hangs straight down).  With Table 4's small prestress it is close
   to equilibrium there, as the paper says (static angle −0.26°); the start
   transient is the "oscillations related to the initial conditions" of the paper.
 
+**The start transient, and the start steps.**  The biceps' activation rises from
+t = 0 (α̇ = 0.41 s⁻¹) and its active stress pulls far harder than the hanging
+forearm needs: with very small steps (1/4096 s) the biceps force reaches 1.8 kN
+after 10 ms, the forearm is flung up (9° at 20 ms), the biceps goes slack (below
+50 N from 23 to 42 ms), snaps taut again and rings, force peaks 20–50 ms apart,
+still about ±8 % around its trend at 0.1–0.25 s.  It is the fibers' first axial
+mode with the forearm at their end (a fiber weighs about 9 kg, the forearm
+1.5 kg; quarter-wave estimate 25–39 ms from the slope of the force–length
+curve).  No level's step resolves it (ωΔt ≈ 0.6–8), and backward Euler damps it
+by an amount that depends on Δt: with Table 5's uniform steps the levels
+differed there by up to 1.1 %, 4.2 % and 9.0 % of the force (levels 1–2, 2–3,
+3–4), a difference of time steps, not of meshes (at equal steps of 1/256 s the
+level-3 and level-4 meshes agree to 0.01 %).  So every level takes its steps of
+the first :data:`START_TIME` = 1/8 s in substeps of :data:`START_DT` = 1/256 s,
+the level-4 step (level 1: 8 per step, level 2: 4, level 3: 2, level 4: 1;
+:func:`start_substeps`) — a departure from Table 5's uniform steps, the model
+unchanged.  The recorded times stay the level's steps (the level comparisons
+and checkpoints are unchanged); ``run(..., start_dt=None)`` gives the uniform
+steps.  Cost at level 1: 655 instead of 596 Newton iterations, wall 2.83–2.86 s
+against 2.65–2.77 s (two runs each, 2-core shared VM).  The start is not the
+Δt → 0 solution at any level: ``docs/theory.md`` (upper limb) has the
+measurements.
+
 Levels (Table 5): 8, 16, 32, 64 elements per fiber with 256, 512, 1024,
-2048 backward-Euler steps over T = 8 s.  The d.o.f. count is the paper's
+2048 backward-Euler steps over T = 8 s (the first 1/8 s of levels 1–3 in
+substeps of 1/256 s, see above).  The d.o.f. count is the paper's
 (positions and velocities of all Hermite DOFs plus q, q̇): 542, 1022, 1982,
 3902.  Fiber–fiber contact runs compiled on the coupled solver's fast path;
 the run times with and without it are in ``docs/performance.md``.
@@ -189,6 +214,7 @@ from skfiber.io import VTKSeries
 from skfiber.progress import PROGRESS_TERMS
 from skfiber.rigid import Body, Fixed, Revolute, RigidSystem
 from skfiber.run import resume_point, run_simulation
+from skfiber.solver import StepInfo
 from skfiber.softening import SofteningWarning
 from skfiber.terms import d1, d2
 
@@ -213,6 +239,11 @@ PAPER_TABLE5 = {1: (542, 66.0), 2: (1022, 281.3), 3: (1982, 958.2), 4: (3902, 55
 PROFILE_TIMES = (1.0, 4.0)
 #: the runs are checked (stretch, force peak, contact) every SAMPLE_DT seconds (the level-1 step)
 SAMPLE_DT = T_END / LEVELS[1][1]
+#: the start transient (see the module notes): every level takes its steps of the first START_TIME
+#: seconds (4 level-1 steps) as substeps of at most START_DT, the level-4 step, so that the
+#: transient is integrated with the same step at every level (level 4 is unchanged)
+START_TIME = 4 * SAMPLE_DT
+START_DT = T_END / LEVELS[4][1]
 
 ELBOW = np.array([0.0, 0.0, -0.351])
 #: Table 4c: contact parameters (κ in N/m, γ)
@@ -530,13 +561,36 @@ def checkpoint_file(folder: Path, level: int) -> Path:
     return Path(folder) / f"{SERIES_NAME}_level{level}_checkpoint.npz"
 
 
+def start_substeps(dt: float, start_dt: float | None = START_DT, start_time: float = START_TIME) -> tuple[int, int]:
+    """(K, m): the first K steps of a run with step ``dt`` are taken as m equal substeps each.
+
+    K covers ``start_time`` (K dt ≥ start_time) and dt / m ≤ ``start_dt``; ``start_dt`` None (or
+    ≥ dt): (0, 1), every step whole.  At the levels of Table 5 (start_dt = 1/256 s): level 1
+    (4, 8), level 2 (8, 4), level 3 (16, 2), level 4 (0, 1).
+
+    >>> start_substeps(1 / 32), start_substeps(1 / 128), start_substeps(1 / 256)
+    ((4, 8), (16, 2), (0, 1))
+    """
+    if start_dt is None:
+        return 0, 1
+    start_dt = float(start_dt)
+    if not (math.isfinite(start_dt) and start_dt > 0):
+        raise ValueError(f"start_dt must be a finite step > 0 in s (or None), got {start_dt!r}")
+    m = max(1, int(math.ceil(dt / start_dt - 1e-9)))
+    if m == 1:
+        return 0, 1
+    return int(math.ceil(start_time / dt - 1e-9)), m
+
+
 def run_options(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, n_steps: int | None = None,
                 bending: float | None = None, geometry: Geometry | str = TABLE4, fiber_contact: bool | None = None,
-                method: str = "euler", **model_options) -> tuple[int, int, float, dict]:
+                method: str = "euler", start_dt: float | None = START_DT,
+                **model_options) -> tuple[int, int, float, dict]:
     """(elements per fiber, steps, Δt, the options a checkpoint records) of a :func:`run` with these arguments.
 
     A run resumes only from a checkpoint with the same options and Δt (Δt = ``t_end`` over the level's
-    steps scaled to ``t_end``, so a later ``t_end`` resumes when Δt stays the same).
+    steps scaled to ``t_end``, so a later ``t_end`` resumes when Δt stays the same) and the same
+    start step ``start_dt`` (:func:`start_substeps`).
     """
     if level not in LEVELS:
         raise ValueError(f"level must be one of {sorted(LEVELS)}, got {level!r}")
@@ -554,7 +608,9 @@ def run_options(level: int = 1, *, t_end: float = T_END, n_elements: int | None 
         raise TypeError(f"unknown model options {unknown}; build_model takes {sorted(_MODEL_DEFAULTS)}")
     options = dict(level=level, elements_per_fiber=ne, geometry=geometry.name,
                    fiber_contact=geometry.fiber_contact if fiber_contact is None else bool(fiber_contact),
-                   bending_EI=bending_stiffness(bending), method=method, **{**_MODEL_DEFAULTS, **model_options})
+                   bending_EI=bending_stiffness(bending), method=method,
+                   start_dt=None if start_dt is None else float(start_dt), **{**_MODEL_DEFAULTS, **model_options})
+    start_substeps(t_end / nt, start_dt)   # checks start_dt
     return ne, nt, t_end / nt, options
 
 
@@ -567,7 +623,8 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
         progress: bool = True, vtk: Path | None = None, vtk_every: int = 1, bending: float | None = None,
         geometry: Geometry | str = TABLE4, fiber_contact: bool | None = None, method: str = "euler",
         rtol: float | None = None, atol: float | None = None, checkpoint: Path | None = None,
-        checkpoint_every: int = 50, resume: bool = False, **model_options) -> UpperLimbResult:
+        checkpoint_every: int = 50, resume: bool = False, start_dt: float | None = START_DT,
+        **model_options) -> UpperLimbResult:
     """Simulate one level (or explicit ``n_elements``/``n_steps`` over ``t_end``).
 
     With ``vtk`` a folder: a VTK series (fibers with their fields, bones as cylinders) of every
@@ -586,13 +643,24 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     tolerances (``method="bdf2"``) the steps are chosen by error control, the level's step Δt
     is the interval of the output times, and there are no checkpoints.
 
+    ``start_dt``: the steps of the first :data:`START_TIME` seconds are taken as substeps of at
+    most ``start_dt`` (default :data:`START_DT`, the level-4 step: the start transient is
+    integrated alike at every level; see the module notes and :func:`start_substeps`); the
+    recorded times stay the level's steps.  ``None``: the level's step from the start (Table 5's
+    uniform steps).  Not used with tolerances.
+
     The states sampled every :data:`SAMPLE_DT` seconds are checked (:func:`check_sample`, outside
     ``wall_time``); material past a force peak gives a :class:`skfiber.softening.SofteningWarning`.
     """
     EI = bending_stiffness(bending)
-    ne, nt, dt, options = run_options(level, t_end=t_end, n_elements=n_elements, n_steps=n_steps, bending=EI,
-                                      geometry=geometry, fiber_contact=fiber_contact, method=method, **model_options)
     adaptive = rtol is not None or atol is not None
+    if adaptive:
+        start_dt = None   # error control chooses the steps
+    ne, nt, dt, options = run_options(level, t_end=t_end, n_elements=n_elements, n_steps=n_steps, bending=EI,
+                                      geometry=geometry, fiber_contact=fiber_contact, method=method,
+                                      start_dt=start_dt, **model_options)
+    n_start, parts = start_substeps(dt, start_dt)
+    n_start = min(n_start, nt)
     if adaptive and checkpoint is not None:
         raise ValueError("checkpoints and resume need fixed steps: give no rtol/atol, or no checkpoint")
     if resume and checkpoint is None:
@@ -642,15 +710,34 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
         if writer is not None:
             writer.write(state0, 0)
         start = time.perf_counter()
-        result = sf.simulate(model, t_end=t_end, dt=dt, callback=record, progress=progress, method=method,
-                             rtol=rtol, atol=atol, store_every=sys.maxsize)   # History keeps what is needed
+        state, retries, interrupted = state0, 0, False
+        for step in range(1, n_start + 1):  # the start transient: each step in substeps, as run_simulation does
+            part = sf.simulate(model, t_end=t_end if step == nt else step * dt, dt=dt / parts, state=state,
+                               progress=False, method=method, store_every=sys.maxsize)
+            retries += part.retries
+            if part.interrupted:
+                interrupted = True
+                break
+            state = part.final_state
+            record(state, StepInfo(step, nt, t_end, int(part.newton_iterations.sum()), part.retries,
+                                   time.perf_counter() - start))
+        final = state
+        if not interrupted and n_start < nt:
+            def shifted(state, info):   # the steps after the start, numbered over the whole run
+                record(state, dataclasses.replace(info, step=info.step + n_start, n_steps=nt))
+
+            result = sf.simulate(model, t_end=t_end, dt=dt, state=state, callback=shifted, progress=progress,
+                                 method=method, rtol=rtol, atol=atol, store_every=sys.maxsize)   # History keeps it
+            final, interrupted = result.final_state, result.interrupted
+            retries += result.retries
         wall = time.perf_counter() - start - history.check_time - output_time[0]
-        final, retries, interrupted, resumed_from = result.final_state, result.retries, result.interrupted, None
+        resumed_from = None
     else:  # the run driver: one simulate call per step, so that a resumed run repeats it bit for bit
         outcome = run_simulation(model, t_end=t_end, dt=dt, out_dir=vtk, name=SERIES_NAME, output_every=vtk_every,
                                  checkpoint_file=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
                                  options=options, checkpoint_extra=history.arrays, progress=progress,
-                                 bodies=bodies, callback=history.record, method=method)
+                                 bodies=bodies, callback=history.record, method=method,
+                                 substeps=lambda step: parts if step <= n_start else 1)
         wall = outcome.solve_time - history.check_time
         final, retries, interrupted = outcome.final_state, outcome.retries, outcome.interrupted
         resumed_from = outcome.resumed_from

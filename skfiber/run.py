@@ -223,6 +223,16 @@ def resume_point(path: str | Path, *, dt: float, options: Mapping[str, object] |
     return ckpt
 
 
+def _substeps(substeps: Callable[[int], int] | None, step: int) -> int:
+    """The number of substeps of ``step`` that ``substeps`` asks for (an integer ≥ 1)."""
+    if substeps is None:
+        return 1
+    k = substeps(step)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"substeps({step}) must be an integer ≥ 1, got {k!r}")
+    return int(k)
+
+
 def run_simulation(
     model: Model,
     *,
@@ -246,6 +256,7 @@ def run_simulation(
     newton_options: NewtonOptions = NewtonOptions(),
     max_halvings: int = 4,
     method: str = "euler",
+    substeps: Callable[[int], int] | None = None,
 ) -> RunResult:
     """Integrate ``model`` to ``t_end`` writing VTK output and checkpoints.
 
@@ -300,6 +311,15 @@ def run_simulation(
         For steps chosen by error control call :func:`skfiber.simulate` with
         ``rtol``/``atol`` and ``output_times`` and write the states in its
         callback.
+    substeps
+        ``substeps(n) -> k``: take step ``n`` (counted from 1 over the whole
+        run) as k ≥ 1 equal substeps of dt / k, within the step's solver
+        call; the step still ends at t_start + n dt, and the callback, the
+        output and the checkpoints see the step's end only.  For a start
+        transient taken with a smaller step than the rest of the run (the
+        upper-limb demo).  None: one substep per step.  A resumed run asks
+        it again for the steps after the checkpoint, so it must be the same
+        function of n (record it in ``options``).
 
     Raises
     ------
@@ -384,8 +404,9 @@ def run_simulation(
             # one simulate() call per step: every step ends exactly at t_start + n dt,
             # whatever step the run was resumed from
             t_next = t_end if step + 1 == n_steps else t_start + (k0 + step - step0) * dt
+            parts = _substeps(substeps, step + 1)
             result = simulate(
-                model, t_end=t_next, dt=dt, state=state, max_halvings=max_halvings,
+                model, t_end=t_next, dt=dt / parts, state=state, max_halvings=max_halvings,
                 newton_options=newton_options, progress=False, method=method,
                 callback=lambda _s, info: inner.__setitem__(0, info),
             )
