@@ -346,7 +346,7 @@ def stretch_gradient_form(c: float) -> LinearForm:
     Example
     -------
     >>> model = build_model(4, geometry="softening")
-    >>> model.add_term(stretch_gradient_form(20.0), name="stretch_gradient")   # tangent derived
+    >>> _ = model.add_term(stretch_gradient_form(20.0), name="stretch_gradient")   # tangent derived
     """
     c = float(c)
     if not (math.isfinite(c) and c >= 0.0):
