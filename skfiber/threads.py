@@ -2,7 +2,7 @@
 
 These kernels share the elements out among numba's threads, by default one per core
 (numba's ``NUMBA_NUM_THREADS``; ``NUMBA_NUM_THREADS=1`` in the environment runs them
-serially).  Their results do not depend on the number of threads: every contact point and
+serially), when a call has enough work to pay for waking the threads (:func:`threads_for`).  Their results do not depend on the number of threads: every contact point and
 every tangent block is computed by one thread, in one order.
 
 Waiting threads sleep (``OMP_WAIT_POLICY=PASSIVE`` unless the environment sets it): with
@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 
-__all__ = ["kernel_threads", "threads_of_kernels"]
+__all__ = ["kernel_threads", "threads_for", "threads_of_kernels"]
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
@@ -31,6 +31,16 @@ def kernel_threads() -> int:
     import numba
 
     return int(numba.get_num_threads())
+
+
+def threads_for(work: int, min_work: int) -> int:
+    """The threads for a kernel call of ``work`` units: :func:`kernel_threads`, or 1 (the serial kernel) when
+    ``work`` < ``min_work``.
+
+    Waking sleeping threads costs about 0.1–0.5 ms per parallel call on a VM, more than a small
+    kernel takes: each kernel's ``min_work`` is about 1 ms of its serial work (measured).
+    """
+    return kernel_threads() if work >= min_work else 1
 
 
 @contextmanager

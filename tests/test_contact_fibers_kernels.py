@@ -144,10 +144,9 @@ def test_pairs_residual_tangent_and_step_bound_equal_the_numpy_reference():
 
 @pytest.mark.parametrize("case", [0, 4, 5])
 def test_search_and_tangent_do_not_depend_on_the_number_of_threads(case):
-    """The compiled search and tangent share the elements out among threads: with 1, 2, 3 or 7 shares
-    the pairs and the blocks are the same to the last bit (each slot and block is summed in one order)."""
-    import numba
-
+    """The parallel search and tangent share the elements out among threads: with 1, 2, 3 or 7 shares
+    the pairs and the blocks are those of the serial kernels to the last bit (each slot and block is
+    summed in one order)."""
     from skfiber.contact import fiber_kernels, fiber_tangent
     from skfiber.contact.closest_point import BEZIER_FROM_POWER
 
@@ -157,32 +156,46 @@ def test_search_and_tangent_do_not_depend_on_the_number_of_threads(case):
     st = fiber_state(s, model, u, contact.name)
     lo, hi = st.P.min(axis=1), st.P.max(axis=1)
     ptr, nbr = fiber_kernels.neighbours_of(s.elements, s.fiber, lo, hi, st.reach)
-    found = [fiber_kernels.pairs_loop(ptr, nbr, s.elements, s.fiber, s.first, s.last, s.nq, s.nf, st.x, st.rx, st.P,
-                                      st.c, s.c_ref, st.deviation, st.reach, lo, hi, True, BEZIER_FROM_POWER, n)
-             for n in (1, 2, 3, 7)]
-    assert found[0][0].size > 0
-    for other in found[1:]:
-        for a, b in zip(found[0], other):
-            assert np.array_equal(a, b)
+    args = (ptr, nbr, s.elements, s.fiber, s.first, s.last, s.nq, s.nf, st.x, st.rx, st.P, st.c, s.c_ref,
+            st.deviation, st.reach, lo, hi, True, BEZIER_FROM_POWER)
+    serial = fiber_kernels.pairs_loop(*args)
+    assert serial[0].size > 0
     pr = contact.pairs(model, u)
-    for a, b in zip(found[0], (pr.point, pr.element_y, pr.xi_y, pr.distance, pr.fixed, pr.y)):
+    for a, b in zip(serial, (pr.point, pr.element_y, pr.xi_y, pr.distance, pr.fixed, pr.y)):
         assert np.array_equal(a, b)
+    for n in (1, 2, 3, 7):
+        for a, b in zip(serial, fiber_kernels.pairs_loop_parallel(*args, n)):
+            assert np.array_equal(a, b)
     F, dF = contact.law.force(pr.gap)
     active = np.flatnonzero(pr.gap < 0)
     assert active.size > 0
-    blocks = []
+    targs = (pr.point[active], pr.element_x[active], pr.element_y[active], pr.xi_y[active], pr.fixed[active],
+             pr.x[active], pr.y[active], pr.distance[active], pr.radius_x[active], pr.radius_y[active],
+             pr.log_slope_y[active], F[active], dF[active], st.xp, st.xp_norm, st.c, s.c_ref, s.first, s.last, s.H0,
+             s.H1, s.scale, s.w, s.nq, s.ne, POWER_FROM_HERMITE)
+    serial = fiber_tangent.tangent_loop(*targs)
     for n in (1, 2, 3, 7):
-        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
-        try:
-            blocks.append(fiber_tangent.tangent_blocks(model, s, st, pr, active, F, dF))
-        finally:
-            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
-    a = fiber_tangent.tangent_loop(
-        pr.point[active], pr.element_x[active], pr.element_y[active], pr.xi_y[active], pr.fixed[active],
-        pr.x[active], pr.y[active], pr.distance[active], pr.radius_x[active], pr.radius_y[active],
-        pr.log_slope_y[active], F[active], dF[active], st.xp, st.xp_norm, st.c, s.c_ref, s.first, s.last, s.H0, s.H1,
-        s.scale, s.w, s.nq, s.ne, POWER_FROM_HERMITE, 5)
-    for other in blocks[1:] + [(s.dofs.reshape(s.ne, 12)[a[0]], s.dofs.reshape(s.ne, 12)[a[1]],
-                                a[2].reshape(-1, 12, 12))]:
-        for x, y in zip(blocks[0], other):
-            assert np.array_equal(x, y)
+        for a, b in zip(serial, fiber_tangent.tangent_loop_parallel(*targs, n)):
+            assert np.array_equal(a, b)
+    blocks = fiber_tangent.tangent_blocks(model, s, st, pr, active, F, dF)
+    assert np.array_equal(blocks[2], serial[2].reshape(-1, 12, 12))
+
+
+def test_the_parallel_kernels_run_in_the_model_when_the_work_is_large(monkeypatch):
+    """Above their work thresholds the contact uses the parallel kernels (same evaluation to the bit)."""
+    from skfiber.contact import fiber_pairs, fiber_tangent
+
+    model, u = _upper_limb_like()
+    contact = FiberContact(PenaltyLaw(stiffness=1000.0, gamma=2.0))
+    want = contact.evaluate(model, u, 0.0)
+    calls = []
+    for module, name in ((fiber_pairs, "pairs_loop_parallel"), (fiber_tangent, "tangent_loop_parallel")):
+        kernel = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, kernel=kernel, name=name: calls.append(name) or kernel(*a))
+    monkeypatch.setattr(fiber_pairs, "PARALLEL_SEARCH_WORK", 1)
+    monkeypatch.setattr(fiber_tangent, "PARALLEL_TANGENT_WORK", 1)
+    monkeypatch.setattr(fiber_pairs, "threads_for", lambda work, least: 2 if work >= least else 1)
+    monkeypatch.setattr(fiber_tangent, "threads_for", lambda work, least: 2 if work >= least else 1)
+    got = FiberContact(PenaltyLaw(stiffness=1000.0, gamma=2.0)).evaluate(model, u, 0.0)
+    assert sorted(set(calls)) == ["pairs_loop_parallel", "tangent_loop_parallel"]
+    assert np.array_equal(got.residual, want.residual) and np.array_equal(got.values, want.values)

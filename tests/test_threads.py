@@ -7,7 +7,7 @@ import numba
 import pytest
 
 import skfiber  # noqa: F401  (sets the OpenMP wait policy)
-from skfiber.threads import kernel_threads, threads_of_kernels
+from skfiber.threads import kernel_threads, threads_for, threads_of_kernels
 
 
 def test_the_setting_holds_within_the_block_and_is_restored():
@@ -40,3 +40,10 @@ def test_waiting_threads_sleep_unless_the_environment_says_otherwise(given, expe
     out = subprocess.run([sys.executable, "-c", "import os, skfiber; print(os.environ['OMP_WAIT_POLICY'])"],
                          env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == expected
+
+
+def test_small_work_runs_serially():
+    assert threads_for(99, 100) == 1
+    assert threads_for(100, 100) == kernel_threads()
+    with threads_of_kernels(1):
+        assert threads_for(10**9, 100) == 1

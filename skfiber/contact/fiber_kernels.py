@@ -34,7 +34,7 @@ from .base import penalty_force
 from .broadphase import box_neighbours
 from .closest_point import closest_point_one
 
-__all__ = ["neighbours_of", "pairs_loop", "residual_loop", "power_point",
+__all__ = ["neighbours_of", "pairs_loop", "pairs_loop_parallel", "residual_loop", "power_point",
            "chord_parameter", "chord_distance"]
 
 _JIT = dict(cache=True, error_model="numpy")
@@ -206,78 +206,71 @@ def neighbours_of(elements, fiber, lo, hi, reach):
                           np.ascontiguousarray(fiber[elements]), np.ascontiguousarray(reach[elements]))
 
 
-@numba.njit(parallel=True, **_JIT)
-def pairs_loop(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation, reach, lo, hi,
-               certify, bez, n_chunks):  # pragma: no cover - compiled
-    """Per contact point and partner fiber within reach: the best element's closest point.
-
-    ``ptr, nbr``: the broad phase of ``elements`` (:func:`box_neighbours`).
-    Returns k, eB, ξ, d, fixed (closest point at a fiber end, not
-    stationary), y, |y′|, |Y′| (reference) in the order (contact point,
-    partner fiber); a tie of the distance goes to the lower element.
-
-    The elements are shared out among numba's threads (cyclically, for balance: neighbouring elements
-    have similar rows); every (contact point, partner fiber) writes its own slot, so the result does not
-    depend on the number of threads.
-    """
+@numba.njit(**_JIT)
+def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation,
+                 reach, lo, hi, certify, bez, out_e, out_xi, out_d, out_fixed, out_y, out_yp,
+                 out_Yp):  # pragma: no cover - compiled
+    """The slots of :func:`pairs_loop` of the elements ``share``, ``share + n_shares``, … (one thread's part)."""
     n_el = elements.size
     width = 0
     for i in range(n_el):
         width = max(width, ptr[i + 1] - ptr[i])
-    slots = n_el * nq * nf
-    out_e = np.full(slots, -1, dtype=np.int64)
-    out_xi = np.empty(slots)
-    out_d = np.empty(slots)
-    out_fixed = np.empty(slots, dtype=np.bool_)
-    out_y = np.empty((slots, 3))
-    out_yp = np.empty(slots)
-    out_Yp = np.empty(slots)
-    n_chunks = max(1, min(n_el, n_chunks))
-    for chunk in numba.prange(n_chunks):
-        cand_e = np.empty(width, dtype=np.int64)
-        cand_lb = np.empty(width)
-        gmin = np.full(nf, np.inf)
-        hint = np.full((nq, nf), np.inf)
-        hint_e = np.full(nf, -1, dtype=np.int64)
-        short = np.empty(width, dtype=np.int64)
-        near = np.empty(nf)  # scratch of _element_candidates (per partner fiber)
-        top = np.empty(nf)
-        best_e = np.full(nf, -1, dtype=np.int64)
-        best_xi = np.empty(nf)
-        best_d = np.empty(nf)
-        best_st = np.empty(nf, dtype=np.bool_)
-        y = np.empty(3)
-        a = np.empty(6)
-        scratch = np.empty((9, 7))
-        for ia in range(chunk, n_el, n_chunks):
-            if ptr[ia + 1] == ptr[ia]:
-                continue
-            count = _element_candidates(ia, ptr[ia], ptr[ia + 1], nbr, elements, fiber, nq, x, rx, P, c, deviation,
-                                        reach, lo, hi, hint, hint_e, near, top, short, y)
-            for q in range(nq):
-                k = elements[ia] * nq + q
-                m = _point_candidates(k, short, count, fiber, x, rx, P, c, deviation, reach, lo, hi, gmin, hint[q],
-                                      cand_e, cand_lb, y)
-                for i in range(m):
-                    eB = cand_e[i]
-                    fb = fiber[eB]
-                    xi, d, st = closest_point_one(c[eB], x[k], certify, bez, a, scratch)
-                    if best_e[fb] < 0 or d < best_d[fb]:
-                        best_e[fb], best_xi[fb], best_d[fb], best_st[fb] = eB, xi, d, st
-                for fb in range(nf):
-                    eB = best_e[fb]
-                    if eB < 0:
-                        continue
-                    n = (ia * nq + q) * nf + fb
-                    xi = best_xi[fb]
-                    out_e[n], out_xi[n], out_d[n] = eB, xi, best_d[fb]
-                    out_fixed[n] = not best_st[fb] and ((xi == 0.0 and first[eB]) or (xi == 1.0 and last[eB]))
-                    power_point(c[eB], xi, 0, out_y[n])
-                    power_point(c[eB], xi, 1, y)
-                    out_yp[n] = np.sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2])
-                    power_point(c_ref[eB], xi, 1, y)
-                    out_Yp[n] = np.sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2])
-                    best_e[fb] = -1
+    cand_e = np.empty(width, dtype=np.int64)
+    cand_lb = np.empty(width)
+    gmin = np.full(nf, np.inf)
+    hint = np.full((nq, nf), np.inf)
+    hint_e = np.full(nf, -1, dtype=np.int64)
+    short = np.empty(width, dtype=np.int64)
+    near = np.empty(nf)  # scratch of _element_candidates (per partner fiber)
+    top = np.empty(nf)
+    best_e = np.full(nf, -1, dtype=np.int64)
+    best_xi = np.empty(nf)
+    best_d = np.empty(nf)
+    best_st = np.empty(nf, dtype=np.bool_)
+    y = np.empty(3)
+    a = np.empty(6)
+    scratch = np.empty((9, 7))
+    for ia in range(share, n_el, n_shares):
+        if ptr[ia + 1] == ptr[ia]:
+            continue
+        count = _element_candidates(ia, ptr[ia], ptr[ia + 1], nbr, elements, fiber, nq, x, rx, P, c, deviation,
+                                    reach, lo, hi, hint, hint_e, near, top, short, y)
+        for q in range(nq):
+            k = elements[ia] * nq + q
+            m = _point_candidates(k, short, count, fiber, x, rx, P, c, deviation, reach, lo, hi, gmin, hint[q],
+                                  cand_e, cand_lb, y)
+            for i in range(m):
+                eB = cand_e[i]
+                fb = fiber[eB]
+                xi, d, st = closest_point_one(c[eB], x[k], certify, bez, a, scratch)
+                if best_e[fb] < 0 or d < best_d[fb]:
+                    best_e[fb], best_xi[fb], best_d[fb], best_st[fb] = eB, xi, d, st
+            for fb in range(nf):
+                eB = best_e[fb]
+                if eB < 0:
+                    continue
+                n = (ia * nq + q) * nf + fb
+                xi = best_xi[fb]
+                out_e[n], out_xi[n], out_d[n] = eB, xi, best_d[fb]
+                out_fixed[n] = not best_st[fb] and ((xi == 0.0 and first[eB]) or (xi == 1.0 and last[eB]))
+                power_point(c[eB], xi, 0, out_y[n])
+                power_point(c[eB], xi, 1, y)
+                out_yp[n] = np.sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2])
+                power_point(c_ref[eB], xi, 1, y)
+                out_Yp[n] = np.sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2])
+                best_e[fb] = -1
+
+
+@numba.njit(**_JIT)
+def _pairs_slots(slots):  # pragma: no cover - compiled
+    """The output slots of :func:`pairs_loop` (element −1: no pair)."""
+    return (np.full(slots, -1, dtype=np.int64), np.empty(slots), np.empty(slots), np.empty(slots, dtype=np.bool_),
+            np.empty((slots, 3)), np.empty(slots), np.empty(slots))
+
+
+@numba.njit(**_JIT)
+def _pairs_compact(elements, nq, nf, out_e, out_xi, out_d, out_fixed, out_y, out_yp, out_Yp):  # pragma: no cover
+    """The filled slots in order, with their contact points k."""
     keep = np.flatnonzero(out_e >= 0)
     out_k = np.empty(keep.size, dtype=np.int64)
     for i in range(keep.size):
@@ -285,6 +278,37 @@ def pairs_loop(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_re
         out_k[i] = elements[slot // nq] * nq + slot % nq
     return (out_k, out_e[keep], out_xi[keep], out_d[keep], out_fixed[keep], out_y[keep], out_yp[keep],
             out_Yp[keep])
+
+
+@numba.njit(**_JIT)
+def pairs_loop(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation, reach, lo, hi,
+               certify, bez):  # pragma: no cover - compiled
+    """Per contact point and partner fiber within reach: the best element's closest point.
+
+    ``ptr, nbr``: the broad phase of ``elements`` (:func:`box_neighbours`).
+    Returns k, eB, ξ, d, fixed (closest point at a fiber end, not
+    stationary), y, |y′|, |Y′| (reference) in the order (contact point,
+    partner fiber); a tie of the distance goes to the lower element.
+    Every (contact point, partner fiber) has its own slot, filled by one pass over its element
+    (:func:`pairs_loop_parallel` shares the elements out among threads, with the same result).
+    """
+    out = _pairs_slots(elements.size * nq * nf)
+    _pairs_share(0, 1, ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation, reach, lo, hi,
+                 certify, bez, *out)
+    return _pairs_compact(elements, nq, nf, *out)
+
+
+@numba.njit(parallel=True, **_JIT)
+def pairs_loop_parallel(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation, reach, lo, hi,
+                        certify, bez, n_shares):  # pragma: no cover - compiled
+    """:func:`pairs_loop` with the elements shared out cyclically among ``n_shares`` threads (neighbouring
+    elements have similar rows); the same result to the bit."""
+    out = _pairs_slots(elements.size * nq * nf)
+    n_shares = max(1, min(elements.size, n_shares))
+    for share in numba.prange(n_shares):
+        _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation,
+                     reach, lo, hi, certify, bez, *out)
+    return _pairs_compact(elements, nq, nf, *out)
 
 
 @numba.njit(**_JIT)
