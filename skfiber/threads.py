@@ -6,8 +6,8 @@ serially), when a call has enough work to pay for waking the threads (:func:`thr
 every tangent block is computed by one thread, in one order.
 
 Waiting threads sleep (``OMP_WAIT_POLICY=PASSIVE`` unless the environment sets it): with
-OpenMP's default of spinning, a run on a machine whose other core was busy took 4× as long
-as with one thread (see ``docs/performance.md``).  The setting acts when numba starts its
+OpenMP's default of spinning, the upper limb at level 1 took 4–9× as long on a 2-core
+machine whose other core was busy (see ``docs/performance.md``).  The setting acts when numba starts its
 OpenMP threads, at the first parallel kernel of the process; importing this module sets it.
 
 Example

@@ -180,20 +180,30 @@ def reference_radius(model, s: FiberSetup, e: np.ndarray, xi: np.ndarray) -> tup
     """
     fib = s.fiber[e]
     r0 = s.r0_const[fib]
-    dr0 = np.zeros_like(r0)
-    var = np.flatnonzero(np.isnan(r0))
-    if var.size:
-        fibers = model.discretization.fibers
-        ev = e[var]
-        theta = s.theta0[ev] + s.h[ev] * xi[var]
-        lo, hi = np.maximum(theta - _DR0, 0.0), np.minimum(theta + _DR0, 1.0)
-        group = s.radius_group[fib[var]]
+    var = np.isnan(r0)
+    if not var.any():
+        return r0, np.zeros_like(r0)
+    every = bool(var.all())  # (the common case: no masks)
+    ev, xv, group = (e, xi, s.radius_group[fib]) if every else (e[var], xi[var], s.radius_group[fib[var]])
+    h = s.h[ev]
+    theta = s.theta0[ev] + h * xv
+    lo, hi = np.maximum(theta - _DR0, 0.0), np.minimum(theta + _DR0, 1.0)
+    n = theta.size
+    fibers = model.discretization.fibers
+    if (group == group[0]).all():  # one r0(θ) callable (the common case)
+        r = fibers[group[0]].radius_at(np.concatenate([theta, hi, lo]))
+        rv, dv = r[:n], (r[n:2 * n] - r[2 * n:]) / (hi - lo) * h
+    else:
+        rv, dv = np.empty(n), np.empty(n)
         for k in np.unique(group):  # one vectorized call per r0(θ) callable: at θ, θ + Δ, θ − Δ
             m = np.flatnonzero(group == k)
-            n = m.size
             r = fibers[k].radius_at(np.concatenate([theta[m], hi[m], lo[m]]))
-            r0[var[m]] = r[:n]
-            dr0[var[m]] = (r[n:2 * n] - r[2 * n:]) / (hi[m] - lo[m]) * s.h[ev[m]]
+            rv[m] = r[:m.size]
+            dv[m] = (r[m.size:2 * m.size] - r[2 * m.size:]) / (hi[m] - lo[m]) * h[m]
+    if every:
+        return rv, dv
+    dr0 = np.zeros_like(r0)
+    r0[var], dr0[var] = rv, dv
     return r0, dr0
 
 
