@@ -18,7 +18,8 @@ from typing import Protocol, runtime_checkable
 import numba
 import numpy as np
 
-__all__ = ["PenaltyLaw", "ContactEvaluation", "Contact", "margins_kept", "penalty_force", "STEP_HINT"]
+__all__ = ["PenaltyLaw", "ContactEvaluation", "BlockContactEvaluation", "block_triplets", "Contact", "margins_kept",
+           "penalty_force", "STEP_HINT"]
 
 #: the advice at the end of an inadmissible-contact message (a state reached by a too large step); a start
 #: state that is inadmissible gets other advice (skfiber.statics.check_admissible_start)
@@ -111,6 +112,48 @@ class ContactEvaluation:
     n_active: int = 0
     margins: tuple | None = None
     blocks: tuple | None = None
+
+
+def block_triplets(row_dofs: np.ndarray, col_dofs: np.ndarray, blocks: np.ndarray):
+    """COO (rows, cols, values) of element blocks ``(row_dofs, col_dofs, blocks)``, (g, nb), (g, nb),
+    (g, nb, nb), in block order."""
+    g, nb = row_dofs.shape
+    rows = np.broadcast_to(row_dofs[:, :, None], (g, nb, nb)).ravel()
+    cols = np.broadcast_to(col_dofs[:, None, :], (g, nb, nb)).ravel()
+    return rows, cols, blocks.ravel()
+
+
+class BlockContactEvaluation(ContactEvaluation):
+    """A :class:`ContactEvaluation` whose tangent is made as element blocks (``blocks``, or None: no
+    tangent); its COO triplets ``rows``, ``cols``, ``values`` are made from the blocks when first read
+    (the coupled fast path reads the blocks only).
+
+    Example
+    -------
+    >>> ev = BlockContactEvaluation(np.zeros(2), (np.array([[0, 1]]), np.array([[1, 0]]),
+    ...                                           np.array([[[1.0, 2.0], [3.0, 4.0]]])), n_active=1)
+    >>> ev.rows.tolist(), ev.cols.tolist(), ev.values.tolist()
+    ([0, 0, 1, 1], [1, 0, 1, 0], [1.0, 2.0, 3.0, 4.0])
+    """
+
+    def __init__(self, residual: np.ndarray, blocks: tuple | None, *, admissibility: np.ndarray | None = None,
+                 n_active: int = 0):
+        self.residual = residual
+        self.blocks = blocks
+        self.admissibility = np.zeros(0) if admissibility is None else admissibility
+        self.n_active = n_active
+        self.margins = None
+        self._triplets = None
+
+    def _made(self) -> tuple:
+        if self._triplets is None:
+            self._triplets = (block_triplets(*self.blocks) if self.blocks is not None else
+                              (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)))
+        return self._triplets
+
+    rows = property(lambda self: self._made()[0], doc="COO rows of the tangent (made from the blocks)")
+    cols = property(lambda self: self._made()[1], doc="COO columns of the tangent (made from the blocks)")
+    values = property(lambda self: self._made()[2], doc="COO values of the tangent (made from the blocks)")
 
 
 def margins_kept(before: dict, after: dict, delta_bar: float) -> bool:

@@ -42,12 +42,13 @@ import numba
 import numpy as np
 
 from ..threads import threads_for
+from .base import block_triplets
 from .closest_point import POWER_FROM_HERMITE
 from .fiber_geometry import FiberSetup, FiberState
 from .fiber_kernels import power_point
 from .fiber_pairs import ContactPairs
 
-__all__ = ["tangent_blocks", "tangent_triplets", "block_triplets", "tangent_loop", "tangent_loop_parallel",
+__all__ = ["tangent_blocks", "tangent_triplets", "tangent_loop", "tangent_loop_parallel",
            "PARALLEL_TANGENT_WORK"]
 
 #: the tangent runs on several threads from this many pairs in contact on: about 1 ms of serial work
@@ -95,14 +96,6 @@ def tangent_blocks(model, s: FiberSetup, st: FiberState, pr: ContactPairs, activ
     row_el, col_el, blocks = tangent_loop(*args) if threads == 1 else tangent_loop_parallel(*args, threads)
     element_dofs = s.dofs.reshape(s.ne, 12)
     return element_dofs[row_el], element_dofs[col_el], blocks.reshape(-1, 12, 12)
-
-
-def block_triplets(row_dofs: np.ndarray, col_dofs: np.ndarray, blocks: np.ndarray):
-    """COO (rows, cols, values) of element blocks (:func:`tangent_blocks`), in block order."""
-    g, nb = row_dofs.shape
-    rows = np.broadcast_to(row_dofs[:, :, None], (g, nb, nb)).ravel()
-    cols = np.broadcast_to(col_dofs[:, None, :], (g, nb, nb)).ravel()
-    return rows, cols, blocks.ravel()
 
 
 def tangent_triplets(model, s: FiberSetup, st: FiberState, pr: ContactPairs, active: np.ndarray, F: np.ndarray,

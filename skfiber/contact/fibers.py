@@ -45,13 +45,13 @@ from typing import Iterable
 
 import numpy as np
 
-from .base import ContactEvaluation, PenaltyLaw
+from .base import BlockContactEvaluation, ContactEvaluation, PenaltyLaw
 from .broadphase import NeighbourList
 from .fiber_geometry import FiberSetup, fiber_setup, fiber_state
 from .fiber_kernels import residual_loop
 from .fiber_pairs import ContactPairs, check_pairs, find_pairs
 from .fiber_safeguard import end_state_kept, short_step, step_bound, step_motion
-from .fiber_tangent import block_triplets, tangent_blocks
+from .fiber_tangent import tangent_blocks
 
 __all__ = ["FiberContact", "ContactPairs"]
 
@@ -146,11 +146,8 @@ class FiberContact:
         F, dF, R, n_active = residual_loop(pr.point, pr.element_x, st.x, pr.y, pr.distance, pr.gap, st.xp_norm, s.w,
                                            s.H0, s.scale, s.dofs, s.nq, float(self.law.stiffness),
                                            float(self.law.gamma), N)
-        ev = ContactEvaluation(R, admissibility=pr.admissibility.copy(), n_active=n_active)
-        if tangent and n_active:
-            ev.blocks = tangent_blocks(model, s, st, pr, np.flatnonzero(pr.gap < 0), F, dF)
-            ev.rows, ev.cols, ev.values = block_triplets(*ev.blocks)
-        return ev
+        blocks = tangent_blocks(model, s, st, pr, np.flatnonzero(pr.gap < 0), F, dF) if tangent and n_active else None
+        return BlockContactEvaluation(R, blocks, admissibility=pr.admissibility.copy(), n_active=n_active)
 
     def _search(self, model, s: FiberSetup, u: np.ndarray, t: float):
         """(geometry, pairs) at u, checked admissible (FloatingPointError otherwise).
