@@ -23,7 +23,7 @@ import skfiber as sf
 from skfiber.contact import FiberContact
 from skfiber.contact.cylinder import CylinderContact
 
-__all__ = ["RunChecks", "SampleCheck", "CHECK_COLUMNS", "check_sample", "run_checks", "check_states", "describe_checks", "angle_difference", "force_difference", "oscillation",
+__all__ = ["RunChecks", "SampleCheck", "SampleChecker", "CHECK_COLUMNS", "check_sample", "run_checks", "check_states", "describe_checks", "angle_difference", "force_difference", "oscillation",
            "profile_oscillation"]
 
 
@@ -67,26 +67,59 @@ class SampleCheck:
     wrap_margin: float
 
 
-def check_sample(model: sf.Model, state) -> SampleCheck:
-    """:class:`SampleCheck` of one state (the model's rigid coordinates are set to ``state.q``)."""
-    from skfiber.materials import MaterialPoint
-    from skfiber.postprocess import fiber_fields
-    from skfiber.softening import past_force_peak
+class SampleChecker:
+    """:func:`check_sample` for many states of one model: what does not change from state to state (the
+    sample parameters θ, the reference |A1| and γM(θ) per fiber, the fibers grouped by stress law) is
+    computed once.  The stretches are those of :func:`skfiber.postprocess.fiber_fields` (4 points per
+    element), the same arithmetic."""
 
-    stretch, past = [], []
-    for f in model.fibers:
-        ff = fiber_fields(model, state, f.name)
-        stretch.append(float(ff.stretch.max()))
-        point = MaterialPoint(ff.stretch, 0.0, ff.theta, state.t, ff.muscle_fraction, ff.activation)
-        past.append(bool(past_force_peak(f.law, point).any()))
-    model.set_coordinates(state.q)
-    found = {}
-    for kind, cls in (("fiber", FiberContact), ("wrap", CylinderContact)):
-        evs = [c.evaluate(model, state.u, state.t, tangent=False) for c in model.contacts if isinstance(c, cls)]
-        found[kind] = (sum(ev.n_active for ev in evs),
-                       min([float(ev.admissibility.min()) for ev in evs if ev.admissibility.size], default=math.inf))
-    return SampleCheck(float(state.t), np.array(stretch), np.array(past), found["fiber"][0], found["wrap"][0],
-                       found["fiber"][1], found["wrap"][1])
+    def __init__(self, model: sf.Model, *, points_per_element: int = 4):
+        d = model.discretization
+        self.model = model
+        self.fibers = []  # (index, θ, |A1|, γM(θ))
+        for k, f in enumerate(model.fibers):
+            theta = np.linspace(0.0, 1.0, d.fibers[k].n_elements * points_per_element + 1)
+            A1 = d.evaluate(d.reference_dofs, k, theta, 1)
+            self.fibers.append((k, theta, np.linalg.norm(A1, axis=0), f.muscle_fraction_at(theta)))
+        laws: dict[int, list[int]] = {}
+        for k, f in enumerate(model.fibers):
+            laws.setdefault(id(f.law), []).append(k)
+        self.law_groups = list(laws.values())  # fibers with the same law: one force-peak search
+
+    def __call__(self, state) -> SampleCheck:
+        from skfiber.materials import MaterialPoint
+        from skfiber.softening import past_force_peak
+
+        model = self.model
+        d = model.discretization
+        q = d.reference_dofs + state.u
+        stretch = [np.linalg.norm(d.evaluate(q, k, theta, 1), axis=0) / nA1 for k, theta, nA1, _ in self.fibers]
+        past = np.zeros(len(self.fibers), dtype=bool)
+        for group in self.law_groups:
+            f = model.fibers[group[0]]
+            lam = np.concatenate([stretch[k] for k in group])
+            theta = np.concatenate([self.fibers[k][1] for k in group])
+            gm = np.concatenate([self.fibers[k][3] for k in group])
+            alpha = np.concatenate([np.full(stretch[k].size, model.fibers[k].activation_at(state.t)) for k in group])
+            over = past_force_peak(f.law, MaterialPoint(lam, 0.0, theta, state.t, gm, alpha))
+            bounds = np.cumsum([0] + [stretch[k].size for k in group])
+            for j, k in enumerate(group):
+                past[k] = bool(over[bounds[j]:bounds[j + 1]].any())
+        model.set_coordinates(state.q)
+        found = {}
+        for kind, cls in (("fiber", FiberContact), ("wrap", CylinderContact)):
+            evs = [c.evaluate(model, state.u, state.t, tangent=False) for c in model.contacts if isinstance(c, cls)]
+            found[kind] = (sum(ev.n_active for ev in evs),
+                           min([float(ev.admissibility.min()) for ev in evs if ev.admissibility.size],
+                               default=math.inf))
+        return SampleCheck(float(state.t), np.array([float(lam.max()) for lam in stretch]), past, found["fiber"][0],
+                           found["wrap"][0], found["fiber"][1], found["wrap"][1])
+
+
+def check_sample(model: sf.Model, state) -> SampleCheck:
+    """:class:`SampleCheck` of one state (the model's rigid coordinates are set to ``state.q``); for many
+    states of one model use a :class:`SampleChecker`."""
+    return SampleChecker(model)(state)
 
 
 #: the columns of a run's sample checks (:func:`run_checks`), named as in :class:`SampleCheck`
@@ -111,7 +144,8 @@ def run_checks(fiber_names: list[str], columns: dict) -> RunChecks:
 
 def check_states(model: sf.Model, states: list) -> RunChecks:
     """Stretch, force peak and contact counts of ``states`` (see :class:`RunChecks`)."""
-    samples = [check_sample(model, s) for s in states]
+    checker = SampleChecker(model)
+    samples = [checker(s) for s in states]
     columns = {key: [getattr(c, key) for c in samples] for key in CHECK_COLUMNS}
     return run_checks([f.name for f in model.fibers], columns)
 

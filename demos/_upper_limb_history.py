@@ -32,9 +32,9 @@ import skfiber as sf
 from skfiber.solver import StepInfo
 
 if __package__:   # imported as demos._upper_limb_history / skfiber.demos._upper_limb_history
-    from ._upper_limb_checks import CHECK_COLUMNS, check_sample
+    from ._upper_limb_checks import CHECK_COLUMNS, SampleChecker
 else:             # demos/ is on sys.path
-    from _upper_limb_checks import CHECK_COLUMNS, check_sample
+    from _upper_limb_checks import CHECK_COLUMNS, SampleChecker
 
 __all__ = ["History", "PROFILE_FIBERS", "FORCE_ATTACHMENTS"]
 
@@ -60,6 +60,7 @@ class History:
 
     def __init__(self, model: sf.Model, *, sample_every: int, profile_times, snapshot_times, sample_dt: float):
         self.model = model
+        self.checker = SampleChecker(model)
         self.sample_every = int(sample_every)
         self.profile_times = tuple(float(t) for t in profile_times)
         self.snapshot_times = np.asarray(snapshot_times, dtype=float)
@@ -100,7 +101,7 @@ class History:
             self.max_contacts = max(self.max_contacts, int(info.active_contacts))
         if step % self.sample_every == 0 or (info is not None and step == info.n_steps):
             tic = time.perf_counter()
-            check = check_sample(self.model, state)
+            check = self.checker(state)
             for key, values in self.checks.items():
                 values.extend(np.atleast_1d(getattr(check, key)).astype(values.typecode))
             self.check_time += time.perf_counter() - tic
