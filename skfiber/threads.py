@@ -2,13 +2,15 @@
 
 These kernels share the elements out among numba's threads, by default one per core
 (numba's ``NUMBA_NUM_THREADS``; ``NUMBA_NUM_THREADS=1`` in the environment runs them
-serially), when a call has enough work to pay for waking the threads (:func:`threads_for`).  Their results do not depend on the number of threads: every contact point and
-every tangent block is computed by one thread, in one order.
+serially), when a call has enough work to pay for waking the threads
+(:func:`threads_for`).  Their results do not depend on the number of threads: every
+contact point and every tangent block is computed by one thread, in one order.
 
 Waiting threads sleep (``OMP_WAIT_POLICY=PASSIVE`` unless the environment sets it): with
 OpenMP's default of spinning, the upper limb at level 1 took 4–9× as long on a 2-core
-machine whose other core was busy (see ``docs/performance.md``).  The setting acts when numba starts its
-OpenMP threads, at the first parallel kernel of the process; importing this module sets it.
+machine whose other core was busy (see ``docs/performance.md``).  The setting acts when
+numba starts its OpenMP threads, at the first parallel kernel of the process; importing
+this module (``import skfiber`` does) sets it.
 
 Example
 -------
