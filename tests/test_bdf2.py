@@ -254,3 +254,25 @@ def test_run_driver_with_bdf2_equals_simulate_and_resumes_exactly(tmp_path):
     resumed = run_simulation(model, t_end=0.1, dt=0.01, method="bdf2", out_dir=tmp_path, checkpoint_every=1,
                              resume=True, progress=False).final_state
     assert np.array_equal(resumed.u, run.u) and np.array_equal(resumed.v, run.v)
+
+
+def test_a_step_that_fails_down_to_h_min_says_what_made_it_shrink():
+    """The error names the failure at the largest step (often the cause) and the most frequent kind."""
+    from skfiber.core import run_adaptive
+
+    def advance(payload, h, k):
+        if h >= 0.05:
+            raise sf.ConvergenceError("Newton stagnates: the residual did not drop (2.5e+04 → 2.4e+04)",
+                                      t=0.1, step=k, residual_history=[2.5e4, 2.4e4])
+        raise sf.ConvergenceError(f"inadmissible contact at t = {0.1 + h:.6g} s: 1 + γg = -0.0003 ≤ 0",
+                                  t=0.1 + h, step=k, residual_history=[1.0])
+
+    control = ErrorControl(rtol=1e-3, atol=1e-6, h_min=1e-3, h_max=1.0, h_initial=0.1)
+    with pytest.raises(sf.ConvergenceError) as info:
+        run_adaptive(advance, lambda p: np.zeros(2), None, t0=0.0, t_end=1.0, control=control, n_positions=1,
+                     output_times=np.array([1.0]), emit=lambda *a: None)
+    text = str(info.value)
+    assert "still failing at the smallest step h_min = 0.001 s" in text
+    assert "the step shrank from 0.1 s in 8 attempts" in text
+    assert "At 0.1 s: Newton stagnates" in text
+    assert "Most often (6 of 8, from 0.025 s down): inadmissible contact" in text

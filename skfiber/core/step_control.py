@@ -40,6 +40,7 @@ Example
 from __future__ import annotations
 
 import math
+import re
 from array import array
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -189,6 +190,7 @@ def run_adaptive(advance: Callable[[Any, float, int], tuple[Any, int]], flatten:
     next_out = 0
     grow_ok = True
     k = 0
+    failures: list[tuple[float, str]] = []  # (h, reason) of the failed attempts since the last accepted step
     while t_end - t > 1e-12 * max(abs(t_end), span):
         if t + (1.0 + STRETCH_TO_END) * h >= t_end:
             h = t_end - t
@@ -201,12 +203,15 @@ def run_adaptive(advance: Callable[[Any, float, int], tuple[Any, int]], flatten:
             counts.newton_failures += 1
             counts.newton_iterations += max(len(err.residual_history) - 1, 0)
             _count_work(counts, work, max(len(err.residual_history) - 1, 0))
+            failures.append((h, err.reason))
             if h <= control.h_min:
-                raise ConvergenceError(f"{err.reason}; still failing at the smallest step h_min = {control.h_min:.3g} s",
-                                       t=err.t, step=k, residual_history=err.residual_history) from err
+                raise ConvergenceError(f"{err.reason}; still failing at the smallest step h_min = {control.h_min:.3g} s"
+                                       f"{_failure_summary(failures)}", t=err.t, step=k,
+                                       residual_history=err.residual_history) from err
             h = max(0.5 * h, control.h_min)
             grow_ok = False
             continue
+        failures = []
         counts.newton_iterations += iterations
         _count_work(counts, work, iterations)
         t1 = t + h
@@ -240,6 +245,24 @@ def run_adaptive(advance: Callable[[Any, float, int], tuple[Any, int]], flatten:
         grow_ok = True
         h = min(max(h * factor, control.h_min), control.h_max)
     return payload, counts
+
+
+def _failure_summary(failures: list[tuple[float, str]]) -> str:
+    """What made the step shrink: the failure at the largest step (often the cause, the smaller steps
+    repeating it or hitting round-off) and the most frequent kind of failure, with counts."""
+    if len(failures) < 2:
+        return ""
+    kinds: dict[str, list] = {}
+    for h, reason in failures:  # a kind: the reason up to its first ':' (or whole), numbers masked
+        kind = re.sub(r"[-+]?\d+(\.\d+)?(e[-+]?\d+)?", "#", reason.split(":")[0])
+        kinds.setdefault(kind, []).append((h, reason))
+    largest_h, first_reason = failures[0]
+    common = max(kinds.values(), key=len)
+    text = (f"; the step shrank from {largest_h:.3g} s in {len(failures)} attempts. At {largest_h:.3g} s: "
+            f"{first_reason}")
+    if common[0][1] != first_reason and len(common) > 1:
+        text += f". Most often ({len(common)} of {len(failures)}, from {common[0][0]:.3g} s down): {common[0][1]}"
+    return text
 
 
 def output_grid(t0: float, t_end: float, *, output_times=None, output_dt: float | None = None) -> np.ndarray:
