@@ -1,5 +1,7 @@
 """Compiled stress laws (skfiber.law_kernels) equal the numpy evaluation of the same SymbolicLaw."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -98,7 +100,12 @@ def test_broken_cache_is_rebuilt(tmp_path, monkeypatch, rng):
     module = cache.load_module(kernel.source)
     p = _points(rng, 4)
     assert _compiled(law, p)[0]
-    caches = list((tmp_path / "laws" / "__pycache__").glob("law_*"))
+    # numba's cache files: beside the module, or under NUMBA_CACHE_DIR when the environment sets it
+    import numba
+
+    stem = Path(module.__file__).stem
+    roots = [tmp_path / "laws" / "__pycache__"] + ([Path(numba.config.CACHE_DIR)] if numba.config.CACHE_DIR else [])
+    caches = [path for root in roots if root.exists() for path in root.rglob(f"{stem}*") if path.is_file()]
     assert caches
     for path in caches:
         path.write_bytes(b"garbage")

@@ -60,12 +60,18 @@ def forget_module(source: str, kind: str = "law") -> None:
     key = source_key(source)
     _MODULES.pop(key, None)
     sys.modules.pop(f"skfiber_{kind}_{key}", None)
-    for folder in {writable_folder(), cache_folder()}:
-        for path in (folder / "__pycache__").glob(f"{kind}_{key}.*"):
-            try:
-                path.unlink()
-            except OSError:
-                pass
+    import numba
+
+    stale = [path for folder in {writable_folder(), cache_folder()}
+             for path in (folder / "__pycache__").glob(f"{kind}_{key}.*")]
+    if numba.config.CACHE_DIR:  # NUMBA_CACHE_DIR set: numba keeps its files there, in a folder per source folder
+        root = Path(numba.config.CACHE_DIR)
+        stale += [path for path in root.glob(f"*/{kind}_{key}.*")] if root.is_dir() else []
+    for path in stale:
+        try:
+            path.unlink()
+        except OSError:
+            pass
 
 
 def load_module(source: str, kind: str = "law"):
