@@ -15,6 +15,7 @@ formulas are those of :mod:`skfiber.contact.fiber_pairs` and
   point on each remaining candidate
   (:func:`~skfiber.contact.closest_point.closest_point_one`) and the best
   element of each partner fiber, in the order (contact point, partner fiber);
+  :func:`pairs_loop_parallel` shares the elements out among threads, with the same result;
 * :func:`residual_loop` — F(g), dF/dg (:func:`~skfiber.contact.base.penalty_force`)
   and the residual G_c = Σ F n·ξ |x′| w of the pairs (eq. 65).
 

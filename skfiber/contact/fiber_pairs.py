@@ -10,8 +10,10 @@ against r_x + r̄_B, and candidates whose lower bound exceeds an upper bound of
 the distance to fiber B (points of the other candidates) are dropped.
 
 **Narrow phase** (:func:`find_pairs`, one compiled loop
-:func:`~skfiber.contact.fiber_kernels.pairs_loop` and one vectorized call of
-the fibers' r0(θ)): every contact point x of a fiber A
+:func:`~skfiber.contact.fiber_kernels.pairs_loop` — or
+:func:`~skfiber.contact.fiber_kernels.pairs_loop_parallel` on several threads from
+:data:`PARALLEL_SEARCH_WORK` on (:mod:`skfiber.threads`), the same result — and one
+vectorized call of the fibers' r0(θ)): every contact point x of a fiber A
 finds, on each other fiber B within reach, its closest point y (all real roots
 in [0, 1] of the quintic eq. 67 on every candidate element of B, plus the
 element ends; :mod:`skfiber.contact.closest_point`), keeps the best element

@@ -11,7 +11,8 @@ with ∂_ξ ln r_y = h r0′/r0 + (Y′·Y″)/(2|Y′|²) − (y′·y″)/(2|y
 (rows: element of x; columns: element of x and element of y); the blocks are
 summed per element (x–x) and per element pair (x–y) and returned as element
 blocks (:func:`tangent_blocks`) or COO triplets (:func:`tangent_triplets`), from
-one compiled loop (:func:`tangent_loop`
+one compiled loop (:func:`tangent_loop`, or :func:`tangent_loop_parallel` on several
+threads from :data:`PARALLEL_TANGENT_WORK` pairs on, with the same result)
 over the pairs in contact; φ_b(ξ_y) from the power form
 y = Σ ξʲ (M q)_j, M = ``POWER_FROM_HERMITE``).  Where the closest point sits on an
 interior node of B, y″ jumps (C¹ elements) and the closest-point map has a
