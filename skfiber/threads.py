@@ -23,15 +23,15 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 
+import numba
+
 __all__ = ["kernel_threads", "threads_for", "threads_of_kernels"]
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # (numba reads it when it starts its threads, later)
 
 
 def kernel_threads() -> int:
     """The number of threads the parallel kernels use now (numba's setting of the calling thread)."""
-    import numba
-
     return int(numba.get_num_threads())
 
 
@@ -62,8 +62,6 @@ def threads_of_kernels(count: int | None):
         return
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise ValueError(f"count must be None or an integer ≥ 1 (threads), got {count!r}")
-    import numba
-
     previous = numba.get_num_threads()
     numba.set_num_threads(min(count, numba.config.NUMBA_NUM_THREADS))
     try:

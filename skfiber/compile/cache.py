@@ -20,6 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numba
+
 __all__ = ["cache_folder", "writable_folder", "source_key", "load_module", "forget_module", "unload_module"]
 
 _MODULES: dict[str, object] = {}  # source hash → imported module (one import and compile per process)
@@ -60,8 +62,6 @@ def forget_module(source: str, kind: str = "law") -> None:
     key = source_key(source)
     _MODULES.pop(key, None)
     sys.modules.pop(f"skfiber_{kind}_{key}", None)
-    import numba
-
     stale = [path for folder in {writable_folder(), cache_folder()}
              for path in (folder / "__pycache__").glob(f"{kind}_{key}.*")]
     if numba.config.CACHE_DIR:  # NUMBA_CACHE_DIR set: numba keeps its files there, in a folder per source folder

@@ -190,16 +190,16 @@ def reference_radius(model, s: FiberSetup, e: np.ndarray, xi: np.ndarray) -> tup
     lo, hi = np.maximum(theta - _DR0, 0.0), np.minimum(theta + _DR0, 1.0)
     n = theta.size
     fibers = model.discretization.fibers
-    if (group == group[0]).all():  # one r0(θ) callable (the common case)
-        r = fibers[group[0]].radius_at(np.concatenate([theta, hi, lo]))
-        rv, dv = r[:n], (r[n:2 * n] - r[2 * n:]) / (hi - lo) * h
+    if (group == group[0]).all():  # one r0(θ) callable (the common case): no masks
+        parts = [(group[0], slice(None))]
     else:
-        rv, dv = np.empty(n), np.empty(n)
-        for k in np.unique(group):  # one vectorized call per r0(θ) callable: at θ, θ + Δ, θ − Δ
-            m = np.flatnonzero(group == k)
-            r = fibers[k].radius_at(np.concatenate([theta[m], hi[m], lo[m]]))
-            rv[m] = r[:m.size]
-            dv[m] = (r[m.size:2 * m.size] - r[2 * m.size:]) / (hi[m] - lo[m]) * h[m]
+        parts = [(k, np.flatnonzero(group == k)) for k in np.unique(group)]
+    rv, dv = np.empty(n), np.empty(n)
+    for k, m in parts:  # one vectorized call per r0(θ) callable: at θ, θ + Δ, θ − Δ
+        size = theta[m].size
+        r = fibers[k].radius_at(np.concatenate([theta[m], hi[m], lo[m]]))
+        rv[m] = r[:size]
+        dv[m] = (r[size:2 * size] - r[2 * size:]) / (hi[m] - lo[m]) * h[m]
     if every:
         return rv, dv
     dr0 = np.zeros_like(r0)
