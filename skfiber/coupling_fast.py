@@ -28,8 +28,10 @@ with the layers removed:
   with the general linear algebra (:meth:`FastCoupling.solve_blocks`) if GMRES
   falls short of its tolerance.
 
-The evaluation is a few compiled calls around the form kernel
-(:mod:`skfiber.coupled_kernels`).  The kernels and the order of the sums of the
+The evaluation is one compiled call (:mod:`skfiber.evaluation_kernel`: the
+fibers, the body points, the rigid step and one cylinder) and, after it in
+the model's order of contacts, the fiber–fiber contacts; otherwise a few
+compiled calls around the form kernel (:mod:`skfiber.coupled_kernels`).  The kernels and the order of the sums of the
 fiber rows are those of the general path, so those rows agree bit for bit; the
 rows of q and the increments agree to round-off (``tests/test_coupling_fast.py``).
 Where the general path raises (a non-finite residual, an inadmissible contact
@@ -262,6 +264,9 @@ class FastCoupling:
             self._cylinders.append(_Cylinder(c, d, i, self._P + 2 * i if i >= 0 else -1, len(problem.body_contacts)))
             self._in_order.append(self._cylinders[-1])
         self._n_body_cylinders = len(problem.body_contacts)
+        # the fused evaluation (one cylinder) serves when every fiber–fiber contact comes after the cylinder
+        kinds = [type(c) is FiberContact for c in model.contacts]
+        self._fiber_contacts_last = kinds == sorted(kinds)
         self._kernel = model.form_kernel  # the fibers' residual terms and element tangent
         self._fused = None  # skfiber.evaluation_kernel's function (False: not available)
         self._fused_ready = False  # whether it has run (compiled) once
@@ -312,7 +317,7 @@ class FastCoupling:
         t = float(t)
         z = np.ascontiguousarray(z, dtype=float)
         fused = None
-        if (type(fiber_state) is EulerRates and len(self._cylinders) <= 1 and not self._fiber_contacts
+        if (type(fiber_state) is EulerRates and len(self._cylinders) <= 1 and self._fiber_contacts_last
                 and self._fused is not False
                 and type(rigid_state) is EulerStep and rigid_state.direct and rigid_state.t == t
                 and rigid_state.system is p.system):
@@ -323,12 +328,24 @@ class FastCoupling:
         margins = {} if self._cylinders else None
         n_active = 0
         if fused is not None:
-            (q, u, x, C, H, v, a, rigid_tangent, rigid_ref, residual, body_force, R, ref, finite, *outcome) = fused
+            (q, u, x, C, H, v, a, rigid_residual, rigid_tangent, rigid_ref, residual, body_force, R, ref, finite,
+             *outcome) = fused
             if not finite:
                 raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor, "the fiber residual is not finite")
             if self._cylinders:
                 ref, n_active, margins = self._contact(self._cylinders[0], outcome, ref, margins, contacts, z, t,
                                                        fiber_state, rigid_state, load_factor)
+            if self._fiber_contacts:  # after the cylinder: the general path's order of the sums
+                for contact in self._fiber_contacts:
+                    R, ref, n = self._fiber_contact(contact, u, t, R, ref, fiber_contacts, z, fiber_state,
+                                                    rigid_state, load_factor)
+                    n_active += n
+                margins = None  # (their safeguard is max_step's)
+                forces = np.zeros((self._n_body_cylinders, 6))
+                cyl = self._cylinders[0] if self._cylinders else None
+                if cyl is not None and outcome[0] == IN_REACH and cyl.body >= 0:
+                    forces[cyl.body] = outcome[6]
+                residual, body_force = coupled_rows(R, rigid_residual, C, p.D, self._P, forces, p.fixed_index)
         else:
             q, u, x, C, H = coupled_positions(z, N, p.D, self._P, self._bodies, self._points,
                                               *p.system.plan().point_args(t))

@@ -312,6 +312,7 @@ def test_fiber_contact_on_the_fast_path(monkeypatch):
     ev_fast = fast.evaluate(z, t, fiber_state=rates, rigid_state=rigid_state)
     ev_general = general.evaluate(z, t, fiber_state=rates, rigid_state=rigid_state)
     assert ev_fast.fiber_contacts and ev_fast.fiber_contacts[0].active
+    assert fast._fast._fused_ready  # the one-call evaluation (fibers, bodies, cylinder), the fiber contact after it
     assert ev_general.n_active_contacts > 0
     assert_same_evaluation(ev_fast, ev_general)
     assert_same_solve(fast, general, ev_fast, ev_general, method="block+gmres")
