@@ -112,11 +112,12 @@ def _dot(a, b):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT)
 def _pair_block(i, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first, last, H0,
-                H1, scale, w, nq, M, weights, dT):  # pragma: no cover - compiled
-    """Weights w φ_a(ξ_k) (4,) and ∂T/∂(q_x, q_y) (3, 8, 3) of pair i, into weights and dT."""
+                H1, scale, w, nq, M, weights, dT, vec, basis, sb):  # pragma: no cover - compiled
+    """Weights w φ_a(ξ_k) (4,) and ∂T/∂(q_x, q_y) (3, 8, 3) of pair i, into weights and dT; ``vec`` (7, 3),
+    ``basis`` (4, 4) and ``sb`` (8,) are scratch (allocated once per loop, not per pair)."""
     kk, ea, eb, t = k[i], eA[i], eB[i], xi[i]
     q = kk % nq
-    yp, ypp, Yp, Ypp, tmp = np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    yp, ypp, Yp, Ypp, tmp, rel, n = vec[0], vec[1], vec[2], vec[3], vec[4], vec[5], vec[6]
     power_point(c[eb], t, 1, yp)
     power_point(c[eb], t, 2, ypp)
     power_point(c_ref[eb], t, 1, Yp)
@@ -137,13 +138,11 @@ def _pair_block(i, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, x
             Ypp[m] = 0.5 * (Ypp[m] + tmp[m])
     d = dist[i]
     S = rx[i] + ry[i]
-    rel = np.empty(3)
-    n = np.empty(3)
     for m in range(3):
         rel[m] = y[i, m] - x[i, m]
         n[m] = rel[m] / d
     J = xp_norm[kk]
-    phiA, dphiA, phiB, dphiB, sb = np.empty(4), np.empty(4), np.empty(4), np.empty(4), np.empty(8)
+    phiA, dphiA, phiB, dphiB = basis[0], basis[1], basis[2], basis[3]
     w0 = (1.0, t, t * t, t * t * t)
     w1 = (0.0, 1.0, 2 * t, 3 * t * t)
     for a in range(4):
@@ -217,6 +216,7 @@ def _tangent_share(share, n_shares, order, start, xy_before, n_xx, k, eA, eB, xi
     """The blocks of the x-element groups ``share``, ``share + n_shares``, … (one thread's part)."""
     weights = np.empty(4)
     dT = np.empty((3, 8, 3))
+    vec, basis, sb = np.empty((7, 3)), np.empty((4, 4)), np.empty(8)
     for gx in range(share, n_xx, n_shares):
         gy = n_xx + xy_before[gx] - 1  # current x–y block
         for j in range(start[gx], start[gx + 1]):
@@ -227,7 +227,7 @@ def _tangent_share(share, n_shares, order, start, xy_before, n_xx, k, eA, eB, xi
                 gy += 1
                 row_el[gy], col_el[gy] = eA[i], eB[i]
             _pair_block(i, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first,
-                        last, H0, H1, scale, w, nq, M, weights, dT)
+                        last, H0, H1, scale, w, nq, M, weights, dT, vec, basis, sb)
             for a in range(4):
                 for r in range(3):
                     for b in range(4):
