@@ -53,8 +53,8 @@ __all__ = ["tangent_blocks", "tangent_triplets", "tangent_loop", "tangent_loop_p
            "PARALLEL_TANGENT_WORK"]
 
 #: the tangent runs on several threads from this many pairs in contact on: about 1 ms of serial work
-#: (1.8 µs a pair measured at the upper limb's level 4, with 1,500 pairs; level 1 has about 200)
-PARALLEL_TANGENT_WORK = 550
+#: (0.9 µs a pair measured at the upper limb's level 4, with 1,500 pairs; level 1 has about 200)
+PARALLEL_TANGENT_WORK = 1100
 
 _NODE_TOL = 1e-9  # closest points this close (in ξ) to an interior node are "at the node"
 _JIT = dict(cache=True, error_model="numpy")
