@@ -27,6 +27,8 @@ factorization.
 """
 from __future__ import annotations
 
+import weakref
+
 import numba
 import numpy as np
 import scipy.linalg as sla
@@ -45,6 +47,60 @@ PIVOT_TOL = 16 * np.finfo(float).eps
 #: A backward-stable solve stays far below (block and gbsv both ≈ 0.03 ε on the upper-limb tangents); a
 #: block LU with element growth g has a backward error ≈ g ε and is rejected once g ≳ 10³
 RESIDUAL_TOL = 1e3 * np.finfo(float).eps
+
+
+#: per assembler, the index maps of ConstrainedSolver for (constrained DOFs, block) (see _layout)
+_LAYOUTS: "weakref.WeakKeyDictionary[BatchedAssembler, dict]" = weakref.WeakKeyDictionary()
+
+
+def _band_flat(r: np.ndarray, c: np.ndarray, bw: int, rows_band: int) -> np.ndarray:
+    """Flat index of the entries A[r, c] in the Fortran-ordered band storage (3 bw + 1, N) of
+    :meth:`ConstrainedSolver.factor_solve`: A[i, j] is at row 2 bw + i − j of column j."""
+    return (2 * bw + r - c) + c * rows_band
+
+
+def _layout(assembler: BatchedAssembler, constrained: np.ndarray, block: bool) -> tuple:
+    """The index maps of a :class:`ConstrainedSolver` (made once per assembler, constrained DOFs and
+    ``block``; shared, never written): fixed, free, the kept entries and their indices, the band slots of
+    the element entries, of the constrained rows and columns and of their diagonal, and the block storage's
+    node count and slots (None when K is not block tridiagonal with B × B blocks)."""
+    per_assembler = _LAYOUTS.setdefault(assembler, {})
+    key = (constrained.tobytes(), bool(block))
+    layout = per_assembler.get(key)
+    if layout is not None:
+        return layout
+    N, bw = assembler.N, assembler.bandwidth
+    rows_band = 3 * bw + 1
+    fixed = np.zeros(N, dtype=bool)
+    fixed[constrained] = True
+    rows, cols = assembler.rows, assembler.cols
+    keep = ~(fixed[rows] | fixed[cols])
+    band_index = _band_flat(rows, cols, bw, rows_band)
+    # the band slots of the constrained rows and columns (cleared; then 1 on their diagonal)
+    d, off = np.meshgrid(constrained, np.arange(-bw, bw + 1), indexing="ij")
+    inside = (d + off >= 0) & (d + off < N)
+    d, e = d[inside], (d + off)[inside]
+    fixed_band = np.unique(np.concatenate([_band_flat(d, e, bw, rows_band), _band_flat(e, d, bw, rows_band)]))
+    diag_fixed = _band_flat(constrained, constrained, bw, rows_band)
+    nodes = block_index = block_fixed = block_diag_fixed = None
+    B = bt.B
+    if block and N % B == 0 and bt.in_pattern(rows, cols):
+        nodes = N // B
+        block_index = bt.flat_index(rows, cols)
+        # the constrained rows (all three blocks of their node row) and columns (the blocks of
+        # the neighbouring node rows), cleared; then 1 on their diagonal
+        node, local = constrained // B, constrained % B
+        slots = np.arange(3)
+        row_slots = (((node[:, None] * 3 + slots) * B + local[:, None])[:, :, None] * B + np.arange(B)).ravel()
+        m = node[:, None] + slots - 1  # node rows n − 1, n, n + 1 see node n in their slots 2, 1, 0
+        col_slots = ((((m * 3 + 2 - slots) * B)[:, :, None] + np.arange(B)) * B + local[:, None, None])
+        col_slots = col_slots[(m >= 0) & (m < nodes)].ravel()
+        block_fixed = np.unique(np.concatenate([row_slots, col_slots]))
+        block_diag_fixed = ((node * 3 + 1) * B + local) * B + local
+    layout = (fixed, ~fixed, keep, np.flatnonzero(keep), band_index, fixed_band, diag_fixed, nodes, block_index,
+              block_fixed, block_diag_fixed)
+    per_assembler[key] = layout
+    return layout
 
 
 class ConstrainedSolver:
@@ -74,51 +130,17 @@ class ConstrainedSolver:
         self.assembler = assembler
         self.N = assembler.N
         self.constrained = np.asarray(constrained, dtype=int)
-        fixed = np.zeros(self.N, dtype=bool)
-        fixed[self.constrained] = True
-        self.fixed = fixed
-        self.free = ~fixed
-        rows, cols = assembler.rows, assembler.cols
-        self._keep = ~(fixed[rows] | fixed[cols])
-        self._keep_index = np.flatnonzero(self._keep)
         self.bandwidth = assembler.bandwidth
-        bw = self.bandwidth
-        # LAPACK band storage with room for the fill of the pivoting, (3 bw + 1, N) in Fortran order:
-        # A[i, j] is at row 2 bw + i − j of column j, i.e. at flat index (2 bw + i − j) + j (3 bw + 1)
-        self._rows_band = 3 * bw + 1
-        self._band_index = self._band_flat(rows, cols)
-        # the band slots of the constrained rows and columns (cleared; then 1 on their diagonal)
-        d, off = np.meshgrid(self.constrained, np.arange(-bw, bw + 1), indexing="ij")
-        inside = (d + off >= 0) & (d + off < self.N)
-        d, e = d[inside], (d + off)[inside]
-        self._fixed_band = np.unique(np.concatenate([self._band_flat(d, e), self._band_flat(e, d)]))
-        self._diag_fixed = self._band_flat(self.constrained, self.constrained)
-        self._setup_block(rows, cols, block)
+        self._rows_band = 3 * self.bandwidth + 1
+        # the index maps depend on the assembler's pattern and the constrained DOFs only: made once
+        # (a run that calls simulate once per step makes a solver per step)
+        layout = _layout(assembler, self.constrained, block)
+        (self.fixed, self.free, self._keep, self._keep_index, self._band_index, self._fixed_band, self._diag_fixed,
+         self._nodes, self.block_index, self.block_fixed, self.block_diag_fixed) = layout
         self.last_method = ""
         self.block_fallbacks = 0  # block solves rejected (breakdown / residual check) and redone by the band LU
         self._gbtrf = self._gbtrs = None
         self.end_margins = None  # contact margins of the last converged step (skfiber.solver)
-
-    def _setup_block(self, rows: np.ndarray, cols: np.ndarray, enabled: bool) -> None:
-        """Flat indices into the block storage (None when K is not block tridiagonal with B × B blocks)."""
-        self.block_index = None
-        B = bt.B
-        if not enabled or self.N % B or not bt.in_pattern(rows, cols):
-            return
-        nn = self.N // B
-        self._nodes = nn
-        self.block_index = bt.flat_index(rows, cols)
-        # the constrained rows (all three blocks of their node row) and columns (the blocks of
-        # the neighbouring node rows), cleared; then 1 on their diagonal
-        c = self.constrained
-        node, local = c // B, c % B
-        slots = np.arange(3)
-        row_slots = (((node[:, None] * 3 + slots) * B + local[:, None])[:, :, None] * B + np.arange(B)).ravel()
-        m = node[:, None] + slots - 1  # node rows n − 1, n, n + 1 see node n in their slots 2, 1, 0
-        col_slots = ((((m * 3 + 2 - slots) * B)[:, :, None] + np.arange(B)) * B + local[:, None, None])
-        col_slots = col_slots[(m >= 0) & (m < nn)].ravel()
-        self.block_fixed = np.unique(np.concatenate([row_slots, col_slots]))
-        self.block_diag_fixed = ((node * 3 + 1) * B + local) * B + local
 
     def _factor_block(self, element_matrices: np.ndarray, rhs: np.ndarray, extra: list):
         """The block-tridiagonal LU and its first solution, with the residual check: (x, factorization), or
@@ -139,10 +161,6 @@ class ConstrainedSolver:
             self.block_fallbacks += 1
             return None
         return x.reshape(rhs.shape), Factorization("block", (A, LU, piv, X), self.constrained)
-
-    def _band_flat(self, r: np.ndarray, c: np.ndarray) -> np.ndarray:
-        """Flat index of the entries A[r, c] in the Fortran-ordered band storage of :meth:`_factor_band`."""
-        return (2 * self.bandwidth + r - c) + c * self._rows_band
 
     def _factor_band(self, work: np.ndarray, rhs: np.ndarray):
         """LAPACK gbtrf + gbtrs on the band storage ``work`` (3 bw + 1, N), Fortran order, overwritten, as is

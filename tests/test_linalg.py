@@ -268,3 +268,22 @@ def test_factor_and_solve_are_the_combined_block_lu():
     A[3, 1] = 0.0
     A[3, 0] = 0.0
     assert bt.factor(A, 1e-14)[3] == 4 and bt.factor_solve(A, R, 1e-14)[1] == 4
+
+
+def test_solvers_of_one_assembler_share_their_index_maps(asm):
+    """The index maps are made once per (assembler, constrained DOFs, block): a second solver reuses them,
+    other constraints get their own, and every solver still solves its own system (dense reference)."""
+    rng = np.random.default_rng(7)
+    Ke = element_matrices(asm, rng)
+    rhs = rng.normal(size=asm.N)
+    one, two = ConstrainedSolver(asm, np.arange(6)), ConstrainedSolver(asm, np.arange(6))
+    other = ConstrainedSolver(asm, np.arange(3, 9))
+    band = ConstrainedSolver(asm, np.arange(6), block=False)
+    assert two.block_index is one.block_index and two._fixed_band is one._fixed_band
+    assert other.block_fixed is not one.block_fixed and band.block_index is None
+    K = dense(asm, Ke, [])
+    for solver, constrained in ((one, np.arange(6)), (two, np.arange(6)), (other, np.arange(3, 9)),
+                                (band, np.arange(6))):
+        x = solver.solve(Ke, -rhs)
+        assert rel_err(x, reference(K, -rhs, constrained)) < 1e-10
+        assert solver.last_method == ("banded" if solver is band else "block")
