@@ -45,6 +45,37 @@ def test_upper_limb_first_quarter_second(quarter_second):
     assert not r.complete and "—" in upper_limb.report(results).splitlines()[1]
 
 
+def test_printed_wiggles_relative_to_range_and_to_mean(quarter_second):
+    """main() prints the wiggles of N(θ) relative to the force range (the check as before) and to the mean
+    force, each with its fiber and time, and says what they are."""
+    from skfiber.demos._upper_limb_checks import oscillation, profile_oscillation, profile_wiggles
+
+    results, _, stdout = quarter_second
+    r = results[0]
+    (t, profiles), = r.profiles.items()
+    by_range = {name: oscillation(N) for name, (_, N) in profiles.items()}
+    by_mean = {name: oscillation(N, relative_to="mean") for name, (_, N) in profiles.items()}
+    assert max(by_range.values()) == profile_oscillation(r)
+    assert max(by_mean.values()) == profile_oscillation(r, relative_to="mean")
+    assert profile_wiggles(r) == [(t, name, by_range[name], by_mean[name]) for name in profiles]
+    worst_range, worst_mean = max(by_range, key=by_range.get), max(by_mean, key=by_mean.get)
+    assert (f"{100 * by_range[worst_range]:.2f} % of the force range ({worst_range}, t = {t:g} s), "
+            f"{100 * by_mean[worst_mean]:.2f} % of the mean force ({worst_mean}, t = {t:g} s)") in stdout
+    assert "falls like h³" in stdout
+
+
+def test_oscillation_relative_to_range_or_mean():
+    from skfiber.demos._upper_limb_checks import oscillation
+
+    N = np.array([100.0, 100.0, 102.0, 100.0])   # sample 2 is 2 from its neighbours' mean; range 2, mean 100.5
+    assert oscillation(N) == oscillation(N, relative_to="range") == 1.0
+    assert oscillation(N, relative_to="mean") == pytest.approx(2.0 / 100.5)
+    assert oscillation(N + 1e6, relative_to="range") == 1.0     # the range-relative value ignores the level of N
+    assert oscillation(np.full(5, 3.0), relative_to="mean") == 0.0
+    with pytest.raises(ValueError, match="relative_to must be 'range' or 'mean'"):
+        oscillation(N, relative_to="max")
+
+
 def test_fiber_contact_is_active_and_admissible(quarter_second):
     """Fiber–fiber contact acts during the run (measured: 170–198 active contact points of the 400 in the first
     0.25 s at level 1), every contact point stays admissible (1 + γg > 0) and the VTK output has no NaN."""
