@@ -27,7 +27,7 @@ from skfiber.contact import FiberContact
 from skfiber.contact.cylinder import CylinderContact
 
 __all__ = ["RunChecks", "SampleCheck", "SampleChecker", "CHECK_COLUMNS", "check_sample", "run_checks", "check_states", "describe_checks", "angle_difference", "force_difference", "oscillation",
-           "profile_oscillation", "profile_wiggles", "describe_wiggles", "WIGGLE_MEASURED"]
+           "profile_oscillation", "profile_wiggles", "describe_wiggles"]
 
 
 @dataclass
@@ -225,26 +225,19 @@ def profile_wiggles(result) -> list[tuple[float, str, float, float]]:
             for t, prof in sorted(result.profiles.items()) for name, (_, N) in prof.items()]
 
 
-#: the largest :func:`oscillation` relative to the mean force of the default model's profiles (biceps1 and
-#: triceps1 at t = 1 s and 4 s), measured per level (``docs/theory.md``, upper limb): it falls about like h³
-WIGGLE_MEASURED = {1: 0.40, 2: 0.084, 3: 0.015, 4: 0.0017}
-
-
 def describe_wiggles(result) -> list[str]:
     """Lines on the wiggles of the run's axial-force profiles: the largest deviation of a sample from its
     neighbours' mean relative to the force range (the demo's check) and to the mean force, each with its fiber
-    and time, and what they are and what the default model gave at the levels (:data:`WIGGLE_MEASURED`)."""
+    and time, and what they are (the figures measured per level are in ``docs/theory.md``, upper limb)."""
     wiggles = profile_wiggles(result)
     t_r, name_r, by_range, _ = max(wiggles, key=lambda w: w[2])
     t_m, name_m, _, by_mean = max(wiggles, key=lambda w: w[3])
-    measured = ", ".join(f"{100 * v:.2g} %" for v in WIGGLE_MEASURED.values())
     return [f"axial-force profiles (t = {', '.join(f'{t:g}' for t in sorted(result.profiles))} s): largest deviation "
             f"from the neighbours' mean {100 * by_range:.2f} % of the force range ({name_r}, t = {t_r:g} s), "
             f"{100 * by_mean:.2f} % of the mean force ({name_m}, t = {t_m:g} s)",
-            "  (the error of N at a point, computed from the stretch of the cubic Hermite field; it falls like h³: "
-            f"the default model gave at most {measured} of the mean force at levels 1–4 (t = 1, 4 s). The "
-            "range-relative value stays large until the wiggles are smaller than the true variation of N along "
-            "the fiber; docs/theory.md, upper limb)"]
+            "  (the error of N at a point, computed from the stretch of the cubic Hermite field: it falls like h³ "
+            "with more elements per fiber. The range-relative value stays large until the wiggles are smaller than "
+            "the true variation of N along the fiber; docs/theory.md, upper limb)"]
 
 
 def describe_checks(r) -> list[str]:

@@ -156,13 +156,12 @@ and margins, the wiggles of N(θ) per level, and with several levels their
 differences.
 
 **Wiggles of N(θ).**  N along a fiber is nearly constant but wiggles from
-sample to sample on coarse meshes: the largest deviation of a sample from its
-neighbours' mean is up to 40 % of the mean force at level 1, 8.4 %, 1.5 % and
-0.17 % at levels 2–4 (biceps1 and triceps1 at t = 1 s and 4 s).  It is the
-error of N at a point, which comes from the stretch of the cubic Hermite field
-(an error like h³, times the steep ∂N/∂λ where eq. 77 makes the stretch vary
-along the fiber); a single fiber without load, whose exact N is constant,
-wiggles alike (``docs/theory.md``).  The demo prints it relative to the force
+sample to sample on coarse meshes, by tens of percent of the mean force at
+level 1 and well below 1 % at level 4 (the figures: ``docs/theory.md``).  It is
+the error of N at a point, which comes from the stretch of the cubic Hermite
+field (an error like h³, times the steep ∂N/∂λ where eq. 77 makes the stretch
+vary along the fiber); a single fiber without load, whose exact N is constant,
+wiggles alike.  The demo prints it relative to the force
 range (its check; that value stays large until the wiggles are smaller than
 the true variation of N) and relative to the mean force.
 
