@@ -29,7 +29,7 @@ from .materials import (
 )
 from .core import State
 from .model import Model
-from .postprocess import FiberFields, fiber_fields
+from .postprocess import FiberFields, fiber_fields, recovered_axial_force
 from .core import ConvergenceError, NewtonOptions
 from .solver import SimulationResult, simulate, solve_static
 from .terms import Term
@@ -58,6 +58,7 @@ __all__ = [
     "SimulationResult",
     "FiberFields",
     "fiber_fields",
+    "recovered_axial_force",
     "run_simulation",
 ]
 

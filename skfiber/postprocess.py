@@ -1,5 +1,10 @@
 """Quantities along the fibers: position, current radius, stretch, stress, axial force.
 
+:func:`fiber_fields` evaluates them at points of the cubic Hermite solution;
+:func:`recovered_axial_force` gives the axial force N(θ) recovered by an L2
+projection onto the continuous piecewise quadratics (the θ-derivatives of the
+test functions), far more accurate on coarse meshes than N at a point.
+
 Example
 -------
 >>> from skfiber import Fiber, Model, fiber_fields
@@ -11,16 +16,19 @@ Example
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse.linalg as spla
+from skfem import Basis, BilinearForm, ElementLineP2, LinearForm, MeshLine, asm
 
 from .fiber import Fiber
 from .materials import MaterialPoint
 from .core import State
 from .model import Model
 
-__all__ = ["FiberFields", "fiber_fields"]
+__all__ = ["FiberFields", "fiber_fields", "recovered_axial_force"]
 
 
 @dataclass(frozen=True)
@@ -72,7 +80,8 @@ def fiber_fields(
     strongly along a fiber and N is stiff in λ (the upper limb's fibers, paper eq. 77), N at the
     samples wiggles about its true value on coarse meshes (up to 11 % of N at 8 elements per fiber for a
     fiber whose exact N is constant); the forces at attached or fixed ends, which the weak form gives,
-    are far more accurate (6·10⁻⁴ there).  See ``docs/theory.md`` (upper limb).
+    are far more accurate (6·10⁻⁴ there), and so is N recovered by
+    :func:`recovered_axial_force`.  See ``docs/theory.md`` (upper limb).
     """
     d = model.discretization
     k = d.fiber_index(fiber)
@@ -106,3 +115,93 @@ def fiber_fields(
         activation=alpha,
         muscle_fraction=gm,
     )
+
+
+@BilinearForm
+def _mass(u, v, w):
+    """∫ u v dθ: the mass matrix of the recovery space."""
+    return u * v
+
+
+@LinearForm
+def _force_load(v, w):
+    """∫ N v dθ, N at the quadrature points (``w["N"]``)."""
+    return w["N"] * v
+
+
+@functools.lru_cache(maxsize=32)
+def _recovery_space(n_elements: int, points: bytes, weights: bytes):
+    """(basis, LU of its mass matrix) of the continuous piecewise quadratics on the fiber's uniform θ-mesh of
+    ``n_elements`` elements, with the cable's quadrature (reference points and weights on [0, 1])."""
+    X = np.frombuffer(points).reshape(1, -1)
+    W = np.frombuffer(weights)
+    basis = Basis(MeshLine(np.linspace(0.0, 1.0, n_elements + 1)), ElementLineP2(), quadrature=(X, W))
+    return basis, spla.splu(asm(_mass, basis).tocsc())
+
+
+def recovered_axial_force(
+    model: Model,
+    state: State,
+    fiber: Fiber | int | str,
+    *,
+    theta: np.ndarray | None = None,
+    points_per_element: int = 4,
+) -> np.ndarray:
+    """The axial force N(θ) recovered by L2 projection, at parameters θ (default: evenly spaced).
+
+    N_h is the continuous piecewise quadratic on the fiber's elements with
+    ∫ N_h v dθ = ∫ N v dθ for every such v, N = π r0² λ S at the quadrature
+    points of the cable's weak form (those of the residual).  The continuous
+    piecewise quadratics are the θ-derivatives of the cubic Hermite test
+    functions, so for a straight fiber the Galerkin equations fix exactly this
+    projection of N (the weak form tests N against ψ′): without load N_h is
+    constant and equals the force at the ends.  N at a point
+    (:func:`fiber_fields`) wiggles on coarse meshes where the stretch varies
+    along the fiber; N_h does not (``docs/theory.md``, upper limb).
+
+    Parameters
+    ----------
+    model, state
+        The model and the state to evaluate.
+    fiber
+        The fiber (object, index or name).
+    theta
+        Parameters in [0, 1]; default ``points_per_element`` samples per element.
+    points_per_element
+        Samples per element of the default θ (≥ 1).
+
+    Returns
+    -------
+    numpy.ndarray
+        N_h at θ (N).
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> import skfiber as sf
+    >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
+    >>> model = sf.Model([fiber])
+    >>> state = model.initial_state()
+    >>> state.u[:] = 0.1 * model.discretization.reference_dofs      # stretched uniformly by 10 %
+    >>> N = recovered_axial_force(model, state, fiber, theta=np.array([0.0, 0.5, 1.0]))
+    >>> bool(np.allclose(N, fiber_fields(model, state, fiber, theta=np.array([0.5])).force))   # N is constant
+    True
+    """
+    d = model.discretization
+    k = d.fiber_index(fiber)
+    f = d.fibers[k]
+    if theta is None:
+        if not isinstance(points_per_element, (int, np.integer)) or points_per_element < 1:
+            raise ValueError(f"points_per_element must be an integer ≥ 1, got {points_per_element!r}")
+        theta = np.linspace(0.0, 1.0, f.n_elements * points_per_element + 1)
+    theta = np.atleast_1d(np.asarray(theta, dtype=float))
+    if not np.all((theta >= 0) & (theta <= 1)):  # NaN too
+        raise ValueError(f"theta (the fiber parameter θ) must lie in [0, 1], got values in "
+                         f"[{np.min(theta):g}, {np.max(theta):g}]")
+    X, W = d.basis.quadrature
+    basis, mass = _recovery_space(int(f.n_elements), np.ascontiguousarray(X[0], dtype=float).tobytes(),
+                                  np.ascontiguousarray(W, dtype=float).tobytes())
+    points = basis.mapping.F(basis.X)[0]  # (elements, quadrature points): θ of the quadrature points
+    N = fiber_fields(model, state, k, theta=points.ravel()).force.reshape(points.shape)
+    coefficients = mass.solve(asm(_force_load, basis, N=N))
+    return basis.probes(theta[None, :]) @ coefficients
