@@ -213,31 +213,38 @@ def oscillation(force: np.ndarray, *, relative_to: str = "range") -> float:
     return float(np.abs(force[1:-1] - 0.5 * (force[:-2] + force[2:])).max() / scale)
 
 
-def profile_oscillation(result, *, relative_to: str = "range") -> float:
-    """:func:`oscillation` of the axial-force profiles of the run (paper Fig. 12 times), the largest."""
-    return max(oscillation(N, relative_to=relative_to) for prof in result.profiles.values() for _, N in prof.values())
+def profile_oscillation(result, *, relative_to: str = "range", recovered: bool = False) -> float:
+    """:func:`oscillation` of the axial-force profiles of the run (paper Fig. 12 times), the largest: of N at the
+    samples, or with ``recovered`` of N recovered by L2 projection (:func:`skfiber.recovered_axial_force`)."""
+    k = 2 if recovered else 1
+    return max(oscillation(p[k], relative_to=relative_to) for prof in result.profiles.values() for p in prof.values())
 
 
-def profile_wiggles(result) -> list[tuple[float, str, float, float]]:
-    """Per axial-force profile of the run: (time, fiber, :func:`oscillation` relative to the range, relative to
-    the mean), in time order."""
-    return [(float(t), name, oscillation(N), oscillation(N, relative_to="mean"))
-            for t, prof in sorted(result.profiles.items()) for name, (_, N) in prof.items()]
+def profile_wiggles(result) -> list[tuple[float, str, float, float, float]]:
+    """Per axial-force profile of the run: (time, fiber, :func:`oscillation` of N at the samples relative to the
+    range, relative to the mean, and of the recovered N relative to the range), in time order."""
+    return [(float(t), name, oscillation(N), oscillation(N, relative_to="mean"), oscillation(N_rec))
+            for t, prof in sorted(result.profiles.items()) for name, (_, N, N_rec) in prof.items()]
 
 
 def describe_wiggles(result) -> list[str]:
     """Lines on the wiggles of the run's axial-force profiles: the largest deviation of a sample from its
-    neighbours' mean relative to the force range (the demo's check) and to the mean force, each with its fiber
-    and time, and what they are (the figures measured per level are in ``docs/theory.md``, upper limb)."""
+    neighbours' mean, of N at the samples relative to the force range and to the mean force, and of the
+    recovered N relative to the force range (the demo's check), each with its fiber and time, and what they
+    are (the figures measured per level are in ``docs/theory.md``, upper limb)."""
     wiggles = profile_wiggles(result)
-    t_r, name_r, by_range, _ = max(wiggles, key=lambda w: w[2])
-    t_m, name_m, _, by_mean = max(wiggles, key=lambda w: w[3])
-    return [f"axial-force profiles (t = {', '.join(f'{t:g}' for t in sorted(result.profiles))} s): largest deviation "
-            f"from the neighbours' mean {100 * by_range:.2f} % of the force range ({name_r}, t = {t_r:g} s), "
-            f"{100 * by_mean:.2f} % of the mean force ({name_m}, t = {t_m:g} s)",
-            "  (the error of N at a point, computed from the stretch of the cubic Hermite field: it falls like h³ "
-            "with more elements per fiber. The range-relative value stays large until the wiggles are smaller than "
-            "the true variation of N along the fiber; docs/theory.md, upper limb)"]
+    t_r, name_r, by_range = max(wiggles, key=lambda w: w[2])[:3]
+    t_m, name_m, _, by_mean = max(wiggles, key=lambda w: w[3])[:4]
+    t_c, name_c, *_, recovered = max(wiggles, key=lambda w: w[4])
+    times = ", ".join(f"{t:g}" for t in sorted(result.profiles))
+    return [f"axial-force profiles (t = {times} s), largest deviation of a sample from its neighbours' mean: "
+            f"recovered N {100 * recovered:.2f} % of the force range ({name_c}, t = {t_c:g} s); N at the samples "
+            f"{100 * by_range:.2f} % of the force range ({name_r}, t = {t_r:g} s), {100 * by_mean:.2f} % of the mean "
+            f"force ({name_m}, t = {t_m:g} s)",
+            "  (N at a point comes from the stretch of the cubic Hermite field; its error falls like h³ with more "
+            "elements per fiber, and it is large where the stretch varies along the fiber. The recovered N, the L2 "
+            "projection onto the derivatives of the test functions, is what the weak form determines; "
+            "docs/theory.md, upper limb)"]
 
 
 def describe_checks(r) -> list[str]:

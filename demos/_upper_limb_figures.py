@@ -45,11 +45,11 @@ def _write_csv(results, out: Path) -> list[Path]:
         path = out / f"axial_force_level{r.level}.csv"
         with open(path, "w", newline="") as fh:
             w = csv.writer(fh)
-            w.writerow(["t_s", "fiber", "theta", "axial_force_N"])
+            w.writerow(["t_s", "fiber", "theta", "axial_force_N", "recovered_axial_force_N"])
             for tp, prof in sorted(r.profiles.items()):
-                for name, (theta, N) in prof.items():
-                    for th, n_ in zip(theta, N):
-                        w.writerow([tp, name, f"{th:.6g}", f"{n_:.9g}"])
+                for name, (theta, N, N_rec) in prof.items():
+                    for th, n_, nr in zip(theta, N, N_rec):
+                        w.writerow([tp, name, f"{th:.6g}", f"{n_:.9g}", f"{nr:.9g}"])
         files.append(path)
     return files
 
@@ -115,15 +115,17 @@ def _plots(results, out: Path) -> list[Path]:
     times = sorted({tp for r in results for tp in r.profiles})
     for r in results:
         for tp, prof in sorted(r.profiles.items()):
-            for ax, (name, (theta, N)) in zip(axes, prof.items()):
-                ax.plot(theta, N, color=f"C{times.index(tp)}", label=f"t = {tp:g} s, level {r.level}",
-                        **_style(results, r))
+            for ax, (name, (theta, N, N_rec)) in zip(axes, prof.items()):
+                color = f"C{times.index(tp)}"
+                ax.plot(theta, N_rec, color=color, label=f"t = {tp:g} s, level {r.level}", **_style(results, r))
+                ax.plot(theta, N, color=color, lw=0.6, alpha=0.45, marker=".", ms=2)
                 ax.set_title(name, fontsize=10)
     for ax in axes:
         ax.set(xlabel="fiber parameter θ [–]", ylabel="axial force N = π r0² λ S [N]")
         ax.grid(alpha=0.3)
     fig.suptitle(f"Axial force along one biceps and one triceps fiber at t = {', '.join(f'{t:g}' for t in times)} s "
-                 f"(cf. paper Fig. 12)\n{_setting(results)}", fontsize=10)
+                 f"(cf. paper Fig. 12): recovered N (lines), N at the samples (thin, dots)\n{_setting(results)}",
+                 fontsize=10)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4), fontsize=8, frameon=False)
     fig.savefig(out / "axial_force.png", dpi=120)

@@ -38,6 +38,8 @@ else:             # demos/ is on sys.path
 
 __all__ = ["History", "PROFILE_FIBERS", "FORCE_ATTACHMENTS"]
 
+#: what a profile keeps per fiber: θ, N at the samples, N recovered (:func:`axial_force`)
+_PROFILE_KEYS = ("theta", "force", "recovered")
 #: the fibers whose axial-force profiles are kept (paper Fig. 12)
 PROFILE_FIBERS = ("biceps1", "triceps1")
 #: the attachments whose forces are kept per step (paper Fig. 11)
@@ -46,10 +48,11 @@ FORCE_ATTACHMENTS = ("biceps1.origin", "triceps1.origin")
 _SNAPSHOT_FIELDS = ("u", "v", "q", "p")
 
 
-def axial_force(model: sf.Model, state: sf.State, fiber: str) -> tuple[np.ndarray, np.ndarray]:
-    """θ and the axial force N (N) along ``fiber``."""
+def axial_force(model: sf.Model, state: sf.State, fiber: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """θ, the axial force N (N) at the samples (:func:`skfiber.fiber_fields`) and N recovered by L2 projection
+    (:func:`skfiber.recovered_axial_force`) along ``fiber``."""
     ff = sf.fiber_fields(model, state, fiber)
-    return ff.theta, ff.force
+    return ff.theta, ff.force, sf.recovered_axial_force(model, state, fiber, theta=ff.theta)
 
 
 class History:
@@ -124,7 +127,7 @@ class History:
         times = sorted(self.profiles)
         out["profile.t"] = np.array(times)
         for name in PROFILE_FIBERS:
-            for k, key in enumerate(("theta", "force")):
+            for k, key in enumerate(_PROFILE_KEYS):
                 out[f"profile.{name}.{key}"] = np.array([self.profiles[t][name][k] for t in times])
         return out
 
@@ -141,9 +144,9 @@ class History:
             self.snapshots = [sf.State(float(t), *(arrays[f"snapshot.{key}"][i].copy() for key in ("u", "v")),
                                        q=arrays["snapshot.q"][i].copy(), p=arrays["snapshot.p"][i].copy())
                               for i, t in enumerate(arrays["snapshot.t"])]
-            self.profiles = {float(t): {name: (arrays[f"profile.{name}.theta"][i].copy(),
-                                               arrays[f"profile.{name}.force"][i].copy()) for name in PROFILE_FIBERS}
+            self.profiles = {float(t): {name: tuple(arrays[f"profile.{name}.{key}"][i].copy() for key in _PROFILE_KEYS)
+                                        for name in PROFILE_FIBERS}
                              for i, t in enumerate(arrays["profile.t"])}
         except KeyError as err:
             raise ValueError(f"the checkpoint holds no upper-limb history (no {err.args[0]!r}); it was not written "
-                             "by the upper-limb demo: start afresh (without --resume)") from None
+                             "by this version of the upper-limb demo: start afresh (without --resume)") from None

@@ -28,7 +28,10 @@ name                 unit   meaning
 ``stretch``          1      λ = ‖a1‖/‖A1‖
 ``stretch_rate``     1/s    λ̇
 ``stress``           Pa     physical 2nd Piola–Kirchhoff stress S
-``force``            N      axial force N = π r0² λ S
+``force``            N      axial force N = π r0² λ S at the sample
+``force_recovered``  N      axial force recovered by L2 projection
+                            (:func:`~skfiber.postprocess.recovered_axial_force`;
+                            smooth where ``force`` wiggles on coarse meshes)
 ``activation``       1      α(t) of the fiber
 ``muscle_fraction``  1      γM(θ) (1 muscle, 0 tendon)
 ``displacement``     m      u = x − X (3 components)
@@ -78,7 +81,7 @@ from .contact.cylinder import CylinderContact
 from .core import State
 from .materials import MaterialPoint
 from .model import Model
-from .postprocess import fiber_fields
+from .postprocess import fiber_fields, recovered_axial_force
 from .rigid.bodies import Cylinder  # re-exported: skfiber.io.Cylinder
 
 __all__ = [
@@ -108,6 +111,7 @@ FIBER_FIELDS: dict[str, tuple[str, str]] = {
     "stretch_rate": ("1/s", "stretch rate λ̇"),
     "stress": ("Pa", "physical 2nd Piola–Kirchhoff stress S"),
     "force": ("N", "axial force N = π r0² λ S"),
+    "force_recovered": ("N", "axial force recovered by L2 projection onto the derivatives of the test functions"),
     "activation": ("1", "activation α(t)"),
     "muscle_fraction": ("1", "muscle fraction γM(θ)"),
     "displacement": ("m", "displacement u = x − X"),
@@ -179,6 +183,7 @@ def fiber_mesh(
             "stretch_rate": f.stretch_rate,
             "stress": f.stress,
             "force": f.force,
+            "force_recovered": recovered_axial_force(model, state, k, theta=f.theta),
             "activation": np.full(n, f.activation),
             "muscle_fraction": f.muscle_fraction,
             "displacement": d.evaluate(state.u, k, f.theta).T,

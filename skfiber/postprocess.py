@@ -139,6 +139,13 @@ def _recovery_space(n_elements: int, points: bytes, weights: bytes):
     return basis, spla.splu(asm(_mass, basis).tocsc())
 
 
+@functools.lru_cache(maxsize=64)
+def _probes(n_elements: int, points: bytes, weights: bytes, theta: bytes):
+    """The interpolation matrix of the recovery space at θ (the same samples come back frame after frame)."""
+    basis, _ = _recovery_space(n_elements, points, weights)
+    return basis.probes(np.frombuffer(theta)[None, :])
+
+
 def recovered_axial_force(
     model: Model,
     state: State,
@@ -199,9 +206,10 @@ def recovered_axial_force(
         raise ValueError(f"theta (the fiber parameter θ) must lie in [0, 1], got values in "
                          f"[{np.min(theta):g}, {np.max(theta):g}]")
     X, W = d.basis.quadrature
-    basis, mass = _recovery_space(int(f.n_elements), np.ascontiguousarray(X[0], dtype=float).tobytes(),
-                                  np.ascontiguousarray(W, dtype=float).tobytes())
+    space = (int(f.n_elements), np.ascontiguousarray(X[0], dtype=float).tobytes(),
+             np.ascontiguousarray(W, dtype=float).tobytes())
+    basis, mass = _recovery_space(*space)
     points = basis.mapping.F(basis.X)[0]  # (elements, quadrature points): θ of the quadrature points
     N = fiber_fields(model, state, k, theta=points.ravel()).force.reshape(points.shape)
     coefficients = mass.solve(asm(_force_load, basis, N=N))
-    return basis.probes(theta[None, :]) @ coefficients
+    return _probes(*space, theta.tobytes()) @ coefficients

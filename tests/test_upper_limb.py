@@ -53,14 +53,19 @@ def test_printed_wiggles_relative_to_range_and_to_mean(quarter_second):
     results, _, stdout = quarter_second
     r = results[0]
     (t, profiles), = r.profiles.items()
-    by_range = {name: oscillation(N) for name, (_, N) in profiles.items()}
-    by_mean = {name: oscillation(N, relative_to="mean") for name, (_, N) in profiles.items()}
+    by_range = {name: oscillation(N) for name, (_, N, _) in profiles.items()}
+    by_mean = {name: oscillation(N, relative_to="mean") for name, (_, N, _) in profiles.items()}
+    recovered = {name: oscillation(N_rec) for name, (_, _, N_rec) in profiles.items()}
     assert max(by_range.values()) == profile_oscillation(r)
     assert max(by_mean.values()) == profile_oscillation(r, relative_to="mean")
-    assert profile_wiggles(r) == [(t, name, by_range[name], by_mean[name]) for name in profiles]
+    assert max(recovered.values()) == profile_oscillation(r, recovered=True)
+    assert profile_wiggles(r) == [(t, name, by_range[name], by_mean[name], recovered[name]) for name in profiles]
     worst_range, worst_mean = max(by_range, key=by_range.get), max(by_mean, key=by_mean.get)
-    assert (f"{100 * by_range[worst_range]:.2f} % of the force range ({worst_range}, t = {t:g} s), "
-            f"{100 * by_mean[worst_mean]:.2f} % of the mean force ({worst_mean}, t = {t:g} s)") in stdout
+    worst_recovered = max(recovered, key=recovered.get)
+    assert (f"recovered N {100 * recovered[worst_recovered]:.2f} % of the force range ({worst_recovered}, "
+            f"t = {t:g} s); N at the samples {100 * by_range[worst_range]:.2f} % of the force range "
+            f"({worst_range}, t = {t:g} s), {100 * by_mean[worst_mean]:.2f} % of the mean force "
+            f"({worst_mean}, t = {t:g} s)") in stdout
     assert "falls like h³" in stdout
 
 
