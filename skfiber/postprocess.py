@@ -62,6 +62,20 @@ class FiberFields:
     muscle_fraction: np.ndarray
 
 
+def _parameters(fiber: Fiber, theta: np.ndarray | None, points_per_element: int) -> np.ndarray:
+    """θ as a float array in [0, 1] (ValueError otherwise); None: ``points_per_element`` evenly spaced samples
+    per element of ``fiber``."""
+    if theta is None:
+        if not isinstance(points_per_element, (int, np.integer)) or points_per_element < 1:
+            raise ValueError(f"points_per_element must be an integer ≥ 1, got {points_per_element!r}")
+        theta = np.linspace(0.0, 1.0, fiber.n_elements * points_per_element + 1)
+    theta = np.atleast_1d(np.asarray(theta, dtype=float))
+    if not np.all((theta >= 0) & (theta <= 1)):  # NaN too
+        raise ValueError(f"theta (the fiber parameter θ) must lie in [0, 1], got values in "
+                         f"[{np.min(theta):g}, {np.max(theta):g}]")
+    return theta
+
+
 def fiber_fields(
     model: Model,
     state: State,
@@ -86,11 +100,7 @@ def fiber_fields(
     d = model.discretization
     k = d.fiber_index(fiber)
     f = d.fibers[k]
-    if theta is None:
-        if not isinstance(points_per_element, (int, np.integer)) or points_per_element < 1:
-            raise ValueError(f"points_per_element must be an integer ≥ 1, got {points_per_element!r}")
-        theta = np.linspace(0.0, 1.0, f.n_elements * points_per_element + 1)
-    theta = np.atleast_1d(np.asarray(theta, dtype=float))
+    theta = _parameters(f, theta, points_per_element)
     x = d.evaluate(d.reference_dofs + state.u, k, theta)
     a1 = d.evaluate(d.reference_dofs + state.u, k, theta, 1)
     A1 = d.evaluate(d.reference_dofs, k, theta, 1)
@@ -197,14 +207,7 @@ def recovered_axial_force(
     d = model.discretization
     k = d.fiber_index(fiber)
     f = d.fibers[k]
-    if theta is None:
-        if not isinstance(points_per_element, (int, np.integer)) or points_per_element < 1:
-            raise ValueError(f"points_per_element must be an integer ≥ 1, got {points_per_element!r}")
-        theta = np.linspace(0.0, 1.0, f.n_elements * points_per_element + 1)
-    theta = np.atleast_1d(np.asarray(theta, dtype=float))
-    if not np.all((theta >= 0) & (theta <= 1)):  # NaN too
-        raise ValueError(f"theta (the fiber parameter θ) must lie in [0, 1], got values in "
-                         f"[{np.min(theta):g}, {np.max(theta):g}]")
+    theta = _parameters(f, theta, points_per_element)
     X, W = d.basis.quadrature
     space = (int(f.n_elements), np.ascontiguousarray(X[0], dtype=float).tobytes(),
              np.ascontiguousarray(W, dtype=float).tobytes())
