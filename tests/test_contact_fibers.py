@@ -164,6 +164,13 @@ def test_kept_neighbour_list_gives_the_pairs_of_a_fresh_broad_phase():
     builds = kept.builds  # another grouping of the same boxes: rebuilt
     kept.neighbours(st.P, s.elements, np.zeros_like(s.fiber), st.reach)
     assert kept.builds == builds + 1
+    kept.neighbours(st.P, s.elements, s.fiber, st.reach)
+    kept.neighbours(st.P, s.elements, s.fiber, st.reach)
+    assert kept.builds == builds + 2  # back to the fibers' grouping once, then kept
+    P = st.P.copy()
+    P[s.elements[0], 0, 0] = np.nan
+    kept.neighbours(P, s.elements, s.fiber, st.reach)
+    assert kept.builds == builds + 3  # a control point that is not a number is no small motion
 
 
 def test_contact_pairs_find_every_contact_brute_force_finds():

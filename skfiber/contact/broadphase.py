@@ -132,14 +132,33 @@ class NeighbourList:
         built = self._built
         if (built is not None and built[0].shape == P.shape
                 and (built[1] is elements or np.array_equal(built[1], elements))
-                and np.array_equal(built[5], fiber[elements])):
-            moved = float(np.max(np.abs(P[elements] - built[0][elements]))) if elements.size else 0.0
-            if np.all(reach[elements] + moved <= built[2]):
-                return built[3], built[4]
+                and (built[6] is fiber or np.array_equal(built[5], fiber[elements]))
+                and _list_holds(P, built[0], elements, reach, built[2])):
+            return built[3], built[4]
         enlarged = reach[elements] + self.margin * (float(reach[elements].max()) if elements.size else 0.0)
         lo, hi = P.min(axis=1), P.max(axis=1)
         ptr, nbr = box_neighbours(np.ascontiguousarray(lo[elements]), np.ascontiguousarray(hi[elements]),
                                   np.ascontiguousarray(fiber[elements]), enlarged)
-        self._built = (P.copy(), elements, enlarged, ptr, nbr, np.array(fiber[elements]))
+        # (fiber itself is kept to recognise it next time; its values at the build are in the copy)
+        self._built = (P.copy(), elements, enlarged, ptr, nbr, np.array(fiber[elements]), fiber)
         self.builds += 1
         return ptr, nbr
+
+
+@numba.njit(cache=True)
+def _list_holds(P, P_built, elements, reach, enlarged):  # pragma: no cover - compiled
+    """Whether reach[e] + M ≤ enlarged[i] for every element e = elements[i], with M the largest move
+    |P[e] − P_built[e]| of a control-point coordinate since the build (the test of :class:`NeighbourList`)."""
+    moved = 0.0
+    for e in elements:
+        for a in range(P.shape[1]):
+            for m in range(P.shape[2]):
+                d = abs(P[e, a, m] - P_built[e, a, m])
+                if not d <= moved:
+                    if d != d:  # NaN: rebuild (the sweep and the search then see it)
+                        return False
+                    moved = d
+    for i in range(elements.size):
+        if not reach[elements[i]] + moved <= enlarged[i]:
+            return False
+    return True
