@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from ..threads import threads_for
@@ -119,13 +120,27 @@ def find_pairs(model, s: FiberSetup, st: FiberState, *, gamma: float, method: st
     threads = threads_for(int(ptr[-1]) * s.nq, PARALLEL_SEARCH_WORK)
     k, eB, xi, dist, fixed, y, yp_norm, Yp_norm = (pairs_loop(*args) if threads == 1 else
                                                    pairs_loop_parallel(*args, threads))
-    eA = k // s.nq
     r0y, dr0y = reference_radius(model, s, eB, xi)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ry = r0y * np.sqrt(Yp_norm / yp_norm)
-        g = dist / (st.rx[k] + ry) - 1.0
-    return ContactPairs(k, eA, eB, xi, fixed, st.x[k], y, dist, st.rx[k], ry, g,
-                        1.0 + gamma * g, s.fiber[eA], s.fiber[eB], dr0y / r0y)
+    eA, rx, ry, g, admissibility, log_slope = _gaps(k, s.nq, st.rx, r0y, dr0y, yp_norm, Yp_norm, dist, float(gamma))
+    return ContactPairs(k, eA, eB, xi, fixed, st.x[k], y, dist, rx, ry, g, admissibility, s.fiber[eA], s.fiber[eB],
+                        log_slope)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _gaps(k, nq, rx_points, r0y, dr0y, yp_norm, Yp_norm, dist, gamma):  # pragma: no cover - compiled
+    """Per pair: the element of x, r_x, r_y = r0 √(|Y′|/|y′|) (eq. 21), g = d/(r_x + r_y) − 1 (eq. 40),
+    1 + γ g and (dr0/dξ)/r0 at y (IEEE results for zero or non-finite inputs, as numpy gives them)."""
+    n = k.size
+    eA = np.empty(n, dtype=np.int64)
+    rx, ry, g, adm, slope = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    for i in range(n):
+        eA[i] = k[i] // nq
+        rx[i] = rx_points[k[i]]
+        ry[i] = r0y[i] * np.sqrt(Yp_norm[i] / yp_norm[i])
+        g[i] = dist[i] / (rx[i] + ry[i]) - 1.0
+        adm[i] = 1.0 + gamma * g[i]
+        slope[i] = dr0y[i] / r0y[i]
+    return eA, rx, ry, g, adm, slope
 
 
 def check_pairs(name: str, gamma: float, s: FiberSetup, pr: ContactPairs, t: float) -> None:
@@ -149,10 +164,8 @@ def check_pairs(name: str, gamma: float, s: FiberSetup, pr: ContactPairs, t: flo
     FloatingPointError
         If a pair has 1 + γ g ≤ 0, d ≤ 0 or a non-finite radius.
     """
-    bad = ~(pr.admissibility > 0) | ~(pr.distance > 0) | ~np.isfinite(pr.radius_y) | ~np.isfinite(pr.radius_x)
-    if np.any(bad):
-        i = int(np.flatnonzero(bad)[np.argmin(np.where(np.isnan(pr.admissibility[bad]), -np.inf,
-                                                       pr.admissibility[bad]))])
+    i = _worst_inadmissible(pr.admissibility, pr.distance, pr.radius_x, pr.radius_y)
+    if i >= 0:
         fa, fb = int(s.fiber[pr.element_x[i]]), int(s.fiber[pr.element_y[i]])
         q = pr.point[i] % s.nq
         th_x = s.theta0[pr.element_x[i]] + s.h[pr.element_x[i]] * s.xi[q]
@@ -164,3 +177,18 @@ def check_pairs(name: str, gamma: float, s: FiberSetup, pr: ContactPairs, t: flo
             f"r_x + r_y = {pr.radius_x[i] + pr.radius_y[i]:.4g} m, γ = {gamma:g}); "
             f"the fibers may not come closer than (1 − 1/γ)(r_x + r_y); " + STEP_HINT
         )
+
+
+@numba.njit(cache=True)
+def _worst_inadmissible(admissibility, distance, radius_x, radius_y):  # pragma: no cover - compiled
+    """The pair with 1 + γ g ≤ 0, d ≤ 0 or a non-finite radius (or any of them NaN) and the smallest 1 + γ g
+    (NaN counts as the smallest; the first of equals), or −1 when every pair is admissible."""
+    worst, value = -1, np.inf
+    for i in range(admissibility.size):
+        a = admissibility[i]
+        if (a > 0 and distance[i] > 0 and np.isfinite(radius_x[i]) and np.isfinite(radius_y[i])):
+            continue
+        key = -np.inf if a != a else a
+        if worst < 0 or key < value:
+            worst, value = i, key
+    return worst
