@@ -593,3 +593,33 @@ def test_penalty_continuation_reaches_the_equilibrium_of_the_direct_solve():
     free = np.ones(model.n_dofs, dtype=bool)
     free[model.constrained_dofs] = False
     assert np.linalg.norm(ev.residual[free]) <= 1e-9 * ev.reference_force + 1e-12 + ev.roundoff
+
+
+def test_check_pairs_names_the_deepest_inadmissible_pair():
+    """Two crossing fibers pressed together beyond the law's limit: check_pairs raises naming both fibers and
+    the pair with the smallest 1 + γg (numpy's argmin over the inadmissible pairs); a NaN 1 + γg counts as the
+    smallest; an admissible set passes."""
+    import dataclasses
+
+    from skfiber.contact.fiber_pairs import check_pairs, find_pairs
+    a = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, radius=0.05, name="a")
+    b = sf.Fiber.straight((0.5, -0.5, 0.02), (0.5, 0.5, 0.02), n_elements=4, radius=0.05, name="b")
+    model = sf.Model([a, b])
+    s = fiber_setup(model.discretization, 5, None, "contact")
+    pr = find_pairs(model, s, fiber_state(s, model, np.zeros(model.n_dofs), "contact"), gamma=2.0)
+    bad = np.flatnonzero(~(pr.admissibility > 0))
+    assert bad.size > 1
+    worst = bad[np.argmin(pr.admissibility[bad])]
+    with pytest.raises(FloatingPointError, match="penetrate too far") as err:
+        check_pairs("contact", 2.0, s, pr, 0.5)
+    first, second = (f"fiber {pr.fiber_x[worst]} ('{'ab'[pr.fiber_x[worst]]}')",
+                     f"fiber {pr.fiber_y[worst]} ('{'ab'[pr.fiber_y[worst]]}')")
+    assert f"{first} at θ =" in str(err.value) and f"and {second} at θ =" in str(err.value)
+    assert f"1 + γg = {pr.admissibility[worst]:.3g}" in str(err.value)
+    admissibility = pr.admissibility.copy()
+    admissibility[bad[-1]] = np.nan
+    with pytest.raises(FloatingPointError, match="1 \\+ γg = nan"):
+        check_pairs("contact", 2.0, s, dataclasses.replace(pr, admissibility=admissibility), 0.5)
+    ok = find_pairs(model, s, fiber_state(s, model, np.zeros(model.n_dofs), "contact"), gamma=0.5)
+    assert (ok.gap < 0).any() and (ok.admissibility > 0).all()
+    check_pairs("contact", 0.5, s, ok, 0.5)
