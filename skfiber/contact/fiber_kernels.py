@@ -118,6 +118,40 @@ def _box_box_distance(lo_a, hi_a, lo_b, hi_b):  # pragma: no cover - compiled
 
 
 @numba.njit(**_JIT)
+def _chord_at(P, e, x, k):  # pragma: no cover - compiled
+    """(:func:`chord_distance` (P[e], x[k]), :func:`chord_parameter` (P[e], x[k])): the same operations on
+    scalars, the parameter computed once."""
+    ee = 0.0
+    t = 0.0
+    for m in range(3):
+        d = P[e, 3, m] - P[e, 0, m]
+        ee += d * d
+        t += (x[k, m] - P[e, 0, m]) * d
+    t = min(max(t / ee, 0.0), 1.0) if ee > 0 else 0.0
+    d2 = 0.0
+    for m in range(3):
+        v = x[k, m] - P[e, 0, m] - t * (P[e, 3, m] - P[e, 0, m])
+        d2 += v * v
+    return np.sqrt(d2), t
+
+
+@numba.njit(**_JIT)
+def _upper_at(c, P, e, x, k, t):  # pragma: no cover - compiled
+    """:func:`_upper_bound` (c[e], P[e], x[k]) with t its chord parameter: the same operations on scalars."""
+    t2 = t * t
+    t3 = t * t * t
+    du = 0.0
+    d0 = 0.0
+    d3 = 0.0
+    for m in range(3):
+        ym = 1.0 * c[e, 0, m] + t * c[e, 1, m] + t2 * c[e, 2, m] + t3 * c[e, 3, m]  # power_point
+        du += (ym - x[k, m]) ** 2
+        d0 += (P[e, 0, m] - x[k, m]) ** 2
+        d3 += (P[e, 3, m] - x[k, m]) ** 2
+    return min(np.sqrt(du), min(np.sqrt(d0), np.sqrt(d3)))
+
+
+@numba.njit(**_JIT)
 def _beyond(d2, bound):  # pragma: no cover - compiled
     """True where d2, the sum of squares of a box distance (:func:`_box_distance`), proves that distance > bound.
 
@@ -130,7 +164,7 @@ def _beyond(d2, bound):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT)
 def _element_candidates(ia, row_start, row_end, nbr, elements, fiber, nq, x, rx, P, c, deviation, reach, lo, hi,
-                        short, d2s, near, near_d2, seed_ok, seed_lb, seed_g, top, y):  # pragma: no cover - compiled
+                        short, d2s, near, near_d2, seed_ok, seed_lb, seed_g, top):  # pragma: no cover - compiled
     """The elements of a broad-phase row that may be a candidate of some contact point of element ``ia``.
 
     Returns the count of the kept elements (in row order) in ``short``, and per partner fiber f a seed
@@ -195,11 +229,12 @@ def _element_candidates(ia, row_start, row_end, nbr, elements, fiber, nq, x, rx,
             lb = _box_distance(lo[eB], hi[eB], x[k])
             bound = rx[k] + reach[eB]
             if lb < bound:
-                lb = max(lb, chord_distance(P[eB], x[k]) - deviation[eB])
+                dc, t = _chord_at(P, eB, x, k)
+                lb = max(lb, dc - deviation[eB])
                 if lb < bound:
                     seed_ok[q, f] = True
                     seed_lb[q, f] = lb
-                    seed_g[q, f] = min(np.inf, _upper_bound(c[eB], P[eB], x[k], y))  # NaN: +∞, as in g
+                    seed_g[q, f] = min(np.inf, _upper_at(c, P, eB, x, k, t))  # NaN: +∞, as in g
             top[f] = max(top[f], seed_g[q, f] * (1 + _PRUNE_SLACK)) if seed_ok[q, f] else np.inf
     kept = 0
     for i in range(m):
@@ -215,7 +250,7 @@ def _element_candidates(ia, row_start, row_end, nbr, elements, fiber, nq, x, rx,
 
 @numba.njit(inline="always", **_JIT)
 def _point_candidates(k, q, short, count, fiber, x, rx, P, c, deviation, reach, lo, hi, near, seed_ok, seed_lb,
-                      seed_g, g, thr, cand_e, cand_lb, y):  # pragma: no cover - compiled
+                      seed_g, g, thr, cand_e, cand_lb):  # pragma: no cover - compiled
     """The candidate elements of contact point k (point q of its element) among ``short[:count]``.
 
     Into cand_e, cand_lb (in row order); returns their count.  They are those of the plain loop over
@@ -230,10 +265,15 @@ def _point_candidates(k, q, short, count, fiber, x, rx, P, c, deviation, reach, 
     beyond r_x + r̄_E′ fails the reach test, and one proven farther than g (1 + slack), g the minimum so
     far, is skipped: its lower bound exceeds the final g (1 + slack), so it is not kept, and its upper
     bound (a distance to a point of the element, in its box) exceeds g, so g does not change.  g does
-    not depend on the order of the minimum (min(g, NaN) = g: a NaN bound is ignored either way).
+    not depend on the order of the minimum (min(g, NaN) = g: a NaN bound is ignored either way).  The
+    point at the chord parameter is evaluated from the power coefficients, so it may lie outside the
+    box by a rounding of the coordinates (~10⁻¹⁶ of them): against the slack of 10⁻⁹ g that matters
+    only for distances below ~10⁻⁷ of the coordinates, where the pruning before this one (per element,
+    by the box of a seed element) made the same assumption.  The bounds are computed as in
+    :func:`_box_distance`, :func:`chord_distance` and :func:`_upper_bound`, on scalars
+    (:func:`_chord_at`, :func:`_upper_at`): the same operations, the same bits.
     ``g``, ``thr`` (g (1 + slack)) (nf,) are scratch.
     """
-    xk = x[k]
     x0, x1, x2 = x[k, 0], x[k, 1], x[k, 2]
     rk = rx[k]
     for f in range(g.size):
@@ -255,14 +295,15 @@ def _point_candidates(k, q, short, count, fiber, x, rx, P, c, deviation, reach, 
         d2 = v0 * v0 + v1 * v1 + v2 * v2
         if _beyond(d2, rk + reach[eB]) or _beyond(d2, thr[f]):
             continue
-        lb = _box_distance(lo[eB], hi[eB], xk)
+        lb = np.sqrt(d2)  # = _box_distance(lo[eB], hi[eB], xk): the same terms
         bound = rk + reach[eB]
         if not lb < bound or lb > thr[f]:
             continue
-        lb = max(lb, chord_distance(P[eB], xk) - deviation[eB])
+        dc, t = _chord_at(P, eB, x, k)
+        lb = max(lb, dc - deviation[eB])
         if not lb < bound:
             continue
-        g[f] = min(g[f], _upper_bound(c[eB], P[eB], xk, y))
+        g[f] = min(g[f], _upper_at(c, P, eB, x, k, t))
         thr[f] = g[f] * (1 + _PRUNE_SLACK)
         cand_e[m] = eB
         cand_lb[m] = lb
@@ -314,11 +355,11 @@ def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf
         if ptr[ia + 1] == ptr[ia]:
             continue
         count = _element_candidates(ia, ptr[ia], ptr[ia + 1], nbr, elements, fiber, nq, x, rx, P, c, deviation,
-                                    reach, lo, hi, short, d2s, near, near_d2, seed_ok, seed_lb, seed_g, top, y)
+                                    reach, lo, hi, short, d2s, near, near_d2, seed_ok, seed_lb, seed_g, top)
         for q in range(nq):
             k = elements[ia] * nq + q
             m = _point_candidates(k, q, short, count, fiber, x, rx, P, c, deviation, reach, lo, hi, near, seed_ok,
-                                  seed_lb, seed_g, g, thr, cand_e, cand_lb, y)
+                                  seed_lb, seed_g, g, thr, cand_e, cand_lb)
             for i in range(m):
                 eB = cand_e[i]
                 fb = fiber[eB]
