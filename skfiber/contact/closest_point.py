@@ -150,16 +150,18 @@ def _one_sign(a):  # pragma: no cover - compiled
 @numba.njit(**_JIT)
 def _monotone(c, x, bez):  # pragma: no cover - compiled
     """True where Bézier bounds prove f′ > 0 on [0, 1] (bez: the power → Bézier matrix)."""
-    D = np.empty((3, 3))
-    for m in range(3):
-        D[0, m] = c[1, m]
-        D[1, m] = c[1, m] + c[2, m]
-        D[2, m] = c[1, m] + 2 * c[2, m] + 3 * c[3, m]
-    u = D[0] + D[2]
-    un = max(np.sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]), 1e-300)
+    # the Bézier points D0, D1, D2 of y′ (scalars: no array per call)
+    d00, d01, d02 = c[1, 0], c[1, 1], c[1, 2]
+    d10, d11, d12 = c[1, 0] + c[2, 0], c[1, 1] + c[2, 1], c[1, 2] + c[2, 2]
+    d20 = c[1, 0] + 2 * c[2, 0] + 3 * c[3, 0]
+    d21 = c[1, 1] + 2 * c[2, 1] + 3 * c[3, 1]
+    d22 = c[1, 2] + 2 * c[2, 2] + 3 * c[3, 2]
+    u0, u1, u2 = d00 + d20, d01 + d21, d02 + d22
+    un = max(np.sqrt(u0 * u0 + u1 * u1 + u2 * u2), 1e-300)
     m_low = np.inf
-    for i in range(3):
-        m_low = min(m_low, (D[i, 0] * u[0] + D[i, 1] * u[1] + D[i, 2] * u[2]) / un)
+    m_low = min(m_low, (d00 * u0 + d01 * u1 + d02 * u2) / un)
+    m_low = min(m_low, (d10 * u0 + d11 * u1 + d12 * u2) / un)
+    m_low = min(m_low, (d20 * u0 + d21 * u1 + d22 * u2) / un)
     m_low = max(m_low, 0.0)  # |y′| ≥ m_low
     a2 = 0.0
     b2 = 0.0

@@ -15,7 +15,12 @@ formulas are those of :mod:`skfiber.contact.fiber_pairs` and
   point on each remaining candidate
   (:func:`~skfiber.contact.closest_point.closest_point_one`) and the best
   element of each partner fiber, in the order (contact point, partner fiber);
-  :func:`pairs_loop_parallel` shares the elements out among threads, with the same result;
+  :func:`pairs_loop_parallel` shares the elements out among threads, with the same result.
+  The candidates are those of the plain loop over the row; the work is cut by
+  squared box distances (no square root) that prove an element out, and by a
+  seed per partner fiber (the element nearest to the element's contact points)
+  whose upper bound prunes the row once per element and then per point
+  (:func:`_element_candidates`, :func:`_point_candidates`: the arguments);
 * :func:`residual_loop` — F(g), dF/dg (:func:`~skfiber.contact.base.penalty_force`)
   and the residual G_c = Σ F n·ξ |x′| w of the pairs (eq. 65).
 
@@ -113,91 +118,202 @@ def _box_box_distance(lo_a, hi_a, lo_b, hi_b):  # pragma: no cover - compiled
 
 
 @numba.njit(**_JIT)
-def _element_candidates(ia, row_start, row_end, nbr, elements, fiber, nq, x, rx, P, c, deviation, reach, lo, hi,
-                        hint, hint_e, near, top, short, y):  # pragma: no cover - compiled
-    """The elements of a broad-phase row that may be a candidate of some contact point of element ``ia``.
-
-    Per partner fiber, the element whose box is nearest to ``ia``'s box gives every contact point k of
-    ``ia`` for which it is a candidate (box and fat-chord tests) an upper bound of d(x_k, fiber) (``hint``
-    (nq, nf), × (1 + slack); +∞ elsewhere).  An element whose box is farther from ``ia``'s box than the
-    largest of those bounds is farther than the bound from every point, and is dropped (the per-point pass
-    drops it anyway: see :func:`_point_candidates`).  Returns the count of the kept elements (in row order)
-    in ``short``; ``near`` and ``top`` (nf,) are scratch.
-    """
-    eA = elements[ia]
-    nf = hint.shape[1]
-    near[:] = np.inf
-    for r in range(row_start, row_end):
-        eB = elements[nbr[r]]
-        d = _box_box_distance(lo[eA], hi[eA], lo[eB], hi[eB])
-        if d < near[fiber[eB]]:
-            near[fiber[eB]] = d
-            hint_e[fiber[eB]] = eB
-    top[:] = 0.0
-    for f in range(nf):
-        for q in range(nq):
-            hint[q, f] = np.inf
-        if hint_e[f] < 0:
-            top[f] = np.inf
-            continue
-        e = hint_e[f]
-        for q in range(nq):  # a bound only where that element is a candidate of the point (the same tests)
-            k = eA * nq + q
-            bound = rx[k] + reach[e]
-            lb = _box_distance(lo[e], hi[e], x[k])
-            if lb < bound and max(lb, chord_distance(P[e], x[k]) - deviation[e]) < bound:
-                hint[q, f] = _upper_bound(c[e], P[e], x[k], y) * (1 + _PRUNE_SLACK)
-            top[f] = max(top[f], hint[q, f])
-        hint_e[f] = -1
-    m = 0
-    for r in range(row_start, row_end):
-        eB = elements[nbr[r]]
-        if _box_box_distance(lo[eA], hi[eA], lo[eB], hi[eB]) > top[fiber[eB]]:
-            continue
-        short[m] = eB
-        m += 1
-    return m
+def _chord_at(P, e, x, k):  # pragma: no cover - compiled
+    """(:func:`chord_distance` (P[e], x[k]), :func:`chord_parameter` (P[e], x[k])): the same operations on
+    scalars, the parameter computed once."""
+    ee = 0.0
+    t = 0.0
+    for m in range(3):
+        d = P[e, 3, m] - P[e, 0, m]
+        ee += d * d
+        t += (x[k, m] - P[e, 0, m]) * d
+    t = min(max(t / ee, 0.0), 1.0) if ee > 0 else 0.0
+    d2 = 0.0
+    for m in range(3):
+        v = x[k, m] - P[e, 0, m] - t * (P[e, 3, m] - P[e, 0, m])
+        d2 += v * v
+    return np.sqrt(d2), t
 
 
 @numba.njit(**_JIT)
-def _point_candidates(k, short, count, fiber, x, rx, P, c, deviation, reach, lo, hi, gmin, hint, cand_e, cand_lb,
-                      y):  # pragma: no cover - compiled
-    """The candidate elements of contact point k among ``short[:count]``, into cand_e, cand_lb.
+def _upper_at(c, P, e, x, k, t):  # pragma: no cover - compiled
+    """:func:`_upper_bound` (c[e], P[e], x[k]) with t its chord parameter: the same operations on scalars."""
+    t2 = t * t
+    t3 = t * t * t
+    du = 0.0
+    d0 = 0.0
+    d3 = 0.0
+    for m in range(3):
+        ym = 1.0 * c[e, 0, m] + t * c[e, 1, m] + t2 * c[e, 2, m] + t3 * c[e, 3, m]  # power_point
+        du += (ym - x[k, m]) ** 2
+        d0 += (P[e, 0, m] - x[k, m]) ** 2
+        d3 += (P[e, 3, m] - x[k, m]) ** 2
+    return min(np.sqrt(du), min(np.sqrt(d0), np.sqrt(d3)))
 
-    Box and fat-chord lower bounds of d(x_k, E′) against r_x + r̄_E′, then
-    the pruning by the upper bound of the distance to each partner fiber
-    (points of its candidate elements: at the chord parameter, and the ends;
-    ``gmin`` is per fiber, +∞ on entry and on return).  Returns the count.
 
-    ``hint`` (per fiber) is the upper bound of d(x_k, fiber) from one of its
-    candidate elements (:func:`_element_candidates`; +∞: none): an element
-    whose box is farther is skipped at once.  The kept candidates are the
-    same as without it: the hint is ≥ the fiber's smallest upper bound over
-    the candidates, and a skipped element's lower bound exceeds it.
+@numba.njit(**_JIT)
+def _beyond(d2, bound):  # pragma: no cover - compiled
+    """True where d2, the sum of squares of a box distance (:func:`_box_distance`), proves that distance > bound.
+
+    d2 > bound² (1 + 1e-12) puts √d2 above the float after ``bound``, so its rounding is > bound (the
+    product is exact to 2 roundings for bound > 1e-150; below that it is not used); with a bound < 0
+    every distance is beyond it.  False when unproven (NaN, +∞ or tiny bound): no square root.
     """
-    xk = x[k]
+    return bound < 0 or (bound > 1e-150 and d2 > bound * bound * (1 + 1e-12))
+
+
+@numba.njit(**_JIT)
+def _element_candidates(ia, row_start, row_end, nbr, elements, fiber, nq, x, rx, P, c, deviation, reach, lo, hi,
+                        short, d2s, near, near_d2, seed_ok, seed_lb, seed_g, top):  # pragma: no cover - compiled
+    """The elements of a broad-phase row that may be a candidate of some contact point of element ``ia``.
+
+    Returns the count of the kept elements (in row order) in ``short``, and per partner fiber f a seed
+    for the points (:func:`_point_candidates`): ``near[f]``, the position in ``short`` of the element
+    whose box is nearest to the box of the element's contact points (−1: none), and for each point q
+    whether it is a candidate of x_q (``seed_ok[q, f]``), its lower bound ``seed_lb[q, f]`` and upper
+    bound ``seed_g[q, f]`` of d(x_q, E′).
+
+    With finite points and radii, B = the box of the points x_k (min and max of their coordinates) is no
+    farther from an element's box than any x_k, coordinate by coordinate (rounding is monotone).  So an
+    element is dropped when its box is proven (:func:`_beyond`) farther from B than
+
+    * the largest r_x of the points + r̄_E′: it fails the reach test of every point; or
+    * ``top[f]``, the largest g_q (1 + slack) of the seed over the points (when the seed is a candidate
+      of every point): for each point its lower bound exceeds g_q (1 + slack) ≥ the final one, so it is
+      not kept, and its upper bound exceeds g_q, so g does not change (see :func:`_point_candidates`).
+
+    ``d2s`` (row length), ``near_d2`` and ``top`` (nf,) are scratch.
+    """
+    eA = elements[ia]
+    lo0 = lo1 = lo2 = np.inf
+    hi0 = hi1 = hi2 = -np.inf
+    r_max = -np.inf
+    finite = True
+    for q in range(nq):
+        k = eA * nq + q
+        finite = finite and np.isfinite(x[k, 0]) and np.isfinite(x[k, 1]) and np.isfinite(x[k, 2]) \
+            and np.isfinite(rx[k])
+        lo0, hi0 = min(lo0, x[k, 0]), max(hi0, x[k, 0])
+        lo1, hi1 = min(lo1, x[k, 1]), max(hi1, x[k, 1])
+        lo2, hi2 = min(lo2, x[k, 2]), max(hi2, x[k, 2])
+        r_max = max(r_max, rx[k])
+    near[:] = -1
+    near_d2[:] = np.inf
+    m = 0
+    for r in range(row_start, row_end):
+        eB = elements[nbr[r]]
+        if finite:
+            v0 = max(max(lo[eB, 0] - hi0, lo0 - hi[eB, 0]), 0.0)  # the terms of _box_box_distance
+            v1 = max(max(lo[eB, 1] - hi1, lo1 - hi[eB, 1]), 0.0)
+            v2 = max(max(lo[eB, 2] - hi2, lo2 - hi[eB, 2]), 0.0)
+            d2 = v0 * v0 + v1 * v1 + v2 * v2
+            if _beyond(d2, r_max + reach[eB]):
+                continue
+            if d2 < near_d2[fiber[eB]]:
+                near_d2[fiber[eB]] = d2
+                near[fiber[eB]] = m
+            d2s[m] = d2
+        short[m] = eB
+        m += 1
+    if not finite:
+        return m
+    for f in range(near.size):
+        top[f] = np.inf
+        if near[f] < 0:
+            continue
+        top[f] = -np.inf
+        eB = short[near[f]]
+        for q in range(nq):  # the seed's tests for each point (those of _point_candidates)
+            k = eA * nq + q
+            seed_ok[q, f] = False
+            lb = _box_distance(lo[eB], hi[eB], x[k])
+            bound = rx[k] + reach[eB]
+            if lb < bound:
+                dc, t = _chord_at(P, eB, x, k)
+                lb = max(lb, dc - deviation[eB])
+                if lb < bound:
+                    seed_ok[q, f] = True
+                    seed_lb[q, f] = lb
+                    seed_g[q, f] = min(np.inf, _upper_at(c, P, eB, x, k, t))  # NaN: +∞, as in g
+            top[f] = max(top[f], seed_g[q, f] * (1 + _PRUNE_SLACK)) if seed_ok[q, f] else np.inf
+    kept = 0
+    for i in range(m):
+        f = fiber[short[i]]
+        if near[f] == i:
+            near[f] = kept
+        elif _beyond(d2s[i], top[f]):
+            continue
+        short[kept] = short[i]
+        kept += 1
+    return kept
+
+
+@numba.njit(inline="always", **_JIT)
+def _point_candidates(k, q, short, count, fiber, x, rx, P, c, deviation, reach, lo, hi, near, seed_ok, seed_lb,
+                      seed_g, g, thr, cand_e, cand_lb):  # pragma: no cover - compiled
+    """The candidate elements of contact point k (point q of its element) among ``short[:count]``.
+
+    Into cand_e, cand_lb (in row order); returns their count.  They are those of the plain loop over
+    the row (as in the numpy reference): an element E′ is tested when the lower bounds of d(x_k, E′) —
+    its box, then the "fat chord" (distance to the chord P0–P3 minus the deviation of P1, P2) — are
+    below r_x + r̄_E′; its upper bound of d(x_k, E′) (the point at the chord parameter, or an end) goes
+    into g, the minimum over the tested elements of its fiber; the tested elements whose lower bound is
+    ≤ g (1 + slack) are kept.
+
+    Faster, with the same result: the seed of each fiber (:func:`_element_candidates`: tested already)
+    starts g; then, in row order, an element whose box is proven (:func:`_beyond`, squared, no root)
+    beyond r_x + r̄_E′ fails the reach test, and one proven farther than g (1 + slack), g the minimum so
+    far, is skipped: its lower bound exceeds the final g (1 + slack), so it is not kept, and its upper
+    bound (a distance to a point of the element, in its box) exceeds g, so g does not change.  g does
+    not depend on the order of the minimum (min(g, NaN) = g: a NaN bound is ignored either way).  The
+    point at the chord parameter is evaluated from the power coefficients, so it may lie outside the
+    box by a rounding of the coordinates (~10⁻¹⁶ of them): against the slack of 10⁻⁹ g that matters
+    only for distances below ~10⁻⁷ of the coordinates, where the pruning before this one (per element,
+    by the box of a seed element) made the same assumption.  The bounds are computed as in
+    :func:`_box_distance`, :func:`chord_distance` and :func:`_upper_bound`, on scalars
+    (:func:`_chord_at`, :func:`_upper_at`): the same operations, the same bits.
+    ``g``, ``thr`` (g (1 + slack)) (nf,) are scratch.
+    """
+    x0, x1, x2 = x[k, 0], x[k, 1], x[k, 2]
+    rk = rx[k]
+    for f in range(g.size):
+        g[f] = seed_g[q, f] if near[f] >= 0 and seed_ok[q, f] else np.inf
+        thr[f] = g[f] * (1 + _PRUNE_SLACK)
     m = 0
     for i in range(count):
         eB = short[i]
-        lb = _box_distance(lo[eB], hi[eB], xk)
-        bound = rx[k] + reach[eB]
-        if not lb < bound or lb > hint[fiber[eB]]:
+        f = fiber[eB]
+        if near[f] == i:  # the seed: tested already
+            if seed_ok[q, f]:
+                cand_e[m] = eB
+                cand_lb[m] = seed_lb[q, f]
+                m += 1
             continue
-        lb = max(lb, chord_distance(P[eB], xk) - deviation[eB])
+        v0 = max(max(lo[eB, 0] - x0, x0 - hi[eB, 0]), 0.0)  # the terms of _box_distance
+        v1 = max(max(lo[eB, 1] - x1, x1 - hi[eB, 1]), 0.0)
+        v2 = max(max(lo[eB, 2] - x2, x2 - hi[eB, 2]), 0.0)
+        d2 = v0 * v0 + v1 * v1 + v2 * v2
+        if _beyond(d2, rk + reach[eB]) or _beyond(d2, thr[f]):
+            continue
+        lb = np.sqrt(d2)  # = _box_distance(lo[eB], hi[eB], xk): the same terms
+        bound = rk + reach[eB]
+        if not lb < bound or lb > thr[f]:
+            continue
+        dc, t = _chord_at(P, eB, x, k)
+        lb = max(lb, dc - deviation[eB])
         if not lb < bound:
             continue
-        ub = _upper_bound(c[eB], P[eB], xk, y)
-        gmin[fiber[eB]] = min(gmin[fiber[eB]], ub)
+        g[f] = min(g[f], _upper_at(c, P, eB, x, k, t))
+        thr[f] = g[f] * (1 + _PRUNE_SLACK)
         cand_e[m] = eB
         cand_lb[m] = lb
         m += 1
     kept = 0
     for i in range(m):
-        if cand_lb[i] <= gmin[fiber[cand_e[i]]] * (1 + _PRUNE_SLACK):
+        if cand_lb[i] <= thr[fiber[cand_e[i]]]:
             cand_e[kept] = cand_e[i]
             cand_lb[kept] = cand_lb[i]
             kept += 1
-    gmin[:] = np.inf
     return kept
 
 
@@ -216,14 +332,18 @@ def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf
     width = 0
     for i in range(n_el):
         width = max(width, ptr[i + 1] - ptr[i])
+    short = np.empty(width, dtype=np.int64)
+    d2s = np.empty(width)
     cand_e = np.empty(width, dtype=np.int64)
     cand_lb = np.empty(width)
-    gmin = np.full(nf, np.inf)
-    hint = np.full((nq, nf), np.inf)
-    hint_e = np.full(nf, -1, dtype=np.int64)
-    short = np.empty(width, dtype=np.int64)
-    near = np.empty(nf)  # scratch of _element_candidates (per partner fiber)
+    g = np.empty(nf)
+    thr = np.empty(nf)
+    near = np.full(nf, -1, dtype=np.int64)
+    near_d2 = np.empty(nf)
     top = np.empty(nf)
+    seed_ok = np.zeros((nq, nf), dtype=np.bool_)
+    seed_lb = np.empty((nq, nf))
+    seed_g = np.empty((nq, nf))
     best_e = np.full(nf, -1, dtype=np.int64)
     best_xi = np.empty(nf)
     best_d = np.empty(nf)
@@ -235,11 +355,11 @@ def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf
         if ptr[ia + 1] == ptr[ia]:
             continue
         count = _element_candidates(ia, ptr[ia], ptr[ia + 1], nbr, elements, fiber, nq, x, rx, P, c, deviation,
-                                    reach, lo, hi, hint, hint_e, near, top, short, y)
+                                    reach, lo, hi, short, d2s, near, near_d2, seed_ok, seed_lb, seed_g, top)
         for q in range(nq):
             k = elements[ia] * nq + q
-            m = _point_candidates(k, short, count, fiber, x, rx, P, c, deviation, reach, lo, hi, gmin, hint[q],
-                                  cand_e, cand_lb, y)
+            m = _point_candidates(k, q, short, count, fiber, x, rx, P, c, deviation, reach, lo, hi, near, seed_ok,
+                                  seed_lb, seed_g, g, thr, cand_e, cand_lb)
             for i in range(m):
                 eB = cand_e[i]
                 fb = fiber[eB]
