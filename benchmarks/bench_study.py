@@ -1,8 +1,8 @@
 """A parameter study's parallel speed: the same upper-limb runs serially and on a 2-worker dask LocalCluster.
 
 64 runs of the upper limb at level 1 (``skfiber study upper-limb``'s target: a Latin hypercube of its six
-parameters, fiber–fiber contact off) are run once in this process and once on a LocalCluster of 2 worker
-processes (each warmed up once), in one call.  Prints both wall times (the parallel one from the start
+parameters, fiber–fiber contact off) are run once in this process and once on the LocalCluster a study
+starts (``skfiber.study.execute.local_cluster``: 2 worker processes, each warmed up once), in one call.  Prints both wall times (the parallel one from the start
 of the cluster to the last result), the speedup, the start-up of the cluster with the workers' warm-up,
 and the scheduling overhead per task: (workers × wall after the start-up − Σ task wall) / tasks, the
 time a worker spent on anything but a run.
@@ -42,13 +42,12 @@ def main(argv=None) -> dict:
         serial = run_study(target.run, params, design="lhs", n=args.runs, seed=0, out=Path(tmp) / "serial",
                            scheduler="serial", warmup=target.warmup, progress=False)
         serial_s = time.perf_counter() - start
-        from distributed import Client, LocalCluster
+        from distributed import Client
 
-        from skfiber.study.execute import warmup_plugin
+        from skfiber.study.execute import local_cluster, warmup_plugin
 
         start = time.perf_counter()
-        with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster) as client:
+        with local_cluster(args.workers) as cluster, Client(cluster) as client:
             client.register_plugin(warmup_plugin(target.warmup))  # (runs on the workers there now)
             ready = time.perf_counter()
             parallel = run_study(target.run, params, design="lhs", n=args.runs, seed=0,

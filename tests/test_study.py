@@ -89,6 +89,19 @@ def test_resume_skips_recorded_runs(tmp_path):
         run_study(quadratic, params, design="lhs", n=5, seed=4, out=tmp_path, scheduler="serial", progress=False)
 
 
+def test_study_clusters_run_without_the_worker_profiler():
+    """The cluster a study starts turns dask's statistical profiler off in its workers (it slowed the runs), and
+    leaves this process's configuration as it was."""
+    import dask
+    from distributed import Client
+
+    from skfiber.study.execute import local_cluster
+    before = dask.config.get("distributed.worker.profile.enabled")
+    with local_cluster(1) as cluster, Client(cluster) as client:
+        assert list(client.run(lambda: dask.config.get("distributed.worker.profile.enabled")).values()) == [False]
+    assert dask.config.get("distributed.worker.profile.enabled") == before
+
+
 def test_local_cluster_equals_serial_runs(tmp_path):
     target = TARGETS["cable-sag"]
     params = [Parameter("sigma0", 10.0, 60.0), Parameter("mu", 5e4, 2e5)]

@@ -157,17 +157,26 @@ def warmup_plugin(warmup: Callable[[], object]):
 def connect(scheduler, workers: int | None = None):
     """(client, made here): a Client for ``scheduler`` (a Client, an address, or None for a LocalCluster)."""
     try:
-        from distributed import Client, LocalCluster
+        from distributed import Client
     except ImportError as err:
         raise ImportError("a parallel study needs dask.distributed: pip install 'dask[distributed]' "
                           "(or skfiber[study]); scheduler='serial' runs without it") from err
     if isinstance(scheduler, Client):
         return scheduler, False
     if scheduler is None:
-        n = (os.cpu_count() or 1) if workers is None else workers
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
-        return Client(cluster), True
+        return Client(local_cluster((os.cpu_count() or 1) if workers is None else workers)), True
     return Client(scheduler), True
+
+
+def local_cluster(workers: int):
+    """The ``LocalCluster`` a study starts: ``workers`` single-threaded worker processes, no dashboard, and
+    the workers' statistical profiler off: it samples the running task's stack every 10 ms for a
+    dashboard the study does not show, and slowed the tasks measurably (``docs/performance.md``)."""
+    import dask
+    from distributed import LocalCluster
+
+    with dask.config.set({"distributed.worker.profile.enabled": False}):
+        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
 
 
 def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, out, seed: int = 0,
