@@ -51,7 +51,7 @@ def _plain_pairs(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_
                 lb = max(lb, fk.chord_distance(P[eB], x[k]) - deviation[eB])
                 if not lb < bound:
                     continue
-                g[fiber[eB]] = min(g[fiber[eB]], fk._upper_bound(c[eB], P[eB], x[k], y))
+                g[fiber[eB]] = min(g[fiber[eB]], fk._upper_bound(c[eB], P[eB], x[k], fk.chord_parameter(P[eB], x[k])))
                 cand_e[m], cand_lb[m] = eB, lb
                 m += 1
             for fb in range(nf):

@@ -76,9 +76,8 @@ def chord_parameter(P, x):  # pragma: no cover - compiled
 
 
 @numba.njit(**_JIT)
-def chord_distance(P, x):  # pragma: no cover - compiled
-    """Distance from x to the chord segment P0–P3."""
-    t = chord_parameter(P, x)
+def _chord_point_distance(P, x, t):  # pragma: no cover - compiled
+    """Distance from x to the point P0 + t (P3 − P0) of the chord."""
     d2 = 0.0
     for m in range(3):
         v = x[m] - P[0, m] - t * (P[3, m] - P[0, m])
@@ -87,11 +86,9 @@ def chord_distance(P, x):  # pragma: no cover - compiled
 
 
 @numba.njit(**_JIT)
-def _distance(a, b):  # pragma: no cover - compiled
-    d2 = 0.0
-    for m in range(3):
-        d2 += (a[m] - b[m]) ** 2
-    return np.sqrt(d2)
+def chord_distance(P, x):  # pragma: no cover - compiled
+    """Distance from x to the chord segment P0–P3."""
+    return _chord_point_distance(P, x, chord_parameter(P, x))
 
 
 @numba.njit(**_JIT)
@@ -101,10 +98,18 @@ def _box_distance(lo, hi, x):  # pragma: no cover - compiled
 
 
 @numba.njit(**_JIT)
-def _upper_bound(c, P, xk, y):  # pragma: no cover - compiled
-    """An upper bound of d(x_k, E′): the distance to E′'s point at the chord parameter, or to an end."""
-    power_point(c, chord_parameter(P, xk), 0, y)
-    return min(_distance(y, xk), min(_distance(P[0], xk), _distance(P[3], xk)))
+def _upper_bound(c, P, xk, t):  # pragma: no cover - compiled
+    """An upper bound of d(x_k, E′): the distance to E′'s point at t (the chord parameter of x_k), or to an end
+    (the point as :func:`power_point` makes it)."""
+    du = 0.0
+    d0 = 0.0
+    d3 = 0.0
+    for m in range(3):
+        ym = 1.0 * c[0, m] + t * c[1, m] + (t * t) * c[2, m] + (t * t * t) * c[3, m]
+        du += (ym - xk[m]) ** 2
+        d0 += (P[0, m] - xk[m]) ** 2
+        d3 += (P[3, m] - xk[m]) ** 2
+    return min(np.sqrt(du), min(np.sqrt(d0), np.sqrt(d3)))
 
 
 @numba.njit(**_JIT)
@@ -115,40 +120,6 @@ def _box_box_distance(lo_a, hi_a, lo_b, hi_b):  # pragma: no cover - compiled
         v = max(max(lo_a[m] - hi_b[m], lo_b[m] - hi_a[m]), 0.0)
         d2 += v * v
     return np.sqrt(d2)
-
-
-@numba.njit(**_JIT)
-def _chord_at(P, e, x, k):  # pragma: no cover - compiled
-    """(:func:`chord_distance` (P[e], x[k]), :func:`chord_parameter` (P[e], x[k])): the same operations on
-    scalars, the parameter computed once."""
-    ee = 0.0
-    t = 0.0
-    for m in range(3):
-        d = P[e, 3, m] - P[e, 0, m]
-        ee += d * d
-        t += (x[k, m] - P[e, 0, m]) * d
-    t = min(max(t / ee, 0.0), 1.0) if ee > 0 else 0.0
-    d2 = 0.0
-    for m in range(3):
-        v = x[k, m] - P[e, 0, m] - t * (P[e, 3, m] - P[e, 0, m])
-        d2 += v * v
-    return np.sqrt(d2), t
-
-
-@numba.njit(**_JIT)
-def _upper_at(c, P, e, x, k, t):  # pragma: no cover - compiled
-    """:func:`_upper_bound` (c[e], P[e], x[k]) with t its chord parameter: the same operations on scalars."""
-    t2 = t * t
-    t3 = t * t * t
-    du = 0.0
-    d0 = 0.0
-    d3 = 0.0
-    for m in range(3):
-        ym = 1.0 * c[e, 0, m] + t * c[e, 1, m] + t2 * c[e, 2, m] + t3 * c[e, 3, m]  # power_point
-        du += (ym - x[k, m]) ** 2
-        d0 += (P[e, 0, m] - x[k, m]) ** 2
-        d3 += (P[e, 3, m] - x[k, m]) ** 2
-    return min(np.sqrt(du), min(np.sqrt(d0), np.sqrt(d3)))
 
 
 @numba.njit(**_JIT)
@@ -229,12 +200,12 @@ def _element_candidates(ia, row_start, row_end, nbr, elements, fiber, nq, x, rx,
             lb = _box_distance(lo[eB], hi[eB], x[k])
             bound = rx[k] + reach[eB]
             if lb < bound:
-                dc, t = _chord_at(P, eB, x, k)
-                lb = max(lb, dc - deviation[eB])
+                t = chord_parameter(P[eB], x[k])
+                lb = max(lb, _chord_point_distance(P[eB], x[k], t) - deviation[eB])
                 if lb < bound:
                     seed_ok[q, f] = True
                     seed_lb[q, f] = lb
-                    seed_g[q, f] = min(np.inf, _upper_at(c, P, eB, x, k, t))  # NaN: +∞, as in g
+                    seed_g[q, f] = min(np.inf, _upper_bound(c[eB], P[eB], x[k], t))  # NaN: +∞, as in g
             top[f] = max(top[f], seed_g[q, f] * (1 + _PRUNE_SLACK)) if seed_ok[q, f] else np.inf
     kept = 0
     for i in range(m):
@@ -270,8 +241,8 @@ def _point_candidates(k, q, short, count, fiber, x, rx, P, c, deviation, reach, 
     box by a rounding of the coordinates (~10⁻¹⁶ of them): against the slack of 10⁻⁹ g that matters
     only for distances below ~10⁻⁷ of the coordinates, where the pruning before this one (per element,
     by the box of a seed element) made the same assumption.  The bounds are computed as in
-    :func:`_box_distance`, :func:`chord_distance` and :func:`_upper_bound`, on scalars
-    (:func:`_chord_at`, :func:`_upper_at`): the same operations, the same bits.
+    :func:`_box_distance`, :func:`chord_distance` and :func:`_upper_bound`, the chord parameter computed
+    once per element and point.
     ``g``, ``thr`` (g (1 + slack)) (nf,) are scratch.
     """
     x0, x1, x2 = x[k, 0], x[k, 1], x[k, 2]
@@ -299,11 +270,11 @@ def _point_candidates(k, q, short, count, fiber, x, rx, P, c, deviation, reach, 
         bound = rk + reach[eB]
         if not lb < bound or lb > thr[f]:
             continue
-        dc, t = _chord_at(P, eB, x, k)
-        lb = max(lb, dc - deviation[eB])
+        t = chord_parameter(P[eB], x[k])
+        lb = max(lb, _chord_point_distance(P[eB], x[k], t) - deviation[eB])
         if not lb < bound:
             continue
-        g[f] = min(g[f], _upper_at(c, P, eB, x, k, t))
+        g[f] = min(g[f], _upper_bound(c[eB], P[eB], x[k], t))
         thr[f] = g[f] * (1 + _PRUNE_SLACK)
         cand_e[m] = eB
         cand_lb[m] = lb
