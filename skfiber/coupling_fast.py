@@ -328,8 +328,8 @@ class FastCoupling:
         margins = {} if self._cylinders else None
         n_active = 0
         if fused is not None:
-            (q, u, x, C, H, v, a, rigid_residual, rigid_tangent, rigid_ref, residual, body_force, R, ref, finite,
-             *outcome) = fused
+            (q, u, x, C, H, v, a, rigid_residual, forces, rigid_tangent, rigid_ref, residual, body_force, R, ref,
+             finite, *outcome) = fused
             if not finite:
                 raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor, "the fiber residual is not finite")
             if self._cylinders:
@@ -341,10 +341,6 @@ class FastCoupling:
                                                     rigid_state, load_factor)
                     n_active += n
                 margins = None  # (their safeguard is max_step's)
-                forces = np.zeros((self._n_body_cylinders, 6))
-                cyl = self._cylinders[0] if self._cylinders else None
-                if cyl is not None and outcome[0] == IN_REACH and cyl.body >= 0:
-                    forces[cyl.body] = outcome[6]
                 residual, body_force = coupled_rows(R, rigid_residual, C, p.D, self._P, forces, p.fixed_index)
         else:
             q, u, x, C, H = coupled_positions(z, N, p.D, self._P, self._bodies, self._points,

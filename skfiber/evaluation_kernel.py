@@ -11,8 +11,8 @@ Python each costs its dispatch, the boxing of what it returns and the numpy
 operations between them; in the common case (a backward-Euler step, gravity
 the only force on the bodies, at most one cylinder) :func:`fused_evaluation`
 makes one compiled function that calls them in a row — the same functions in
-the same order, so the same numbers bit for bit.  It also returns the rigid residual R_rb, so that
-a caller adding more fiber rows (a fiber–fiber contact, after the cylinder in the model's order) makes
+the same order, so the same numbers bit for bit.  It also returns the rigid residual R_rb and the
+forces on the body cylinders, so that a caller adding more fiber rows (a fiber–fiber contact, after the cylinder in the model's order) makes
 the rows of q again with :func:`~skfiber.coupled_kernels.coupled_rows`.  The form kernel is a module
 made at run time, so this function is too: its source names the form module
 and a digest of skfiber's own sources (numba checks a cached function against
@@ -90,8 +90,8 @@ def evaluate(state_args, rigid_args, form_args, loads, cylinder_args, row, fixed
     if status == {in_reach} and body >= 0:
         forces[body] = force
     residual, largest = coupled_rows(R, R_rb, C, D, P, forces, fixed)
-    return (q, u, x, C, H, v, a, R_rb, T_rb, ref_rb, residual, largest, R, ref, finite, status, el, tangent, axis_norm,
-            pts, adm, force, n_active, act, norm)
+    return (q, u, x, C, H, v, a, R_rb, forces, T_rb, ref_rb, residual, largest, R, ref, finite, status, el, tangent,
+            axis_norm, pts, adm, force, n_active, act, norm)
 '''
 
 
