@@ -20,6 +20,7 @@ Example
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from dataclasses import dataclass
@@ -113,12 +114,21 @@ def _num(value: float) -> sp.Float:
     return sp.Float(float(value), 17)
 
 
+@functools.lru_cache(maxsize=256)
+def _numpy_law(expression: sp.Expr):
+    """(S, ∂S/∂λ, ∂S/∂λ̇) of an expression as one numpy function of :data:`ARGUMENTS` (one per expression and
+    process: a model built again, e.g. by every run of a parameter study, reuses it)."""
+    return sp.lambdify(ARGUMENTS, [expression, sp.diff(expression, LAM), sp.diff(expression, LAMDOT)],
+                       modules="numpy", cse=cse_products)
+
+
 class SymbolicLaw:
     """A stress law given by a sympy expression.
 
     The expression may use the symbols in :data:`SYMBOLS` (``lam``,
     ``lamdot``, ``theta``, ``t``, ``gamma_m``, ``alpha``).  ∂S/∂λ and ∂S/∂λ̇
-    are differentiated symbolically and compiled to numpy once.
+    are differentiated symbolically; the numpy function of the three is made
+    on the law's first call and shared by the laws of the same expression.
 
     Parameters
     ----------
@@ -145,11 +155,27 @@ class SymbolicLaw:
             )
         self.expression = expression
         self.name = name
-        self.d_stretch = sp.diff(expression, LAM)  # ∂S/∂λ
-        self.d_rate = sp.diff(expression, LAMDOT)  # ∂S/∂λ̇
-        self._compiled = sp.lambdify(
-            ARGUMENTS, [expression, self.d_stretch, self.d_rate], modules="numpy", cse=cse_products
-        )
+
+    @functools.cached_property
+    def d_stretch(self) -> sp.Expr:
+        """∂S/∂λ."""
+        return sp.diff(self.expression, LAM)
+
+    @functools.cached_property
+    def d_rate(self) -> sp.Expr:
+        """∂S/∂λ̇."""
+        return sp.diff(self.expression, LAMDOT)
+
+    @functools.cached_property
+    def _compiled(self):
+        # made when the law is first called with numpy (a law that is only a part of a sum, or that runs in
+        # the model's compiled kernel, never is), and shared by every law of the same expression in a process
+        return _numpy_law(self.expression)
+
+    def __getstate__(self) -> dict:
+        # without the numpy function (made again where the law is called): a law pickles, e.g. to a study's
+        # workers, whether it has been called or not
+        return {k: v for k, v in vars(self).items() if k != "_compiled"}
 
     def __call__(self, point: MaterialPoint) -> StressResponse:
         args = (

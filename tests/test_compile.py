@@ -9,6 +9,7 @@ from skfem.helpers import dot
 
 import skfiber as sf
 from skfiber import forms
+from skfiber.compile.codegen import branch_expressions
 from skfiber.compile.tracer import Untraceable, trace, traced_coefficients
 from skfiber.compile.cache import cache_folder
 from skfiber.terms import d1, d2
@@ -29,9 +30,9 @@ def viscous_drag(v, w):
     return (3.0 * dot(x_s, x_s) * dot(w.xdot, v) + 40.0 * dot(x_s, d1(w.xdot) / w.J) * dot(x_s, d1(v))) * w.J
 
 
-def make_model(*terms, compiled=True):
+def make_model(*terms, compiled=True, laws=None):
     """Two fibers with different laws (one of them viscous, both active), one curved."""
-    laws = [sf.paper_law(sigma0=30.0), sf.paper_law(sigma0=12.0, mu_muscle=4e4, s_max=2e5)]
+    laws = laws or [sf.paper_law(sigma0=30.0), sf.paper_law(sigma0=12.0, mu_muscle=4e4, s_max=2e5)]
     fibers = [
         sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=5, law=laws[0], radius=0.05,
                           muscle_fraction=lambda t: 16 * (1 - t) ** 2 * t**2, activation=lambda t: 0.3 + 0.5 * t),
@@ -255,3 +256,86 @@ def test_traced_integrand_of_the_internal_force():
     xi = sp.symbols("xi_3:6", real=True)
     expected = area * S * sum(a * b for a, b in zip(x, xi)) / J
     assert sp.simplify(expr - expected) == 0
+
+
+def test_a_model_built_again_reuses_the_symbolic_work(rng, monkeypatch):
+    """A second model of the same structure takes the derived expressions and the source from the process's
+    memo (no symbolic work), with its own numbers: other parameters give their own, correct results."""
+    from skfiber.compile import kernel as kernel_module
+
+    first = make_model(bending)
+    source = first.form_kernel.source
+    u, v, a = random_state(first, rng)
+
+    def no_symbolic_work(*args, **kwargs):
+        raise AssertionError("the symbolic work was done again")
+
+    monkeypatch.setattr(kernel_module, "branch_expressions", no_symbolic_work)
+    monkeypatch.setattr(kernel_module, "kernel_source", no_symbolic_work)
+    again = make_model(bending)
+    assert again.form_kernel.source == source
+    e1 = first.evaluate(u, v, a, 0.2, c_v=10.0, c_a=100.0)
+    e2 = again.evaluate(u, v, a, 0.2, c_v=10.0, c_a=100.0)
+    assert np.array_equal(e1.residual, e2.residual) and np.array_equal(e1.element_matrices, e2.element_matrices)
+    # other numbers, the same structure: the memo's expressions with this model's parameters
+    laws = [sf.paper_law(sigma0=55.0, s_max=3e5), sf.paper_law(sigma0=7.0, mu_muscle=5e4, s_max=1e5)]
+    other = make_model(bending, laws=laws)
+    reference = make_model(bending, laws=laws, compiled=False)
+    e3 = other.evaluate(u, v, a, 0.2, c_v=10.0, c_a=100.0)
+    e4 = reference.evaluate(u, v, a, 0.2, c_v=10.0, c_a=100.0)
+    assert relative(e3.residual, e4.residual) <= 1e-12 and relative(e3.residual, e1.residual) > 1e-6
+    # another structure is derived anew
+    monkeypatch.undo()
+    calls = []
+    monkeypatch.setattr(kernel_module, "branch_expressions",
+                        lambda *args, **kw: calls.append(1) or branch_expressions(*args, **kw))
+
+    @LinearForm
+    def unseen(v, w):  # a structure no other model of this process has
+        x_s = d1(w.x) / w.J
+        return 7.0 * dot(x_s, x_s) ** 3 * dot(x_s, d1(v))
+
+    assert make_model(unseen).form_kernel.active and calls
+
+
+def test_the_kernel_memo_is_bounded():
+    from skfiber.compile import kernel as kernel_module
+
+    memo = {}
+    for k in range(kernel_module.MEMO_SIZE + 5):
+        kernel_module._remember(memo, k, str(k))
+    assert len(memo) == kernel_module.MEMO_SIZE and min(memo) == 5
+
+
+def test_a_symbolic_law_compiles_to_numpy_when_first_called():
+    """A law that is only a part of a sum is never compiled; laws of one expression share the function."""
+    from skfiber.materials import MaterialPoint, SymbolicLaw
+
+    lam = sf.materials.SYMBOLS["stretch"]
+    part = SymbolicLaw(2e4 * (lam - 1), name="part")
+    total = part + SymbolicLaw(1e3 * lam**2, name="other")
+    assert "_compiled" not in vars(part) and "_compiled" not in vars(total)
+    point = MaterialPoint(np.array([1.1, 1.3]), np.zeros(2), np.zeros(2), 0.0, np.ones(2), np.zeros(2))
+    response = total(point)
+    assert np.allclose(response.stress, 2e4 * 0.1 * np.array([1, 3]) + 1e3 * np.array([1.1, 1.3]) ** 2, rtol=1e-14)
+    assert np.allclose(response.d_stretch, 2e4 + 2e3 * np.array([1.1, 1.3]), rtol=1e-14)
+    twin = SymbolicLaw(total.expression, name="twin")
+    twin(point)
+    assert twin._compiled is total._compiled and "_compiled" not in vars(part)
+
+
+def test_a_symbolic_law_pickles_before_and_after_its_first_call():
+    import pickle
+
+    from skfiber.materials import MaterialPoint
+
+    law = sf.paper_law(sigma0=30.0)
+    point = MaterialPoint(np.array([1.1, 1.4]), np.array([0.0, 0.2]), np.array([0.3, 0.6]), 0.0, np.ones(2),
+                          np.array([0.0, 0.5]))
+    before = pickle.loads(pickle.dumps(law))
+    expected = law(point)
+    after = pickle.loads(pickle.dumps(law))
+    for copy in (before, after):
+        response = copy(point)
+        assert np.array_equal(response.stress, expected.stress)
+        assert np.array_equal(response.d_stretch_rate, expected.d_stretch_rate)

@@ -43,6 +43,22 @@ __all__ = ["FormKernel", "KernelOutput"]
 
 #: the symbols of λ and λ̇ in the traced forms (computed first at each point; see branch_expressions)
 STRETCH, STRETCH_RATE = sp.symbols("stretch_ stretch_rate_", real=True)
+#: the derived expressions of each branch and the source of each kernel made in this process, by their
+#: structure (expressions with their numbers as parameters): a model built again – every run of a parameter
+#: study, a sweep in a loop – skips the symbolic work (at most MEMO_SIZE of each, the oldest dropped first)
+_BRANCHES: dict = {}
+_SOURCES: dict = {}
+MEMO_SIZE = 64
+
+
+def _remember(memo: dict, key, value):
+    """Keep ``value`` under ``key`` in ``memo`` (at most :data:`MEMO_SIZE` entries) and return it."""
+    if len(memo) >= MEMO_SIZE:
+        memo.pop(next(iter(memo)))
+    memo[key] = value
+    return value
+
+
 #: first calls slower than this are reported as a compilation (numba loaded from its cache is faster)
 REPORT_SECONDS = 0.5
 
@@ -172,10 +188,13 @@ class FormKernel:
             exprs = [abstract_numbers(integrands[i], values) for i in keep]
             given = [None if tangents[i] is None else abstract_numbers(tangents[i], values) for i in keep]
             inter = [(sym, abstract_numbers(e, values)) for sym, e in intermediates]
-            key = sp.srepr(exprs) + sp.srepr(given) + sp.srepr(inter)
+            key = sp.srepr(exprs) + sp.srepr(given) + sp.srepr(inter) + f"|{len(values)}"
             if key not in keys:
                 keys[key] = len(branches)
-                branches.append(branch_expressions(exprs, STRETCH, len(values), given, inter))
+                branch = _BRANCHES.get(key)
+                if branch is None:
+                    branch = _remember(_BRANCHES, key, branch_expressions(exprs, STRETCH, len(values), given, inter))
+                branches.append(branch)
             branch_of_group.append(keys[key])
             params.append(values)
         self.n_branches = len(branches)
@@ -190,7 +209,12 @@ class FormKernel:
             self._branch[mask] = branch_of_group[g]
             self._params[mask, :len(params[g])] = params[g]
         header = "terms: " + ", ".join(self.names)
-        self.source = kernel_source(branches, header=header) if self.names else None
+        self.source = None
+        if self.names:
+            source_key = (tuple(keys), header)
+            self.source = _SOURCES.get(source_key)
+            if self.source is None:
+                self.source = _remember(_SOURCES, source_key, kernel_source(branches, header=header))
         self.trace_seconds = time.perf_counter() - start
         self._function = self._assemble_function = None
         self.failed = None  # the error message when the kernel could not be compiled
