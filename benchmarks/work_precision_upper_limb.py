@@ -1,43 +1,71 @@
 """Work–precision of the upper-limb demo: backward Euler at fixed steps against error-controlled BDF2.
 
 Runs ``demos/upper_limb.py`` at one level over ``t_end`` seconds and compares the elbow
-angle of each run with a reference solution:
+angle of each run with a reference solution, then prints one line per run (error, CPU and
+wall time, steps, rejected steps, Newton iterations, Newton retries) and a summary line.
+
+The runs:
 
 * the reference: fixed-step BDF2 with ``--ref-steps-per-s`` steps per second (default
-  4096, i.e. Δt = 1/4096 s), checked against a run with twice its step (the difference
-  bounds that run's error; the reference's is about a quarter of it at second order;
-  ``--no-ref-check`` skips it);
+  4096, i.e. Δt = 1/4096 s), checked against a run with twice its step (``--no-ref-check``
+  skips it).  The difference bounds the coarser run's error; at second order the
+  reference's own error would be a quarter of it, but the upper limb converges more slowly
+  (``docs/performance.md``, "Upper limb with error control");
 * backward Euler at the level's Table-5 step (8 s / 256 at level 1) times each factor of
-  ``--euler-factors`` more steps.  The demo takes the first 1/8 s in substeps of at most
+  ``--euler-factors``.  The demo takes the first 1/8 s in substeps of at most
   ``start_dt`` = 1/256 s; ``--euler-start scaled`` (default) divides ``start_dt`` by the same
   factor, so that the whole run is refined; ``demo`` keeps 1/256 s (the error of the start
   transient then stays that of 1/256 s steps); ``none``: uniform steps from the start;
+* backward Euler at the Table-5 step with a finer start only: ``start_dt`` = 1/256 s divided
+  by each of ``--euler-start-divisors`` (the demo's start substeps as a hand-made step control);
 * BDF2 with error control at each ``--rtols`` tolerance, ``atol = rtol × --atol-ratio``
-  (output at the level's step times; the error control chooses the steps, no start
+  (output at the level's step times; the error control chooses the steps; no start
   substeps).
 
-The error of a run is the largest |angle − reference angle| (degrees) at the level's
-output times (every 8 s / 256 at level 1; the reference is exact there), over the whole run
-and (column "after") over the times after the start transient (t > 1/8 s).  Each run's time
-is the stepping only: the wall time the demo reports (``UpperLimbResult.wall_time``, without
-the model build, the throw-away first step and the run checks) and the CPU time
-(``time.process_time``) of the :func:`skfiber.simulate` calls after that first step (the
-run checks included).  Fiber–fiber contact is off by default (``--fiber-contact on``: the
-demo's default model, whose contact gap can jump, so an adaptive run may stop; such a run is
-reported as stopped and left out of the summary).
+Notes
+-----
+The error of a run is the largest |angle − reference angle| (degrees) at the level's output
+times (every 8 s / 256 at level 1; the reference is exact there, the run interpolated
+linearly where it has no output), over the whole run (column "error") and over the times
+after the start transient, t > 1/8 s (column "after").
 
-Run: ``python benchmarks/work_precision_upper_limb.py [--level 1] [--t-end 2] [--euler-factors 1 2 4 8]
-[--euler-start scaled] [--rtols 1e-2 1e-3 1e-4] [--atol-ratio 0.01] [--ref-steps-per-s 4096] [--target 0.1]``.  The defaults
-(level 1 over 2 s) take a few minutes on a 2-core VM.  Ends with one line::
+Each run's cost is that of the stepping only: the wall time the demo reports
+(``UpperLimbResult.wall_time``: without the model build, the throw-away first step and the
+run checks) and the CPU time (``time.process_time``) of the :func:`skfiber.simulate` calls
+after that first step, less that of the run checks.  The CPU time is the measure to compare
+on a shared machine.
+
+Fiber–fiber contact is off by default (the smooth model).  With ``--fiber-contact on`` (the
+demo's default model) the contact gap can jump and an adaptive run may stop; such a run is
+printed with its error message, and a scheme without a run that reached the target gives
+``nan`` in the summary.
+
+The summary line (one line)::
 
     summary: level=<L> t_end_s=<s> fiber_contact=<0|1> reference_steps=<n> reference_check_deg=<deg>
     target_deg=<deg> euler_cpu_s_at_target=<s> bdf2_cpu_s_at_target=<s> ratio_euler_over_bdf2=<x>
+    euler_cpu_s_at_target_after_start=<s> bdf2_cpu_s_at_target_after_start=<s> ratio_after_start=<x>
 
-``reference_check_deg``: the largest angle difference between the reference and the run with
-twice its step (``nan`` when skipped); ``euler_cpu_s_at_target`` and ``bdf2_cpu_s_at_target``: the
-smallest CPU time of a run of that scheme whose error is at most ``--target`` degrees (``nan``
-if none reached it); ``ratio_euler_over_bdf2``: their ratio (> 1: error control is cheaper at
-that accuracy).
+``reference_steps``: the reference's steps over ``t_end``; ``reference_check_deg``: the
+largest angle difference between the reference and the run with twice its step (``nan``
+when skipped); ``euler_cpu_s_at_target`` and ``bdf2_cpu_s_at_target``: the smallest CPU time
+of a backward-Euler run (any of them, also those with a finer start only) and of an
+error-controlled BDF2 run whose error is at most ``--target`` degrees (``nan`` if none
+reached it); ``ratio_euler_over_bdf2``: their ratio (> 1: error control is cheaper at that
+accuracy); the ``…_after_start`` keys: the same with the error after the start transient.
+
+The demo is imported from the checkout (``demos`` with the repository root on
+``PYTHONPATH``), else from the installed ``skfiber.demos``.  The defaults (level 1 over
+2 s) take one to two minutes on a 2-core VM; the paper's 8 s with finer lists take longer
+(level 1, 8 s, the lists of ``docs/performance.md``: about 5 minutes).
+
+Examples
+--------
+``python benchmarks/work_precision_upper_limb.py`` (level 1, 2 s, the defaults), or::
+
+    python benchmarks/work_precision_upper_limb.py --level 1 --t-end 8 \
+        --euler-factors 1 2 4 8 16 32 64 --euler-start-divisors 4 8 16 32 64 \
+        --rtols 3e-2 1e-2 3e-3 1e-3 1e-4 --atol-ratio 0.01 --ref-steps-per-s 4096 --target 0.1
 """
 from __future__ import annotations
 
@@ -55,6 +83,32 @@ try:   # the checkout's demos (PYTHONPATH with the repository root), else the in
     from demos import upper_limb
 except ImportError:   # pragma: no cover
     from skfiber.demos import upper_limb
+
+
+@contextlib.contextmanager
+def _timed_checks(check_cpu: list):
+    """Add the CPU seconds of the demo's run checks (on the sampled states) to ``check_cpu[0]``."""
+    original = upper_limb.History
+
+    class History(original):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            checker = self.checker
+
+            def timed(state):
+                cpu = time.process_time()
+                try:
+                    return checker(state)
+                finally:
+                    check_cpu[0] += time.process_time() - cpu
+
+            self.checker = timed
+
+    upper_limb.History = History
+    try:
+        yield
+    finally:
+        upper_limb.History = original
 
 
 @contextlib.contextmanager
@@ -79,16 +133,32 @@ def _recording_simulate(calls: list):
 
 
 def timed_run(level: int, t_end: float, **options) -> dict:
-    """One run of the demo and its cost: a dict with the result (None if it stopped) and the counts.
+    """One run of the demo and its cost.
 
-    Keys: ``result``, ``wall_s`` (stepping; of a stopped run: its simulate calls), ``cpu_s`` (stepping and run
-    checks), ``steps``
-    (accepted steps, substeps counted), ``rejected`` (error test; adaptive only), ``newton``
-    (Newton iterations), ``retries``, ``stopped`` (the error message of a run that did not finish).
+    Parameters
+    ----------
+    level
+        The demo's level (1–4).
+    t_end
+        Simulated time, s.
+    **options
+        Passed to ``upper_limb.run`` (``method``, ``rtol``, ``atol``, ``n_steps``, ``start_dt``,
+        ``fiber_contact``, …).
+
+    Returns
+    -------
+    dict
+        ``result`` (the ``UpperLimbResult``; None if the run stopped), ``stopped`` (the error
+        message of a run that stopped, else None), ``wall_s`` (the stepping; of a stopped run:
+        its simulate calls), ``cpu_s`` (the stepping, without the run checks), ``steps``
+        (accepted steps, substeps counted), ``rejected`` (by the error test; adaptive runs
+        only), ``newton`` (Newton iterations) and ``retries`` (Newton failures redone with a
+        smaller step).
     """
     calls: list = []
+    check_cpu = [0.0]
     stopped = None
-    with _recording_simulate(calls), warnings.catch_warnings():
+    with _recording_simulate(calls), _timed_checks(check_cpu), warnings.catch_warnings():
         warnings.simplefilter("ignore")   # softening warnings: the runs are compared, not checked
         try:
             result = upper_limb.run(level, t_end=t_end, progress=False, **options)
@@ -97,7 +167,7 @@ def timed_run(level: int, t_end: float, **options) -> dict:
     steps_calls = calls[1:]   # the first call is the demo's throw-away step
     counts = [c.step_counts for _, _, c in steps_calls if getattr(c, "step_counts", None) is not None]
     done = [c for _, _, c in steps_calls if c is not None]
-    out = dict(result=result, stopped=stopped, cpu_s=sum(cpu for cpu, _, _ in steps_calls),
+    out = dict(result=result, stopped=stopped, cpu_s=sum(cpu for cpu, _, _ in steps_calls) - check_cpu[0],
                wall_s=result.wall_time if result is not None else sum(wall for _, wall, _ in steps_calls))
     if counts:
         out.update(steps=sum(c.accepted for c in counts), rejected=sum(c.rejected for c in counts),
@@ -110,13 +180,39 @@ def timed_run(level: int, t_end: float, **options) -> dict:
 
 
 def angle_error(run, reference, times: np.ndarray) -> float:
-    """Largest |elbow angle of ``run`` − of ``reference``| (deg) at ``times`` (both interpolated linearly)."""
+    """Largest |elbow angle of ``run`` − of ``reference``| (deg) at ``times``.
+
+    Parameters
+    ----------
+    run, reference
+        Results with ``times`` and ``angle_deg``, interpolated linearly at ``times``.
+    times
+        The comparison times, s.
+
+    Returns
+    -------
+    float
+        The largest difference, degrees.
+    """
     a = np.interp(times, run.times, run.angle_deg)
     b = np.interp(times, reference.times, reference.angle_deg)
     return float(np.abs(a - b).max())
 
 
 def main(argv: list[str] | None = None) -> dict:
+    """Run the comparison and print its table and summary line.
+
+    Parameters
+    ----------
+    argv
+        The command-line arguments (None: ``sys.argv[1:]``); ``--help`` lists them.
+
+    Returns
+    -------
+    dict
+        ``rows`` (one dict of :func:`timed_run` per run, with ``scheme``, ``setting``, ``error``
+        and ``after`` added), ``reference`` (the reference's) and ``check`` (the reference check, deg).
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--level", type=int, default=1, choices=sorted(upper_limb.LEVELS))
     parser.add_argument("--t-end", type=float, default=2.0, help="simulated time in s (default 2; the paper: 8)")
@@ -127,10 +223,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--euler-start", choices=["scaled", "demo", "none"], default="scaled",
                         help="backward Euler's start substeps: start_dt = 1/256 s divided by the factor (scaled, "
                              "default), 1/256 s (demo), none")
-    parser.add_argument("--euler-factors", type=int, nargs="+", default=[1, 2, 4, 8],
-                        help="backward Euler with these multiples of the level's Table-5 steps (default 1 2 4 8)")
-    parser.add_argument("--rtols", type=float, nargs="+", default=[1e-2, 1e-3, 1e-4],
-                        help="relative tolerances of the adaptive BDF2 runs (default 1e-2 1e-3 1e-4)")
+    parser.add_argument("--euler-factors", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32],
+                        help="backward Euler with these multiples of the level's Table-5 steps (default 1 2 4 8 16 32)")
+    parser.add_argument("--euler-start-divisors", type=int, nargs="*", default=[8, 32],
+                        help="backward Euler at the Table-5 step, the start substeps 1/256 s divided by these "
+                             "(default 8 32; none: skip)")
+    parser.add_argument("--rtols", type=float, nargs="+", default=[3e-2, 1e-2, 1e-3],
+                        help="relative tolerances of the adaptive BDF2 runs (default 3e-2 1e-2 1e-3)")
     parser.add_argument("--atol-ratio", type=float, default=0.01, help="atol = rtol × this (default 0.01)")
     parser.add_argument("--fiber-contact", choices=["on", "off"], default="off",
                         help="fiber–fiber contact (default off: the smooth model)")
@@ -154,7 +253,8 @@ def main(argv: list[str] | None = None) -> dict:
     rows = []
 
     def show(row):
-        print(f"{row['scheme']:<8} {row['setting']:<26} {row['error']:>10.4g} {row['after']:>9.4g} {row['cpu_s']:>9.2f} "
+        print(f"{row['scheme']:<8} {row['setting']:<26} {row['error']:>10.4g} {row['after']:>9.4g} "
+              f"{row['cpu_s']:>9.2f} "
               f"{row['wall_s']:>9.2f} {row['steps']:>8d} {row['rejected']:>6d} {row['newton']:>8d} "
               f"{row['retries']:>5d}" + (f"  {row['stopped']}" if row['stopped'] else ""), flush=True)
 
@@ -184,6 +284,14 @@ def main(argv: list[str] | None = None) -> dict:
                    after=angle_error(run["result"], reference, late) if run["result"] is not None else math.nan)
         rows.append(run)
         show(run)
+    for divisor in args.euler_start_divisors:
+        start_dt = upper_limb.START_DT / divisor
+        run = timed_run(level, t_end, method="euler", n_steps=nt, fiber_contact=contact, start_dt=start_dt)
+        run.update(scheme="euler", setting=f"{nt} steps, start 1/{round(1 / start_dt)} s",
+                   error=angle_error(run["result"], reference, times) if run["result"] is not None else math.nan,
+                   after=angle_error(run["result"], reference, late) if run["result"] is not None else math.nan)
+        rows.append(run)
+        show(run)
     for rtol in args.rtols:
         atol = rtol * args.atol_ratio
         run = timed_run(level, t_end, method="bdf2", rtol=rtol, atol=atol, fiber_contact=contact)
@@ -193,14 +301,17 @@ def main(argv: list[str] | None = None) -> dict:
         rows.append(run)
         show(run)
 
-    def best(scheme):
-        cpus = [r["cpu_s"] for r in rows if r["scheme"] == scheme and r["error"] <= args.target]
+    def best(scheme, key="error"):
+        cpus = [r["cpu_s"] for r in rows if r["scheme"] == scheme and r[key] <= args.target]
         return min(cpus) if cpus else math.nan
 
     euler, bdf2 = best("euler"), best("bdf2-ec")
+    euler_after, bdf2_after = best("euler", "after"), best("bdf2-ec", "after")
     print(f"summary: level={level} t_end_s={t_end:g} fiber_contact={int(contact)} reference_steps={n_ref} "
           f"reference_check_deg={check:.3g} target_deg={args.target:g} euler_cpu_s_at_target={euler:.3g} "
-          f"bdf2_cpu_s_at_target={bdf2:.3g} ratio_euler_over_bdf2={euler / bdf2:.3g}", flush=True)
+          f"bdf2_cpu_s_at_target={bdf2:.3g} ratio_euler_over_bdf2={euler / bdf2:.3g} "
+          f"euler_cpu_s_at_target_after_start={euler_after:.3g} bdf2_cpu_s_at_target_after_start={bdf2_after:.3g} "
+          f"ratio_after_start={euler_after / bdf2_after:.3g}", flush=True)
     return dict(rows=rows, reference=ref, check=check)
 
 
