@@ -27,14 +27,19 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import weakref
 from pathlib import Path
 
 import numpy as np
 
+from . import block_tridiagonal as bt
 from .compile.cache import load_module
-from .core import Evaluation, ROUNDOFF_FACTOR
+from .core import Evaluation, NewtonOptions, ROUNDOFF_FACTOR, State
+from .core.bdf import anchor_weights
+from .linalg import PIVOT_TOL, RESIDUAL_TOL, ConstrainedSolver, Factorization
+from .newton import REUSE_ITERATIONS, ROUNDOFF_UPDATE, STATIC_STAGNATION_WINDOW, IterationMatrix, NewtonReport
 
-__all__ = ["FiberStep", "applies", "step_source"]
+__all__ = ["FiberStep", "applies", "compiled_step", "step_source"]
 
 _EPS = float(np.finfo(float).eps)
 
@@ -46,8 +51,13 @@ import math
 import numba
 import numpy as np
 
+from skfiber.block_tridiagonal import assemble_factor_solve, solve_factored
+import skfiber.block_tridiagonal as bt
 from skfiber.fiber_part import sum_rows
 import {forms} as _forms
+
+evaluate_forms = _forms.evaluate
+assemble = _forms.assemble
 
 
 @numba.njit(cache=True)
@@ -61,6 +71,191 @@ def evaluate(u, u_hat, v_hat, h, c_v, c_a, form_args, f_ext, free, tangent):
     R, ref, magnitude, lam_min, finite = sum_rows(rows, f_ext, 1.0, mag, lam)
     r = R[free]
     return R, v, a, ref, magnitude, lam_min, finite, math.sqrt(np.dot(r, r))
+
+
+@numba.njit(cache=True)
+def _rhs(R, constrained):
+    """−R with its constrained entries 0 (the right-hand side of a Newton increment)."""
+    rhs = -R
+    rhs[constrained] = 0.0
+    return rhs
+
+
+@numba.njit(cache=True)
+def _valid(finite, lam_min, res):
+    """0: a usable evaluation; 1: inadmissible (Newton's evaluate_checked gives None); 2: a non-finite
+    residual (the general path diagnoses it: the caller redoes the step in Python)."""
+    if not finite:
+        return 2
+    if not (lam_min > 0 and math.isfinite(lam_min)) or not math.isfinite(res):
+        return 1
+    return 0
+
+
+@numba.njit(cache=True)
+def _contracts(rate, res, tol, max_rate, reuse_iterations):
+    return rate <= max_rate and res * rate**reuse_iterations <= tol
+
+
+@numba.njit(cache=True)
+def newton(u0, u_hat, v_hat, h, c_v, c_a, statics, alpha, t, f_ext, free, constrained, kept, have_kept, reuse,
+           settings, max_iterations, window, line_search):
+    (G, dofs, members, dx, X, J, area, rho, theta, gamma_m, branch, params, mask, rows, mag, pointwise, lam,
+     products, gather, nb, block_index, block_fixed, block_diag_fixed) = statics
+    (rtol, atol, decrease, max_rate, reuse_iterations, roundoff_factor, roundoff_update, pivot_tol,
+     residual_tol) = settings
+    A, LU, piv, Xf = kept
+    ne = dofs.shape[0]
+    nn = u0.shape[0] // bt.B
+    no_D = np.empty((0, 0, pointwise.shape[2]))  # what the kernel gets when no tangent is asked for
+    history = np.zeros(max_iterations + 1)
+    fractions = np.zeros(max_iterations)
+    stale = np.zeros(max_iterations, dtype=np.bool_)
+    builds = 0
+    reused = 0
+    u = u0.copy()
+    lu = have_kept
+    lu_norm = -1.0  # ‖Δu‖ of the last full increment made with lu (< 0: none)
+    refresh_next = False
+    # the evaluation at u: residual, its rates, reference force, round-off floor, pointwise tangent (or none)
+    D = np.empty_like(pointwise) if (not lu or not reuse) else no_D
+    R, v, a, ref, magnitude, lam_min, finite, res = evaluate(
+        u, u_hat, v_hat, h, c_v, c_a, (G, dofs, members, dx, X, J, area, rho, theta, gamma_m, alpha, t, branch,
+                                       params, mask, np.empty_like(rows), np.empty_like(mag), D,
+                                       np.empty_like(lam)), f_ext, free, int(D.shape[0] > 0))
+    if _valid(finite, lam_min, res):
+        return -1, u, history, fractions, 0, builds, reused, A, LU, piv, Xf
+    roundoff = roundoff_factor * magnitude
+    du = np.zeros_like(u)
+    s = 0.0
+    have_update = False
+    u_new, R1, v1, a1, D1 = u, R, v, a, D
+    ref1, mag1, lam1, res1, norm = ref, magnitude, lam_min, res, 0.0
+    s_ok, u_ok, D_ok, R_ok, v_ok, a_ok = s, u, D, R, v, a
+    ref_ok, mag_ok, lam_ok, res_ok = ref, magnitude, lam_min, res
+    for it in range(max_iterations + 1):
+        history[it] = res
+        tol = rtol * ref + atol + roundoff
+        if res <= tol:
+            return 0, u, history, fractions, it, builds, reused, A, LU, piv, Xf
+        if it == max_iterations:
+            break
+        refresh = False
+        if window and it >= window and res > 0.9 * history[it - window]:
+            if have_update and res <= math.sqrt(rtol) * ref and (
+                    s * np.max(np.abs(du)) <= roundoff_update * max(1.0, np.max(np.abs(u)))):
+                return 1, u, history, fractions, it, builds, reused, A, LU, piv, Xf
+            if not stale[it - window:it].any():
+                return -2, u, history, fractions, it, builds, reused, A, LU, piv, Xf
+            refresh = True
+        old = lu and not refresh and not refresh_next
+        refresh_next = False
+        full_res = 0.0
+        if old:  # modified Newton: the kept factorization, while it contracts fast enough
+            du = solve_factored(A, LU, piv, Xf, _rhs(R, constrained).reshape(nn, bt.B, 1)).reshape(u.shape[0])
+            reused += 1
+            norm = math.sqrt(np.dot(du, du))
+            if lu_norm >= 0.0:
+                old = _contracts(norm / lu_norm, res, tol, max_rate, reuse_iterations)
+            if old and math.isfinite(norm):
+                u_new = u + du
+                R1, v1, a1, ref1, mag1, lam1, fin1, res1 = evaluate(
+                    u_new, u_hat, v_hat, h, c_v, c_a, (G, dofs, members, dx, X, J, area, rho, theta, gamma_m, alpha,
+                                                       t, branch, params, mask, np.empty_like(rows),
+                                                       np.empty_like(mag), no_D, np.empty_like(lam)),
+                    f_ext, free, 0)
+                status = _valid(fin1, lam1, res1)
+                if status == 2:
+                    return -1, u, history, fractions, it, builds, reused, A, LU, piv, Xf
+                old = status == 0 and res1 <= (1.0 - decrease) * res
+            else:
+                old = False
+        if not old:  # a fresh tangent at u, factorized
+            builds += 1
+            if D.shape[0] == 0:  # a second pass with the pointwise tangent
+                D = np.empty_like(pointwise)
+                evaluate_forms(G, dofs, members, dx, X + u, v, a, X, J, area, rho, theta, gamma_m, alpha, t, branch,
+                               params, c_v, c_a, mask, 1, np.empty_like(rows), np.empty_like(mag), D,
+                               np.empty_like(lam))
+            K = np.empty((ne, nb * nb))
+            assemble(products, gather, D, K)
+            work = np.zeros(nn * 3 * bt.B * bt.B)
+            A, LU, piv, Xf, x, failed = assemble_factor_solve(
+                work, block_index, K.reshape(-1), block_fixed, block_diag_fixed,
+                _rhs(R, constrained).reshape(nn, bt.B, 1), pivot_tol, residual_tol)
+            if failed:  # the band LU's turn: the caller redoes the step
+                return -3, u, history, fractions, it, builds, reused, A, LU, piv, Xf
+            du = x.reshape(u.shape[0])
+            lu = reuse
+            lu_norm = -1.0
+            norm = math.sqrt(np.dot(du, du))
+            if not math.isfinite(norm) and not np.isfinite(du).all():
+                return -4, u, history, fractions, it, builds, reused, A, LU, piv, Xf
+        stale[it] = old
+        if old:  # the full step, checked above
+            if lu_norm < 0.0:  # no θ yet: judge the first increment by the residual's drop
+                refresh_next = not _contracts(res1 / res, res1, tol, max_rate, reuse_iterations)
+            s = 1.0
+            u, R, v, a, ref, magnitude, lam_min, res = u_new, R1, v1, a1, ref1, mag1, lam1, res1
+            D = no_D
+            lu_norm = norm
+        else:  # the line search: halve the step until the residual decreases enough
+            s = 1.0
+            found = False
+            for k in range(line_search + 1):
+                u_new = u + du if s == 1.0 else u + s * du
+                D1 = no_D if reuse else np.empty_like(pointwise)
+                R1, v1, a1, ref1, mag1, lam1, fin1, res1 = evaluate(
+                    u_new, u_hat, v_hat, h, c_v, c_a, (G, dofs, members, dx, X, J, area, rho, theta, gamma_m, alpha,
+                                                       t, branch, params, mask, np.empty_like(rows),
+                                                       np.empty_like(mag), D1, np.empty_like(lam)),
+                    f_ext, free, int(D1.shape[0] > 0))
+                status = _valid(fin1, lam1, res1)
+                if status == 2:
+                    return -1, u, history, fractions, it, builds, reused, A, LU, piv, Xf
+                if status == 0:
+                    found = True
+                    s_ok, u_ok, D_ok = s, u_new, D1
+                    R_ok, v_ok, a_ok, ref_ok, mag_ok, lam_ok, res_ok = R1, v1, a1, ref1, mag1, lam1, res1
+                    if res1 <= (1.0 - decrease * s) * res:
+                        break
+                if k < line_search:
+                    s *= 0.5
+            if not found:
+                return -5, u, history, fractions, it, builds, reused, A, LU, piv, Xf
+            s, u, D = s_ok, u_ok, D_ok
+            R, v, a, ref, magnitude, lam_min, res = R_ok, v_ok, a_ok, ref_ok, mag_ok, lam_ok, res_ok
+            lu_norm = norm if (reuse and s == 1.0) else -1.0
+        roundoff = roundoff_factor * magnitude
+        fractions[it] = s
+        have_update = True
+    return -6, u, history, fractions, max_iterations, builds, reused, A, LU, piv, Xf
+
+
+
+@numba.njit(cache=True)
+def step(u_n, v_n, u_prev, v_prev, a_n, a_prev, anchored, weights, h, hh, predict, r, smoothness, prescribed, c_v, c_a,
+         statics, alpha, t, f_ext, free, constrained, kept, have_kept, reuse, settings, max_iterations, window,
+         line_search):
+    if anchored:  # BDF2's anchors (skfiber.core.bdf.anchor)
+        p, q, d = weights
+        u_hat = (p * u_n - q * u_prev) / d
+        v_hat = (p * v_n - q * v_prev) / d
+    else:  # backward Euler
+        u_hat = u_n
+        v_hat = v_n
+    a0 = a_n  # the predictor (skfiber.time_step.predicted_accelerations)
+    if predict:
+        da = a_n - a_prev
+        if math.sqrt(np.dot(da, da)) <= smoothness * math.sqrt(np.dot(a_n, a_n)):
+            a0 = a_n + r * da
+    u0 = u_hat + h * v_hat + hh * a0
+    u0[constrained] = prescribed
+    status, u, history, fractions, iterations, builds, reused, A, LU, piv, Xf = newton(
+        u0, u_hat, v_hat, h, c_v, c_a, statics, alpha, t, f_ext, free, constrained, kept, have_kept, reuse, settings,
+        max_iterations, window, line_search)
+    v = (u - u_hat) / h
+    return status, u, v, (v - v_hat) / h, history, fractions, iterations, builds, reused, A, LU, piv, Xf
 '''
 
 
@@ -68,7 +263,10 @@ def evaluate(u, u_hat, v_hat, h, c_v, c_a, form_args, f_ext, free, tangent):
 def _digest() -> str:
     """sha1 of the sources the generated function calls (numba checks a cached function against its own
     file only)."""
-    return hashlib.sha1(Path(__file__).with_name("fiber_part.py").read_bytes()).hexdigest()[:20]
+    digest = hashlib.sha1()
+    for name in ("fiber_part.py", "block_tridiagonal.py"):
+        digest.update(Path(__file__).with_name(name).read_bytes())
+    return digest.hexdigest()[:20]
 
 
 def step_source(forms_module: str) -> str:
@@ -78,7 +276,15 @@ def step_source(forms_module: str) -> str:
 
 @functools.lru_cache(maxsize=8)
 def _compiled(forms_module: str):
-    return load_module(step_source(forms_module), kind="step").evaluate
+    return load_module(step_source(forms_module), kind="step")
+
+
+@functools.lru_cache(maxsize=8)
+def _no_factors(nodes: int) -> tuple:
+    """Placeholder factors (never read) for a compiled Newton solve that starts without kept ones."""
+    B = bt.B
+    return np.zeros((nodes, 3, B, B)), np.zeros((nodes, B, B)), np.zeros((nodes, B), dtype=np.int64), \
+        np.zeros((nodes, B, B))
 
 
 def applies(model) -> bool:
@@ -105,7 +311,8 @@ class FiberStep:
                  free: np.ndarray):
         self.model = model
         self.kernel = kernel = model.form_kernel
-        self.function = _compiled(kernel.function.py_func.__module__)
+        self.module = _compiled(kernel.function.py_func.__module__)
+        self.function = self.module.evaluate
         self.u_hat, self.v_hat, self.h, self.c_v, self.c_a, self.t = u_hat, v_hat, float(h), c_v, c_a, float(t)
         self.alpha = model.activations(t).ravel()
         self.f_ext = model.external_force(t)
@@ -129,3 +336,114 @@ class FiberStep:
                 return kernel(u, v, a, t, alpha=alpha, c_v=c_v, c_a=c_a).element_matrices
         return Evaluation(R, tangent_fn, reference_force=ref, min_stretch=lam_min,
                           roundoff=ROUNDOFF_FACTOR * _EPS * magnitude, free_norm=free_norm)
+
+
+#: per solver, the compiled step's arguments that stay fixed in a run (:class:`_Context`)
+_CONTEXTS: "weakref.WeakKeyDictionary[ConstrainedSolver, _Context]" = weakref.WeakKeyDictionary()
+
+
+class _Context:
+    """What :func:`compiled_step` passes unchanged from step to step, for one solver and form kernel: the
+    step module, the kernel's and the solver's fixed arrays, placeholder factors, and Newton's settings
+    (made again when the options object changes)."""
+
+    __slots__ = ("kernel", "module", "statics", "no_factors", "options", "settings")
+
+    def __init__(self, kernel, solver: ConstrainedSolver, n_dofs: int):
+        self.kernel = kernel
+        self.module = _compiled(kernel.function.py_func.__module__)
+        args = kernel.fused_arguments(0.0, alpha=None, output=kernel.output(tangent=True))
+        self.statics = args[:10] + args[12:] + kernel.tangent_tables() + (solver.block_index, solver.block_fixed,
+                                                                          solver.block_diag_fixed)
+        self.no_factors = _no_factors(n_dofs // bt.B)
+        self.options = self.settings = None
+
+    def settings_of(self, options: NewtonOptions) -> tuple:
+        """(settings, max_iterations, stagnation window, line_search) of the compiled Newton."""
+        if options is not self.options:
+            window = STATIC_STAGNATION_WINDOW if options.stagnation_window is None else options.stagnation_window
+            self.settings = ((float(options.rtol), float(options.atol), float(options.line_search_decrease),
+                              float(options.reuse_max_rate), float(REUSE_ITERATIONS), ROUNDOFF_FACTOR * _EPS,
+                              ROUNDOFF_UPDATE, PIVOT_TOL, RESIDUAL_TOL),
+                             int(options.max_iterations), int(window), int(options.line_search))
+            self.options = options
+        return self.settings
+
+
+def compiled_step(model, state: State, dt: float, solver: ConstrainedSolver, *, anchored: bool, smoothness: float,
+                  options: NewtonOptions, matrix: IterationMatrix | None = None) -> tuple[State, NewtonReport] | None:
+    """One implicit step of a fiber-only model as one compiled call, or None (nothing changed).
+
+    The step of :func:`skfiber.time_step.implicit_step`: BDF2's anchors
+    (``anchored``; backward Euler otherwise), the predictor
+    (:func:`~skfiber.time_step.predicted_accelerations` with ``smoothness``),
+    and :func:`skfiber.newton.newton` on :class:`FiberStep`'s residual without
+    a safeguard (no contacts): the same evaluations, convergence and
+    stagnation tests, modified Newton with ``matrix`` (the factorization kept
+    from step to step, its counts) when ``options.jacobian_reuse``, the line
+    search and the same block LU, in the same order of operations.  It
+    returns None, ``matrix`` as it was, where :func:`~skfiber.time_step.implicit_step`
+    must take the step instead: a model :func:`applies` rejects, a solver
+    without the block LU, or where that Newton would leave its usual path —
+    a non-finite residual, a block LU failing its checks (the band LU's
+    turn), a kept factorization of another kind, no convergence (the restart
+    by full Newton, or the :class:`~skfiber.ConvergenceError`).
+    """
+    if (model.rigid is not None or model.contacts or not model.compiled
+            or getattr(solver, "block_index", None) is None):
+        return None
+    kernel = model.form_kernel
+    context = _CONTEXTS.get(solver)
+    if context is None or context.kernel is not kernel:  # (a change of the model's terms makes a new kernel)
+        if not applies(model):
+            return None
+        context = _CONTEXTS[solver] = _Context(kernel, solver, model.n_dofs)
+    settings, max_iterations, window, line_search = context.settings_of(options)
+    if anchored:
+        weights, h = anchor_weights(dt, state.dt_last)
+        u_prev, v_prev = state.u_prev, state.v_prev
+    else:
+        weights, h = (1.0, 0.0, 1.0), float(dt)
+        u_prev, v_prev = state.u, state.v
+    a, a_prev = state.a, state.a_prev
+    predict = state.dt_last > 0 and a_prev.shape == a.shape and state.b_prev.shape == state.b.shape
+    if not predict:
+        a_prev = a
+    t1 = state.t + dt
+    reuse = matrix is not None and bool(options.jacobian_reuse)
+    snapshot = None if matrix is None else matrix.snapshot()
+    c_v, c_a = 1.0 / h, 1.0 / h**2
+    lu = matrix.take((c_v, c_a), options.reuse_max_change) if reuse else None
+    if lu is not None and lu.method != "block":
+        matrix.restore(snapshot)
+        return None
+    (status, u, v, a_new, history, fractions, iterations, builds, reused, A, LU, piv, X) = context.module.step(
+        state.u, state.v, u_prev, v_prev, a, a_prev, anchored, weights, h, h**2, predict,
+        dt / state.dt_last if predict else 0.0, float(smoothness), model.prescribed_displacement(t1), c_v, c_a,
+        context.statics, model.activations(t1).ravel(), float(t1), model.external_force(t1), solver.free,
+        solver.constrained, context.no_factors if lu is None else lu.factors, lu is not None, reuse, settings,
+        max_iterations, window, line_search)
+    if status < 0:
+        if matrix is not None:
+            matrix.restore(snapshot)
+        return None
+    if builds:
+        solver.last_method = "block"
+    solver.end_margins = None  # (no contacts)
+    if matrix is not None:
+        matrix.tangent_builds += builds
+        matrix.factorizations += builds
+    if reuse:
+        matrix.reused_solves += reused
+        if lu is not None and builds:
+            matrix.carried(False)
+        elif lu is not None and status == 0:
+            matrix.carried(True)
+        if builds:
+            matrix.keep(Factorization("block", (A, LU, piv, X), solver.constrained), (c_v, c_a))
+        else:
+            matrix.keep(lu, matrix.coefficients)
+    report = NewtonReport(int(iterations), history[:iterations + 1].tolist(), fractions[:iterations].tolist())
+    # (the bodies' arrays are empty: shared with the state before)
+    return State(t1, u, v, a_new, state.q, state.p, state.b, state.a, state.b, dt, state.u, state.v, state.q,
+                 state.p), report
