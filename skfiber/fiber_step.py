@@ -73,6 +73,7 @@ def evaluate(u, u_hat, v_hat, h, c_v, c_a, form_args, f_ext, free, tangent):
     return R, v, a, ref, magnitude, lam_min, finite, math.sqrt(np.dot(r, r))
 
 
+
 @numba.njit(cache=True)
 def _rhs(R, constrained):
     """−R with its constrained entries 0 (the right-hand side of a Newton increment)."""
@@ -98,164 +99,163 @@ def _contracts(rate, res, tol, max_rate, reuse_iterations):
 
 
 @numba.njit(cache=True)
-def newton(u0, u_hat, v_hat, h, c_v, c_a, statics, alpha, t, f_ext, free, constrained, kept, have_kept, reuse,
-           settings, max_iterations, window, line_search):
+def step(u_n, v_n, u_prev, v_prev, a_n, a_prev, anchored, weights, h, hh, predict, r, smoothness, prescribed, c_v, c_a,
+         statics, alpha, t, f_ext, free, constrained, kept, have_kept, reuse, settings, max_iterations, window,
+         line_search):
     (G, dofs, members, dx, X, J, area, rho, theta, gamma_m, branch, params, mask, rows, mag, pointwise, lam,
      products, gather, nb, block_index, block_fixed, block_diag_fixed) = statics
     (rtol, atol, decrease, max_rate, reuse_iterations, roundoff_factor, roundoff_update, pivot_tol,
      residual_tol) = settings
+    # the anchors (skfiber.core.bdf.anchor; backward Euler: the state itself) and the predictor
+    # (skfiber.time_step.predicted_accelerations)
+    if anchored:
+        p, q, d = weights
+        u_hat = (p * u_n - q * u_prev) / d
+        v_hat = (p * v_n - q * v_prev) / d
+    else:
+        u_hat = u_n
+        v_hat = v_n
+    a0 = a_n
+    if predict:
+        da = a_n - a_prev
+        if math.sqrt(np.dot(da, da)) <= smoothness * math.sqrt(np.dot(a_n, a_n)):
+            a0 = a_n + r * da
+    u = u_hat + h * v_hat + hh * a0
+    u[constrained] = prescribed
+    # Newton (skfiber.newton.newton, modified with ``reuse``), written around its one evaluation call: ``phase``
+    # says what the evaluation at x is for — 0 the start, 1 the full step of a kept factorization, 2 the
+    # pointwise tangent at u (a second pass), 3 a trial of the line search
     A, LU, piv, Xf = kept
     ne = dofs.shape[0]
-    nn = u0.shape[0] // bt.B
+    nn = u.shape[0] // bt.B
     no_D = np.empty((0, 0, pointwise.shape[2]))  # what the kernel gets when no tangent is asked for
     history = np.zeros(max_iterations + 1)
     fractions = np.zeros(max_iterations)
     stale = np.zeros(max_iterations, dtype=np.bool_)
     builds = 0
     reused = 0
-    u = u0.copy()
+    it = 0
     lu = have_kept
     lu_norm = -1.0  # ‖Δu‖ of the last full increment made with lu (< 0: none)
     refresh_next = False
-    # the evaluation at u: residual, its rates, reference force, round-off floor, pointwise tangent (or none)
-    D = np.empty_like(pointwise) if (not lu or not reuse) else no_D
-    R, v, a, ref, magnitude, lam_min, finite, res = evaluate(
-        u, u_hat, v_hat, h, c_v, c_a, (G, dofs, members, dx, X, J, area, rho, theta, gamma_m, alpha, t, branch,
-                                       params, mask, np.empty_like(rows), np.empty_like(mag), D,
-                                       np.empty_like(lam)), f_ext, free, int(D.shape[0] > 0))
-    if _valid(finite, lam_min, res):
-        return -1, u, history, fractions, 0, builds, reused, A, LU, piv, Xf
-    roundoff = roundoff_factor * magnitude
+    have_update = False
     du = np.zeros_like(u)
     s = 0.0
-    have_update = False
-    u_new, R1, v1, a1, D1 = u, R, v, a, D
-    ref1, mag1, lam1, res1, norm = ref, magnitude, lam_min, res, 0.0
-    s_ok, u_ok, D_ok, R_ok, v_ok, a_ok = s, u, D, R, v, a
-    ref_ok, mag_ok, lam_ok, res_ok = ref, magnitude, lam_min, res
-    for it in range(max_iterations + 1):
-        history[it] = res
-        tol = rtol * ref + atol + roundoff
-        if res <= tol:
-            return 0, u, history, fractions, it, builds, reused, A, LU, piv, Xf
-        if it == max_iterations:
-            break
-        refresh = False
-        if window and it >= window and res > 0.9 * history[it - window]:
-            if have_update and res <= math.sqrt(rtol) * ref and (
-                    s * np.max(np.abs(du)) <= roundoff_update * max(1.0, np.max(np.abs(u)))):
-                return 1, u, history, fractions, it, builds, reused, A, LU, piv, Xf
-            if not stale[it - window:it].any():
-                return -2, u, history, fractions, it, builds, reused, A, LU, piv, Xf
-            refresh = True
-        old = lu and not refresh and not refresh_next
-        refresh_next = False
-        full_res = 0.0
-        if old:  # modified Newton: the kept factorization, while it contracts fast enough
-            du = solve_factored(A, LU, piv, Xf, _rhs(R, constrained).reshape(nn, bt.B, 1)).reshape(u.shape[0])
-            reused += 1
-            norm = math.sqrt(np.dot(du, du))
-            if lu_norm >= 0.0:
-                old = _contracts(norm / lu_norm, res, tol, max_rate, reuse_iterations)
-            if old and math.isfinite(norm):
-                u_new = u + du
-                R1, v1, a1, ref1, mag1, lam1, fin1, res1 = evaluate(
-                    u_new, u_hat, v_hat, h, c_v, c_a, (G, dofs, members, dx, X, J, area, rho, theta, gamma_m, alpha,
-                                                       t, branch, params, mask, np.empty_like(rows),
-                                                       np.empty_like(mag), no_D, np.empty_like(lam)),
-                    f_ext, free, 0)
-                status = _valid(fin1, lam1, res1)
-                if status == 2:
-                    return -1, u, history, fractions, it, builds, reused, A, LU, piv, Xf
-                old = status == 0 and res1 <= (1.0 - decrease) * res
+    k = 0
+    norm = 0.0
+    tol = 0.0
+    found = False
+    R, v, a, ref, magnitude, lam_min, res, D = u, u, u, 0.0, 0.0, 0.0, 0.0, no_D  # the evaluation at u
+    s_ok, u_ok, D_ok, R_ok, v_ok, a_ok, ref_ok, mag_ok, lam_ok, res_ok = s, u, D, u, u, u, 0.0, 0.0, 0.0, 0.0
+    x = u
+    tangent = not lu or not reuse
+    phase = 0
+    while True:
+        D1 = np.empty_like(pointwise) if tangent else no_D
+        R1, v1, a1, ref1, mag1, lam1, fin1, res1 = evaluate(
+            x, u_hat, v_hat, h, c_v, c_a, (G, dofs, members, dx, X, J, area, rho, theta, gamma_m, alpha, t, branch,
+                                           params, mask, np.empty_like(rows), np.empty_like(mag), D1,
+                                           np.empty_like(lam)), f_ext, free, int(tangent))
+        status = _valid(fin1, lam1, res1)
+        if status == 2 or (phase == 0 and status):
+            return -1, u, u, u, history, fractions, it, builds, reused, A, LU, piv, Xf
+        fresh = False  # next: a fresh tangent at u, factorized (else the iteration's head at the new u)
+        if phase == 0:
+            u, R, v, a, ref, magnitude, lam_min, res, D = x, R1, v1, a1, ref1, mag1, lam1, res1, D1
+        elif phase == 1:
+            if status == 0 and res1 <= (1.0 - decrease) * res:  # the full step of the kept factorization
+                stale[it] = True
+                if lu_norm < 0.0:  # no θ yet: judge the first increment by the residual's drop
+                    refresh_next = not _contracts(res1 / res, res1, tol, max_rate, reuse_iterations)
+                s = 1.0
+                u, R, v, a, ref, magnitude, lam_min, res, D = x, R1, v1, a1, ref1, mag1, lam1, res1, no_D
+                lu_norm = norm
+                fractions[it] = s
+                it += 1
+                have_update = True
             else:
-                old = False
-        if not old:  # a fresh tangent at u, factorized
-            builds += 1
-            if D.shape[0] == 0:  # a second pass with the pointwise tangent
-                D = np.empty_like(pointwise)
-                evaluate_forms(G, dofs, members, dx, X + u, v, a, X, J, area, rho, theta, gamma_m, alpha, t, branch,
-                               params, c_v, c_a, mask, 1, np.empty_like(rows), np.empty_like(mag), D,
-                               np.empty_like(lam))
-            K = np.empty((ne, nb * nb))
-            assemble(products, gather, D, K)
-            work = np.zeros(nn * 3 * bt.B * bt.B)
-            A, LU, piv, Xf, x, failed = assemble_factor_solve(
-                work, block_index, K.reshape(-1), block_fixed, block_diag_fixed,
-                _rhs(R, constrained).reshape(nn, bt.B, 1), pivot_tol, residual_tol)
-            if failed:  # the band LU's turn: the caller redoes the step
-                return -3, u, history, fractions, it, builds, reused, A, LU, piv, Xf
-            du = x.reshape(u.shape[0])
-            lu = reuse
-            lu_norm = -1.0
-            norm = math.sqrt(np.dot(du, du))
-            if not math.isfinite(norm) and not np.isfinite(du).all():
-                return -4, u, history, fractions, it, builds, reused, A, LU, piv, Xf
-        stale[it] = old
-        if old:  # the full step, checked above
-            if lu_norm < 0.0:  # no θ yet: judge the first increment by the residual's drop
-                refresh_next = not _contracts(res1 / res, res1, tol, max_rate, reuse_iterations)
-            s = 1.0
-            u, R, v, a, ref, magnitude, lam_min, res = u_new, R1, v1, a1, ref1, mag1, lam1, res1
-            D = no_D
-            lu_norm = norm
-        else:  # the line search: halve the step until the residual decreases enough
-            s = 1.0
-            found = False
-            for k in range(line_search + 1):
-                u_new = u + du if s == 1.0 else u + s * du
-                D1 = no_D if reuse else np.empty_like(pointwise)
-                R1, v1, a1, ref1, mag1, lam1, fin1, res1 = evaluate(
-                    u_new, u_hat, v_hat, h, c_v, c_a, (G, dofs, members, dx, X, J, area, rho, theta, gamma_m, alpha,
-                                                       t, branch, params, mask, np.empty_like(rows),
-                                                       np.empty_like(mag), D1, np.empty_like(lam)),
-                    f_ext, free, int(D1.shape[0] > 0))
-                status = _valid(fin1, lam1, res1)
-                if status == 2:
-                    return -1, u, history, fractions, it, builds, reused, A, LU, piv, Xf
-                if status == 0:
-                    found = True
-                    s_ok, u_ok, D_ok = s, u_new, D1
-                    R_ok, v_ok, a_ok, ref_ok, mag_ok, lam_ok, res_ok = R1, v1, a1, ref1, mag1, lam1, res1
-                    if res1 <= (1.0 - decrease * s) * res:
-                        break
-                if k < line_search:
-                    s *= 0.5
+                fresh = True
+        elif phase == 2:
+            D = D1
+            fresh = True
+        else:
+            stop = False
+            if status == 0:
+                found = True
+                s_ok, u_ok, D_ok = s, x, D1
+                R_ok, v_ok, a_ok, ref_ok, mag_ok, lam_ok, res_ok = R1, v1, a1, ref1, mag1, lam1, res1
+                stop = res1 <= (1.0 - decrease * s) * res
+            if not stop and k < line_search:
+                s *= 0.5
+                k += 1
+                x = u + s * du
+                continue
             if not found:
-                return -5, u, history, fractions, it, builds, reused, A, LU, piv, Xf
+                return -5, u, u, u, history, fractions, it, builds, reused, A, LU, piv, Xf
+            stale[it] = False
             s, u, D = s_ok, u_ok, D_ok
             R, v, a, ref, magnitude, lam_min, res = R_ok, v_ok, a_ok, ref_ok, mag_ok, lam_ok, res_ok
             lu_norm = norm if (reuse and s == 1.0) else -1.0
-        roundoff = roundoff_factor * magnitude
-        fractions[it] = s
-        have_update = True
-    return -6, u, history, fractions, max_iterations, builds, reused, A, LU, piv, Xf
-
-
-
-@numba.njit(cache=True)
-def step(u_n, v_n, u_prev, v_prev, a_n, a_prev, anchored, weights, h, hh, predict, r, smoothness, prescribed, c_v, c_a,
-         statics, alpha, t, f_ext, free, constrained, kept, have_kept, reuse, settings, max_iterations, window,
-         line_search):
-    if anchored:  # BDF2's anchors (skfiber.core.bdf.anchor)
-        p, q, d = weights
-        u_hat = (p * u_n - q * u_prev) / d
-        v_hat = (p * v_n - q * v_prev) / d
-    else:  # backward Euler
-        u_hat = u_n
-        v_hat = v_n
-    a0 = a_n  # the predictor (skfiber.time_step.predicted_accelerations)
-    if predict:
-        da = a_n - a_prev
-        if math.sqrt(np.dot(da, da)) <= smoothness * math.sqrt(np.dot(a_n, a_n)):
-            a0 = a_n + r * da
-    u0 = u_hat + h * v_hat + hh * a0
-    u0[constrained] = prescribed
-    status, u, history, fractions, iterations, builds, reused, A, LU, piv, Xf = newton(
-        u0, u_hat, v_hat, h, c_v, c_a, statics, alpha, t, f_ext, free, constrained, kept, have_kept, reuse, settings,
-        max_iterations, window, line_search)
-    v = (u - u_hat) / h
-    return status, u, v, (v - v_hat) / h, history, fractions, iterations, builds, reused, A, LU, piv, Xf
+            fractions[it] = s
+            it += 1
+            have_update = True
+        if not fresh:  # the iteration's head
+            history[it] = res
+            tol = rtol * ref + atol + roundoff_factor * magnitude
+            if res <= tol:
+                v_end = (u - u_hat) / h
+                return 0, u, v_end, (v_end - v_hat) / h, history, fractions, it, builds, reused, A, LU, piv, Xf
+            if it == max_iterations:
+                return -6, u, u, u, history, fractions, it, builds, reused, A, LU, piv, Xf
+            refresh = False
+            if window and it >= window and res > 0.9 * history[it - window]:
+                if have_update and res <= math.sqrt(rtol) * ref and (
+                        s * np.max(np.abs(du)) <= roundoff_update * max(1.0, np.max(np.abs(u)))):
+                    v_end = (u - u_hat) / h
+                    return 1, u, v_end, (v_end - v_hat) / h, history, fractions, it, builds, reused, A, LU, piv, Xf
+                if not stale[it - window:it].any():
+                    return -2, u, u, u, history, fractions, it, builds, reused, A, LU, piv, Xf
+                refresh = True  # a kept factorization was in use: try a fresh tangent before giving up
+            old = lu and not refresh and not refresh_next
+            refresh_next = False
+            if old:  # modified Newton: the kept factorization, while it contracts fast enough
+                du = solve_factored(A, LU, piv, Xf, _rhs(R, constrained).reshape(nn, bt.B, 1)).reshape(u.shape[0])
+                reused += 1
+                norm = math.sqrt(np.dot(du, du))
+                if lu_norm >= 0.0:
+                    old = _contracts(norm / lu_norm, res, tol, max_rate, reuse_iterations)
+                if old and math.isfinite(norm):
+                    x = u + du
+                    tangent = False
+                    phase = 1
+                    continue
+        # a fresh tangent at u: its pointwise tangent first (a second pass when the evaluation had none)
+        if D.shape[0] == 0:
+            x = u
+            tangent = True
+            phase = 2
+            continue
+        builds += 1
+        K = np.empty((ne, nb * nb))
+        assemble(products, gather, D, K)
+        A, LU, piv, Xf, sol, failed = assemble_factor_solve(
+            np.zeros(nn * 3 * bt.B * bt.B), block_index, K.reshape(-1), block_fixed, block_diag_fixed,
+            _rhs(R, constrained).reshape(nn, bt.B, 1), pivot_tol, residual_tol)
+        if failed:  # the band LU's turn: the caller redoes the step
+            return -3, u, u, u, history, fractions, it, builds, reused, A, LU, piv, Xf
+        du = sol.reshape(u.shape[0])
+        lu = reuse
+        lu_norm = -1.0
+        norm = math.sqrt(np.dot(du, du))
+        if not math.isfinite(norm) and not np.isfinite(du).all():
+            return -4, u, u, u, history, fractions, it, builds, reused, A, LU, piv, Xf
+        # the line search: halve the step until the residual decreases enough (the last trial taken anyway)
+        s = 1.0
+        k = 0
+        found = False
+        x = u + du
+        tangent = not reuse
+        phase = 3
 '''
 
 
