@@ -39,7 +39,7 @@ from .core.bdf import anchor_weights
 from .linalg import PIVOT_TOL, RESIDUAL_TOL, ConstrainedSolver, Factorization
 from .newton import REUSE_ITERATIONS, ROUNDOFF_UPDATE, STATIC_STAGNATION_WINDOW, IterationMatrix, NewtonReport
 
-__all__ = ["FiberStep", "applies", "compiled_step", "step_source"]
+__all__ = ["FiberStep", "applies", "compiled_step", "step_module", "step_source"]
 
 _EPS = float(np.finfo(float).eps)
 
@@ -275,7 +275,8 @@ def step_source(forms_module: str) -> str:
 
 
 @functools.lru_cache(maxsize=8)
-def _compiled(forms_module: str):
+def step_module(forms_module: str):
+    """The generated module of :func:`step_source` (loaded once; numba compiles its functions on first call)."""
     return load_module(step_source(forms_module), kind="step")
 
 
@@ -311,7 +312,7 @@ class FiberStep:
                  free: np.ndarray):
         self.model = model
         self.kernel = kernel = model.form_kernel
-        self.module = _compiled(kernel.function.py_func.__module__)
+        self.module = step_module(kernel.function.py_func.__module__)
         self.function = self.module.evaluate
         self.u_hat, self.v_hat, self.h, self.c_v, self.c_a, self.t = u_hat, v_hat, float(h), c_v, c_a, float(t)
         self.alpha = model.activations(t).ravel()
@@ -351,7 +352,7 @@ class _Context:
 
     def __init__(self, kernel, solver: ConstrainedSolver, n_dofs: int):
         self.kernel = kernel
-        self.module = _compiled(kernel.function.py_func.__module__)
+        self.module = step_module(kernel.function.py_func.__module__)
         args = kernel.fused_arguments(0.0, alpha=None, output=kernel.output(tangent=True))
         self.statics = args[:10] + args[12:] + kernel.tangent_tables() + (solver.block_index, solver.block_fixed,
                                                                           solver.block_diag_fixed)
