@@ -307,6 +307,8 @@ def test_compiled_step_declines_what_it_does_not_cover():
     from skfiber.linalg import ConstrainedSolver
     band = ConstrainedSolver(model.discretization.assembler, model.constrained_dofs, block=False)
     assert compiled_step(model, state, 0.01, band, anchored=False, smoothness=0.5, options=options) is None
+    integers = sf.State(0.0, np.zeros(model.n_dofs, dtype=int), np.zeros(model.n_dofs, dtype=int))
+    assert compiled_step(model, integers, 0.01, solver, anchored=False, smoothness=0.5, options=options) is None
 
 
 def test_iteration_matrix_snapshot_restores_take_carried_and_keep():
