@@ -389,19 +389,44 @@ def compiled_step(model, state: State, dt: float, solver: ConstrainedSolver, *, 
     """One implicit step of a fiber-only model as one compiled call, or None (nothing changed).
 
     The step of :func:`skfiber.time_step.implicit_step`: BDF2's anchors
-    (``anchored``; backward Euler otherwise), the predictor
-    (:func:`~skfiber.time_step.predicted_accelerations` with ``smoothness``),
-    and :func:`skfiber.newton.newton` on :class:`FiberStep`'s residual without
-    a safeguard (no contacts): the same evaluations, convergence and
-    stagnation tests, modified Newton with ``matrix`` (the factorization kept
-    from step to step, its counts) when ``options.jacobian_reuse``, the line
-    search and the same block LU, in the same order of operations.  It
-    returns None, ``matrix`` as it was, where :func:`~skfiber.time_step.implicit_step`
-    must take the step instead: a model :func:`applies` rejects, a solver
-    without the block LU, or where that Newton would leave its usual path —
-    a non-finite residual, a block LU failing its checks (the band LU's
-    turn), a kept factorization of another kind, no convergence (the restart
-    by full Newton, or the :class:`~skfiber.ConvergenceError`).
+    (backward Euler without them), the predictor
+    (:func:`~skfiber.time_step.predicted_accelerations`) and
+    :func:`skfiber.newton.newton` on :class:`FiberStep`'s residual without a
+    safeguard (no contacts) — the same evaluations, convergence and
+    stagnation tests, modified Newton with ``matrix`` when
+    ``options.jacobian_reuse``, the line search and the same block LU, in the
+    same order of operations, so the same iterates bit for bit.
+
+    Parameters
+    ----------
+    model
+        The model (fibers only, no contacts, every term in the compiled form kernel: :func:`applies`).
+    state
+        The state at the start of the step.
+    dt
+        The step size (s).
+    solver
+        The model's :class:`~skfiber.linalg.ConstrainedSolver` with the block LU (``block_index``).
+    anchored
+        BDF2 from ``state`` and its earlier point (:attr:`~skfiber.core.State.has_history`); False:
+        backward Euler.
+    smoothness
+        The predictor's smoothness threshold (:data:`skfiber.time_step.PREDICTOR_SMOOTHNESS`).
+    options
+        Newton's settings, the stagnation window set.
+    matrix
+        The run's :class:`~skfiber.newton.IterationMatrix` (the factorization kept from step to
+        step, the counts), or None (full Newton, not counted).
+
+    Returns
+    -------
+    tuple of (State, NewtonReport) or None
+        The new state (``state`` its earlier point) and Newton's report; None, with ``matrix`` and
+        ``solver`` as they were, where ``implicit_step`` must take the step in Python: a model
+        :func:`applies` rejects, a solver without the block LU, state arrays that are not float, a
+        kept factorization of another kind, or where Newton leaves its usual path (a non-finite
+        residual, a block LU that fails its checks, no convergence: the restart by full Newton or
+        the :class:`~skfiber.ConvergenceError`).
     """
     if (model.rigid is not None or model.contacts or not model.compiled
             or getattr(solver, "block_index", None) is None):
