@@ -275,6 +275,21 @@ def test_compiled_step_equals_the_python_step(case, reuse, monkeypatch):
     assert fast.residual_histories == slow.residual_histories
 
 
+def test_compiled_step_equals_the_python_step_in_adaptive_runs(monkeypatch):
+    """Adaptive BDF2 (its steps are implicit_step's too): the same accepted and rejected steps and states."""
+    model = stiff_tendon(8)
+    kw = dict(t_end=0.05, dt=0.01, method="bdf2", rtol=1e-3, atol=1e-5, progress=False)
+    with monkeypatch.context() as m:
+        counts = counting_compiled_steps(m)
+        fast = sf.simulate(model, **kw)
+    assert counts["done"] > 0
+    with monkeypatch.context() as m:
+        python_steps(m)
+        slow = sf.simulate(model, **kw)
+    np.testing.assert_array_equal(np.array(fast.displacements), np.array(slow.displacements))
+    assert fast.step_counts == slow.step_counts
+
+
 def test_compiled_step_hands_failing_steps_to_python(monkeypatch):
     """Steps whose Newton fails (too few iterations allowed) are declined by the compiled call and split by
     simulate as before: the same substeps, retries and states as the Python step, the matrix as it was."""

@@ -29,7 +29,8 @@ import math
 
 import numpy as np
 
-__all__ = ["anchor", "anchor_weights", "bdf2_coefficients", "error_constant", "error_weights", "interpolate", "MAX_STEP_RATIO"]
+__all__ = ["anchor", "anchor_weights", "bdf2_coefficients", "error_constant", "error_weights", "interpolate",
+           "MAX_STEP_RATIO"]
 
 #: variable-step BDF2 is zero-stable for step ratios ω = h/hₙ₋₁ < 1 + √2
 MAX_STEP_RATIO = 1.0 + math.sqrt(2.0)
