@@ -81,6 +81,9 @@ class KernelClock:
             init(step, *args, **kwargs)
             step.function = clock._wrap(step.function)
         self._patch(fs.FiberStep, "__init__", timed_init)
+        # the fiber-only step as one compiled call (skfiber.fiber_step.compiled_step)
+        module = fs.step_module(kernel.function.py_func.__module__)
+        self._patch(module, "step", self._wrap(module.step))
 
     def _wrap(self, f):
         if id(f) in self.wrapped:  # (FiberStep is made every step)

@@ -267,6 +267,12 @@ class Factorization:
         self._factors = factors
         self._constrained = constrained
 
+    @property
+    def factors(self) -> tuple:
+        """The factors (for ``"block"``: the block storage A, LU, piv and X of
+        :func:`skfiber.block_tridiagonal.factor`); read them, do not change them."""
+        return self._factors
+
     def solve(self, rhs: np.ndarray, *, overwrite: bool = False) -> np.ndarray:
         """The solution for ``rhs`` (N,) or (N, k); ``overwrite``: ``rhs`` is a scratch copy with zero
         constrained entries that the solve may overwrite."""

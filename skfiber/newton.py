@@ -127,6 +127,14 @@ class IterationMatrix:
         self.factorization = lu
         self.coefficients = coefficients
 
+    def snapshot(self) -> tuple:
+        """What :meth:`take`, :meth:`carried` and :meth:`keep` change, for :meth:`restore` (the counts apart)."""
+        return self.factorization, self.coefficients, self._skip, self._backoff
+
+    def restore(self, snapshot: tuple) -> None:
+        """Undo :meth:`take`, :meth:`carried` and :meth:`keep` since ``snapshot`` (a solve to be redone)."""
+        self.factorization, self.coefficients, self._skip, self._backoff = snapshot
+
 
 def newton(
     evaluate: Callable[..., Evaluation],

@@ -29,6 +29,7 @@ from .core import EulerRates, NewtonOptions, State
 from .core.bdf import anchor
 from .fiber_step import FiberStep
 from .fiber_step import applies as fiber_step_applies
+from .fiber_step import compiled_step
 from .linalg import ConstrainedSolver
 from .model import Model
 from .newton import IterationMatrix, NewtonReport, newton
@@ -98,6 +99,11 @@ def implicit_step(
         raise ValueError(f"unknown method {method!r}; pick one of {sorted(METHODS)}")
     options = options.with_stagnation_window(STEP_STAGNATION_WINDOW)
     history = method == "bdf2" and state.has_history
+    if not hasattr(solver, "solve_newton"):  # fibers only: the whole step as one compiled call, where it applies
+        done = compiled_step(model, state, dt, solver, anchored=history, smoothness=PREDICTOR_SMOOTHNESS,
+                             options=options, matrix=matrix)
+        if done is not None:
+            return done
     h_prev = state.dt_last if history else 0.0
     (u_hat, h_eff), (v_hat, _) = (anchor(dt, h_prev, now, prev if history else None)
                                   for now, prev in ((state.u, state.u_prev), (state.v, state.v_prev)))

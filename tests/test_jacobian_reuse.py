@@ -227,3 +227,111 @@ def test_implicit_step_without_a_matrix_is_full_newton():
     matrix = IterationMatrix()
     s2, rep2 = implicit_step(model, model.initial_state(), 1e-3, solver, method="bdf2", options=FULL, matrix=matrix)
     assert np.array_equal(s1.u, s2.u) and matrix.tangent_builds == rep2.iterations == rep.iterations
+
+
+# --------------------------------------------------------------------------- the compiled step
+def python_steps(monkeypatch):
+    """Take every step in Python (time_step.implicit_step without its compiled fiber-only step)."""
+    import skfiber.time_step as time_step
+    monkeypatch.setattr(time_step, "compiled_step", lambda *args, **kwargs: None)
+
+
+def counting_compiled_steps(monkeypatch) -> dict:
+    """Count the steps the compiled call took (``done``) and handed back to Python (``declined``)."""
+    import skfiber.time_step as time_step
+    original = time_step.compiled_step
+    counts = {"done": 0, "declined": 0}
+
+    def counted(*args, **kwargs):
+        out = original(*args, **kwargs)
+        counts["done" if out is not None else "declined"] += 1
+        return out
+
+    monkeypatch.setattr(time_step, "compiled_step", counted)
+    return counts
+
+
+@pytest.mark.parametrize("case", ["tendon-bdf2", "bundle-euler", "bundle-bdf2"])
+@pytest.mark.parametrize("reuse", [True, False])
+def test_compiled_step_equals_the_python_step(case, reuse, monkeypatch):
+    """The fiber-only step as one compiled call: the same states bit for bit, the same Newton iterations,
+    tangents and factorizations as the Python step (simulate with and without it)."""
+    name, method = case.split("-")
+    model = stiff_tendon(8) if name == "tendon" else bundle(n_fibers=2, n_elements=6)
+    kw = dict(t_end=0.06, dt=2e-3 if name == "tendon" else 5e-3, method=method, progress=False,
+              newton_options=sf.NewtonOptions(jacobian_reuse=reuse))
+    with monkeypatch.context() as m:
+        counts = counting_compiled_steps(m)
+        fast = sf.simulate(model, **kw)
+    assert counts["done"] > 0 and counts["declined"] == 0
+    with monkeypatch.context() as m:
+        python_steps(m)
+        slow = sf.simulate(model, **kw)
+    np.testing.assert_array_equal(np.array(fast.displacements), np.array(slow.displacements))
+    np.testing.assert_array_equal(np.array(fast.velocities), np.array(slow.velocities))
+    np.testing.assert_array_equal(fast.newton_iterations, slow.newton_iterations)
+    for key in ("newton_iterations", "tangent_builds", "factorizations", "newton_failures"):
+        assert getattr(fast.step_counts, key) == getattr(slow.step_counts, key)
+    assert fast.residual_histories == slow.residual_histories
+
+
+def test_compiled_step_equals_the_python_step_in_adaptive_runs(monkeypatch):
+    """Adaptive BDF2 (its steps are implicit_step's too): the same accepted and rejected steps and states."""
+    model = stiff_tendon(8)
+    kw = dict(t_end=0.05, dt=0.01, method="bdf2", rtol=1e-3, atol=1e-5, progress=False)
+    with monkeypatch.context() as m:
+        counts = counting_compiled_steps(m)
+        fast = sf.simulate(model, **kw)
+    assert counts["done"] > 0
+    with monkeypatch.context() as m:
+        python_steps(m)
+        slow = sf.simulate(model, **kw)
+    np.testing.assert_array_equal(np.array(fast.displacements), np.array(slow.displacements))
+    assert fast.step_counts == slow.step_counts
+
+
+def test_compiled_step_hands_failing_steps_to_python(monkeypatch):
+    """Steps whose Newton fails (too few iterations allowed) are declined by the compiled call and split by
+    simulate as before: the same substeps, retries and states as the Python step, the matrix as it was."""
+    model = stiff_tendon(6)
+    kw = dict(t_end=0.1, dt=0.02, method="bdf2", progress=False, newton_options=sf.NewtonOptions(max_iterations=2))
+    with monkeypatch.context() as m:
+        counts = counting_compiled_steps(m)
+        fast = sf.simulate(model, **kw)
+    assert counts["declined"] > 0 and counts["done"] > 0
+    assert fast.step_counts.newton_failures > 0
+    with monkeypatch.context() as m:
+        python_steps(m)
+        slow = sf.simulate(model, **kw)
+    np.testing.assert_array_equal(np.array(fast.displacements), np.array(slow.displacements))
+    assert fast.step_counts == slow.step_counts
+
+
+def test_compiled_step_declines_what_it_does_not_cover():
+    """Models with contacts, bodies or numpy forms, and a solver without the block LU: None (Python steps)."""
+    from skfiber.fiber_step import compiled_step
+    model = bundle(n_fibers=1, n_elements=4)
+    state = model.initial_state()
+    solver = make_solver(model)
+    options = sf.NewtonOptions().with_stagnation_window(1)
+    assert compiled_step(model, state, 0.01, solver, anchored=False, smoothness=0.5, options=options) is not None
+    numpy_model = sf.Model(model.fibers, compiled=False)
+    numpy_model.fix(model.fibers[0], "start")
+    assert compiled_step(numpy_model, state, 0.01, make_solver(numpy_model), anchored=False, smoothness=0.5,
+                         options=options) is None
+    from skfiber.linalg import ConstrainedSolver
+    band = ConstrainedSolver(model.discretization.assembler, model.constrained_dofs, block=False)
+    assert compiled_step(model, state, 0.01, band, anchored=False, smoothness=0.5, options=options) is None
+    integers = sf.State(0.0, np.zeros(model.n_dofs, dtype=int), np.zeros(model.n_dofs, dtype=int))
+    assert compiled_step(model, integers, 0.01, solver, anchored=False, smoothness=0.5, options=options) is None
+
+
+def test_iteration_matrix_snapshot_restores_take_carried_and_keep():
+    matrix = IterationMatrix()
+    matrix.keep("lu", (1.0, 2.0))
+    snapshot = matrix.snapshot()
+    assert matrix.take((1.0, 2.0), 0.3) == "lu"
+    matrix.carried(False)
+    matrix.keep(None, (3.0, 4.0))
+    matrix.restore(snapshot)
+    assert (matrix.factorization, matrix.coefficients, matrix.snapshot()) == ("lu", (1.0, 2.0), snapshot)

@@ -267,6 +267,11 @@ class FormKernel:
         self.assemble_function(self._products, self._gather, coefficients, K.reshape(len(K), -1))
         return K
 
+    def tangent_tables(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """(products, gather, nb): the generated ``assemble``'s tables and the element's basis size, for a
+        compiled caller that assembles the element tangent (e, nb · nb) itself (:mod:`skfiber.fiber_step`)."""
+        return self._products, self._gather, self._K.shape[1]
+
     def fused_arguments(self, t, *, alpha, output: KernelOutput, mask=None) -> tuple:
         """The arguments of the generated ``evaluate`` but the fields x, ẋ, ẍ, c_v, c_a and ``tangent``, as
         one tuple (G, dofs, members, dx, X, J, area, ρ, θ, γM, α, t, branch, params, mask, R, magnitude,

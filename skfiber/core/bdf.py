@@ -29,7 +29,8 @@ import math
 
 import numpy as np
 
-__all__ = ["anchor", "bdf2_coefficients", "error_constant", "error_weights", "interpolate", "MAX_STEP_RATIO"]
+__all__ = ["anchor", "anchor_weights", "bdf2_coefficients", "error_constant", "error_weights", "interpolate",
+           "MAX_STEP_RATIO"]
 
 #: variable-step BDF2 is zero-stable for step ratios ω = h/hₙ₋₁ < 1 + √2
 MAX_STEP_RATIO = 1.0 + math.sqrt(2.0)
@@ -46,8 +47,15 @@ def anchor(h: float, h_prev: float, y_n: np.ndarray, y_prev: np.ndarray | None) 
     ``y_prev`` is None or ``h_prev`` ≤ 0 (no earlier point)."""
     if y_prev is None or not h_prev > 0:
         return y_n, h
+    (p, q, d), h_eff = anchor_weights(h, h_prev)
+    return (p * y_n - q * y_prev) / d, h_eff
+
+
+def anchor_weights(h: float, h_prev: float) -> tuple[tuple[float, float, float], float]:
+    """((p, q, d), ĥ) of BDF2's anchor ŷ = (p yₙ − q yₙ₋₁)/d (:func:`anchor`, computed in this order):
+    p = (1 + ω)², q = ω², d = 1 + 2ω, ĥ = (1 + ω) h/(1 + 2ω), ω = h/h_prev > 0."""
     w = h / h_prev
-    return ((1.0 + w) ** 2 * y_n - w * w * y_prev) / (1.0 + 2.0 * w), (1.0 + w) * h / (1.0 + 2.0 * w)
+    return ((1.0 + w) ** 2, w * w, 1.0 + 2.0 * w), (1.0 + w) * h / (1.0 + 2.0 * w)
 
 
 def error_constant(taus: np.ndarray, order: int) -> float:
