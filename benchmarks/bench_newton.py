@@ -7,7 +7,8 @@ Two fiber-only transients:
   constant activations 0 … 0.1, backward Euler at Δt = 5 ms for 2.5 s.
 
 Each case runs with full Newton (``NewtonOptions(jacobian_reuse=False)``: a tangent and a factorization per
-iteration) and with modified Newton (the default), alternating, ``--rounds`` times after a warm-up; the
+iteration) and with modified Newton (the default), each step as one compiled call
+(``NewtonOptions(compiled_step=True)``, :func:`skfiber.fiber_step.compiled_step`), alternating, ``--rounds`` times after a warm-up; the
 figure is the smallest CPU time (``time.process_time``) per step.  The machine may be shared: CPU time is
 what this process used, the minimum what it needs.  Both runs must give the same trajectory to Newton's
 tolerance (checked: the largest difference of the stored displacements is printed).
@@ -36,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "demos"))
 import bench_transient  # noqa: E402
 import hanging_bundle  # noqa: E402
 
-FULL = sf.NewtonOptions(jacobian_reuse=False)
-REUSE = sf.NewtonOptions()
+FULL = sf.NewtonOptions(jacobian_reuse=False, compiled_step=True)
+REUSE = sf.NewtonOptions(compiled_step=True)
 
 
 def cases(quick: bool) -> dict:

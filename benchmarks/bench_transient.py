@@ -70,7 +70,7 @@ def midpoint_z(model: sf.Model, result) -> np.ndarray:
 
 def run_skfiber(model, *, method: str, dt: float | None = None, rtol: float | None = None, reuse: bool = True):
     """(times, z, CPU s, steps, newton iterations) of one run, z at the 10 ms grid."""
-    options = sf.NewtonOptions(jacobian_reuse=reuse)
+    options = sf.NewtonOptions(jacobian_reuse=reuse, compiled_step=True)
     start = time.process_time()
     if rtol is None:
         every = int(round(OUTPUT_DT / dt))

@@ -99,7 +99,7 @@ def implicit_step(
         raise ValueError(f"unknown method {method!r}; pick one of {sorted(METHODS)}")
     options = options.with_stagnation_window(STEP_STAGNATION_WINDOW)
     history = method == "bdf2" and state.has_history
-    if not hasattr(solver, "solve_newton"):  # fibers only: the whole step as one compiled call, where it applies
+    if options.compiled_step and not hasattr(solver, "solve_newton"):  # fibers only: one compiled call, where it applies
         done = compiled_step(model, state, dt, solver, anchored=history, smoothness=PREDICTOR_SMOOTHNESS,
                              options=options, matrix=matrix)
         if done is not None:

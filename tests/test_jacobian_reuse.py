@@ -259,7 +259,7 @@ def test_compiled_step_equals_the_python_step(case, reuse, monkeypatch):
     name, method = case.split("-")
     model = stiff_tendon(8) if name == "tendon" else bundle(n_fibers=2, n_elements=6)
     kw = dict(t_end=0.06, dt=2e-3 if name == "tendon" else 5e-3, method=method, progress=False,
-              newton_options=sf.NewtonOptions(jacobian_reuse=reuse))
+              newton_options=sf.NewtonOptions(jacobian_reuse=reuse, compiled_step=True))
     with monkeypatch.context() as m:
         counts = counting_compiled_steps(m)
         fast = sf.simulate(model, **kw)
@@ -278,7 +278,8 @@ def test_compiled_step_equals_the_python_step(case, reuse, monkeypatch):
 def test_compiled_step_equals_the_python_step_in_adaptive_runs(monkeypatch):
     """Adaptive BDF2 (its steps are implicit_step's too): the same accepted and rejected steps and states."""
     model = stiff_tendon(8)
-    kw = dict(t_end=0.05, dt=0.01, method="bdf2", rtol=1e-3, atol=1e-5, progress=False)
+    kw = dict(t_end=0.05, dt=0.01, method="bdf2", rtol=1e-3, atol=1e-5, progress=False,
+              newton_options=sf.NewtonOptions(compiled_step=True))
     with monkeypatch.context() as m:
         counts = counting_compiled_steps(m)
         fast = sf.simulate(model, **kw)
@@ -294,7 +295,8 @@ def test_compiled_step_hands_failing_steps_to_python(monkeypatch):
     """Steps whose Newton fails (too few iterations allowed) are declined by the compiled call and split by
     simulate as before: the same substeps, retries and states as the Python step, the matrix as it was."""
     model = stiff_tendon(6)
-    kw = dict(t_end=0.1, dt=0.02, method="bdf2", progress=False, newton_options=sf.NewtonOptions(max_iterations=2))
+    kw = dict(t_end=0.1, dt=0.02, method="bdf2", progress=False,
+              newton_options=sf.NewtonOptions(max_iterations=2, compiled_step=True))
     with monkeypatch.context() as m:
         counts = counting_compiled_steps(m)
         fast = sf.simulate(model, **kw)
@@ -305,6 +307,18 @@ def test_compiled_step_hands_failing_steps_to_python(monkeypatch):
         slow = sf.simulate(model, **kw)
     np.testing.assert_array_equal(np.array(fast.displacements), np.array(slow.displacements))
     assert fast.step_counts == slow.step_counts
+
+
+def test_the_compiled_step_is_asked_for(monkeypatch):
+    """By default every step is the Python step (the compiled one costs a compilation per form); asked for
+    with NewtonOptions(compiled_step=True), and a clear error for a value that is not a bool."""
+    model = stiff_tendon(6)
+    with monkeypatch.context() as m:
+        counts = counting_compiled_steps(m)
+        sf.simulate(model, t_end=0.01, dt=2e-3, method="bdf2", progress=False)
+    assert counts == {"done": 0, "declined": 0}
+    with pytest.raises(TypeError, match="compiled_step must be True or False"):
+        sf.NewtonOptions(compiled_step="yes")
 
 
 def test_compiled_step_declines_what_it_does_not_cover():
