@@ -276,28 +276,29 @@ def main(argv: list[str] | None = None) -> dict:
     show(ref)
     if not args.no_ref_check and coarse["result"] is not None:
         show(coarse)
+    def scored(run: dict, scheme: str, setting: str) -> None:
+        """Label a run and add its largest angle errors (whole run, after the start) against the reference."""
+        ok = run["result"] is not None
+        run.update(scheme=scheme, setting=setting,
+                   error=angle_error(run["result"], reference, times) if ok else math.nan,
+                   after=angle_error(run["result"], reference, late) if ok else math.nan)
+
     for factor in args.euler_factors:
         start_dt = dict(scaled=upper_limb.START_DT / factor, demo=upper_limb.START_DT, none=None)[args.euler_start]
         run = timed_run(level, t_end, method="euler", n_steps=factor * nt, fiber_contact=contact, start_dt=start_dt)
-        run.update(scheme="euler", setting=f"{factor} × {nt} steps",
-                   error=angle_error(run["result"], reference, times) if run["result"] is not None else math.nan,
-                   after=angle_error(run["result"], reference, late) if run["result"] is not None else math.nan)
+        scored(run, "euler", f"{factor} × {nt} steps")
         rows.append(run)
         show(run)
     for divisor in args.euler_start_divisors:
         start_dt = upper_limb.START_DT / divisor
         run = timed_run(level, t_end, method="euler", n_steps=nt, fiber_contact=contact, start_dt=start_dt)
-        run.update(scheme="euler", setting=f"{nt} steps, start 1/{round(1 / start_dt)} s",
-                   error=angle_error(run["result"], reference, times) if run["result"] is not None else math.nan,
-                   after=angle_error(run["result"], reference, late) if run["result"] is not None else math.nan)
+        scored(run, "euler", f"{nt} steps, start 1/{round(1 / start_dt)} s")
         rows.append(run)
         show(run)
     for rtol in args.rtols:
         atol = rtol * args.atol_ratio
         run = timed_run(level, t_end, method="bdf2", rtol=rtol, atol=atol, fiber_contact=contact)
-        run.update(scheme="bdf2-ec", setting=f"rtol {rtol:g}, atol {atol:g}",
-                   error=angle_error(run["result"], reference, times) if run["result"] is not None else math.nan,
-                   after=angle_error(run["result"], reference, late) if run["result"] is not None else math.nan)
+        scored(run, "bdf2-ec", f"rtol {rtol:g}, atol {atol:g}")
         rows.append(run)
         show(run)
 
