@@ -89,17 +89,20 @@ def test_resume_skips_recorded_runs(tmp_path):
         run_study(quadratic, params, design="lhs", n=5, seed=4, out=tmp_path, scheduler="serial", progress=False)
 
 
-def test_study_clusters_run_without_the_worker_profiler():
-    """The cluster a study starts turns dask's statistical profiler off in its workers (it slowed the runs), and
-    leaves this process's configuration as it was."""
+def test_study_clusters_run_with_quiet_workers():
+    """The cluster a study starts turns dask's statistical profiler off in its workers (it slowed the runs) and
+    makes their other periodic wake-ups rarer (QUIET_WORKERS), and leaves this process's configuration as it
+    was."""
     import dask
     from distributed import Client
 
-    from skfiber.study.execute import local_cluster
-    before = dask.config.get("distributed.worker.profile.enabled")
+    from skfiber.study.execute import QUIET_WORKERS, local_cluster
+    before = {key: dask.config.get(key) for key in QUIET_WORKERS}
+    assert before != QUIET_WORKERS  # (else the test could not fail)
     with local_cluster(1) as cluster, Client(cluster) as client:
-        assert list(client.run(lambda: dask.config.get("distributed.worker.profile.enabled")).values()) == [False]
-    assert dask.config.get("distributed.worker.profile.enabled") == before
+        seen = client.run(lambda: {key: dask.config.get(key) for key in QUIET_WORKERS})
+        assert list(seen.values()) == [QUIET_WORKERS]
+    assert {key: dask.config.get(key) for key in QUIET_WORKERS} == before
 
 
 def test_local_cluster_equals_serial_runs(tmp_path):

@@ -168,14 +168,26 @@ def connect(scheduler, workers: int | None = None):
     return Client(scheduler), True
 
 
+#: dask settings of the clusters a study starts: what wakes a worker while it runs a task, for a dashboard or
+#: diagnostics a study does not show, less often (or never) — the statistical profiler (every 10 ms), the
+#: event-loop health tick (20 ms), the system monitor (0.5 s) and the nanny's memory check (0.1 s)
+QUIET_WORKERS = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1000ms",
+    "distributed.admin.system-monitor.interval": "5000ms",
+    "distributed.worker.memory.monitor-interval": "1000ms",
+}
+
+
 def local_cluster(workers: int):
     """The ``LocalCluster`` a study starts: ``workers`` single-threaded worker processes, no dashboard, and
-    the workers' statistical profiler off: it samples the running task's stack every 10 ms for a
-    dashboard the study does not show, and slowed the tasks measurably (``docs/performance.md``)."""
+    the settings :data:`QUIET_WORKERS`: the workers' statistical profiler off (it samples the running
+    task's stack every 10 ms for a dashboard the study does not show, and slowed the tasks measurably)
+    and their other periodic wake-ups rarer (``docs/performance.md``)."""
     import dask
     from distributed import LocalCluster
 
-    with dask.config.set({"distributed.worker.profile.enabled": False}):
+    with dask.config.set(QUIET_WORKERS):
         return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
 
 
