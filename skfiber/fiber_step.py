@@ -17,8 +17,8 @@ has every term (:func:`applies`); :func:`skfiber.time_step.implicit_step`
 uses it then.  A state it cannot evaluate (non-finite residual) is handed to
 :meth:`~skfiber.Model.evaluate` for the diagnosis.
 
-:func:`compiled_step` goes further: the whole step — BDF2's anchors, the
-predictor and Newton's iteration (:func:`skfiber.newton.newton`: the
+:func:`compiled_step` goes further: from the predictor and BDF2's anchors
+that ``implicit_step`` computes, Newton's whole iteration (:func:`skfiber.newton.newton`: the
 convergence and stagnation tests, modified Newton's kept factorization, the
 line search) — as one call of a generated ``step`` function that calls the
 same evaluation, the kernel's ``assemble`` and the block LU
@@ -47,7 +47,6 @@ import numpy as np
 from . import block_tridiagonal as bt
 from .compile.cache import load_module
 from .core import Evaluation, NewtonOptions, ROUNDOFF_FACTOR, State
-from .core.bdf import anchor_weights
 from .linalg import PIVOT_TOL, RESIDUAL_TOL, ConstrainedSolver, Factorization
 from .newton import REUSE_ITERATIONS, ROUNDOFF_UPDATE, STATIC_STAGNATION_WINDOW, IterationMatrix, NewtonReport
 
@@ -112,29 +111,13 @@ def _contracts(rate, res, tol, max_rate, reuse_iterations):
 
 
 @numba.njit(cache=True)
-def step(u_n, v_n, u_prev, v_prev, a_n, a_prev, anchored, weights, h, hh, predict, r, smoothness, prescribed, c_v, c_a,
-         statics, alpha, t, f_ext, free, constrained, kept, have_kept, reuse, settings, max_iterations, window,
-         line_search):
+def step(u0, u_hat, v_hat, h, c_v, c_a, statics, alpha, t, f_ext, free, constrained, kept, have_kept, reuse,
+         settings, max_iterations, window, line_search):
     (G, dofs, members, dx, X, J, area, rho, theta, gamma_m, branch, params, mask, rows, mag, pointwise, lam,
      products, gather, nb, block_index, block_fixed, block_diag_fixed) = statics
     (rtol, atol, decrease, max_rate, reuse_iterations, roundoff_factor, roundoff_update, pivot_tol,
      residual_tol) = settings
-    # the anchors (skfiber.core.bdf.anchor; backward Euler: the state itself) and the predictor
-    # (skfiber.time_step.predicted_accelerations)
-    if anchored:
-        p, q, d = weights
-        u_hat = (p * u_n - q * u_prev) / d
-        v_hat = (p * v_n - q * v_prev) / d
-    else:
-        u_hat = u_n
-        v_hat = v_n
-    a0 = a_n
-    if predict:
-        da = a_n - a_prev
-        if math.sqrt(np.dot(da, da)) <= smoothness * math.sqrt(np.dot(a_n, a_n)):
-            a0 = a_n + r * da
-    u = u_hat + h * v_hat + hh * a0
-    u[constrained] = prescribed
+    u = u0.copy()  # the predictor, with the anchors (skfiber.time_step.implicit_step's)
     # Newton (skfiber.newton.newton, modified with ``reuse``), written around its one evaluation call: ``phase``
     # says what the evaluation at x is for — 0 the start, 1 the full step of a kept factorization, 2 the
     # pointwise tangent at u (a second pass), 3 a trial of the line search
@@ -384,13 +367,13 @@ class _Context:
         return self.settings
 
 
-def compiled_step(model, state: State, dt: float, solver: ConstrainedSolver, *, anchored: bool, smoothness: float,
-                  options: NewtonOptions, matrix: IterationMatrix | None = None) -> tuple[State, NewtonReport] | None:
+def compiled_step(model, state: State, dt: float, solver: ConstrainedSolver, *, u0: np.ndarray, u_hat: np.ndarray,
+                  v_hat: np.ndarray, h: float, options: NewtonOptions,
+                  matrix: IterationMatrix | None = None) -> tuple[State, NewtonReport] | None:
     """One implicit step of a fiber-only model as one compiled call, or None (nothing changed).
 
-    The step of :func:`skfiber.time_step.implicit_step`: BDF2's anchors
-    (backward Euler without them), the predictor
-    (:func:`~skfiber.time_step.predicted_accelerations`) and
+    The step of :func:`skfiber.time_step.implicit_step` from its predictor
+    ``u0`` and anchors ``u_hat``, ``v_hat``, ``h`` (which it computes):
     :func:`skfiber.newton.newton` on :class:`FiberStep`'s residual without a
     safeguard (no contacts) — the same evaluations, convergence and
     stagnation tests, modified Newton with ``matrix`` when
@@ -407,11 +390,11 @@ def compiled_step(model, state: State, dt: float, solver: ConstrainedSolver, *, 
         The step size (s).
     solver
         The model's :class:`~skfiber.linalg.ConstrainedSolver` with the block LU (``block_index``).
-    anchored
-        BDF2 from ``state`` and its earlier point (:attr:`~skfiber.core.State.has_history`); False:
-        backward Euler.
-    smoothness
-        The predictor's smoothness threshold (:data:`skfiber.time_step.PREDICTOR_SMOOTHNESS`).
+    u0
+        The predictor (the prescribed values set).
+    u_hat, v_hat, h
+        The anchors: v = (u − û)/ĥ, a = (v − v̂)/ĥ (:func:`skfiber.core.bdf.anchor`; backward Euler: the
+        state and Δt).
     options
         Newton's settings, the stagnation window set.
     matrix
@@ -438,17 +421,7 @@ def compiled_step(model, state: State, dt: float, solver: ConstrainedSolver, *, 
             return None
         context = _CONTEXTS[solver] = _Context(kernel, solver, model.n_dofs)
     settings, max_iterations, window, line_search = context.settings_of(options)
-    if anchored:
-        weights, h = anchor_weights(dt, state.dt_last)
-        u_prev, v_prev = state.u_prev, state.v_prev
-    else:
-        weights, h = (1.0, 0.0, 1.0), float(dt)
-        u_prev, v_prev = state.u, state.v
-    a, a_prev = state.a, state.a_prev
-    predict = state.dt_last > 0 and a_prev.shape == a.shape and state.b_prev.shape == state.b.shape
-    if not predict:
-        a_prev = a
-    for x in (state.u, state.v, a, u_prev, v_prev, a_prev):  # (numba would compile the step anew for others)
+    for x in (u0, u_hat, v_hat):  # (numba would compile the step anew for others)
         if x.dtype != _FLOAT:
             return None
     t1 = state.t + dt
@@ -460,9 +433,7 @@ def compiled_step(model, state: State, dt: float, solver: ConstrainedSolver, *, 
         matrix.restore(snapshot)
         return None
     (status, u, v, a_new, history, fractions, iterations, builds, reused, A, LU, piv, X) = context.module.step(
-        state.u, state.v, u_prev, v_prev, a, a_prev, anchored, weights, h, h**2, predict,
-        dt / state.dt_last if predict else 0.0, float(smoothness), model.prescribed_displacement(t1), c_v, c_a,
-        context.statics, model.activations(t1).ravel(), float(t1), model.external_force(t1), solver.free,
+        u0, u_hat, v_hat, h, c_v, c_a, context.statics, model.activations(t1).ravel(), float(t1), model.external_force(t1), solver.free,
         solver.constrained, context.no_factors if lu is None else lu.factors, lu is not None, reuse, settings,
         max_iterations, window, line_search)
     if status < 0:

@@ -99,11 +99,6 @@ def implicit_step(
         raise ValueError(f"unknown method {method!r}; pick one of {sorted(METHODS)}")
     options = options.with_stagnation_window(STEP_STAGNATION_WINDOW)
     history = method == "bdf2" and state.has_history
-    if options.compiled_step and not hasattr(solver, "solve_newton"):  # fibers only: one compiled call, where it applies
-        done = compiled_step(model, state, dt, solver, anchored=history, smoothness=PREDICTOR_SMOOTHNESS,
-                             options=options, matrix=matrix)
-        if done is not None:
-            return done
     h_prev = state.dt_last if history else 0.0
     (u_hat, h_eff), (v_hat, _) = (anchor(dt, h_prev, now, prev if history else None)
                                   for now, prev in ((state.u, state.u_prev), (state.v, state.v_prev)))
@@ -118,6 +113,11 @@ def implicit_step(
     u0 = u_hat + h_eff * v_hat + h_eff**2 * a0
     c = model.constrained_dofs
     u0[c] = model.prescribed_displacement(t1)
+    if options.compiled_step:  # the Newton iteration below as one compiled call, where it applies
+        done = compiled_step(model, state, dt, solver, u0=u0, u_hat=u_hat, v_hat=v_hat, h=h_eff, options=options,
+                             matrix=matrix)
+        if done is not None:
+            return done
 
     rates = EulerRates(u_prev=u_hat, v_prev=v_hat, dt=h_eff)
     if fiber_step_applies(model):  # one compiled call per evaluation

@@ -73,13 +73,7 @@ def _plain_pairs(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_
                 out_yp[n] = np.sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2])
                 fk.power_point(c_ref[best], best_xi, 1, y)
                 out_Yp[n] = np.sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2])
-    keep = np.flatnonzero(out_e >= 0)
-    out_k = np.empty(keep.size, dtype=np.int64)
-    for i in range(keep.size):
-        slot = keep[i] // nf
-        out_k[i] = elements[slot // nq] * nq + slot % nq
-    return (out_k, out_e[keep], out_xi[keep], out_d[keep], out_fixed[keep], out_y[keep], out_yp[keep],
-            out_Yp[keep])
+    return fk._pairs_compact(elements, nq, nf, out_e, out_xi, out_d, out_fixed, out_y, out_yp, out_Yp)
 
 
 def _unit(rng):

@@ -251,6 +251,17 @@ def counting_compiled_steps(monkeypatch) -> dict:
     return counts
 
 
+def compiled_and_python_runs(model, kw: dict, monkeypatch):
+    """(simulate with the compiled step, simulate with Python steps only, the compiled call's counts)."""
+    with monkeypatch.context() as m:
+        counts = counting_compiled_steps(m)
+        fast = sf.simulate(model, **kw)
+    with monkeypatch.context() as m:
+        python_steps(m)
+        slow = sf.simulate(model, **kw)
+    return fast, slow, counts
+
+
 @pytest.mark.parametrize("case", ["tendon-bdf2", "bundle-euler", "bundle-bdf2"])
 @pytest.mark.parametrize("reuse", [True, False])
 def test_compiled_step_equals_the_python_step(case, reuse, monkeypatch):
@@ -260,13 +271,8 @@ def test_compiled_step_equals_the_python_step(case, reuse, monkeypatch):
     model = stiff_tendon(8) if name == "tendon" else bundle(n_fibers=2, n_elements=6)
     kw = dict(t_end=0.06, dt=2e-3 if name == "tendon" else 5e-3, method=method, progress=False,
               newton_options=sf.NewtonOptions(jacobian_reuse=reuse, compiled_step=True))
-    with monkeypatch.context() as m:
-        counts = counting_compiled_steps(m)
-        fast = sf.simulate(model, **kw)
+    fast, slow, counts = compiled_and_python_runs(model, kw, monkeypatch)
     assert counts["done"] > 0 and counts["declined"] == 0
-    with monkeypatch.context() as m:
-        python_steps(m)
-        slow = sf.simulate(model, **kw)
     np.testing.assert_array_equal(np.array(fast.displacements), np.array(slow.displacements))
     np.testing.assert_array_equal(np.array(fast.velocities), np.array(slow.velocities))
     np.testing.assert_array_equal(fast.newton_iterations, slow.newton_iterations)
@@ -280,13 +286,8 @@ def test_compiled_step_equals_the_python_step_in_adaptive_runs(monkeypatch):
     model = stiff_tendon(8)
     kw = dict(t_end=0.05, dt=0.01, method="bdf2", rtol=1e-3, atol=1e-5, progress=False,
               newton_options=sf.NewtonOptions(compiled_step=True))
-    with monkeypatch.context() as m:
-        counts = counting_compiled_steps(m)
-        fast = sf.simulate(model, **kw)
+    fast, slow, counts = compiled_and_python_runs(model, kw, monkeypatch)
     assert counts["done"] > 0
-    with monkeypatch.context() as m:
-        python_steps(m)
-        slow = sf.simulate(model, **kw)
     np.testing.assert_array_equal(np.array(fast.displacements), np.array(slow.displacements))
     assert fast.step_counts == slow.step_counts
 
@@ -297,14 +298,9 @@ def test_compiled_step_hands_failing_steps_to_python(monkeypatch):
     model = stiff_tendon(6)
     kw = dict(t_end=0.1, dt=0.02, method="bdf2", progress=False,
               newton_options=sf.NewtonOptions(max_iterations=2, compiled_step=True))
-    with monkeypatch.context() as m:
-        counts = counting_compiled_steps(m)
-        fast = sf.simulate(model, **kw)
+    fast, slow, counts = compiled_and_python_runs(model, kw, monkeypatch)
     assert counts["declined"] > 0 and counts["done"] > 0
     assert fast.step_counts.newton_failures > 0
-    with monkeypatch.context() as m:
-        python_steps(m)
-        slow = sf.simulate(model, **kw)
     np.testing.assert_array_equal(np.array(fast.displacements), np.array(slow.displacements))
     assert fast.step_counts == slow.step_counts
 
@@ -322,22 +318,23 @@ def test_the_compiled_step_is_asked_for(monkeypatch):
 
 
 def test_compiled_step_declines_what_it_does_not_cover():
-    """Models with contacts, bodies or numpy forms, and a solver without the block LU: None (Python steps)."""
+    """Models with contacts, bodies or numpy forms, a solver without the block LU and arrays that are not
+    float: None (Python steps)."""
     from skfiber.fiber_step import compiled_step
     model = bundle(n_fibers=1, n_elements=4)
     state = model.initial_state()
     solver = make_solver(model)
     options = sf.NewtonOptions().with_stagnation_window(1)
-    assert compiled_step(model, state, 0.01, solver, anchored=False, smoothness=0.5, options=options) is not None
+    start = dict(u0=state.u.copy(), u_hat=state.u, v_hat=state.v, h=0.01, options=options)  # backward Euler, a = 0
+    assert compiled_step(model, state, 0.01, solver, **start) is not None
     numpy_model = sf.Model(model.fibers, compiled=False)
     numpy_model.fix(model.fibers[0], "start")
-    assert compiled_step(numpy_model, state, 0.01, make_solver(numpy_model), anchored=False, smoothness=0.5,
-                         options=options) is None
+    assert compiled_step(numpy_model, state, 0.01, make_solver(numpy_model), **start) is None
     from skfiber.linalg import ConstrainedSolver
     band = ConstrainedSolver(model.discretization.assembler, model.constrained_dofs, block=False)
-    assert compiled_step(model, state, 0.01, band, anchored=False, smoothness=0.5, options=options) is None
-    integers = sf.State(0.0, np.zeros(model.n_dofs, dtype=int), np.zeros(model.n_dofs, dtype=int))
-    assert compiled_step(model, integers, 0.01, solver, anchored=False, smoothness=0.5, options=options) is None
+    assert compiled_step(model, state, 0.01, band, **start) is None
+    integers = np.zeros(model.n_dofs, dtype=int)
+    assert compiled_step(model, state, 0.01, solver, **{**start, "u0": integers, "u_hat": integers}) is None
 
 
 def test_iteration_matrix_snapshot_restores_take_carried_and_keep():
