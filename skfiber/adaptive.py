@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from .core import ErrorControl, NewtonOptions, State, output_grid, run_adaptive
+from .core import ConvergenceError, ErrorControl, NewtonOptions, State, output_grid, run_adaptive
 from .model import Model
 from .newton import IterationMatrix, make_solver
 from .progress import RemainingTime, format_duration
@@ -98,6 +98,7 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
 
     def on_step(s: State, counts, h: float) -> None:
         last_counts[0] = counts
+        info["last_state"] = s
         now = _time.perf_counter()
         eta = remaining.update((s.t - t0) / span, now=now)
         if progress and (now - info["last_print"] > 1.0 or s.t >= t_end):
@@ -121,6 +122,14 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
         interrupted = True
         counts = last_counts[0]
         warnings.warn(f"simulation interrupted; returning the {len(store.times)} output states computed so far")
+    except ConvergenceError as err:  # keep what was computed, and the last accepted step's state
+        counts = last_counts[0]
+        last = info.get("last_state", start_state)
+        if store.times[-1] != last.t:
+            store.add(last, None)
+        iterations = np.zeros(0, dtype=np.int32) if counts is None else np.array(counts.step_iterations, dtype=np.int32)
+        raise err.keep(store.result(iterations, 0 if counts is None else counts.newton_failures,
+                                    _time.perf_counter() - start, True, last, counts))
     finally:
         notice.cancel()
         model.memo.enabled = False

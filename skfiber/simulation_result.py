@@ -51,7 +51,9 @@ class SimulationResult:
     kept steps only (none in adaptive runs).  ``step_counts`` sums up
     accepted and rejected steps, Newton iterations and tangent builds
     (:class:`~skfiber.core.StepCounts`).  ``interrupted`` is True when the
-    run was stopped by Ctrl-C; everything computed until then is kept.
+    run was stopped by Ctrl-C, or failed (the result then comes as the
+    :class:`~skfiber.ConvergenceError`'s ``partial``); everything computed
+    until then is kept, and ``final_state`` is the last converged state.
     """
 
     times: np.ndarray

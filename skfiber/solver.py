@@ -236,6 +236,13 @@ def simulate(
         warnings.warn(f"simulation interrupted at t = {state.t:.6g} s; returning the {len(store.times)} states computed so far")
         if store.times[-1] != state.t:
             store.add(state, [])
+    except ConvergenceError as err:  # keep what was computed: the error carries it
+        its = its[:done]
+        if store.times[-1] != state.t:
+            store.add(state, [])
+        counts = StepCounts(accepted=len(its), newton_failures=retries, newton_iterations=int(its.sum()),
+                            tangent_builds=matrix.tangent_builds, factorizations=matrix.factorizations)
+        raise err.keep(store.result(its, retries, _time.perf_counter() - start, True, state, counts))
     finally:  # outside the run the model may change: evaluate afresh
         notice.cancel()
         model.memo.enabled = False

@@ -48,9 +48,10 @@ def test_guide_examples_run_on_their_own(capsys):
     for block in guide_blocks():
         exec(compile(block, "docs/guide.md", "exec"), {})  # noqa: S102 - our own docs
         outputs.append(capsys.readouterr().out.strip().splitlines()[-1])
-    laws, loads, terms, contact, bodies, hill, output, study = outputs
+    laws, loads, failed, terms, contact, bodies, hill, output, study = outputs
     assert laws == "8 belly"
     assert float(loads) > 1.0  # pulled: stretched
+    assert failed == "0.0 0.1"  # the failed run kept its start; fixed steps went on from it
     assert terms.endswith("'drag'] True")
     assert -0.05 < float(contact) < -0.035  # resting on the cylinder (top −0.06, fiber radius ≈ 0.02)
     assert bodies == "(11, 1) ['insertion', 'origin']"

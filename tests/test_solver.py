@@ -292,3 +292,38 @@ def test_slow_first_step_is_explained(monkeypatch, capsys):
     assert err.count("numba compiles the kernels") == 1  # once, for the first step only
     sf.simulate(model, t_end=0.02, dt=0.01, progress=False)
     assert "numba" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("adaptive", [False, True])
+def test_a_failing_run_keeps_what_it_computed(monkeypatch, adaptive):
+    """A run whose steps fail from t = 0.05 s on raises, and the error carries the states computed until then,
+    equal to those of the same run without the failure; its final_state (the last converged step) continues
+    the run with BDF2."""
+    import skfiber.adaptive
+    import skfiber.solver
+
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
+    model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+    tolerances = dict(rtol=1e-4, atol=1e-6) if adaptive else {}
+    reference = sf.simulate(model, t_end=0.1, dt=0.01, method="bdf2", progress=False, **tolerances)
+    module = skfiber.adaptive if adaptive else skfiber.solver
+    real_step = module.implicit_step
+
+    def failing_after(model_, state, dt, *args, **kwargs):
+        if state.t >= 0.05 - 1e-12:
+            raise sf.ConvergenceError("stand-in failure", t=state.t + dt, step=0, residual_history=[1.0])
+        return real_step(model_, state, dt, *args, **kwargs)
+
+    monkeypatch.setattr(module, "implicit_step", failing_after)
+    with pytest.raises(sf.ConvergenceError, match=r"stand-in failure.*states computed up to t = 0\.05\d* s are kept "
+                                                  r"in this error's \.partial") as info:
+        sf.simulate(model, t_end=0.1, dt=0.01, method="bdf2", max_halvings=1, progress=False, **tolerances)
+    partial = info.value.partial
+    assert partial is not None and partial.interrupted
+    outputs = 6  # t = 0, 0.01, …, 0.05 (an adaptive run adds its last accepted step, just past 0.05 s)
+    assert len(partial.times) == outputs + adaptive
+    np.testing.assert_allclose(partial.times[:outputs], reference.times[:outputs], rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(partial.displacements[:outputs], reference.displacements[:outputs])
+    last = partial.final_state
+    assert last.has_history and (0.05 < last.t < 0.06 if adaptive else last.t == pytest.approx(0.05, abs=1e-12))
+    np.testing.assert_array_equal(last.u, partial.displacements[-1])

@@ -12,15 +12,29 @@ __all__ = ["ConvergenceError", "InadmissibleState"]
 
 
 class ConvergenceError(RuntimeError):
-    """Newton did not converge: carries time, step and residual history."""
+    """Newton did not converge: carries time, step and residual history.
+
+    ``partial`` is what :func:`skfiber.simulate` computed before the failure (a
+    :class:`~skfiber.SimulationResult` whose last state is the last converged one), or None where
+    the error did not come from a run.
+    """
 
     def __init__(self, reason: str, *, t: float, step: int | str, residual_history: list[float]):
         self.reason = reason
         self.t = t
         self.step = step
         self.residual_history = list(residual_history)
+        self.partial = None
         hist = ", ".join(f"{r:.3e}" for r in self.residual_history) or "none"
         super().__init__(f"Newton failed at t = {t:.6g} s (step {step}): {reason}. Residual history: [{hist}]")
+
+    def keep(self, partial) -> ConvergenceError:
+        """Attach the run's result up to the failure (``partial``) and say so in the message; returns self."""
+        self.partial = partial
+        n, t_last = len(partial.times), float(partial.final_state.t)
+        self.args = (f"{self.args[0]}. The {n} states computed up to t = {t_last:.6g} s are kept in this "
+                     f"error's .partial (a SimulationResult; its final_state continues the run)",)
+        return self
 
 
 class InadmissibleState(FloatingPointError):

@@ -206,7 +206,7 @@ def run_adaptive(advance: Callable[[Any, float, int], tuple[Any, int]], flatten:
             failures.append((h, err.reason))
             if h <= control.h_min:
                 raise ConvergenceError(f"{err.reason}; still failing at the smallest step h_min = {control.h_min:.3g} s"
-                                       f"{_failure_summary(failures)}", t=err.t, step=k,
+                                       f"{_failure_summary(failures)}. {AT_H_MIN_HINT}", t=err.t, step=k,
                                        residual_history=err.residual_history) from err
             h = max(0.5 * h, control.h_min)
             grow_ok = False
@@ -245,6 +245,14 @@ def run_adaptive(advance: Callable[[Any, float, int], tuple[Any, int]], flatten:
         grow_ok = True
         h = min(max(h * factor, control.h_min), control.h_max)
     return payload, counts
+
+
+#: what a failure that no step size cures usually means, and what to do (appended to its message)
+AT_H_MIN_HINT = ("A step that fails at every size down to h_min meets a jump of the model, not stiffness: with "
+                 "fiber–fiber contact, most often the closest point of a contact point jumping between two equally "
+                 "distant points of the partner of different radius, where g jumps (docs/theory.md, 'The gap can "
+                 "jump'). Error control cannot step over a jump; fixed steps (dt without rtol/atol) may, and the "
+                 "states computed so far are kept")
 
 
 def _failure_summary(failures: list[tuple[float, str]]) -> str:
