@@ -18,12 +18,16 @@ With ``--split`` one more run of each is made with every compiled function timed
 solves, the sum of the residual rows): "kernel" time; the rest is Python ("non-kernel").  The two timer
 calls per compiled call (≈ 0.3 µs each) count as kernel time.
 
-Run: ``python benchmarks/bench_newton.py [--rounds R] [--split] [--quick]``.  Ends with
+``--python-step`` measures the default path instead (``compiled_step=False``: Newton's iteration in Python
+around the compiled evaluations, the tangent's assembly and the block LU).
+
+Run: ``python benchmarks/bench_newton.py [--rounds R] [--split] [--quick] [--python-step]``.  Ends with
 ``summary: tendon_full_us=… tendon_reuse_us=… bundle_full_us=… bundle_reuse_us=… …`` (µs per step).
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -115,14 +119,20 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternations of full and modified Newton")
     parser.add_argument("--split", action="store_true", help="also split the time into kernels and the rest")
     parser.add_argument("--quick", action="store_true", help="a fifth of the simulated time")
+    parser.add_argument("--python-step", action="store_true",
+                        help="the default path: Newton's iteration in Python around the compiled evaluations "
+                             "(NewtonOptions(compiled_step=False)) instead of the step as one compiled call")
     args = parser.parse_args(argv)
+    full, reuse = ((dataclasses.replace(FULL, compiled_step=False), dataclasses.replace(REUSE, compiled_step=False))
+                   if args.python_step else (FULL, REUSE))
+    print(f"each step {'through Python (the default path)' if args.python_step else 'as one compiled call'}")
     summary = {}
     for name, (model, kw) in cases(args.quick).items():
-        for options in (FULL, REUSE):  # warm-up: compile the kernels
+        for options in (full, reuse):  # warm-up: compile the kernels
             sf.simulate(model, progress=False, newton_options=options, **{**kw, "t_end": 5 * kw["dt"]})
         best, results = {"full": np.inf, "reuse": np.inf}, {}
         for _ in range(args.rounds):
-            for label, options in (("full", FULL), ("reuse", REUSE)):
+            for label, options in (("full", full), ("reuse", reuse)):
                 cpu, r = run(model, kw, options)
                 best[label] = min(best[label], cpu)
                 results[label] = r
@@ -139,7 +149,7 @@ def main(argv=None) -> int:
             if args.split:
                 clock = KernelClock(model)
                 try:
-                    cpu, _ = run(model, kw, FULL if label == "full" else REUSE)
+                    cpu, _ = run(model, kw, full if label == "full" else reuse)
                 finally:
                     clock.restore()
                 kernel = 1e6 * clock.ns / 1e9 / steps
