@@ -327,3 +327,12 @@ def test_a_failing_run_keeps_what_it_computed(monkeypatch, adaptive):
     last = partial.final_state
     assert last.has_history and (0.05 < last.t < 0.06 if adaptive else last.t == pytest.approx(0.05, abs=1e-12))
     np.testing.assert_array_equal(last.u, partial.displacements[-1])
+
+
+def test_a_run_failing_in_its_first_step_keeps_its_start_without_saying_so():
+    """Nothing computed: the error's partial holds the start, and the message does not advertise it."""
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
+    model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+    with pytest.raises(sf.ConvergenceError) as info:
+        sf.simulate(model, t_end=0.1, method="bdf2", rtol=1e-14, atol=1e-16, h_min=0.01, progress=False)
+    assert info.value.partial.times.tolist() == [0.0] and ".partial" not in str(info.value)

@@ -29,11 +29,13 @@ class ConvergenceError(RuntimeError):
         super().__init__(f"Newton failed at t = {t:.6g} s (step {step}): {reason}. Residual history: [{hist}]")
 
     def keep(self, partial) -> ConvergenceError:
-        """Attach the run's result up to the failure (``partial``) and say so in the message; returns self."""
+        """Attach the run's result up to the failure (``partial``) and, when the run got past its start,
+        say so in the message; returns self."""
         self.partial = partial
         n, t_last = len(partial.times), float(partial.final_state.t)
-        self.args = (f"{self.args[0]}. The {n} states computed up to t = {t_last:.6g} s are kept in this "
-                     f"error's .partial (a SimulationResult; its final_state continues the run)",)
+        if n > 1:
+            self.args = (f"{self.args[0]}. The {n} states computed up to t = {t_last:.6g} s are kept in this "
+                         f"error's .partial (a SimulationResult; its final_state continues the run)",)
         return self
 
 
