@@ -22,10 +22,14 @@ least CPU time of these runs.
 PyElastica (``pip install pyelastica``, the ``bench`` extra) gets the same geometry,
 per-element Young's moduli (axial E A and bending E I of each element; shear modulus
 E/3), position-pinned ends, gravity, and the cable's viscous axial force
-N = 3 η A0 λ̇/λ² added by a forcing class; position Verlet at its largest stable Δt from
-a list (a run is stable when it stays finite and its midpoint moves less than 1 m).
+N = 3 η A0 λ̇/λ² added by a forcing class; position Verlet at its largest stable Δt: the first
+stable one of 4e-4, 2e-4, 1e-4, … s (a run is stable when it stays finite and its midpoint moves less
+than 1 m), refined by bisection over 10 ms / k up to the unstable one before it, asking of each step
+that its error stays within 1 % (near the limit a run can stay finite and be 25 % off).  Each row
+prints CPU and wall time; the comparison uses CPU time.
 
-Run: ``python benchmarks/bench_transient.py [--quick] [--elements N] [--repeats K]``.  Ends with
+Run: ``python benchmarks/bench_transient.py [--quick] [--elements N] [--repeats K] [--plot PNG]``
+(``--plot``: the error against CPU time of every setting, drawn into PNG).  Ends with
 ``summary: bdf2_s_at_1pct=… euler_s_at_1pct=… pyelastica_s_at_1pct=… speedup_vs_pyelastica=…``
 (speedup = PyElastica's time / the faster skfiber method's; nan when a code has no setting
 reaching 1 %).
@@ -35,6 +39,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -72,9 +77,9 @@ def midpoint_z(model: sf.Model, result) -> np.ndarray:
 
 
 def run_skfiber(model, *, method: str, dt: float | None = None, rtol: float | None = None, reuse: bool = True):
-    """(times, z, CPU s, steps, newton iterations) of one run, z at the 10 ms grid."""
+    """(times, z, CPU s, steps, newton iterations, wall s) of one run, z at the 10 ms grid."""
     options = sf.NewtonOptions(jacobian_reuse=reuse, compiled_step=True)
-    start = time.process_time()
+    start, wall = time.process_time(), time.perf_counter()
     if rtol is None:
         every = int(round(OUTPUT_DT / dt))
         r = sf.simulate(model, t_end=T_END, dt=dt, method=method, store_every=every, progress=False,
@@ -84,8 +89,8 @@ def run_skfiber(model, *, method: str, dt: float | None = None, rtol: float | No
         r = sf.simulate(model, t_end=T_END, dt=OUTPUT_DT, method=method, rtol=rtol, atol=rtol * 1e-2,
                         progress=False, newton_options=options)
         steps = r.step_counts.accepted + r.step_counts.rejected
-    cpu = time.process_time() - start
-    return r.times, midpoint_z(model, r), cpu, steps, int(np.sum(r.newton_iterations))
+    cpu, wall = time.process_time() - start, time.perf_counter() - wall
+    return r.times, midpoint_z(model, r), cpu, steps, int(np.sum(r.newton_iterations)), wall
 
 
 def relative_error(z, z_ref) -> float:
@@ -94,7 +99,7 @@ def relative_error(z, z_ref) -> float:
 
 # --------------------------------------------------------------------------- PyElastica
 def run_pyelastica(n_elements: int, dt: float):
-    """(times, z, CPU s, steps) of a PyElastica run, or None when it blew up."""
+    """(times, z, CPU s, steps, wall s) of a PyElastica run, or None when it blew up."""
     import elastica as ea
 
     class Simulator(ea.BaseSystemCollection, ea.Constraints, ea.Forcing, ea.CallBacks):
@@ -148,7 +153,7 @@ def run_pyelastica(n_elements: int, dt: float):
     sim.collect_diagnostics(rod).using(Midpoint, every=every, out=out)
     sim.finalize()
     stepper = ea.PositionVerlet()
-    start = time.process_time()
+    start, wall = time.process_time(), time.perf_counter()
     t = 0.0
     for k in range(steps):
         t = stepper.step(sim, t, dt)
@@ -156,9 +161,39 @@ def run_pyelastica(n_elements: int, dt: float):
             zm = rod.position_collection[2, n_elements // 2]
             if not (math.isfinite(zm) and abs(zm) < 1.0):
                 return None
-    cpu = time.process_time() - start
+    cpu, wall = time.process_time() - start, time.perf_counter() - wall
     times, z = np.array(out).T
-    return times, z, cpu, steps
+    return times, z, cpu, steps, wall
+
+
+COARSE_STEPS = (4e-4, 2e-4, 1e-4, 5e-5, 2.5e-5, 1.25e-5)
+
+
+def first_stable_step(n_elements: int) -> float | None:
+    """The first step of :data:`COARSE_STEPS` at which PyElastica's run stays finite (None: none)."""
+    for dt in COARSE_STEPS:
+        if run_pyelastica(n_elements, dt) is not None:
+            return dt
+    return None
+
+
+def largest_step_reaching(n_elements: int, dt: float, z_ref: np.ndarray) -> float:
+    """The largest Δt = 10 ms / k whose PyElastica run stays finite with an error ≤ the target, by bisection
+    between ``dt`` (which must meet it) and the next larger step of :data:`COARSE_STEPS`.  Near its stability
+    limit a run can stay finite and still be far off (a growing oscillation that has not blown up by T),
+    so the bisection asks for the error, not only for a finite run."""
+    i = COARSE_STEPS.index(dt)
+    if i == 0:
+        return dt
+    good_k, bad_k = round(OUTPUT_DT / dt), round(OUTPUT_DT / COARSE_STEPS[i - 1])  # k: steps per 10 ms
+    while good_k - bad_k > 1:
+        k = (good_k + bad_k) // 2
+        out = run_pyelastica(n_elements, OUTPUT_DT / k)
+        if out is not None and relative_error(out[1], z_ref) <= TARGET:
+            good_k = k
+        else:
+            bad_k = k
+    return OUTPUT_DT / good_k
 
 
 # --------------------------------------------------------------------------- driver
@@ -166,6 +201,30 @@ def cheapest(rows):
     """The row with the smallest CPU time among those with error ≤ TARGET (or None)."""
     ok = [r for r in rows if r["error"] <= TARGET]
     return min(ok, key=lambda r: r["cpu"]) if ok else None
+
+
+def plot_work_precision(rows: list, path: Path) -> None:
+    """Error against CPU time of every setting, one line per scheme, the 1 % target dashed."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for code, label, style in (("skf-euler", "skfiber, backward Euler (fixed Δt)", "o-"),
+                               ("skf-bdf2", "skfiber, BDF2 (fixed Δt)", "s-"),
+                               ("skf-bdf2-adapt", "skfiber, BDF2 (error control)", "^-"),
+                               ("pyelastica", "PyElastica, position Verlet", "d-")):
+        pts = sorted((r["cpu"], r["error"]) for r in rows if r["code"] == code)
+        if pts:
+            ax.loglog(*np.array(pts).T, style, label=label)
+    ax.axhline(TARGET, color="0.5", ls="--", lw=1)
+    ax.set_xlabel("CPU time of the run [s]")
+    ax.set_ylabel("error of the midpoint z(t), relative to max |z_ref|")
+    ax.set_title("Stiff tendon, 1 s: each code against its own fine reference")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def rerun(model, n_elements: int, row: dict) -> float:
@@ -200,6 +259,8 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=5,
                         help="runs of each code's cheapest setting, alternated between the codes; the least CPU time "
                              "counts (default 5)")
+    parser.add_argument("--plot", type=Path, default=None, metavar="PNG",
+                        help="also draw the error against CPU time of every setting into this file")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error(f"--repeats {args.repeats}: give at least 1 run per code")
@@ -208,7 +269,7 @@ def main(argv=None) -> int:
     print(f"stiff tendon: Ne = {ne}, T = {T_END} s, error of the midpoint z(t) on the 10 ms grid, 1 % target")
     run_skfiber(model, method="bdf2", dt=0.01)  # compile the kernels
     ref_dt = 1e-4 if args.quick else 2.5e-5
-    _, z_ref, cpu_ref, _, _ = run_skfiber(model, method="bdf2", dt=ref_dt)
+    _, z_ref, cpu_ref, *_ = run_skfiber(model, method="bdf2", dt=ref_dt)
     print(f"skfiber reference: BDF2, dt = {ref_dt:g} s ({cpu_ref:.1f} s); max |z| = {np.abs(z_ref).max():.4f} m")
     rows = []
     settings = [("euler", dict(dt=dt)) for dt in ((1e-3, 2e-4, 1e-4, 5e-5) if args.quick else
@@ -216,15 +277,16 @@ def main(argv=None) -> int:
     settings += [("bdf2", dict(dt=dt)) for dt in (1e-2, 5e-3, 2e-3, 1.25e-3, 1e-3, 5e-4)]
     settings += [("bdf2", dict(dt=1e-3, reuse=False))]
     settings += [("bdf2", dict(rtol=r)) for r in (1e-2, 3e-3, 1e-3, 3e-4, 1e-4)]
-    print(f"{'code':>10} {'setting':>14} {'steps':>7} {'newton':>7} {'error':>10} {'cpu [s]':>9} {'us/step':>8}")
+    print(f"{'code':>10} {'setting':>14} {'steps':>7} {'newton':>7} {'error':>10} {'cpu [s]':>9} {'wall [s]':>9} "
+          f"{'us/step':>8}")
     for method, kw in settings:
-        _, z, cpu, steps, its = run_skfiber(model, method=method, **kw)
+        _, z, cpu, steps, its, wall = run_skfiber(model, method=method, **kw)
         err = relative_error(z, z_ref)
         label = f"dt={kw['dt']:g}" if "dt" in kw else f"rtol={kw['rtol']:g}"
         code = "skf-" + method + ("-adapt" if "rtol" in kw else "") + ("-full" if not kw.get("reuse", True) else "")
         rows.append(dict(code=code, method=method, label=label, error=err, cpu=cpu, steps=steps, setting=kw))
-        print(f"{code:>10} {label:>14} {steps:>7d} {its:>7d} {err:>10.3e} {cpu:>9.2f} {1e6 * cpu / steps:>8.0f}",
-              flush=True)
+        print(f"{code:>10} {label:>14} {steps:>7d} {its:>7d} {err:>10.3e} {cpu:>9.2f} {wall:>9.2f} "
+              f"{1e6 * cpu / steps:>8.0f}", flush=True)
     try:
         import elastica  # noqa: F401
         have_elastica = True
@@ -233,28 +295,32 @@ def main(argv=None) -> int:
         print("PyElastica is not installed (pip install pyelastica, or the bench extra): skipped")
     el_rows = []
     if have_elastica:
-        stable = None
-        for dt in (4e-4, 2e-4, 1e-4, 5e-5, 2.5e-5, 1.25e-5):
-            if run_pyelastica(ne, dt) is not None:
-                stable = dt
-                break
-        print(f"PyElastica: largest stable dt from the list: {stable}")
-        if stable is not None:
+        stable = first_stable_step(ne)
+        if stable is None:
+            print(f"PyElastica: no stable dt down to {COARSE_STEPS[-1]:g} s")
+        else:
             ref = run_pyelastica(ne, stable / 4)
             z_el_ref = ref[1]
             print(f"PyElastica reference: dt = {stable / 4:g} s ({ref[2]:.1f} s); max |z| = {np.abs(z_el_ref).max():.4f} m "
                   f"(skfiber's: {np.abs(z_ref).max():.4f} m)")
-            for dt in (stable, stable / 2):
+            largest = largest_step_reaching(ne, stable, z_el_ref)
+            print(f"PyElastica: largest dt reaching 1 %: {largest:.4g} s (10 ms / {round(OUTPUT_DT / largest)}; the "
+                  f"next larger 10 ms / k fails or blows up; first stable of the coarse list: {stable:g} s)")
+            for dt in (largest, largest / 2):
                 out = run_pyelastica(ne, dt)
                 err = relative_error(out[1], z_el_ref)
-                el_rows.append(dict(code="pyelastica", label=f"dt={dt:g}", error=err, cpu=out[2], steps=out[3], dt=dt))
-                print(f"{'pyelastica':>10} {'dt=%g' % dt:>14} {out[3]:>7d} {'-':>7} {err:>10.3e} {out[2]:>9.2f} "
-                      f"{1e6 * out[2] / out[3]:>8.0f}", flush=True)
+                el_rows.append(dict(code="pyelastica", method="pyelastica", label=f"dt={dt:.4g}", error=err, cpu=out[2],
+                                    steps=out[3], dt=dt))
+                print(f"{'pyelastica':>10} {'dt=%.4g' % dt:>14} {out[3]:>7d} {'-':>7} {err:>10.3e} {out[2]:>9.2f} "
+                      f"{out[4]:>9.2f} {1e6 * out[2] / out[3]:>8.0f}", flush=True)
     best = {name: cheapest([r for r in rows if r["method"] == name]) for name in ("euler", "bdf2")}
     best["pyelastica"] = cheapest(el_rows)
     for name, row in best.items():
         text = "none reaches 1 %" if row is None else f"{row['code']} {row['label']}: error {row['error']:.2e}, {row['cpu']:.2f} s"
         print(f"cheapest at 1 %: {name:>10}: {text}")
+    if args.plot is not None:
+        plot_work_precision(rows + el_rows, args.plot)
+        print(f"work–precision plot: {args.plot}")
     timed = time_cheapest(model, ne, best, repeats=args.repeats)
     secs = {k: timed.get(k, float("nan")) for k in ("bdf2", "euler")}
     el = timed.get("pyelastica", float("nan"))
