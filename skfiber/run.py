@@ -436,13 +436,13 @@ def run_simulation(
                            retries=totals["retries"], extra=extra)
     except KeyboardInterrupt:
         interrupted = True
-    except ConvergenceError:
+    except ConvergenceError as err:
         if saved != step:
             save(state, step)
         if bar is not None:
             bar.message(f"failed after step {step} (t = {state.t:.6g} s); "
                         + (f"checkpoint of that step in {ckpt_file}" if ckpt_file else "no checkpoint"))
-        raise
+        raise err.keep(None)  # (what the failing step's simulate call kept is the step's own substeps only)
     if interrupted:
         if series is not None and series.times and series.times[-1] != state.t:
             series.write(state, step)

@@ -124,13 +124,17 @@ def test_failed_step_checkpoints_the_last_good_one(tmp_path, monkeypatch):
 
     def failing(*args, **kwargs):
         calls["n"] += 1
-        if calls["n"] == 4:
-            raise sf.ConvergenceError("test failure", t=0.04, step=4, residual_history=[1.0])
+        if calls["n"] == 4:  # as simulate fails: with what the step's call computed (its start and a substep)
+            kept = real(*args, **kwargs)
+            assert len(kept.times) > 1  # (so that the error would advertise it)
+            raise sf.ConvergenceError("test failure", t=0.04, step=4, residual_history=[1.0]).keep(kept)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(srun, "simulate", failing)
-    with pytest.raises(sf.ConvergenceError, match="test failure"):
+    with pytest.raises(sf.ConvergenceError, match="test failure") as info:
         run_simulation(model, t_end=0.1, dt=DT, out_dir=tmp_path, checkpoint_every=10, progress=False)
+    # the run's record is its checkpoint and VTK series, not one step's substeps
+    assert info.value.partial is None and ".partial" not in str(info.value)
     assert sio.load_checkpoint(checkpoint_path(tmp_path)).step == 3
     assert sorted({e.time for e in sio.read_pvd(tmp_path / "result.pvd")}) == [0.0, 0.01, 0.02, 0.03]
 

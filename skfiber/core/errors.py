@@ -26,16 +26,18 @@ class ConvergenceError(RuntimeError):
         self.residual_history = list(residual_history)
         self.partial = None
         hist = ", ".join(f"{r:.3e}" for r in self.residual_history) or "none"
-        super().__init__(f"Newton failed at t = {t:.6g} s (step {step}): {reason}. Residual history: [{hist}]")
+        self._text = f"Newton failed at t = {t:.6g} s (step {step}): {reason}. Residual history: [{hist}]"
+        super().__init__(self._text)
 
     def keep(self, partial) -> ConvergenceError:
-        """Attach the run's result up to the failure (``partial``) and, when the run got past its start,
-        say so in the message; returns self."""
+        """Attach the run's result up to the failure (``partial``; None: drop it) and, when the run got past
+        its start, say so in the message; returns self."""
         self.partial = partial
-        n, t_last = len(partial.times), float(partial.final_state.t)
-        if n > 1:
-            self.args = (f"{self.args[0]}. The {n} states computed up to t = {t_last:.6g} s are kept in this "
-                         f"error's .partial (a SimulationResult; its final_state continues the run)",)
+        self.args = (self._text,)
+        if partial is not None and len(partial.times) > 1:
+            self.args = (f"{self._text}. The {len(partial.times)} states computed up to "
+                         f"t = {float(partial.final_state.t):.6g} s are kept in this error's .partial (a "
+                         f"SimulationResult; its final_state continues the run)",)
         return self
 
 
