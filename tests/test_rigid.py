@@ -445,6 +445,32 @@ def test_newton_failure_is_reported():
         backward_euler_rigid(s, [2.5], [10.0], 0.0, 0.5, options=sf.NewtonOptions(max_iterations=1))
 
 
+@pytest.mark.parametrize("tolerances", [{}, dict(rtol=1e-6, atol=1e-8)])
+def test_a_failing_rigid_run_keeps_what_it_computed(monkeypatch, tolerances):
+    """Steps that fail from t = 0.05 s on: the error carries the states computed until then, equal to those of
+    the same run without the failure."""
+    import skfiber.rigid.simulate as rs
+
+    s = pendulum()
+    reference = simulate_rigid(s, [2.5], [0.0], 0.1, 0.01, method="bdf2", **tolerances)
+    real = rs._advance
+
+    def failing_after(system, point, t, h, *args):
+        if t >= 0.05 - 1e-12:
+            raise sf.ConvergenceError("stand-in failure", t=t + h, step=0, residual_history=[1.0])
+        return real(system, point, t, h, *args)
+
+    monkeypatch.setattr(rs, "_advance", failing_after)
+    with pytest.raises(sf.ConvergenceError, match=r"stand-in failure.*kept in this error's \.partial \(a RigidResult") as info:
+        simulate_rigid(s, [2.5], [0.0], 0.1, 0.01, method="bdf2", max_bisections=1, **tolerances)
+    partial = info.value.partial
+    outputs = 6  # t = 0, 0.01, …, 0.05 (an adaptive run adds its last accepted step, just past 0.05 s)
+    assert partial.interrupted and len(partial.times) == outputs + bool(tolerances)
+    np.testing.assert_allclose(partial.times[:outputs], reference.times[:outputs], rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(partial.q[:outputs], reference.q[:outputs])
+    assert partial.times[-1] >= 0.05 - 1e-12
+
+
 # --------------------------------------------------------------------------- bad models
 def body(name, mass=1.0, **kw):
     return Body(name, start=(0, 0, 0), axis=(0, 0, -1), radius=0.05, mass=mass, **kw)

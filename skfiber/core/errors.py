@@ -14,8 +14,9 @@ __all__ = ["ConvergenceError", "InadmissibleState"]
 class ConvergenceError(RuntimeError):
     """Newton did not converge: carries time, step and residual history.
 
-    ``partial`` is what :func:`skfiber.simulate` computed before the failure (a
-    :class:`~skfiber.SimulationResult` whose last state is the last converged one), or None where
+    ``partial`` is what the run computed before the failure, its last state the last converged one
+    (a :class:`~skfiber.SimulationResult` from :func:`skfiber.simulate`, a
+    :class:`~skfiber.rigid.RigidResult` from :func:`skfiber.rigid.simulate_rigid`), or None where
     the error did not come from a run.
     """
 
@@ -36,8 +37,8 @@ class ConvergenceError(RuntimeError):
         self.args = (self._text,)
         if partial is not None and len(partial.times) > 1:
             self.args = (f"{self._text}. The {len(partial.times)} states computed up to "
-                         f"t = {float(partial.final_state.t):.6g} s are kept in this error's .partial (a "
-                         f"SimulationResult; its final_state continues the run)",)
+                         f"t = {float(partial.times[-1]):.6g} s are kept in this error's .partial (a "
+                         f"{type(partial).__name__}; its last state continues the run)",)
         return self
 
 

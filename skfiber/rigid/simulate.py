@@ -209,6 +209,13 @@ def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float | None =
         done = len(iterations)
         warnings.warn(f"rigid simulation interrupted at t = {times[done]:.6g} s; returning the {done + 1} states "
                       "computed so far")
+    except ConvergenceError as err:  # keep what was computed: the error carries it
+        raise err.keep(_fixed_result(system, times, Q, P, S, iterations, retries, len(iterations), n_steps))
+    return _fixed_result(system, times, Q, P, S, iterations, retries, done, n_steps)
+
+
+def _fixed_result(system, times, Q, P, S, iterations, retries, done, n_steps) -> RigidResult:
+    """The result of a fixed-step run whose first ``done`` steps are computed."""
     k = done + 1
     total = int(sum(iterations))
     counts = StepCounts(accepted=len(iterations), newton_failures=retries, newton_iterations=total, tangent_builds=total,
@@ -229,14 +236,27 @@ def _simulate_adaptive(system, start: _Point, t_end: float, m: int, *, method, o
         if callback is not None:
             callback(t, q, p)
 
-    interrupted, counts = False, StepCounts()
+    interrupted, counts, last = False, StepCounts(), [None, None]
+
+    def on_step(pt, step_counts, h):
+        last[0], last[1] = pt, step_counts
+
+    def result() -> RigidResult:
+        return RigidResult(np.array(rows["t"]), np.array(rows["q"]), np.array(rows["p"]), list(counts.step_iterations),
+                           counts.newton_failures, np.array(rows["s"]).reshape(len(rows["t"]), m),
+                           element_state_names(system), interrupted, counts)
+
     try:
         _, counts = run_adaptive(lambda pt, h, k: _advance(system, pt, pt.t, h, method, options, k, m),
                                  lambda pt: np.concatenate([pt.q, pt.p, pt.s]), start, t0=start.t, t_end=t_end,
-                                 control=control, n_positions=n, output_times=outputs, emit=emit)
+                                 control=control, n_positions=n, output_times=outputs, emit=emit, on_step=on_step)
     except KeyboardInterrupt:
         interrupted = True
         warnings.warn(f"rigid simulation interrupted; returning the {len(rows['t'])} output states computed so far")
-    return RigidResult(np.array(rows["t"]), np.array(rows["q"]), np.array(rows["p"]), list(counts.step_iterations),
-                       counts.newton_failures, np.array(rows["s"]).reshape(len(rows["t"]), m),
-                       element_state_names(system), interrupted, counts)
+    except ConvergenceError as err:  # keep the output states and the last accepted step's
+        interrupted, pt = True, last[0]
+        counts = last[1] if last[1] is not None else counts
+        if pt is not None and rows["t"][-1] != pt.t:
+            rows["t"].append(pt.t); rows["q"].append(pt.q); rows["p"].append(pt.p); rows["s"].append(pt.s)
+        raise err.keep(result())
+    return result()
