@@ -199,6 +199,8 @@ Run::
     python demos/upper_limb.py --vtk out    # + VTK series out/upper_limb.pvd (fibers, bones)
     python demos/upper_limb.py --out out    # CSV/PNG and the VTK series, all in out/
     python demos/upper_limb.py --bending 1e-4   # with bending stiffness EI = 1e-4 N·m²
+    python demos/upper_limb.py --method bdf2    # BDF2 (order 2) at the level's fixed step
+    python demos/upper_limb.py --fiber-contact off --rtol 1e-2   # BDF2, steps by error control
     python demos/upper_limb.py --level 3 --out out --resume   # continue a stopped run from out/
 
 The last line of the output is ``summary: level=… dofs=… … ff_contacts_max=… softening=0|1 …
@@ -856,6 +858,14 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     parser.add_argument("--no-checkpoints", action="store_true",
                         help="write no checkpoints: all steps in one solver call, 3–8 %% faster (each step of a run "
                              "with checkpoints is a call of its own, which makes its resume exact); no --resume")
+    parser.add_argument("--method", choices=("euler", "bdf2"), default=None,
+                        help="time scheme: backward Euler (the paper's; the default at fixed steps) or variable-step "
+                             "BDF2 (order 2; the default with --rtol/--atol)")
+    parser.add_argument("--rtol", type=positive_float, default=None,
+                        help="steps by local error control at this relative tolerance (BDF2; atol = rtol/100 unless "
+                             "--atol is given); the level's step is then the output interval, and no checkpoints "
+                             "are written")
+    parser.add_argument("--atol", type=positive_float, default=None, help="absolute tolerance of the error control")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the checkpoints in the --output/--out folder, with the same options "
                              "(the first level must have one; a later level without one starts afresh); the "
@@ -867,10 +877,23 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
         args.output, args.vtk = args.out, args.out
     if args.resume and args.no_checkpoints:
         parser.error("--resume continues from a checkpoint; leave out --no-checkpoints")
+    adaptive = args.rtol is not None or args.atol is not None
+    if adaptive:
+        if args.method == "euler":
+            parser.error("--rtol/--atol choose the steps by error control, which needs --method bdf2")
+        if args.resume:
+            parser.error("--resume continues from a checkpoint, and error-controlled runs (--rtol/--atol) write "
+                         "none; leave out one of them")
+        args.no_checkpoints = True
+        if args.atol is None:
+            args.atol = args.rtol / 100.0
+    method = args.method or ("bdf2" if adaptive else "euler")
     levels = args.levels or [args.level or 1]
     fiber_contact = None if args.fiber_contact is None else args.fiber_contact == "on"
     options = dict(t_end=args.t_end, bending=args.bending, geometry=args.geometry, fiber_contact=fiber_contact,
-                   stretch_gradient=args.stretch_gradient)
+                   stretch_gradient=args.stretch_gradient, method=method)
+    if adaptive:
+        options.update(rtol=args.rtol, atol=args.atol)
     try:  # the checkpoints go there during the runs
         args.output.mkdir(parents=True, exist_ok=True)
     except OSError as err:

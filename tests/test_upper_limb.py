@@ -358,3 +358,23 @@ def test_a_run_without_checkpoints_takes_the_same_steps(quarter_second, tmp_path
     with pytest.raises(SystemExit):
         upper_limb.main(["--quiet", "--output", str(tmp_path), "--no-checkpoints", "--resume"])
     assert "leave out --no-checkpoints" in capsys.readouterr().err
+
+
+def test_command_line_chooses_the_time_scheme(tmp_path):
+    """--method bdf2 at fixed steps, --rtol for error control (BDF2, no checkpoints); clear errors for the
+    combinations that cannot work."""
+    fixed = upper_limb.main(["--t-end", "0.0625", "--fiber-contact", "off", "--quiet", "--output",
+                             str(tmp_path / "fixed"), "--method", "bdf2"])[-1]
+    assert not fixed.interrupted and fixed.times[-1] == pytest.approx(0.0625)
+    assert any((tmp_path / "fixed").glob("*checkpoint*"))
+    adaptive = upper_limb.main(["--t-end", "0.0625", "--fiber-contact", "off", "--quiet", "--output",
+                                str(tmp_path / "adaptive"), "--rtol", "1e-2"])[-1]
+    assert not adaptive.interrupted and adaptive.times[-1] == pytest.approx(0.0625)
+    assert not any((tmp_path / "adaptive").glob("*checkpoint*"))
+    assert abs(adaptive.angle_deg[-1] - fixed.angle_deg[-1]) < 1.0
+    euler = upper_limb.main(["--t-end", "0.0625", "--fiber-contact", "off", "--quiet", "--output",
+                             str(tmp_path / "euler"), "--no-checkpoints"])[-1]
+    assert abs(euler.angle_deg[-1] - fixed.angle_deg[-1]) > 1e-6  # the schemes differ: --method was used
+    for bad in (["--rtol", "1e-2", "--method", "euler"], ["--rtol", "1e-2", "--resume"]):
+        with pytest.raises(SystemExit):
+            upper_limb.main(["--quiet", "--output", str(tmp_path / "bad"), *bad])
