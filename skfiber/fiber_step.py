@@ -26,7 +26,7 @@ same evaluation, the kernel's ``assemble`` and the block LU
 same iterates bit for bit, without the Python bookkeeping of each
 iteration.  Where Newton would leave its usual path (a failing solve, a
 block LU that fails its checks) it declines, and the Python step runs.  A
-new form compiles its step once (about 20 s; numba caches it with the
+new form compiles its step once (10–22 s measured; numba caches it with the
 form's module).
 
 Example

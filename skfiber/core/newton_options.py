@@ -58,7 +58,7 @@ class NewtonOptions:
     reuse_max_change: float = 0.3
     #: fiber-only time steps as one compiled call each (:func:`skfiber.fiber_step.compiled_step`: the same
     #: iterates bit for bit, about 100 µs less Python per step).  Its machine code is compiled once per form
-    #: (about 20 s on a 2-core machine, then cached on disk): it pays for long or repeated runs of the same
+    #: (10–22 s measured on a 2-core machine, then cached on disk): it pays for long or repeated runs of the same
     #: forms, not for the first run of an edited form.  False (default): the Python step
     compiled_step: bool = False
 

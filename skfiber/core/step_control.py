@@ -248,10 +248,11 @@ def run_adaptive(advance: Callable[[Any, float, int], tuple[Any, int]], flatten:
 
 
 #: what a failure that no step size cures usually means, and what to do (appended to its message)
-AT_H_MIN_HINT = ("A step that fails at every size down to h_min meets a jump of the model, not stiffness: with "
-                 "fiber–fiber contact, most often the closest point of a contact point jumping between two equally "
-                 "distant points of the partner of different radius, where g jumps (docs/theory.md, 'The gap can "
-                 "jump'). Error control cannot step over a jump; fixed steps (dt without rtol/atol) may")
+AT_H_MIN_HINT = ("A step that fails at every size down to h_min has usually met a jump of the model, not "
+                 "stiffness: with fiber–fiber contact, most often the closest point of a contact point jumping "
+                 "between two equally distant points of the partner of different radius, where g jumps "
+                 "(docs/theory.md, 'The gap can jump'). Error control cannot step over a jump; fixed steps (dt "
+                 "without rtol/atol) may")
 
 
 def _failure_summary(failures: list[tuple[float, str]]) -> str:
