@@ -863,8 +863,8 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                              "BDF2 (order 2; the default with --rtol/--atol)")
     parser.add_argument("--rtol", type=positive_float, default=None,
                         help="steps by local error control at this relative tolerance (BDF2; atol = rtol/100 unless "
-                             "--atol is given); the level's step is then the output interval, and no checkpoints "
-                             "are written")
+                             "--atol is given); the level's step is then the output interval (the summary's steps and "
+                             "newton_mean count output intervals), and no checkpoints are written")
     parser.add_argument("--atol", type=positive_float, default=None, help="absolute tolerance of the error control")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the checkpoints in the --output/--out folder, with the same options "
