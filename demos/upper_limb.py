@@ -401,7 +401,8 @@ _TABLE4_COMMON = dict(mu_muscle=2e4, mu_tendon=1e6, eta_muscle=1e3, eta_tendon=1
 def build_model(n_elements: int = 8, *, geometry: Geometry | str = TABLE4, gravity: bool = True, wrap: bool = True,
                 fiber_contact: bool | None = None, bending: float | None = None, contact_points: int = 5,
                 contact_stiffness_factor: float = 1.0, stretch_gradient: float = 0.0,
-                biceps_law_changes: dict | None = None, triceps_law_changes: dict | None = None) -> sf.Model:
+                biceps_law_changes: dict | None = None, triceps_law_changes: dict | None = None,
+                contact_gap: str = "closest_point") -> sf.Model:
     """The upper-limb model with ``n_elements`` per fiber (see the module notes).
 
     ``geometry``: :data:`TABLE4` (default) or :data:`SOFTENING` (or their names).
@@ -415,6 +416,8 @@ def build_model(n_elements: int = 8, *, geometry: Geometry | str = TABLE4, gravi
     (:func:`stretch_gradient_form`, term ``"stretch_gradient"``); 0: none (the paper's model).
     ``biceps_law_changes``, ``triceps_law_changes``: other values of the laws' parameters
     (:func:`biceps_law`, :func:`triceps_law`; parameter studies).
+    ``contact_gap``: the gap of fiber–fiber contact, ``"closest_point"`` (the paper's eqs. 40, 66) or
+    ``"smallest"`` (continuous in the state; see :class:`skfiber.contact.FiberContact`).
     """
     EI = bending_stiffness(bending)
     if isinstance(geometry, str):
@@ -456,7 +459,7 @@ def build_model(n_elements: int = 8, *, geometry: Geometry | str = TABLE4, gravi
                                                   fibers=[f.name for f in fibers if f.name.startswith("triceps")]))
     if fiber_contact:
         law = PenaltyLaw(stiffness=k * FIBER_CONTACT["stiffness"], gamma=FIBER_CONTACT["gamma"])
-        model.add_contact(FiberContact(law, quadrature_points=contact_points))
+        model.add_contact(FiberContact(law, quadrature_points=contact_points, gap=contact_gap))
     if EI > 0:
         model.add_term(bending_form(EI), name="bending")   # tangent derived automatically
     if stretch_gradient:
@@ -846,6 +849,11 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                              "triceps is stretched past its force peak)")
     parser.add_argument("--fiber-contact", choices=("on", "off"), default=None,
                         help="fiber–fiber contact (default: on for table4, off for softening)")
+    parser.add_argument("--contact-gap", choices=("closest_point", "smallest"), default=None,
+                        help="gap of fiber–fiber contact: closest_point (the paper's eqs. 40, 66; jumps where two "
+                             "closest points of different radius swap) or smallest (the smallest gap over the "
+                             "partner fiber, continuous; about twice the cost per run). Default: smallest with "
+                             "--rtol/--atol (error control stops at such jumps), else closest_point")
     parser.add_argument("--stretch-gradient", type=float, default=0.0, metavar="C",
                         help="gradient-of-stretch regularization (c/2) ∫ (dλ/dS)² dS with c in N·m² (default 0: "
                              "none; e.g. 20 with --geometry softening makes its localized band mesh-independent)")
@@ -890,8 +898,9 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     method = args.method or ("bdf2" if adaptive else "euler")
     levels = args.levels or [args.level or 1]
     fiber_contact = None if args.fiber_contact is None else args.fiber_contact == "on"
+    contact_gap = args.contact_gap or ("smallest" if adaptive else "closest_point")
     options = dict(t_end=args.t_end, bending=args.bending, geometry=args.geometry, fiber_contact=fiber_contact,
-                   stretch_gradient=args.stretch_gradient, method=method)
+                   stretch_gradient=args.stretch_gradient, method=method, contact_gap=contact_gap)
     if adaptive:
         options.update(rtol=args.rtol, atol=args.atol)
     try:  # the checkpoints go there during the runs
@@ -930,7 +939,8 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     files = _write_outputs(results, args.output, snapshots=args.snapshots)
     print(report(results))
     r = results[-1]
-    print(f"geometry {r.geometry}, fiber–fiber contact {'on' if r.fiber_contact else 'off'}")
+    print(f"geometry {r.geometry}, fiber–fiber contact "
+          + (f"on (gap: {contact_gap})" if r.fiber_contact else "off"))
     print("elbow angle (deg) at t = 0, 0.5, 1, 2, 4, 8 s:",
           ", ".join(f"{np.interp(tp, r.times, r.angle_deg):.2f}" for tp in (0, 0.5, 1, 2, 4, 8) if tp <= r.times[-1]))
     print(f"flexion range: {r.angle_deg.min():.2f} … {r.angle_deg.max():.2f} deg; largest change in one "

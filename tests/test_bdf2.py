@@ -276,4 +276,5 @@ def test_a_step_that_fails_down_to_h_min_says_what_made_it_shrink():
     assert "the step shrank from 0.1 s in 8 attempts" in text
     assert "At 0.1 s: Newton stagnates" in text
     assert "Most often (6 of 8, from 0.025 s down): inadmissible contact" in text
-    assert "has usually met a jump of the model" in text and "fixed steps (dt without rtol/atol) may" in text
+    assert "has usually met a jump of the model" in text and "gap='smallest'" in text
+    assert "fixed steps (dt without rtol/atol) may" in text

@@ -142,8 +142,9 @@ def test_pairs_residual_tangent_and_step_bound_equal_the_numpy_reference():
     assert n_cases == 7 and at_node > 0
 
 
+@pytest.mark.parametrize("gap", ["closest_point", "smallest"])
 @pytest.mark.parametrize("case", [0, 4, 5])
-def test_search_and_tangent_do_not_depend_on_the_number_of_threads(case):
+def test_search_and_tangent_do_not_depend_on_the_number_of_threads(case, gap):
     """The parallel search and tangent share the elements out among threads: with 1, 2, 3 or 7 shares
     the pairs and the blocks are those of the serial kernels to the last bit (each slot and block is
     summed in one order)."""
@@ -151,13 +152,14 @@ def test_search_and_tangent_do_not_depend_on_the_number_of_threads(case):
     from skfiber.contact.closest_point import BEZIER_FROM_POWER
 
     model, u, gamma, _ = list(_cases())[case]
-    contact = FiberContact(PenaltyLaw(stiffness=1000.0, gamma=gamma))
+    contact = FiberContact(PenaltyLaw(stiffness=1000.0, gamma=gamma), gap=gap)
+    smallest = gap == "smallest"
     s = fiber_setup(model.discretization, contact.quadrature_points, None, contact.name)
     st = fiber_state(s, model, u, contact.name)
     lo, hi = st.P.min(axis=1), st.P.max(axis=1)
     ptr, nbr = fiber_kernels.neighbours_of(s.elements, s.fiber, lo, hi, st.reach)
     args = (ptr, nbr, s.elements, s.fiber, s.first, s.last, s.nq, s.nf, st.x, st.rx, st.P, st.c, s.c_ref,
-            st.deviation, st.reach, lo, hi, True, BEZIER_FROM_POWER)
+            st.deviation, st.reach, lo, hi, True, BEZIER_FROM_POWER, s.r0_poly, smallest)
     serial = fiber_kernels.pairs_loop(*args)
     assert serial[0].size > 0
     pr = contact.pairs(model, u)
@@ -165,19 +167,25 @@ def test_search_and_tangent_do_not_depend_on_the_number_of_threads(case):
         assert np.array_equal(a, b)
     for n in (1, 2, 3, 7):
         for a, b in zip(serial, fiber_kernels.pairs_loop_parallel(*args, n)):
-            assert np.array_equal(a, b)
+            if smallest and a.dtype.kind == "f":  # the parallel build rounds the Newton iterates differently
+                assert np.allclose(a, b, rtol=1e-13, atol=1e-13)
+            else:
+                assert np.array_equal(a, b)
     F, dF = contact.law.force(pr.gap)
     active = np.flatnonzero(pr.gap < 0)
     assert active.size > 0
     targs = (pr.point[active], pr.element_x[active], pr.element_y[active], pr.xi_y[active], pr.fixed[active],
              pr.x[active], pr.y[active], pr.distance[active], pr.radius_x[active], pr.radius_y[active],
              pr.log_slope_y[active], F[active], dF[active], st.xp, st.xp_norm, st.c, s.c_ref, s.first, s.last, s.H0,
-             s.H1, s.scale, s.w, s.nq, s.ne, POWER_FROM_HERMITE)
+             s.H1, s.scale, s.w, s.nq, s.ne, POWER_FROM_HERMITE, s.r0_poly, smallest)
     serial = fiber_tangent.tangent_loop(*targs)
     for n in (1, 2, 3, 7):
         for a, b in zip(serial, fiber_tangent.tangent_loop_parallel(*targs, n)):
-            assert np.array_equal(a, b)
-    blocks = fiber_tangent.tangent_blocks(model, s, st, pr, active, F, dF)
+            if smallest and a.dtype.kind == "f":
+                assert np.allclose(a, b, rtol=1e-12, atol=1e-12 * np.abs(a).max())
+            else:
+                assert np.array_equal(a, b)
+    blocks = fiber_tangent.tangent_blocks(model, s, st, pr, active, F, dF, smallest=smallest)
     assert np.array_equal(blocks[2], serial[2].reshape(-1, 12, 12))
 
 

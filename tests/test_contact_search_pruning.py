@@ -121,7 +121,8 @@ def _search_inputs(rng, kind):
         el = s.elements
         ptr, nbr = box_neighbours(lo[el], hi[el], s.fiber[el], st.reach[el] + 0.1 * st.reach.max())
     return [ptr, nbr, s.elements, s.fiber, s.first, s.last, s.nq, s.nf, st.x.copy(), st.rx.copy(), st.P, st.c,
-            s.c_ref, st.deviation, st.reach.copy(), lo, hi, bool(rng.random() < 0.8), BEZIER_FROM_POWER]
+            s.c_ref, st.deviation, st.reach.copy(), lo, hi, bool(rng.random() < 0.8), BEZIER_FROM_POWER, s.r0_poly,
+            False]
 
 
 def _assert_same(got, want):
@@ -136,7 +137,7 @@ def test_the_pruned_search_equals_the_plain_loop_bit_for_bit(kind):
     pairs = 0
     for trial in range(12):
         args = _search_inputs(rng, kind)
-        want = _plain_pairs(*args)
+        want = _plain_pairs(*args[:19])  # (the closest-point search: args[-1] is False)
         _assert_same(fk.pairs_loop(*args), want)
         for n in (2, 3):
             _assert_same(fk.pairs_loop_parallel(*args, n), want)
@@ -153,7 +154,7 @@ def test_the_pruned_search_equals_the_plain_loop_with_nan_points_and_radii():
         rx[rng.integers(rx.size)] = np.nan
         reach[rng.integers(reach.size)] = np.nan
         x[rng.integers(x.shape[0]), 0] = np.inf
-        want = _plain_pairs(*args)
+        want = _plain_pairs(*args[:19])  # (the closest-point search: args[-1] is False)
         assert want[0].size > 0
         _assert_same(fk.pairs_loop(*args), want)
         _assert_same(fk.pairs_loop_parallel(*args, 2), want)

@@ -378,3 +378,13 @@ def test_command_line_chooses_the_time_scheme(tmp_path):
     for bad in (["--rtol", "1e-2", "--method", "euler"], ["--rtol", "1e-2", "--resume"]):
         with pytest.raises(SystemExit):
             upper_limb.main(["--quiet", "--output", str(tmp_path / "bad"), *bad])
+
+
+def test_error_control_runs_through_the_swap_of_closest_points_with_the_smallest_gap(tmp_path):
+    """With the paper's gap, adaptive BDF2 at level 1 stops at t ≈ 0.374 s (rtol 1e-2), where two closest
+    points of different radius swap and g jumps (docs/theory.md, "Contact"); --rtol takes the smallest gap
+    by default, which is continuous, and runs past it."""
+    r = upper_limb.main(["--t-end", "0.38", "--quiet", "--output", str(tmp_path), "--rtol", "1e-2"])[-1]
+    assert r.fiber_contact and not r.interrupted and r.times[-1] == pytest.approx(0.38)
+    assert r.model.contacts[-1].gap == "smallest"
+    assert np.all(np.isfinite(r.angle_deg)) and r.angle_deg.max() > 1.0

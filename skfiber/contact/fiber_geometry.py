@@ -37,6 +37,7 @@ from ..discretization import hermite_shape
 from .closest_point import BEZIER_FROM_HERMITE, POWER_FROM_HERMITE
 from .fiber_kernels import chord_distance
 from .geometry import gauss_legendre
+from .smallest_gap import radius_polynomials
 
 __all__ = ["N_SAMPLES", "RADIUS_SAFETY", "FiberSetup", "FiberState", "fiber_setup", "fiber_state",
            "reference_radius", "state_loop"]
@@ -73,6 +74,7 @@ class FiberSetup:
     r0_s: np.ndarray  # (e, s)
     r0_const: np.ndarray  # (f,) r0 of fibers with constant radius, NaN for r0(θ) callables
     radius_group: np.ndarray  # (f,) the first fiber with the same r0(θ) callable (one call serves them all)
+    r0_poly: np.ndarray  # (e, 6) r0 on each element as a quintic in ξ (the smallest gap's radius)
     elements: np.ndarray  # taking-part elements
     names: tuple  # fiber names
 
@@ -154,7 +156,8 @@ def fiber_setup(d, quadrature_points: int, fibers, name: str) -> FiberSetup:
     return FiberSetup(
         ne=ne, nq=xi.size, nf=nf, xi=xi, w=w, H0=H0, H1=H1, Hs0=Hs0, Hs1=Hs1, h=h, theta0=theta0,
         fiber=fiber, first=first, last=last, dofs=dofs, scale=scale, c_ref=c_ref, Xp=Xp, r0=r0,
-        Xp_s=Xp_s, r0_s=r0_s, r0_const=r0_const, radius_group=radius_group, elements=elements,
+        Xp_s=Xp_s, r0_s=r0_s, r0_const=r0_const, radius_group=radius_group, r0_poly=radius_polynomials(d),
+        elements=elements,
         names=tuple(f.name for f in d.fibers),
     )
 

@@ -39,6 +39,7 @@ import numpy as np
 from .base import penalty_force
 from .broadphase import box_neighbours
 from .closest_point import closest_point_one
+from .smallest_gap import smallest_on_element
 
 __all__ = ["neighbours_of", "pairs_loop", "pairs_loop_parallel", "residual_loop", "power_point",
            "chord_parameter", "chord_distance"]
@@ -135,7 +136,7 @@ def _beyond(d2, bound):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT)
 def _element_candidates(ia, row_start, row_end, nbr, elements, fiber, nq, x, rx, P, c, deviation, reach, lo, hi,
-                        short, d2s, near, near_d2, seed_ok, seed_lb, seed_g, top):  # pragma: no cover - compiled
+                        short, d2s, near, near_d2, seed_ok, seed_lb, seed_g, top, prune):  # pragma: no cover - compiled
     """The elements of a broad-phase row that may be a candidate of some contact point of element ``ia``.
 
     Returns the count of the kept elements (in row order) in ``short``, and per partner fiber f a seed
@@ -207,6 +208,8 @@ def _element_candidates(ia, row_start, row_end, nbr, elements, fiber, nq, x, rx,
                     seed_lb[q, f] = lb
                     seed_g[q, f] = min(np.inf, _upper_bound(c[eB], P[eB], x[k], t))  # NaN: +∞, as in g
             top[f] = max(top[f], seed_g[q, f] * (1 + _PRUNE_SLACK)) if seed_ok[q, f] else np.inf
+        if not prune:
+            top[f] = np.inf
     kept = 0
     for i in range(m):
         f = fiber[short[i]]
@@ -221,7 +224,7 @@ def _element_candidates(ia, row_start, row_end, nbr, elements, fiber, nq, x, rx,
 
 @numba.njit(inline="always", **_JIT)
 def _point_candidates(k, q, short, count, fiber, x, rx, P, c, deviation, reach, lo, hi, near, seed_ok, seed_lb,
-                      seed_g, g, thr, cand_e, cand_lb):  # pragma: no cover - compiled
+                      seed_g, g, thr, cand_e, cand_lb, prune):  # pragma: no cover - compiled
     """The candidate elements of contact point k (point q of its element) among ``short[:count]``.
 
     Into cand_e, cand_lb (in row order); returns their count.  They are those of the plain loop over
@@ -248,7 +251,7 @@ def _point_candidates(k, q, short, count, fiber, x, rx, P, c, deviation, reach, 
     x0, x1, x2 = x[k, 0], x[k, 1], x[k, 2]
     rk = rx[k]
     for f in range(g.size):
-        g[f] = seed_g[q, f] if near[f] >= 0 and seed_ok[q, f] else np.inf
+        g[f] = seed_g[q, f] if near[f] >= 0 and seed_ok[q, f] and prune else np.inf
         thr[f] = g[f] * (1 + _PRUNE_SLACK)
     m = 0
     for i in range(count):
@@ -274,8 +277,9 @@ def _point_candidates(k, q, short, count, fiber, x, rx, P, c, deviation, reach, 
         lb = max(lb, _chord_point_distance(P[eB], x[k], t) - deviation[eB])
         if not lb < bound:
             continue
-        g[f] = min(g[f], _upper_bound(c[eB], P[eB], x[k], t))
-        thr[f] = g[f] * (1 + _PRUNE_SLACK)
+        if prune:
+            g[f] = min(g[f], _upper_bound(c[eB], P[eB], x[k], t))
+            thr[f] = g[f] * (1 + _PRUNE_SLACK)
         cand_e[m] = eB
         cand_lb[m] = lb
         m += 1
@@ -296,7 +300,7 @@ def neighbours_of(elements, fiber, lo, hi, reach):
 
 @numba.njit(**_JIT)
 def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation,
-                 reach, lo, hi, certify, bez, out_e, out_xi, out_d, out_fixed, out_y, out_yp,
+                 reach, lo, hi, certify, bez, rpoly, smallest, out_e, out_xi, out_d, out_fixed, out_y, out_yp,
                  out_Yp):  # pragma: no cover - compiled
     """The slots of :func:`pairs_loop` of the elements ``share``, ``share + n_shares``, … (one thread's part)."""
     n_el = elements.size
@@ -307,6 +311,8 @@ def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf
     d2s = np.empty(width)
     cand_e = np.empty(width, dtype=np.int64)
     cand_lb = np.empty(width)
+    key = np.empty(width)
+    order = np.empty(width, dtype=np.int64)
     g = np.empty(nf)
     thr = np.empty(nf)
     near = np.full(nf, -1, dtype=np.int64)
@@ -318,6 +324,7 @@ def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf
     best_e = np.full(nf, -1, dtype=np.int64)
     best_xi = np.empty(nf)
     best_d = np.empty(nf)
+    best_v = np.empty(nf)
     best_st = np.empty(nf, dtype=np.bool_)
     y = np.empty(3)
     a = np.empty(6)
@@ -326,17 +333,35 @@ def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf
         if ptr[ia + 1] == ptr[ia]:
             continue
         count = _element_candidates(ia, ptr[ia], ptr[ia + 1], nbr, elements, fiber, nq, x, rx, P, c, deviation,
-                                    reach, lo, hi, short, d2s, near, near_d2, seed_ok, seed_lb, seed_g, top)
+                                    reach, lo, hi, short, d2s, near, near_d2, seed_ok, seed_lb, seed_g, top,
+                                    not smallest)
         for q in range(nq):
             k = elements[ia] * nq + q
             m = _point_candidates(k, q, short, count, fiber, x, rx, P, c, deviation, reach, lo, hi, near, seed_ok,
-                                  seed_lb, seed_g, g, thr, cand_e, cand_lb)
-            for i in range(m):
+                                  seed_lb, seed_g, g, thr, cand_e, cand_lb, not smallest)
+            if smallest:  # lower bounds of φ = d/(r_x + r_y) on the candidates, taken in increasing order
+                for i in range(m):
+                    key[i] = cand_lb[i] / (rx[k] + reach[cand_e[i]])
+                    order[i] = i
+                for i in range(1, m):  # insertion sort (a few candidates)
+                    j = i
+                    while j > 0 and key[order[j]] < key[order[j - 1]]:
+                        order[j], order[j - 1] = order[j - 1], order[j]
+                        j -= 1
+            for r in range(m):
+                i = order[r] if smallest else r
                 eB = cand_e[i]
                 fb = fiber[eB]
+                if smallest and best_e[fb] >= 0 and key[i] > best_v[fb] * (1 + _PRUNE_SLACK):
+                    continue  # φ ≥ its lower bound > the best φ of the fiber so far
                 xi, d, st = closest_point_one(c[eB], x[k], certify, bez, a, scratch)
-                if best_e[fb] < 0 or d < best_d[fb]:
-                    best_e[fb], best_xi[fb], best_d[fb], best_st[fb] = eB, xi, d, st
+                v = d
+                if smallest:
+                    if best_e[fb] >= 0 and d / (rx[k] + reach[eB]) > best_v[fb] * (1 + _PRUNE_SLACK):
+                        continue  # φ ≥ (its least distance) / (r_x + r̄) > the best φ so far
+                    xi, v, d, st = smallest_on_element(c[eB], c_ref[eB], rpoly[eB], x[k], rx[k], xi)
+                if best_e[fb] < 0 or v < best_v[fb]:
+                    best_e[fb], best_xi[fb], best_d[fb], best_v[fb], best_st[fb] = eB, xi, d, v, st
             for fb in range(nf):
                 eB = best_e[fb]
                 if eB < 0:
@@ -344,7 +369,10 @@ def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf
                 n = (ia * nq + q) * nf + fb
                 xi = best_xi[fb]
                 out_e[n], out_xi[n], out_d[n] = eB, xi, best_d[fb]
-                out_fixed[n] = not best_st[fb] and ((xi == 0.0 and first[eB]) or (xi == 1.0 and last[eB]))
+                # the closest point rests at a fiber end; the smallest gap's point at any element end where it
+                # is not stationary (φ has kinks at the nodes: r_y depends on |y′|, whose slope jumps there)
+                out_fixed[n] = not best_st[fb] and ((xi == 0.0 and (first[eB] or smallest))
+                                                    or (xi == 1.0 and (last[eB] or smallest)))
                 power_point(c[eB], xi, 0, out_y[n])
                 power_point(c[eB], xi, 1, y)
                 out_yp[n] = np.sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2])
@@ -374,7 +402,7 @@ def _pairs_compact(elements, nq, nf, out_e, out_xi, out_d, out_fixed, out_y, out
 
 @numba.njit(**_JIT)
 def pairs_loop(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation, reach, lo, hi,
-               certify, bez):  # pragma: no cover - compiled
+               certify, bez, rpoly, smallest):  # pragma: no cover - compiled
     """Per contact point and partner fiber within reach: the best element's closest point.
 
     ``ptr, nbr``: the broad phase of ``elements`` (:func:`box_neighbours`).
@@ -386,20 +414,21 @@ def pairs_loop(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_re
     """
     out = _pairs_slots(elements.size * nq * nf)
     _pairs_share(0, 1, ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation, reach, lo, hi,
-                 certify, bez, *out)
+                 certify, bez, rpoly, smallest, *out)
     return _pairs_compact(elements, nq, nf, *out)
 
 
 @numba.njit(parallel=True, **_JIT)
 def pairs_loop_parallel(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation, reach, lo, hi,
-                        certify, bez, n_shares):  # pragma: no cover - compiled
+                        certify, bez, rpoly, smallest, n_shares):  # pragma: no cover - compiled
     """:func:`pairs_loop` with the elements shared out cyclically among ``n_shares`` threads (neighbouring
-    elements have similar rows); the same result to the bit."""
+    elements have similar rows); the same result to the bit for the closest point, to rounding (10⁻¹⁵) for
+    the smallest gap, whose Newton iterates the parallel build rounds differently."""
     out = _pairs_slots(elements.size * nq * nf)
     n_shares = max(1, min(elements.size, n_shares))
     for share in numba.prange(n_shares):
         _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation,
-                     reach, lo, hi, certify, bez, *out)
+                     reach, lo, hi, certify, bez, rpoly, smallest, *out)
     return _pairs_compact(elements, nq, nf, *out)
 
 

@@ -47,6 +47,7 @@ from .broadphase import NeighbourList
 from .closest_point import BEZIER_FROM_POWER
 from .fiber_geometry import FiberSetup, FiberState, reference_radius
 from .fiber_kernels import neighbours_of, pairs_loop, pairs_loop_parallel
+from .smallest_gap import polynomial_radius
 
 __all__ = ["ContactPairs", "find_pairs", "check_pairs", "PARALLEL_SEARCH_WORK"]
 
@@ -89,7 +90,7 @@ def _fiber_label(names, k: int) -> str:
 
 
 def find_pairs(model, s: FiberSetup, st: FiberState, *, gamma: float, method: str = "auto",
-               neighbours: NeighbourList | None = None) -> ContactPairs:
+               neighbours: NeighbourList | None = None, smallest: bool = False) -> ContactPairs:
     """The contact point – partner fiber pairs within reach (no check).
 
     Parameters
@@ -105,6 +106,10 @@ def find_pairs(model, s: FiberSetup, st: FiberState, *, gamma: float, method: st
     neighbours
         A broad phase kept over states (the same pairs, the sweep skipped while the boxes move little);
         None: the sweep of this state.
+    smallest
+        False: y is the closest point of each partner fiber (eq. 66) and g takes the radius there (eq. 40);
+        True: y minimizes the gap over the partner fiber (:mod:`~skfiber.contact.smallest_gap`), with the
+        radius quintic ``s.r0_poly``.
 
     Returns
     -------
@@ -118,11 +123,14 @@ def find_pairs(model, s: FiberSetup, st: FiberState, *, gamma: float, method: st
     else:
         ptr, nbr = neighbours.neighbours(st.P, s.elements, s.fiber, st.reach)
     args = (ptr, nbr, s.elements, s.fiber, s.first, s.last, s.nq, s.nf, st.x, st.rx, st.P, st.c, s.c_ref,
-            st.deviation, st.reach, lo, hi, method == "auto", BEZIER_FROM_POWER)
+            st.deviation, st.reach, lo, hi, method == "auto", BEZIER_FROM_POWER, s.r0_poly, bool(smallest))
     threads = threads_for(int(ptr[-1]) * s.nq, PARALLEL_SEARCH_WORK)
     k, eB, xi, dist, fixed, y, yp_norm, Yp_norm = (pairs_loop(*args) if threads == 1 else
                                                    pairs_loop_parallel(*args, threads))
-    r0y, dr0y = reference_radius(model, s, eB, xi)
+    if smallest:
+        r0y, dr0y = polynomial_radius(s.r0_poly, eB, xi)
+    else:
+        r0y, dr0y = reference_radius(model, s, eB, xi)
     eA, rx, ry, g, admissibility, log_slope = _gaps(k, s.nq, st.rx, r0y, dr0y, yp_norm, Yp_norm, dist, float(gamma))
     return ContactPairs(k, eA, eB, xi, fixed, st.x[k], y, dist, rx, ry, g, admissibility, s.fiber[eA], s.fiber[eB],
                         log_slope)

@@ -48,6 +48,7 @@ from .closest_point import POWER_FROM_HERMITE
 from .fiber_geometry import FiberSetup, FiberState
 from .fiber_kernels import power_point
 from .fiber_pairs import ContactPairs
+from .smallest_gap import xi_sensitivity
 
 __all__ = ["tangent_blocks", "tangent_triplets", "tangent_loop", "tangent_loop_parallel",
            "PARALLEL_TANGENT_WORK"]
@@ -61,7 +62,7 @@ _JIT = dict(cache=True, error_model="numpy")
 
 
 def tangent_blocks(model, s: FiberSetup, st: FiberState, pr: ContactPairs, active: np.ndarray, F: np.ndarray,
-                   dF: np.ndarray):
+                   dF: np.ndarray, *, smallest: bool = False):
     """The tangent as 12 × 12 element blocks: x–x blocks summed per element of x, x–y blocks per element pair.
 
     The block of pair p is the outer product of its weights w φ_a(ξ_k) (4)
@@ -81,6 +82,8 @@ def tangent_blocks(model, s: FiberSetup, st: FiberState, pr: ContactPairs, activ
         Indices of the pairs in contact (g < 0).
     F, dF
         F(g) and dF/dg of every pair.
+    smallest
+        The pairs minimize the gap over the partner (``find_pairs(..., smallest=True)``): δξ_y from φ′ = 0.
 
     Returns
     -------
@@ -92,7 +95,8 @@ def tangent_blocks(model, s: FiberSetup, st: FiberState, pr: ContactPairs, activ
     a = np.asarray(active, dtype=np.int64)
     args = (pr.point[a], pr.element_x[a], pr.element_y[a], pr.xi_y[a], pr.fixed[a], pr.x[a], pr.y[a],
             pr.distance[a], pr.radius_x[a], pr.radius_y[a], pr.log_slope_y[a], F[a], dF[a], st.xp, st.xp_norm, st.c,
-            s.c_ref, s.first, s.last, s.H0, s.H1, s.scale, s.w, s.nq, s.ne, POWER_FROM_HERMITE)
+            s.c_ref, s.first, s.last, s.H0, s.H1, s.scale, s.w, s.nq, s.ne, POWER_FROM_HERMITE, s.r0_poly,
+            bool(smallest))
     threads = threads_for(a.size, PARALLEL_TANGENT_WORK)
     row_el, col_el, blocks = tangent_loop(*args) if threads == 1 else tangent_loop_parallel(*args, threads)
     element_dofs = s.dofs.reshape(s.ne, 12)
@@ -100,9 +104,9 @@ def tangent_blocks(model, s: FiberSetup, st: FiberState, pr: ContactPairs, activ
 
 
 def tangent_triplets(model, s: FiberSetup, st: FiberState, pr: ContactPairs, active: np.ndarray, F: np.ndarray,
-                     dF: np.ndarray):
+                     dF: np.ndarray, *, smallest: bool = False):
     """:func:`tangent_blocks` as COO triplets (rows, cols, values)."""
-    return block_triplets(*tangent_blocks(model, s, st, pr, active, F, dF))
+    return block_triplets(*tangent_blocks(model, s, st, pr, active, F, dF, smallest=smallest))
 
 
 @numba.njit(**_JIT)
@@ -112,9 +116,11 @@ def _dot(a, b):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT)
 def _pair_block(i, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first, last, H0,
-                H1, scale, w, nq, M, weights, dT, vec, basis, sb):  # pragma: no cover - compiled
+                H1, scale, w, nq, M, rpoly, smallest, weights, dT, vec, basis, sb, dxis):  # pragma: no cover - compiled
     """Weights w φ_a(ξ_k) (4,) and ∂T/∂(q_x, q_y) (3, 8, 3) of pair i, into weights and dT; ``vec`` (7, 3),
-    ``basis`` (4, 4) and ``sb`` (8,) are scratch (allocated once per loop, not per pair)."""
+    ``basis`` (5, 4), ``sb`` (8,) and ``dxis`` (8, 3) are scratch (allocated once per loop, not per pair).
+    ``smallest``: y minimizes the gap (:mod:`~skfiber.contact.smallest_gap`, radius quintics ``rpoly``), and
+    δξ_y comes from φ′ = 0; otherwise from eq. 66."""
     kk, ea, eb, t = k[i], eA[i], eB[i], xi[i]
     q = kk % nq
     yp, ypp, Yp, Ypp, tmp, rel, n = vec[0], vec[1], vec[2], vec[3], vec[4], vec[5], vec[6]
@@ -129,7 +135,7 @@ def _pair_block(i, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, x
         other, t_other = eb - 1, 1.0
     elif t >= 1 - _NODE_TOL and not last[eb]:
         other, t_other = eb + 1, 0.0
-    if other >= 0:
+    if other >= 0 and not smallest:  # (the smallest gap takes the one-sided values of its element)
         power_point(c[other], t_other, 2, tmp)
         for m in range(3):
             ypp[m] = 0.5 * (ypp[m] + tmp[m])
@@ -142,7 +148,7 @@ def _pair_block(i, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, x
         rel[m] = y[i, m] - x[i, m]
         n[m] = rel[m] / d
     J = xp_norm[kk]
-    phiA, dphiA, phiB, dphiB = basis[0], basis[1], basis[2], basis[3]
+    phiA, dphiA, phiB, dphiB, ddphiB = basis[0], basis[1], basis[2], basis[3], basis[4]
     w0 = (1.0, t, t * t, t * t * t)
     w1 = (0.0, 1.0, 2 * t, 3 * t * t)
     for a in range(4):
@@ -150,12 +156,19 @@ def _pair_block(i, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, x
         dphiA[a] = H1[q, a] * scale[ea, a]
         phiB[a] = (M[0, a] * w0[0] + M[1, a] * w0[1] + M[2, a] * w0[2] + M[3, a] * w0[3]) * scale[eb, a]
         dphiB[a] = (M[1, a] * w1[1] + M[2, a] * w1[2] + M[3, a] * w1[3]) * scale[eb, a]
+        ddphiB[a] = (2 * M[2, a] + 6 * t * M[3, a]) * scale[eb, a]
         sb[a] = -phiA[a]
         sb[4 + a] = phiB[a]
         weights[a] = w[q] * phiA[a]
-    # δξ_y (eq. 95); zero at a fiber end
+    # δξ_y: from φ′ = 0 (smallest gap) or f = 0 (eq. 95); zero at a fiber end
     fxi = _dot(yp, yp) + _dot(rel, ypp)
     inv = 0.0 if fixed[i] or abs(fxi) <= 1e-300 else 1.0 / fxi
+    if smallest:
+        if fixed[i]:
+            dxis[:, :] = 0.0
+        else:
+            xi_sensitivity(c[eb], c_ref[eb], rpoly[eb], x[i], rx[i], xp[kk], xp_norm[kk], xi[i], phiA, dphiA, phiB,
+                           dphiB, ddphiB, dxis)
     yp2 = _dot(yp, yp)
     dlnr = dlnr0[i] + 0.5 * _dot(Yp, Ypp) / _dot(Yp, Yp) - 0.5 * _dot(yp, ypp) / yp2
     n_yp = _dot(n, yp)
@@ -163,13 +176,17 @@ def _pair_block(i, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, x
     xpk = xp[kk]
     for b in range(8):
         for j in range(3):
+            if smallest:
+                dxi = dxis[b, j]
             if b < 4:
-                dxi = phiA[b] * yp[j] * inv
+                if not smallest:
+                    dxi = phiA[b] * yp[j] * inv
                 drx = -0.5 * (rx[i] / J**2) * dphiA[b] * xpk[j]
                 dry = ry[i] * dlnr * dxi
                 dJ = dphiA[b] * (xpk[j] / J)
             else:
-                dxi = -(phiB[b - 4] * yp[j] + dphiB[b - 4] * rel[j]) * inv
+                if not smallest:
+                    dxi = -(phiB[b - 4] * yp[j] + dphiB[b - 4] * rel[j]) * inv
                 drx = 0.0
                 dry = ry[i] * dlnr * dxi - 0.5 * (ry[i] / yp2) * dphiB[b - 4] * yp[j]
                 dJ = 0.0
@@ -211,12 +228,12 @@ def _tangent_groups(eA, eB, ne):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT)
 def _tangent_share(share, n_shares, order, start, xy_before, n_xx, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0,
-                   F, dF, xp, xp_norm, c, c_ref, first, last, H0, H1, scale, w, nq, M, row_el, col_el,
+                   F, dF, xp, xp_norm, c, c_ref, first, last, H0, H1, scale, w, nq, M, rpoly, smallest, row_el, col_el,
                    blocks):  # pragma: no cover - compiled
     """The blocks of the x-element groups ``share``, ``share + n_shares``, … (one thread's part)."""
     weights = np.empty(4)
     dT = np.empty((3, 8, 3))
-    vec, basis, sb = np.empty((7, 3)), np.empty((4, 4)), np.empty(8)
+    vec, basis, sb, dxis = np.empty((7, 3)), np.empty((5, 4)), np.empty(8), np.empty((8, 3))
     for gx in range(share, n_xx, n_shares):
         gy = n_xx + xy_before[gx] - 1  # current x–y block
         for j in range(start[gx], start[gx + 1]):
@@ -227,7 +244,7 @@ def _tangent_share(share, n_shares, order, start, xy_before, n_xx, k, eA, eB, xi
                 gy += 1
                 row_el[gy], col_el[gy] = eA[i], eB[i]
             _pair_block(i, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first,
-                        last, H0, H1, scale, w, nq, M, weights, dT, vec, basis, sb)
+                        last, H0, H1, scale, w, nq, M, rpoly, smallest, weights, dT, vec, basis, sb, dxis)
             for a in range(4):
                 for r in range(3):
                     for b in range(4):
@@ -238,7 +255,7 @@ def _tangent_share(share, n_shares, order, start, xy_before, n_xx, k, eA, eB, xi
 
 @numba.njit(**_JIT)
 def tangent_loop(k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first, last, H0, H1,
-                 scale, w, nq, ne, M):  # pragma: no cover - compiled
+                 scale, w, nq, ne, M, rpoly, smallest):  # pragma: no cover - compiled
     """The blocks of the pairs in contact: per element of x the x–x block, per element pair the x–y block
     (each 12 × 12 as (4, 3, 4, 3)), in the order of (element of x, element of y); returns the row elements,
     the column elements and the blocks.  Each block sums its pairs in one order
@@ -248,13 +265,13 @@ def tangent_loop(k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_
     row_el = np.empty(G, dtype=np.int64)
     col_el = np.empty(G, dtype=np.int64)
     _tangent_share(0, 1, order, start, xy_before, n_xx, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp,
-                   xp_norm, c, c_ref, first, last, H0, H1, scale, w, nq, M, row_el, col_el, blocks)
+                   xp_norm, c, c_ref, first, last, H0, H1, scale, w, nq, M, rpoly, smallest, row_el, col_el, blocks)
     return row_el, col_el, blocks
 
 
 @numba.njit(parallel=True, **_JIT)
 def tangent_loop_parallel(k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first, last,
-                          H0, H1, scale, w, nq, ne, M, n_shares):  # pragma: no cover - compiled
+                          H0, H1, scale, w, nq, ne, M, rpoly, smallest, n_shares):  # pragma: no cover - compiled
     """:func:`tangent_loop` with the elements of x shared out cyclically among ``n_shares`` threads."""
     order, start, xy_before, n_xx, G = _tangent_groups(eA, eB, ne)
     blocks = np.zeros((G, 4, 3, 4, 3))
@@ -263,6 +280,6 @@ def tangent_loop_parallel(k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF
     n_shares = max(1, min(n_xx, n_shares))
     for share in numba.prange(n_shares):
         _tangent_share(share, n_shares, order, start, xy_before, n_xx, k, eA, eB, xi, fixed, x, y, dist, rx, ry,
-                       dlnr0, F, dF, xp, xp_norm, c, c_ref, first, last, H0, H1, scale, w, nq, M, row_el, col_el,
-                       blocks)
+                       dlnr0, F, dF, xp, xp_norm, c, c_ref, first, last, H0, H1, scale, w, nq, M, rpoly, smallest,
+                       row_el, col_el, blocks)
     return row_el, col_el, blocks

@@ -53,7 +53,10 @@ from .fiber_pairs import ContactPairs, check_pairs, find_pairs
 from .fiber_safeguard import end_state_kept, short_step, step_bound, step_motion
 from .fiber_tangent import tangent_blocks
 
-__all__ = ["FiberContact", "ContactPairs"]
+__all__ = ["FiberContact", "ContactPairs", "GAPS"]
+
+#: the gap definitions of :class:`FiberContact` (``gap=``)
+GAPS = ("closest_point", "smallest")
 
 
 class FiberContact:
@@ -70,6 +73,12 @@ class FiberContact:
         Gauss–Legendre contact points per element (default 5, as the paper).
     name
         Name of the contribution (``parts`` of :meth:`skfiber.Model.evaluate`).
+    gap
+        ``"closest_point"`` (the paper): y is the closest point of the partner's centerline (eq. 66) and
+        g = d/(r_x + r_y) takes the radius there (eq. 40); g jumps where two closest points of different
+        radius swap.  ``"smallest"``: g = min over the partner's points y of d/(r_x + r_y) − 1, the overlap of
+        the fibers as unions of balls, continuous in the state (:mod:`skfiber.contact.smallest_gap`; needed
+        by error-controlled time steps when radii vary along the fibers).
 
     Raises
     ------
@@ -79,7 +88,7 @@ class FiberContact:
     """
 
     def __init__(self, law: PenaltyLaw, *, fibers: Iterable | None = None, quadrature_points: int = 5,
-                 name: str = "fiber_contact"):
+                 name: str = "fiber_contact", gap: str = "closest_point"):
         if not isinstance(law, PenaltyLaw):
             raise TypeError(
                 f"law must be a PenaltyLaw, got {law!r}; e.g. FiberContact(PenaltyLaw(stiffness=1000.0, gamma=2.0))"
@@ -91,6 +100,9 @@ class FiberContact:
             )
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
+        if gap not in GAPS:
+            raise ValueError(f"gap must be one of {', '.join(map(repr, GAPS))}, got {gap!r}")
+        self.gap = gap
         self.law = law
         self.fibers = None if fibers is None else list(fibers)
         if self.fibers is not None and len(self.fibers) < 2:
@@ -106,7 +118,7 @@ class FiberContact:
 
     def __repr__(self) -> str:
         return (f"FiberContact(κ={self.law.stiffness:g}, γ={self.law.gamma:g}, "
-                f"quadrature_points={self.quadrature_points}, name={self.name!r})")
+                f"quadrature_points={self.quadrature_points}, name={self.name!r}, gap={self.gap!r})")
 
     # ------------------------------------------------------------------ setup
     def _setup(self, model) -> FiberSetup:
@@ -128,7 +140,7 @@ class FiberContact:
         """Contact point – partner fiber pairs within reach at displacement u."""
         s = self._setup(model)
         st = fiber_state(s, model, u, self.name)
-        return find_pairs(model, s, st, gamma=self.law.gamma, method=method)
+        return find_pairs(model, s, st, gamma=self.law.gamma, method=method, smallest=self.gap == "smallest")
 
     # ------------------------------------------------------------------ evaluate
     def evaluate(self, model, u: np.ndarray, t: float, *, tangent: bool = True) -> ContactEvaluation:
@@ -146,7 +158,8 @@ class FiberContact:
         F, dF, R, n_active = residual_loop(pr.point, pr.element_x, st.x, pr.y, pr.distance, pr.gap, st.xp_norm, s.w,
                                            s.H0, s.scale, s.dofs, s.nq, float(self.law.stiffness),
                                            float(self.law.gamma), N)
-        blocks = tangent_blocks(model, s, st, pr, np.flatnonzero(pr.gap < 0), F, dF) if tangent and n_active else None
+        blocks = (tangent_blocks(model, s, st, pr, np.flatnonzero(pr.gap < 0), F, dF, smallest=self.gap == "smallest")
+                  if tangent and n_active else None)
         return BlockContactEvaluation(R, blocks, admissibility=pr.admissibility.copy(), n_active=n_active)
 
     def _search(self, model, s: FiberSetup, u: np.ndarray, t: float):
@@ -156,7 +169,7 @@ class FiberContact:
         for the tangent at the same state when it solves with it, and the safeguard may have
         searched the state first (:meth:`max_step`).
         """
-        key = (id(model.discretization), np.asarray(u, dtype=float).tobytes(), self.law)
+        key = (id(model.discretization), np.asarray(u, dtype=float).tobytes(), self.law, self.gap)
         memo = getattr(self, "_last", None)
         if memo is not None and memo[0] == key:
             return memo[1]
@@ -164,7 +177,7 @@ class FiberContact:
         neighbours = self._neighbours.get(model.discretization)
         if neighbours is None:
             neighbours = self._neighbours[model.discretization] = NeighbourList()
-        pr = find_pairs(model, s, st, gamma=self.law.gamma, neighbours=neighbours)
+        pr = find_pairs(model, s, st, gamma=self.law.gamma, neighbours=neighbours, smallest=self.gap == "smallest")
         check_pairs(self.name, self.law.gamma, s, pr, t)
         self._last = (key, (st, pr))
         return st, pr

@@ -251,8 +251,9 @@ def run_adaptive(advance: Callable[[Any, float, int], tuple[Any, int]], flatten:
 AT_H_MIN_HINT = ("A step that fails at every size down to h_min has usually met a jump of the model, not "
                  "stiffness: with fiber–fiber contact, most often the closest point of a contact point jumping "
                  "between two equally distant points of the partner of different radius, where g jumps "
-                 "(docs/theory.md, 'The gap can jump'). Error control cannot step over a jump; fixed steps (dt "
-                 "without rtol/atol) may")
+                 "(docs/theory.md, 'The gap can jump'). Error control cannot step over a jump: the smallest gap "
+                 "(FiberContact(..., gap='smallest')) is continuous there; fixed steps (dt without rtol/atol) may "
+                 "also pass")
 
 
 def _failure_summary(failures: list[tuple[float, str]]) -> str:
