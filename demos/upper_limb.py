@@ -852,7 +852,7 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     parser.add_argument("--contact-gap", choices=("closest_point", "smallest"), default=None,
                         help="gap of fiber–fiber contact: closest_point (the paper's eqs. 40, 66; jumps where two "
                              "closest points of different radius swap) or smallest (the smallest gap over the "
-                             "partner fiber, continuous; about twice the cost per run). Default: smallest with "
+                             "partner fiber, continuous; about 1.5 times the run time). Default: smallest with "
                              "--rtol/--atol (error control stops at such jumps), else closest_point")
     parser.add_argument("--stretch-gradient", type=float, default=0.0, metavar="C",
                         help="gradient-of-stretch regularization (c/2) ∫ (dλ/dS)² dS with c in N·m² (default 0: "

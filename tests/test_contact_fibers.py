@@ -390,12 +390,13 @@ def test_safeguard_keeps_newton_out_of_the_inadmissible_zone():
     assert z_upper - z_lower > 0.05  # still on top: (1 − 1/γ)(r_x + r_y) = 0.05
 
 
-def test_safeguard_bound_holds_along_random_steps():
+@pytest.mark.parametrize("gap", ["closest_point", "smallest"])
+def test_safeguard_bound_holds_along_random_steps(gap):
     """For random states and steps: every contact point keeps 1 + γg > δ̄ min(1 + γg₀, 1) on [0, δ]."""
     rng = np.random.default_rng(9)
     for trial in range(8):
         model = sf.Model(_random_fibers(rng, n_fibers=4, ne=4))
-        contact = FiberContact(contact_law(gamma=0.8))
+        contact = FiberContact(contact_law(gamma=0.8), gap=gap)
         u = 0.005 * rng.standard_normal(model.n_dofs)
         before = contact.pairs(model, u)
         du = 0.05 * rng.standard_normal(model.n_dofs)

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..discretization import hermite_shape
 from .closest_point import BEZIER_FROM_HERMITE, POWER_FROM_HERMITE
-from .fiber_kernels import chord_distance
+from .fiber_kernels import RADIUS_SAFETY, chord_distance
 from .geometry import gauss_legendre
 from .smallest_gap import radius_polynomials
 
@@ -43,7 +43,6 @@ __all__ = ["N_SAMPLES", "RADIUS_SAFETY", "FiberSetup", "FiberState", "fiber_setu
            "reference_radius", "state_loop"]
 
 N_SAMPLES = 9  # points per element for the radius bounds
-RADIUS_SAFETY = 1.1  # broad-phase radius bound = this × sampled maximum
 _DR0 = 1e-6  # θ step of the central difference of a callable r0(θ)
 
 

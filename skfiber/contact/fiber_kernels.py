@@ -46,6 +46,12 @@ __all__ = ["neighbours_of", "pairs_loop", "pairs_loop_parallel", "residual_loop"
 
 _JIT = dict(cache=True, error_model="numpy")
 _PRUNE_SLACK = 1e-9  # a candidate is kept when its lower bound ≤ (1 + this) × the fiber's upper bound
+#: the bound r̄ of the current radius on an element (``reach``) is this × the largest of 9 samples (and of the
+#: contact points): a margin for what the samples miss, for the broad phase
+RADIUS_SAFETY = 1.1
+#: the smallest gap's pruning takes the sampled largest radius with this margin instead (d/(r_x + r̄) is a
+#: lower bound of φ only for a radius bound r̄; 1 % is far above what 9 samples of a smooth radius miss)
+_PHI_RADIUS_MARGIN = 1.01
 
 
 @numba.njit(**_JIT)
@@ -313,6 +319,7 @@ def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf
     cand_lb = np.empty(width)
     key = np.empty(width)
     order = np.empty(width, dtype=np.int64)
+    radius_bound = _PHI_RADIUS_MARGIN / RADIUS_SAFETY  # × reach: the sampled largest radius + 1 %
     g = np.empty(nf)
     thr = np.empty(nf)
     near = np.full(nf, -1, dtype=np.int64)
@@ -341,7 +348,7 @@ def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf
                                   seed_lb, seed_g, g, thr, cand_e, cand_lb, not smallest)
             if smallest:  # lower bounds of φ = d/(r_x + r_y) on the candidates, taken in increasing order
                 for i in range(m):
-                    key[i] = cand_lb[i] / (rx[k] + reach[cand_e[i]])
+                    key[i] = cand_lb[i] / (rx[k] + radius_bound * reach[cand_e[i]])
                     order[i] = i
                 for i in range(1, m):  # insertion sort (a few candidates)
                     j = i
@@ -357,7 +364,7 @@ def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf
                 xi, d, st = closest_point_one(c[eB], x[k], certify, bez, a, scratch)
                 v = d
                 if smallest:
-                    if best_e[fb] >= 0 and d / (rx[k] + reach[eB]) > best_v[fb] * (1 + _PRUNE_SLACK):
+                    if best_e[fb] >= 0 and d / (rx[k] + radius_bound * reach[eB]) > best_v[fb] * (1 + _PRUNE_SLACK):
                         continue  # φ ≥ (its least distance) / (r_x + r̄) > the best φ so far
                     xi, v, d, st = smallest_on_element(c[eB], c_ref[eB], rpoly[eB], x[k], rx[k], xi)
                 if best_e[fb] < 0 or v < best_v[fb]:
@@ -422,8 +429,7 @@ def pairs_loop(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_re
 def pairs_loop_parallel(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation, reach, lo, hi,
                         certify, bez, rpoly, smallest, n_shares):  # pragma: no cover - compiled
     """:func:`pairs_loop` with the elements shared out cyclically among ``n_shares`` threads (neighbouring
-    elements have similar rows); the same result to the bit for the closest point, to rounding (10⁻¹⁵) for
-    the smallest gap, whose Newton iterates the parallel build rounds differently."""
+    elements have similar rows); the same result to the bit."""
     out = _pairs_slots(elements.size * nq * nf)
     n_shares = max(1, min(elements.size, n_shares))
     for share in numba.prange(n_shares):

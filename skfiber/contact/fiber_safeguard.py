@@ -346,30 +346,44 @@ def short_step(s: FiberSetup, st: FiberState, motion: float) -> bool:
 
 
 @numba.njit(**_JIT)
-def _end_kept(point0, fiber0, adm0, dist0, point1, fiber1, adm1, dist1, radii1, n_points, n_fibers, delta_bar,
-              gamma, motion):  # pragma: no cover - compiled
+def _end_kept(point0, fiber0, adm0, dist0, rx0, point1, fiber1, adm1, dist1, radii1, rx1, n_points, n_fibers,
+              delta_bar, gamma, motion, smallest):  # pragma: no cover - compiled
     m2 = motion * motion
+    # the smallest gap's pairs carry the distance at the gap's point, not the closest distance: the closest
+    # distance of an admissible pair exceeds (1 − 1/γ) r_x (its gap is at least the smallest), which must
+    # exceed M; else the estimate decides
+    if smallest and not gamma > 1:
+        return False
     before = np.full(n_points * n_fibers, np.inf)
     d_before = np.full(n_points * n_fibers, np.inf)
     for i in range(point0.shape[0]):
-        if not dist0[i] > motion:
+        if not (dist0[i] > motion if not smallest else (1 - 1 / gamma) * rx0[i] > motion):
             return False
         key = point0[i] * n_fibers + fiber0[i]
         before[key] = min(before[key], adm0[i])
         d_before[key] = min(d_before[key], dist0[i])
     for i in range(point1.shape[0]):
-        if not dist1[i] > motion:
-            return False
         key = point1[i] * n_fibers + fiber1[i]
         target = delta_bar * min(before[key], 1.0)
-        d = min(d_before[key], dist1[i])  # the distance along the step is ≥ √(d² − M²)
-        lowest = adm1[i] - gamma * (dist1[i] - np.sqrt(d * d - m2)) / radii1[i]
+        if smallest:
+            if not (1 - 1 / gamma) * rx1[i] > motion:
+                return False
+            # for every partner point y, d(y) ≥ φ_min (r_x + r_y(y)) at both ends, so along the step
+            # d(y)/(r_x + r_y(y)) ≥ √(φ_min² − (M/r_x)²), φ_min the smaller smallest gap + 1 of the two ends
+            phi = 1.0 + (min(before[key], adm1[i]) - 1.0) / gamma
+            lowest = 1.0 + gamma * (np.sqrt(max(phi * phi - m2 / (rx1[i] * rx1[i]), 0.0)) - 1.0)
+        else:
+            if not dist1[i] > motion:
+                return False
+            d = min(d_before[key], dist1[i])  # the distance along the step is ≥ √(d² − M²)
+            lowest = adm1[i] - gamma * (dist1[i] - np.sqrt(d * d - m2)) / radii1[i]
         if not lowest > target:
             return False
     return True
 
 
-def end_state_kept(s: FiberSetup, before, after, delta_bar: float, *, gamma: float, motion: float) -> bool:
+def end_state_kept(s: FiberSetup, before, after, delta_bar: float, *, gamma: float, motion: float,
+                   smallest: bool = False) -> bool:
     """Eq. 71 along a short step, from its two ends.
 
     Each point of a contact fiber moves by at most M = ``motion`` (:func:`step_motion`), so the
@@ -383,6 +397,12 @@ def end_state_kept(s: FiberSetup, before, after, delta_bar: float, *, gamma: flo
       at the start, where g > 0), bounds eq. 71 on the whole step (the radii change along the step at
       second order: |x′| is convex in δ).
 
+    With the smallest gap (``smallest``) a pair's distance is that at the gap's point, not the least one.
+    Then: a pair's closest distance exceeds (1 − 1/γ) r_x at both ends (its gap there is at least the
+    smallest, and 1 + γ g > 0), which must exceed M (γ ≤ 1: the estimate decides); and every partner point
+    y has d(y) ≥ φ_min (r_x + r_y(y)) at both ends (φ_min = 1 + the smaller smallest gap of the two), so
+    along the step d(y)/(r_x + r_y(y)) ≥ √(φ_min² − (M/r_x)²), the margin compared with δ̄ min(1 + γ g₀, 1).
+
     Parameters
     ----------
     s
@@ -395,14 +415,18 @@ def end_state_kept(s: FiberSetup, before, after, delta_bar: float, *, gamma: flo
         γ of the penalty law.
     motion
         M of the step.
+    smallest
+        The pairs are those of the smallest gap (``find_pairs(..., smallest=True)``).
 
     Returns
     -------
     bool
     """
-    return bool(_end_kept(before.point, before.fiber_y, before.admissibility, before.distance, after.point,
+    return bool(_end_kept(before.point, before.fiber_y, before.admissibility, before.distance, before.radius_x,
+                          after.point,
                           after.fiber_y, after.admissibility, after.distance, after.radius_x + after.radius_y,
-                          s.ne * s.nq, int(s.nf), float(delta_bar), float(gamma), float(motion)))
+                          after.radius_x, s.ne * s.nq, int(s.nf), float(delta_bar), float(gamma), float(motion),
+                          bool(smallest)))
 
 
 @numba.njit(**_JIT)

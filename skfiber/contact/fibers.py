@@ -220,6 +220,7 @@ class FiberContact:
             except FloatingPointError:  # the end state is inadmissible: the estimate below decides
                 pass
             else:
-                if end_state_kept(s, pr, pr_end, delta_bar, gamma=self.law.gamma, motion=motion):
+                if end_state_kept(s, pr, pr_end, delta_bar, gamma=self.law.gamma, motion=motion,
+                                  smallest=self.gap == "smallest"):
                     return 1.0
         return step_bound(model, s, st, u, du, delta_bar, gamma=self.law.gamma, name=self.name)

@@ -52,6 +52,7 @@ POWER_FROM_QUINTIC_HERMITE = np.array([
 SAMPLES = 8  # intervals of φ′'s sign sampling per candidate element
 _DTHETA = 1e-4  # θ step of the finite differences of a callable r0(θ)
 _NEWTON_TOL = 1e-14  # the bracketed Newton iteration stops below this correction (ξ ∈ [0, 1])
+_FLAT = 1e-10  # at an element end |φ′| ≤ this × (|φ| + |φ″|) counts as stationary (round-off), not a kink
 _JIT = dict(cache=True, error_model="numpy")
 
 
@@ -120,10 +121,15 @@ def radius_polynomials(discretization) -> np.ndarray:
 
 def polynomial_radius(r0_poly: np.ndarray, e: np.ndarray, xi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """r0 and dr0/dξ of the radius quintics ``r0_poly`` (:func:`radius_polynomials`) at ξ of elements e."""
-    a = r0_poly[e]
-    powers = xi[:, None] ** np.arange(6)
-    r = np.einsum("ij,ij->i", a, powers)
-    dr = np.einsum("ij,ij->i", a[:, 1:] * np.arange(1, 6), powers[:, :5])
+    return _polynomial_radius_loop(r0_poly, np.asarray(e, dtype=np.int64), np.asarray(xi, dtype=float))
+
+
+@numba.njit(**_JIT)
+def _polynomial_radius_loop(r0_poly, e, xi):  # pragma: no cover - compiled
+    r = np.empty(e.size)
+    dr = np.empty(e.size)
+    for i in range(e.size):
+        r[i], dr[i], _ = radius_derivatives(r0_poly[e[i]], xi[i])
     return r, dr
 
 
@@ -236,19 +242,20 @@ def smallest_on_element(c, c_ref, rp, x, rx, xi_closest):  # pragma: no cover - 
             if extra and xi_closest == grid:
                 extra = False
             j += 1
-        phi, p1, _, D, _ = phi_derivatives(c, c_ref, rp, x, rx, t)
+        phi, p1, p2, D, _ = phi_derivatives(c, c_ref, rp, x, rx, t)
+        flat = abs(p1) <= _FLAT * (abs(phi) + abs(p2))  # φ′ = 0 up to round-off
         cand_t = -1.0
         stat = False
         if t == 0.0:
-            if p1 >= 0:
-                cand_t, stat = 0.0, p1 == 0
+            if p1 >= 0 or flat:
+                cand_t, stat = 0.0, flat
         else:
             if p1 == 0:
                 cand_t, stat = t, True
             elif prev_p1 < 0 < p1:
                 cand_t, stat = _bracketed_minimum(c, c_ref, rp, x, rx, prev_t, t, prev_p1, p1), True
             elif t == 1.0 and p1 < 0:
-                cand_t, stat = 1.0, False
+                cand_t, stat = 1.0, flat
         if cand_t >= 0:
             if cand_t == t:
                 val, Dv = phi, D
