@@ -200,7 +200,9 @@ Run::
     python demos/upper_limb.py --out out    # CSV/PNG and the VTK series, all in out/
     python demos/upper_limb.py --bending 1e-4   # with bending stiffness EI = 1e-4 N·m²
     python demos/upper_limb.py --method bdf2    # BDF2 (order 2) at the level's fixed step
-    python demos/upper_limb.py --fiber-contact off --rtol 1e-2   # BDF2, steps by error control
+    python demos/upper_limb.py --rtol 1e-2   # BDF2, steps by error control (the smallest contact
+                                             # gap; many small steps: docs/performance.md)
+    python demos/upper_limb.py --fiber-contact off --rtol 1e-2   # the same without fiber–fiber contact
     python demos/upper_limb.py --level 3 --out out --resume   # continue a stopped run from out/
 
 The last line of the output is ``summary: level=… dofs=… … ff_contacts_max=… softening=0|1 …

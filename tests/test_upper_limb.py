@@ -388,3 +388,20 @@ def test_error_control_runs_through_the_swap_of_closest_points_with_the_smallest
     assert r.fiber_contact and not r.interrupted and r.times[-1] == pytest.approx(0.38)
     assert r.model.contacts[-1].gap == "smallest"
     assert np.all(np.isfinite(r.angle_deg)) and r.angle_deg.max() > 1.0
+
+
+def test_command_line_chooses_the_contact_gap(tmp_path):
+    """--contact-gap picks the gap of fiber–fiber contact; the default is the paper's at fixed steps and the
+    smallest with --rtol."""
+    runs = {
+        "fixed": [],
+        "explicit": ["--rtol", "1e-2", "--contact-gap", "closest_point"],
+        "smallest": ["--contact-gap", "smallest", "--no-checkpoints"],
+    }
+    gaps = {}
+    for name, extra in runs.items():
+        r = upper_limb.main(["--t-end", "0.03125", "--quiet", "--output", str(tmp_path / name), *extra])[-1]
+        gaps[name] = r.model.contacts[-1].gap
+    assert gaps == {"fixed": "closest_point", "explicit": "closest_point", "smallest": "smallest"}
+    with pytest.raises(SystemExit):
+        upper_limb.main(["--quiet", "--output", str(tmp_path / "bad"), "--contact-gap", "balls"])
