@@ -9,7 +9,8 @@ r = r0/√λ, λ = |x′|/|X′| at x and at y (eqs. 21, 97),
 
     g = d / (r_x + r_y) − 1,   d = |y − x|,   n = (y − x)/d      (eqs. 40, 41, 43)
 
-and the rational penalty law F(g) (eq. 44).  The line force −F n (per current
+and the rational penalty law F(g) (eq. 44); with ``gap="smallest"`` y minimizes the gap instead of the
+distance (:mod:`skfiber.contact.smallest_gap`).  The line force −F n (per current
 length) acts on fiber A only and pushes it away from y; the other half pass
 (the roles of A and B swapped) gives the reaction on B.  (The paper writes
 t̄ = F n, eq. 42; taken literally that pulls the fibers together — the
