@@ -45,6 +45,17 @@ def fd_error(contact, model, u, directions, eps=1e-6, mask=None):
     return worst
 
 
+def block_fd_error(contact, model, u, rng, fa, fb):
+    """fd_error of the tangent's block of fiber fa's rows by fiber fb's columns (a random direction in fb)."""
+    n = model.n_dofs
+    rows, cols = fiber_rows(model, fa), fiber_rows(model, fb)
+    d = np.zeros(n)
+    d[cols] = rng.standard_normal(cols.size)
+    mask = np.zeros(n, dtype=bool)
+    mask[rows] = True
+    return fd_error(contact, model, u, [d], mask=mask)
+
+
 def fiber_rows(model, k):
     fd = model.discretization.fiber_dofs[k]
     return np.arange(6 * fd.first_node, 6 * (fd.first_node + fd.n_nodes))
@@ -129,7 +140,7 @@ def test_box_pairs_match_brute_force():
         assert got == {(int(i), int(j)) for i, j in zip(*np.nonzero(overlap))}
 
 
-def _random_fibers(rng, n_fibers=6, ne=5):
+def random_fibers(rng, n_fibers=6, ne=5):
     fibers = []
     for k in range(n_fibers):
         p0 = rng.uniform(-0.15, 0.15, 3)
@@ -147,7 +158,7 @@ def test_kept_neighbour_list_gives_the_pairs_of_a_fresh_broad_phase():
     from skfiber.contact.broadphase import NeighbourList
     from skfiber.contact.fiber_pairs import find_pairs
     rng = np.random.default_rng(21)
-    model = sf.Model(_random_fibers(rng, n_fibers=5, ne=6))
+    model = sf.Model(random_fibers(rng, n_fibers=5, ne=6))
     contact = FiberContact(contact_law(gamma=0.5))
     s = fiber_setup(model.discretization, contact.quadrature_points, contact.fibers, contact.name)
     kept = NeighbourList()
@@ -177,7 +188,7 @@ def test_contact_pairs_find_every_contact_brute_force_finds():
     """Broad + narrow phase against brute force: every (contact point, other fiber) with g < 0."""
     rng = np.random.default_rng(5)
     for trial in range(6):
-        model = sf.Model(_random_fibers(rng))
+        model = sf.Model(random_fibers(rng))
         d = model.discretization
         u = 0.02 * rng.standard_normal(model.n_dofs)
         contact = FiberContact(contact_law(gamma=0.5))  # γ < 1: deep overlaps stay admissible
@@ -319,13 +330,8 @@ def test_tangent_matches_finite_differences_including_cross_fiber_blocks():
     K = tangent_matrix(ev, n)
     for fa in range(3):
         for fb in range(3):
-            rows, cols = fiber_rows(model, fa), fiber_rows(model, fb)
-            d = np.zeros(n)
-            d[cols] = rng.standard_normal(cols.size)
-            mask = np.zeros(n, dtype=bool)
-            mask[rows] = True
-            assert abs(K[rows][:, cols]).max() > 0, (fa, fb)
-            assert fd_error(contact, model, u, [d], mask=mask) < 1e-6, (fa, fb)
+            assert abs(K[fiber_rows(model, fa)][:, fiber_rows(model, fb)]).max() > 0, (fa, fb)
+            assert block_fd_error(contact, model, u, rng, fa, fb) < 1e-6, (fa, fb)
 
 
 def test_tangent_with_the_closest_point_at_a_fiber_end():
@@ -395,7 +401,7 @@ def test_safeguard_bound_holds_along_random_steps(gap):
     """For random states and steps: every contact point keeps 1 + γg > δ̄ min(1 + γg₀, 1) on [0, δ]."""
     rng = np.random.default_rng(9)
     for trial in range(8):
-        model = sf.Model(_random_fibers(rng, n_fibers=4, ne=4))
+        model = sf.Model(random_fibers(rng, n_fibers=4, ne=4))
         contact = FiberContact(contact_law(gamma=0.8), gap=gap)
         u = 0.005 * rng.standard_normal(model.n_dofs)
         before = contact.pairs(model, u)
@@ -431,7 +437,7 @@ def test_short_steps_are_checked_at_their_ends():
     rng = np.random.default_rng(11)
     taken = 0
     for trial in range(12):
-        model = sf.Model(_random_fibers(rng, n_fibers=4, ne=4))
+        model = sf.Model(random_fibers(rng, n_fibers=4, ne=4))
         contact = FiberContact(contact_law(gamma=0.8))
         u = 0.005 * rng.standard_normal(model.n_dofs)
         before = contact.pairs(model, u)

@@ -77,7 +77,7 @@ def _staggered_bundle():
     return sf.Model(fibers)
 
 
-def _cases():
+def contact_cases():
     rng = np.random.default_rng(4)
     for trial in range(4):
         model = _random_model(rng, variable_radius=trial % 2 == 1)
@@ -113,7 +113,7 @@ def _reference_evaluate(contact, model, u):
 def test_pairs_residual_tangent_and_step_bound_equal_the_numpy_reference():
     n_cases = 0
     at_node = 0  # pairs in contact whose closest point is an interior node of the partner (kink of y″)
-    for model, u, gamma, du in _cases():
+    for model, u, gamma, du in contact_cases():
         contact = FiberContact(PenaltyLaw(stiffness=1000.0, gamma=gamma))
         s, st, want, R_want, K_want = _reference_evaluate(contact, model, u)
         st_got = fiber_state(s, model, u, contact.name)
@@ -151,7 +151,7 @@ def test_search_and_tangent_do_not_depend_on_the_number_of_threads(case, gap):
     from skfiber.contact import fiber_kernels, fiber_tangent
     from skfiber.contact.closest_point import BEZIER_FROM_POWER
 
-    model, u, gamma, _ = list(_cases())[case]
+    model, u, gamma, _ = list(contact_cases())[case]
     contact = FiberContact(PenaltyLaw(stiffness=1000.0, gamma=gamma), gap=gap)
     smallest = gap == "smallest"
     s = fiber_setup(model.discretization, contact.quadrature_points, None, contact.name)

@@ -7,7 +7,7 @@ import skfiber as sf
 from skfiber.contact import PenaltyLaw
 from skfiber.contact.fibers import FiberContact
 from skfiber.contact.smallest_gap import POWER_FROM_QUINTIC_HERMITE, radius_polynomials
-from test_contact_fibers import LAW, fd_error, fiber_rows
+from test_contact_fibers import LAW, block_fd_error, fd_error
 
 
 def law():
@@ -107,12 +107,7 @@ def test_tangent_of_the_smallest_gap_matches_finite_differences():
     assert fd_error(contact, model, u, [rng.standard_normal(n) for _ in range(3)]) < 1e-6
     for fa in range(2):
         for fb in range(2):
-            rows, cols = fiber_rows(model, fa), fiber_rows(model, fb)
-            d = np.zeros(n)
-            d[cols] = rng.standard_normal(cols.size)
-            mask = np.zeros(n, dtype=bool)
-            mask[rows] = True
-            assert fd_error(contact, model, u, [d], mask=mask) < 1e-6, (fa, fb)
+            assert block_fd_error(contact, model, u, rng, fa, fb) < 1e-6, (fa, fb)
 
 
 def test_smallest_gap_is_continuous_where_the_closest_points_swap():
@@ -147,13 +142,13 @@ def test_smallest_gap_against_brute_force_on_random_bundles(case):
     partner fiber, and the tangent matches finite differences.  (A pair out of contact takes the minimum
     over the partner's elements within reach, g ≥ 0 elsewhere: possibly above the fiber's minimum, and
     without force either way.)"""
-    from test_contact_fibers_kernels import _cases
+    from test_contact_fibers_kernels import contact_cases
 
-    model, u, gamma, direction = list(_cases())[case]
+    model, u, gamma, direction = list(contact_cases())[case]
     contact = FiberContact(PenaltyLaw(stiffness=1000.0, gamma=gamma), gap="smallest")
     pr = contact.pairs(model, u)
     assert pr.point.size > 0
-    brute = _brute_gap(model, u, pr, samples=4001, quintic=contact._setup(model).r0_poly)
+    brute = _brute_gap(model, u, pr, samples=4001, quintic=radius_polynomials(model.discretization))
     near = (pr.gap < 0) | (brute < 0)
     assert near.sum() > 0
     assert np.all(pr.gap[near] <= brute[near] + 1e-8)  # a minimum: never above a sampled value
@@ -170,12 +165,12 @@ def test_smallest_gap_against_brute_force_on_random_bundles(case):
 def test_short_steps_keep_the_smallest_gaps_margin_along_the_step():
     """Short steps decided from their two ends (the smallest gap's bound, γ > 1): along every accepted
     fraction of the step each pair keeps 1 + γg > δ̄ min(1 + γg₀, 1), and some steps pass whole."""
-    from test_contact_fibers import _random_fibers
+    from test_contact_fibers import random_fibers
 
     rng = np.random.default_rng(21)
     whole = 0
     for trial in range(20):
-        model = sf.Model(_random_fibers(rng, n_fibers=4, ne=4))
+        model = sf.Model(random_fibers(rng, n_fibers=4, ne=4))
         contact = FiberContact(PenaltyLaw(stiffness=1000.0, gamma=1.25), gap="smallest")
         u = 0.005 * rng.standard_normal(model.n_dofs)
         try:
@@ -198,17 +193,16 @@ def test_pruned_search_equals_the_search_of_every_partner_element():
     """The pruning of the smallest gap's search (lower bounds of φ from distance bounds and the radius bound)
     drops no element that holds the minimum: against the same per-element search on every element of the
     partner fiber, without any pruning."""
-    import numba  # noqa: F401 - the per-element routines are compiled
     from skfiber.contact.closest_point import BEZIER_FROM_POWER, closest_point_one
-    from skfiber.contact.fiber_geometry import fiber_state
+    from skfiber.contact.fiber_geometry import fiber_setup, fiber_state
     from skfiber.contact.smallest_gap import smallest_on_element
-    from test_contact_fibers_kernels import _cases
+    from test_contact_fibers_kernels import contact_cases
 
     checked = 0
-    for model, u, gamma, _ in list(_cases())[:6]:
+    for model, u, gamma, _ in list(contact_cases())[:6]:
         contact = FiberContact(PenaltyLaw(stiffness=1000.0, gamma=gamma), gap="smallest")
         pr = contact.pairs(model, u)
-        s = contact._setup(model)
+        s = fiber_setup(model.discretization, contact.quadrature_points, None, contact.name)
         st = fiber_state(s, model, u, contact.name)
         a, scratch = np.empty(6), np.empty((9, 7))
         for i in np.flatnonzero(pr.gap < 0):

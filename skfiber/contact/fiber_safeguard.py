@@ -357,7 +357,8 @@ def _end_kept(point0, fiber0, adm0, dist0, rx0, point1, fiber1, adm1, dist1, rad
     before = np.full(n_points * n_fibers, np.inf)
     d_before = np.full(n_points * n_fibers, np.inf)
     for i in range(point0.shape[0]):
-        if not (dist0[i] > motion if not smallest else (1 - 1 / gamma) * rx0[i] > motion):
+        closest = (1 - 1 / gamma) * rx0[i] if smallest else dist0[i]  # (a lower bound of) the least distance
+        if not closest > motion:
             return False
         key = point0[i] * n_fibers + fiber0[i]
         before[key] = min(before[key], adm0[i])
@@ -401,7 +402,8 @@ def end_state_kept(s: FiberSetup, before, after, delta_bar: float, *, gamma: flo
     Then: a pair's closest distance exceeds (1 − 1/γ) r_x at both ends (its gap there is at least the
     smallest, and 1 + γ g > 0), which must exceed M (γ ≤ 1: the estimate decides); and every partner point
     y has d(y) ≥ φ_min (r_x + r_y(y)) at both ends (φ_min = 1 + the smaller smallest gap of the two), so
-    along the step d(y)/(r_x + r_y(y)) ≥ √(φ_min² − (M/r_x)²), the margin compared with δ̄ min(1 + γ g₀, 1).
+    along the step d(y)/(r_x + r_y(y)) ≥ √(φ_min² − (M/r_x)²), the margin compared with
+    δ̄ min(1 + γ g₀, 1).
 
     Parameters
     ----------

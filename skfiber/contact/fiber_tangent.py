@@ -48,7 +48,7 @@ from .closest_point import POWER_FROM_HERMITE
 from .fiber_geometry import FiberSetup, FiberState
 from .fiber_kernels import power_point
 from .fiber_pairs import ContactPairs
-from .smallest_gap import xi_sensitivity
+from .smallest_gap import phi_derivatives, xi_sensitivity
 
 __all__ = ["tangent_blocks", "tangent_triplets", "tangent_loop", "tangent_loop_parallel",
            "PARALLEL_TANGENT_WORK"]
@@ -118,7 +118,8 @@ def _dot(a, b):  # pragma: no cover - compiled
 def _pair_block(i, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first, last, H0,
                 H1, scale, w, nq, M, rpoly, smallest, weights, dT, vec, basis, sb, dxis):  # pragma: no cover - compiled
     """Weights w φ_a(ξ_k) (4,) and ∂T/∂(q_x, q_y) (3, 8, 3) of pair i, into weights and dT; ``vec`` (7, 3),
-    ``basis`` (5, 4), ``sb`` (8,) and ``dxis`` (8, 3) are scratch (allocated once per loop, not per pair).
+    ``basis`` (5, 4), ``sb`` (8,) and ``dxis`` (8, 3, δξ_y per DOF) are scratch (allocated once per loop,
+    not per pair).
     ``smallest``: y minimizes the gap (:mod:`~skfiber.contact.smallest_gap`, radius quintics ``rpoly``), and
     δξ_y comes from φ′ = 0; otherwise from eq. 66."""
     kk, ea, eb, t = k[i], eA[i], eB[i], xi[i]
@@ -160,33 +161,31 @@ def _pair_block(i, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, x
         sb[a] = -phiA[a]
         sb[4 + a] = phiB[a]
         weights[a] = w[q] * phiA[a]
-    # δξ_y: from φ′ = 0 (smallest gap) or f = 0 (eq. 95); zero at a fiber end
-    fxi = _dot(yp, yp) + _dot(rel, ypp)
-    inv = 0.0 if fixed[i] or abs(fxi) <= 1e-300 else 1.0 / fxi
-    if smallest:
-        if fixed[i]:
-            dxis[:, :] = 0.0
-        else:
-            xi_sensitivity(c[eb], c_ref[eb], rpoly[eb], x[i], rx[i], xp[kk], xp_norm[kk], xi[i], phiA, dphiA, phiB,
-                           dphiB, ddphiB, dxis)
     yp2 = _dot(yp, yp)
     dlnr = dlnr0[i] + 0.5 * _dot(Yp, Ypp) / _dot(Yp, Yp) - 0.5 * _dot(yp, ypp) / yp2
+    xpk = xp[kk]
+    # δξ_y per DOF: from φ′ = 0 (smallest gap) or f = 0 (eq. 95); zero at a fiber end (fixed)
+    if smallest and not fixed[i]:
+        _, _, phi2, _, _ = phi_derivatives(c[eb], c_ref[eb], rpoly[eb], x[i], rx[i], t)
+        xi_sensitivity(phi2, x[i], y[i], yp, ypp, rx[i], ry[i], dlnr, xpk, J, phiA, dphiA, phiB, dphiB, ddphiB,
+                       dxis)
+    else:
+        fxi = yp2 + _dot(rel, ypp)
+        inv = 0.0 if fixed[i] or abs(fxi) <= 1e-300 else 1.0 / fxi
+        for a in range(4):
+            for j in range(3):
+                dxis[a, j] = phiA[a] * yp[j] * inv
+                dxis[4 + a, j] = -(phiB[a] * yp[j] + dphiB[a] * rel[j]) * inv
     n_yp = _dot(n, yp)
     alpha = F[i] * J / d
-    xpk = xp[kk]
     for b in range(8):
         for j in range(3):
-            if smallest:
-                dxi = dxis[b, j]
+            dxi = dxis[b, j]
             if b < 4:
-                if not smallest:
-                    dxi = phiA[b] * yp[j] * inv
                 drx = -0.5 * (rx[i] / J**2) * dphiA[b] * xpk[j]
                 dry = ry[i] * dlnr * dxi
                 dJ = dphiA[b] * (xpk[j] / J)
             else:
-                if not smallest:
-                    dxi = -(phiB[b - 4] * yp[j] + dphiB[b - 4] * rel[j]) * inv
                 drx = 0.0
                 dry = ry[i] * dlnr * dxi - 0.5 * (ry[i] / yp2) * dphiB[b - 4] * yp[j]
                 dJ = 0.0

@@ -268,31 +268,26 @@ def smallest_on_element(c, c_ref, rp, x, rx, xi_closest):  # pragma: no cover - 
 
 
 @numba.njit(**_JIT)
-def xi_sensitivity(c, c_ref, rp, x, rx, xp, J, t, phiA, dphiA, phiB, dphiB, ddphiB, out):  # pragma: no cover
+def xi_sensitivity(phi2, x, y, y1, y2, rx, ry, L, xp, J, phiA, dphiA, phiB, dphiB, ddphiB,
+                   out):  # pragma: no cover - compiled
     """δξ of the minimum of φ (φ′ = 0: δξ = −δφ′/φ″) per DOF of the element of x (out[0:4, m]) and of
-    the partner element (out[4:8, m]), φ_a of x at its contact point (``phiA``, ``dphiA``), φ_b of y and its
-    first two ξ-derivatives at ξ = t; ``xp``, ``J`` = x′ and |x′| (per unit ξ) at x."""
-    y = np.empty(3)
-    y1 = np.empty(3)
-    y2 = np.empty(3)
-    P = yy2 = b = D2 = a = aY = 0.0
+    the partner element (out[4:8, m]).
+
+    ``phi2``: φ″ at the minimum (:func:`phi_derivatives`); ``x``, ``rx``: the contact point and its radius;
+    ``y``, ``y1``, ``y2``: y, y′, y″ of the partner at ξ; ``ry`` and ``L`` = (ln r_y)′ there; ``xp``, ``J``:
+    x′ and |x′| (per unit ξ) at x; φ_a of x at its contact point (``phiA``, ``dphiA``), φ_b of y and its
+    first two ξ-derivatives (``phiB``, ``dphiB``, ``ddphiB``).  Only what moves with the DOFs at fixed ξ
+    enters δφ′: x and r_x, y, y′, y″ and r_y through |y′|."""
+    P = yy2 = b = D2 = 0.0
     for k in range(3):
-        y[k], y1[k], y2[k], _ = _curve(c, t, k)
-        _, Y1, Y2, _ = _curve(c_ref, t, k)
         rel = y[k] - x[k]
         D2 += rel * rel
         P += rel * y1[k]
         yy2 += y1[k] * y2[k]
         b += y1[k] * y1[k]
-        a += Y1 * Y1
-        aY += Y1 * Y2
     D = np.sqrt(D2)
-    rho, rho1, _ = radius_derivatives(rp, t)
-    ry = rho * np.sqrt(np.sqrt(a / b))
-    L = rho1 / rho + 0.5 * aY / a - 0.5 * yy2 / b
     R = rx + ry
-    _, _, p2, _, _ = phi_derivatives(c, c_ref, rp, x, rx, t)
-    inv = 1.0 / p2 if abs(p2) > 1e-300 else 0.0
+    inv = 1.0 / phi2 if abs(phi2) > 1e-300 else 0.0
     for col in range(8):
         for j in range(3):
             rel_j = y[j] - x[j]
