@@ -18,8 +18,11 @@ With ``--split`` one more run of each is made with every compiled function timed
 solves, the sum of the residual rows): "kernel" time; the rest is Python ("non-kernel").  The two timer
 calls per compiled call (≈ 0.3 µs each) count as kernel time.
 
-``--python-step`` measures the default path instead (``compiled_step=False``: Newton's iteration in Python
-around the compiled evaluations, the tangent's assembly and the block LU).
+``--python-step`` measures the Python step instead (``compiled_step=False``: Newton's iteration in Python
+around the compiled evaluations, the tangent's assembly and the block LU), which a default run
+(``NewtonOptions()``, ``compiled_step=None``) takes for forms whose step was never compiled on the machine,
+unless the run is long (:func:`skfiber.fiber_step.decide_compiled_step`); after the warm-up the benchmark
+prints which of the two a default run of each case takes.
 
 Run: ``python benchmarks/bench_newton.py [--rounds R] [--split] [--quick] [--python-step]``.  Ends with
 ``summary: tendon_full_us=… tendon_reuse_us=… bundle_full_us=… bundle_reuse_us=… …`` (µs per step).
@@ -35,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 import skfiber as sf
+from skfiber.fiber_step import decide_compiled_step
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "demos"))
@@ -120,16 +124,19 @@ def main(argv=None) -> int:
     parser.add_argument("--split", action="store_true", help="also split the time into kernels and the rest")
     parser.add_argument("--quick", action="store_true", help="a fifth of the simulated time")
     parser.add_argument("--python-step", action="store_true",
-                        help="the default path: Newton's iteration in Python around the compiled evaluations "
+                        help="the Python step: Newton's iteration in Python around the compiled evaluations "
                              "(NewtonOptions(compiled_step=False)) instead of the step as one compiled call")
     args = parser.parse_args(argv)
     full, reuse = ((dataclasses.replace(FULL, compiled_step=False), dataclasses.replace(REUSE, compiled_step=False))
                    if args.python_step else (FULL, REUSE))
-    print(f"each step {'through Python (the default path)' if args.python_step else 'as one compiled call'}")
+    print(f"each step {'through Python' if args.python_step else 'as one compiled call'}")
     summary = {}
     for name, (model, kw) in cases(args.quick).items():
         for options in (full, reuse):  # warm-up: compile the kernels
             sf.simulate(model, progress=False, newton_options=options, **{**kw, "t_end": 5 * kw["dt"]})
+        default = decide_compiled_step(model, sf.NewtonOptions(), n_steps=round(kw["t_end"] / kw["dt"]))
+        print(f"{name}: a default run (NewtonOptions()) now takes "
+              f"{'the compiled step' if default.compiled_step else 'the Python step'}")
         best, results = {"full": np.inf, "reuse": np.inf}, {}
         for _ in range(args.rounds):
             for label, options in (("full", full), ("reuse", reuse)):

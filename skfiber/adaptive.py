@@ -27,6 +27,7 @@ from typing import Callable
 import numpy as np
 
 from .core import ConvergenceError, ErrorControl, NewtonOptions, State, output_grid, run_adaptive
+from .fiber_step import decide_compiled_step
 from .model import Model
 from .newton import IterationMatrix, make_solver
 from .progress import RemainingTime, format_duration
@@ -57,7 +58,8 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
         store_every = max(1, math.ceil(len(outputs) / MAX_STORED_STATES))
     solver = make_solver(model)
     matrix = IterationMatrix()  # modified Newton: the factorized iteration matrix kept from step to step
-    newton_options = newton_options.with_stagnation_window(STEP_STAGNATION_WINDOW)
+    newton_options = decide_compiled_step(model, newton_options, n_steps=None).with_stagnation_window(
+        STEP_STAGNATION_WINDOW)
     n_u, n_q = model.n_dofs, state.q.shape[0]
     start_state = state.without_history()  # the first step is backward Euler (the driver's start-up)
 

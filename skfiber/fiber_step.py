@@ -37,6 +37,7 @@ Example
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import weakref
@@ -50,7 +51,12 @@ from .core import Evaluation, NewtonOptions, ROUNDOFF_FACTOR, State
 from .linalg import PIVOT_TOL, RESIDUAL_TOL, ConstrainedSolver, Factorization
 from .newton import REUSE_ITERATIONS, ROUNDOFF_UPDATE, STATIC_STAGNATION_WINDOW, IterationMatrix, NewtonReport
 
-__all__ = ["FiberStep", "applies", "compiled_step", "step_module", "step_source"]
+__all__ = ["FiberStep", "applies", "compiled_step", "step_module", "step_source", "decide_compiled_step",
+           "compiled_before", "COMPILE_PAYOFF_STEPS"]
+
+#: a fixed-step run of at least this many steps compiles the step (NewtonOptions(compiled_step=None)): the
+#: compilation, 10–22 s, against 100–200 µs of Python saved per step (docs/performance.md)
+COMPILE_PAYOFF_STEPS = 100_000
 
 _EPS = float(np.finfo(float).eps)
 _FLOAT = np.dtype(float)
@@ -293,6 +299,52 @@ def applies(model) -> bool:
     return kernel.active and kernel.compile() and len(kernel.names) == len(model.all_terms)
 
 
+def _marker(module) -> Path:
+    """The file that records that ``module``'s step was compiled (in the cache's ``__pycache__``, so that
+    :func:`skfiber.compile.cache.forget_module` removes it with numba's files)."""
+    path = Path(module.__file__)
+    return path.parent / "__pycache__" / f"{path.stem}.compiled"
+
+
+def compiled_before(model) -> bool:
+    """Whether a run on this machine compiled the step of ``model``'s forms (its machine code is then in
+    numba's disk cache and loads in about 0.1 s).
+
+    Example
+    -------
+    >>> import skfiber as sf
+    >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
+    >>> compiled_before(sf.Model([fiber], compiled=False))
+    False
+    """
+    if model.rigid is not None or model.contacts or not model.compiled:
+        return False
+    kernel = model.form_kernel
+    if not kernel.active or not kernel.compile():
+        return False
+    return _marker(step_module(kernel.function.py_func.__module__)).exists()
+
+
+def decide_compiled_step(model, options: NewtonOptions, *, n_steps: int | None) -> NewtonOptions:
+    """``options`` with ``compiled_step`` decided for a run of ``n_steps`` steps (None: not known, an
+    adaptive run): an explicit True or False is kept; None becomes True when the step of ``model``'s forms
+    was compiled before (:func:`compiled_before`) or ``n_steps`` ≥ :data:`COMPILE_PAYOFF_STEPS`, else False.
+    :func:`skfiber.simulate` and :func:`skfiber.run.run_simulation` call it once per run.
+
+    Example
+    -------
+    >>> import skfiber as sf
+    >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
+    >>> model = sf.Model([fiber], compiled=False)
+    >>> decide_compiled_step(model, sf.NewtonOptions(), n_steps=10).compiled_step
+    False
+    """
+    if options.compiled_step is not None:
+        return options
+    chosen = (n_steps is not None and n_steps >= COMPILE_PAYOFF_STEPS and applies(model)) or compiled_before(model)
+    return dataclasses.replace(options, compiled_step=bool(chosen))
+
+
 class FiberStep:
     """``evaluate(u, tangent=True)`` of one implicit step of a fiber-only model: v = (u − û)/ĥ,
     a = (v − v̂)/ĥ, the residual at t, with Newton's norm on the free DOFs (``free_norm``).
@@ -344,7 +396,7 @@ class _Context:
     step module, the kernel's and the solver's fixed arrays, placeholder factors, and Newton's settings
     (made again when the options object changes)."""
 
-    __slots__ = ("kernel", "module", "statics", "no_factors", "options", "settings")
+    __slots__ = ("kernel", "module", "statics", "no_factors", "options", "settings", "marked")
 
     def __init__(self, kernel, solver: ConstrainedSolver, n_dofs: int):
         self.kernel = kernel
@@ -354,6 +406,19 @@ class _Context:
                                                                           solver.block_diag_fixed)
         self.no_factors = _no_factors(n_dofs // bt.B)
         self.options = self.settings = None
+        self.marked = False
+
+    def mark_compiled(self) -> None:
+        """Record once that the step is compiled (:func:`compiled_before`); a cache folder that cannot be
+        written only loses the record."""
+        if not self.marked:
+            self.marked = True
+            marker = _marker(self.module)
+            try:
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.touch()
+            except OSError:
+                pass
 
     def settings_of(self, options: NewtonOptions) -> tuple:
         """(settings, max_iterations, stagnation window, line_search) of the compiled Newton."""
@@ -436,6 +501,7 @@ def compiled_step(model, state: State, dt: float, solver: ConstrainedSolver, *, 
         u0, u_hat, v_hat, h, c_v, c_a, context.statics, model.activations(t1).ravel(), float(t1), model.external_force(t1), solver.free,
         solver.constrained, context.no_factors if lu is None else lu.factors, lu is not None, reuse, settings,
         max_iterations, window, line_search)
+    context.mark_compiled()
     if status < 0:
         if matrix is not None:
             matrix.restore(snapshot)

@@ -43,6 +43,7 @@ from typing import Callable, Mapping, Sequence, TextIO
 import numpy as np
 
 from .core import State
+from .fiber_step import decide_compiled_step
 from .io import Checkpoint, VTKSeries, atomic_temporaries, load_checkpoint, model_fingerprint, save_checkpoint
 from .model import Model
 from .progress import RemainingTime, format_duration
@@ -367,6 +368,8 @@ def run_simulation(
     k0 = int(math.floor((state.t - t_start) / dt + 1e-9)) + 1
     k_end = int(math.ceil((t_end - t_start) / dt - 1e-9))
     n_steps = step0 + (max(k_end - k0 + 1, 1) if t_end > state.t else 0)
+    # the compiled fiber step is chosen for the whole run, not per one-step simulate call
+    newton_options = decide_compiled_step(model, newton_options, n_steps=n_steps - step0)
 
     series = None
     output_time = 0.0

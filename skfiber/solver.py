@@ -32,6 +32,7 @@ import numpy as np
 
 from .adaptive import simulate_adaptive
 from .core import ConvergenceError, EulerRates, NewtonOptions, State, StepCounts
+from .fiber_step import decide_compiled_step
 from .model import Model
 from .newton import IterationMatrix, make_solver, newton
 from .progress import RemainingTime, format_duration
@@ -191,6 +192,7 @@ def simulate(
         n_steps -= 1  # a sliver of a last step (round-off in t_end) joins the one before it
     if store_every is None:
         store_every = max(1, math.ceil(n_steps / MAX_STORED_STATES))
+    newton_options = decide_compiled_step(model, newton_options, n_steps=n_steps)
     store = StateStore(state)
     its = np.zeros(n_steps, dtype=np.int32)
     retries = 0

@@ -305,16 +305,58 @@ def test_compiled_step_hands_failing_steps_to_python(monkeypatch):
     assert fast.step_counts == slow.step_counts
 
 
-def test_the_compiled_step_is_asked_for(monkeypatch):
-    """By default every step is the Python step (the compiled one costs a compilation per form); asked for
-    with NewtonOptions(compiled_step=True), and a clear error for a value that is not a bool."""
+def test_the_compiled_step_is_chosen_per_run(monkeypatch):
+    """NewtonOptions(compiled_step=None), the default: the Python step for a short run of forms whose step
+    was never compiled; the compiled step once a run compiled it (a record beside numba's cache), and for a
+    fixed-step run of COMPILE_PAYOFF_STEPS steps; True and False are kept; a clear error for other values."""
+    import skfiber.fiber_step as fiber_step
     model = stiff_tendon(6)
+    kw = dict(t_end=0.01, dt=2e-3, method="bdf2", progress=False)
+    with monkeypatch.context() as m:  # never compiled: the Python step
+        m.setattr(fiber_step, "compiled_before", lambda model: False)
+        counts = counting_compiled_steps(m)
+        sf.simulate(model, **kw)
+        assert counts == {"done": 0, "declined": 0}
+        decide = fiber_step.decide_compiled_step
+        assert decide(model, sf.NewtonOptions(), n_steps=fiber_step.COMPILE_PAYOFF_STEPS).compiled_step is True
+        assert decide(model, sf.NewtonOptions(), n_steps=fiber_step.COMPILE_PAYOFF_STEPS - 1).compiled_step is False
+        assert decide(model, sf.NewtonOptions(), n_steps=None).compiled_step is False
+        assert decide(model, sf.NewtonOptions(compiled_step=True), n_steps=1).compiled_step is True
+    sf.simulate(model, newton_options=sf.NewtonOptions(compiled_step=True), **kw)  # compiles (or loads) it
+    assert fiber_step.compiled_before(model)
     with monkeypatch.context() as m:
         counts = counting_compiled_steps(m)
-        sf.simulate(model, t_end=0.01, dt=2e-3, method="bdf2", progress=False)
-    assert counts == {"done": 0, "declined": 0}
-    with pytest.raises(TypeError, match="compiled_step must be True or False"):
+        sf.simulate(model, **kw)
+        assert counts["done"] > 0 and counts["declined"] == 0
+        counts = counting_compiled_steps(m)
+        sf.simulate(model, newton_options=sf.NewtonOptions(compiled_step=False), **kw)
+        assert counts == {"done": 0, "declined": 0}
+        counts = counting_compiled_steps(m)
+        sf.simulate(model, rtol=1e-3, atol=1e-5, **kw)  # adaptive: chosen the same way
+        assert counts["done"] > 0
+    numpy_model = sf.Model(model.fibers, compiled=False)
+    assert not fiber_step.compiled_before(numpy_model)
+    assert fiber_step.decide_compiled_step(numpy_model, sf.NewtonOptions(), n_steps=10**6).compiled_step is False
+    with pytest.raises(TypeError, match="compiled_step must be True, False or None"):
         sf.NewtonOptions(compiled_step="yes")
+
+
+def test_a_long_run_of_the_run_driver_decides_once(monkeypatch, tmp_path):
+    """run_simulation takes one simulate call per step: it decides the compiled step for the whole run
+    (its number of steps), not for each call."""
+    import skfiber.fiber_step as fiber_step
+    from skfiber.run import run_simulation
+    model = stiff_tendon(6)
+    with monkeypatch.context() as m:
+        m.setattr(fiber_step, "compiled_before", lambda model: False)
+        m.setattr(fiber_step, "COMPILE_PAYOFF_STEPS", 4)
+        counts = counting_compiled_steps(m)
+        run_simulation(model, t_end=0.01, dt=2e-3, progress=False, checkpoint_every=None)
+        assert counts["done"] > 0 and counts["declined"] == 0
+        m.setattr(fiber_step, "COMPILE_PAYOFF_STEPS", 6)
+        counts = counting_compiled_steps(m)
+        run_simulation(model, t_end=0.01, dt=2e-3, progress=False, checkpoint_every=None)
+        assert counts == {"done": 0, "declined": 0}
 
 
 def test_compiled_step_declines_what_it_does_not_cover():

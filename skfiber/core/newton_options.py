@@ -57,10 +57,12 @@ class NewtonOptions:
     #: fraction (a step-size change)
     reuse_max_change: float = 0.3
     #: fiber-only time steps as one compiled call each (:func:`skfiber.fiber_step.compiled_step`: the same
-    #: iterates bit for bit, about 100 µs less Python per step).  Its machine code is compiled once per form
-    #: (10–22 s measured on a 2-core machine, then cached on disk): it pays for long or repeated runs of the same
-    #: forms, not for the first run of an edited form.  False (default): the Python step
-    compiled_step: bool = False
+    #: iterates bit for bit, about 100–200 µs less Python per step).  Its machine code is compiled once per form
+    #: (10–22 s measured on a 2-core machine, then cached on disk).  None (default): chosen per run
+    #: (:func:`skfiber.fiber_step.decide_compiled_step`): when an earlier run on this machine compiled it for
+    #: the same forms, or for a fixed-step run long enough to pay for the compilation
+    #: (:data:`skfiber.fiber_step.COMPILE_PAYOFF_STEPS` steps); True: always; False: never (the Python step)
+    compiled_step: bool | None = None
 
     def __post_init__(self):
         for key in ("rtol", "atol", "safeguard", "min_step", "line_search_decrease", "reuse_max_rate",
@@ -89,8 +91,8 @@ class NewtonOptions:
             raise ValueError(f"line_search_decrease must lie in [0, 1), got {self.line_search_decrease}")
         if not isinstance(self.jacobian_reuse, (bool, np.bool_)):
             raise TypeError(f"jacobian_reuse must be True or False, got {self.jacobian_reuse!r}")
-        if not isinstance(self.compiled_step, (bool, np.bool_)):
-            raise TypeError(f"compiled_step must be True or False, got {self.compiled_step!r}")
+        if self.compiled_step is not None and not isinstance(self.compiled_step, (bool, np.bool_)):
+            raise TypeError(f"compiled_step must be True, False or None (chosen per run), got {self.compiled_step!r}")
         if not 0 < self.reuse_max_rate < 1:
             raise ValueError(f"reuse_max_rate must lie in (0, 1) (a contraction rate), got {self.reuse_max_rate}")
         if not self.reuse_max_change >= 0:
