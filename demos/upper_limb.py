@@ -179,9 +179,14 @@ sampled checks, the profiles and the snapshot states; 81 kB for 8 s at level 1, 
 level 2). ``--resume`` continues from it: a run killed at any moment (``kill -9`` included)
 and resumed writes the same CSV tables, figures and VTK series, and ends in the same state,
 bit for bit, as a run that was never stopped (tested, and ``benchmarks/kill_resume.py``).
+With ``--rtol`` the checkpoint also holds the step control (every K output times, after the
+step that passes the output); resumed from such a checkpoint the run takes the same steps bit
+for bit, resumed from one written on Ctrl-C or after a failed step it agrees within Newton's
+tolerance (modified Newton's kept factorization is not saved), and the whole run stays one
+solver call.
 Resuming needs the same options: a checkpoint of another level, geometry, fiber–fiber
 contact, bending, stretch gradient or Δt is refused before anything runs, in one line that
-names the options that differ. ``--t-end`` may be later than the first run's when Δt stays
+names the options that differ. ``--t-end`` may be later than the first run's (fixed steps) when Δt stays
 the same (Δt is t_end over the level's steps scaled to t_end: 1/32 s at level 1 for t_end a
 multiple of 1/32 s). With ``--levels`` the first level must have a checkpoint; a later one
 without a checkpoint starts afresh. With checkpoints every step is a solver call of its own
@@ -233,7 +238,7 @@ from skfiber.coupling import body_cylinders
 from skfiber.io import VTKSeries
 from skfiber.progress import PROGRESS_TERMS
 from skfiber.rigid import Body, Fixed, Revolute, RigidSystem
-from skfiber.run import resume_point, run_simulation
+from skfiber.run import checkpoint_options, resume_point, run_simulation
 from skfiber.solver import StepInfo
 from skfiber.softening import SofteningWarning
 from skfiber.terms import d1, d2
@@ -665,8 +670,9 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     ``model_options``: as for :func:`build_model`.
 
     ``method``, ``rtol``, ``atol``: the time scheme of :func:`skfiber.simulate`; with
-    tolerances (``method="bdf2"``) the steps are chosen by error control, the level's step Δt
-    is the interval of the output times, and there are no checkpoints.
+    tolerances (``method="bdf2"``) the steps are chosen by error control and the level's step Δt
+    is the interval of the output times; ``checkpoint_every`` then counts output times, and the
+    whole run is one solver call also with checkpoints (no cost per step).
 
     ``start_dt``: the steps of the first :data:`START_TIME` seconds are taken as substeps of at
     most ``start_dt`` (default :data:`START_DT`, the level-4 step: the start transient is
@@ -686,8 +692,6 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
                                       start_dt=start_dt, **model_options)
     n_start, parts = start_substeps(dt, start_dt)
     n_start = min(n_start, nt)
-    if adaptive and checkpoint is not None:
-        raise ValueError("checkpoints and resume need fixed steps: give no rtol/atol, or no checkpoint")
     if resume and checkpoint is None:
         raise ValueError("resume=True needs checkpoint (the file to resume from)")
     # building the model and a throw-away first step compile the numba kernels on the first
@@ -705,7 +709,8 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     history = History(model, sample_every=max(1, int(round(SAMPLE_DT / dt))), profile_times=PROFILE_TIMES,
                       snapshot_times=SNAPSHOT_TIMES, sample_dt=SAMPLE_DT)
     if resume:  # what the run recorded before its checkpoint
-        history.restore(resume_point(checkpoint, dt=dt, options=options).extra)
+        history.restore(resume_point(checkpoint, dt=dt, options=checkpoint_options(options, rtol=rtol, atol=atol,
+                                                                                  t_end=t_end)).extra)
     elif checkpoint is not None:
         Path(checkpoint).parent.mkdir(parents=True, exist_ok=True)
     # the throw-away step keeps the compilation out of the wall time
@@ -761,8 +766,8 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
         outcome = run_simulation(model, t_end=t_end, dt=dt, out_dir=vtk, name=SERIES_NAME, output_every=vtk_every,
                                  checkpoint_file=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
                                  options=options, checkpoint_extra=history.arrays, progress=progress,
-                                 bodies=bodies, callback=history.record, method=method,
-                                 substeps=lambda step: parts if step <= n_start else 1)
+                                 bodies=bodies, callback=history.record, method=method, rtol=rtol, atol=atol,
+                                 substeps=None if adaptive else (lambda step: parts if step <= n_start else 1))
         wall = outcome.solve_time - history.check_time
         final, retries, interrupted = outcome.final_state, outcome.retries, outcome.interrupted
         resumed_from = outcome.resumed_from
@@ -873,8 +878,8 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                              "BDF2 (order 2; the default with --rtol/--atol)")
     parser.add_argument("--rtol", type=positive_float, default=None,
                         help="steps by local error control at this relative tolerance (BDF2; atol = rtol/100 unless "
-                             "--atol is given); the level's step is then the output interval (the summary's steps and "
-                             "newton_mean count output intervals), and no checkpoints are written")
+                             "--atol is given); the level's step is then the output interval (the summary's steps, "
+                             "newton_mean and --checkpoint-every count output intervals)")
     parser.add_argument("--atol", type=positive_float, default=None, help="absolute tolerance of the error control")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the checkpoints in the --output/--out folder, with the same options "
@@ -891,10 +896,6 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     if adaptive:
         if args.method == "euler":
             parser.error("--rtol/--atol choose the steps by error control, which needs --method bdf2")
-        if args.resume:
-            parser.error("--resume continues from a checkpoint, and error-controlled runs (--rtol/--atol) write "
-                         "none; leave out one of them")
-        args.no_checkpoints = True
         if args.atol is None:
             args.atol = args.rtol / 100.0
     method = args.method or ("bdf2" if adaptive else "euler")
@@ -916,9 +917,11 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
         if args.resume and k == 0 and not resume[level]:
             parser.error(f"--resume: no checkpoint {path} of level {level}; run without --resume first")
         if resume[level]:
-            _, _, dt, wanted = run_options(level, **options)
+            tolerances = {key: options[key] for key in ("rtol", "atol") if key in options}
+            _, _, dt, wanted = run_options(level, **{k: v for k, v in options.items() if k not in tolerances},
+                                           **({"start_dt": None} if tolerances else {}))  # (as run() does)
             try:
-                resume_point(path, dt=dt, options=wanted)
+                resume_point(path, dt=dt, options=checkpoint_options(wanted, t_end=args.t_end, **tolerances))
             except (OSError, ValueError) as err:
                 parser.error(f"--resume: {' '.join(str(err).split())}")
     if args.bending:

@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from .core import ConvergenceError, ErrorControl, NewtonOptions, State, output_grid, run_adaptive
+from .core import AdaptiveCursor, ConvergenceError, ErrorControl, NewtonOptions, State, output_grid, run_adaptive
 from .fiber_step import decide_compiled_step
 from .model import Model
 from .newton import IterationMatrix, make_solver
@@ -45,9 +45,17 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
                       output_dt: float | None = None, store_every: int | None = None,
                       newton_options: NewtonOptions = NewtonOptions(),
                       callback: Callable[[State, StepInfo], None] | None = None,
-                      progress: bool = True) -> SimulationResult:
-    """The adaptive branch of :func:`skfiber.simulate` (arguments checked there; see its docstring)."""
-    t0 = state.t
+                      progress: bool = True, t_start: float | None = None, cursor: AdaptiveCursor | None = None,
+                      on_accept: Callable[[State, AdaptiveCursor], bool] | None = None) -> SimulationResult:
+    """The adaptive branch of :func:`skfiber.simulate` (arguments checked there; see its docstring).
+
+    For :func:`skfiber.run.run_simulation`'s checkpoints: ``on_accept(state, cursor)`` is called after each
+    accepted step; when it returns True (it saved the state and the cursor) the kept factorization and the
+    last step's contact margins are dropped, so that a run resumed from there with ``cursor`` and
+    ``t_start`` (the start time of the run that made it; its output grid and default step limits
+    follow from it) takes the same steps bit for bit.
+    """
+    t0 = state.t if t_start is None else float(t_start)
     span = t_end - t0
     control = ErrorControl(rtol=0.0 if rtol is None else float(rtol), atol=0.0 if atol is None else float(atol),
                            h_min=H_MIN_FRACTION * span if h_min is None else float(h_min),
@@ -61,7 +69,10 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
     newton_options = decide_compiled_step(model, newton_options, n_steps=None).with_stagnation_window(
         STEP_STAGNATION_WINDOW)
     n_u, n_q = model.n_dofs, state.q.shape[0]
-    start_state = state.without_history()  # the first step is backward Euler (the driver's start-up)
+    # the first step is backward Euler (the driver's start-up); a resumed run goes on with BDF2
+    start_state = state.without_history() if cursor is None else state
+    first_k = 1 if cursor is None else cursor.k + 1
+    done_before = (0, 0) if cursor is None else (cursor.counts.tangent_builds, cursor.counts.factorizations)
 
     def flatten(s: State) -> np.ndarray:
         return np.concatenate([s.u, s.q, s.v, s.p])
@@ -72,12 +83,15 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
         new, report = implicit_step(model, s, h, solver, method=method, options=newton_options, step=k,
                                     matrix=matrix)
         info["contacts"] = report.active_contacts
-        if k == 1:
+        if k == first_k:
             notice.cancel()
         return new, report.iterations
 
     store = StateStore(start_state)
     info = {"output": 0, "contacts": 0, "last_print": _time.perf_counter(), "its": 0, "fails": 0}
+    if cursor is not None:
+        info.update(output=cursor.next_output, its=cursor.counts.newton_iterations,
+                    fails=cursor.counts.newton_failures)
     start = _time.perf_counter()
 
     def emit(t: float, x: np.ndarray | None, s: State | None) -> None:
@@ -95,8 +109,14 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
         if j % store_every == 0 or j == len(outputs):
             store.add(s, None)
 
-    last_counts = [None]
+    last_counts = [None if cursor is None else cursor.counts]
     remaining = RemainingTime()
+    fresh = IterationMatrix().snapshot()
+
+    def accepted(s: State, position: AdaptiveCursor) -> None:
+        if on_accept(s, position):  # saved: go on as a run resumed from there would
+            matrix.restore(fresh)
+            solver.end_margins = None
 
     def on_step(s: State, counts, h: float) -> None:
         last_counts[0] = counts
@@ -119,7 +139,9 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
     try:
         last, counts = run_adaptive(advance, flatten, start_state, t0=t0, t_end=t_end, control=control,
                                     n_positions=n_u + n_q, output_times=outputs, emit=emit, on_step=on_step,
-                                    work=lambda: (matrix.tangent_builds, matrix.factorizations))
+                                    work=lambda: (done_before[0] + matrix.tangent_builds,
+                                                  done_before[1] + matrix.factorizations),
+                                    cursor=cursor, on_accept=None if on_accept is None else accepted)
     except KeyboardInterrupt:
         interrupted = True
         counts = last_counts[0]

@@ -486,6 +486,9 @@ class Checkpoint:
         or lists and dicts of them; stored as JSON), e.g. a demo's level and geometry
     extra : arrays of the run's own history up to ``step`` (names → arrays), e.g. a time
         series recorded by a callback that a resumed run continues
+    control : the step control of an error-controlled run (names → arrays,
+        :meth:`skfiber.core.AdaptiveCursor.arrays`; empty for fixed steps); ``step``
+        then counts output times and ``dt`` is their interval
     """
 
     state: State
@@ -496,6 +499,7 @@ class Checkpoint:
     stats: dict = dataclasses.field(default_factory=dict)
     options: dict = dataclasses.field(default_factory=dict)
     extra: dict = dataclasses.field(default_factory=dict)
+    control: dict = dataclasses.field(default_factory=dict)
 
 
 #: times at which model_fingerprint samples the time-dependent data (loads, prescribed ends, activations)
@@ -552,6 +556,7 @@ def save_checkpoint(path: str | os.PathLike, checkpoint: Checkpoint) -> None:
         options=np.array(json.dumps(checkpoint.options, sort_keys=True)),
         **{f"stats.{k}": np.asarray(v) for k, v in checkpoint.stats.items()},
         **{f"extra.{k}": np.asarray(v) for k, v in checkpoint.extra.items()},
+        **{f"control.{k}": np.asarray(v) for k, v in checkpoint.control.items()},
     )
 
     def write(tmp):
@@ -597,9 +602,10 @@ def load_checkpoint(path: str | os.PathLike) -> Checkpoint:
                              for n in names if n in values})
             stats = {k[len("stats."):]: z[k].item() for k in files if k.startswith("stats.")}
             extra = {k[len("extra."):]: z[k] for k in files if k.startswith("extra.")}
+            control = {k[len("control."):]: z[k] for k in files if k.startswith("control.")}
             options = json.loads(str(z["options"])) if "options" in files else {}
             return Checkpoint(state, int(z["step"]), float(z["dt"]), float(z["t_start"]), str(z["fingerprint"]),
-                              stats, options, extra)
+                              stats, options, extra, control)
     except (zipfile.BadZipFile, EOFError, zlib.error, OSError) as err:
         raise ValueError(f"{path} is truncated or damaged ({err}); start the run afresh (without resume)") from None
     except ValueError as err:  # also json's JSONDecodeError

@@ -36,20 +36,23 @@ import json
 import math
 import sys
 import time as _time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence, TextIO
 
 import numpy as np
 
-from .core import State
+from .adaptive import simulate_adaptive
+from .core import AdaptiveCursor, State, StepCounts, output_grid
 from .fiber_step import decide_compiled_step
 from .io import Checkpoint, VTKSeries, atomic_temporaries, load_checkpoint, model_fingerprint, save_checkpoint
 from .model import Model
 from .progress import RemainingTime, format_duration
-from .solver import ConvergenceError, NewtonOptions, StepInfo, simulate
+from .solver import ConvergenceError, NewtonOptions, StepInfo, adaptive_scheme, simulate
+from .statics import check_admissible_start
 
-__all__ = ["RunResult", "Progress", "run_simulation", "checkpoint_path", "resume_point"]
+__all__ = ["RunResult", "Progress", "run_simulation", "checkpoint_path", "checkpoint_options", "resume_point"]
 
 
 @dataclass
@@ -69,6 +72,8 @@ class RunResult:
     resumed_from : the step the run was resumed from (None: fresh start)
     interrupted : stopped by Ctrl-C (the last finished step is checkpointed)
     output_bytes, output_files : size and number of the .vtu files written by this call
+    step_counts : accepted and rejected steps, Newton iterations, tangents of an error-controlled run
+        (its ``steps`` and ``n_steps`` count output times); None with fixed steps
     """
 
     final_state: State
@@ -85,16 +90,26 @@ class RunResult:
     interrupted: bool = False
     output_bytes: int = 0
     output_files: int = 0
+    step_counts: StepCounts | None = None
 
     def summary(self) -> str:
         """One line for logs."""
         state = "interrupted" if self.interrupted else "done"
-        per = self.newton_iterations / max(self.steps, 1)
-        text = (
-            f"{state}: {self.steps}/{self.n_steps} steps to t = {self.final_state.t:.6g} s, "
-            f"{self.newton_iterations} Newton iterations ({per:.1f}/step), {self.retries} retries, "
-            f"wall {self.wall_time:.2f} s (output {self.output_time:.2f} s)"
-        )
+        if self.step_counts is None:
+            per = self.newton_iterations / max(self.steps, 1)
+            text = (
+                f"{state}: {self.steps}/{self.n_steps} steps to t = {self.final_state.t:.6g} s, "
+                f"{self.newton_iterations} Newton iterations ({per:.1f}/step), {self.retries} retries, "
+                f"wall {self.wall_time:.2f} s (output {self.output_time:.2f} s)"
+            )
+        else:
+            c = self.step_counts
+            text = (
+                f"{state}: {self.steps}/{self.n_steps} output times to t = {self.final_state.t:.6g} s, "
+                f"{c.accepted} steps ({c.rejected} rejected, {c.newton_failures} Newton failures), "
+                f"{c.newton_iterations} Newton iterations, {c.tangent_builds} tangents, "
+                f"wall {self.wall_time:.2f} s (output {self.output_time:.2f} s)"
+            )
         if self.resumed_from is not None:
             text += f", resumed from step {self.resumed_from}"
         if self.pvd is not None:
@@ -170,6 +185,24 @@ def _json_options(options: Mapping[str, object] | None) -> dict:
             from None
 
 
+def checkpoint_options(options: Mapping[str, object] | None, *, rtol: float | None = None,
+                       atol: float | None = None, h_min: float | None = None, h_max: float | None = None,
+                       t_end: float | None = None) -> dict:
+    """The options a checkpoint of :func:`run_simulation` records (and a resume must repeat): ``options``
+    as JSON data, and with tolerances (an error-controlled run) ``error_control``: the tolerances, the step
+    limits and ``t_end`` (which fixes the output times).
+
+    Example
+    -------
+    >>> checkpoint_options({"level": 1}, rtol=1e-2, atol=1e-4, t_end=8.0)["error_control"]["rtol"]
+    0.01
+    """
+    stored = _json_options(options)
+    if rtol is not None or atol is not None:
+        stored["error_control"] = _json_options(dict(rtol=rtol, atol=atol, h_min=h_min, h_max=h_max, t_end=t_end))
+    return stored
+
+
 def resume_point(path: str | Path, *, dt: float, options: Mapping[str, object] | None = None,
                  fingerprint: str | None = None) -> Checkpoint:
     """Load the checkpoint at ``path`` and check that it belongs to the run about to continue from it.
@@ -224,6 +257,80 @@ def resume_point(path: str | Path, *, dt: float, options: Mapping[str, object] |
     return ckpt
 
 
+def _error_controlled(model: Model, state: State, *, t_end: float, dt: float, t_start: float, step0: int,
+                      n_steps: int, cursor: AdaptiveCursor | None, series: VTKSeries | None, output_every: int,
+                      save: Callable[..., float] | None, checkpoint_every: int | None, callback, totals: dict,
+                      started: float, output_time: float, bar: Progress | None, newton_options: NewtonOptions,
+                      rtol, atol, h_min, h_max):
+    """:func:`run_simulation` with steps by error control: (last accepted state, output times done, output
+    times checkpointed, interrupted, step counts, output time)."""
+    done = {"step": step0, "saved": step0, "output_time": output_time, "state": state, "cursor": cursor}
+    if cursor is not None and step0 >= n_steps:  # a finished run: nothing left to do
+        return state, step0, step0, False, cursor.counts, output_time
+    if not isinstance(newton_options, NewtonOptions):
+        raise TypeError(f"newton_options must be a skfiber.NewtonOptions, got {type(newton_options).__name__}")
+    if cursor is None:
+        check_admissible_start(model, state.u, state.t, state.q)
+
+    def on_output(st: State, info: StepInfo) -> None:
+        step = info.step
+        written = series is not None and (step % output_every == 0 or step == n_steps)
+        if step <= step0:  # handed out before the checkpoint (a Ctrl-C during a step's outputs): once only
+            if written and st.t not in series.times:
+                series.write(st, step)
+            return
+        done["step"] = step
+        if callback is not None:
+            callback(st, info)
+        if written:
+            tic = _time.perf_counter()
+            series.write(st, step)
+            done["output_time"] += _time.perf_counter() - tic
+
+    def checkpoint(st: State, position: AdaptiveCursor) -> float:
+        totals["newton_iterations"] = position.counts.newton_iterations
+        totals["retries"] = position.counts.newton_failures
+        done["saved"] = done["step"]
+        return save(st, done["step"], position.arrays())
+
+    def on_accept(st: State, position: AdaptiveCursor) -> bool:
+        done["state"], done["cursor"] = st, position
+        if save is None or not checkpoint_every or done["step"] - done["saved"] < checkpoint_every:
+            return False
+        done["output_time"] += checkpoint(st, position)
+        return True
+
+    interrupted = False
+    try:
+        with warnings.catch_warnings():  # (said below, with the checkpoint)
+            warnings.filterwarnings("ignore", message="simulation interrupted", category=UserWarning)
+            result = simulate_adaptive(model, state, t_end=t_end, method="bdf2", rtol=rtol, atol=atol, h_min=h_min,
+                                       h_max=h_max, output_dt=dt, store_every=sys.maxsize,
+                                       newton_options=newton_options, callback=on_output, progress=bar is not None,
+                                       t_start=t_start, cursor=cursor, on_accept=on_accept)
+        interrupted = result.interrupted
+        counts = result.step_counts
+    except ConvergenceError as err:
+        if save is not None and done["cursor"] is not None and done["saved"] != done["step"]:
+            checkpoint(done["state"], done["cursor"])
+        if bar is not None:
+            bar.message(f"failed after output {done['step']} (t = {done['state'].t:.6g} s); "
+                        + ("checkpoint of the last accepted step" if save is not None else "no checkpoint"))
+        raise err.keep(None)
+    if interrupted:
+        if save is not None and done["cursor"] is not None and done["saved"] != done["step"]:
+            done["output_time"] += checkpoint(done["state"], done["cursor"])
+        if bar is not None:
+            bar.message(f"interrupted after output {done['step']} of {n_steps} (last step at t = "
+                        f"{done['state'].t:.6g} s)" + ("; checkpointed" if save is not None else ""))
+        return done["state"], done["step"], done["saved"], True, counts, done["output_time"]
+    state = result.final_state
+    totals["newton_iterations"], totals["retries"] = counts.newton_iterations, counts.newton_failures
+    if save is not None and checkpoint_every and done["saved"] != done["step"]:
+        done["output_time"] += checkpoint(state, done["cursor"])
+    return state, done["step"], done["saved"], False, counts, done["output_time"]
+
+
 def _substeps(substeps: Callable[[int], int] | None, step: int) -> int:
     """The number of substeps of ``step`` that ``substeps`` asks for (an integer ≥ 1)."""
     if substeps is None:
@@ -258,6 +365,10 @@ def run_simulation(
     max_halvings: int = 4,
     method: str = "euler",
     substeps: Callable[[int], int] | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    h_min: float | None = None,
+    h_max: float | None = None,
 ) -> RunResult:
     """Integrate ``model`` to ``t_end`` writing VTK output and checkpoints.
 
@@ -309,9 +420,19 @@ def run_simulation(
     method
         The time scheme, ``"euler"`` or ``"bdf2"`` (fixed steps dt; the
         checkpoint keeps BDF2's earlier point, so a resumed run stays exact).
-        For steps chosen by error control call :func:`skfiber.simulate` with
-        ``rtol``/``atol`` and ``output_times`` and write the states in its
-        callback.
+    rtol, atol, h_min, h_max
+        Steps chosen by error control (``method="bdf2"``; as in
+        :func:`skfiber.simulate`): ``dt`` is then the interval of the output
+        times, and ``step``, ``n_steps``, ``output_every``,
+        ``checkpoint_every`` and the callback's ``info.step`` count output
+        times.  The checkpoint also holds the step control (the last three
+        accepted points, the next step, the counts) and is written after the
+        accepted step that follows an output time; a run resumed from a
+        regular checkpoint takes the same steps and ends with the same state,
+        bit for bit (at a checkpoint the uninterrupted run, too, drops its
+        kept factorization), one resumed from the checkpoint of a Ctrl-C or a
+        failed step within Newton's tolerance.  ``t_end`` and the tolerances
+        must stay the same on resume.
     substeps
         ``substeps(n) -> k``: take step ``n`` (counted from 1 over the whole
         run) as k ≥ 1 equal substeps of dt / k, within the step's solver
@@ -340,11 +461,16 @@ def run_simulation(
             raise ValueError(f"{key} must be an integer ≥ 1, got {value!r}")
     if not (isinstance(dt, (int, float, np.floating)) and math.isfinite(dt) and dt > 0):
         raise ValueError(f"dt must be a finite number > 0, got {dt!r}")
+    adaptive = adaptive_scheme(method=method, dt=dt, rtol=rtol, atol=atol)
+    if adaptive and substeps is not None:
+        raise ValueError("substeps belong to fixed steps; with rtol/atol the error control chooses the steps")
+    if not adaptive and (h_min is not None or h_max is not None):
+        raise ValueError("h_min and h_max belong to error-controlled runs: give rtol and/or atol too")
     location = (Path(checkpoint_file) if checkpoint_file is not None
                 else checkpoint_path(out_dir, name) if out_dir is not None else None)
     if resume and location is None:
         raise ValueError("resume=True needs out_dir (where the checkpoint is) or checkpoint_file")
-    stored_options = _json_options(options)
+    stored_options = checkpoint_options(options, rtol=rtol, atol=atol, h_min=h_min, h_max=h_max, t_end=t_end)
     if checkpoint_extra is not None and not callable(checkpoint_extra):
         raise TypeError(f"checkpoint_extra must be a function returning a dict of arrays, got {checkpoint_extra!r}")
     started = _time.perf_counter()
@@ -353,11 +479,14 @@ def run_simulation(
     fingerprint = model_fingerprint(model)
     totals = {"newton_iterations": 0, "retries": 0}
     resumed_from = None
+    cursor = None
     if resume:
         ckpt = resume_point(location, dt=dt, options=stored_options, fingerprint=fingerprint)
         state, step0, t_start = ckpt.state, ckpt.step, ckpt.t_start
         totals.update({k: int(ckpt.stats.get(k, 0)) for k in totals})
         resumed_from = step0
+        if adaptive:
+            cursor = AdaptiveCursor.from_arrays(ckpt.control)
     else:
         state = model.initial_state() if state is None else state.copy()
         step0, t_start = 0, float(state.t)
@@ -367,9 +496,12 @@ def run_simulation(
     # may stand off the grid after a shortened last step)
     k0 = int(math.floor((state.t - t_start) / dt + 1e-9)) + 1
     k_end = int(math.ceil((t_end - t_start) / dt - 1e-9))
-    n_steps = step0 + (max(k_end - k0 + 1, 1) if t_end > state.t else 0)
-    # the compiled fiber step is chosen for the whole run, not per one-step simulate call
-    newton_options = decide_compiled_step(model, newton_options, n_steps=n_steps - step0)
+    if adaptive:  # output times
+        n_steps = len(output_grid(t_start, t_end, output_dt=dt))
+    else:
+        n_steps = step0 + (max(k_end - k0 + 1, 1) if t_end > state.t else 0)
+        # the compiled fiber step is chosen for the whole run, not per one-step simulate call
+        newton_options = decide_compiled_step(model, newton_options, n_steps=n_steps - step0)
 
     series = None
     output_time = 0.0
@@ -380,9 +512,13 @@ def run_simulation(
             location.unlink(missing_ok=True)  # belongs to an older run
     if out_dir is not None:
         tic = _time.perf_counter()
+        # a resumed series keeps the outputs up to the checkpoint's (an error-controlled run's last
+        # accepted step may lie before the last output handed out, after a Ctrl-C during the outputs)
+        last_output = (state.t if not adaptive else t_start if step0 == 0
+                       else float(output_grid(t_start, t_end, output_dt=dt)[step0 - 1]))
         series = VTKSeries(
             out_dir, model, name=name, points_per_element=points_per_element, bodies=bodies,
-            extra_fields=extra_fields, resume_time=state.t if resume else None,
+            extra_fields=extra_fields, resume_time=last_output if resume else None,
         )
         if not resume:
             series.write(state, 0)
@@ -390,20 +526,28 @@ def run_simulation(
     if bar is not None and resume:
         bar.message(f"resuming from step {step0} (t = {state.t:.6g} s) of {n_steps}")
 
-    def save(st: State, step: int) -> float:
+    def save(st: State, step: int, control: dict | None = None) -> float:
         if ckpt_file is None:
             return 0.0
         tic = _time.perf_counter()
         extra = {} if checkpoint_extra is None else dict(checkpoint_extra())
         save_checkpoint(ckpt_file, Checkpoint(st, step, float(dt), t_start, fingerprint, dict(totals),
-                                              stored_options, extra))
+                                              stored_options, extra, control or {}))
         return _time.perf_counter() - tic
 
     interrupted = False
     step = saved = step0
+    step_counts = None
+    if adaptive:
+        state, step, saved, interrupted, step_counts, output_time = _error_controlled(
+            model, state, t_end=t_end, dt=dt, t_start=t_start, step0=step0, n_steps=n_steps, cursor=cursor,
+            series=series, output_every=output_every, save=save if ckpt_file is not None else None,
+            checkpoint_every=checkpoint_every, callback=callback, totals=totals, started=started,
+            output_time=output_time, bar=bar, newton_options=newton_options, rtol=rtol, atol=atol, h_min=h_min,
+            h_max=h_max)
     try:
         inner = [None]  # StepInfo of the inner simulate() call (active contacts)
-        while step < n_steps:
+        while not adaptive and step < n_steps:
             # one simulate() call per step: every step ends exactly at t_start + n dt,
             # whatever step the run was resumed from
             t_next = t_end if step + 1 == n_steps else t_start + (k0 + step - step0) * dt
@@ -446,7 +590,7 @@ def run_simulation(
             bar.message(f"failed after step {step} (t = {state.t:.6g} s); "
                         + (f"checkpoint of that step in {ckpt_file}" if ckpt_file else "no checkpoint"))
         raise err.keep(None)  # (what the failing step's simulate call kept is the step's own substeps only)
-    if interrupted:
+    if interrupted and not adaptive:
         if series is not None and series.times and series.times[-1] != state.t:
             series.write(state, step)
         if saved != step:
@@ -460,6 +604,7 @@ def run_simulation(
         resumed_from=resumed_from, interrupted=interrupted,
         output_bytes=series.bytes_written if series is not None else 0,
         output_files=series.files_written if series is not None else 0,
+        step_counts=step_counts,
     )
     if bar is not None:
         bar.message(run.summary())

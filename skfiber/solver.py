@@ -60,13 +60,14 @@ __all__ = [
     "METHODS",
     "PREDICTOR_SMOOTHNESS",
     "STEP_STAGNATION_WINDOW",
+    "adaptive_scheme",
 ]
 
 #: a last step shorter than this fraction of dt is joined to the one before it (simulate)
 LAST_STEP_MIN_FRACTION = 0.01
 
 
-def _adaptive_scheme(*, method: str, dt, rtol, atol) -> bool:
+def adaptive_scheme(*, method: str, dt, rtol, atol) -> bool:
     """Whether the run is adaptive (tolerances given); ValueError for an unknown method or missing dt."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; pick one of {sorted(METHODS)}")
@@ -150,7 +151,7 @@ def simulate(
     >>> r.times.tolist(), r.step_counts.accepted > 2
     ([0.0, 0.05, 0.1], True)
     """
-    adaptive = _adaptive_scheme(method=method, dt=dt, rtol=rtol, atol=atol)
+    adaptive = adaptive_scheme(method=method, dt=dt, rtol=rtol, atol=atol)
     output_dt = dt
     if dt is None:  # adaptive without an output interval: dt stands for the whole span in the checks below
         dt = 1.0

@@ -361,8 +361,8 @@ def test_a_run_without_checkpoints_takes_the_same_steps(quarter_second, tmp_path
 
 
 def test_command_line_chooses_the_time_scheme(tmp_path):
-    """--method bdf2 at fixed steps, --rtol for error control (BDF2, no checkpoints); clear errors for the
-    combinations that cannot work."""
+    """--method bdf2 at fixed steps, --rtol for error control (BDF2, with checkpoints of the step control);
+    a clear error for the combination that cannot work."""
     fixed = upper_limb.main(["--t-end", "0.0625", "--fiber-contact", "off", "--quiet", "--output",
                              str(tmp_path / "fixed"), "--method", "bdf2"])[-1]
     assert not fixed.interrupted and fixed.times[-1] == pytest.approx(0.0625)
@@ -370,14 +370,38 @@ def test_command_line_chooses_the_time_scheme(tmp_path):
     adaptive = upper_limb.main(["--t-end", "0.0625", "--fiber-contact", "off", "--quiet", "--output",
                                 str(tmp_path / "adaptive"), "--rtol", "1e-2"])[-1]
     assert not adaptive.interrupted and adaptive.times[-1] == pytest.approx(0.0625)
-    assert not any((tmp_path / "adaptive").glob("*checkpoint*"))
+    assert any((tmp_path / "adaptive").glob("*checkpoint*"))
     assert abs(adaptive.angle_deg[-1] - fixed.angle_deg[-1]) < 1.0
     euler = upper_limb.main(["--t-end", "0.0625", "--fiber-contact", "off", "--quiet", "--output",
                              str(tmp_path / "euler"), "--no-checkpoints"])[-1]
     assert abs(euler.angle_deg[-1] - fixed.angle_deg[-1]) > 1e-6  # the schemes differ: --method was used
-    for bad in (["--rtol", "1e-2", "--method", "euler"], ["--rtol", "1e-2", "--resume"]):
-        with pytest.raises(SystemExit):
-            upper_limb.main(["--quiet", "--output", str(tmp_path / "bad"), *bad])
+    with pytest.raises(SystemExit):
+        upper_limb.main(["--quiet", "--output", str(tmp_path / "bad"), "--rtol", "1e-2", "--method", "euler"])
+
+
+def test_an_error_controlled_run_resumes_exactly(monkeypatch, tmp_path):
+    """--rtol with fiber–fiber contact, bodies and wrapping: Ctrl-C in a Newton step after the checkpoint of
+    output time 2, then --resume: the same records and final state, bit for bit, as the run never stopped."""
+    import skfiber.adaptive
+    argv = ["--t-end", "0.125", "--quiet", "--rtol", "1e-2", "--checkpoint-every", "1"]
+    whole = upper_limb.main(argv + ["--output", str(tmp_path / "whole")])[-1]
+    real, dt = skfiber.adaptive.implicit_step, 0.125 / 4
+
+    def interrupted_after_output_two(model, state, *args, **kwargs):
+        if state.t >= 2 * dt:  # (the step that passed output 2 was accepted and checkpointed)
+            raise KeyboardInterrupt
+        return real(model, state, *args, **kwargs)
+
+    monkeypatch.setattr(skfiber.adaptive, "implicit_step", interrupted_after_output_two)
+    first = upper_limb.main(argv + ["--output", str(tmp_path / "split")])[-1]
+    assert first.interrupted and len(first.times) == 3   # t = 0 and two output times
+    monkeypatch.setattr(skfiber.adaptive, "implicit_step", real)
+    resumed = upper_limb.main(argv + ["--output", str(tmp_path / "split"), "--resume"])[-1]
+    assert resumed.resumed_from == 2 and not resumed.interrupted
+    for name in ("times", "angle_deg", "biceps_origin_force", "triceps_origin_force", "newton_iterations"):
+        assert np.array_equal(getattr(resumed, name), getattr(whole, name)), name
+    np.testing.assert_array_equal(resumed.final_state.u, whole.final_state.u)
+    np.testing.assert_array_equal(resumed.final_state.q, whole.final_state.q)
 
 
 def test_error_control_runs_through_the_swap_of_closest_points_with_the_smallest_gap(tmp_path):

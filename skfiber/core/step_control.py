@@ -39,6 +39,7 @@ Example
 """
 from __future__ import annotations
 
+import copy
 import math
 import re
 from array import array
@@ -50,7 +51,7 @@ import numpy as np
 from .bdf import error_constant, error_weights, interpolate
 from .errors import ConvergenceError
 
-__all__ = ["ErrorControl", "StepCounts", "run_adaptive", "output_grid", "DEFAULT_OUTPUT_INTERVALS"]
+__all__ = ["ErrorControl", "StepCounts", "AdaptiveCursor", "run_adaptive", "output_grid", "DEFAULT_OUTPUT_INTERVALS"]
 
 #: a step that would leave less than this fraction of itself before t_end is stretched to t_end
 STRETCH_TO_END = 0.01
@@ -116,6 +117,51 @@ class StepCounts:
                 f"factorizations {self.factorizations}")
 
 
+@dataclass
+class AdaptiveCursor:
+    """Where an adaptive run stands after an accepted step: all :func:`run_adaptive` needs to go on from
+    there exactly as it would have (a checkpoint of the driver; the payload is kept by the caller).
+
+    Attributes
+    ----------
+    points : the last (up to three) accepted points (t, vector), newest first
+    h : the step proposed next (s)
+    grow_ok : whether that step may grow (False after a rejection or a failed Newton)
+    k : steps attempted so far
+    next_output : the index of the next output time
+    counts : the counts so far
+    """
+
+    points: list
+    h: float
+    grow_ok: bool
+    k: int
+    next_output: int
+    counts: StepCounts
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The cursor as named arrays (for a checkpoint file; :meth:`from_arrays` reads them back)."""
+        c = self.counts
+        return {"times": np.array([p[0] for p in self.points]), "vectors": np.array([p[1] for p in self.points]),
+                "h": np.array(self.h), "grow_ok": np.array(self.grow_ok), "k": np.array(self.k),
+                "next_output": np.array(self.next_output),
+                "counts": np.array([c.accepted, c.rejected, c.newton_failures, c.newton_iterations,
+                                    c.tangent_builds, c.factorizations]),
+                "step_sizes": np.array(c.step_sizes, dtype=float),
+                "step_iterations": np.array(c.step_iterations, dtype=np.int32)}
+
+    @classmethod
+    def from_arrays(cls, data) -> "AdaptiveCursor":
+        """The cursor of :meth:`arrays`."""
+        accepted, rejected, failures, iterations, builds, factorizations = (int(x) for x in data["counts"])
+        counts = StepCounts(accepted, rejected, failures, iterations, builds, factorizations,
+                            array("d", np.asarray(data["step_sizes"], dtype=float).tolist()),
+                            array("i", np.asarray(data["step_iterations"]).astype(int).tolist()))
+        points = [(float(t), np.array(x, dtype=float)) for t, x in zip(data["times"], data["vectors"])]
+        return cls(points, float(data["h"]), bool(data["grow_ok"]), int(data["k"]), int(data["next_output"]),
+                   counts)
+
+
 def _count_work(counts: StepCounts, work, iterations: int) -> None:
     """Tangents and factorizations into ``counts``: from ``work()``, or one each per Newton iteration."""
     if work is None:
@@ -160,7 +206,8 @@ def run_adaptive(advance: Callable[[Any, float, int], tuple[Any, int]], flatten:
                  payload0: Any, *, t0: float, t_end: float, control: ErrorControl, n_positions: int,
                  output_times: np.ndarray, emit: Callable[[float, np.ndarray | None, Any], None],
                  on_step: Callable[[Any, StepCounts, float], None] | None = None,
-                 work: Callable[[], tuple[int, int]] | None = None) -> tuple[Any, StepCounts]:
+                 work: Callable[[], tuple[int, int]] | None = None, cursor: AdaptiveCursor | None = None,
+                 on_accept: Callable[[Any, AdaptiveCursor], None] | None = None) -> tuple[Any, StepCounts]:
     """Integrate from ``payload0`` at t0 to t_end with adaptive steps; returns (last payload, counts).
 
     Parameters
@@ -178,18 +225,29 @@ def run_adaptive(advance: Callable[[Any, float, int], tuple[Any, int]], flatten:
     work
         ``work()`` → (tangents built, matrices factorized) so far, for the counts; None: one of each per
         Newton iteration.
+    cursor
+        Go on from this :class:`AdaptiveCursor` (``payload0`` its last point's payload; t0 and
+        ``output_times`` those of the run that made it) instead of starting at t0.
+    on_accept
+        ``on_accept(payload, cursor)`` after each accepted step and its outputs, with the cursor to go on
+        from there (a checkpoint).
     """
-    counts = StepCounts()
-    points = [(t0, flatten(payload0))]
-    payload = payload0
-    t = t0
     span = t_end - t0
-    h = control.h_initial if control.h_initial is not None else min(control.h_max, span / 100.0)
-    h = min(max(h, control.h_min), control.h_max)
     outputs = [float(x) for x in output_times]
-    next_out = 0
-    grow_ok = True
-    k = 0
+    if cursor is None:
+        counts = StepCounts()
+        points = [(t0, flatten(payload0))]
+        t = t0
+        h = control.h_initial if control.h_initial is not None else min(control.h_max, span / 100.0)
+        h = min(max(h, control.h_min), control.h_max)
+        next_out = 0
+        grow_ok = True
+        k = 0
+    else:
+        counts, points, h, next_out, grow_ok, k = (cursor.counts, list(cursor.points), cursor.h, cursor.next_output,
+                                                   cursor.grow_ok, cursor.k)
+        t = points[0][0]
+    payload = payload0
     failures: list[tuple[float, str]] = []  # (h, reason) of the failed attempts since the last accepted step
     while t_end - t > 1e-12 * max(abs(t_end), span):
         if t + (1.0 + STRETCH_TO_END) * h >= t_end:
@@ -244,6 +302,8 @@ def run_adaptive(advance: Callable[[Any, float, int], tuple[Any, int]], flatten:
         factor = min(factor, control.max_growth) if grow_ok else min(factor, 1.0)
         grow_ok = True
         h = min(max(h * factor, control.h_min), control.h_max)
+        if on_accept is not None:  # (the counts copied: later attempts change them; the arrays only grow)
+            on_accept(payload, AdaptiveCursor(list(points), h, grow_ok, k, next_out, copy.copy(counts)))
     return payload, counts
 
 
