@@ -181,7 +181,7 @@ and resumed writes the same CSV tables, figures and VTK series, and ends in the 
 bit for bit, as a run that was never stopped (tested, and ``benchmarks/kill_resume.py``).
 With ``--rtol`` the checkpoint also holds the step control (every K output times, after the
 step that passes the output); resumed from such a checkpoint the run takes the same steps bit
-for bit, resumed from one written on Ctrl-C or after a failed step it agrees within Newton's
+for bit, resumed from one written on Ctrl-C or after a failed step it differs at Newton's
 tolerance (modified Newton's kept factorization is not saved), and the whole run stays one
 solver call.
 Resuming needs the same options: a checkpoint of another level, geometry, fiber–fiber

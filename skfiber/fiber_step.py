@@ -40,9 +40,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import os
+import sys
 import weakref
 from pathlib import Path
 
+import numba
 import numpy as np
 
 from . import block_tridiagonal as bt
@@ -306,6 +309,24 @@ def _marker(module) -> Path:
     return path.parent / "__pycache__" / f"{path.stem}.compiled"
 
 
+def _record() -> str:
+    """What the record holds: the versions whose change makes numba compile again."""
+    return f"numba {numba.__version__}, Python {sys.version.split()[0]}\n"
+
+
+def _numba_index(module) -> Path | None:
+    """numba's index file of the compiled step (where ``NUMBA_CACHE_DIR`` puts it), or None where numba does
+    not tell (its cache object is internal: a numba that changes it leaves the record alone to decide)."""
+    try:
+        return Path(module.step._cache._cache_file._index_path)
+    except Exception:  # noqa: BLE001 - any change of numba's internals
+        return None
+
+
+#: the step modules whose compilation this process has recorded
+_RECORDED: set[str] = set()
+
+
 def compiled_before(model) -> bool:
     """Whether a run on this machine compiled the step of ``model``'s forms (its machine code is then in
     numba's disk cache and loads in about 0.1 s).
@@ -322,7 +343,13 @@ def compiled_before(model) -> bool:
     kernel = model.form_kernel
     if not kernel.active or not kernel.compile():
         return False
-    return _marker(step_module(kernel.function.py_func.__module__)).exists()
+    module = step_module(kernel.function.py_func.__module__)
+    try:
+        recorded = _marker(module).read_text() == _record()
+    except OSError:
+        return False
+    index = _numba_index(module)
+    return recorded and (index is None or index.exists())
 
 
 def decide_compiled_step(model, options: NewtonOptions, *, n_steps: int | None) -> NewtonOptions:
@@ -339,6 +366,8 @@ def decide_compiled_step(model, options: NewtonOptions, *, n_steps: int | None) 
     >>> decide_compiled_step(model, sf.NewtonOptions(), n_steps=10).compiled_step
     False
     """
+    if not isinstance(options, NewtonOptions):
+        raise TypeError(f"newton_options must be a skfiber.NewtonOptions, got {type(options).__name__}")
     if options.compiled_step is not None:
         return options
     chosen = (n_steps is not None and n_steps >= COMPILE_PAYOFF_STEPS and applies(model)) or compiled_before(model)
@@ -396,7 +425,7 @@ class _Context:
     step module, the kernel's and the solver's fixed arrays, placeholder factors, and Newton's settings
     (made again when the options object changes)."""
 
-    __slots__ = ("kernel", "module", "statics", "no_factors", "options", "settings", "marked")
+    __slots__ = ("kernel", "module", "statics", "no_factors", "options", "settings")
 
     def __init__(self, kernel, solver: ConstrainedSolver, n_dofs: int):
         self.kernel = kernel
@@ -406,17 +435,20 @@ class _Context:
                                                                           solver.block_diag_fixed)
         self.no_factors = _no_factors(n_dofs // bt.B)
         self.options = self.settings = None
-        self.marked = False
 
     def mark_compiled(self) -> None:
-        """Record once that the step is compiled (:func:`compiled_before`); a cache folder that cannot be
-        written only loses the record."""
-        if not self.marked:
-            self.marked = True
+        """Record that the step is compiled (:func:`compiled_before`), once per process and module, with the
+        numba and Python versions (another version compiles again); a cache folder that cannot be written
+        only loses the record."""
+        name = self.module.__name__
+        if name not in _RECORDED:
+            _RECORDED.add(name)
             marker = _marker(self.module)
             try:
                 marker.parent.mkdir(parents=True, exist_ok=True)
-                marker.touch()
+                tmp = marker.with_name(f".{marker.name}.{os.getpid()}.tmp")
+                tmp.write_text(_record())
+                os.replace(tmp, marker)  # atomic: another process reads the old or the whole record
             except OSError:
                 pass
 

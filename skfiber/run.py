@@ -43,8 +43,8 @@ from typing import Callable, Mapping, Sequence, TextIO
 
 import numpy as np
 
-from .adaptive import simulate_adaptive
-from .core import AdaptiveCursor, State, StepCounts, output_grid
+from .adaptive import H_MIN_FRACTION, simulate_adaptive
+from .core import AdaptiveCursor, ErrorControl, State, StepCounts, output_grid
 from .fiber_step import decide_compiled_step
 from .io import Checkpoint, VTKSeries, atomic_temporaries, load_checkpoint, model_fingerprint, save_checkpoint
 from .model import Model
@@ -199,7 +199,16 @@ def checkpoint_options(options: Mapping[str, object] | None, *, rtol: float | No
     """
     stored = _json_options(options)
     if rtol is not None or atol is not None:
-        stored["error_control"] = _json_options(dict(rtol=rtol, atol=atol, h_min=h_min, h_max=h_max, t_end=t_end))
+        if "error_control" in stored:
+            raise ValueError("options may not name 'error_control': run_simulation records the tolerances under "
+                             "that name; rename the option")
+        values = {}
+        for key, value in dict(rtol=rtol, atol=atol, h_min=h_min, h_max=h_max, t_end=t_end).items():
+            try:
+                values[key] = None if value is None else float(value)
+            except (TypeError, ValueError):
+                raise TypeError(f"{key} must be a number, got {value!r}") from None
+        stored["error_control"] = values
     return stored
 
 
@@ -264,7 +273,8 @@ def _error_controlled(model: Model, state: State, *, t_end: float, dt: float, t_
                       rtol, atol, h_min, h_max):
     """:func:`run_simulation` with steps by error control: (last accepted state, output times done, output
     times checkpointed, interrupted, step counts, output time)."""
-    done = {"step": step0, "saved": step0, "output_time": output_time, "state": state, "cursor": cursor}
+    done = {"step": step0, "saved": step0, "output_time": output_time, "state": state, "cursor": cursor,
+            "saved_cursor": cursor}
     if cursor is not None and step0 >= n_steps:  # a finished run: nothing left to do
         return state, step0, step0, False, cursor.counts, output_time
     if not isinstance(newton_options, NewtonOptions):
@@ -290,8 +300,13 @@ def _error_controlled(model: Model, state: State, *, t_end: float, dt: float, t_
     def checkpoint(st: State, position: AdaptiveCursor) -> float:
         totals["newton_iterations"] = position.counts.newton_iterations
         totals["retries"] = position.counts.newton_failures
-        done["saved"] = done["step"]
-        return save(st, done["step"], position.arrays())
+        seconds = save(st, done["step"], position.arrays())
+        done["saved"], done["saved_cursor"] = done["step"], position
+        return seconds
+
+    def unsaved() -> bool:
+        """Whether a step was accepted since the last checkpoint (or the resumed one)."""
+        return save is not None and done["cursor"] is not None and done["cursor"] is not done["saved_cursor"]
 
     def on_accept(st: State, position: AdaptiveCursor) -> bool:
         done["state"], done["cursor"] = st, position
@@ -311,22 +326,25 @@ def _error_controlled(model: Model, state: State, *, t_end: float, dt: float, t_
         interrupted = result.interrupted
         counts = result.step_counts
     except ConvergenceError as err:
-        if save is not None and done["cursor"] is not None and done["saved"] != done["step"]:
+        if unsaved():
             checkpoint(done["state"], done["cursor"])
         if bar is not None:
+            kept = save is not None and done["saved_cursor"] is not None
             bar.message(f"failed after output {done['step']} (t = {done['state'].t:.6g} s); "
-                        + ("checkpoint of the last accepted step" if save is not None else "no checkpoint"))
+                        + ("checkpoint of the last accepted step" if kept else "no checkpoint"))
         raise err.keep(None)
+    if counts is not None:
+        totals["newton_iterations"], totals["retries"] = counts.newton_iterations, counts.newton_failures
     if interrupted:
-        if save is not None and done["cursor"] is not None and done["saved"] != done["step"]:
+        if unsaved():
             done["output_time"] += checkpoint(done["state"], done["cursor"])
         if bar is not None:
+            kept = save is not None and done["saved_cursor"] is not None
             bar.message(f"interrupted after output {done['step']} of {n_steps} (last step at t = "
-                        f"{done['state'].t:.6g} s)" + ("; checkpointed" if save is not None else ""))
+                        f"{done['state'].t:.6g} s)" + ("; checkpointed" if kept else ""))
         return done["state"], done["step"], done["saved"], True, counts, done["output_time"]
     state = result.final_state
-    totals["newton_iterations"], totals["retries"] = counts.newton_iterations, counts.newton_failures
-    if save is not None and checkpoint_every and done["saved"] != done["step"]:
+    if checkpoint_every and unsaved():
         done["output_time"] += checkpoint(state, done["cursor"])
     return state, done["step"], done["saved"], False, counts, done["output_time"]
 
@@ -394,7 +412,7 @@ def run_simulation(
         Continue from the checkpoint (it must exist and belong to the same
         model, dt and ``options``, see :func:`resume_point`); the VTK series
         keeps its steps up to the checkpoint.  ``t_end`` may be later than the
-        original one.
+        original one (fixed steps; with tolerances it must stay the same).
     options
         The run's named options (JSON data, e.g. ``{"level": 2}``), stored in
         the checkpoint; a resume with other values is refused with a message
@@ -405,7 +423,9 @@ def run_simulation(
         saved with the state; read it back with ``resume_point(...).extra``.
     progress
         Print a progress bar and a final summary to stderr (or pass a
-        :class:`Progress`).
+        :class:`Progress`).  With tolerances the progress lines are those of
+        :func:`skfiber.simulate` (to stderr; ``progress_extra`` is not used),
+        the messages and the summary go to the :class:`Progress`.
     points_per_element, bodies, extra_fields
         Passed to :class:`skfiber.io.VTKSeries`.
     callback
@@ -431,7 +451,8 @@ def run_simulation(
         regular checkpoint takes the same steps and ends with the same state,
         bit for bit (at a checkpoint the uninterrupted run, too, drops its
         kept factorization), one resumed from the checkpoint of a Ctrl-C or a
-        failed step within Newton's tolerance.  ``t_end`` and the tolerances
+        failed step differs at Newton's tolerance (at the error
+        control's tolerance where that tips an accept/reject decision).  ``t_end`` and the tolerances
         must stay the same on resume.
     substeps
         ``substeps(n) -> k``: take step ``n`` (counted from 1 over the whole
@@ -462,6 +483,14 @@ def run_simulation(
     if not (isinstance(dt, (int, float, np.floating)) and math.isfinite(dt) and dt > 0):
         raise ValueError(f"dt must be a finite number > 0, got {dt!r}")
     adaptive = adaptive_scheme(method=method, dt=dt, rtol=rtol, atol=atol)
+    if adaptive:  # the tolerances and step limits checked before any file is touched
+        limits = checkpoint_options(None, rtol=rtol, atol=atol, h_min=h_min, h_max=h_max)["error_control"]
+        span = max(float(t_end) - (0.0 if state is None else float(state.t)), 0.0) if math.isfinite(t_end) else 1.0
+        ErrorControl(rtol=limits["rtol"] or 0.0, atol=limits["atol"] or 0.0,
+                     h_min=limits["h_min"] if h_min is not None else H_MIN_FRACTION * max(span, 1e-300),
+                     h_max=limits["h_max"] if h_max is not None else max(span, 1e-300))
+    if not isinstance(newton_options, NewtonOptions):
+        raise TypeError(f"newton_options must be a skfiber.NewtonOptions, got {type(newton_options).__name__}")
     if adaptive and substeps is not None:
         raise ValueError("substeps belong to fixed steps; with rtol/atol the error control chooses the steps")
     if not adaptive and (h_min is not None or h_max is not None):

@@ -113,3 +113,49 @@ def test_error_control_options_of_the_driver(tmp_path):
                        **{**TOL, "rtol": 1e-4})
     with pytest.raises(ValueError, match="error_control"):  # another end: other output times
         run_simulation(model, t_end=0.05, dt=DT, out_dir=tmp_path, resume=True, progress=False, **TOL)
+
+
+def test_ctrl_c_between_output_times_keeps_the_accepted_steps(tmp_path, monkeypatch):
+    """Output times far apart: a Ctrl-C in a Newton step before the first output time still checkpoints the
+    last accepted step, and the counts of the interrupted run are reported (also without checkpoints)."""
+    import skfiber.adaptive
+    model = build_model(1)
+    real, calls = skfiber.adaptive.implicit_step, {"n": 0}
+
+    def interrupted_in_step_six(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 6:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(skfiber.adaptive, "implicit_step", interrupted_in_step_six)
+    first = run_simulation(model, t_end=0.2, dt=0.2, out_dir=tmp_path, progress=False, **TOL)
+    assert first.interrupted and first.steps == 0 and first.newton_iterations > 0
+    ck = sio.load_checkpoint(checkpoint_path(tmp_path))
+    assert ck.step == 0 and ck.state.t > 0 and ck.state.has_history
+    calls["n"] = 0
+    bare = run_simulation(model, t_end=0.2, dt=0.2, checkpoint_every=None, progress=False, **TOL)
+    assert bare.interrupted and bare.newton_iterations == bare.step_counts.newton_iterations > 0
+    monkeypatch.setattr(skfiber.adaptive, "implicit_step", real)
+    resumed = run_simulation(model, t_end=0.2, dt=0.2, out_dir=tmp_path, resume=True, progress=False, **TOL)
+    assert resumed.steps == 1 and resumed.final_state.t == 0.2
+
+
+def test_error_control_inputs_are_checked_before_anything_is_written(tmp_path):
+    model = build_model(1)
+    run_simulation(model, t_end=0.02, dt=DT, out_dir=tmp_path, progress=False, **TOL)
+    files = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(ValueError, match="rtol must be a finite number ≥ 0, got -0.001"):
+        run_simulation(model, t_end=0.02, dt=DT, out_dir=tmp_path, progress=False, **{**TOL, "rtol": -1e-3})
+    with pytest.raises(TypeError, match="rtol must be a number, got 'tight'"):
+        run_simulation(model, t_end=0.02, dt=DT, out_dir=tmp_path, progress=False, **{**TOL, "rtol": "tight"})
+    with pytest.raises(TypeError, match="newton_options must be a skfiber.NewtonOptions, got dict"):
+        run_simulation(model, t_end=0.02, dt=DT, out_dir=tmp_path, progress=False, newton_options={"rtol": 1e-6})
+    with pytest.raises(ValueError, match="may not name 'error_control'"):
+        run_simulation(model, t_end=0.02, dt=DT, out_dir=tmp_path, progress=False, options={"error_control": 1},
+                       **TOL)
+    assert sorted(p.name for p in tmp_path.iterdir()) == files
+    # the tolerances are stored as floats: a numpy scalar is taken (and named if it is not a number)
+    other = run_simulation(model, t_end=0.02, dt=DT, out_dir=tmp_path / "f32", progress=False,
+                           **{**TOL, "rtol": np.float32(1e-3)})
+    assert other.steps == 2

@@ -307,7 +307,7 @@ def test_compiled_step_hands_failing_steps_to_python(monkeypatch):
 
 def test_the_compiled_step_is_chosen_per_run(monkeypatch):
     """NewtonOptions(compiled_step=None), the default: the Python step for a short run of forms whose step
-    was never compiled; the compiled step once a run compiled it (a record beside numba's cache), and for a
+    was never compiled; the compiled step once a run compiled it (a record in skfiber's cache), and for a
     fixed-step run of COMPILE_PAYOFF_STEPS steps; True and False are kept; a clear error for other values."""
     import skfiber.fiber_step as fiber_step
     model = stiff_tendon(6)
@@ -334,6 +334,10 @@ def test_the_compiled_step_is_chosen_per_run(monkeypatch):
         counts = counting_compiled_steps(m)
         sf.simulate(model, rtol=1e-3, atol=1e-5, **kw)  # adaptive: chosen the same way
         assert counts["done"] > 0
+    import numba
+    with monkeypatch.context() as m:  # another numba compiles again: the record does not count
+        m.setattr(numba, "__version__", "0.0.0")
+        assert not fiber_step.compiled_before(model)
     numpy_model = sf.Model(model.fibers, compiled=False)
     assert not fiber_step.compiled_before(numpy_model)
     assert fiber_step.decide_compiled_step(numpy_model, sf.NewtonOptions(), n_steps=10**6).compiled_step is False

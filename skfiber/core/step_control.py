@@ -147,8 +147,9 @@ class AdaptiveCursor:
                 "next_output": np.array(self.next_output),
                 "counts": np.array([c.accepted, c.rejected, c.newton_failures, c.newton_iterations,
                                     c.tangent_builds, c.factorizations]),
-                "step_sizes": np.array(c.step_sizes, dtype=float),
-                "step_iterations": np.array(c.step_iterations, dtype=np.int32)}
+                # (a copied cursor shares the arrays of the counts, which grow with later steps)
+                "step_sizes": np.array(c.step_sizes[:c.accepted], dtype=float),
+                "step_iterations": np.array(c.step_iterations[:c.accepted], dtype=np.int32)}
 
     @classmethod
     def from_arrays(cls, data) -> "AdaptiveCursor":
