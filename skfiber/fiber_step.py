@@ -26,7 +26,7 @@ same evaluation, the kernel's ``assemble`` and the block LU
 same iterates bit for bit, without the Python bookkeeping of each
 iteration.  Where Newton would leave its usual path (a failing solve, a
 block LU that fails its checks) it declines, and the Python step runs.  A
-new form compiles its step once (10–22 s measured; numba caches it with the
+new form compiles its step once (seconds: docs/performance.md; numba caches it with the
 form's module).
 
 Example
@@ -57,8 +57,8 @@ from .newton import REUSE_ITERATIONS, ROUNDOFF_UPDATE, STATIC_STAGNATION_WINDOW,
 __all__ = ["FiberStep", "applies", "compiled_step", "step_module", "step_source", "decide_compiled_step",
            "compiled_before", "COMPILE_PAYOFF_STEPS"]
 
-#: a fixed-step run of at least this many steps compiles the step (NewtonOptions(compiled_step=None)): the
-#: compilation, 10–22 s, against 100–200 µs of Python saved per step (docs/performance.md)
+#: a fixed-step run of at least this many steps compiles the step (NewtonOptions(compiled_step=None)): about
+#: where the compilation pays for the Python it saves per step (both measured in docs/performance.md)
 COMPILE_PAYOFF_STEPS = 100_000
 
 _EPS = float(np.finfo(float).eps)

@@ -57,8 +57,8 @@ class NewtonOptions:
     #: fraction (a step-size change)
     reuse_max_change: float = 0.3
     #: fiber-only time steps as one compiled call each (:func:`skfiber.fiber_step.compiled_step`: the same
-    #: iterates bit for bit, about 100–200 µs less Python per step).  Its machine code is compiled once per form
-    #: (10–22 s measured on a 2-core machine, then cached on disk).  None (default): chosen per run
+    #: iterates bit for bit, less Python per step).  Its machine code is compiled once per form, then cached
+    #: on disk (the saving and the compile time: docs/performance.md).  None (default): chosen per run
     #: (:func:`skfiber.fiber_step.decide_compiled_step`): when an earlier run on this machine compiled it for
     #: the same forms, or for a fixed-step run long enough to pay for the compilation
     #: (:data:`skfiber.fiber_step.COMPILE_PAYOFF_STEPS` steps); True: always; False: never (the Python step)
