@@ -34,10 +34,27 @@ from .progress import RemainingTime, format_duration
 from .simulation_result import MAX_STORED_STATES, SimulationResult, StateStore, StepInfo, compile_notice
 from .time_step import STEP_STAGNATION_WINDOW, implicit_step
 
-__all__ = ["simulate_adaptive", "H_MIN_FRACTION"]
+__all__ = ["simulate_adaptive", "error_control", "H_MIN_FRACTION"]
 
 #: default smallest step, as a fraction of the run's span
 H_MIN_FRACTION = 1e-10
+
+
+def error_control(*, rtol: float | None, atol: float | None, h_min: float | None, h_max: float | None, span: float,
+                  output_dt: float | None = None) -> ErrorControl:
+    """The :class:`~skfiber.core.ErrorControl` of an adaptive run over ``span`` seconds (ValueError naming a bad
+    value): a missing tolerance is 0, h_min defaults to :data:`H_MIN_FRACTION` · span, h_max to the span, the
+    first step to a tenth of the output interval.
+
+    Example
+    -------
+    >>> error_control(rtol=1e-3, atol=None, h_min=None, h_max=None, span=2.0, output_dt=0.1).h_initial
+    0.01
+    """
+    return ErrorControl(rtol=0.0 if rtol is None else float(rtol), atol=0.0 if atol is None else float(atol),
+                        h_min=H_MIN_FRACTION * span if h_min is None else float(h_min),
+                        h_max=span if h_max is None else float(h_max),
+                        h_initial=None if output_dt is None else min(output_dt, span) / 10.0)
 
 
 def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, rtol: float | None,
@@ -57,10 +74,7 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
     """
     t0 = state.t if t_start is None else float(t_start)
     span = t_end - t0
-    control = ErrorControl(rtol=0.0 if rtol is None else float(rtol), atol=0.0 if atol is None else float(atol),
-                           h_min=H_MIN_FRACTION * span if h_min is None else float(h_min),
-                           h_max=span if h_max is None else float(h_max),
-                           h_initial=None if output_dt is None else min(output_dt, span) / 10.0)
+    control = error_control(rtol=rtol, atol=atol, h_min=h_min, h_max=h_max, span=span, output_dt=output_dt)
     outputs = output_grid(t0, t_end, output_times=output_times, output_dt=output_dt)
     if store_every is None:
         store_every = max(1, math.ceil(len(outputs) / MAX_STORED_STATES))

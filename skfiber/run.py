@@ -43,8 +43,8 @@ from typing import Callable, Mapping, Sequence, TextIO
 
 import numpy as np
 
-from .adaptive import H_MIN_FRACTION, simulate_adaptive
-from .core import AdaptiveCursor, ErrorControl, State, StepCounts, output_grid
+from .adaptive import error_control, simulate_adaptive
+from .core import AdaptiveCursor, State, StepCounts, output_grid
 from .fiber_step import decide_compiled_step
 from .io import Checkpoint, VTKSeries, atomic_temporaries, load_checkpoint, model_fingerprint, save_checkpoint
 from .model import Model
@@ -269,7 +269,7 @@ def resume_point(path: str | Path, *, dt: float, options: Mapping[str, object] |
 def _error_controlled(model: Model, state: State, *, t_end: float, dt: float, t_start: float, step0: int,
                       n_steps: int, cursor: AdaptiveCursor | None, series: VTKSeries | None, output_every: int,
                       save: Callable[..., float] | None, checkpoint_every: int | None, callback, totals: dict,
-                      started: float, output_time: float, bar: Progress | None, newton_options: NewtonOptions,
+                      output_time: float, bar: Progress | None, newton_options: NewtonOptions,
                       rtol, atol, h_min, h_max):
     """:func:`run_simulation` with steps by error control: (last accepted state, output times done, output
     times checkpointed, interrupted, step counts, output time)."""
@@ -483,12 +483,6 @@ def run_simulation(
     if not (isinstance(dt, (int, float, np.floating)) and math.isfinite(dt) and dt > 0):
         raise ValueError(f"dt must be a finite number > 0, got {dt!r}")
     adaptive = adaptive_scheme(method=method, dt=dt, rtol=rtol, atol=atol)
-    if adaptive:  # the tolerances and step limits checked before any file is touched
-        limits = checkpoint_options(None, rtol=rtol, atol=atol, h_min=h_min, h_max=h_max)["error_control"]
-        span = max(float(t_end) - (0.0 if state is None else float(state.t)), 0.0) if math.isfinite(t_end) else 1.0
-        ErrorControl(rtol=limits["rtol"] or 0.0, atol=limits["atol"] or 0.0,
-                     h_min=limits["h_min"] if h_min is not None else H_MIN_FRACTION * max(span, 1e-300),
-                     h_max=limits["h_max"] if h_max is not None else max(span, 1e-300))
     if not isinstance(newton_options, NewtonOptions):
         raise TypeError(f"newton_options must be a skfiber.NewtonOptions, got {type(newton_options).__name__}")
     if adaptive and substeps is not None:
@@ -521,6 +515,10 @@ def run_simulation(
         step0, t_start = 0, float(state.t)
     if not math.isfinite(t_end) or t_end < state.t or (t_end == state.t and not resume):
         raise ValueError(f"t_end = {t_end!r} must be a finite time after the start time {state.t!r}")
+    if adaptive:  # the tolerances and step limits checked before any file is touched
+        limits = stored_options["error_control"]
+        error_control(rtol=limits["rtol"], atol=limits["atol"], h_min=limits["h_min"], h_max=limits["h_max"],
+                      span=t_end - t_start, output_dt=dt)
     # the step grid t_start + k dt; k0 is the grid index of the next step (a resumed run
     # may stand off the grid after a shortened last step)
     k0 = int(math.floor((state.t - t_start) / dt + 1e-9)) + 1
@@ -571,7 +569,7 @@ def run_simulation(
         state, step, saved, interrupted, step_counts, output_time = _error_controlled(
             model, state, t_end=t_end, dt=dt, t_start=t_start, step0=step0, n_steps=n_steps, cursor=cursor,
             series=series, output_every=output_every, save=save if ckpt_file is not None else None,
-            checkpoint_every=checkpoint_every, callback=callback, totals=totals, started=started,
+            checkpoint_every=checkpoint_every, callback=callback, totals=totals,
             output_time=output_time, bar=bar, newton_options=newton_options, rtol=rtol, atol=atol, h_min=h_min,
             h_max=h_max)
     try:
