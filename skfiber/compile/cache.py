@@ -18,11 +18,13 @@ import importlib.util
 import os
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import numba
 
-__all__ = ["cache_folder", "writable_folder", "source_key", "load_module", "forget_module", "unload_module"]
+__all__ = ["cache_folder", "writable_folder", "source_key", "load_module", "forget_module", "unload_module",
+           "first_call", "GeneratedKernel"]
 
 _MODULES: dict[str, object] = {}  # source hash → imported module (one import and compile per process)
 _TEMP_FOLDER: list[Path] = []
@@ -100,3 +102,55 @@ def unload_module(source: str, kind: str = "law") -> None:
     key = source_key(source)
     _MODULES.pop(key, None)
     sys.modules.pop(f"skfiber_{kind}_{key}", None)
+
+
+def first_call(source: str, kind: str, args: tuple, *, what: str):
+    """The ``evaluate`` function of a generated source, called once with ``args`` (which compiles it, or loads
+    numba's machine code), or None when it cannot be compiled: then a RuntimeWarning says that ``what``
+    runs with numpy.  A failure is tried a second time without numba's cached code (stale or broken)."""
+    for attempt in (0, 1):
+        try:
+            function = load_module(source, kind).evaluate
+            function(*args)
+            return function
+        except Exception as error:  # numba typing errors, unwritable folders, …
+            forget_module(source, kind)
+            if attempt:
+                first_line = str(error).splitlines()[0] if str(error) else ""
+                warnings.warn(f"{what} could not be compiled ({type(error).__name__}: {first_line}); it runs with "
+                              "numpy", RuntimeWarning, stacklevel=3)
+                return None
+
+
+class GeneratedKernel:
+    """The ``evaluate`` function of a generated source with its parameter vector, compiled on the first call.
+
+    Subclasses set :attr:`kind` (the file name prefix in the cache), say what they compile
+    (:meth:`describe`) and call :meth:`run`.  When the source
+    cannot be compiled, :meth:`run` warns once and returns False from then on: the caller evaluates with
+    numpy instead.
+    """
+
+    kind = "kernel"
+
+    def __init__(self, source: str, params, name: str):
+        self.source = source
+        self.params = params
+        self.name = name
+        self._function = None
+        self.failed = False
+
+    def describe(self) -> str:
+        """What the warning calls this kernel's source."""
+        return repr(self.name)
+
+    def run(self, args: tuple) -> bool:
+        """Call ``evaluate(*args)``; False when it cannot be compiled."""
+        if self.failed:
+            return False
+        if self._function is None:
+            self._function = first_call(self.source, self.kind, args, what=self.describe())
+            self.failed = self._function is None
+            return not self.failed
+        self._function(*args)
+        return True

@@ -37,6 +37,7 @@ from ..discretization import hermite_shape
 from .closest_point import BEZIER_FROM_HERMITE, POWER_FROM_HERMITE
 from .fiber_kernels import RADIUS_SAFETY, chord_distance
 from .geometry import gauss_legendre
+from .radius_kernel import radius_kernel
 from .smallest_gap import radius_polynomials
 
 __all__ = ["N_SAMPLES", "RADIUS_SAFETY", "FiberSetup", "FiberState", "fiber_setup", "fiber_state",
@@ -74,6 +75,8 @@ class FiberSetup:
     r0_const: np.ndarray  # (f,) r0 of fibers with constant radius, NaN for r0(θ) callables
     radius_group: np.ndarray  # (f,) the first fiber with the same r0(θ) callable (one call serves them all)
     r0_poly: np.ndarray  # (e, 6) r0 on each element as a quintic in ξ (the smallest gap's radius)
+    r0_kernels: tuple  # (f,) per fiber: its compiled r0(θ) (RadiusKernel), or None (constant, or the callable)
+    r0_kernel: object  # the compiled r0(θ) when all fibers share one callable (the common case), else None
     elements: np.ndarray  # taking-part elements
     names: tuple  # fiber names
 
@@ -146,6 +149,10 @@ def fiber_setup(d, quadrature_points: int, fibers, name: str) -> FiberSetup:
             r0_const[fd.index] = float(f.radius)
     radius_group = np.array([next(j for j, g in enumerate(d.fibers) if g.radius is f.radius) for f in d.fibers],
                             dtype=np.int64)
+    r0_kernels = tuple(
+        radius_kernel(f.radius, d.node_theta[np.unique(t[:, fd.elements])], label=_fiber_label(f, fd.index))
+        if callable(f.radius) and radius_group[fd.index] == fd.index else None
+        for fd, f in zip(d.fiber_dofs, d.fibers))
     taking = np.arange(nf) if fibers is None else np.unique([d.fiber_index(f) for f in fibers])
     if taking.size < 2:
         raise ValueError(f"fiber–fiber contact {name!r} needs at least 2 distinct fibers, got {taking.tolist()} "
@@ -156,7 +163,7 @@ def fiber_setup(d, quadrature_points: int, fibers, name: str) -> FiberSetup:
         ne=ne, nq=xi.size, nf=nf, xi=xi, w=w, H0=H0, H1=H1, Hs0=Hs0, Hs1=Hs1, h=h, theta0=theta0,
         fiber=fiber, first=first, last=last, dofs=dofs, scale=scale, c_ref=c_ref, Xp=Xp, r0=r0,
         Xp_s=Xp_s, r0_s=r0_s, r0_const=r0_const, radius_group=radius_group, r0_poly=radius_polynomials(d),
-        elements=elements,
+        r0_kernels=r0_kernels, r0_kernel=r0_kernels[0] if (radius_group == 0).all() else None, elements=elements,
         names=tuple(f.name for f in d.fibers),
     )
 
@@ -178,8 +185,14 @@ def reference_radius(model, s: FiberSetup, e: np.ndarray, xi: np.ndarray) -> tup
     Returns
     -------
     (numpy.ndarray, numpy.ndarray)
-        r0 and dr0/dξ (a central difference in θ for a callable r0, 0 for a constant one).
+        r0 and dr0/dξ: for a callable r0, from its compiled trace with the exact derivative
+        (:mod:`~skfiber.contact.radius_kernel`), or, when it cannot be traced, the callable with a central
+        difference in θ; 0 for a constant r0.
     """
+    if s.r0_kernel is not None:  # one compiled r0(θ) for all fibers (the common case)
+        rv, dv = np.empty(e.size), np.empty(e.size)
+        if s.r0_kernel(s.theta0, s.h, e, xi, rv, dv):
+            return rv, dv
     fib = s.fiber[e]
     r0 = s.r0_const[fib]
     var = np.isnan(r0)
@@ -187,26 +200,35 @@ def reference_radius(model, s: FiberSetup, e: np.ndarray, xi: np.ndarray) -> tup
         return r0, np.zeros_like(r0)
     every = bool(var.all())  # (the common case: no masks)
     ev, xv, group = (e, xi, s.radius_group[fib]) if every else (e[var], xi[var], s.radius_group[fib[var]])
-    h = s.h[ev]
-    theta = s.theta0[ev] + h * xv
-    lo, hi = np.maximum(theta - _DR0, 0.0), np.minimum(theta + _DR0, 1.0)
-    n = theta.size
-    fibers = model.discretization.fibers
+    n = ev.size
     if (group == group[0]).all():  # one r0(θ) callable (the common case): no masks
-        parts = [(group[0], slice(None))]
+        parts = [(int(group[0]), slice(None))]
     else:
-        parts = [(k, np.flatnonzero(group == k)) for k in np.unique(group)]
+        parts = [(int(k), np.flatnonzero(group == k)) for k in np.unique(group)]
     rv, dv = np.empty(n), np.empty(n)
-    for k, m in parts:  # one vectorized call per r0(θ) callable: at θ, θ + Δ, θ − Δ
-        size = theta[m].size
-        r = fibers[k].radius_at(np.concatenate([theta[m], hi[m], lo[m]]))
-        rv[m] = r[:size]
-        dv[m] = (r[size:2 * size] - r[2 * size:]) / (hi[m] - lo[m]) * h[m]
+    fibers = model.discretization.fibers
+    for k, m in parts:
+        ek, xk = ev[m], xv[m]
+        rk, dk = (rv, dv) if isinstance(m, slice) else (np.empty(ek.size), np.empty(ek.size))
+        kernel = s.r0_kernels[k]
+        if kernel is None or not kernel(s.theta0, s.h, ek, xk, rk, dk):  # the callable: at θ, θ + Δ, θ − Δ
+            h = s.h[ek]
+            theta = s.theta0[ek] + h * xk
+            lo, hi = np.maximum(theta - _DR0, 0.0), np.minimum(theta + _DR0, 1.0)
+            r = fibers[k].radius_at(np.concatenate([theta, hi, lo]))
+            rk[:] = r[:ek.size]
+            dk[:] = (r[ek.size:2 * ek.size] - r[2 * ek.size:]) / (hi - lo) * h
+        if not isinstance(m, slice):
+            rv[m], dv[m] = rk, dk
     if every:
         return rv, dv
     dr0 = np.zeros_like(r0)
     r0[var], dr0[var] = rv, dv
     return r0, dr0
+
+
+def _fiber_label(fiber, index: int) -> str:
+    return f"fiber {index}" + (f" ({fiber.name!r})" if fiber.name else "")
 
 
 def fiber_state(s: FiberSetup, model, u: np.ndarray, name: str) -> FiberState:
