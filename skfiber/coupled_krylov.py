@@ -72,11 +72,14 @@ def _apply(A, e_rows, e_cols, e_blocks, W, Rq_u, Rq_q, z, N, out):  # pragma: no
             acc += W[r, i] * z[N + i]
         out[r] = acc
     nb = e_rows.shape[1]
+    zb = np.empty(nb)
     for k in range(e_rows.shape[0]):
+        for b in range(nb):  # the block's columns of z gathered once (not once per row)
+            zb[b] = z[e_cols[k, b]]
         for a in range(nb):
             acc = 0.0
             for b in range(nb):
-                acc += e_blocks[k, a, b] * z[e_cols[k, b]]
+                acc += e_blocks[k, a, b] * zb[b]
             out[e_rows[k, a]] += acc
     for i in range(n):
         acc = 0.0
