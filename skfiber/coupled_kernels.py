@@ -46,8 +46,6 @@ OK, BLOCK_FAILED, OUTSIDE_PATTERN, SINGULAR_SCHUR, KRYLOV_FAILED = 0, 1, 2, 3, 4
 #: status of :func:`cylinder_contact`: no element in reach, in reach, a point inadmissible
 NONE_IN_REACH, IN_REACH, INADMISSIBLE = 0, 1, 2
 
-_EMPTY = np.zeros(0)
-
 
 @numba.njit(cache=True)
 def scatter_dependent(values, index, rows, cols, pos, C, KX, XK):  # pragma: no cover - compiled
@@ -121,9 +119,10 @@ def coupled_positions(z, N, D, P, bodies, X, parent, joint_of_body, kind, coordi
     q = np.empty((1, n))
     for i in range(n):
         q[0, i] = z[N + i]
-    x, C, H, _, _, _ = body_point_jets(q, bodies, X, True, parent, joint_of_body, kind, coordinate, axis, point, K,
-                                       K2, slot, tau_slot, pres_R, pres_v, center, path, upstream, prescribed,
-                                       q_joints, tau_joints)
+    # (np.bool_: a plain True would compile the callee once more, for that literal value)
+    x, C, H, _, _, _ = body_point_jets(q, bodies, X, np.bool_(True), parent, joint_of_body, kind, coordinate, axis,
+                                       point, K, K2, slot, tau_slot, pres_R, pres_v, center, path, upstream,
+                                       prescribed, q_joints, tau_joints)
     for j in range(P + 1, bodies.shape[0], 2):
         x[j] -= x[j - 1]
         C[j] -= C[j - 1]
@@ -156,8 +155,10 @@ def cylinder_contact(ref, u, dofs, S, dS, r0, A1, h, w, r0max, A1max, elements, 
     tangent = axis / axis_norm
     el = elements
     if el.size:
-        el = broad_phase_loop(ref, u, dofs, h, r0max, A1max, elements, point, tangent, radius, finite, L, _EMPTY, False, 0.0,
-                    0.0)
+        # (a fresh array and np.bool_: a global array is read-only and a constant literal, either of which would
+        # compile broad_phase_loop once more)
+        el = broad_phase_loop(ref, u, dofs, h, r0max, A1max, elements, point, tangent, radius, finite, L,
+                              np.empty(0), np.bool_(False), 0.0, 0.0)
     if el.size == 0:
         return (NONE_IN_REACH, el, tangent, axis_norm, np.empty((0, w.size, 1)), np.empty((0, w.size)),
                 np.zeros(6), 0, np.zeros(0, np.int64), 0.0)

@@ -62,8 +62,9 @@ def evaluate(state_args, rigid_args, form_args, loads, cylinder_args, row, fixed
     a = (v - v_prev) / dt
     (G, dofs, members, dx, X, J, area, rho, theta, gamma_m, alpha, t, branch, params, mask, rows, mag,
      pointwise, lam) = form_args
+    # (np.int64: a plain 1 would compile the forms once more, for that literal value)
     _forms.evaluate(G, dofs, members, dx, X + u, v, a, X, J, area, rho, theta, gamma_m, alpha, t, branch, params,
-                    1.0 / dt, 1.0 / (dt * dt), mask, 1, rows, mag, pointwise, lam)
+                    1.0 / dt, 1.0 / (dt * dt), mask, np.int64(1), rows, mag, pointwise, lam)
     f_ext, load_factor = loads
     R = rows[0].copy()
     ref = math.sqrt(np.dot(rows[0], rows[0]))

@@ -4,6 +4,9 @@ Checked against the callable itself (values) and against closed-form derivatives
 ``reference_radius``: one shared callable, several callables, constant and callable radii mixed, a
 callable that cannot be traced, and a kernel that cannot be compiled.
 """
+import math
+
+import numba
 import numpy as np
 import pytest
 
@@ -60,7 +63,7 @@ def _expected(model, s, e, theta, derivatives):
 def test_one_shared_callable_is_compiled_with_its_exact_derivative():
     model = _model(eq77, eq77, eq77)
     s = fiber_setup(model.discretization, 5, None, "c")
-    assert s.r0_kernel is not None and all(isinstance(k, RadiusKernel) for k in s.r0_kernels[:1])
+    assert isinstance(s.r0_kernel, RadiusKernel) and s.r0_kernels == (s.r0_kernel, None, None)
     e, xi, theta = _points(s)
     r, dr = reference_radius(model, s, e, xi)
     want_r, want_dr = _expected(model, s, e, theta, [deq77] * 3)
@@ -107,13 +110,30 @@ def test_a_kernel_that_cannot_be_compiled_warns_once_and_falls_back():
     s = fiber_setup(model.discretization, 5, None, "c")
     broken = RadiusKernel("def evaluate(*args):\n    raise TypeError('no')\n", np.zeros(0), "fiber 0")
     object.__setattr__(s, "r0_kernel", broken)
+    object.__setattr__(s, "r0_kernels", (broken, None))
     e, xi, theta = _points(s)
     with pytest.warns(RuntimeWarning, match="could not be compiled"):
         r, dr = reference_radius(model, s, e, xi)
-    np.testing.assert_allclose(r, eq77(theta), rtol=1e-14)
-    # the callable's central difference, close to the exact derivative
-    np.testing.assert_allclose(dr, deq77(theta) * s.h[e], rtol=1e-6, atol=1e-12)
     assert broken.failed
+    np.testing.assert_array_equal(r, eq77(theta))  # the callable itself
+    # its central difference: close to the exact derivative, not equal to it
+    exact = deq77(theta) * s.h[e]
+    np.testing.assert_allclose(dr, exact, rtol=1e-5, atol=1e-6)  # (one-sided at the fiber's ends)
+    assert np.abs(dr - exact).max() > 0
+
+
+@pytest.mark.parametrize("radius", [
+    lambda th: 0.05 + 0.01 * np.sqrt(th),            # infinite slope at θ = 0 (a node)
+    np.vectorize(lambda v: 0.05 + 0.01 * math.sqrt(v + 1.0)),  # math.* on θ (a float() of it)
+    numba.njit(lambda th: 0.05 + 0.01 * th),          # a compiled callable: not traceable
+], ids=["sqrt", "math", "njit"])
+def test_callables_the_kernel_cannot_serve_keep_the_callable(radius):
+    assert radius_kernel(radius, np.linspace(0, 1, 5)) is None
+    model = _model(radius, radius)
+    s = fiber_setup(model.discretization, 5, None, "c")
+    assert s.r0_kernel is None and s.r0_kernels == (None, None)
+    e, xi, theta = _points(s)
+    np.testing.assert_array_equal(reference_radius(model, s, e, xi)[0], radius(theta))
 
 
 def test_numbers_are_parameters_so_laws_of_one_form_share_a_kernel():

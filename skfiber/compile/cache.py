@@ -20,8 +20,10 @@ import sys
 import tempfile
 import warnings
 from pathlib import Path
+from typing import Callable
 
 import numba
+import numpy as np
 
 __all__ = ["cache_folder", "writable_folder", "source_key", "load_module", "forget_module", "unload_module",
            "first_call", "GeneratedKernel"]
@@ -104,10 +106,27 @@ def unload_module(source: str, kind: str = "law") -> None:
     sys.modules.pop(f"skfiber_{kind}_{key}", None)
 
 
-def first_call(source: str, kind: str, args: tuple, *, what: str):
-    """The ``evaluate`` function of a generated source, called once with ``args`` (which compiles it, or loads
-    numba's machine code), or None when it cannot be compiled: then a RuntimeWarning says that ``what``
-    runs with numpy.  A failure is tried a second time without numba's cached code (stale or broken)."""
+def first_call(source: str, kind: str, args: tuple, *, what: str) -> Callable | None:
+    """The ``evaluate`` function of a generated source, called once (which compiles it or loads numba's
+    machine code).
+
+    Parameters
+    ----------
+    source
+        The module's source (:func:`load_module`).
+    kind
+        Its file name prefix in the cache.
+    args
+        The arguments of the first call.
+    what
+        What the warning calls the source when it cannot be compiled.
+
+    Returns
+    -------
+    callable or None
+        The function, or None when it cannot be compiled (also after a second try without numba's cached
+        code, which may be stale or broken); a RuntimeWarning then says that ``what`` runs with numpy.
+    """
     for attempt in (0, 1):
         try:
             function = load_module(source, kind).evaluate
@@ -118,7 +137,7 @@ def first_call(source: str, kind: str, args: tuple, *, what: str):
             if attempt:
                 first_line = str(error).splitlines()[0] if str(error) else ""
                 warnings.warn(f"{what} could not be compiled ({type(error).__name__}: {first_line}); it runs with "
-                              "numpy", RuntimeWarning, stacklevel=3)
+                              "numpy", RuntimeWarning, stacklevel=4)
                 return None
 
 
@@ -133,7 +152,7 @@ class GeneratedKernel:
 
     kind = "kernel"
 
-    def __init__(self, source: str, params, name: str):
+    def __init__(self, source: str, params: np.ndarray, name: str):
         self.source = source
         self.params = params
         self.name = name

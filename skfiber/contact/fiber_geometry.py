@@ -37,7 +37,7 @@ from ..discretization import hermite_shape
 from .closest_point import BEZIER_FROM_HERMITE, POWER_FROM_HERMITE
 from .fiber_kernels import RADIUS_SAFETY, chord_distance
 from .geometry import gauss_legendre
-from .radius_kernel import radius_kernel
+from .radius_kernel import RadiusKernel, radius_kernel
 from .smallest_gap import radius_polynomials
 
 __all__ = ["N_SAMPLES", "RADIUS_SAFETY", "FiberSetup", "FiberState", "fiber_setup", "fiber_state",
@@ -75,8 +75,8 @@ class FiberSetup:
     r0_const: np.ndarray  # (f,) r0 of fibers with constant radius, NaN for r0(θ) callables
     radius_group: np.ndarray  # (f,) the first fiber with the same r0(θ) callable (one call serves them all)
     r0_poly: np.ndarray  # (e, 6) r0 on each element as a quintic in ξ (the smallest gap's radius)
-    r0_kernels: tuple  # (f,) per fiber: its compiled r0(θ) (RadiusKernel), or None (constant, or the callable)
-    r0_kernel: object  # the compiled r0(θ) when all fibers share one callable (the common case), else None
+    r0_kernels: tuple[RadiusKernel | None, ...]  # per fiber: its compiled r0(θ), or None (constant, callable)
+    r0_kernel: RadiusKernel | None  # the compiled r0(θ) when all fibers share one callable (the common case)
     elements: np.ndarray  # taking-part elements
     names: tuple  # fiber names
 
@@ -149,10 +149,11 @@ def fiber_setup(d, quadrature_points: int, fibers, name: str) -> FiberSetup:
             r0_const[fd.index] = float(f.radius)
     radius_group = np.array([next(j for j, g in enumerate(d.fibers) if g.radius is f.radius) for f in d.fibers],
                             dtype=np.int64)
-    r0_kernels = tuple(
-        radius_kernel(f.radius, d.node_theta[np.unique(t[:, fd.elements])], label=_fiber_label(f, fd.index))
-        if callable(f.radius) and radius_group[fd.index] == fd.index else None
-        for fd, f in zip(d.fiber_dofs, d.fibers))
+    r0_kernels = tuple(  # one per r0(θ) callable, checked at the nodes of all fibers that use it
+        radius_kernel(f.radius, np.unique(d.node_theta[np.isin(d.node_fiber, np.flatnonzero(radius_group == k))]),
+                      label=_fiber_label(f, k))
+        if callable(f.radius) and radius_group[k] == k else None
+        for k, f in enumerate(d.fibers))
     taking = np.arange(nf) if fibers is None else np.unique([d.fiber_index(f) for f in fibers])
     if taking.size < 2:
         raise ValueError(f"fiber–fiber contact {name!r} needs at least 2 distinct fibers, got {taking.tolist()} "
@@ -191,7 +192,7 @@ def reference_radius(model, s: FiberSetup, e: np.ndarray, xi: np.ndarray) -> tup
     """
     if s.r0_kernel is not None:  # one compiled r0(θ) for all fibers (the common case)
         rv, dv = np.empty(e.size), np.empty(e.size)
-        if s.r0_kernel(s.theta0, s.h, e, xi, rv, dv):
+        if _compiled(s.r0_kernel, s, e, xi, rv, dv):
             return rv, dv
     fib = s.fiber[e]
     r0 = s.r0_const[fib]
@@ -211,7 +212,7 @@ def reference_radius(model, s: FiberSetup, e: np.ndarray, xi: np.ndarray) -> tup
         ek, xk = ev[m], xv[m]
         rk, dk = (rv, dv) if isinstance(m, slice) else (np.empty(ek.size), np.empty(ek.size))
         kernel = s.r0_kernels[k]
-        if kernel is None or not kernel(s.theta0, s.h, ek, xk, rk, dk):  # the callable: at θ, θ + Δ, θ − Δ
+        if kernel is None or not _compiled(kernel, s, ek, xk, rk, dk):  # the callable: at θ, θ + Δ, θ − Δ
             h = s.h[ek]
             theta = s.theta0[ek] + h * xk
             lo, hi = np.maximum(theta - _DR0, 0.0), np.minimum(theta + _DR0, 1.0)
@@ -225,6 +226,16 @@ def reference_radius(model, s: FiberSetup, e: np.ndarray, xi: np.ndarray) -> tup
     dr0 = np.zeros_like(r0)
     r0[var], dr0[var] = rv, dv
     return r0, dr0
+
+
+def _compiled(kernel: RadiusKernel, s: FiberSetup, e: np.ndarray, xi: np.ndarray, r: np.ndarray,
+              dr: np.ndarray) -> bool:
+    """r0 and dr0/dξ from a compiled r0(θ) into r, dr; False when it cannot serve (not compiled, or a
+    power of zero with a negative exponent, which numba raises as Python does: the callable decides)."""
+    try:
+        return kernel(s.theta0, s.h, e, xi, r, dr)
+    except ArithmeticError:
+        return False
 
 
 def _fiber_label(fiber, index: int) -> str:

@@ -11,9 +11,10 @@ compiled with numba's ``cache=True``.  Callables of the same form share one
 compiled function (their numbers are a parameter vector).
 
 A callable that cannot be traced (a branch on θ, ``np.where``, a table
-lookup), whose traced expression does not reproduce the callable at the
-fiber's nodes (relative 1e-12), or that numba cannot compile keeps the
-numpy path of :func:`~skfiber.contact.fiber_geometry.reference_radius`.
+lookup), that numba cannot compile, whose compiled r0 does not reproduce
+the callable at the fibers' nodes (:data:`MATCH_TOL`), or whose r0 or
+slope is not finite at a node keeps the numpy path of
+:func:`~skfiber.contact.fiber_geometry.reference_radius`.
 
 Example
 -------
@@ -33,7 +34,7 @@ import sympy as sp
 
 from ..compile.cache import GeneratedKernel
 from ..compile.codegen import abstract_numbers, cse_products, numba_module
-from ..compile.tracer import Traced, Untraceable
+from ..compile.tracer import Traced
 
 __all__ = ["RadiusKernel", "radius_kernel", "MATCH_TOL"]
 
@@ -77,7 +78,9 @@ def _source(expr: sp.Expr) -> tuple[str, np.ndarray]:
         f"        r[i] = {code(value)}",
         f"        dr[i] = ({code(slope)}) * h[el]",
     ]
-    source = numba_module("skfiber.contact.radius_kernel from a fiber's r0(θ)", "theta0, h, e, xi, p, r, dr", body)
+    # numpy's error model: a singular r0 or slope gives inf or nan (as the callable would), not an exception
+    source = numba_module("skfiber.contact.radius_kernel from a fiber's r0(θ)", "theta0, h, e, xi, p, r, dr", body,
+                          error_model="numpy")
     return source, np.array(values, dtype=float)
 
 
@@ -91,7 +94,7 @@ def _traced(radius) -> sp.Expr | None:
             return None
         value = item[0]
         expr = value.expr if isinstance(value, Traced) else sp.sympify(float(value))
-    except (Untraceable, TypeError, ValueError, AttributeError, ArithmeticError, sp.SympifyError):
+    except Exception:  # Untraceable, or anything a callable written for numbers raises on symbols
         return None
     if expr.free_symbols - {_THETA}:
         return None
@@ -101,35 +104,47 @@ def _traced(radius) -> sp.Expr | None:
 def radius_kernel(radius, nodes: np.ndarray, *, label: str = "a fiber") -> RadiusKernel | None:
     """The compiled r0(θ) of a vectorized callable ``radius``, or None when it keeps the numpy path.
 
+    The kernel is compiled here and checked at ``nodes`` against the callable.
+
     Parameters
     ----------
     radius
         The fiber's r0(θ) (m), vectorized over θ.
     nodes
-        θ values where the trace is checked against the callable (the fiber's nodes).
+        θ values where the kernel is checked against the callable (the nodes of the fibers that use it).
     label
         What the warnings call the fiber.
 
     Returns
     -------
     RadiusKernel or None
-        None when the callable cannot be traced, when its trace differs from it at ``nodes`` by more than
-        :data:`MATCH_TOL` (relative), or when its expression cannot be printed as Python.
+        None when the callable cannot be traced or its expression cannot be printed or compiled (warned), when
+        the kernel's r0 differs from the callable's at ``nodes`` by more than :data:`MATCH_TOL` times the largest
+        |r0| there, or when its r0 or slope is not finite there (e.g. √θ at θ = 0).
     """
     expr = _traced(radius)
     if expr is None:
         return None
-    nodes = np.asarray(nodes, dtype=float).reshape(-1)
     try:
-        traced = sp.lambdify(_THETA, expr, modules="numpy")(nodes)
-        with np.errstate(all="ignore"):
-            direct = np.asarray(radius(nodes.copy()), dtype=float)
-        traced = np.broadcast_to(np.asarray(traced, dtype=float), nodes.shape)
-        direct = np.broadcast_to(direct, nodes.shape)
         source, params = _source(expr)
-    except Exception:  # the printer or lambdify does not know a function of the trace
+    except Exception:  # a function of the trace that the printer does not know
         return None
-    scale = np.maximum(np.abs(direct), np.finfo(float).tiny)
-    if not (np.all(np.isfinite(direct)) and np.all(np.abs(traced - direct) <= MATCH_TOL * scale)):
+    kernel = RadiusKernel(source, params, label)
+    nodes = np.ascontiguousarray(np.asarray(nodes, dtype=float).reshape(-1))
+    n = nodes.size
+    r, dr = np.empty(max(n, 1)), np.empty(max(n, 1))
+    probe = np.array([0.5 * (nodes.min() + nodes.max()) if n else 0.5])
+    if not kernel(probe, np.ones(1), np.zeros(1, dtype=np.int64), np.zeros(1), r, dr):  # compiles (or warns)
         return None
-    return RadiusKernel(source, params, label)
+    try:
+        kernel(nodes, np.ones(n), np.arange(n, dtype=np.int64), np.zeros(n), r[:n], dr[:n])
+        with np.errstate(all="ignore"):
+            direct = np.broadcast_to(np.asarray(radius(nodes.copy()), dtype=float), nodes.shape)
+    except Exception:  # e.g. 0.0 ** -1 in the slope (numba keeps Python's power), or the callable fails here
+        return None
+    r, dr = r[:n], dr[:n]
+    scale = float(np.max(np.abs(direct))) if n else 0.0
+    if not (np.all(np.isfinite(direct)) and np.all(np.isfinite(r)) and np.all(np.isfinite(dr))
+            and np.all(np.abs(r - direct) <= MATCH_TOL * scale)):
+        return None
+    return kernel
