@@ -277,8 +277,6 @@ def _error_controlled(model: Model, state: State, *, t_end: float, dt: float, t_
             "saved_cursor": cursor}
     if cursor is not None and step0 >= n_steps:  # a finished run: nothing left to do
         return state, step0, step0, False, cursor.counts, output_time
-    if not isinstance(newton_options, NewtonOptions):
-        raise TypeError(f"newton_options must be a skfiber.NewtonOptions, got {type(newton_options).__name__}")
     if cursor is None:
         check_admissible_start(model, state.u, state.t, state.q)
 

@@ -29,6 +29,7 @@ Example
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numba
 import numpy as np
@@ -40,7 +41,7 @@ from .geometry import gauss_legendre
 from .radius_kernel import RadiusKernel, radius_kernel
 from .smallest_gap import radius_polynomials
 
-__all__ = ["N_SAMPLES", "RADIUS_SAFETY", "FiberSetup", "FiberState", "fiber_setup", "fiber_state",
+__all__ = ["N_SAMPLES", "RADIUS_SAFETY", "FiberSetup", "FiberState", "fiber_setup", "fiber_state", "fiber_label",
            "reference_radius", "state_loop"]
 
 N_SAMPLES = 9  # points per element for the radius bounds
@@ -149,9 +150,10 @@ def fiber_setup(d, quadrature_points: int, fibers, name: str) -> FiberSetup:
             r0_const[fd.index] = float(f.radius)
     radius_group = np.array([next(j for j, g in enumerate(d.fibers) if g.radius is f.radius) for f in d.fibers],
                             dtype=np.int64)
+    names = tuple(f.name for f in d.fibers)
     r0_kernels = tuple(  # one per r0(θ) callable, checked at the nodes of all fibers that use it
         radius_kernel(f.radius, np.unique(d.node_theta[np.isin(d.node_fiber, np.flatnonzero(radius_group == k))]),
-                      label=_fiber_label(f, k))
+                      label=fiber_label(names, k))
         if callable(f.radius) and radius_group[k] == k else None
         for k, f in enumerate(d.fibers))
     taking = np.arange(nf) if fibers is None else np.unique([d.fiber_index(f) for f in fibers])
@@ -165,7 +167,7 @@ def fiber_setup(d, quadrature_points: int, fibers, name: str) -> FiberSetup:
         fiber=fiber, first=first, last=last, dofs=dofs, scale=scale, c_ref=c_ref, Xp=Xp, r0=r0,
         Xp_s=Xp_s, r0_s=r0_s, r0_const=r0_const, radius_group=radius_group, r0_poly=radius_polynomials(d),
         r0_kernels=r0_kernels, r0_kernel=r0_kernels[0] if (radius_group == 0).all() else None, elements=elements,
-        names=tuple(f.name for f in d.fibers),
+        names=names,
     )
 
 
@@ -238,8 +240,15 @@ def _compiled(kernel: RadiusKernel, s: FiberSetup, e: np.ndarray, xi: np.ndarray
         return False
 
 
-def _fiber_label(fiber, index: int) -> str:
-    return f"fiber {index}" + (f" ({fiber.name!r})" if fiber.name else "")
+def fiber_label(names: Sequence[str], k: int) -> str:
+    """How messages name fiber ``k`` of a model whose fibers are called ``names``: "fiber 2 ('biceps')".
+
+    Example
+    -------
+    >>> fiber_label(("", "biceps"), 1), fiber_label(("", "biceps"), 0)
+    ("fiber 1 ('biceps')", 'fiber 0')
+    """
+    return f"fiber {k}" + (f" ({names[k]!r})" if names[k] else "")
 
 
 def fiber_state(s: FiberSetup, model, u: np.ndarray, name: str) -> FiberState:

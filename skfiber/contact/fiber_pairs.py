@@ -45,7 +45,7 @@ from ..threads import threads_for
 from .base import STEP_HINT
 from .broadphase import NeighbourList
 from .closest_point import BEZIER_FROM_POWER
-from .fiber_geometry import FiberSetup, FiberState, reference_radius
+from .fiber_geometry import FiberSetup, FiberState, fiber_label, reference_radius
 from .fiber_kernels import neighbours_of, pairs_loop, pairs_loop_parallel
 from .smallest_gap import polynomial_radius
 
@@ -83,10 +83,6 @@ class ContactPairs:
     fiber_x: np.ndarray
     fiber_y: np.ndarray
     log_slope_y: np.ndarray | None = None  # (dr0/dξ) / r0 at y (for the tangent)
-
-
-def _fiber_label(names, k: int) -> str:
-    return f"fiber {k}" + (f" ({names[k]!r})" if names[k] else "")
 
 
 def find_pairs(model, s: FiberSetup, st: FiberState, *, gamma: float, method: str = "auto",
@@ -182,7 +178,7 @@ def check_pairs(name: str, gamma: float, s: FiberSetup, pr: ContactPairs, t: flo
         th_y = s.theta0[pr.element_y[i]] + s.h[pr.element_y[i]] * pr.xi_y[i]
         raise FloatingPointError(
             f"inadmissible fiber–fiber contact in {name!r} at t = {t:.6g} s: "
-            f"{_fiber_label(s.names, fa)} at θ = {th_x:.4g} and {_fiber_label(s.names, fb)} at θ = {th_y:.4g} "
+            f"{fiber_label(s.names, fa)} at θ = {th_x:.4g} and {fiber_label(s.names, fb)} at θ = {th_y:.4g} "
             f"penetrate too far: 1 + γg = {pr.admissibility[i]:.3g} ≤ 0 (distance {pr.distance[i]:.4g} m, "
             f"r_x + r_y = {pr.radius_x[i] + pr.radius_y[i]:.4g} m, γ = {gamma:g}); "
             f"the fibers may not come closer than (1 − 1/γ)(r_x + r_y); " + STEP_HINT

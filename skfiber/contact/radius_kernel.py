@@ -28,7 +28,6 @@ True
 """
 from __future__ import annotations
 
-
 import numpy as np
 import sympy as sp
 
