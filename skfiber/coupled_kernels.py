@@ -210,7 +210,7 @@ def coupled_rows(R, rigid_residual, C, D, P, forces, fixed):  # pragma: no cover
 @numba.njit(cache=True)
 def coupled_increment(K, rows, cols, vals, block_rows, block_cols, blocks, block_index, block_fixed, block_diag_fixed, touch_flat, touch_rows,
                       touch_cols, pos, C, H, G, R_q, rigid_tangent, D, constrained, Jp, Hp, force, Gp, columns,
-                      offsets, dRu, d_pose, pivot_tol, residual_tol):  # pragma: no cover - compiled
+                      offsets, dRu, d_pose, pivot_tol, residual_tol, linear_tol=0.0):  # pragma: no cover - compiled
     """Δz = (Δu, Δq) of the coupled Newton system (see :meth:`CoupledProblem.solve_newton`).
 
     Parameters
@@ -234,6 +234,14 @@ def coupled_increment(K, rows, cols, vals, block_rows, block_cols, blocks, block
         Per contact cylinder on a body in contact: pose Jacobian and Hessian, R_pose and ∂G_c/∂pose;
         ``columns[offsets[i]:offsets[i + 1]]`` and ``dRu[:, offsets[i]:offsets[i + 1]]`` its ∂R_pose/∂u,
         ``d_pose`` (c, 6, 6) its ∂R_pose/∂pose.
+    pivot_tol, residual_tol
+        The block LU's pivot and residual checks (:func:`~skfiber.block_tridiagonal.factor`,
+        :func:`~skfiber.block_tridiagonal.residual_ok`).
+    linear_tol : float
+        With fibers in touch: the residual ‖T Δz + b‖ that GMRES may leave (absolute; Newton passes a
+        small fraction of its own tolerance, an inexact Newton step).  0: to round-off
+        (:data:`~skfiber.coupled_krylov.GMRES_TOL` relative).  The direct block elimination (no fibers in
+        touch) is exact whatever it is.
 
     Returns
     -------
@@ -241,7 +249,8 @@ def coupled_increment(K, rows, cols, vals, block_rows, block_cols, blocks, block
     status : OK, BLOCK_FAILED (the block LU of the in-pattern part broke down or failed its residual
         check), OUTSIDE_PATTERN (a contact triplet outside the block pattern, a block outside the matrix),
         SINGULAR_SCHUR or KRYLOV_FAILED
-        (fibers in touch and GMRES did not reach :data:`~skfiber.coupled_krylov.GMRES_ACCEPT`).
+        (fibers in touch and GMRES did not reach :data:`~skfiber.coupled_krylov.GMRES_ACCEPT`, or twice
+        ``linear_tol``, whichever is larger).
     iterations : int
         GMRES iterations (0 when no entry lies outside the block pattern).
 
@@ -363,9 +372,14 @@ def coupled_increment(K, rows, cols, vals, block_rows, block_cols, blocks, block
         S_inv = np.linalg.inv(S) if n > 1 else (1.0 / S if n == 1 else S)
         Y_w = np.ascontiguousarray(sol[:, 1:])
         W_fixed = np.ascontiguousarray(rhs[:, 1:])
+        b_norm = math.sqrt(np.dot(full_b, full_b))
+        tol, accept = GMRES_TOL, GMRES_ACCEPT
+        if linear_tol > 0.0 and b_norm > 0.0:  # an inexact Newton step: GMRES stops at linear_tol
+            tol = max(tol, linear_tol / b_norm)
+            accept = max(accept, 2.0 * linear_tol / b_norm)
         dz, iterations, res = coupled_gmres(A, LU, piv, X, block_rows[outside], block_cols[outside], e_blocks, W_fixed, Rq_u, Rq_q, S_inv, Y_w,
-                                            full_b, dz, GMRES_TOL, GMRES_MAX_ITERATIONS)
-        if not res <= GMRES_ACCEPT:
+                                            full_b, dz, tol, GMRES_MAX_ITERATIONS)
+        if not res <= accept:
             return dz, KRYLOV_FAILED, iterations
         for i in range(n):
             dq[i] = dz[N + i]

@@ -25,9 +25,11 @@ many iterations; as the contact stiffness is small against the fibers' own,
 it ends in a few (the upper-limb demo: see docs/performance.md).  A sparse LU
 of the whole fiber block (SuperLU, the general path) or a band LU after
 reordering costs 5–50 times more at the demo's sizes.  The result is the
-Newton increment to a relative residual of :data:`GMRES_TOL`; when GMRES does
-not get there within :data:`GMRES_MAX_ITERATIONS` the caller falls back to the
-sparse LU.
+Newton increment to a relative residual of :data:`GMRES_TOL`, or to the
+absolute residual Newton asks for (a small fraction of its own tolerance: an
+inexact Newton step, :func:`skfiber.coupled_kernels.coupled_increment`'s
+``linear_tol``); when GMRES does not get there within
+:data:`GMRES_MAX_ITERATIONS` the caller falls back to the sparse LU.
 
 Example
 -------

@@ -168,6 +168,12 @@ class CoupledProblem:
         self._fast = FastCoupling(self) if fast and FastCoupling.supports(model) else None
 
     # ------------------------------------------------------------------ state
+    @property
+    def krylov_iterations(self) -> int:
+        """GMRES iterations of all Newton increments so far (fibers in touch with each other on the fast
+        path; 0 otherwise)."""
+        return 0 if self._fast is None else self._fast.krylov_iterations
+
     def split(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return z[:self.N], z[self.N:]
 
@@ -365,10 +371,15 @@ class CoupledProblem:
         T[:, ~free] = 0.0
         return T
 
-    def solve_newton(self, cev: CoupledEvaluation) -> np.ndarray:
-        """The Newton increment Δz (block elimination of Δu_I, Schur complement for Δq)."""
+    def solve_newton(self, cev: CoupledEvaluation, *, linear_tolerance: float = 0.0) -> np.ndarray:
+        """The Newton increment Δz (block elimination of Δu_I, Schur complement for Δq).
+
+        ``linear_tolerance`` is the residual of the linear system the solve may leave (absolute, in the
+        norm of Newton's residual; 0: to round-off).  Only GMRES uses it (the fast path with fibers in
+        touch with each other, :mod:`skfiber.coupled_krylov`); the direct solves are exact.
+        """
         if getattr(cev, "fast", None) is not None:  # a FastEvaluation
-            return self._fast.solve_newton(cev)
+            return self._fast.solve_newton(cev, linear_tolerance=linear_tolerance)
         return self.solve_blocks(cev)
 
     def solve_blocks(self, cev) -> np.ndarray:

@@ -576,13 +576,13 @@ class FastCoupling:
         Rq_q = Rq_q + C.T @ W[D]
         return W, Rq_u, Rq_q
 
-    def solve_newton(self, ev: FastEvaluation) -> np.ndarray:
+    def solve_newton(self, ev: FastEvaluation, *, linear_tolerance: float = 0.0) -> np.ndarray:
         """:meth:`CoupledProblem.solve_newton` for a fast evaluation: compiled when the fibers' own blocks are
         block tridiagonal — one call (:func:`skfiber.coupled_kernels.newton_increment`) with at most one
         cylinder contact in touch and no fibers in touch with each other, else the tangent, the contact
         derivatives and :func:`~skfiber.coupled_kernels.coupled_increment` (with fibers in touch: GMRES
-        preconditioned by the block elimination, :mod:`skfiber.coupled_krylov`) — and :meth:`solve_blocks`
-        otherwise or when the block LU or GMRES is rejected."""
+        preconditioned by the block elimination, :mod:`skfiber.coupled_krylov`, to ``linear_tolerance``) —
+        and :meth:`solve_blocks` otherwise or when the block LU or GMRES is rejected."""
         fs = self.problem.fiber_solver
         if fs.block_index is None:
             return self.solve_blocks(ev)
@@ -590,7 +590,7 @@ class FastCoupling:
         if len(active) <= 1 and not any(c.active for c in ev.fiber_contacts):
             dz, status, iterations = self._fused_increment(ev, active[0] if active else None)
         else:
-            dz, status, iterations = self._separate_increment(ev)
+            dz, status, iterations = self._separate_increment(ev, float(linear_tolerance))
         self.krylov_iterations += iterations
         if status != OK:
             self.fallbacks += 1
@@ -614,10 +614,10 @@ class FastCoupling:
                                 fs.block_diag_fixed, flat, rows, cols, p.dependent_rows, C, H, self._P, ev.fiber_residual,
                                 ev.residual[p.N:], ev.rigid_tangent, p.D, fs.constrained, PIVOT_TOL, RESIDUAL_TOL)
 
-    def _separate_increment(self, ev: FastEvaluation):
+    def _separate_increment(self, ev: FastEvaluation, linear_tolerance: float = 0.0):
         """(Δz, status, GMRES iterations) of :func:`~skfiber.coupled_kernels.coupled_increment` for any number of
         contacts (fiber–fiber ones included), its inputs (element matrices, contact derivatives) from their own
-        kernels."""
+        kernels; GMRES to the absolute residual ``linear_tolerance`` (0: to round-off)."""
         p = self.problem
         fs = p.fiber_solver
         N, n = p.N, p.n
@@ -657,7 +657,7 @@ class FastCoupling:
             K, rows, cols, vals, block_rows, block_cols, block_values, fs.block_index, fs.block_fixed, fs.block_diag_fixed, flat, trows, tcols,
             p.dependent_rows, C_all[:P].reshape(3 * P, n), H_all[:P].reshape(3 * P, n, n), ev.fiber_residual,
             ev.residual[N:], ev.rigid_tangent, p.D,
-            fs.constrained, Jp, Hp, force, Gp, columns, offsets, dRu, d_pose, PIVOT_TOL, RESIDUAL_TOL)
+            fs.constrained, Jp, Hp, force, Gp, columns, offsets, dRu, d_pose, PIVOT_TOL, RESIDUAL_TOL, linear_tolerance)
 
     def solve_blocks(self, ev: FastEvaluation) -> np.ndarray:
         """:meth:`CoupledProblem.solve_newton` for a fast evaluation, with numpy and the fiber solver

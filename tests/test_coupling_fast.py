@@ -332,3 +332,38 @@ def test_fiber_contact_runs_agree(monkeypatch):
     np.testing.assert_array_equal(one.newton_iterations, two.newton_iterations)
     np.testing.assert_allclose(one.coordinates, two.coordinates, rtol=0, atol=1e-9)
     np.testing.assert_allclose(one.displacements, two.displacements, rtol=0, atol=1e-9)
+
+
+def test_fiber_contact_increment_to_a_linear_tolerance(monkeypatch):
+    """With fibers in touch, Newton's increment may stop GMRES at an absolute residual (an inexact Newton
+    step): the increment's residual ‖T Δz + G‖ (dense T) is within twice that tolerance, GMRES takes fewer
+    iterations than to round-off, and tolerance 0 keeps the increment of the exact solve."""
+    model = fiber_contact_model(monkeypatch)
+    dt = 8.0 / 128
+    state = sf.simulate(model, t_end=3 * dt, dt=dt, progress=False).final_state
+    z = np.concatenate([state.u + 0.5 * dt * state.v, state.q + 0.5 * dt * state.p])
+    t = state.t + dt
+    rates = EulerRates(u_prev=state.u, v_prev=state.v, dt=dt)
+    rigid_state = EulerStep(model.rigid, q_prev=state.q, p_prev=state.p, dt=dt, t=t)
+    prob = CoupledProblem(model)
+    ev = prob.evaluate(z, t, fiber_state=rates, rigid_state=rigid_state)
+    assert ev.fiber_contacts and ev.fiber_contacts[0].active
+    T = prob.tangent_matrix(ev)
+    free = T.any(axis=1)
+    G = np.where(free, ev.residual, 0.0)
+    g_norm = np.linalg.norm(G)
+    iterations = []
+    increments = []
+    for tau in (0.0, 1e-6 * g_norm, 1e-3 * g_norm):
+        before = prob.krylov_iterations
+        dz = prob.solve_newton(ev, linear_tolerance=tau)
+        assert prob.fiber_solver.last_method == "block+gmres"
+        iterations.append(prob.krylov_iterations - before)
+        increments.append(dz)
+        linear_residual = np.linalg.norm(T @ dz + G)
+        assert linear_residual <= max(2 * tau, 1e-11 * g_norm), (tau, linear_residual)
+    assert iterations[0] > iterations[1] >= iterations[2], iterations
+    exact = prob.solve_blocks(ev)  # the general linear algebra (sparse LU)
+    scale = np.abs(exact).max()
+    np.testing.assert_allclose(increments[0], exact, rtol=0, atol=1e-10 * scale)
+    assert np.abs(increments[1] - exact).max() > 0.0  # (stopped early: not the exact solve)
