@@ -294,7 +294,8 @@ def fiber_state(s: FiberSetup, model, u: np.ndarray, name: str = "contact") -> F
         rx = s.r0.ravel() * np.sqrt(s.Xp.ravel() / xp_norm)
         r_s = s.r0_s * np.sqrt(s.Xp_s / speed_s)
     reach = RADIUS_SAFETY * np.maximum(r_s.max(axis=1), rx.reshape(s.ne, s.nq).max(axis=1))
-    return FiberState(Qs, c, P, x, xp, xp_norm, rx, reach, speed_s.min(axis=1), chord_deviation(P))
+    return FiberState(Qs, c, P, x, xp, xp_norm, rx, reach, speed_s.min(axis=1), chord_deviation(P), P.min(axis=1),
+                      P.max(axis=1))
 
 
 def point_candidates(s: FiberSetup, st: FiberState, lo, hi, reach, extra=None):

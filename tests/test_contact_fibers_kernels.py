@@ -117,7 +117,7 @@ def test_pairs_residual_tangent_and_step_bound_equal_the_numpy_reference():
         contact = FiberContact(PenaltyLaw(stiffness=1000.0, gamma=gamma))
         s, st, want, R_want, K_want = _reference_evaluate(contact, model, u)
         st_got = fiber_state(s, model, u, contact.name)
-        for name in ("Qs", "c", "P", "x", "xp", "xp_norm", "rx", "reach", "min_speed", "deviation"):
+        for name in ("Qs", "c", "P", "x", "xp", "xp_norm", "rx", "reach", "min_speed", "deviation", "lo", "hi"):
             a, b = getattr(st_got, name), getattr(st, name)
             assert np.allclose(a, b, rtol=1e-13, atol=1e-15), (name, np.max(np.abs(a - b)))
         got = contact.pairs(model, u)
@@ -171,10 +171,9 @@ def test_search_and_tangent_do_not_depend_on_the_number_of_threads(case, gap):
     F, dF = contact.law.force(pr.gap)
     active = np.flatnonzero(pr.gap < 0)
     assert active.size > 0
-    targs = (pr.point[active], pr.element_x[active], pr.element_y[active], pr.xi_y[active], pr.fixed[active],
-             pr.x[active], pr.y[active], pr.distance[active], pr.radius_x[active], pr.radius_y[active],
-             pr.log_slope_y[active], F[active], dF[active], st.xp, st.xp_norm, st.c, s.c_ref, s.first, s.last, s.H0,
-             s.H1, s.scale, s.w, s.nq, s.ne, POWER_FROM_HERMITE, s.r0_poly, smallest)
+    targs = (active, pr.point, pr.element_x, pr.element_y, pr.xi_y, pr.fixed, pr.x, pr.y, pr.distance, pr.radius_x,
+             pr.radius_y, pr.log_slope_y, F, dF, st.xp, st.xp_norm, st.c, s.c_ref, s.first, s.last, s.H0, s.H1,
+             s.scale, s.w, s.nq, s.ne, POWER_FROM_HERMITE, s.r0_poly, smallest)
     serial = fiber_tangent.tangent_loop(*targs)
     for n in (1, 2, 3, 7):
         for a, b in zip(serial, fiber_tangent.tangent_loop_parallel(*targs, n)):

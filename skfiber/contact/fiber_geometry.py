@@ -96,6 +96,8 @@ class FiberState:
     reach: np.ndarray  # (e,) bound of the current radius on the element
     min_speed: np.ndarray  # (e,) sampled min |x′| per unit ξ
     deviation: np.ndarray  # (e,) the segment lies within this distance of its chord P0–P3
+    lo: np.ndarray  # (e, 3) the box of the control points P: smallest coordinates
+    hi: np.ndarray  # (e, 3) and largest
 
 
 def fiber_setup(d, quadrature_points: int, fibers, name: str) -> FiberSetup:
@@ -280,15 +282,22 @@ def fiber_state(s: FiberSetup, model, u: np.ndarray, name: str) -> FiberState:
     u = np.asarray(u, dtype=float)
     if u.shape != (d.n_dofs,):
         raise ValueError(f"u must have shape ({d.n_dofs},), got {u.shape}")
-    if not np.all(np.isfinite(u)):
+    *fields, finite = state_loop(d.reference_dofs, u, s.dofs, s.scale, POWER_FROM_HERMITE, BEZIER_FROM_HERMITE,
+                                 s.H0, s.H1, s.Hs1, s.r0, s.Xp, s.r0_s, s.Xp_s, RADIUS_SAFETY)
+    if not finite:
         raise FloatingPointError(f"fiber–fiber contact {name!r}: the displacement is not finite")
-    return FiberState(*state_loop(d.reference_dofs + u, s.dofs, s.scale, POWER_FROM_HERMITE, BEZIER_FROM_HERMITE,
-                                  s.H0, s.H1, s.Hs1, s.r0, s.Xp, s.r0_s, s.Xp_s, RADIUS_SAFETY))
+    return FiberState(*fields)
 
 
 @numba.njit(cache=True, error_model="numpy")
-def state_loop(q, dofs, scale, power, bez, H0, H1, Hs1, r0, Xp, r0_s, Xp_s, safety):  # pragma: no cover - compiled
-    """The fields of :class:`FiberState` from the DOF values q = X + u, element by element."""
+def state_loop(X, u, dofs, scale, power, bez, H0, H1, Hs1, r0, Xp, r0_s, Xp_s, safety):  # pragma: no cover - compiled
+    """The fields of :class:`FiberState` from the DOF values q = X + u, element by element, and whether every
+    entry of u is finite (the fields are not meant to be read when not)."""
+    for i in range(u.shape[0]):
+        if not np.isfinite(u[i]):
+            return (np.empty((0, 4, 3)), np.empty((0, 4, 3)), np.empty((0, 4, 3)), np.empty((0, 3)),
+                    np.empty((0, 3)), np.empty(0), np.empty(0), np.empty(0), np.empty(0), np.empty(0),
+                    np.empty((0, 3)), np.empty((0, 3)), False)
     ne, nq, ns = dofs.shape[0], H0.shape[0], Hs1.shape[0]
     Qs = np.empty((ne, 4, 3))
     c = np.zeros((ne, 4, 3))
@@ -300,11 +309,14 @@ def state_loop(q, dofs, scale, power, bez, H0, H1, Hs1, r0, Xp, r0_s, Xp_s, safe
     reach = np.empty(ne)
     min_speed = np.empty(ne)
     deviation = np.empty(ne)
+    lo = np.empty((ne, 3))
+    hi = np.empty((ne, 3))
     v = np.empty(3)
     for e in range(ne):
         for a in range(4):
             for m in range(3):
-                Qs[e, a, m] = q[dofs[e, a, m]] * scale[e, a]
+                j = dofs[e, a, m]
+                Qs[e, a, m] = (X[j] + u[j]) * scale[e, a]
         for i in range(4):
             for a in range(4):
                 for m in range(3):
@@ -332,4 +344,7 @@ def state_loop(q, dofs, scale, power, bez, H0, H1, Hs1, r0, Xp, r0_s, Xp_s, safe
         reach[e] = safety * r_max
         min_speed[e] = s_min
         deviation[e] = max(chord_distance(P[e], P[e, 1]), chord_distance(P[e], P[e, 2]))
-    return Qs, c, P, x, xp, xp_norm, rx, reach, min_speed, deviation
+        for m in range(3):
+            lo[e, m] = min(min(P[e, 0, m], P[e, 1, m]), min(P[e, 2, m], P[e, 3, m]))
+            hi[e, m] = max(max(P[e, 0, m], P[e, 1, m]), max(P[e, 2, m], P[e, 3, m]))
+    return Qs, c, P, x, xp, xp_norm, rx, reach, min_speed, deviation, lo, hi, True

@@ -113,7 +113,7 @@ def find_pairs(model, s: FiberSetup, st: FiberState, *, gamma: float, method: st
     """
     if method not in ("auto", "eig"):
         raise ValueError(f"unknown method {method!r}; pick one of 'auto', 'eig'")
-    lo, hi = st.P.min(axis=1), st.P.max(axis=1)
+    lo, hi = st.lo, st.hi
     if neighbours is None:
         ptr, nbr = neighbours_of(s.elements, s.fiber, lo, hi, st.reach)
     else:
@@ -127,26 +127,34 @@ def find_pairs(model, s: FiberSetup, st: FiberState, *, gamma: float, method: st
         r0y, dr0y = polynomial_radius(s.r0_poly, eB, xi)
     else:
         r0y, dr0y = reference_radius(model, s, eB, xi)
-    eA, rx, ry, g, admissibility, log_slope = _gaps(k, s.nq, st.rx, r0y, dr0y, yp_norm, Yp_norm, dist, float(gamma))
-    return ContactPairs(k, eA, eB, xi, fixed, st.x[k], y, dist, rx, ry, g, admissibility, s.fiber[eA], s.fiber[eB],
-                        log_slope)
+    eA, x, rx, ry, g, admissibility, log_slope, fiber_x, fiber_y = _gaps(k, eB, s.nq, s.fiber, st.x, st.rx, r0y, dr0y,
+                                                                        yp_norm, Yp_norm, dist, float(gamma))
+    return ContactPairs(k, eA, eB, xi, fixed, x, y, dist, rx, ry, g, admissibility, fiber_x, fiber_y, log_slope)
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _gaps(k, nq, rx_points, r0y, dr0y, yp_norm, Yp_norm, dist, gamma):  # pragma: no cover - compiled
-    """Per pair: the element of x, r_x, r_y = r0 √(|Y′|/|y′|) (eq. 21), g = d/(r_x + r_y) − 1 (eq. 40),
-    1 + γ g and (dr0/dξ)/r0 at y (IEEE results for zero or non-finite inputs, as numpy gives them)."""
+def _gaps(k, eB, nq, fiber, x_points, rx_points, r0y, dr0y, yp_norm, Yp_norm, dist, gamma):  # pragma: no cover
+    """Per pair: the element of x, x, r_x, r_y = r0 √(|Y′|/|y′|) (eq. 21), g = d/(r_x + r_y) − 1 (eq. 40),
+    1 + γ g, (dr0/dξ)/r0 at y and the fibers of x and y (IEEE results for zero or non-finite inputs, as numpy
+    gives them)."""
     n = k.size
     eA = np.empty(n, dtype=np.int64)
+    x = np.empty((n, 3))
     rx, ry, g, adm, slope = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    fiber_x = np.empty(n, dtype=fiber.dtype)
+    fiber_y = np.empty(n, dtype=fiber.dtype)
     for i in range(n):
         eA[i] = k[i] // nq
+        for m in range(3):
+            x[i, m] = x_points[k[i], m]
+        fiber_x[i] = fiber[eA[i]]
+        fiber_y[i] = fiber[eB[i]]
         rx[i] = rx_points[k[i]]
         ry[i] = r0y[i] * np.sqrt(Yp_norm[i] / yp_norm[i])
         g[i] = dist[i] / (rx[i] + ry[i]) - 1.0
         adm[i] = 1.0 + gamma * g[i]
         slope[i] = dr0y[i] / r0y[i]
-    return eA, rx, ry, g, adm, slope
+    return eA, x, rx, ry, g, adm, slope, fiber_x, fiber_y
 
 
 def check_pairs(name: str, gamma: float, s: FiberSetup, pr: ContactPairs, t: float) -> None:

@@ -93,10 +93,9 @@ def tangent_blocks(model, s: FiberSetup, st: FiberState, pr: ContactPairs, activ
         The blocks, in the order of (element of x, element of y).
     """
     a = np.asarray(active, dtype=np.int64)
-    args = (pr.point[a], pr.element_x[a], pr.element_y[a], pr.xi_y[a], pr.fixed[a], pr.x[a], pr.y[a],
-            pr.distance[a], pr.radius_x[a], pr.radius_y[a], pr.log_slope_y[a], F[a], dF[a], st.xp, st.xp_norm, st.c,
-            s.c_ref, s.first, s.last, s.H0, s.H1, s.scale, s.w, s.nq, s.ne, POWER_FROM_HERMITE, s.r0_poly,
-            bool(smallest))
+    args = (a, pr.point, pr.element_x, pr.element_y, pr.xi_y, pr.fixed, pr.x, pr.y, pr.distance, pr.radius_x,
+            pr.radius_y, pr.log_slope_y, F, dF, st.xp, st.xp_norm, st.c, s.c_ref, s.first, s.last, s.H0, s.H1, s.scale,
+            s.w, s.nq, s.ne, POWER_FROM_HERMITE, s.r0_poly, bool(smallest))
     threads = threads_for(a.size, PARALLEL_TANGENT_WORK)
     row_el, col_el, blocks = tangent_loop(*args) if threads == 1 else tangent_loop_parallel(*args, threads)
     element_dofs = s.dofs.reshape(s.ne, 12)
@@ -253,12 +252,33 @@ def _tangent_share(share, n_shares, order, start, xy_before, n_xx, k, eA, eB, xi
 
 
 @numba.njit(**_JIT)
-def tangent_loop(k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first, last, H0, H1,
-                 scale, w, nq, ne, M, rpoly, smallest):  # pragma: no cover - compiled
-    """The blocks of the pairs in contact: per element of x the x–x block, per element pair the x–y block
-    (each 12 × 12 as (4, 3, 4, 3)), in the order of (element of x, element of y); returns the row elements,
-    the column elements and the blocks.  Each block sums its pairs in one order
-    (:func:`tangent_loop_parallel` shares the elements of x out among threads, with the same result)."""
+def _active_pairs(active, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF):  # pragma: no cover - compiled
+    """The per-pair arrays of the pairs ``active`` (the pairs in contact), in that order."""
+    n = active.size
+    out = (np.empty(n, k.dtype), np.empty(n, eA.dtype), np.empty(n, eB.dtype), np.empty(n), np.empty(n, fixed.dtype),
+           np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n),
+           np.empty(n))
+    for j in range(n):
+        i = active[j]
+        out[0][j], out[1][j], out[2][j], out[3][j], out[4][j] = k[i], eA[i], eB[i], xi[i], fixed[i]
+        for m in range(3):
+            out[5][j, m] = x[i, m]
+            out[6][j, m] = y[i, m]
+        out[7][j], out[8][j], out[9][j], out[10][j], out[11][j], out[12][j] = (dist[i], rx[i], ry[i], dlnr0[i], F[i],
+                                                                              dF[i])
+    return out
+
+
+@numba.njit(**_JIT)
+def tangent_loop(active, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first, last,
+                 H0, H1, scale, w, nq, ne, M, rpoly, smallest):  # pragma: no cover - compiled
+    """The blocks of the pairs ``active`` (those in contact; the per-pair arrays ``k`` … ``dF`` are of all
+    pairs): per element of x the x–x block, per element pair the x–y block (each 12 × 12 as (4, 3, 4, 3)), in
+    the order of (element of x, element of y); returns the row elements, the column elements and the blocks.
+    Each block sums its pairs in one order (:func:`tangent_loop_parallel` shares the elements of x out among
+    threads, with the same result)."""
+    k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF = _active_pairs(active, k, eA, eB, xi, fixed, x, y, dist,
+                                                                           rx, ry, dlnr0, F, dF)
     order, start, xy_before, n_xx, G = _tangent_groups(eA, eB, ne)
     blocks = np.zeros((G, 4, 3, 4, 3))
     row_el = np.empty(G, dtype=np.int64)
@@ -269,9 +289,11 @@ def tangent_loop(k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_
 
 
 @numba.njit(parallel=True, **_JIT)
-def tangent_loop_parallel(k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first, last,
-                          H0, H1, scale, w, nq, ne, M, rpoly, smallest, n_shares):  # pragma: no cover - compiled
+def tangent_loop_parallel(active, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first,
+                          last, H0, H1, scale, w, nq, ne, M, rpoly, smallest, n_shares):  # pragma: no cover - compiled
     """:func:`tangent_loop` with the elements of x shared out cyclically among ``n_shares`` threads."""
+    k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF = _active_pairs(active, k, eA, eB, xi, fixed, x, y, dist,
+                                                                           rx, ry, dlnr0, F, dF)
     order, start, xy_before, n_xx, G = _tangent_groups(eA, eB, ne)
     blocks = np.zeros((G, 4, 3, 4, 3))
     row_el = np.empty(G, dtype=np.int64)

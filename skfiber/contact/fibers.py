@@ -155,13 +155,18 @@ class FiberContact:
         """
         s = self._setup(model)
         st, pr = self._search(model, s, u, t)
-        N = model.discretization.n_dofs
-        F, dF, R, n_active = residual_loop(pr.point, pr.element_x, st.x, pr.y, pr.distance, pr.gap, st.xp_norm, s.w,
-                                           s.H0, s.scale, s.dofs, s.nq, float(self.law.stiffness),
-                                           float(self.law.gamma), N)
+        forces = getattr(self, "_forces", None)  # (pairs, law, F, dF, R, n_active) of the last evaluation
+        if forces is not None and forces[0] is pr and forces[1] is self.law:  # the same state: the tangent after the residual
+            F, dF, R, n_active = forces[2:]
+        else:
+            N = model.discretization.n_dofs
+            F, dF, R, n_active = residual_loop(pr.point, pr.element_x, st.x, pr.y, pr.distance, pr.gap, st.xp_norm,
+                                               s.w, s.H0, s.scale, s.dofs, s.nq, float(self.law.stiffness),
+                                               float(self.law.gamma), N)
+            self._forces = (pr, self.law, F, dF, R, n_active)
         blocks = (tangent_blocks(model, s, st, pr, np.flatnonzero(pr.gap < 0), F, dF, smallest=self.gap == "smallest")
                   if tangent and n_active else None)
-        return BlockContactEvaluation(R, blocks, admissibility=pr.admissibility.copy(), n_active=n_active)
+        return BlockContactEvaluation(R.copy(), blocks, admissibility=pr.admissibility.copy(), n_active=n_active)
 
     def _search(self, model, s: FiberSetup, u: np.ndarray, t: float):
         """(geometry, pairs) at u, checked admissible (FloatingPointError otherwise).
