@@ -162,12 +162,15 @@ def split_blocks(work, row_dofs, col_dofs, blocks, n, fixed):  # pragma: no cove
                 if v != 0.0:
                     work[(base + col_node[b] * B) * B + col_local[b]] += v
     e_blocks = np.empty((m, nb, nb))
+    col_fixed = np.empty(nb, np.bool_)
     for k in range(m):
         g = outside[k]
+        for b in range(nb):  # (looked up once per block, not once per entry)
+            col_fixed[b] = fixed[col_dofs[g, b]]
         for a in range(nb):
             row_fixed = fixed[row_dofs[g, a]]
             for b in range(nb):
-                e_blocks[k, a, b] = 0.0 if row_fixed or fixed[col_dofs[g, b]] else blocks[g, a, b]
+                e_blocks[k, a, b] = 0.0 if row_fixed or col_fixed[b] else blocks[g, a, b]
     return True, outside[:m], e_blocks
 
 
