@@ -210,7 +210,7 @@ def coupled_rows(R, rigid_residual, C, D, P, forces, fixed):  # pragma: no cover
 @numba.njit(cache=True)
 def coupled_increment(K, rows, cols, vals, block_rows, block_cols, blocks, block_index, block_fixed, block_diag_fixed, touch_flat, touch_rows,
                       touch_cols, pos, C, H, G, R_q, rigid_tangent, D, constrained, Jp, Hp, force, Gp, columns,
-                      offsets, dRu, d_pose, pivot_tol, residual_tol, linear_tol=0.0):  # pragma: no cover - compiled
+                      offsets, dRu, d_pose, pivot_tol, residual_tol, linear_tol):  # pragma: no cover - compiled
     """Δz = (Δu, Δq) of the coupled Newton system (see :meth:`CoupledProblem.solve_newton`).
 
     Parameters
@@ -440,7 +440,7 @@ def newton_increment(K, pts, elements, act,
     return coupled_increment(K, rows, cols, vals, no_dofs, no_dofs, no_blocks, block_index, block_fixed,
                              block_diag_fixed, touch_flat, touch_rows, touch_cols, pos, C, H, G, R_q, rigid_tangent,
                              D, constrained, Jp, Hp, f, Dfib.reshape((1, N, 6))[:c], body_columns, offsets, body_dRu,
-                             dp.reshape((1, 6, 6))[:c], pivot_tol, residual_tol)
+                             dp.reshape((1, 6, 6))[:c], pivot_tol, residual_tol, 0.0)
 
 
 @numba.njit(cache=True)

@@ -43,8 +43,8 @@ STATIC_STAGNATION_WINDOW = 5
 #: floor (e.g. c_a M u with c_a = 1/Δt² ≈ 1e10 in the small steps of an adaptive run near a contact)
 ROUNDOFF_UPDATE = 1e-12
 #: an iterative linear solve of a Newton system (the coupled path's GMRES with fibers in touch) may leave a
-#: residual of this fraction of Newton's tolerance: an inexact Newton step whose error the convergence test
-#: cannot see (‖G(u + Δu)‖ ≈ ‖G + T Δu‖ + O(‖Δu‖²))
+#: residual of this fraction of Newton's tolerance (an inexact Newton step; GMRES accepts up to twice it):
+#: ‖G(u + Δu)‖ ≈ ‖G + T Δu‖ + O(‖Δu‖²) moves by at most 2 % of the tolerance
 LINEAR_FRACTION = 1e-2
 
 

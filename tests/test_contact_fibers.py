@@ -235,6 +235,28 @@ def test_overlapping_parallel_fibers_are_pushed_apart():
     assert np.allclose(ev.admissibility, 0.8)
 
 
+def test_the_tangent_after_the_residual_reuses_its_forces_and_returns_a_fresh_residual():
+    """Newton asks for the residual, then for the tangent at the same state: the second call reuses the
+    first one's contact forces; a caller that changes a returned residual does not change the next, and a new
+    law is not served the old forces."""
+    a = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, radius=0.05, law=LAW)
+    b = sf.Fiber.straight((0, 0.09, 0), (1, 0.09, 0), n_elements=4, radius=0.05, law=LAW)
+    model = sf.Model([a, b])
+    u = np.zeros(model.n_dofs)
+    contact = FiberContact(contact_law())
+    first = contact.evaluate(model, u, 0.0, tangent=False)
+    expected = first.residual.copy()
+    first.residual[:] = 1e9
+    again = contact.evaluate(model, u, 0.0)  # the same state, with the tangent
+    np.testing.assert_array_equal(again.residual, expected)
+    fresh = FiberContact(contact_law()).evaluate(model, u, 0.0)
+    np.testing.assert_array_equal(again.residual, fresh.residual)
+    for x, y in zip((again.rows, again.cols, again.values), (fresh.rows, fresh.cols, fresh.values)):
+        np.testing.assert_array_equal(x, y)
+    contact.law = contact_law(kappa=2000.0)  # F = −κ g/(1 + γ g) doubles
+    np.testing.assert_allclose(contact.evaluate(model, u, 0.0).residual, 2 * expected, rtol=1e-14, atol=0)
+
+
 def test_symmetric_crossing_gives_equal_and_opposite_total_forces():
     a = sf.Fiber.straight((-0.5, 0, 0), (0.5, 0, 0), n_elements=6, radius=0.05, law=LAW)
     b = sf.Fiber.straight((0, -0.5, 0.08), (0, 0.5, 0.08), n_elements=6, radius=0.05, law=LAW)
@@ -280,10 +302,11 @@ def test_inadmissible_state_raises_and_names_the_fibers():
     model = sf.Model([a, b])
     with pytest.raises(FloatingPointError, match=r"fiber 0 \('left'\).*fiber 1 \('right'\).*1 \+ γg"):
         FiberContact(contact_law(gamma=2.0)).evaluate(model, np.zeros(model.n_dofs), 0.0)
-    u = np.zeros(model.n_dofs)
-    u[0] = np.nan
-    with pytest.raises(FloatingPointError, match="not finite"):
-        FiberContact(contact_law()).evaluate(model, u, 0.0)
+    for bad, where in ((np.nan, 0), (np.inf, -1), (-np.inf, 7)):
+        u = np.zeros(model.n_dofs)
+        u[where] = bad
+        with pytest.raises(FloatingPointError, match="the displacement is not finite"):
+            FiberContact(contact_law()).evaluate(model, u, 0.0)
 
 
 def test_bad_parameters_give_clear_errors():

@@ -296,18 +296,25 @@ def fiber_contact_model(monkeypatch, n_elements=4):
     return model
 
 
-def test_fiber_contact_on_the_fast_path(monkeypatch):
-    """Fiber–fiber contact joins the fast path (its residual and tangent triplets from its own implementation,
-    in the model's order of contacts): the same evaluation, tangent blocks, increment and safeguard as the
-    general path."""
-    model = fiber_contact_model(monkeypatch)
-    assert FastCoupling.supports(model)
+def fiber_contact_state(model):
+    """(z, t, fiber rates, rigid step) of a Newton iterate of the demo's model with fibers in touch: halfway
+    into the fourth step of 1/16 s."""
     dt = 8.0 / 128
     state = sf.simulate(model, t_end=3 * dt, dt=dt, progress=False).final_state
     z = np.concatenate([state.u + 0.5 * dt * state.v, state.q + 0.5 * dt * state.p])
     t = state.t + dt
     rates = EulerRates(u_prev=state.u, v_prev=state.v, dt=dt)
     rigid_state = EulerStep(model.rigid, q_prev=state.q, p_prev=state.p, dt=dt, t=t)
+    return z, t, rates, rigid_state
+
+
+def test_fiber_contact_on_the_fast_path(monkeypatch):
+    """Fiber–fiber contact joins the fast path (its residual and tangent triplets from its own implementation,
+    in the model's order of contacts): the same evaluation, tangent blocks, increment and safeguard as the
+    general path."""
+    model = fiber_contact_model(monkeypatch)
+    assert FastCoupling.supports(model)
+    z, t, rates, rigid_state = fiber_contact_state(model)
     fast, general = CoupledProblem(model), CoupledProblem(model, fast=False)
     ev_fast = fast.evaluate(z, t, fiber_state=rates, rigid_state=rigid_state)
     ev_general = general.evaluate(z, t, fiber_state=rates, rigid_state=rigid_state)
@@ -339,12 +346,7 @@ def test_fiber_contact_increment_to_a_linear_tolerance(monkeypatch):
     step): the increment's residual ‖T Δz + G‖ (dense T) is within twice that tolerance, GMRES takes fewer
     iterations than to round-off, and tolerance 0 keeps the increment of the exact solve."""
     model = fiber_contact_model(monkeypatch)
-    dt = 8.0 / 128
-    state = sf.simulate(model, t_end=3 * dt, dt=dt, progress=False).final_state
-    z = np.concatenate([state.u + 0.5 * dt * state.v, state.q + 0.5 * dt * state.p])
-    t = state.t + dt
-    rates = EulerRates(u_prev=state.u, v_prev=state.v, dt=dt)
-    rigid_state = EulerStep(model.rigid, q_prev=state.q, p_prev=state.p, dt=dt, t=t)
+    z, t, rates, rigid_state = fiber_contact_state(model)
     prob = CoupledProblem(model)
     ev = prob.evaluate(z, t, fiber_state=rates, rigid_state=rigid_state)
     assert ev.fiber_contacts and ev.fiber_contacts[0].active
@@ -367,3 +369,22 @@ def test_fiber_contact_increment_to_a_linear_tolerance(monkeypatch):
     scale = np.abs(exact).max()
     np.testing.assert_allclose(increments[0], exact, rtol=0, atol=1e-10 * scale)
     assert np.abs(increments[1] - exact).max() > 0.0  # (stopped early: not the exact solve)
+
+
+def test_newton_stops_gmres_at_a_fraction_of_its_tolerance(monkeypatch):
+    """Newton passes LINEAR_FRACTION × its tolerance to the coupled solve: fewer GMRES iterations than with 0
+    (to round-off), the same Newton iterations and states to far below Newton's tolerance."""
+    from skfiber import newton
+    runs = []
+    for fraction in (0.0, newton.LINEAR_FRACTION):
+        model = fiber_contact_model(monkeypatch)
+        problems = []
+        monkeypatch.setattr(sf.solver, "make_solver", lambda m: problems.append(CoupledProblem(m)) or problems[-1])
+        monkeypatch.setattr(newton, "LINEAR_FRACTION", fraction)
+        result = sf.simulate(model, t_end=0.25, dt=8.0 / 128, progress=False)
+        runs.append((result, sum(p.krylov_iterations for p in problems)))
+    (exact, k_exact), (inexact, k_inexact) = runs
+    assert 0 < k_inexact < k_exact, (k_inexact, k_exact)
+    np.testing.assert_array_equal(exact.newton_iterations, inexact.newton_iterations)
+    np.testing.assert_allclose(inexact.coordinates, exact.coordinates, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(inexact.displacements, exact.displacements, rtol=0, atol=1e-9)

@@ -344,7 +344,13 @@ def state_loop(X, u, dofs, scale, power, bez, H0, H1, Hs1, r0, Xp, r0_s, Xp_s, s
         reach[e] = safety * r_max
         min_speed[e] = s_min
         deviation[e] = max(chord_distance(P[e], P[e, 1]), chord_distance(P[e], P[e, 2]))
-        for m in range(3):
-            lo[e, m] = min(min(P[e, 0, m], P[e, 1, m]), min(P[e, 2, m], P[e, 3, m]))
-            hi[e, m] = max(max(P[e, 0, m], P[e, 1, m]), max(P[e, 2, m], P[e, 3, m]))
+        for m in range(3):  # the box of P (NaN when a coordinate is, as numpy's min and max give it)
+            low = high = P[e, 0, m]
+            for a in range(1, 4):
+                p = P[e, a, m]
+                if p < low or p != p:
+                    low = p
+                if p > high or p != p:
+                    high = p
+            lo[e, m], hi[e, m] = low, high
     return Qs, c, P, x, xp, xp_norm, rx, reach, min_speed, deviation, lo, hi, True
