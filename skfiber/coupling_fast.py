@@ -270,7 +270,7 @@ class FastCoupling:
         self._kernel = model.form_kernel  # the fibers' residual terms and element tangent
         self._fused = None  # skfiber.evaluation_kernel's function (False: not available)
         self._fused_ready = False  # whether it has run (compiled) once
-        self._last = None  # (z as bytes, t, u) of the last evaluation
+        self._last = None  # (z as bytes, t, u, q, body points x, their Jacobian C) of the last evaluation
         self.krylov_iterations = 0  # GMRES iterations of the increments with fibers in touch (all so far)
         self.fallbacks = 0  # increments redone by solve_blocks (block LU rejected, GMRES short of its tolerance)
 
@@ -386,7 +386,7 @@ class FastCoupling:
                 rigid_residual, rigid_tangent, rigid_ref = rs.residual, rs.tangent, rs.reference_force
             residual, body_force = coupled_rows(R, np.ascontiguousarray(rigid_residual, dtype=float), C, p.D,
                                                 self._P, forces, p.fixed_index)
-        self._last = (z.tobytes(), t, u)  # u with u_D = c(q, t) at this z (expand)
+        self._last = (z.tobytes(), t, u, q, x, C)  # u with u_D = c(q, t) at this z (expand, max_step)
         if load_factor == 1.0:
             model.memo.store(u, v, a, t, q, R)  # fresh arrays, never changed
         ref = max(ref, rigid_ref, body_force)
@@ -500,8 +500,12 @@ class FastCoupling:
         p, model = self.problem, self.model
         N, t = p.N, float(t)
         z = np.ascontiguousarray(z, dtype=float)
-        q, u, x, C, _ = coupled_positions(z, N, p.D, self._P, self._bodies, self._points,
-                                          *p.system.plan().point_args(t))
+        last = self._last
+        if last is not None and last[1] == t and last[0] == z.tobytes():  # Newton's last evaluation (the usual)
+            u, q, x, C = last[2:]
+        else:
+            q, u, x, C, _ = coupled_positions(z, N, p.D, self._P, self._bodies, self._points,
+                                              *p.system.plan().point_args(t))
         model.set_coordinates(q)
         du, dq = dz[:N], dz[N:]
         delta = 1.0
