@@ -42,10 +42,6 @@ STATIC_STAGNATION_WINDOW = 5
 #: times max(1, ‖u‖∞) and the residual is below √rtol·F_ref: the residual is then at its round-off
 #: floor (e.g. c_a M u with c_a = 1/Δt² ≈ 1e10 in the small steps of an adaptive run near a contact)
 ROUNDOFF_UPDATE = 1e-12
-#: an iterative linear solve of a Newton system (the coupled path's GMRES with fibers in touch) may leave a
-#: residual of this fraction of Newton's tolerance (an inexact Newton step; GMRES accepts up to twice it):
-#: ‖G(u + Δu)‖ ≈ ‖G + T Δu‖ + O(‖Δu‖²) moves by at most 2 % of the tolerance
-LINEAR_FRACTION = 1e-2
 
 
 @dataclass
@@ -240,14 +236,14 @@ def _attempt(evaluate, u0, solver, options, t, step, max_step, first, matrix, sc
 
     def fresh_increment(ev_, tol_):
         """Δu from the tangent at the current iterate (counted; kept when reusing); an iterative solve to
-        :data:`LINEAR_FRACTION` of Newton's tolerance ``tol_``."""
+        ``options.linear_fraction`` of Newton's tolerance ``tol_`` (‖G(u + Δu)‖ ≈ ‖G + T Δu‖ + O(‖Δu‖²))."""
         nonlocal lu, lu_norm, lu_scheme, built
         if carried and not built:
             matrix.carried(False)
         built = True
         try:
             if coupled:
-                du_ = solver.solve_newton(ev_, linear_tolerance=LINEAR_FRACTION * tol_)
+                du_ = solver.solve_newton(ev_, linear_tolerance=options.linear_fraction * tol_)
             elif reuse:
                 du_, lu = solver.factor_solve(ev_.element_matrices, -ev_.residual, ev_.extra)
                 lu_norm, lu_scheme = None, scheme

@@ -372,19 +372,23 @@ def test_fiber_contact_increment_to_a_linear_tolerance(monkeypatch):
 
 
 def test_newton_stops_gmres_at_a_fraction_of_its_tolerance(monkeypatch):
-    """Newton passes LINEAR_FRACTION × its tolerance to the coupled solve: fewer GMRES iterations than with 0
-    (to round-off), the same Newton iterations and states to far below Newton's tolerance."""
-    from skfiber import newton
+    """Newton passes NewtonOptions.linear_fraction × its tolerance to the coupled solve: fewer GMRES iterations
+    than with 0 (to round-off), the same Newton iterations and states to far below Newton's tolerance."""
     runs = []
-    for fraction in (0.0, newton.LINEAR_FRACTION):
+    for fraction in (0.0, sf.NewtonOptions().linear_fraction):
         model = fiber_contact_model(monkeypatch)
         problems = []
         monkeypatch.setattr(sf.solver, "make_solver", lambda m: problems.append(CoupledProblem(m)) or problems[-1])
-        monkeypatch.setattr(newton, "LINEAR_FRACTION", fraction)
-        result = sf.simulate(model, t_end=0.25, dt=8.0 / 128, progress=False)
+        result = sf.simulate(model, t_end=0.25, dt=8.0 / 128, progress=False,
+                             newton_options=sf.NewtonOptions(linear_fraction=fraction))
         runs.append((result, sum(p.krylov_iterations for p in problems)))
     (exact, k_exact), (inexact, k_inexact) = runs
     assert 0 < k_inexact < k_exact, (k_inexact, k_exact)
     np.testing.assert_array_equal(exact.newton_iterations, inexact.newton_iterations)
     np.testing.assert_allclose(inexact.coordinates, exact.coordinates, rtol=0, atol=1e-9)
     np.testing.assert_allclose(inexact.displacements, exact.displacements, rtol=0, atol=1e-9)
+    for bad in (-0.1, 0.5):
+        with pytest.raises(ValueError, match=r"linear_fraction must lie in \[0, 0.1\]"):
+            sf.NewtonOptions(linear_fraction=bad)
+    with pytest.raises(TypeError, match="linear_fraction must be a finite number"):
+        sf.NewtonOptions(linear_fraction=float("nan"))

@@ -63,10 +63,14 @@ class NewtonOptions:
     #: the same forms, or for a fixed-step run long enough to pay for the compilation
     #: (:data:`skfiber.fiber_step.COMPILE_PAYOFF_STEPS` steps); True: always; False: never (the Python step)
     compiled_step: bool | None = None
+    #: an iterative solve of the Newton system (GMRES on the coupled path when fibers touch each other) stops
+    #: at this fraction of Newton's tolerance: an inexact Newton step, ‖G‖ of the next iterate moves by at
+    #: most twice this fraction of the tolerance; 0: to round-off.  Direct solves are exact whatever it is
+    linear_fraction: float = 1e-2
 
     def __post_init__(self):
         for key in ("rtol", "atol", "safeguard", "min_step", "line_search_decrease", "reuse_max_rate",
-                    "reuse_max_change"):
+                    "reuse_max_change", "linear_fraction"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
                     or not math.isfinite(value):
@@ -97,6 +101,9 @@ class NewtonOptions:
             raise ValueError(f"reuse_max_rate must lie in (0, 1) (a contraction rate), got {self.reuse_max_rate}")
         if not self.reuse_max_change >= 0:
             raise ValueError(f"reuse_max_change must be ≥ 0 (a relative change of c_v, c_a), got {self.reuse_max_change}")
+        if not 0 <= self.linear_fraction <= 0.1:
+            raise ValueError(f"linear_fraction must lie in [0, 0.1] (a fraction of Newton's tolerance; 0: linear "
+                             f"solves to round-off), got {self.linear_fraction}")
         w = self.stagnation_window
         if w is not None and (isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 0):
             raise ValueError(f"stagnation_window must be an integer ≥ 0 (0 = never give up early) or None "
