@@ -292,12 +292,17 @@ class FastCoupling:
         return True
 
     # ------------------------------------------------------------------ residual
-    def expanded(self, z: np.ndarray, t: float) -> np.ndarray | None:
-        """u with u_D = c(q, t) at z if the last evaluation was at (z, t) (a copy), else None."""
+    def _last_at(self, z: np.ndarray, t: float) -> tuple | None:
+        """(u, q, x, C) of the last evaluation if it was at (z, t), else None (not copies)."""
         last = self._last
         if last is None or last[1] != t or last[0] != z.tobytes():
             return None
-        return last[2].copy()
+        return last[2:]
+
+    def expanded(self, z: np.ndarray, t: float) -> np.ndarray | None:
+        """u with u_D = c(q, t) at z if the last evaluation was at (z, t) (a copy), else None."""
+        last = self._last_at(z, t)
+        return None if last is None else last[0].copy()
 
     def displacement(self, q: np.ndarray, t: float) -> np.ndarray:
         """u_D = c(q, t) of the attachments (3P,) in one kernel call (no derivatives)."""
@@ -500,9 +505,9 @@ class FastCoupling:
         p, model = self.problem, self.model
         N, t = p.N, float(t)
         z = np.ascontiguousarray(z, dtype=float)
-        last = self._last
-        if last is not None and last[1] == t and last[0] == z.tobytes():  # Newton's last evaluation (the usual)
-            u, q, x, C = last[2:]
+        last = self._last_at(z, t)
+        if last is not None:  # Newton's last evaluation (the usual case)
+            u, q, x, C = last
         else:
             q, u, x, C, _ = coupled_positions(z, N, p.D, self._P, self._bodies, self._points,
                                               *p.system.plan().point_args(t))
@@ -618,7 +623,7 @@ class FastCoupling:
                                 fs.block_diag_fixed, flat, rows, cols, p.dependent_rows, C, H, self._P, ev.fiber_residual,
                                 ev.residual[p.N:], ev.rigid_tangent, p.D, fs.constrained, PIVOT_TOL, RESIDUAL_TOL)
 
-    def _separate_increment(self, ev: FastEvaluation, linear_tolerance: float = 0.0):
+    def _separate_increment(self, ev: FastEvaluation, linear_tolerance: float):
         """(Δz, status, GMRES iterations) of :func:`~skfiber.coupled_kernels.coupled_increment` for any number of
         contacts (fiber–fiber ones included), its inputs (element matrices, contact derivatives) from their own
         kernels; GMRES to the absolute residual ``linear_tolerance`` (0: to round-off)."""

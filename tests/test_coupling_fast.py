@@ -72,7 +72,7 @@ def assert_fused_increment(prob_fast, ev):
     active = [c for c in ev.contacts if c.active]
     assert len(active) <= 1
     fused, status, its = fc._fused_increment(ev, active[0] if active else None)
-    separate, status_separate, its_separate = fc._separate_increment(ev)
+    separate, status_separate, its_separate = fc._separate_increment(ev, 0.0)
     assert status == status_separate == 0 and its == its_separate == 0
     np.testing.assert_array_equal(fused, separate)
     np.testing.assert_array_equal(prob_fast.solve_newton(ev), fused)

@@ -116,6 +116,7 @@ class FiberContact:
         self._setups: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         # the broad phase kept over the states of a run (skfiber.contact.broadphase.NeighbourList)
         self._neighbours: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+        self._forces = None  # the contact forces of the last search evaluated (evaluate)
 
     def __repr__(self) -> str:
         return (f"FiberContact(κ={self.law.stiffness:g}, γ={self.law.gamma:g}, "
@@ -155,15 +156,15 @@ class FiberContact:
         """
         s = self._setup(model)
         st, pr = self._search(model, s, u, t)
-        forces = getattr(self, "_forces", None)  # (pairs, law, F, dF, R, n_active) of the last evaluation
-        if forces is not None and forces[0] is pr and forces[1] is self.law:  # the same state: the tangent after the residual
-            F, dF, R, n_active = forces[2:]
+        forces = self._forces  # (pairs, F, dF, R, n_active) of the last evaluation; the pairs are the search's
+        if forces is not None and forces[0] is pr:  # the same search (state and law): the tangent after the residual
+            F, dF, R, n_active = forces[1:]
         else:
             N = model.discretization.n_dofs
             F, dF, R, n_active = residual_loop(pr.point, pr.element_x, st.x, pr.y, pr.distance, pr.gap, st.xp_norm,
                                                s.w, s.H0, s.scale, s.dofs, s.nq, float(self.law.stiffness),
                                                float(self.law.gamma), N)
-            self._forces = (pr, self.law, F, dF, R, n_active)
+            self._forces = (pr, F, dF, R, n_active)
         blocks = (tangent_blocks(model, s, st, pr, np.flatnonzero(pr.gap < 0), F, dF, smallest=self.gap == "smallest")
                   if tangent and n_active else None)
         return BlockContactEvaluation(R.copy(), blocks, admissibility=pr.admissibility.copy(), n_active=n_active)
