@@ -125,6 +125,46 @@ def test_real_roots_match_numpy_roots_and_handle_lower_degree():
     assert n_roots > 200
 
 
+def test_slope_certificate_proves_the_quintic_monotone():
+    # the fast path's certificate: Bernstein coefficients of f′ of one sign ⇒ f′ has that sign on [0, 1]
+    from skfiber.contact.closest_point import _slope_sign
+
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((4000, 6)) * rng.choice([0.05, 1.0, 5.0], size=(4000, 6))
+    xi = np.linspace(0.0, 1.0, 2001)
+    slope = np.polynomial.polynomial.polyval(xi, np.polynomial.polynomial.polyder(a.T))  # (4000, 2001)
+    signs = np.array([_slope_sign(row) for row in a])
+    assert np.all(slope[signs > 0] > 0) and np.all(slope[signs < 0] < 0)
+    assert (signs > 0).sum() > 400 and (signs < 0).sum() > 400   # the certificate holds often …
+    assert np.any((signs == 0) & (slope.min(axis=1) > 0))      # … but is not exact (then: root isolation)
+    assert _slope_sign(np.array([-0.3, 1.0, 0.0, 0.0, 0.0, 0.0])) == 1      # f = ξ − 0.3
+    assert _slope_sign(np.array([0.0, 1.0, -1.2, 0.0, 0.0, 0.0])) == 0      # f′ = 1 − 2.4 ξ changes sign
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_certified_closest_points_equal_the_root_isolation(seed):
+    # the certified path and the root isolation of every segment (certify=False) agree: distance to round-off,
+    # the same parameter and kind of point (stationary or at an end) unless two minima are equally close
+    from skfiber.contact.closest_point import closest_point_loop
+
+    rng = np.random.default_rng(seed)
+    n = 3000
+    q = rng.standard_normal((n, 4, 3))
+    q[:, [1, 3]] = (q[:, 2] - q[:, 0])[:, None] + rng.choice([0.05, 0.5, 2.0], size=(n, 1, 1)) * \
+        rng.standard_normal((n, 2, 3))
+    c = np.matmul(POWER_FROM_HERMITE, q)
+    x = (q[:, 0] + q[:, 2]) / 2 + rng.standard_normal((n, 3)) * rng.choice([0.05, 0.5, 2.0], size=(n, 1))
+    out = {}
+    for certify in (True, False):
+        xi, d, st = np.empty(n), np.empty(n), np.empty(n, dtype=bool)
+        closest_point_loop(c, x, certify, xi, d, st)
+        out[certify] = xi, d, st
+    (xi1, d1, st1), (xi0, d0, st0) = out[True], out[False]
+    assert np.max(np.abs(d1 - d0)) <= 1e-13 * (1 + d0.max())
+    same = np.abs(xi1 - xi0) <= 1e-9
+    assert np.mean(same) > 0.999 and np.array_equal(st1[same], st0[same])
+
+
 # --------------------------------------------------------------------------- broad phase
 def test_box_pairs_match_brute_force():
     rng = np.random.default_rng(11)

@@ -149,7 +149,6 @@ def test_search_and_tangent_do_not_depend_on_the_number_of_threads(case, gap):
     the pairs and the blocks are those of the serial kernels to the last bit (each slot and block is
     summed in one order)."""
     from skfiber.contact import fiber_kernels, fiber_tangent
-    from skfiber.contact.closest_point import BEZIER_FROM_POWER
 
     model, u, gamma, _ = list(contact_cases())[case]
     contact = FiberContact(PenaltyLaw(stiffness=1000.0, gamma=gamma), gap=gap)
@@ -159,7 +158,7 @@ def test_search_and_tangent_do_not_depend_on_the_number_of_threads(case, gap):
     lo, hi = st.P.min(axis=1), st.P.max(axis=1)
     ptr, nbr = fiber_kernels.neighbours_of(s.elements, s.fiber, lo, hi, st.reach)
     args = (ptr, nbr, s.elements, s.fiber, s.first, s.last, s.nq, s.nf, st.x, st.rx, st.P, st.c, s.c_ref,
-            st.deviation, st.reach, lo, hi, True, BEZIER_FROM_POWER, s.r0_poly, smallest)
+            st.deviation, st.reach, lo, hi, True, s.r0_poly, smallest)
     serial = fiber_kernels.pairs_loop(*args)
     assert serial[0].size > 0
     pr = contact.pairs(model, u)

@@ -16,7 +16,7 @@ import pytest
 import skfiber as sf
 from skfiber.contact import fiber_kernels as fk
 from skfiber.contact.broadphase import box_neighbours
-from skfiber.contact.closest_point import BEZIER_FROM_POWER, closest_point_one
+from skfiber.contact.closest_point import closest_point_one
 from skfiber.contact.fiber_geometry import fiber_setup, fiber_state
 
 LAW = sf.passive_kelvin_voigt(mu_muscle=100.0, mu_tendon=100.0, eta_muscle=0.0, eta_tendon=0.0) + sf.prestress(100.0)
@@ -24,7 +24,7 @@ LAW = sf.passive_kelvin_voigt(mu_muscle=100.0, mu_tendon=100.0, eta_muscle=0.0, 
 
 @numba.njit
 def _plain_pairs(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation, reach, lo, hi,
-                 certify, bez):
+                 certify):
     """The search of pairs_loop without pruning beyond the tests themselves (same outputs, same order)."""
     slots = elements.size * nq * nf
     out_e = np.full(slots, -1, dtype=np.int64)
@@ -60,7 +60,7 @@ def _plain_pairs(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_
                     eB = cand_e[i]
                     if fiber[eB] != fb or not cand_lb[i] <= g[fb] * (1 + fk._PRUNE_SLACK):
                         continue
-                    xi, d, st = closest_point_one(c[eB], x[k], certify, bez, a, scratch)
+                    xi, d, st = closest_point_one(c[eB], x[k], certify, a, scratch)
                     if best < 0 or d < best_d:
                         best, best_xi, best_d, best_st = eB, xi, d, st
                 if best < 0:
@@ -121,7 +121,7 @@ def _search_inputs(rng, kind):
         el = s.elements
         ptr, nbr = box_neighbours(lo[el], hi[el], s.fiber[el], st.reach[el] + 0.1 * st.reach.max())
     return [ptr, nbr, s.elements, s.fiber, s.first, s.last, s.nq, s.nf, st.x.copy(), st.rx.copy(), st.P, st.c,
-            s.c_ref, st.deviation, st.reach.copy(), lo, hi, bool(rng.random() < 0.8), BEZIER_FROM_POWER, s.r0_poly,
+            s.c_ref, st.deviation, st.reach.copy(), lo, hi, bool(rng.random() < 0.8), s.r0_poly,
             False]
 
 
@@ -137,7 +137,7 @@ def test_the_pruned_search_equals_the_plain_loop_bit_for_bit(kind):
     pairs = 0
     for trial in range(12):
         args = _search_inputs(rng, kind)
-        want = _plain_pairs(*args[:19])  # (the closest-point search: args[-1] is False)
+        want = _plain_pairs(*args[:18])  # (the closest-point search: args[-1] is False)
         _assert_same(fk.pairs_loop(*args), want)
         for n in (2, 3):
             _assert_same(fk.pairs_loop_parallel(*args, n), want)
@@ -154,7 +154,7 @@ def test_the_pruned_search_equals_the_plain_loop_with_nan_points_and_radii():
         rx[rng.integers(rx.size)] = np.nan
         reach[rng.integers(reach.size)] = np.nan
         x[rng.integers(x.shape[0]), 0] = np.inf
-        want = _plain_pairs(*args[:19])  # (the closest-point search: args[-1] is False)
+        want = _plain_pairs(*args[:18])  # (the closest-point search: args[-1] is False)
         assert want[0].size > 0
         _assert_same(fk.pairs_loop(*args), want)
         _assert_same(fk.pairs_loop_parallel(*args, 2), want)

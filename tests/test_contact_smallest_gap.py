@@ -193,7 +193,7 @@ def test_pruned_search_equals_the_search_of_every_partner_element():
     """The pruning of the smallest gap's search (lower bounds of φ from distance bounds and the radius bound)
     drops no element that holds the minimum: against the same per-element search on every element of the
     partner fiber, without any pruning."""
-    from skfiber.contact.closest_point import BEZIER_FROM_POWER, closest_point_one
+    from skfiber.contact.closest_point import closest_point_one
     from skfiber.contact.fiber_geometry import fiber_setup, fiber_state
     from skfiber.contact.smallest_gap import smallest_on_element
     from test_contact_fibers_kernels import contact_cases
@@ -209,7 +209,7 @@ def test_pruned_search_equals_the_search_of_every_partner_element():
             k = pr.point[i]
             best = np.inf
             for e in np.flatnonzero(s.fiber == pr.fiber_y[i]):
-                xi, _, _ = closest_point_one(st.c[e], st.x[k], True, BEZIER_FROM_POWER, a, scratch)
+                xi, _, _ = closest_point_one(st.c[e], st.x[k], True, a, scratch)
                 best = min(best, smallest_on_element(st.c[e], s.c_ref[e], s.r0_poly[e], st.x[k], st.rx[k], xi)[1])
             assert pr.gap[i] == pytest.approx(best - 1, abs=1e-13)
             checked += 1

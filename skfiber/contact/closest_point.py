@@ -10,18 +10,21 @@ One compiled loop (numba) over the (point, segment) pairs,
 :mod:`skfiber.contact.fiber_kernels` call per pair through
 :func:`closest_point_one`:
 
-* **certified fast path** — when Bézier bounds prove f′ = |y′|² + (y − x)·y″ > 0
-  on [0, 1] (f increasing, d² convex: at most one root), the root is found by
-  safeguarded Newton–bisection on the bracket, or the minimum is an end;
-* **general path** — when the Bernstein coefficients of f on [0, 1] all have
-  one sign, f has no root there and the minimum is an end; otherwise all
-  real roots of the quintic in [0, 1], isolated by its
-  derivatives: the roots of f⁽ʲ⁺¹⁾ in [0, 1] split [0, 1] into intervals on
-  which f⁽ʲ⁾ is monotone, so each interval holds at most one root of f⁽ʲ⁾,
-  found by the same safeguarded Newton–bisection where the signs at its ends
-  differ; from the linear f⁽ᵐ⁻¹⁾ down to f itself (m ≤ 5 the effective
-  degree).  Every root where f changes sign is found, hence every interior
-  minimum of the distance.
+* **no root** — when the Bernstein coefficients of f on [0, 1] all have one
+  sign, f has no root there and the minimum is the end where f points inwards;
+* **certified fast path** — when the Bernstein coefficients of f′ on [0, 1]
+  all have one sign (:func:`_slope_sign`), f is strictly monotone there: if it
+  increases, its one root (where f goes from − to +) is the minimum, found by
+  safeguarded Newton–bisection on the bracket, or the minimum is an end; if it
+  decreases, a root is a maximum of the distance and the minimum is the nearer
+  end;
+* **general path** — otherwise all real roots of the quintic in [0, 1],
+  isolated by its derivatives: the roots of f⁽ʲ⁺¹⁾ in [0, 1] split [0, 1] into
+  intervals on which f⁽ʲ⁾ is monotone, so each interval holds at most one root
+  of f⁽ʲ⁾, found by the same safeguarded Newton–bisection where the signs at
+  its ends differ; from the linear f⁽ᵐ⁻¹⁾ down to f itself (m ≤ 5 the
+  effective degree).  Every root where f changes sign is found, hence every
+  interior minimum of the distance.
 
 Example
 -------
@@ -148,35 +151,22 @@ def _one_sign(a):  # pragma: no cover - compiled
 
 
 @numba.njit(**_JIT)
-def _monotone(c, x, bez):  # pragma: no cover - compiled
-    """True where Bézier bounds prove f′ > 0 on [0, 1] (bez: the power → Bézier matrix)."""
-    # the Bézier points D0, D1, D2 of y′ (scalars: no array per call)
-    d00, d01, d02 = c[1, 0], c[1, 1], c[1, 2]
-    d10, d11, d12 = c[1, 0] + c[2, 0], c[1, 1] + c[2, 1], c[1, 2] + c[2, 2]
-    d20 = c[1, 0] + 2 * c[2, 0] + 3 * c[3, 0]
-    d21 = c[1, 1] + 2 * c[2, 1] + 3 * c[3, 1]
-    d22 = c[1, 2] + 2 * c[2, 2] + 3 * c[3, 2]
-    u0, u1, u2 = d00 + d20, d01 + d21, d02 + d22
-    un = max(np.sqrt(u0 * u0 + u1 * u1 + u2 * u2), 1e-300)
-    m_low = np.inf
-    m_low = min(m_low, (d00 * u0 + d01 * u1 + d02 * u2) / un)
-    m_low = min(m_low, (d10 * u0 + d11 * u1 + d12 * u2) / un)
-    m_low = min(m_low, (d20 * u0 + d21 * u1 + d22 * u2) / un)
-    m_low = max(m_low, 0.0)  # |y′| ≥ m_low
-    a2 = 0.0
-    b2 = 0.0
-    for m in range(3):
-        a2 += (2 * c[2, m]) ** 2
-        b2 += (2 * c[2, m] + 6 * c[3, m]) ** 2
-    M2 = max(np.sqrt(a2), np.sqrt(b2))
-    Md = 0.0  # |y − x| ≤ Md
-    for i in range(4):
-        d2 = 0.0
-        for m in range(3):
-            v = bez[i, 0] * c[0, m] + bez[i, 1] * c[1, m] + bez[i, 2] * c[2, m] + bez[i, 3] * c[3, m] - x[m]
-            d2 += v * v
-        Md = max(Md, np.sqrt(d2))
-    return m_low * m_low > 1.001 * Md * M2 + 1e-300
+def _slope_sign(a):  # pragma: no cover - compiled
+    """+1 (−1) where the Bernstein coefficients of f′ on [0, 1] (f = Σ a_j ξ^j, the quintic) are all > 0 (< 0),
+    which proves f strictly increasing (decreasing) on [0, 1]; else 0.
+
+    f′ = Σ_{j<5} p_j ξ^j with p_j = (j + 1) a_{j+1}, and β_i = Σ_{j≤i} C(i, j)/C(4, j) p_j.
+    """
+    a1, a2, a3, a4, a5 = a[1], a[2], a[3], a[4], a[5]
+    b1 = a1 + a2 / 2
+    b2 = a1 + a2 + a3 / 2
+    b3 = a1 + 1.5 * a2 + 1.5 * a3 + a4
+    b4 = a1 + 2 * a2 + 3 * a3 + 4 * a4 + 5 * a5
+    if a1 > 0 and b1 > 0 and b2 > 0 and b3 > 0 and b4 > 0:
+        return 1
+    if a1 < 0 and b1 < 0 and b2 < 0 and b3 < 0 and b4 < 0:
+        return -1
+    return 0
 
 
 @numba.njit(**_JIT)
@@ -259,14 +249,19 @@ def _real_roots(a, D, pts, new):  # pragma: no cover - compiled
 
 
 @numba.njit(**_JIT)
-def closest_point_one(c, x, certify, bez, a, scratch):  # pragma: no cover - compiled
+def closest_point_one(c, x, certify, a, scratch):  # pragma: no cover - compiled
     """(ξ, |y(ξ) − x|, stationary) of one segment c (4, 3) and point x (3,).
 
-    ``certify``: try the certified monotone fast path first; ``bez`` the power →
-    Bézier matrix; ``a`` (6,) and ``scratch`` (9, 7) float scratch arrays.
+    ``certify``: try the certified monotone fast path (:func:`_slope_sign`) before the root isolation;
+    ``a`` (6,) and ``scratch`` (9, 7) float scratch arrays.
     """
     _quintic(c, x, a)
-    if certify and _monotone(c, x, bez):
+    sign = _one_sign(a)
+    if sign != 0:  # no root in [0, 1]: the minimum is the end where f points inwards
+        xi = 0.0 if sign > 0 else 1.0
+        return xi, np.sqrt(_point(c, xi, x)), False
+    slope = _slope_sign(a) if certify else 0
+    if slope > 0:  # f increasing: at most one root, the minimum (f goes from − to +)
         f0 = a[0]
         f1 = a[0] + a[1] + a[2] + a[3] + a[4] + a[5]
         if f0 < 0 and f1 > 0:
@@ -276,10 +271,9 @@ def closest_point_one(c, x, certify, bez, a, scratch):  # pragma: no cover - com
             xi = 0.0 if f0 >= 0 else 1.0
             stationary = f0 == 0 or f1 == 0
         return xi, np.sqrt(_point(c, xi, x)), stationary
-    sign = _one_sign(a)
-    if sign != 0:  # no root in [0, 1]: the minimum is the end where f points inwards
-        xi = 0.0 if sign > 0 else 1.0
-        return xi, np.sqrt(_point(c, xi, x)), False
+    if slope < 0:  # f decreasing: a root is a maximum of the distance; the minimum is the nearer end
+        d0, d1 = _point(c, 0.0, x), _point(c, 1.0, x)
+        return (0.0, np.sqrt(d0), False) if d0 <= d1 else (1.0, np.sqrt(d1), False)
     roots = scratch[8]
     count = _real_roots(a, scratch[:6, :6], scratch[6], roots)
     best = np.inf
@@ -297,12 +291,12 @@ def closest_point_one(c, x, certify, bez, a, scratch):  # pragma: no cover - com
 
 
 @numba.njit(**_JIT)
-def closest_point_loop(c, x, certify, bez, xi, distance, stationary):  # pragma: no cover - compiled
+def closest_point_loop(c, x, certify, xi, distance, stationary):  # pragma: no cover - compiled
     """:func:`closest_point_one` for every pair i of c (n, 4, 3), x (n, 3), into the (n,) outputs."""
     a = np.empty(6)
     scratch = np.empty((9, 7))
     for i in range(c.shape[0]):
-        xi[i], distance[i], stationary[i] = closest_point_one(c[i], x[i], certify, bez, a, scratch)
+        xi[i], distance[i], stationary[i] = closest_point_one(c[i], x[i], certify, a, scratch)
 
 
 @numba.njit(**_JIT)
@@ -358,6 +352,6 @@ def closest_points(c: np.ndarray, x: np.ndarray, *, method: str = "auto") -> Clo
     c = np.ascontiguousarray(c, dtype=float)
     n = c.shape[0]
     out = ClosestPoints(np.empty(n), np.empty(n), np.empty(n, dtype=bool))
-    closest_point_loop(c, np.ascontiguousarray(x, dtype=float), method == "auto", BEZIER_FROM_POWER,
+    closest_point_loop(c, np.ascontiguousarray(x, dtype=float), method == "auto",
                        out.xi, out.distance, out.stationary)
     return out

@@ -306,7 +306,7 @@ def neighbours_of(elements, fiber, lo, hi, reach):
 
 @numba.njit(**_JIT)
 def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation,
-                 reach, lo, hi, certify, bez, rpoly, smallest, out_e, out_xi, out_d, out_fixed, out_y, out_yp,
+                 reach, lo, hi, certify, rpoly, smallest, out_e, out_xi, out_d, out_fixed, out_y, out_yp,
                  out_Yp):  # pragma: no cover - compiled
     """The slots of :func:`pairs_loop` of the elements ``share``, ``share + n_shares``, … (one thread's part)."""
     n_el = elements.size
@@ -361,7 +361,7 @@ def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf
                 fb = fiber[eB]
                 if smallest and best_e[fb] >= 0 and key[i] > best_v[fb] * (1 + _PRUNE_SLACK):
                     continue  # φ ≥ its lower bound > the best φ of the fiber so far
-                xi, d, st = closest_point_one(c[eB], x[k], certify, bez, a, scratch)
+                xi, d, st = closest_point_one(c[eB], x[k], certify, a, scratch)
                 v = d
                 if smallest:
                     if best_e[fb] >= 0 and d / (rx[k] + radius_bound * reach[eB]) > best_v[fb] * (1 + _PRUNE_SLACK):
@@ -409,7 +409,7 @@ def _pairs_compact(elements, nq, nf, out_e, out_xi, out_d, out_fixed, out_y, out
 
 @numba.njit(**_JIT)
 def pairs_loop(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation, reach, lo, hi,
-               certify, bez, rpoly, smallest):  # pragma: no cover - compiled
+               certify, rpoly, smallest):  # pragma: no cover - compiled
     """Per contact point and partner fiber within reach: the best element's closest point.
 
     ``ptr, nbr``: the broad phase of ``elements`` (:func:`box_neighbours`).
@@ -421,20 +421,20 @@ def pairs_loop(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_re
     """
     out = _pairs_slots(elements.size * nq * nf)
     _pairs_share(0, 1, ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation, reach, lo, hi,
-                 certify, bez, rpoly, smallest, *out)
+                 certify, rpoly, smallest, *out)
     return _pairs_compact(elements, nq, nf, *out)
 
 
 @numba.njit(parallel=True, **_JIT)
 def pairs_loop_parallel(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation, reach, lo, hi,
-                        certify, bez, rpoly, smallest, n_shares):  # pragma: no cover - compiled
+                        certify, rpoly, smallest, n_shares):  # pragma: no cover - compiled
     """:func:`pairs_loop` with the elements shared out cyclically among ``n_shares`` threads (neighbouring
     elements have similar rows); the same result to the bit."""
     out = _pairs_slots(elements.size * nq * nf)
     n_shares = max(1, min(elements.size, n_shares))
     for share in numba.prange(n_shares):
         _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation,
-                     reach, lo, hi, certify, bez, rpoly, smallest, *out)
+                     reach, lo, hi, certify, rpoly, smallest, *out)
     return _pairs_compact(elements, nq, nf, *out)
 
 

@@ -44,7 +44,6 @@ import numpy as np
 from ..threads import threads_for
 from .base import STEP_HINT
 from .broadphase import NeighbourList
-from .closest_point import BEZIER_FROM_POWER
 from .fiber_geometry import FiberSetup, FiberState, fiber_label, reference_radius
 from .fiber_kernels import neighbours_of, pairs_loop, pairs_loop_parallel
 from .smallest_gap import polynomial_radius
@@ -119,7 +118,7 @@ def find_pairs(model, s: FiberSetup, st: FiberState, *, gamma: float, method: st
     else:
         ptr, nbr = neighbours.neighbours(st.P, s.elements, s.fiber, st.reach)
     args = (ptr, nbr, s.elements, s.fiber, s.first, s.last, s.nq, s.nf, st.x, st.rx, st.P, st.c, s.c_ref,
-            st.deviation, st.reach, lo, hi, method == "auto", BEZIER_FROM_POWER, s.r0_poly, bool(smallest))
+            st.deviation, st.reach, lo, hi, method == "auto", s.r0_poly, bool(smallest))
     threads = threads_for(int(ptr[-1]) * s.nq, PARALLEL_SEARCH_WORK)
     k, eB, xi, dist, fixed, y, yp_norm, Yp_norm = (pairs_loop(*args) if threads == 1 else
                                                    pairs_loop_parallel(*args, threads))

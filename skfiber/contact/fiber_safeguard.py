@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .closest_point import BEZIER_FROM_HERMITE, BEZIER_FROM_POWER, closest_point_one
+from .closest_point import BEZIER_FROM_HERMITE, closest_point_one
 from .fiber_geometry import RADIUS_SAFETY, FiberSetup, FiberState, fiber_state, reference_radius
 from .fiber_kernels import chord_distance, neighbours_of, power_point
 
@@ -432,7 +432,7 @@ def end_state_kept(s: FiberSetup, before, after, delta_bar: float, *, gamma: flo
 
 
 @numba.njit(**_JIT)
-def partner_loop(k, eB, x, rx, P, c, c_ref, deviation, reach, certify, bez):  # pragma: no cover - compiled
+def partner_loop(k, eB, x, rx, P, c, c_ref, deviation, reach, certify):  # pragma: no cover - compiled
     """Per pair (x_k, E′): the distance (exact within reach, else box / fat-chord lower bound), near,
     and at the near pairs the closest point's ξ, |y′| and |Y′|."""
     n = k.size
@@ -459,7 +459,7 @@ def partner_loop(k, eB, x, rx, P, c, c_ref, deviation, reach, certify, bez):  # 
             d = max(d, chord_distance(P[e], xk) - deviation[e])
             if d < bound:
                 near[i] = True
-                xi[i], d, _ = closest_point_one(c[e], xk, certify, bez, a, scratch)
+                xi[i], d, _ = closest_point_one(c[e], xk, certify, a, scratch)
                 power_point(c[e], xi[i], 1, v)
                 yp_norm[i] = np.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
                 power_point(c_ref[e], xi[i], 1, v)
@@ -491,7 +491,7 @@ def partner_distances(model, s: FiberSetup, st: FiberState, k: np.ndarray, eB: n
         Distances and 1 + γ g, (n,) each.
     """
     dist, near, xi, yp_norm, Yp_norm = partner_loop(k, eB, st.x, st.rx, st.P, st.c, s.c_ref, st.deviation,
-                                                    st.reach, True, BEZIER_FROM_POWER)
+                                                    st.reach, True)
     eps = np.full(k.size, np.inf)
     near = np.flatnonzero(near)
     if near.size:
