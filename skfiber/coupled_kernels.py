@@ -59,7 +59,7 @@ def scatter_dependent(values, index, rows, cols, pos, C, KX, XK):  # pragma: no 
         _add_dependent(values[index[k]] if index.shape[0] else values[k], rows[k], cols[k], pos, C, KX, XK)
 
 
-@numba.njit(cache=True)
+@numba.njit(inline="always", cache=True)
 def _add_dependent(v, r, c, pos, C, KX, XK):  # pragma: no cover - compiled
     """One entry K[r, c] = v into KX and XK (:func:`scatter_dependent`)."""
     pc, pr = pos[c], pos[r]

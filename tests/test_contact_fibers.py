@@ -126,19 +126,65 @@ def test_real_roots_match_numpy_roots_and_handle_lower_degree():
 
 
 def test_slope_certificate_proves_the_quintic_monotone():
-    # the fast path's certificate: Bernstein coefficients of f′ of one sign ⇒ f′ has that sign on [0, 1]
+    # the fast path's certificate: the Bernstein coefficients of f′ on [0, 1] (here from scipy's conversion of the
+    # power basis) all of one sign ⇒ f′ has that sign on [0, 1]
+    from scipy.interpolate import BPoly, PPoly
+
     from skfiber.contact.closest_point import _slope_sign
 
     rng = np.random.default_rng(5)
     a = rng.standard_normal((4000, 6)) * rng.choice([0.05, 1.0, 5.0], size=(4000, 6))
-    xi = np.linspace(0.0, 1.0, 2001)
-    slope = np.polynomial.polynomial.polyval(xi, np.polynomial.polynomial.polyder(a.T))  # (4000, 2001)
+    derivative = np.polynomial.polynomial.polyder(a.T)  # (5, 4000) power coefficients of f′
+    bernstein = BPoly.from_power_basis(PPoly(derivative[::-1, None, :], [0.0, 1.0])).c[:, 0, :].T  # (4000, 5)
+    expected = np.where((bernstein > 0).all(axis=1), 1, np.where((bernstein < 0).all(axis=1), -1, 0))
     signs = np.array([_slope_sign(row) for row in a])
+    margin = np.abs(bernstein).min(axis=1) > 1e-12 * np.abs(bernstein).max(axis=1)  # (no sign decided by round-off)
+    assert np.array_equal(signs[margin], expected[margin])
+    assert (signs > 0).sum() > 400 and (signs < 0).sum() > 400
+    xi = np.linspace(0.0, 1.0, 2001)
+    slope = np.polynomial.polynomial.polyval(xi, derivative)  # (4000, 2001)
     assert np.all(slope[signs > 0] > 0) and np.all(slope[signs < 0] < 0)
-    assert (signs > 0).sum() > 400 and (signs < 0).sum() > 400   # the certificate holds often …
-    assert np.any((signs == 0) & (slope.min(axis=1) > 0))      # … but is not exact (then: root isolation)
+    assert np.any((signs == 0) & (slope.min(axis=1) > 0))      # not exact (those go to the root isolation)
+    # one Bernstein coefficient of the wrong sign, at each place in turn: not certified
+    for i in range(5):
+        for sign in (1.0, -1.0):
+            b = np.full(5, sign)
+            b[i] = -1e-3 * sign
+            power = PPoly.from_bernstein_basis(BPoly(b[:, None], [0.0, 1.0])).c[::-1, 0]  # f′ in the power basis
+            f = np.concatenate([[0.3], power / np.arange(1, 6)])  # an f with that f′
+            assert _slope_sign(f) == 0, (i, sign)
     assert _slope_sign(np.array([-0.3, 1.0, 0.0, 0.0, 0.0, 0.0])) == 1      # f = ξ − 0.3
-    assert _slope_sign(np.array([0.0, 1.0, -1.2, 0.0, 0.0, 0.0])) == 0      # f′ = 1 − 2.4 ξ changes sign
+
+
+def test_closest_point_branches_of_the_certified_path():
+    # y = (ξ, 0, 0) bent into an arc; the certified path against the root isolation on points chosen to reach
+    # each branch: increasing f with a root (interior minimum), increasing f ≥ 0 at 0 (exactly 0: stationary) or
+    # ≤ 0 at 1, and decreasing f (points on the concave side, far from the arc: the nearer end)
+    from skfiber.contact.closest_point import _one_sign, _quintic, _slope_sign, closest_point_loop
+
+    c = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])   # straight, f = ξ − x0
+    arc = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.6, 0.0], [0.0, 0.0, 0.0]])  # y = (ξ, 0.6 ξ², 0)
+    cases = [(c, [0.25, 0.3, 0.0]), (c, [0.0, 0.5, 0.0]), (c, [1.0, 0.2, 0.0]), (c, [-0.5, 0.1, 0.0]),
+             (c, [1.7, -0.2, 0.0]), (arc, [-0.5, 4.0, 0.0]), (arc, [-0.3, 3.5, 0.0]), (arc, [0.5, -0.4, 0.0])]
+    C = np.array([cc for cc, _ in cases])
+    X = np.array([x for _, x in cases], dtype=float)
+    branches = []
+    for cc, x in zip(C, X):
+        a = _quintic(cc, x, np.empty(6))
+        no_root, slope = int(_one_sign(a)), int(_slope_sign(a))
+        branches.append({1: "no root, at 0", -1: "no root, at 1"}[no_root] if no_root else
+                        {1: "increasing", -1: "decreasing", 0: "root isolation"}[slope])
+    assert branches[:5] == ["increasing"] * 3 + ["no root, at 0", "no root, at 1"]
+    assert branches[5:] == ["decreasing", "decreasing", "increasing"]
+    out = {}
+    for certify in (True, False):
+        xi, d, st = np.empty(len(C)), np.empty(len(C)), np.empty(len(C), dtype=bool)
+        closest_point_loop(C, X, certify, xi, d, st)
+        out[certify] = xi, d, st
+    assert np.allclose(out[True][0], out[False][0], rtol=0, atol=1e-12)
+    assert np.allclose(out[True][1], out[False][1], rtol=0, atol=1e-14)
+    assert np.array_equal(out[True][2], out[False][2])
+    assert out[True][0][:3].tolist() == [0.25, 0.0, 1.0] and out[True][2][:3].tolist() == [True, True, True]
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -55,7 +55,7 @@ class PenaltyLaw:
         return F.reshape(g.shape), dF.reshape(g.shape)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(inline="always", cache=True, error_model="numpy")
 def penalty_force(g, kappa, gamma):  # pragma: no cover - compiled
     """(F, dF/dg) of the rational penalty law at one gap g: −κg/(1 + γg) for g < 0, 0 for g ≥ 0, NaN if 1 + γg ≤ 0."""
     s = 1.0 + gamma * g

@@ -87,7 +87,7 @@ class ClosestPoints:
     stationary: np.ndarray
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _quintic(c, x, a):  # pragma: no cover - compiled
     """Coefficients a0 … a5 of f(ξ) = (y(ξ) − x) · y′(ξ) of one segment c (4, 3) and point x (3,), into a."""
     a[:] = 0.0
@@ -101,7 +101,7 @@ def _quintic(c, x, a):  # pragma: no cover - compiled
     return a
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _polyval(a, n, xi):  # pragma: no cover - compiled
     """Σ_{j<n} a[j] ξ^j by Horner."""
     out = 0.0
@@ -110,7 +110,7 @@ def _polyval(a, n, xi):  # pragma: no cover - compiled
     return out
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _dpolyval(a, n, xi):  # pragma: no cover - compiled
     """d/dξ Σ_{j<n} a[j] ξ^j by Horner."""
     out = 0.0
@@ -119,7 +119,7 @@ def _dpolyval(a, n, xi):  # pragma: no cover - compiled
     return out
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _point(c, xi, x):  # pragma: no cover - compiled
     """|y(ξ) − x|² of the segment c."""
     d2 = 0.0
@@ -129,7 +129,7 @@ def _point(c, xi, x):  # pragma: no cover - compiled
     return d2
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _one_sign(a):  # pragma: no cover - compiled
     """+1 (−1) where the Bernstein coefficients of the quintic f = Σ a_j ξ^j on [0, 1] are all > 0 (< 0), else 0.
 
@@ -150,7 +150,7 @@ def _one_sign(a):  # pragma: no cover - compiled
     return 0
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _slope_sign(a):  # pragma: no cover - compiled
     """+1 (−1) where the Bernstein coefficients of f′ on [0, 1] (f = Σ a_j ξ^j, the quintic) are all > 0 (< 0),
     which proves f strictly increasing (decreasing) on [0, 1]; else 0.
@@ -169,7 +169,7 @@ def _slope_sign(a):  # pragma: no cover - compiled
     return 0
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _bracketed_root(p, n, lo, hi, p_lo, p_hi):  # pragma: no cover - compiled
     """Root of Σ_{j<n} p[j] ξ^j, monotone on (lo, hi) with p(lo) p(hi) < 0: Newton, bisection fallback.
 
@@ -248,7 +248,7 @@ def _real_roots(a, D, pts, new):  # pragma: no cover - compiled
     return count
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def closest_point_one(c, x, certify, a, scratch):  # pragma: no cover - compiled
     """(ξ, |y(ξ) − x|, stationary) of one segment c (4, 3) and point x (3,).
 

@@ -54,7 +54,7 @@ RADIUS_SAFETY = 1.1
 _PHI_RADIUS_MARGIN = 1.01
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def power_point(c, xi, derivative, out):  # pragma: no cover - compiled
     """The derivative (0, 1, 2) of Σ c_j ξ^j (c (4, 3)) at ξ, into out (3,)."""
     if derivative == 0:
@@ -68,7 +68,7 @@ def power_point(c, xi, derivative, out):  # pragma: no cover - compiled
     return out
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def chord_parameter(P, x):  # pragma: no cover - compiled
     """Parameter in [0, 1] of the point of the chord P0–P3 (P (4, 3)) closest to x."""
     ee = 0.0
@@ -82,7 +82,7 @@ def chord_parameter(P, x):  # pragma: no cover - compiled
     return min(max(t / ee, 0.0), 1.0)
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _chord_point_distance(P, x, t):  # pragma: no cover - compiled
     """Distance from x to the point P0 + t (P3 − P0) of the chord."""
     d2 = 0.0
@@ -92,19 +92,19 @@ def _chord_point_distance(P, x, t):  # pragma: no cover - compiled
     return np.sqrt(d2)
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def chord_distance(P, x):  # pragma: no cover - compiled
     """Distance from x to the chord segment P0–P3."""
     return _chord_point_distance(P, x, chord_parameter(P, x))
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _box_distance(lo, hi, x):  # pragma: no cover - compiled
     """Distance from x to the box [lo, hi] (0 inside)."""
     return _box_box_distance(lo, hi, x, x)
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _upper_bound(c, P, xk, t):  # pragma: no cover - compiled
     """An upper bound of d(x_k, E′): the distance to E′'s point at t (the chord parameter of x_k), or to an end
     (the point as :func:`power_point` makes it)."""
@@ -119,7 +119,7 @@ def _upper_bound(c, P, xk, t):  # pragma: no cover - compiled
     return min(np.sqrt(du), min(np.sqrt(d0), np.sqrt(d3)))
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _box_box_distance(lo_a, hi_a, lo_b, hi_b):  # pragma: no cover - compiled
     """Distance between the boxes [lo_a, hi_a] and [lo_b, hi_b] (0 if they overlap)."""
     d2 = 0.0
@@ -129,7 +129,7 @@ def _box_box_distance(lo_a, hi_a, lo_b, hi_b):  # pragma: no cover - compiled
     return np.sqrt(d2)
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _beyond(d2, bound):  # pragma: no cover - compiled
     """True where d2, the sum of squares of a box distance (:func:`_box_distance`), proves that distance > bound.
 

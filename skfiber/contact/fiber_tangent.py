@@ -108,7 +108,7 @@ def tangent_triplets(model, s: FiberSetup, st: FiberState, pr: ContactPairs, act
     return block_triplets(*tangent_blocks(model, s, st, pr, active, F, dF, smallest=smallest))
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _dot(a, b):  # pragma: no cover - compiled
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
