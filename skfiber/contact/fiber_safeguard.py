@@ -79,7 +79,7 @@ class StepData:
         return _estimate_loop(self.arrays(), float(self.gamma), float(delta))
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _estimate(data, i, gamma, delta):  # pragma: no cover - compiled
     """e_i(δ) of :class:`StepData` (its arrays ``data``)."""
     d, move, rx, J, dJ, rmax, Xmax, vmin, dv = data

@@ -133,7 +133,7 @@ def _polynomial_radius_loop(r0_poly, e, xi):  # pragma: no cover - compiled
     return r, dr
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def radius_derivatives(rp, t):  # pragma: no cover - compiled
     """ρ, ρ′, ρ″ of the quintic Σ rp_j ξʲ at ξ = t."""
     r = ((((rp[5] * t + rp[4]) * t + rp[3]) * t + rp[2]) * t + rp[1]) * t + rp[0]
@@ -142,7 +142,7 @@ def radius_derivatives(rp, t):  # pragma: no cover - compiled
     return r, r1, r2
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _curve(c, t, k):  # pragma: no cover - compiled
     """Component k of y, y′, y″, y‴ of the cubic Σ c_j ξʲ at ξ = t."""
     y = ((c[3, k] * t + c[2, k]) * t + c[1, k]) * t + c[0, k]
