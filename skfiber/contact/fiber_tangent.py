@@ -118,7 +118,7 @@ def _smallest_sensitivity(i, eb, t, c, c_ref, rpoly, x, y, rx, ry, dlnr, xp, kk,
                           dxis):  # pragma: no cover - compiled
     """δξ_y per DOF of pair i from φ′ = 0 (the smallest gap) into dxis, with y′, y″ in ``vec[0]``, ``vec[1]`` and
     the shape functions in ``basis`` as :func:`_pair_block` has them.  (A function of its own: with these calls
-    inline, :func:`_pair_block` ran about 5 % slower, also where the gap is the closest point's.)"""
+    inline, :func:`_pair_block` ran measurably slower, also where the gap is the closest point's.)"""
     _, _, phi2, _, _ = phi_derivatives(c[eb], c_ref[eb], rpoly[eb], x[i], rx[i], t)
     xi_sensitivity(phi2, x[i], y[i], vec[0], vec[1], rx[i], ry[i], dlnr, xp[kk], J, basis[0], basis[1], basis[2],
                    basis[3], basis[4], dxis)
