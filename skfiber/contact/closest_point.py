@@ -44,7 +44,6 @@ import numpy as np
 __all__ = [
     "POWER_FROM_HERMITE",
     "BEZIER_FROM_HERMITE",
-    "BEZIER_FROM_POWER",
     "ClosestPoints",
     "quintic_coefficients",
     "real_roots",
@@ -57,7 +56,6 @@ __all__ = [
 POWER_FROM_HERMITE = np.array([[1.0, 0, 0, 0], [0, 1, 0, 0], [-3, -2, 3, -1], [2, 1, -2, 1]])
 # Bézier control points P = B q: P0 = y0, P1 = y0 + y0′/3, P2 = y1 − y1′/3, P3 = y1
 BEZIER_FROM_HERMITE = np.array([[1.0, 0, 0, 0], [1, 1 / 3, 0, 0], [0, 0, 1, -1 / 3], [0, 0, 1, 0]])
-BEZIER_FROM_POWER = BEZIER_FROM_HERMITE @ np.linalg.inv(POWER_FROM_HERMITE)
 
 # a coefficient below this fraction of the largest one does not change the
 # quintic on [0, 1] by more than round-off: it is dropped (effective degree)
