@@ -53,8 +53,9 @@ from .smallest_gap import phi_derivatives, xi_sensitivity
 __all__ = ["tangent_blocks", "tangent_triplets", "tangent_loop", "tangent_loop_parallel",
            "PARALLEL_TANGENT_WORK"]
 
-#: the tangent runs on several threads from this many pairs in contact on: about 1 ms of serial work
-#: (0.9 µs a pair measured at the upper limb's level 4, with 1,500 pairs; level 1 has about 200)
+#: the tangent runs on several threads from this many pairs in contact on (measured at a state of the upper
+#: limb's level 4 with its first n pairs: 800 pairs 0.47 ms serial, 0.39–0.42 ms on two threads; 1,100 pairs
+#: 0.66 and 0.53–0.54 ms; 1,610 pairs 0.96 and 0.75–0.77 ms; level 1 has about 200)
 PARALLEL_TANGENT_WORK = 1100
 
 _NODE_TOL = 1e-9  # closest points this close (in ξ) to an interior node are "at the node"
@@ -117,99 +118,11 @@ def _dot(a, b):  # pragma: no cover - compiled
 def _smallest_sensitivity(i, eb, t, c, c_ref, rpoly, x, y, rx, ry, dlnr, xp, kk, J, vec, basis,
                           dxis):  # pragma: no cover - compiled
     """δξ_y per DOF of pair i from φ′ = 0 (the smallest gap) into dxis, with y′, y″ in ``vec[0]``, ``vec[1]`` and
-    the shape functions in ``basis`` as :func:`_pair_block` has them.  (A function of its own: with these calls
-    inline, :func:`_pair_block` ran measurably slower, also where the gap is the closest point's.)"""
+    the shape functions in ``basis`` as :func:`_tangent_share` has them.  (A function of its own: with these calls
+    written into the pair loop, the loop ran measurably slower, also where the gap is the closest point's.)"""
     _, _, phi2, _, _ = phi_derivatives(c[eb], c_ref[eb], rpoly[eb], x[i], rx[i], t)
     xi_sensitivity(phi2, x[i], y[i], vec[0], vec[1], rx[i], ry[i], dlnr, xp[kk], J, basis[0], basis[1], basis[2],
                    basis[3], basis[4], dxis)
-
-
-@numba.njit(**_JIT)
-def _pair_block(i, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first, last, H0,
-                H1, scale, w, nq, M, rpoly, smallest, weights, dT, vec, basis, sb, dxis):  # pragma: no cover - compiled
-    """Weights w φ_a(ξ_k) (4,) and ∂T/∂(q_x, q_y) (3, 8, 3) of pair i, into weights and dT; ``vec`` (7, 3),
-    ``basis`` (5, 4), ``sb`` (8,) and ``dxis`` (8, 3, δξ_y per DOF) are scratch (allocated once per loop,
-    not per pair).
-    ``smallest``: y minimizes the gap (:mod:`~skfiber.contact.smallest_gap`, radius quintics ``rpoly``), and
-    δξ_y comes from φ′ = 0; otherwise from eq. 66."""
-    kk, ea, eb, t = k[i], eA[i], eB[i], xi[i]
-    q = kk % nq
-    yp, ypp, Yp, Ypp, tmp, rel, n = vec[0], vec[1], vec[2], vec[3], vec[4], vec[5], vec[6]
-    power_point(c[eb], t, 1, yp)
-    power_point(c[eb], t, 2, ypp)
-    power_point(c_ref[eb], t, 1, Yp)
-    power_point(c_ref[eb], t, 2, Ypp)
-    # at an interior node y″ jumps (C¹ elements): the closest-point map has a kink there;
-    # use the mean of both sides (an element of the generalized Jacobian, semismooth Newton)
-    other = -1
-    if t <= _NODE_TOL and not first[eb]:
-        other, t_other = eb - 1, 1.0
-    elif t >= 1 - _NODE_TOL and not last[eb]:
-        other, t_other = eb + 1, 0.0
-    if other >= 0 and not smallest:  # (the smallest gap takes the one-sided values of its element)
-        power_point(c[other], t_other, 2, tmp)
-        for m in range(3):
-            ypp[m] = 0.5 * (ypp[m] + tmp[m])
-        power_point(c_ref[other], t_other, 2, tmp)
-        for m in range(3):
-            Ypp[m] = 0.5 * (Ypp[m] + tmp[m])
-    d = dist[i]
-    S = rx[i] + ry[i]
-    for m in range(3):
-        rel[m] = y[i, m] - x[i, m]
-        n[m] = rel[m] / d
-    J = xp_norm[kk]
-    phiA, dphiA, phiB, dphiB, ddphiB = basis[0], basis[1], basis[2], basis[3], basis[4]
-    w0 = (1.0, t, t * t, t * t * t)
-    w1 = (0.0, 1.0, 2 * t, 3 * t * t)
-    for a in range(4):
-        phiA[a] = H0[q, a] * scale[ea, a]
-        dphiA[a] = H1[q, a] * scale[ea, a]
-        phiB[a] = (M[0, a] * w0[0] + M[1, a] * w0[1] + M[2, a] * w0[2] + M[3, a] * w0[3]) * scale[eb, a]
-        dphiB[a] = (M[1, a] * w1[1] + M[2, a] * w1[2] + M[3, a] * w1[3]) * scale[eb, a]
-        ddphiB[a] = (2 * M[2, a] + 6 * t * M[3, a]) * scale[eb, a]
-        sb[a] = -phiA[a]
-        sb[4 + a] = phiB[a]
-        weights[a] = w[q] * phiA[a]
-    yp2 = _dot(yp, yp)
-    dlnr = dlnr0[i] + 0.5 * _dot(Yp, Ypp) / _dot(Yp, Yp) - 0.5 * _dot(yp, ypp) / yp2
-    xpk = xp[kk]
-    # δξ_y per DOF: from φ′ = 0 (smallest gap) or f = 0 (eq. 95); zero at a fiber end (fixed)
-    if smallest and not fixed[i]:
-        _smallest_sensitivity(i, eb, t, c, c_ref, rpoly, x, y, rx, ry, dlnr, xp, kk, J, vec, basis, dxis)
-    else:
-        fxi = yp2 + _dot(rel, ypp)
-        inv = 0.0 if fixed[i] or abs(fxi) <= 1e-300 else 1.0 / fxi
-        for a in range(4):
-            for j in range(3):
-                dxis[a, j] = phiA[a] * yp[j] * inv
-                dxis[4 + a, j] = -(phiB[a] * yp[j] + dphiB[a] * rel[j]) * inv
-    n_yp = _dot(n, yp)
-    Fi, dFi, rxi, ryi = F[i], dF[i], rx[i], ry[i]
-    alpha = Fi * J / d
-    # the factors of the loop below, read once (its stores into dT may alias the inputs for the compiler)
-    c_rx = -0.5 * (rxi / J**2)
-    c_ry = -0.5 * (ryi / yp2)
-    ry_dlnr = ryi * dlnr
-    d_S2 = d / S**2
-    dF_J = dFi * J
-    for b in range(8):
-        for j in range(3):
-            dxi = dxis[b, j]
-            if b < 4:
-                drx = c_rx * dphiA[b] * xpk[j]
-                dry = ry_dlnr * dxi
-                dJ = dphiA[b] * (xpk[j] / J)
-            else:
-                drx = 0.0
-                dry = ry_dlnr * dxi + c_ry * dphiB[b - 4] * yp[j]
-                dJ = 0.0
-            dd = sb[b] * n[j] + n_yp * dxi
-            dg = dd / S - d_S2 * (drx + dry)
-            v = dF_J * dg - alpha * dd + Fi * dJ
-            for r in range(3):
-                dT[r, b, j] = n[r] * v + yp[r] * (alpha * dxi)
-            dT[j, b, j] += alpha * sb[b]
 
 
 @numba.njit(**_JIT)
@@ -244,7 +157,12 @@ def _tangent_groups(eA, eB, ne):  # pragma: no cover - compiled
 def _tangent_share(share, n_shares, order, start, xy_before, n_xx, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0,
                    F, dF, xp, xp_norm, c, c_ref, first, last, H0, H1, scale, w, nq, M, rpoly, smallest, row_el, col_el,
                    blocks):  # pragma: no cover - compiled
-    """The blocks of the x-element groups ``share``, ``share + n_shares``, … (one thread's part)."""
+    """The blocks of the x-element groups ``share``, ``share + n_shares``, … (one thread's part).
+
+    Per pair i in contact: the weights w φ_a(ξ_k) and ∂T/∂(q_x, q_y) of its block (module notes); with
+    ``smallest`` y minimizes the gap (:mod:`~skfiber.contact.smallest_gap`, radius quintics ``rpoly``) and
+    δξ_y comes from φ′ = 0, otherwise from eq. 66.  ``vec`` (7, 3), ``basis`` (5, 4), ``sb`` (8,) and
+    ``dxis`` (8, 3: δξ_y per DOF) are scratch, allocated once per call, not per pair."""
     weights = np.empty(4)
     dT = np.empty((3, 8, 3))
     vec, basis, sb, dxis = np.empty((7, 3)), np.empty((5, 4)), np.empty(8), np.empty((8, 3))
@@ -257,8 +175,87 @@ def _tangent_share(share, n_shares, order, start, xy_before, n_xx, k, eA, eB, xi
             if j == start[gx] or eB[i] != eB[order[j - 1]]:
                 gy += 1
                 row_el[gy], col_el[gy] = eA[i], eB[i]
-            _pair_block(i, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first,
-                        last, H0, H1, scale, w, nq, M, rpoly, smallest, weights, dT, vec, basis, sb, dxis)
+            # the pair's weights w φ_a(ξ_k) (4,) and ∂T/∂(q_x, q_y) (3, 8, 3) into weights and dT (written out
+            # here, not called: a compiled call passing these ~35 arrays cost about 0.4 µs, half a pair's time,
+            # and numba does not inline it); y′, y″, … in the rows of vec, the shape functions in basis
+            kk, ea, eb, t = k[i], eA[i], eB[i], xi[i]
+            q = kk % nq
+            yp, ypp, Yp, Ypp, tmp, rel, n = vec[0], vec[1], vec[2], vec[3], vec[4], vec[5], vec[6]
+            power_point(c[eb], t, 1, yp)
+            power_point(c[eb], t, 2, ypp)
+            power_point(c_ref[eb], t, 1, Yp)
+            power_point(c_ref[eb], t, 2, Ypp)
+            # at an interior node y″ jumps (C¹ elements): the closest-point map has a kink there;
+            # use the mean of both sides (an element of the generalized Jacobian, semismooth Newton)
+            other = -1
+            if t <= _NODE_TOL and not first[eb]:
+                other, t_other = eb - 1, 1.0
+            elif t >= 1 - _NODE_TOL and not last[eb]:
+                other, t_other = eb + 1, 0.0
+            if other >= 0 and not smallest:  # (the smallest gap takes the one-sided values of its element)
+                power_point(c[other], t_other, 2, tmp)
+                for m in range(3):
+                    ypp[m] = 0.5 * (ypp[m] + tmp[m])
+                power_point(c_ref[other], t_other, 2, tmp)
+                for m in range(3):
+                    Ypp[m] = 0.5 * (Ypp[m] + tmp[m])
+            d = dist[i]
+            S = rx[i] + ry[i]
+            for m in range(3):
+                rel[m] = y[i, m] - x[i, m]
+                n[m] = rel[m] / d
+            J = xp_norm[kk]
+            phiA, dphiA, phiB, dphiB, ddphiB = basis[0], basis[1], basis[2], basis[3], basis[4]
+            w0 = (1.0, t, t * t, t * t * t)
+            w1 = (0.0, 1.0, 2 * t, 3 * t * t)
+            for a in range(4):
+                phiA[a] = H0[q, a] * scale[ea, a]
+                dphiA[a] = H1[q, a] * scale[ea, a]
+                phiB[a] = (M[0, a] * w0[0] + M[1, a] * w0[1] + M[2, a] * w0[2] + M[3, a] * w0[3]) * scale[eb, a]
+                dphiB[a] = (M[1, a] * w1[1] + M[2, a] * w1[2] + M[3, a] * w1[3]) * scale[eb, a]
+                ddphiB[a] = (2 * M[2, a] + 6 * t * M[3, a]) * scale[eb, a]
+                sb[a] = -phiA[a]
+                sb[4 + a] = phiB[a]
+                weights[a] = w[q] * phiA[a]
+            yp2 = _dot(yp, yp)
+            dlnr = dlnr0[i] + 0.5 * _dot(Yp, Ypp) / _dot(Yp, Yp) - 0.5 * _dot(yp, ypp) / yp2
+            xpk = xp[kk]
+            # δξ_y per DOF: from φ′ = 0 (smallest gap) or f = 0 (eq. 95); zero at a fiber end (fixed)
+            if smallest and not fixed[i]:
+                _smallest_sensitivity(i, eb, t, c, c_ref, rpoly, x, y, rx, ry, dlnr, xp, kk, J, vec, basis, dxis)
+            else:
+                fxi = yp2 + _dot(rel, ypp)
+                inv = 0.0 if fixed[i] or abs(fxi) <= 1e-300 else 1.0 / fxi
+                for a in range(4):
+                    for j in range(3):
+                        dxis[a, j] = phiA[a] * yp[j] * inv
+                        dxis[4 + a, j] = -(phiB[a] * yp[j] + dphiB[a] * rel[j]) * inv
+            n_yp = _dot(n, yp)
+            Fi, dFi, rxi, ryi = F[i], dF[i], rx[i], ry[i]
+            alpha = Fi * J / d
+            # the factors of the loop below, read once (its stores into dT may alias the inputs for the compiler)
+            c_rx = -0.5 * (rxi / J**2)
+            c_ry = -0.5 * (ryi / yp2)
+            ry_dlnr = ryi * dlnr
+            d_S2 = d / S**2
+            dF_J = dFi * J
+            for b in range(8):
+                for j in range(3):
+                    dxi = dxis[b, j]
+                    if b < 4:
+                        drx = c_rx * dphiA[b] * xpk[j]
+                        dry = ry_dlnr * dxi
+                        dJ = dphiA[b] * (xpk[j] / J)
+                    else:
+                        drx = 0.0
+                        dry = ry_dlnr * dxi + c_ry * dphiB[b - 4] * yp[j]
+                        dJ = 0.0
+                    dd = sb[b] * n[j] + n_yp * dxi
+                    dg = dd / S - d_S2 * (drx + dry)
+                    v = dF_J * dg - alpha * dd + Fi * dJ
+                    for r in range(3):
+                        dT[r, b, j] = n[r] * v + yp[r] * (alpha * dxi)
+                    dT[j, b, j] += alpha * sb[b]
             for a in range(4):
                 for r in range(3):
                     for b in range(4):
