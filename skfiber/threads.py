@@ -39,8 +39,9 @@ def threads_for(work: int, min_work: int) -> int:
     """The threads for a kernel call of ``work`` units: :func:`kernel_threads`, or 1 (the serial kernel) when
     ``work`` < ``min_work``.
 
-    Waking sleeping threads costs about 0.1–0.5 ms per parallel call on a VM, more than a small
-    kernel takes: each kernel's ``min_work`` is about 1 ms of its serial work (measured).
+    Waking sleeping threads costs 0.02–0.5 ms per parallel call on a VM, more than a small kernel
+    takes: each kernel's ``min_work`` is where its two-thread version was measured faster, about
+    0.5–1 ms of its serial work.
     """
     return kernel_threads() if work >= min_work else 1
 

@@ -54,9 +54,10 @@ __all__ = ["tangent_blocks", "tangent_triplets", "tangent_loop", "tangent_loop_p
            "PARALLEL_TANGENT_WORK"]
 
 #: the tangent runs on several threads from this many pairs in contact on (measured at a state of the upper
-#: limb's level 4 with its first n pairs: 800 pairs 0.47 ms serial, 0.39–0.42 ms on two threads; 1,100 pairs
-#: 0.66 and 0.53–0.54 ms; 1,610 pairs 0.96 and 0.75–0.77 ms; level 1 has about 200)
-PARALLEL_TANGENT_WORK = 1100
+#: limb's level 4 with its first n pairs: 400 pairs 0.22–0.25 ms serial, 0.24–0.35 ms on two threads; 800 pairs
+#: 0.47 and 0.39–0.42 ms; 1,100 pairs 0.66 and 0.53–0.54 ms; 1,610 pairs 0.96 and 0.75–0.80 ms; level 1 has
+#: about 200)
+PARALLEL_TANGENT_WORK = 800
 
 _NODE_TOL = 1e-9  # closest points this close (in ξ) to an interior node are "at the node"
 _JIT = dict(cache=True, error_model="numpy")
@@ -119,7 +120,8 @@ def _smallest_sensitivity(i, eb, t, c, c_ref, rpoly, x, y, rx, ry, dlnr, xp, kk,
                           dxis):  # pragma: no cover - compiled
     """δξ_y per DOF of pair i from φ′ = 0 (the smallest gap) into dxis, with y′, y″ in ``vec[0]``, ``vec[1]`` and
     the shape functions in ``basis`` as :func:`_tangent_share` has them.  (A function of its own: with these calls
-    written into the pair loop, the loop ran measurably slower, also where the gap is the closest point's.)"""
+    inlined into the former per-pair function, the tangent ran measurably slower, also where the gap is the
+    closest point's; not measured again since that function's body moved into the pair loop.)"""
     _, _, phi2, _, _ = phi_derivatives(c[eb], c_ref[eb], rpoly[eb], x[i], rx[i], t)
     xi_sensitivity(phi2, x[i], y[i], vec[0], vec[1], rx[i], ry[i], dlnr, xp[kk], J, basis[0], basis[1], basis[2],
                    basis[3], basis[4], dxis)
@@ -176,7 +178,7 @@ def _tangent_share(share, n_shares, order, start, xy_before, n_xx, k, eA, eB, xi
                 gy += 1
                 row_el[gy], col_el[gy] = eA[i], eB[i]
             # the pair's weights w φ_a(ξ_k) (4,) and ∂T/∂(q_x, q_y) (3, 8, 3) into weights and dT (written out
-            # here, not called: a compiled call passing these ~35 arrays cost about 0.4 µs, half a pair's time,
+            # here, not called: a compiled call passing these 31 arrays cost about 0.43 µs, half a pair's time,
             # and numba does not inline it); y′, y″, … in the rows of vec, the shape functions in basis
             kk, ea, eb, t = k[i], eA[i], eB[i], xi[i]
             q = kk % nq
@@ -227,9 +229,9 @@ def _tangent_share(share, n_shares, order, start, xy_before, n_xx, k, eA, eB, xi
                 fxi = yp2 + _dot(rel, ypp)
                 inv = 0.0 if fixed[i] or abs(fxi) <= 1e-300 else 1.0 / fxi
                 for a in range(4):
-                    for j in range(3):
-                        dxis[a, j] = phiA[a] * yp[j] * inv
-                        dxis[4 + a, j] = -(phiB[a] * yp[j] + dphiB[a] * rel[j]) * inv
+                    for comp in range(3):
+                        dxis[a, comp] = phiA[a] * yp[comp] * inv
+                        dxis[4 + a, comp] = -(phiB[a] * yp[comp] + dphiB[a] * rel[comp]) * inv
             n_yp = _dot(n, yp)
             Fi, dFi, rxi, ryi = F[i], dF[i], rx[i], ry[i]
             alpha = Fi * J / d
@@ -240,22 +242,22 @@ def _tangent_share(share, n_shares, order, start, xy_before, n_xx, k, eA, eB, xi
             d_S2 = d / S**2
             dF_J = dFi * J
             for b in range(8):
-                for j in range(3):
-                    dxi = dxis[b, j]
+                for comp in range(3):
+                    dxi = dxis[b, comp]
                     if b < 4:
-                        drx = c_rx * dphiA[b] * xpk[j]
+                        drx = c_rx * dphiA[b] * xpk[comp]
                         dry = ry_dlnr * dxi
-                        dJ = dphiA[b] * (xpk[j] / J)
+                        dJ = dphiA[b] * (xpk[comp] / J)
                     else:
                         drx = 0.0
-                        dry = ry_dlnr * dxi + c_ry * dphiB[b - 4] * yp[j]
+                        dry = ry_dlnr * dxi + c_ry * dphiB[b - 4] * yp[comp]
                         dJ = 0.0
-                    dd = sb[b] * n[j] + n_yp * dxi
+                    dd = sb[b] * n[comp] + n_yp * dxi
                     dg = dd / S - d_S2 * (drx + dry)
                     v = dF_J * dg - alpha * dd + Fi * dJ
                     for r in range(3):
-                        dT[r, b, j] = n[r] * v + yp[r] * (alpha * dxi)
-                    dT[j, b, j] += alpha * sb[b]
+                        dT[r, b, comp] = n[r] * v + yp[r] * (alpha * dxi)
+                    dT[comp, b, comp] += alpha * sb[b]
             for a in range(4):
                 for r in range(3):
                     for b in range(4):
