@@ -6,12 +6,14 @@ d.o.f. count, Newton unknowns, Newton iterations (mean/max), retries, the
 ratio to the paper's MATLAB timings (66.0, 281.3, 958.2, 5579.6 s on a
 Ryzen 7 3700X), and the largest elbow-angle difference between levels 3 and 4.
 
+Newton's tolerance is the demo's (``--newton-rtol`` sets another, e.g. 1e-9, the library's default).
+
 With ``--bending EI`` (default 1e-4 N·m²; 0: skip) it also runs level 1 with the
 bending form added as a user term (``demos/upper_limb.py --bending``), right after
 the plain level-1 run, and prints the ratio of the two wall times: the cost of a
 user term in the compiled path.
 
-Run: ``python benchmarks/bench_upper_limb.py [--levels 1 2 3 4] [--bending EI]``.  Ends with
+Run: ``python benchmarks/bench_upper_limb.py [--levels 1 2 3 4] [--bending EI] [--newton-rtol R]``.  Ends with
 ``summary: level1_s=<s> level2_s=<s> level3_s=<s> level4_s=<s> max_angle_diff_l3_l4_deg=<deg>
 ff_contacts_max=<n> level1_bending_s=<s> bending_ratio=<x>`` (``nan`` for what was not run).  Each run makes one throw-away step first, which
 compiles the numba kernels on a first run on the machine (or loads them from the
@@ -36,7 +38,12 @@ def main(argv: list[str] | None = None) -> dict:
                              "as measured before the contact was compiled)")
     parser.add_argument("--bending", type=float, default=1e-4, metavar="EI",
                         help="also run level 1 with a bending term EI (N·m², default 1e-4; 0: skip)")
+    parser.add_argument("--newton-rtol", type=float, default=None, metavar="R",
+                        help="Newton's relative tolerance (default: the demo's, 1e-6 at its fixed steps; 1e-9 was "
+                             "the default before)")
     args = parser.parse_args(argv)
+    if args.newton_rtol is not None and not 0 < args.newton_rtol < 1:
+        parser.error(f"--newton-rtol must lie in (0, 1), got {args.newton_rtol}")
     if not (math.isfinite(args.bending) and args.bending >= 0):
         parser.error(f"--bending must be finite and >= 0 (N·m²), got {args.bending}")
     results = {}
@@ -44,7 +51,8 @@ def main(argv: list[str] | None = None) -> dict:
     for level in args.levels:
         ne, nt = upper_limb.LEVELS[level]
         print(f"level {level}: {ne} elements per fiber, {nt} steps …", flush=True)
-        results[level] = upper_limb.run(level, progress=args.progress, fiber_contact=args.fiber_contact == "on")
+        results[level] = upper_limb.run(level, progress=args.progress, fiber_contact=args.fiber_contact == "on",
+                                        newton_rtol=args.newton_rtol)
         r = results[level]
         print(f"  warm-up step (numba kernels compiled on a first run, else loaded): {r.warmup_time:.2f} s", flush=True)
         its = np.asarray(r.newton_iterations)
@@ -52,10 +60,11 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"  fiber–fiber contact points active: at most {ff}", flush=True)
         print(f"  wall {r.wall_time:.2f} s, d.o.f. {r.dofs}, unknowns {r.unknowns}, Newton {its.mean():.2f}/{its.max()} "
               f"(mean/max), retries {r.retries}, paper {upper_limb.PAPER_TABLE5[level][1]} s "
-              f"(ratio {upper_limb.PAPER_TABLE5[level][1] / r.wall_time:.1f}×)", flush=True)
+              f"(ratio {upper_limb.PAPER_TABLE5[level][1] / r.wall_time:.1f}×), Newton to ‖G‖ ≤ {r.newton_rtol:g} × "
+              "the largest force", flush=True)
         if level == 1 and args.bending > 0:
             bent = upper_limb.run(1, progress=args.progress, bending=args.bending,
-                                  fiber_contact=args.fiber_contact == "on")
+                                  fiber_contact=args.fiber_contact == "on", newton_rtol=args.newton_rtol)
             print(f"  with bending EI = {args.bending:g} N·m²: warm-up {bent.warmup_time:.2f} s, wall "
                   f"{bent.wall_time:.2f} s ({bent.wall_time / r.wall_time:.2f}× the run without)", flush=True)
     print(upper_limb.report(list(results.values())))
