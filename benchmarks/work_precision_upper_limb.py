@@ -245,6 +245,8 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error(f"--t-end must be a finite time > 0 in s, got {args.t_end}")
     level, t_end = args.level, args.t_end
     contact = args.fiber_contact == "on"
+    if not 0 < args.newton_rtol < 1:
+        parser.error(f"--newton-rtol must lie in (0, 1), got {args.newton_rtol}")
     # one Newton tolerance for every run (the demo's default depends on the scheme)
     model = dict(fiber_contact=contact, contact_gap=args.contact_gap, newton_rtol=args.newton_rtol)
     ne, nt5 = upper_limb.LEVELS[level]

@@ -157,6 +157,22 @@ def test_error_control_gives_up_at_the_smallest_step():
         sf.simulate(model, t_end=0.1, method="bdf2", rtol=1e-14, atol=1e-16, h_min=0.01, progress=False)
 
 
+def test_relative_error_control_without_atol_says_why_it_gives_up():
+    """With atol = 0 an entry that stays 0 (a fixed DOF) counts 0 in the error norm, not 0/0 = NaN; a model
+    that starts at rest cannot meet a purely relative tolerance, and the error says to give atol."""
+    from skfiber.core.step_control import _error_norm
+
+    control = ErrorControl(rtol=1e-3, atol=0.0, h_min=1e-6, h_max=1.0)
+    y = np.array([0.0, 1.0])
+    assert _error_norm(np.array([0.0, 1e-3]), y, y, control) == pytest.approx(np.sqrt(0.5))
+    assert _error_norm(np.array([1e-9, 0.0]), y, y, control) == np.inf
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
+    model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+    with pytest.raises(sf.ConvergenceError, match=r"with atol = 0 .* give atol > 0") as err:
+        sf.simulate(model, t_end=0.1, method="bdf2", rtol=1e-3, h_min=1e-4, progress=False)
+    assert "nan" not in str(err.value)
+
+
 # --------------------------------------------------------------------------- restart, inputs
 def test_bdf2_restart_from_the_final_state_and_a_checkpoint_is_exact(tmp_path):
     """The state keeps BDF2's earlier point: two runs, with a checkpoint between them, end where one run does

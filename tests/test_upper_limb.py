@@ -440,17 +440,23 @@ def test_newton_tolerance_of_the_runs(quarter_second):
     assert upper_limb.NEWTON_RTOL == 1e-6
     assert upper_limb.newton_options().rtol == 1e-6 and upper_limb.newton_options(adaptive=True).rtol == 1e-9
     assert upper_limb.newton_options(1e-8, adaptive=True).rtol == 1e-8
-    for bad in (0, 1, -1e-6, float("nan"), "tight", True):
+    for bad in (0, 1, -1e-6, float("nan"), "tight", "1e-6", True):
         with pytest.raises(ValueError, match="newton_rtol must be a number in \\(0, 1\\)"):
             upper_limb.newton_options(bad)
     with pytest.raises(ValueError, match="got 2.0"):
         upper_limb.run(1, t_end=0.0625, progress=False, newton_rtol=2.0)
-    loose = quarter_second[0][0]
+    loose = quarter_second[0][0]   # main(): a run with checkpoints (skfiber.run.run_simulation)
+    direct = upper_limb.run(1, t_end=0.25, progress=False)   # one sf.simulate call
     tight = upper_limb.run(1, t_end=0.25, progress=False, newton_rtol=1e-9)
-    assert loose.newton_rtol == 1e-6 and tight.newton_rtol == 1e-9
-    assert loose.newton_iterations.sum() < tight.newton_iterations.sum()
+    assert loose.newton_rtol == direct.newton_rtol == 1e-6 and tight.newton_rtol == 1e-9
+    assert loose.newton_iterations.sum() == direct.newton_iterations.sum() < tight.newton_iterations.sum()
     assert np.abs(loose.angle_deg - tight.angle_deg).max() < 1e-4
     assert " newton_rtol=1e-06 " in quarter_second[2].strip().splitlines()[-1]
+
+
+def test_error_controlled_runs_keep_newton_at_1e_9():
+    r = upper_limb.run(1, t_end=0.0625, progress=False, method="bdf2", rtol=1e-2, atol=1e-4, fiber_contact=False)
+    assert r.newton_rtol == 1e-9 and r.times[-1] == pytest.approx(0.0625)
 
 
 def test_command_line_refuses_a_newton_tolerance_of_one_or_more(tmp_path, capsys):

@@ -173,8 +173,13 @@ def _count_work(counts: StepCounts, work, iterations: int) -> None:
 
 
 def _error_norm(e: np.ndarray, y0: np.ndarray, y1: np.ndarray, control: ErrorControl) -> float:
+    """RMS of e / (atol + rtol max(|y₀|, |y₁|)); with atol = 0 an entry that is 0 at both ends (a fixed DOF)
+    counts 0 if its error is 0 (not 0/0 = NaN) and ∞ otherwise."""
     scale = control.atol + control.rtol * np.maximum(np.abs(y0), np.abs(y1))
-    r = e / scale
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = e / scale
+    if control.atol == 0:
+        r[(scale == 0) & (e == 0)] = 0.0
     return math.sqrt(float(r @ r) / max(len(r), 1))
 
 
@@ -280,9 +285,11 @@ def run_adaptive(advance: Callable[[Any, float, int], tuple[Any, int]], flatten:
         if not err <= 1.0:
             counts.rejected += 1
             if h <= control.h_min:
+                hint = ("; with atol = 0 the error of an entry that starts at rest is measured against that "
+                        "entry's own small motion: give atol > 0 (e.g. rtol/100)") if control.atol == 0 else ""
                 raise ConvergenceError(f"the local error {err:.3g} × tolerance is not met at the smallest step "
-                                       f"h_min = {control.h_min:.3g} s (loosen rtol/atol or lower h_min)", t=t1, step=k,
-                                       residual_history=[])
+                                       f"h_min = {control.h_min:.3g} s (loosen rtol/atol or lower h_min){hint}", t=t1,
+                                       step=k, residual_history=[])
             h = max(h * max(control.max_shrink, min(factor, 0.9)), control.h_min)
             grow_ok = False
             continue
