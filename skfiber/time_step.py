@@ -224,8 +224,11 @@ def _admissible_predictor(solver, x_n, x0, evaluate, max_step, options, prescrib
     evaluation, kept on ``solver`` by :func:`_keep_margins`) and the
     evaluation at x0 keeps them (:func:`margins_kept`), x0 is taken with that
     evaluation.  Otherwise the safeguard ``max_step(xₙ, x0 − xₙ)`` shortens the
-    move from xₙ.
+    move from xₙ.  x0 is first replaced by xₙ + (x0 − xₙ), which may differ from it in the last bit:
+    the state the safeguard checks (and searches for contacts) is then the one evaluated next.
     """
+    x0 = x_n + (x0 - x_n)
+    prescribe(x0)
     ev = None
     memo = solver.end_margins
     if memo is not None and memo[0] == x_n.tobytes():

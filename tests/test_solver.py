@@ -257,6 +257,27 @@ def test_predictor_extrapolates_smooth_accelerations_only():
     assert predicted_accelerations(unknown, 0.1)[0] is unknown.a
 
 
+def test_admissible_predictor_is_the_state_the_safeguard_checked():
+    """x_n + (x0 − x_n) can differ from x0 in the last bit; the predictor returned is the state the safeguard
+    saw (so the contact search it made at that state is the evaluation's, not made again)."""
+    from types import SimpleNamespace
+
+    from skfiber.time_step import _admissible_predictor
+
+    x_n = np.array([0.1, 1e-3, 3.0])
+    x0 = np.array([0.3, 7e-17, 3.0 + 4e-16])
+    assert not np.array_equal(x_n + (x0 - x_n), x0)  # the case
+    seen = []
+
+    def max_step(x, dx):
+        seen.append(x + dx)
+        return 1.0
+
+    solver = SimpleNamespace(end_margins=None)
+    x, ev = _admissible_predictor(solver, x_n, x0, None, max_step, sf.NewtonOptions(), lambda z: None)
+    assert ev is None and np.array_equal(x, seen[0]) and np.abs(x - x0).max() <= 4e-16 * np.abs(x0).max()
+
+
 def test_step_records_what_the_predictor_needs():
     fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, law=materials.paper_law())
     model = sf.Model([fiber])
