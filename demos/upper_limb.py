@@ -717,7 +717,8 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     ``method``, ``rtol``, ``atol``: the time scheme of :func:`skfiber.simulate`; with
     tolerances (``method="bdf2"``) the steps are chosen by error control and the level's step Δt
     is the interval of the output times; ``checkpoint_every`` then counts output times, and the
-    whole run is one solver call also with checkpoints (no cost per step).
+    whole run is one solver call also with checkpoints (no cost per step).  ``atol`` defaults to
+    ``rtol``/100, as on the command line.
 
     ``start_dt``: the steps of the first :data:`START_TIME` seconds are taken as substeps of at
     most ``start_dt`` (default :data:`START_DT`, the level-4 step: the start transient is
@@ -735,6 +736,8 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     adaptive = rtol is not None or atol is not None
     if adaptive:
         start_dt = None   # error control chooses the steps
+        if atol is None:   # (a purely relative tolerance cannot be met from rest)
+            atol = rtol / 100.0
     ne, nt, dt, options = run_options(level, t_end=t_end, n_elements=n_elements, n_steps=n_steps, bending=EI,
                                       geometry=geometry, fiber_contact=fiber_contact, method=method,
                                       start_dt=start_dt, newton_rtol=newton_rtol, adaptive=adaptive,

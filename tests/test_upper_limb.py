@@ -455,8 +455,12 @@ def test_newton_tolerance_of_the_runs(quarter_second):
 
 
 def test_error_controlled_runs_keep_newton_at_1e_9():
+    """Error-controlled runs keep Newton's 1e-9; atol defaults to rtol/100 as on the command line (a purely
+    relative tolerance cannot be met from rest)."""
     r = upper_limb.run(1, t_end=0.0625, progress=False, method="bdf2", rtol=1e-2, atol=1e-4, fiber_contact=False)
     assert r.newton_rtol == 1e-9 and r.times[-1] == pytest.approx(0.0625)
+    same = upper_limb.run(1, t_end=0.0625, progress=False, method="bdf2", rtol=1e-2, fiber_contact=False)
+    assert np.array_equal(same.angle_deg, r.angle_deg) and np.array_equal(same.times, r.times)
 
 
 def test_command_line_refuses_a_newton_tolerance_of_one_or_more(tmp_path, capsys):
