@@ -742,7 +742,7 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
                                       geometry=geometry, fiber_contact=fiber_contact, method=method,
                                       start_dt=start_dt, newton_rtol=newton_rtol, adaptive=adaptive,
                                       **model_options)
-    newton = newton_options(newton_rtol, adaptive=adaptive)
+    newton = sf.NewtonOptions(rtol=options["newton_rtol"])   # (newton_options, checked by run_options)
     n_start, parts = start_substeps(dt, start_dt)
     n_start = min(n_start, nt)
     if resume and checkpoint is None:

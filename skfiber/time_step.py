@@ -227,7 +227,8 @@ def _admissible_predictor(solver, x_n, x0, evaluate, max_step, options, prescrib
     move from xₙ.  x0 is first replaced by xₙ + (x0 − xₙ), which may differ from it in the last bit:
     the state the safeguard checks (and searches for contacts) is then the one evaluated next.
     """
-    x0 = x_n + (x0 - x_n)
+    dx = x0 - x_n
+    x0 = x_n + dx   # what max_step(xₙ, dx) checks
     prescribe(x0)
     ev = None
     memo = solver.end_margins
@@ -238,9 +239,9 @@ def _admissible_predictor(solver, x_n, x0, evaluate, max_step, options, prescrib
             ev = None
         if ev is not None and ev.margins is not None and margins_kept(memo[1], ev.margins, options.safeguard):
             return x0, ev
-    delta = max_step(x_n, x0 - x_n)
+    delta = max_step(x_n, dx)
     if delta < 1.0:
-        x0 = x_n + delta * (x0 - x_n)
+        x0 = x_n + delta * dx
         prescribe(x0)
         return x0, None
     return x0, ev
