@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--bending", type=float, default=1e-4, metavar="EI",
                         help="also run level 1 with a bending term EI (N·m², default 1e-4; 0: skip)")
     parser.add_argument("--newton-rtol", type=float, default=None, metavar="R",
-                        help="Newton's relative tolerance (default: the demo's, 1e-6 at its fixed steps; 1e-9 was "
+                        help="Newton's relative tolerance (default: the demo's, 1e-5 at its fixed steps; 1e-9 was "
                              "the default before)")
     args = parser.parse_args(argv)
     if args.newton_rtol is not None and not 0 < args.newton_rtol < 1:

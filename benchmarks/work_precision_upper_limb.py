@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--target", type=float, default=0.1, help="the accuracy of the summary, deg (default 0.1)")
     parser.add_argument("--newton-rtol", type=float, default=1e-9,
                         help="Newton's relative tolerance of every run (default 1e-9, the library's; the demo's "
-                             "default at fixed steps is 1e-6)")
+                             "default at fixed steps is 1e-5)")
     args = parser.parse_args(argv)
     if not (math.isfinite(args.t_end) and args.t_end > 0):
         parser.error(f"--t-end must be a finite time > 0 in s, got {args.t_end}")
