@@ -215,8 +215,8 @@ Run::
     python demos/upper_limb.py --vtk out    # + VTK series out/upper_limb.pvd (fibers, bones)
     python demos/upper_limb.py --out out    # CSV/PNG and the VTK series, all in out/
     python demos/upper_limb.py --bending 1e-4   # with bending stiffness EI = 1e-4 N·m²
-    python demos/upper_limb.py --method bdf2    # BDF2 (order 2) at the level's fixed step (levels 1
-                                                # and 3; at 2 and 4 Newton stalls in the start
+    python demos/upper_limb.py --method bdf2    # BDF2 (order 2) at the level's fixed step (levels
+                                                # 1-3; at level 4 Newton stalls in the start
                                                 # transient: docs/theory.md)
     python demos/upper_limb.py --rtol 1e-2   # BDF2, steps by error control (the smallest contact
                                              # gap; many small steps: docs/performance.md)
@@ -932,8 +932,8 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                              "with checkpoints is a call of its own, which makes its resume exact); no --resume")
     parser.add_argument("--method", choices=("euler", "bdf2"), default=None,
                         help="time scheme: backward Euler (the paper's; the default at fixed steps) or variable-step "
-                             "BDF2 (order 2; the default with --rtol/--atol); at fixed steps BDF2 runs levels 1 and 3, and at "
-                             "levels 2 and 4 Newton stalls in the start transient as the biceps goes slack")
+                             "BDF2 (order 2; the default with --rtol/--atol); at fixed steps BDF2 runs levels 1-3, and at "
+                             "level 4 Newton stalls in the start transient as the biceps goes slack")
     parser.add_argument("--rtol", type=positive_float, default=None,
                         help="steps by local error control at this relative tolerance (BDF2; atol = rtol/100 unless "
                              "--atol is given); the level's step is then the output interval (the summary's steps, "

@@ -46,7 +46,7 @@ from .fiber_geometry import RADIUS_SAFETY, FiberSetup, FiberState, fiber_state, 
 from .fiber_kernels import chord_distance, neighbours_of, power_point
 
 __all__ = ["SAFEGUARD_ROUNDS", "SHORT_STEP", "StepData", "step_bound", "step_motion", "short_step",
-           "end_state_kept", "partner_distances", "partner_loop", "step_fraction",
+           "end_state_kept", "short_fractions", "partner_distances", "partner_loop", "step_fraction",
            "step_geometry", "step_candidates"]
 
 SAFEGUARD_ROUNDS = 8  # restarts of the safeguard estimate along a step
@@ -381,6 +381,43 @@ def _end_kept(point0, fiber0, adm0, dist0, rx0, point1, fiber1, adm1, dist1, rad
         if not lowest > target:
             return False
     return True
+
+
+def short_fractions(before, after, delta_bar: float) -> tuple[float, ...]:
+    """The parts δ of a short step to check from their two ends (:func:`end_state_kept`) when its end breaks eq. 71.
+
+    The first is where the smallest 1 + γg, interpolated linearly between the step's start (A₀) and end
+    (A₁), reaches the bound δ̄ min(A₀, 1), with a margin: 0.9 (A₀ − δ̄ min(A₀, 1)) / (A₀ − A₁), within
+    [1/8, 0.9]; 1/2 when the end state is inadmissible (``after`` None) or the margin does not fall.  Then
+    its half and its quarter.  Each is only a candidate: the check decides.
+
+    Parameters
+    ----------
+    before, after
+        :class:`~skfiber.contact.fiber_pairs.ContactPairs` at the start and at the end of the step (or None).
+    delta_bar
+        δ̄ ∈ (0, 1).
+
+    Returns
+    -------
+    tuple of float
+
+    Example
+    -------
+    >>> from types import SimpleNamespace as P
+    >>> import numpy as np
+    >>> [round(f, 4) for f in short_fractions(P(admissibility=np.array([0.0666])),
+    ...                                       P(admissibility=np.array([0.0100])), 0.25)]
+    [0.7943, 0.3971, 0.1986]
+    """
+    a0 = float(np.min(before.admissibility)) if before.admissibility.size else 1.0
+    first = 0.5
+    if after is not None and after.admissibility.size:
+        a1 = float(np.min(after.admissibility))
+        bound = delta_bar * min(a0, 1.0)
+        if a1 < a0 and a0 > bound:
+            first = min(max(0.9 * (a0 - bound) / (a0 - a1), 0.125), 0.9)
+    return first, first / 2, first / 4
 
 
 def end_state_kept(s: FiberSetup, before, after, delta_bar: float, *, gamma: float, motion: float,

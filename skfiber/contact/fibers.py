@@ -51,7 +51,7 @@ from .broadphase import NeighbourList
 from .fiber_geometry import FiberSetup, fiber_setup, fiber_state
 from .fiber_kernels import residual_loop
 from .fiber_pairs import ContactPairs, check_pairs, find_pairs
-from .fiber_safeguard import end_state_kept, short_step, step_bound, step_motion
+from .fiber_safeguard import end_state_kept, short_fractions, short_step, step_bound, step_motion
 from .fiber_tangent import tangent_blocks
 
 __all__ = ["FiberContact", "ContactPairs", "GAPS"]
@@ -199,7 +199,9 @@ class FiberContact:
         of the smallest contact radius, every contact point – partner fiber distance exceeds M at both ends
         (no centerline crosses another within the step), and eq. 71 holds at ``u_end`` (default u + du; the
         coupled path passes its exact next state) with the exact distances less the largest dip along the
-        step, δ = 1.  Otherwise the estimate is applied from δ = 0 and then again from the state it
+        step, δ = 1.  When eq. 71 fails at the end of a short step, parts of it (:func:`~skfiber.contact.
+        fiber_safeguard.short_fractions`: where the smallest margin, interpolated linearly, would reach the
+        bound, then halved) are checked from their two ends in the same way, and the first that passes is δ.  Otherwise the estimate is applied from δ = 0 and then again from the state it
         reached (at most ``SAFEGUARD_ROUNDS`` times): every restart uses the exact distances there, so a
         step that is admissible is not cut to the crude first estimate
         (:mod:`skfiber.contact.fiber_safeguard`).
@@ -222,12 +224,21 @@ class FiberContact:
                                  f"shape {u_end.shape}")
         motion = step_motion(s, u_end - u)
         if short_step(s, st, motion):
+            smallest = self.gap == "smallest"
             try:
                 _, pr_end = self._search(model, s, u_end, t)
-            except FloatingPointError:  # the end state is inadmissible: the estimate below decides
-                pass
-            else:
-                if end_state_kept(s, pr, pr_end, delta_bar, gamma=self.law.gamma, motion=motion,
-                                  smallest=self.gap == "smallest"):
-                    return 1.0
+            except FloatingPointError:  # the end state is inadmissible
+                pr_end = None
+            if pr_end is not None and end_state_kept(s, pr, pr_end, delta_bar, gamma=self.law.gamma,
+                                                     motion=motion, smallest=smallest):
+                return 1.0
+            # the end of the step breaks eq. 71: a part of it, checked from its two ends in the same way
+            for fraction in short_fractions(pr, pr_end, delta_bar):
+                try:
+                    _, pr_part = self._search(model, s, u + fraction * (u_end - u), t)
+                except FloatingPointError:
+                    continue
+                if end_state_kept(s, pr, pr_part, delta_bar, gamma=self.law.gamma, motion=fraction * motion,
+                                  smallest=smallest):
+                    return fraction
         return step_bound(model, s, st, u, du, delta_bar, gamma=self.law.gamma, name=self.name)
