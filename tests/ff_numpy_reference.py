@@ -558,14 +558,14 @@ class StepData:
         return StepData(**{k: (v if k == "gamma" else v[i]) for k, v in self.__dict__.items()})
 
     def estimate(self, delta) -> np.ndarray:
-        """e(δ) ≤ 1 + γ g(u + δ Δu); −∞ where a radius bound breaks down."""
+        """e(δ) ≤ 1 + γ g(u + δ Δu); −∞ where a radius bound breaks down or the distance bound d − δ m is ≤ 0."""
         with np.errstate(divide="ignore", invalid="ignore"):
             sx = self.J - delta * self.dJ
             sy = self.vmin - delta * self.dv
             r_x = np.where(sx > 0, self.rx * np.sqrt(self.J / sx), np.inf)
             chi = np.where(sy > 0, self.rmax * np.sqrt(self.Xmax / sy), np.inf)
             e = 1.0 + self.gamma * ((self.d - delta * self.move) / (r_x + chi) - 1.0)
-        return np.where(np.isfinite(e), e, -np.inf)
+        return np.where(np.isfinite(e) & (self.d - delta * self.move > 0), e, -np.inf)
 
 
 def step_bound(model, s: FiberSetup, st: FiberState, u: np.ndarray, du: np.ndarray, delta_bar: float, *,

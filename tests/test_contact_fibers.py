@@ -606,11 +606,44 @@ def test_a_short_step_that_ends_below_the_bound_is_cut_where_its_part_passes_the
     assert not sg.end_state_kept(s, before, after, 0.25, gamma=2.0, motion=sg.step_motion(s, du))
     delta = contact.max_step(model, u, du, 0.0, delta_bar=0.25)
     assert delta in sg.short_fractions(before, after, 0.25) and 0.5 < delta < 1
-    target = 0.25 * min(before.admissibility.min(), 1.0)
-    for fraction in np.linspace(0, 1, 41)[1:]:  # eq. 71 along the part (the smallest margin is at one pair)
-        assert contact.pairs(model, u + fraction * delta * du).admissibility.min() > target
+    M = sg.step_motion(s, du)
+    assert sg.end_state_kept(s, before, contact.pairs(model, u + delta * du), 0.25, gamma=2.0, motion=delta * M)
+    start = {(int(p), int(f)): a for p, f, a in zip(before.point, before.fiber_y, before.admissibility)}
+    for fraction in np.linspace(0, 1, 41)[1:]:  # eq. 71 along the part, pair by pair
+        pr = contact.pairs(model, u + fraction * delta * du)
+        for p, f, a in zip(pr.point, pr.fiber_y, pr.admissibility):
+            assert a > 0.25 * min(start.get((int(p), int(f)), 1.0), 1.0)
     # beyond the part the margin falls below the bound: the check did not pass a step that breaks eq. 71
-    assert contact.pairs(model, u + du).admissibility.min() < target
+    assert contact.pairs(model, u + du).admissibility.min() < 0.25 * before.admissibility.min()
+
+
+def test_the_parts_of_a_short_step_are_checked_against_the_start_of_the_step(monkeypatch):
+    """Each part is checked, against eq. 71's bound of the step's start: a part that ends below it (0.99 of
+    the step of the test above) is refused and the next one (0.5) taken; with no part that passes, the
+    estimate decides; with the smallest gap and γ ≤ 1 (where the end check cannot decide) no part is tried."""
+    import skfiber.contact.fibers as fibers_module
+    from skfiber.contact import fiber_safeguard as sg
+    model, upper, contact = _crossing(0.0)
+    s = fiber_setup(model.discretization, contact.quadrature_points, contact.fibers, contact.name)
+    u = np.zeros(model.n_dofs)
+    rows = fiber_rows(model, 0)
+    u[rows[2::6]] = -0.055
+    st = fiber_state(s, model, u, "contact")
+    du = np.zeros(model.n_dofs)
+    du[rows[2::6]] = -0.099 * st.rx.min()
+    before = contact.pairs(model, u)
+    assert contact.pairs(model, u + 0.99 * du).admissibility.min() < 0.25 * before.admissibility.min()
+    monkeypatch.setattr(fibers_module, "short_fractions", lambda *a: (0.99, 0.5))
+    assert contact.max_step(model, u, du, 0.0, delta_bar=0.25) == 0.5
+    monkeypatch.setattr(fibers_module, "short_fractions", lambda *a: (0.99,))
+    assert contact.max_step(model, u, du, 0.0, delta_bar=0.25) == sg.step_bound(model, s, st, u, du, 0.25,
+                                                                               gamma=2.0, name=contact.name)
+    smallest = FiberContact(PenaltyLaw(stiffness=100.0, gamma=0.5), gap="smallest")
+
+    def refuse(*a):
+        raise AssertionError("parts tried with the smallest gap and γ ≤ 1")
+    monkeypatch.setattr(fibers_module, "short_fractions", refuse)
+    assert 0 < smallest.max_step(model, u, du, 0.0, delta_bar=0.25) <= 1
 
 
 def test_a_short_step_through_another_fiber_is_not_taken_from_its_ends():
@@ -640,9 +673,10 @@ def test_a_short_step_through_another_fiber_is_not_taken_from_its_ends():
         assert not sg.end_state_kept(s, before, after, 0.25, gamma=gamma, motion=M)
         delta = contact.max_step(model, u, du, 0.0, delta_bar=0.25)
         estimate = sg.step_bound(model, s, st, u, du, 0.25, gamma=gamma, name=contact.name)
-        # the estimate, or a part of the step checked from its ends, which stops short of the centerline
+        # a part of the step checked from its ends, or the estimate: both stop short of the centerline (the
+        # estimate's distance bound d − δ m must stay > 0: with γ ≤ 1, e(δ) ≥ 1 − γ ≥ 0 would not stop it)
         assert delta == estimate or delta in sg.short_fractions(before, after, 0.25)
-        assert 0 < delta * 0.0999 < 0.049
+        assert 0 < delta * 0.0999 < 0.049 and 0 < estimate * 0.0999 < 0.049
 
 
 # --------------------------------------------------------------------------- bundle

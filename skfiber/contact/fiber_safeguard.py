@@ -81,8 +81,11 @@ class StepData:
 
 @numba.njit(inline="always", **_JIT)
 def _estimate(data, i, gamma, delta):  # pragma: no cover - compiled
-    """e_i(δ) of :class:`StepData` (its arrays ``data``)."""
+    """e_i(δ) of :class:`StepData` (its arrays ``data``); −∞ where the distance's lower bound d − δ m reaches 0
+    (the point may reach the partner's centerline: with γ ≤ 1 e would stay ≥ 1 − γ ≥ 0 there)."""
     d, move, rx, J, dJ, rmax, Xmax, vmin, dv = data
+    if not d[i] - delta * move[i] > 0:
+        return -np.inf
     sx = J[i] - delta * dJ[i]
     sy = vmin[i] - delta * dv[i]
     r_x = rx[i] * np.sqrt(J[i] / sx) if sx > 0 else np.inf

@@ -199,12 +199,16 @@ class FiberContact:
         of the smallest contact radius, every contact point – partner fiber distance exceeds M at both ends
         (no centerline crosses another within the step), and eq. 71 holds at ``u_end`` (default u + du; the
         coupled path passes its exact next state) with the exact distances less the largest dip along the
-        step, δ = 1.  When eq. 71 fails at the end of a short step, parts of it (:func:`~skfiber.contact.
-        fiber_safeguard.short_fractions`: where the smallest margin, interpolated linearly, would reach the
-        bound, then halved) are checked from their two ends in the same way, and the first that passes is δ.  Otherwise the estimate is applied from δ = 0 and then again from the state it
-        reached (at most ``SAFEGUARD_ROUNDS`` times): every restart uses the exact distances there, so a
-        step that is admissible is not cut to the crude first estimate
-        (:mod:`skfiber.contact.fiber_safeguard`).
+        step, δ = 1.  When eq. 71 fails at the end of a short step, parts δ of it
+        (:func:`~skfiber.contact.fiber_safeguard.short_fractions`: where the smallest margin, interpolated
+        linearly, would reach the bound, then halved) are checked from their two ends in the same way (the
+        part ends at u + δ du, the state Newton evaluates next, or on the straight segment to ``u_end``), and
+        the first that passes is δ; not with the smallest gap and γ ≤ 1, where the end check cannot decide.
+        Otherwise the estimate is applied from δ = 0 and then again from the state it reached (at most
+        ``SAFEGUARD_ROUNDS`` times): every restart uses the exact distances there, so a step that is
+        admissible is not cut to the crude first estimate (:mod:`skfiber.contact.fiber_safeguard`); its
+        lower bound of each distance stays > 0 (with γ ≤ 1 any distance > 0 is admissible, so eq. 71 alone
+        would let a centerline pass through another).
         """
         if not (isinstance(delta_bar, (int, float, np.floating)) and 0 < delta_bar < 1):
             raise ValueError(f"delta_bar δ̄ must lie in (0, 1), got {delta_bar!r}")
@@ -215,6 +219,7 @@ class FiberContact:
         if not np.any(du):
             return 1.0
         st, pr = self._search(model, s, u, t)
+        walked = u_end is None  # the states u + δ du are those Newton evaluates (the coupled path passes u_end)
         if u_end is None:
             u_end = u + du
         else:
@@ -232,13 +237,18 @@ class FiberContact:
             if pr_end is not None and end_state_kept(s, pr, pr_end, delta_bar, gamma=self.law.gamma,
                                                      motion=motion, smallest=smallest):
                 return 1.0
-            # the end of the step breaks eq. 71: a part of it, checked from its two ends in the same way
-            for fraction in short_fractions(pr, pr_end, delta_bar):
+            # the end of the step breaks eq. 71: a part of it, checked from its two ends in the same way (not with
+            # the smallest gap and γ ≤ 1, where the end check cannot decide)
+            end_memo = self._last  # (the end state's search, for Newton's evaluation if the estimate gives δ = 1)
+            for fraction in (short_fractions(pr, pr_end, delta_bar)
+                             if not (smallest and not self.law.gamma > 1) else ()):
+                part = u + fraction * du if walked else u + fraction * (u_end - u)
                 try:
-                    _, pr_part = self._search(model, s, u + fraction * (u_end - u), t)
+                    _, pr_part = self._search(model, s, part, t)
                 except FloatingPointError:
                     continue
                 if end_state_kept(s, pr, pr_part, delta_bar, gamma=self.law.gamma, motion=fraction * motion,
                                   smallest=smallest):
                     return fraction
+            self._last = end_memo
         return step_bound(model, s, st, u, du, delta_bar, gamma=self.law.gamma, name=self.name)
