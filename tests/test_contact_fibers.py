@@ -538,6 +538,21 @@ def _eq71_along_short_step(before, after, delta_bar, gamma, M):
     return True
 
 
+def _pressed_crossing():
+    """The crossing fibers with the upper one pressed onto the lower (1 + γg ≈ 0.11 at the crossing), and a
+    short step 9.9 % of a radius further down whose end breaks eq. 71 (δ̄ = 0.25): model, contact, setup,
+    u, the geometry at u, the step."""
+    model, upper, contact = _crossing(0.0)
+    s = fiber_setup(model.discretization, contact.quadrature_points, contact.fibers, contact.name)
+    u = np.zeros(model.n_dofs)
+    rows = fiber_rows(model, 0)
+    u[rows[2::6]] = -0.055
+    st = fiber_state(s, model, u, "contact")
+    du = np.zeros(model.n_dofs)
+    du[rows[2::6]] = -0.099 * st.rx.min()
+    return model, contact, s, u, st, du
+
+
 def test_short_steps_are_checked_at_their_ends():
     """Short steps (no point moves by more than M = SHORT_STEP × the smallest contact radius) are decided from
     the exact distances at their two ends: δ = 1 exactly where eq. 71 holds with the lowest distance the step
@@ -568,17 +583,10 @@ def test_short_steps_are_checked_at_their_ends():
             for p, f, a in zip(pr.point, pr.fiber_y, pr.admissibility):
                 assert a > 0.3 * min(start.get((int(p), int(f)), 1.0), 1.0) - 1e-9
     assert taken >= 6  # most short steps are taken whole
-    # a short step that ends below the target is refused by the end check, and the estimate cuts it
-    model, upper, contact = _crossing(0.0)
-    s = fiber_setup(model.discretization, contact.quadrature_points, contact.fibers, contact.name)
-    u = np.zeros(model.n_dofs)
-    rows = fiber_rows(model, 0)
-    u[rows[2::6]] = -0.055  # the upper fiber pressed onto the lower one: 1 + γg ≈ 0.11 at the crossing
+    # a short step that ends below the target is refused by the end check, and the step is cut
+    model, contact, s, u, st, du = _pressed_crossing()
     before = contact.pairs(model, u)
     assert 0.05 < before.admissibility.min() < 0.2
-    st = fiber_state(s, model, u, "contact")
-    du = np.zeros(model.n_dofs)
-    du[rows[2::6]] = -0.099 * st.rx.min()  # 9.9 % of a radius further down: short, but ends below δ̄ (1 + γg₀)
     M = sg.step_motion(s, du)
     assert sg.short_step(s, st, M)
     after = contact.pairs(model, u + du)
@@ -594,14 +602,7 @@ def test_a_short_step_that_ends_below_the_bound_is_cut_where_its_part_passes_the
     (sampled here).  (Where the fibers slide on each other the estimate allowed a few per cent of such
     steps, and Newton stalled: fixed-step BDF2 on the upper limb at level 2, tests/test_upper_limb.py.)"""
     from skfiber.contact import fiber_safeguard as sg
-    model, upper, contact = _crossing(0.0)
-    s = fiber_setup(model.discretization, contact.quadrature_points, contact.fibers, contact.name)
-    u = np.zeros(model.n_dofs)
-    rows = fiber_rows(model, 0)
-    u[rows[2::6]] = -0.055  # the upper fiber pressed onto the lower one: 1 + γg ≈ 0.11 at the crossing
-    st = fiber_state(s, model, u, "contact")
-    du = np.zeros(model.n_dofs)
-    du[rows[2::6]] = -0.099 * st.rx.min()  # short, and its end breaks eq. 71
+    model, contact, s, u, st, du = _pressed_crossing()
     before, after = contact.pairs(model, u), contact.pairs(model, u + du)
     assert not sg.end_state_kept(s, before, after, 0.25, gamma=2.0, motion=sg.step_motion(s, du))
     delta = contact.max_step(model, u, du, 0.0, delta_bar=0.25)
@@ -623,14 +624,7 @@ def test_the_parts_of_a_short_step_are_checked_against_the_start_of_the_step(mon
     estimate decides; with the smallest gap and γ ≤ 1 (where the end check cannot decide) no part is tried."""
     import skfiber.contact.fibers as fibers_module
     from skfiber.contact import fiber_safeguard as sg
-    model, upper, contact = _crossing(0.0)
-    s = fiber_setup(model.discretization, contact.quadrature_points, contact.fibers, contact.name)
-    u = np.zeros(model.n_dofs)
-    rows = fiber_rows(model, 0)
-    u[rows[2::6]] = -0.055
-    st = fiber_state(s, model, u, "contact")
-    du = np.zeros(model.n_dofs)
-    du[rows[2::6]] = -0.099 * st.rx.min()
+    model, contact, s, u, st, du = _pressed_crossing()
     before = contact.pairs(model, u)
     assert contact.pairs(model, u + 0.99 * du).admissibility.min() < 0.25 * before.admissibility.min()
     monkeypatch.setattr(fibers_module, "short_fractions", lambda *a: (0.99, 0.5))
