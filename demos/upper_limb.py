@@ -161,8 +161,8 @@ against 10⁻⁹ (2-core shared VM): the elbow angle differs by at most 1.5·10�
 7.0·10⁻⁵° and 7.1·10⁻⁵° at levels 1–4, the attachment forces by at most 1.3·10⁻⁵ of their
 largest — about 600 times below the smallest difference between levels (0.044°), and orders
 below every check of the demo; with ``--geometry softening`` (level 1) 2.1·10⁻⁴°, where the
-localized band is sensitive to everything.  The Newton iterations drop from 655, 997, 1,336 and
-2,279 (10⁻⁹) to 397, 586, 982 and 1,644: at level 1 most steps stop after one iteration
+localized band is sensitive to everything.  The Newton iterations drop from 656, 997, 1,336 and
+2,279 (10⁻⁹) to 398, 586, 982 and 1,644: at level 1 most steps stop after one iteration
 instead of two.  ``--newton-rtol`` (``run(..., newton_rtol=…)``) sets another tolerance;
 error-controlled runs (``--rtol``) keep 10⁻⁹, well below their local errors.
 
@@ -216,7 +216,7 @@ Run::
     python demos/upper_limb.py --out out    # CSV/PNG and the VTK series, all in out/
     python demos/upper_limb.py --bending 1e-4   # with bending stiffness EI = 1e-4 N·m²
     python demos/upper_limb.py --method bdf2    # BDF2 (order 2) at the level's fixed step (levels
-                                                # 1-3; at level 4 Newton stalls in the start
+                                                # 1–3; at level 4 Newton stalls in the start
                                                 # transient: docs/theory.md)
     python demos/upper_limb.py --rtol 1e-2   # BDF2, steps by error control (the smallest contact
                                              # gap; many small steps: docs/performance.md)
@@ -286,8 +286,8 @@ START_TIME = 4 * SAMPLE_DT
 START_DT = T_END / LEVELS[4][1]
 #: Newton's relative tolerance at fixed steps: ‖G‖ ≤ NEWTON_RTOL × the largest force term (the library's
 #: default is 1e-9).  Against 1e-9 the elbow angle moves by at most 7.1e-5° and the attachment forces by
-#: 1.3e-5 of their largest, about 600 times below the smallest difference between levels, with 12–39 % fewer
-#: Newton iterations (module notes, "Newton's tolerance").  Runs with error control (``rtol``/``atol``) keep
+#: 1.3e-5 of their largest, about 600 times below the smallest difference between levels, with 26–41 % fewer
+#: Newton iterations than with 1e-9 (module notes, "Newton's tolerance").  Runs with error control (``rtol``/``atol``) keep
 #: the library's 1e-9 unless ``newton_rtol`` is given.
 NEWTON_RTOL = 1e-5
 
@@ -673,7 +673,7 @@ def _checked_newton_rtol(value) -> float:
     real = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
     rtol = float(value) if real else math.nan
     if not 0 < rtol < 1:
-        raise ValueError(f"newton_rtol must be a number in (0, 1) (Newton's relative tolerance, e.g. 1e-6), "
+        raise ValueError(f"newton_rtol must be a number in (0, 1) (Newton's relative tolerance, e.g. 1e-5), "
                          f"got {value!r}")
     return rtol
 
@@ -932,7 +932,7 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                              "with checkpoints is a call of its own, which makes its resume exact); no --resume")
     parser.add_argument("--method", choices=("euler", "bdf2"), default=None,
                         help="time scheme: backward Euler (the paper's; the default at fixed steps) or variable-step "
-                             "BDF2 (order 2; the default with --rtol/--atol); at fixed steps BDF2 runs levels 1-3, and at "
+                             "BDF2 (order 2; the default with --rtol/--atol); at fixed steps BDF2 runs levels 1–3, and at "
                              "level 4 Newton stalls in the start transient as the biceps goes slack")
     parser.add_argument("--rtol", type=positive_float, default=None,
                         help="steps by local error control at this relative tolerance (BDF2; atol = rtol/100 unless "
@@ -955,7 +955,7 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     if args.resume and args.no_checkpoints:
         parser.error("--resume continues from a checkpoint; leave out --no-checkpoints")
     if args.newton_rtol is not None and not args.newton_rtol < 1:
-        parser.error(f"--newton-rtol must be below 1 (a relative tolerance, e.g. 1e-6), got {args.newton_rtol:g}")
+        parser.error(f"--newton-rtol must be below 1 (a relative tolerance, e.g. 1e-5), got {args.newton_rtol:g}")
     adaptive = args.rtol is not None or args.atol is not None
     if adaptive:
         if args.method == "euler":

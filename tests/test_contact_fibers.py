@@ -598,17 +598,20 @@ def test_short_steps_are_checked_at_their_ends():
 
 def test_a_short_step_that_ends_below_the_bound_is_cut_where_its_part_passes_the_end_check():
     """When eq. 71 fails at the end of a short step, the safeguard checks parts of the step from their two
-    ends (short_fractions) before the estimate of eqs. 69–73: the part it returns keeps eq. 71 along it
-    (sampled here).  (Where the fibers slide on each other the estimate allowed a few per cent of such
-    steps, and Newton stalled: fixed-step BDF2 on the upper limb at level 2, tests/test_upper_limb.py.)"""
+    ends (short_fractions) and takes the first that passes or the estimate of eqs. 69–73, whichever is
+    larger; eq. 71 holds along it (sampled here).  (Where the fibers slide on each other the estimate
+    allowed a fraction of a per cent of such steps, and Newton stalled: fixed-step BDF2 on the upper limb
+    at level 2, tests/test_upper_limb.py.)"""
     from skfiber.contact import fiber_safeguard as sg
     model, contact, s, u, st, du = _pressed_crossing()
     before, after = contact.pairs(model, u), contact.pairs(model, u + du)
     assert not sg.end_state_kept(s, before, after, 0.25, gamma=2.0, motion=sg.step_motion(s, du))
     delta = contact.max_step(model, u, du, 0.0, delta_bar=0.25)
-    assert delta in sg.short_fractions(before, after, 0.25) and 0.5 < delta < 1
-    M = sg.step_motion(s, du)
-    assert sg.end_state_kept(s, before, contact.pairs(model, u + delta * du), 0.25, gamma=2.0, motion=delta * M)
+    passing = [f for f in sg.short_fractions(before, after, 0.25)
+               if sg.end_state_kept(s, before, contact.pairs(model, u + f * du), 0.25, gamma=2.0,
+                                    motion=sg.step_motion(s, f * du))]
+    estimate = sg.step_bound(model, s, st, u, du, 0.25, gamma=2.0, name=contact.name)
+    assert passing and delta == max(passing[0], estimate) and 0.5 < delta < 1
     start = {(int(p), int(f)): a for p, f, a in zip(before.point, before.fiber_y, before.admissibility)}
     for fraction in np.linspace(0, 1, 41)[1:]:  # eq. 71 along the part, pair by pair
         pr = contact.pairs(model, u + fraction * delta * du)
@@ -621,23 +624,33 @@ def test_a_short_step_that_ends_below_the_bound_is_cut_where_its_part_passes_the
 def test_the_parts_of_a_short_step_are_checked_against_the_start_of_the_step(monkeypatch):
     """Each part is checked, against eq. 71's bound of the step's start: a part that ends below it (0.99 of
     the step of the test above) is refused and the next one (0.5) taken; with no part that passes, the
-    estimate decides; with the smallest gap and γ ≤ 1 (where the end check cannot decide) no part is tried."""
+    estimate decides, and the end state's search is kept for Newton's next evaluation; with the smallest
+    gap and γ ≤ 1 (where the end check cannot decide) no part is tried.  (The estimate is replaced here by
+    a small δ, so that the part shows.)"""
     import skfiber.contact.fibers as fibers_module
     from skfiber.contact import fiber_safeguard as sg
     model, contact, s, u, st, du = _pressed_crossing()
     before = contact.pairs(model, u)
     assert contact.pairs(model, u + 0.99 * du).admissibility.min() < 0.25 * before.admissibility.min()
+    monkeypatch.setattr(fibers_module, "step_bound", lambda *a, **k: 1e-3)
     monkeypatch.setattr(fibers_module, "short_fractions", lambda *a: (0.99, 0.5))
     assert contact.max_step(model, u, du, 0.0, delta_bar=0.25) == 0.5
     monkeypatch.setattr(fibers_module, "short_fractions", lambda *a: (0.99,))
-    assert contact.max_step(model, u, du, 0.0, delta_bar=0.25) == sg.step_bound(model, s, st, u, du, 0.25,
-                                                                               gamma=2.0, name=contact.name)
+    assert contact.max_step(model, u, du, 0.0, delta_bar=0.25) == 1e-3
+    monkeypatch.setattr(fibers_module, "step_bound", lambda *a, **k: 1.0)  # the estimate allows the whole step:
+    assert contact.max_step(model, u, du, 0.0, delta_bar=0.25) == 1.0
+    searches = []
+    real = fibers_module.find_pairs
+    monkeypatch.setattr(fibers_module, "find_pairs", lambda *a, **k: searches.append(1) or real(*a, **k))
+    contact.evaluate(model, u + du, 0.0)  # … Newton evaluates its end, searched already
+    assert searches == []
     smallest = FiberContact(PenaltyLaw(stiffness=100.0, gamma=0.5), gap="smallest")
+    assert sg.short_step(s, st, sg.step_motion(s, du)) and not sg.end_check_decides(0.5, True)
 
     def refuse(*a):
         raise AssertionError("parts tried with the smallest gap and γ ≤ 1")
     monkeypatch.setattr(fibers_module, "short_fractions", refuse)
-    assert 0 < smallest.max_step(model, u, du, 0.0, delta_bar=0.25) <= 1
+    assert smallest.max_step(model, u, du, 0.0, delta_bar=0.25) == 1.0
 
 
 def test_a_short_step_through_another_fiber_is_not_taken_from_its_ends():
@@ -667,9 +680,10 @@ def test_a_short_step_through_another_fiber_is_not_taken_from_its_ends():
         assert not sg.end_state_kept(s, before, after, 0.25, gamma=gamma, motion=M)
         delta = contact.max_step(model, u, du, 0.0, delta_bar=0.25)
         estimate = sg.step_bound(model, s, st, u, du, 0.25, gamma=gamma, name=contact.name)
-        # a part of the step checked from its ends, or the estimate: both stop short of the centerline (the
-        # estimate's distance bound d − δ m must stay > 0: with γ ≤ 1, e(δ) ≥ 1 − γ ≥ 0 would not stop it)
-        assert delta == estimate or delta in sg.short_fractions(before, after, 0.25)
+        # a part of the step checked from its ends, or the estimate, whichever is larger: both stop short of the
+        # centerline (the estimate's bound of the distance, d − δ m, must stay > 0: with γ < 1, e(δ) ≥ 1 − γ > 0
+        # would not stop it)
+        assert delta >= estimate and (delta == estimate or delta in sg.short_fractions(before, after, 0.25))
         assert 0 < delta * 0.0999 < 0.049 and 0 < estimate * 0.0999 < 0.049
 
 

@@ -472,8 +472,8 @@ def test_command_line_refuses_a_newton_tolerance_of_one_or_more(tmp_path, capsys
 def test_fixed_step_bdf2_passes_the_start_at_level_2():
     """Fixed-step BDF2 at level 2 presses the biceps bellies together at t ≈ 0.1 s, where Newton's steps end
     below eq. 71's bound.  The fiber–fiber safeguard then takes the part of the step that passes its end check
-    (about 0.8 of it) instead of the estimate of eqs. 69–73 (0.0005–0.05), with which Newton stalled at
-    t = 0.114 s even with the step split 16 times."""
+    (0.23–0.87 of it, measured) instead of the estimate of eqs. 69–73 (0.0002–0.12), with which Newton
+    stalled at t = 0.114 s even with the step split 16 times."""
     r = upper_limb.run(2, t_end=0.25, n_steps=16, method="bdf2", progress=False)
     assert not r.interrupted and r.times[-1] == pytest.approx(0.25)
     assert np.all(np.isfinite(r.angle_deg))

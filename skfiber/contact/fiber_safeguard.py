@@ -46,7 +46,7 @@ from .fiber_geometry import RADIUS_SAFETY, FiberSetup, FiberState, fiber_state, 
 from .fiber_kernels import chord_distance, neighbours_of, power_point
 
 __all__ = ["SAFEGUARD_ROUNDS", "SHORT_STEP", "StepData", "step_bound", "step_motion", "short_step",
-           "end_state_kept", "short_fractions", "partner_distances", "partner_loop", "step_fraction",
+           "end_state_kept", "end_check_decides", "short_fractions", "partner_distances", "partner_loop", "step_fraction",
            "step_geometry", "step_candidates"]
 
 SAFEGUARD_ROUNDS = 8  # restarts of the safeguard estimate along a step
@@ -82,7 +82,7 @@ class StepData:
 @numba.njit(inline="always", **_JIT)
 def _estimate(data, i, gamma, delta):  # pragma: no cover - compiled
     """e_i(δ) of :class:`StepData` (its arrays ``data``); −∞ where the distance's lower bound d − δ m reaches 0
-    (the point may reach the partner's centerline: with γ ≤ 1 e would stay ≥ 1 − γ ≥ 0 there)."""
+    (with γ < 1, e stays ≥ 1 − γ > 0 up to the partner's centerline)."""
     d, move, rx, J, dJ, rmax, Xmax, vmin, dv = data
     if not d[i] - delta * move[i] > 0:
         return -np.inf
@@ -349,13 +349,20 @@ def short_step(s: FiberSetup, st: FiberState, motion: float) -> bool:
 
 
 @numba.njit(**_JIT)
+def end_check_decides(gamma, smallest) -> bool:  # pragma: no cover - compiled
+    """Whether :func:`end_state_kept` can accept a step: not with the smallest gap and γ ≤ 1 (its bound of the
+    closest distance, (1 − 1/γ) r_x, is then ≤ 0)."""
+    return not (smallest and not gamma > 1)
+
+
+@numba.njit(**_JIT)
 def _end_kept(point0, fiber0, adm0, dist0, rx0, point1, fiber1, adm1, dist1, radii1, rx1, n_points, n_fibers,
               delta_bar, gamma, motion, smallest):  # pragma: no cover - compiled
     m2 = motion * motion
     # the smallest gap's pairs carry the distance at the gap's point, not the closest distance: the closest
     # distance of an admissible pair exceeds (1 − 1/γ) r_x (its gap is at least the smallest), which must
     # exceed M; else the estimate decides
-    if smallest and not gamma > 1:
+    if not end_check_decides(gamma, smallest):
         return False
     before = np.full(n_points * n_fibers, np.inf)
     d_before = np.full(n_points * n_fibers, np.inf)

@@ -51,7 +51,7 @@ from .broadphase import NeighbourList
 from .fiber_geometry import FiberSetup, fiber_setup, fiber_state
 from .fiber_kernels import residual_loop
 from .fiber_pairs import ContactPairs, check_pairs, find_pairs
-from .fiber_safeguard import end_state_kept, short_fractions, short_step, step_bound, step_motion
+from .fiber_safeguard import end_check_decides, end_state_kept, short_fractions, short_step, step_bound, step_motion
 from .fiber_tangent import tangent_blocks
 
 __all__ = ["FiberContact", "ContactPairs", "GAPS"]
@@ -202,13 +202,14 @@ class FiberContact:
         step, δ = 1.  When eq. 71 fails at the end of a short step, parts δ of it
         (:func:`~skfiber.contact.fiber_safeguard.short_fractions`: where the smallest margin, interpolated
         linearly, would reach the bound, then halved) are checked from their two ends in the same way (the
-        part ends at u + δ du, the state Newton evaluates next, or on the straight segment to ``u_end``), and
-        the first that passes is δ; not with the smallest gap and γ ≤ 1, where the end check cannot decide.
-        Otherwise the estimate is applied from δ = 0 and then again from the state it reached (at most
+        part ends at u + δ du, the state Newton evaluates next, or on the straight segment to ``u_end``); δ is
+        the first that passes or the estimate below, whichever is larger (no part is tried with the smallest
+        gap and γ ≤ 1, where the end check cannot decide).  Otherwise the estimate is applied from δ = 0 and then again from the state it reached (at most
         ``SAFEGUARD_ROUNDS`` times): every restart uses the exact distances there, so a step that is
         admissible is not cut to the crude first estimate (:mod:`skfiber.contact.fiber_safeguard`); its
-        lower bound of each distance stays > 0 (with γ ≤ 1 any distance > 0 is admissible, so eq. 71 alone
-        would let a centerline pass through another).
+        lower bound of each distance stays > 0 (with γ < 1 any distance > 0 is admissible, so eq. 71 alone
+        would let a centerline pass through another; even so, over its restarts a point can come very close
+        to a partner's centerline: use γ > 1).
         """
         if not (isinstance(delta_bar, (int, float, np.floating)) and 0 < delta_bar < 1):
             raise ValueError(f"delta_bar δ̄ must lie in (0, 1), got {delta_bar!r}")
@@ -219,7 +220,7 @@ class FiberContact:
         if not np.any(du):
             return 1.0
         st, pr = self._search(model, s, u, t)
-        walked = u_end is None  # the states u + δ du are those Newton evaluates (the coupled path passes u_end)
+        walked = u_end is None  # u + δ du is the state Newton evaluates next (the fast coupled path passes u_end)
         if u_end is None:
             u_end = u + du
         else:
@@ -237,18 +238,24 @@ class FiberContact:
             if pr_end is not None and end_state_kept(s, pr, pr_end, delta_bar, gamma=self.law.gamma,
                                                      motion=motion, smallest=smallest):
                 return 1.0
-            # the end of the step breaks eq. 71: a part of it, checked from its two ends in the same way (not with
-            # the smallest gap and γ ≤ 1, where the end check cannot decide)
+            # the end of the step breaks eq. 71: a part of it, checked from its two ends in the same way, or the
+            # estimate, whichever allows more (both keep eq. 71)
             end_memo = self._last  # (the end state's search, for Newton's evaluation if the estimate gives δ = 1)
-            for fraction in (short_fractions(pr, pr_end, delta_bar)
-                             if not (smallest and not self.law.gamma > 1) else ()):
+            kept = 0.0
+            for fraction in short_fractions(pr, pr_end, delta_bar) if end_check_decides(self.law.gamma,
+                                                                                        smallest) else ():
                 part = u + fraction * du if walked else u + fraction * (u_end - u)
                 try:
                     _, pr_part = self._search(model, s, part, t)
                 except FloatingPointError:
                     continue
-                if end_state_kept(s, pr, pr_part, delta_bar, gamma=self.law.gamma, motion=fraction * motion,
+                if end_state_kept(s, pr, pr_part, delta_bar, gamma=self.law.gamma, motion=step_motion(s, part - u),
                                   smallest=smallest):
-                    return fraction
+                    kept = fraction
+                    break
+            estimate = step_bound(model, s, st, u, du, delta_bar, gamma=self.law.gamma, name=self.name)
+            if kept > estimate:  # (the part's search is the last one kept: Newton evaluates there next)
+                return kept
             self._last = end_memo
+            return estimate
         return step_bound(model, s, st, u, du, delta_bar, gamma=self.law.gamma, name=self.name)
