@@ -1,0 +1,80 @@
+"""Motor-unit recruitment by the size principle: the activations of the fibers of a bundle from one drive.
+
+Henneman's size principle: as the neural drive E ∈ [0, 1] rises, motor units are recruited in order of
+increasing size, the smallest first.  Here each fiber stands for a group of motor units of one size
+(its cross-section, or any size the caller gives).  Unit k is recruited at the threshold
+
+    T_k = last · (size of the units smaller than k) / (size of all units but the largest),
+
+so the thresholds share the recruitment range [0, ``last``] in proportion to the force recruited before
+each unit (equal sizes: equal steps; ties in size go by index).  Above its threshold a unit's activation
+rises linearly with the drive (rate coding simplified to a ramp) and reaches 1 at E = 1:
+
+    α_k(E) = clip((E − T_k) / (1 − T_k), 0, 1).
+
+Example
+-------
+>>> import numpy as np
+>>> T = size_principle_thresholds([1.0, 3.0, 2.0], last=0.6)
+>>> T.round(12).tolist()             # the smallest first: sizes 1, 2, 3 at 0, 0.2, 0.6
+[0.0, 0.6, 0.2]
+>>> [round(recruited_activation(0.8, t), 3) for t in T]
+[0.8, 0.5, 0.75]
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+
+__all__ = ["size_principle_thresholds", "recruited_activation", "recruitment"]
+
+
+def size_principle_thresholds(sizes: Sequence[float], *, last: float = 0.8) -> np.ndarray:
+    """The recruitment thresholds T_k ∈ [0, ``last``] of units of the given sizes (module notes).
+
+    Raises
+    ------
+    ValueError
+        For sizes that are not finite and > 0, or ``last`` outside [0, 1).
+    """
+    s = np.asarray(sizes, dtype=float)
+    if s.ndim != 1 or s.size == 0 or not (np.all(np.isfinite(s)) and np.all(s > 0)):
+        raise ValueError(f"sizes must be a non-empty sequence of finite numbers > 0, got {sizes!r}")
+    if isinstance(last, bool) or not isinstance(last, (int, float, np.floating)) or not 0 <= last < 1:
+        raise ValueError(f"last (the drive that recruits the largest unit) must lie in [0, 1), got {last!r}")
+    order = np.argsort(s, kind="stable")
+    before = np.concatenate([[0.0], np.cumsum(s[order])[:-1]])  # the size recruited before each, in order
+    total = before[-1]
+    thresholds = np.empty(s.size)
+    thresholds[order] = last * before / total if total > 0 else 0.0
+    return thresholds
+
+
+def recruited_activation(drive: float, threshold: float) -> float:
+    """α = clip((E − T) / (1 − T), 0, 1) of a unit with threshold T < 1 at drive E."""
+    if not math.isfinite(drive):
+        raise ValueError(f"the drive must be a finite number in [0, 1], got {drive!r}")
+    return float(min(max((drive - threshold) / (1.0 - threshold), 0.0), 1.0))
+
+
+def recruitment(drive, sizes: Sequence[float], *, last: float = 0.8) -> list[Callable[[float], float]]:
+    """One activation α_k(t) per unit from the drive E(t) (a number or a callable of t, in [0, 1]).
+
+    Pass the result as the ``activation`` of :func:`skfiber.bundle.bundle` (one per fiber).
+
+    Raises
+    ------
+    ValueError
+        As :func:`size_principle_thresholds`; a constant drive outside [0, 1].
+    """
+    thresholds = size_principle_thresholds(sizes, last=last)
+    if not callable(drive):
+        value = float(drive)
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"the drive must lie in [0, 1], got {drive!r}")
+        drive_at = (lambda t, v=value: v)
+    else:
+        drive_at = drive
+    return [(lambda t, T=float(T): recruited_activation(float(drive_at(t)), T)) for T in thresholds]
