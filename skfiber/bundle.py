@@ -59,7 +59,7 @@ def packing(n: int, *, layout: str = "hexagonal") -> np.ndarray:
         pts = [(0.0, 0.0)] + [(k * math.cos(2 * math.pi * j / (6 * k)), k * math.sin(2 * math.pi * j / (6 * k)))
                               for k in range(1, rings + 1) for j in range(6 * k)]
         return np.array(pts[:n])
-    span = range(-rings - 1, rings + 2)
+    span = range(-2 * rings - 2, 2 * rings + 3)  # a lattice rhombus that contains the disc of radius `rings`
     pts = np.array([(i + 0.5 * j, 0.5 * math.sqrt(3.0) * j) for i in span for j in span])
     dist = np.hypot(pts[:, 0], pts[:, 1])
     angle = np.mod(np.arctan2(pts[:, 1], pts[:, 0]), 2 * math.pi)
@@ -105,9 +105,9 @@ def bundle_points(origin: Sequence[float], insertion: Sequence[float], n_fibers:
     axis = line / length
     if up is None:
         up = np.eye(3)[int(np.argmin(np.abs(axis)))]
-    up = np.asarray(up, dtype=float)
-    e1 = up - (up @ axis) * axis
-    if up.shape != (3,) or not np.linalg.norm(e1) > 1e-12 * max(1.0, float(np.linalg.norm(up))):
+    up_ = np.asarray(up, dtype=float)
+    e1 = up_ - (up_ @ axis) * axis if up_.shape == (3,) else np.zeros(3)
+    if not np.linalg.norm(e1) > 1e-12 * max(1.0, float(np.linalg.norm(up_))):
         raise ValueError(f"up must be a vector with 3 coordinates not along the muscle's line, got {up!r}")
     e1 /= np.linalg.norm(e1)
     e2 = np.cross(axis, e1)

@@ -26,6 +26,17 @@ def test_packing_has_unit_spacing_and_starts_at_the_centre(layout, n):
     assert np.all(np.diff(radii) > -1e-12) if layout == "hexagonal" else np.all(np.diff(np.ceil(radii - 1e-9)) >= 0)
 
 
+@pytest.mark.parametrize("n", [37, 144, 300])
+def test_hexagonal_packing_takes_the_lattice_points_nearest_to_the_centre(n):
+    """The n points are the n nearest to the centre of a much larger lattice (ties by angle)."""
+    span = range(-40, 41)
+    lattice = np.array([(i + 0.5 * j, 0.5 * math.sqrt(3.0) * j) for i in span for j in span])
+    dist = np.round(np.hypot(lattice[:, 0], lattice[:, 1]), 9)
+    angle = np.round(np.mod(np.arctan2(lattice[:, 1], lattice[:, 0]), 2 * math.pi), 9)
+    want = lattice[np.lexsort((angle, dist))[:n]]
+    assert np.allclose(packing(n), want, atol=1e-12)
+
+
 def test_hexagonal_packing_fills_rings():
     """7 and 19 points are the centre with one and two full rings of a hexagonal lattice: each inner point
     has 6 neighbours at distance 1."""
@@ -75,8 +86,9 @@ def test_bundle_checks_its_input():
         bundle_points((0, 0, 0), (0, 0, 0), 3, radius=0.01)
     with pytest.raises(ValueError, match="origin_scale must be a finite number > 0, got 0"):
         bundle_points((0, 0, 0), (0, 0, 1), 3, radius=0.01, origin_scale=0)
-    with pytest.raises(ValueError, match="up must be a vector"):
-        bundle_points((0, 0, 0), (0, 0, 1), 3, radius=0.01, up=(0, 0, 2))
+    for up in ((0, 0, 2), (1, 0)):
+        with pytest.raises(ValueError, match="up must be a vector"):
+            bundle_points((0, 0, 0), (0, 0, 1), 3, radius=0.01, up=up)
     with pytest.raises(ValueError, match="r0"):
         bundle_points((0, 0, 0), (0, 0, 1), 3, radius=lambda th: 0.01 - 0.02 * th)
     with pytest.raises(ValueError, match="one per fiber, got 2"):
