@@ -3,12 +3,11 @@
 :func:`packing` gives the points of a cross-section — a hexagonal lattice or concentric rings, the centre
 first, then ring by ring — at unit spacing.  :func:`bundle` lays one straight fiber per point from a patch
 around the origin point to a patch around the insertion point, in the plane normal to the muscle's line.
-The spacing is chosen from the fibers' radius r0(θ) so that neighbours start apart: at every θ the
-distance between neighbouring centerlines, at equal θ, is at least 2 r0(θ) (1 + ``clearance``).  With
-patches of different sizes (``origin_scale``, ``insertion_scale``: a muscle that narrows towards its
-tendons) the fibers converge; their closest distance is then slightly below the equal-θ one, and the
-clearance covers it while the convergence is gentle (:func:`reference_clearance` measures it with the
-contact search).
+The spacing S is chosen so that the fibers start apart: the smallest gap g = d/(r0 + r0′) − 1 between any
+two fibers within 2.5 spacings of each other in the packing, over 201 × 201 points of each pair of
+centerlines, is at least ``clearance`` (:func:`smallest_gap`).  Patches of different sizes
+(``origin_scale``, ``insertion_scale``; only their ratio matters) make the bundle a truncated cone that
+narrows from one end to the other.
 
 Example
 -------
@@ -22,26 +21,40 @@ Example
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from .fiber import Fiber
 
-__all__ = ["LAYOUTS", "packing", "bundle", "bundle_points", "reference_clearance"]
+__all__ = ["LAYOUTS", "packing", "bundle", "bundle_points", "smallest_gap", "reference_clearance"]
 
 #: the cross-section layouts of :func:`packing`
 LAYOUTS = ("hexagonal", "rings")
-_RADIUS_SAMPLES = 201  # θ samples of a callable r0(θ) for the spacing
+_SAMPLES = 201  # points of each centerline (θ) for the spacing and the smallest gap
+_NEAR = 2.5  # pairs of fibers closer than this many spacings in the packing have their gap measured
 
 
 def packing(n: int, *, layout: str = "hexagonal") -> np.ndarray:
     """``n`` points of a cross-section at unit spacing, (n, 2): the centre first, then ring by ring.
 
     ``"hexagonal"``: the points of a hexagonal lattice nearest to the centre (ties in distance by angle from
-    the first axis), so that every point has up to 6 neighbours at distance 1.  ``"rings"``: the centre and
-    rings of radius k with 6k points each (k = 1, 2, …), equally spaced on the ring (neighbours on a ring
-    2πk/(6k) > 1 apart, rings 1 apart).
+    the first axis), so that every point has up to 6 neighbours at distance 1 (7 and 19 points are the centre
+    with one and two whole rings).  ``"rings"``: the centre and rings of radius k with 6k points each
+    (k = 1, 2, …), equally spaced on the ring (neighbours on a ring 2k sin(π/6k) ≥ 1 apart, rings 1 apart).
+    A count that does not fill a ring leaves the bundle slightly off-centre (36: one point short of 37).
+
+    Parameters
+    ----------
+    n
+        The number of points.
+    layout
+        ``"hexagonal"`` or ``"rings"``.
+
+    Returns
+    -------
+    numpy.ndarray
+        (n, 2) points; every two are at least 1 apart.
 
     Raises
     ------
@@ -49,7 +62,7 @@ def packing(n: int, *, layout: str = "hexagonal") -> np.ndarray:
         For ``n`` not an integer ≥ 1 or an unknown layout.
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be an integer ≥ 1 (the number of fibers), got {n!r}")
+        raise ValueError(f"the number of fibers must be an integer ≥ 1, got {n!r}")
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     rings = 0
@@ -69,11 +82,40 @@ def packing(n: int, *, layout: str = "hexagonal") -> np.ndarray:
     return out
 
 
-def _radius_profile(radius) -> Callable[[np.ndarray], np.ndarray]:
-    if callable(radius):
-        return lambda th: np.broadcast_to(np.asarray(radius(th), dtype=float), np.shape(th))
-    r = float(radius)
-    return lambda th: np.full(np.shape(th), r)
+def _radius_samples(radius, theta: np.ndarray) -> np.ndarray:
+    """r0 at ``theta`` from a number or r0(θ), checked: finite and > 0 (else a ValueError naming it)."""
+    try:
+        r0 = np.broadcast_to(np.asarray(radius(theta) if callable(radius) else radius, dtype=float), theta.shape)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"radius must be r0 in m, a number > 0 or r0(θ) giving one per θ, got {radius!r} "
+                         f"({error})") from None
+    if not (np.all(np.isfinite(r0)) and np.all(r0 > 0)):
+        raise ValueError(f"radius must be finite and > 0 along the fibers, got {radius!r} (smallest "
+                         f"{np.nanmin(r0) if np.any(np.isfinite(r0)) else r0.flat[0]!r})")
+    return np.array(r0)
+
+
+def smallest_gap(starts: np.ndarray, ends: np.ndarray, r0: np.ndarray, pairs: np.ndarray) -> float:
+    """The smallest gap d/(r0(θa) + r0(θb)) − 1 between the straight fibers ``starts[i]`` → ``ends[i]`` of the
+    pairs (m, 2), over all θa, θb of the samples (``r0`` at equally spaced θ from 0 to 1); +inf for no pair.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> s, e = np.array([[0, 0, 0], [0, 0.3, 0.0]]), np.array([[1, 0, 0], [1, 0.3, 0.0]])
+    >>> round(smallest_gap(s, e, np.full(11, 0.1), np.array([[0, 1]])), 12)   # 0.3 / 0.2 − 1
+    0.5
+    """
+    theta = np.linspace(0.0, 1.0, r0.size)
+    rr = (r0[:, None] + r0[None, :]) ** 2
+    best = math.inf
+    for i, j in pairs:
+        mid = 0.5 * (starts[i] + starts[j])  # (distances from centred points: less cancellation below)
+        a = starts[i] - mid + theta[:, None] * (ends[i] - starts[i])
+        b = starts[j] - mid + theta[:, None] * (ends[j] - starts[j])
+        d2 = np.einsum("ij,ij->i", a, a)[:, None] + np.einsum("ij,ij->i", b, b)[None, :] - 2.0 * (a @ b.T)
+        best = min(best, math.sqrt(max(float(np.min(d2 / rr)), 0.0)) - 1.0)
+    return best
 
 
 def bundle_points(origin: Sequence[float], insertion: Sequence[float], n_fibers: int, *, radius,
@@ -84,11 +126,39 @@ def bundle_points(origin: Sequence[float], insertion: Sequence[float], n_fibers:
     The cross-section is the plane normal to insertion − origin; its first axis is ``up`` projected onto
     that plane (default: the coordinate axis least aligned with the muscle).  The patch around the origin
     is the packing times the spacing S times ``origin_scale``, that around the insertion times
-    ``insertion_scale``; S is the smallest spacing with S s(θ) ≥ 2 r0(θ) (1 + clearance) at every θ,
-    s(θ) = (1 − θ) origin_scale + θ insertion_scale.
+    ``insertion_scale``.  S starts from the rule S s(θ) ≥ 2 r0(θ) (1 + clearance) at every sampled θ,
+    s(θ) = (1 − θ) origin_scale + θ insertion_scale (neighbours at equal θ), and is enlarged until the
+    measured smallest gap (:func:`smallest_gap`, pairs closer than 2.5 spacings) is ≥ ``clearance``, to
+    10⁻⁵ of S (converging fibers come closer than at equal θ).
+
+    Parameters
+    ----------
+    origin, insertion
+        The centres of the patches (m).
+    n_fibers
+        The number of fibers.
+    radius
+        r0 (m): a number or r0(θ).
+    clearance
+        The smallest reference gap d/(r_x + r_y) − 1 between fibers, > 0.
+    layout, origin_scale, insertion_scale, up
+        See above and :func:`packing`.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        The start and end points.
+
+    Raises
+    ------
+    ValueError
+        For bad points, counts, scales, radii or ``up`` (naming the value).
     """
-    a = np.asarray(origin, dtype=float)
-    b = np.asarray(insertion, dtype=float)
+    try:
+        a = np.asarray(origin, dtype=float)
+        b = np.asarray(insertion, dtype=float)
+    except (TypeError, ValueError):
+        a = b = np.full(3, np.nan)
     if a.shape != (3,) or b.shape != (3,) or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         raise ValueError(f"origin and insertion must be finite points with 3 coordinates (m), got {origin!r}, "
                          f"{insertion!r}")
@@ -99,27 +169,54 @@ def bundle_points(origin: Sequence[float], insertion: Sequence[float], n_fibers:
     for label, value in (("clearance", clearance), ("origin_scale", origin_scale),
                          ("insertion_scale", insertion_scale)):
         if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
-                or not math.isfinite(value) or value < 0 or (value == 0 and label != "clearance"):
-            raise ValueError(f"{label} must be a finite number {'≥' if label == 'clearance' else '>'} 0, "
-                             f"got {value!r}")
+                or not math.isfinite(value) or not value > 0:
+            raise ValueError(f"{label} must be a finite number > 0, got {value!r}")
     axis = line / length
     if up is None:
         up = np.eye(3)[int(np.argmin(np.abs(axis)))]
-    up_ = np.asarray(up, dtype=float)
-    e1 = up_ - (up_ @ axis) * axis if up_.shape == (3,) else np.zeros(3)
-    if not np.linalg.norm(e1) > 1e-12 * max(1.0, float(np.linalg.norm(up_))):
-        raise ValueError(f"up must be a vector with 3 coordinates not along the muscle's line, got {up!r}")
+    try:
+        up_ = np.asarray(up, dtype=float)
+    except (TypeError, ValueError):
+        up_ = np.zeros(0)
+    ok = up_.shape == (3,) and bool(np.all(np.isfinite(up_)))
+    e1 = up_ - (up_ @ axis) * axis if ok else np.zeros(3)
+    if not np.linalg.norm(e1) > 1e-12 * max(1.0, float(np.linalg.norm(up_)) if ok else 1.0):
+        raise ValueError(f"up must be a finite vector with 3 coordinates not along the muscle's line, got {up!r}")
+    e1 /= np.linalg.norm(e1)
+    e1 -= (e1 @ axis) * axis  # (once more: up nearly along the line)
     e1 /= np.linalg.norm(e1)
     e2 = np.cross(axis, e1)
-    theta = np.linspace(0.0, 1.0, _RADIUS_SAMPLES)
-    r0 = _radius_profile(radius)(theta)
-    if not (np.all(np.isfinite(r0)) and np.all(r0 > 0)):
-        raise ValueError("the radius r0(θ) must be finite and > 0 along the fibers")
+    theta = np.linspace(0.0, 1.0, _SAMPLES)
+    r0 = _radius_samples(radius, theta)
     scale = (1 - theta) * origin_scale + theta * insertion_scale
     spacing = float(np.max(2.0 * r0 * (1.0 + clearance) / scale))
-    offsets = packing(n_fibers, layout=layout) * spacing
-    plane = offsets[:, :1] * e1 + offsets[:, 1:] * e2
-    return a + origin_scale * plane, b + insertion_scale * plane
+    unit = packing(n_fibers, layout=layout)
+    near = np.array([(i, j) for i in range(n_fibers) for j in range(i + 1, n_fibers)
+                     if np.hypot(*(unit[i] - unit[j])) < _NEAR], dtype=np.int64).reshape(-1, 2)
+
+    def ends_at(S):
+        plane = (unit[:, :1] * e1 + unit[:, 1:] * e2) * S
+        return a + origin_scale * plane, b + insertion_scale * plane
+
+    # the gap grows with S (the distances' components in the cross-section scale with it, the axial ones do
+    # not): widen S until the gap is kept, then bisect to 10⁻⁵ of S
+    kept = clearance * (1.0 - 1e-9)  # (the rounding of the sampled distances)
+    low, gap = None, smallest_gap(*ends_at(spacing), r0, near)
+    for _ in range(60):
+        if gap >= kept:
+            break
+        low, spacing = spacing, spacing * max((1.0 + clearance) / (1.0 + gap), 1.01)
+        gap = smallest_gap(*ends_at(spacing), r0, near)
+    else:
+        raise ValueError(f"no spacing keeps the fibers {clearance:g} apart with origin_scale={origin_scale!r} and "
+                         f"insertion_scale={insertion_scale!r} (smallest gap {gap:.3g}); give closer scales")
+    while low is not None and spacing - low > 1e-5 * spacing:
+        middle = 0.5 * (low + spacing)
+        if smallest_gap(*ends_at(middle), r0, near) >= kept:
+            spacing = middle
+        else:
+            low = middle
+    return ends_at(spacing)
 
 
 def bundle(origin: Sequence[float], insertion: Sequence[float], n_fibers: int, *, radius, n_elements: int,
@@ -158,12 +255,14 @@ def bundle(origin: Sequence[float], insertion: Sequence[float], n_fibers: int, *
         For bad points, counts, scales or radii (naming the value), or a sequence of activations whose
         length is not ``n_fibers``.
     """
+    if not isinstance(name, str):
+        raise ValueError(f"name must be a string (the fibers are name0, name1, …), got {name!r}")
     starts, ends = bundle_points(origin, insertion, n_fibers, radius=radius, clearance=clearance, layout=layout,
                                  origin_scale=origin_scale, insertion_scale=insertion_scale, up=up)
-    if activation is None or callable(activation) or isinstance(activation, (int, float, np.floating)):
+    if activation is None or callable(activation) or np.ndim(activation) == 0 and not isinstance(activation, str):
         activations = [0.0 if activation is None else activation] * n_fibers
     else:
-        activations = list(activation)
+        activations = list(activation) if not isinstance(activation, str) else [activation]
         if len(activations) != n_fibers:
             raise ValueError(f"activation must be one value (or α(t)) or {n_fibers} of them, one per fiber, got "
                              f"{len(activations)}")
@@ -174,7 +273,18 @@ def bundle(origin: Sequence[float], insertion: Sequence[float], n_fibers: int, *
 
 def reference_clearance(model, contact) -> float:
     """The smallest gap g = d/(r_x + r_y) − 1 of ``contact`` (a fiber–fiber contact) in the model's reference
-    configuration (u = 0); +inf when no pair is within the search's reach (about 5 % of r_x + r_y beyond
-    touching).  > 0: the bundle starts apart (admissible with every law)."""
+    configuration (u = 0), at the contact points; +inf when no pair is within the search's reach, which ends
+    about 5 % of r_x + r_y beyond touching (so +inf also means "apart by more than that").  > 0: the bundle
+    starts apart (admissible with every law).
+
+    Example
+    -------
+    >>> import skfiber as sf
+    >>> from skfiber.contact import FiberContact, PenaltyLaw
+    >>> model = sf.Model(bundle((0, 0, 0), (0, 0, -0.3), 3, radius=0.01, clearance=0.03, n_elements=2,
+    ...                         law=sf.paper_law()))
+    >>> round(reference_clearance(model, model.add_contact(FiberContact(PenaltyLaw(stiffness=500.0, gamma=3.0)))), 6)
+    0.03
+    """
     pairs = contact.pairs(model, np.zeros(model.n_dofs))
     return float(pairs.gap.min()) if pairs.gap.size else math.inf

@@ -23,7 +23,6 @@ Example
 """
 from __future__ import annotations
 
-import math
 from typing import Callable, Sequence
 
 import numpy as np
@@ -34,28 +33,56 @@ __all__ = ["size_principle_thresholds", "recruited_activation", "recruitment"]
 def size_principle_thresholds(sizes: Sequence[float], *, last: float = 0.8) -> np.ndarray:
     """The recruitment thresholds T_k ∈ [0, ``last``] of units of the given sizes (module notes).
 
+    Parameters
+    ----------
+    sizes
+        One size per unit (any unit: a cross-section, a force), each finite and > 0.
+    last
+        The drive that recruits the largest unit, in [0, 1).
+
+    Returns
+    -------
+    numpy.ndarray
+        T_k, in the order of ``sizes``.
+
     Raises
     ------
     ValueError
         For sizes that are not finite and > 0, or ``last`` outside [0, 1).
     """
-    s = np.asarray(sizes, dtype=float)
+    try:
+        s = np.asarray(sizes, dtype=float)
+    except (TypeError, ValueError):
+        s = np.full(1, np.nan)
     if s.ndim != 1 or s.size == 0 or not (np.all(np.isfinite(s)) and np.all(s > 0)):
         raise ValueError(f"sizes must be a non-empty sequence of finite numbers > 0, got {sizes!r}")
-    if isinstance(last, bool) or not isinstance(last, (int, float, np.floating)) or not 0 <= last < 1:
+    if isinstance(last, bool) or not isinstance(last, (int, float, np.floating, np.integer)) or not 0 <= last < 1:
         raise ValueError(f"last (the drive that recruits the largest unit) must lie in [0, 1), got {last!r}")
     order = np.argsort(s, kind="stable")
-    before = np.concatenate([[0.0], np.cumsum(s[order])[:-1]])  # the size recruited before each, in order
+    before = np.concatenate([[0.0], np.cumsum(s[order] / s.max())[:-1]])  # recruited before each, in order
     total = before[-1]
     thresholds = np.empty(s.size)
-    thresholds[order] = last * before / total if total > 0 else 0.0
+    thresholds[order] = float(last) * before / total if total > 0 else 0.0
     return thresholds
 
 
 def recruited_activation(drive: float, threshold: float) -> float:
-    """α = clip((E − T) / (1 − T), 0, 1) of a unit with threshold T < 1 at drive E."""
-    if not math.isfinite(drive):
-        raise ValueError(f"the drive must be a finite number in [0, 1], got {drive!r}")
+    """α = clip((E − T) / (1 − T), 0, 1) of a unit with threshold T ∈ [0, 1) at drive E ∈ [0, 1].
+
+    Raises
+    ------
+    ValueError
+        For a drive outside [0, 1] or a threshold outside [0, 1).
+
+    Example
+    -------
+    >>> round(recruited_activation(0.5, 0.2), 12), recruited_activation(0.1, 0.2)
+    (0.375, 0.0)
+    """
+    if not 0.0 <= drive <= 1.0:
+        raise ValueError(f"the drive must be a number in [0, 1], got {drive!r}")
+    if not 0.0 <= threshold < 1.0:
+        raise ValueError(f"the threshold must lie in [0, 1), got {threshold!r}")
     return float(min(max((drive - threshold) / (1.0 - threshold), 0.0), 1.0))
 
 
@@ -64,17 +91,45 @@ def recruitment(drive, sizes: Sequence[float], *, last: float = 0.8) -> list[Cal
 
     Pass the result as the ``activation`` of :func:`skfiber.bundle.bundle` (one per fiber).
 
+    Parameters
+    ----------
+    drive
+        E ∈ [0, 1]: a number, or E(t) with t in s.
+    sizes, last
+        See :func:`size_principle_thresholds`.
+
+    Returns
+    -------
+    list of callables
+        α_k(t); a drive E(t) outside [0, 1] raises a ValueError naming t and E when it is called.
+
     Raises
     ------
     ValueError
-        As :func:`size_principle_thresholds`; a constant drive outside [0, 1].
+        As :func:`size_principle_thresholds`; a constant drive that is not a number in [0, 1].
+
+    Example
+    -------
+    >>> units = recruitment(lambda t: min(t, 1.0), [1.0, 1.0], last=0.5)
+    >>> [u(0.75) for u in units]
+    [0.75, 0.5]
     """
     thresholds = size_principle_thresholds(sizes, last=last)
     if not callable(drive):
+        if isinstance(drive, (bool, str)) or not isinstance(drive, (int, float, np.floating, np.integer)) \
+                or not 0.0 <= drive <= 1.0:
+            raise ValueError(f"the drive must be a number in [0, 1] or E(t), got {drive!r}")
         value = float(drive)
-        if not 0.0 <= value <= 1.0:
-            raise ValueError(f"the drive must lie in [0, 1], got {drive!r}")
-        drive_at = (lambda t, v=value: v)
+        drive_at = (lambda t: value)
     else:
         drive_at = drive
-    return [(lambda t, T=float(T): recruited_activation(float(drive_at(t)), T)) for T in thresholds]
+
+    def unit(threshold: float) -> Callable[[float], float]:
+        def alpha(t: float) -> float:
+            e = float(drive_at(t))
+            if not 0.0 <= e <= 1.0:
+                raise ValueError(f"the drive E(t) must lie in [0, 1], got E = {e!r} at t = {t!r} s")
+            return recruited_activation(e, threshold)
+        return alpha
+
+    return [unit(float(T)) for T in thresholds]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import skfiber as sf
-from skfiber.bundle import bundle, bundle_points, packing, reference_clearance
+from skfiber.bundle import bundle, bundle_points, packing, reference_clearance, smallest_gap
 from skfiber.contact import FiberContact, PenaltyLaw
 from skfiber.recruitment import recruited_activation, recruitment, size_principle_thresholds
 
@@ -59,26 +59,64 @@ def test_parallel_bundle_starts_with_the_clearance_asked_for():
     assert reference_clearance(far, far.add_contact(FiberContact(PenaltyLaw(stiffness=500.0, gamma=3.0)))) == math.inf
 
 
-def test_converging_bundle_with_a_varying_radius_starts_admissible():
-    """Patches of 0.5 and 0.35 of the belly's and r0(θ) of eq. 77's shape (thin tendons, thick belly): the
-    gaps at the reference state, by the contact search and by brute force over dense centerline samples
-    (independent of the search), are all positive."""
-    radius = lambda th: 0.004 + 0.016 * np.sin(np.pi * np.asarray(th)) ** 2  # noqa: E731
-    fibers = bundle((0, 0, 0), (0, 0, -0.3), 19, radius=radius, clearance=0.1, origin_scale=0.5,
-                    insertion_scale=0.35, n_elements=8, law=sf.paper_law(), name="m")
-    model = sf.Model(fibers)
-    contact = model.add_contact(FiberContact(PenaltyLaw(stiffness=500.0, gamma=3.0)))
-    assert reference_clearance(model, contact) > 0
-    theta = np.linspace(0, 1, 401)
+def _brute_force_gap(fibers, radius, samples=401):
+    """The smallest d/(r0(θa) + r0(θb)) − 1 over all pairs of fibers and samples×samples points of their
+    centerlines (evaluated from the fibers' own curves, independent of the builder's arithmetic)."""
+    theta = np.linspace(0, 1, samples)
     lines = [f.curve(theta).T for f in fibers]
-    r = radius(theta)
-    for a, b in itertools.combinations(range(len(fibers)), 2):
-        d = np.linalg.norm(lines[a][:, None, :] - lines[b][None, :, :], axis=2)
-        assert np.min(d / (r[:, None] + r[None, :])) > 1.0
+    r = radius(theta) if callable(radius) else np.full(samples, radius)
+    return min(float(np.min(np.linalg.norm(lines[a][:, None, :] - lines[b][None, :, :], axis=2)
+                            / (r[:, None] + r[None, :]))) - 1.0
+               for a, b in itertools.combinations(range(len(fibers)), 2))
+
+
+EQ77_LIKE = staticmethod(lambda th: 0.004 + 0.016 * np.sin(np.pi * np.asarray(th)) ** 2)
+
+
+@pytest.mark.parametrize("scales, clearance", [((0.5, 0.35), 0.1), ((0.3, 0.1), 0.02), ((1.0, 0.2), 0.1),
+                                               ((1.0, 1.0), 0.05)])
+def test_converging_bundle_starts_with_the_clearance_asked_for(scales, clearance):
+    """Patches of different sizes and r0(θ) of eq. 77's shape (thin ends, thick middle): the fibers converge,
+    so they come closer than at equal θ; the builder measures that and widens the spacing.  The smallest gap
+    over all pairs, by brute force over 401 × 401 centerline points (independent of the builder's 201
+    samples), is the clearance asked for to 1 %; the contact search agrees where it reaches."""
+    radius = EQ77_LIKE.__func__
+    fibers = bundle((0, 0, 0), (0.02, 0.01, -0.3), 19, radius=radius, clearance=clearance, origin_scale=scales[0],
+                    insertion_scale=scales[1], n_elements=8, law=sf.paper_law(), name="m")
+    assert _brute_force_gap(fibers, radius) == pytest.approx(clearance, rel=0.01)
+    model = sf.Model(fibers)
+    found = reference_clearance(model, model.add_contact(FiberContact(PenaltyLaw(stiffness=500.0, gamma=3.0))))
+    assert found >= clearance * (1 - 0.01)
+    if clearance < 0.04:  # within the search's reach (about 5 % beyond touching)
+        assert found < clearance * 1.5
+
+
+def test_the_spacing_rule_at_equal_theta_alone_would_let_converging_fibers_overlap():
+    """Why the builder measures the gap: 36 fibers with patches of 1 and 0.05, spaced by the equal-θ rule
+    alone, overlap (the outer fibers pass each other near the narrow patch: gap −0.62, smallest_gap sees it);
+    the builder's bundle keeps the clearance (brute force)."""
+    unit = packing(36)
+    theta = np.linspace(0, 1, 201)
+    r0 = np.full(201, 0.01)
+    S = float(np.max(2 * r0 * 1.1 / (1.0 - 0.95 * theta)))
+    plane = np.column_stack([unit, np.zeros(36)]) * S
+    starts, ends = plane, np.array([0, 0, -0.3]) + 0.05 * plane
+    pairs = np.array([(i, j) for i in range(36) for j in range(i + 1, 36)])
+    assert smallest_gap(starts, ends, r0, pairs) < -0.5
+    fibers = bundle((0, 0, 0), (0, 0, -0.3), 36, radius=0.01, clearance=0.1, origin_scale=1.0,
+                    insertion_scale=0.05, n_elements=2, law=sf.paper_law())
+    assert _brute_force_gap(fibers, 0.01, samples=201) == pytest.approx(0.1, rel=0.01)
+
+
+def test_up_sets_the_first_axis_of_the_cross_section():
+    starts, ends = bundle_points((0, 0, 0), (0, 0, -0.3), 7, radius=0.01, up=(1.0, 1.0, 0.5))
+    first = starts[1] - starts[0]
+    assert np.allclose(first / np.linalg.norm(first), np.array([1.0, 1.0, 0.0]) / math.sqrt(2))
+    assert np.allclose((starts - starts[0]) @ np.array([0, 0, 1.0]), 0.0)  # in the plane normal to the line
 
 
 def test_bundle_checks_its_input():
-    with pytest.raises(ValueError, match="n must be an integer ≥ 1"):
+    with pytest.raises(ValueError, match="number of fibers must be an integer ≥ 1, got 0"):
         packing(0)
     with pytest.raises(ValueError, match="layout must be one of"):
         packing(3, layout="square")
@@ -86,11 +124,20 @@ def test_bundle_checks_its_input():
         bundle_points((0, 0, 0), (0, 0, 0), 3, radius=0.01)
     with pytest.raises(ValueError, match="origin_scale must be a finite number > 0, got 0"):
         bundle_points((0, 0, 0), (0, 0, 1), 3, radius=0.01, origin_scale=0)
-    for up in ((0, 0, 2), (1, 0)):
-        with pytest.raises(ValueError, match="up must be a vector"):
+    for up in ((0, 0, 2), (1, 0), (np.inf, 0, 0), "x"):
+        with pytest.raises(ValueError, match="up must be a finite vector"):
             bundle_points((0, 0, 0), (0, 0, 1), 3, radius=0.01, up=up)
-    with pytest.raises(ValueError, match="r0"):
-        bundle_points((0, 0, 0), (0, 0, 1), 3, radius=lambda th: 0.01 - 0.02 * th)
+    for radius in (lambda th: 0.01 - 0.02 * th, "thick", None, float("nan"), -0.01):
+        with pytest.raises(ValueError, match="radius must be"):
+            bundle_points((0, 0, 0), (0, 0, 1), 3, radius=radius)
+    with pytest.raises(ValueError, match="clearance must be a finite number > 0, got 0"):
+        bundle_points((0, 0, 0), (0, 0, 1), 3, radius=0.01, clearance=0)
+    with pytest.raises(ValueError, match="origin and insertion must be finite points"):
+        bundle_points((0, 0, "a"), (0, 0, 1), 3, radius=0.01)
+    with pytest.raises(ValueError, match="name must be a string"):
+        bundle((0, 0, 0), (0, 0, 1), 3, radius=0.01, n_elements=2, name=3)
+    assert [f.activation for f in bundle((0, 0, 0), (0, 0, 1), 2, radius=0.01, n_elements=2,
+                                         activation=np.float64(0.25))] == [0.25, 0.25]
     with pytest.raises(ValueError, match="one per fiber, got 2"):
         bundle((0, 0, 0), (0, 0, 1), 3, radius=0.01, n_elements=2, activation=[0.1, 0.2])
 
@@ -113,6 +160,12 @@ def test_recruitment_follows_the_size_principle():
     equal = size_principle_thresholds([2.0] * 5, last=0.8)
     assert equal.tolist() == pytest.approx([0.0, 0.2, 0.4, 0.6, 0.8])  # equal sizes: equal steps, by index
     assert recruited_activation(0.5, 0.2) == pytest.approx(0.3 / 0.8)
+    # the rule itself: T_k = last · (sizes smaller than s_k) / (all sizes but the largest)
+    assert size_principle_thresholds([1.0, 3.0, 2.0], last=0.6) == pytest.approx([0.0, 0.6, 0.2])
+    sorted_sizes = sizes[order]
+    want = 0.7 * np.concatenate([[0.0], np.cumsum(sorted_sizes)[:-1]]) / np.sum(sorted_sizes[:-1])
+    assert T[order] == pytest.approx(want, rel=1e-12)
+    assert size_principle_thresholds([1e308, 1e308, 1e308], last=0.5) == pytest.approx([0.0, 0.25, 0.5])
 
 
 def test_recruitment_checks_its_input():
@@ -120,8 +173,17 @@ def test_recruitment_checks_its_input():
         size_principle_thresholds([1.0, -2.0])
     with pytest.raises(ValueError, match="last"):
         size_principle_thresholds([1.0], last=1.0)
-    with pytest.raises(ValueError, match="drive must lie in \\[0, 1\\], got 1.5"):
-        recruitment(1.5, [1.0, 2.0])
+    for bad in (1.5, "0.5", True):
+        with pytest.raises(ValueError, match="drive must be a number in \\[0, 1\\] or E\\(t\\)"):
+            recruitment(bad, [1.0, 2.0])
+    over = recruitment(lambda t: 2.0 * t, [1.0, 2.0])
+    assert over[0](0.5) == 1.0
+    with pytest.raises(ValueError, match="E = 1.2 at t = 0.6 s"):
+        over[0](0.6)
+    for T in (1.0, -0.1):
+        with pytest.raises(ValueError, match="threshold must lie in \\[0, 1\\)"):
+            recruited_activation(0.5, T)
+    assert size_principle_thresholds([1.0, 2.0], last=np.int64(0)).tolist() == [0.0, 0.0]
 
 
 def test_a_recruited_bundle_hangs_in_contact():
