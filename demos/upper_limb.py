@@ -287,8 +287,8 @@ START_DT = T_END / LEVELS[4][1]
 #: Newton's relative tolerance at fixed steps: ‖G‖ ≤ NEWTON_RTOL × the largest force term (the library's
 #: default is 1e-9).  Against 1e-9 the elbow angle moves by at most 7.1e-5° and the attachment forces by
 #: 1.3e-5 of their largest, about 600 times below the smallest difference between levels, with 26–41 % fewer
-#: Newton iterations than with 1e-9 (module notes, "Newton's tolerance").  Runs with error control (``rtol``/``atol``) keep
-#: the library's 1e-9 unless ``newton_rtol`` is given.
+#: Newton iterations than with 1e-9 (module notes, "Newton's tolerance").  Runs with error control
+#: (``rtol``/``atol``) keep the library's 1e-9 unless ``newton_rtol`` is given.
 NEWTON_RTOL = 1e-5
 
 ELBOW = np.array([0.0, 0.0, -0.351])
@@ -932,8 +932,8 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                              "with checkpoints is a call of its own, which makes its resume exact); no --resume")
     parser.add_argument("--method", choices=("euler", "bdf2"), default=None,
                         help="time scheme: backward Euler (the paper's; the default at fixed steps) or variable-step "
-                             "BDF2 (order 2; the default with --rtol/--atol); at fixed steps BDF2 runs levels 1–3, and at "
-                             "level 4 Newton stalls in the start transient as the biceps goes slack")
+                             "BDF2 (order 2; the default with --rtol/--atol); at fixed steps BDF2 runs levels 1–3, and "
+                             "at level 4 Newton stalls in the start transient as the biceps goes slack")
     parser.add_argument("--rtol", type=positive_float, default=None,
                         help="steps by local error control at this relative tolerance (BDF2; atol = rtol/100 unless "
                              "--atol is given); the level's step is then the output interval (the summary's steps, "

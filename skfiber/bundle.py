@@ -259,13 +259,13 @@ def bundle(origin: Sequence[float], insertion: Sequence[float], n_fibers: int, *
         raise ValueError(f"name must be a string (the fibers are name0, name1, …), got {name!r}")
     starts, ends = bundle_points(origin, insertion, n_fibers, radius=radius, clearance=clearance, layout=layout,
                                  origin_scale=origin_scale, insertion_scale=insertion_scale, up=up)
-    if activation is None or callable(activation) or np.ndim(activation) == 0 and not isinstance(activation, str):
-        activations = [0.0 if activation is None else activation] * n_fibers
-    else:
-        activations = list(activation) if not isinstance(activation, str) else [activation]
+    if isinstance(activation, (list, tuple, np.ndarray)) and np.ndim(activation) == 1:  # one per fiber
+        activations = list(activation)
         if len(activations) != n_fibers:
             raise ValueError(f"activation must be one value (or α(t)) or {n_fibers} of them, one per fiber, got "
                              f"{len(activations)}")
+    else:  # the same for all (a number, α(t) or None: Fiber checks it)
+        activations = [0.0 if activation is None else activation] * n_fibers
     return [Fiber.straight(s, e, n_elements=n_elements, radius=radius, activation=alpha, name=f"{name}{k}",
                            **fiber_options)
             for k, (s, e, alpha) in enumerate(zip(starts, ends, activations))]

@@ -70,7 +70,9 @@ def _brute_force_gap(fibers, radius, samples=401):
                for a, b in itertools.combinations(range(len(fibers)), 2))
 
 
-EQ77_LIKE = staticmethod(lambda th: 0.004 + 0.016 * np.sin(np.pi * np.asarray(th)) ** 2)
+def _eq77_like(theta):
+    """r0(θ) of eq. 77's shape: thin ends, a thick middle (m)."""
+    return 0.004 + 0.016 * np.sin(np.pi * np.asarray(theta)) ** 2
 
 
 @pytest.mark.parametrize("scales, clearance", [((0.5, 0.35), 0.1), ((0.3, 0.1), 0.02), ((1.0, 0.2), 0.1),
@@ -80,7 +82,7 @@ def test_converging_bundle_starts_with_the_clearance_asked_for(scales, clearance
     so they come closer than at equal θ; the builder measures that and widens the spacing.  The smallest gap
     over all pairs, by brute force over 401 × 401 centerline points (independent of the builder's 201
     samples), is the clearance asked for to 1 %; the contact search agrees where it reaches."""
-    radius = EQ77_LIKE.__func__
+    radius = _eq77_like
     fibers = bundle((0, 0, 0), (0.02, 0.01, -0.3), 19, radius=radius, clearance=clearance, origin_scale=scales[0],
                     insertion_scale=scales[1], n_elements=8, law=sf.paper_law(), name="m")
     assert _brute_force_gap(fibers, radius) == pytest.approx(clearance, rel=0.01)

@@ -46,8 +46,8 @@ from .fiber_geometry import RADIUS_SAFETY, FiberSetup, FiberState, fiber_state, 
 from .fiber_kernels import chord_distance, neighbours_of, power_point
 
 __all__ = ["SAFEGUARD_ROUNDS", "SHORT_STEP", "StepData", "step_bound", "step_motion", "short_step",
-           "end_state_kept", "end_check_decides", "short_fractions", "partner_distances", "partner_loop", "step_fraction",
-           "step_geometry", "step_candidates"]
+           "end_state_kept", "end_check_decides", "short_fractions", "partner_distances", "partner_loop",
+           "step_fraction", "step_geometry", "step_candidates"]
 
 SAFEGUARD_ROUNDS = 8  # restarts of the safeguard estimate along a step
 _BISECTIONS = 30  # halvings of the step fraction

@@ -204,9 +204,10 @@ class FiberContact:
         linearly, would reach the bound, then halved) are checked from their two ends in the same way (the
         part ends at u + δ du, the state Newton evaluates next, or on the straight segment to ``u_end``); δ is
         the first that passes or the estimate below, whichever is larger (no part is tried with the smallest
-        gap and γ ≤ 1, where the end check cannot decide).  Otherwise the estimate is applied from δ = 0 and then again from the state it reached (at most
-        ``SAFEGUARD_ROUNDS`` times): every restart uses the exact distances there, so a step that is
-        admissible is not cut to the crude first estimate (:mod:`skfiber.contact.fiber_safeguard`); its
+        gap and γ ≤ 1, where the end check cannot decide).  Otherwise the estimate is applied from δ = 0 and
+        then again from the state it reached (at most ``SAFEGUARD_ROUNDS`` times): every restart uses the
+        exact distances there, so a step that is admissible is not cut to the crude first estimate
+        (:mod:`skfiber.contact.fiber_safeguard`); its
         lower bound of each distance stays > 0 (with γ < 1 any distance > 0 is admissible, so eq. 71 alone
         would let a centerline pass through another; even so, over its restarts a point can come very close
         to a partner's centerline: use γ > 1).
@@ -229,6 +230,7 @@ class FiberContact:
                 raise ValueError(f"u_end must be an array of shape {du.shape} (the state after the step), got "
                                  f"shape {u_end.shape}")
         motion = step_motion(s, u_end - u)
+        kept, end_memo = 0.0, None  # (a part of a short step that passed; the end state's search)
         if short_step(s, st, motion):
             smallest = self.gap == "smallest"
             try:
@@ -240,8 +242,7 @@ class FiberContact:
                 return 1.0
             # the end of the step breaks eq. 71: a part of it, checked from its two ends in the same way, or the
             # estimate, whichever allows more (both keep eq. 71)
-            end_memo = self._last  # (the end state's search, for Newton's evaluation if the estimate gives δ = 1)
-            kept = 0.0
+            end_memo = self._last  # (for Newton's evaluation if the estimate gives δ = 1)
             for fraction in short_fractions(pr, pr_end, delta_bar) if end_check_decides(self.law.gamma,
                                                                                         smallest) else ():
                 part = u + fraction * du if walked else u + fraction * (u_end - u)
@@ -253,9 +254,9 @@ class FiberContact:
                                   smallest=smallest):
                     kept = fraction
                     break
-            estimate = step_bound(model, s, st, u, du, delta_bar, gamma=self.law.gamma, name=self.name)
-            if kept > estimate:  # (the part's search is the last one kept: Newton evaluates there next)
-                return kept
+        estimate = step_bound(model, s, st, u, du, delta_bar, gamma=self.law.gamma, name=self.name)
+        if kept > estimate:  # (the part's search is the last one kept: Newton evaluates there next)
+            return kept
+        if end_memo is not None:
             self._last = end_memo
-            return estimate
-        return step_bound(model, s, st, u, du, delta_bar, gamma=self.law.gamma, name=self.name)
+        return estimate
