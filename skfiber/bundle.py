@@ -7,7 +7,10 @@ The spacing S is chosen so that the fibers start apart: the smallest gap g = d/(
 two fibers within 2.5 spacings of each other in the packing, over 201 × 201 points of each pair of
 centerlines, is at least ``clearance`` (:func:`smallest_gap`).  Patches of different sizes
 (``origin_scale``, ``insertion_scale``; only their ratio matters) make the bundle a truncated cone that
-narrows from one end to the other.
+narrows from one end to the other.  ``insertion_layout="row"`` ends the fibers on a line instead (a
+tendon's flat insertion on a ridge of bone): a patch that turns with its bone about that line keeps the
+fibers apart at every angle, where a two-dimensional patch turned by 90° would line its fibers up along
+the muscle.
 
 Example
 -------
@@ -27,10 +30,15 @@ import numpy as np
 
 from .fiber import Fiber
 
-__all__ = ["LAYOUTS", "packing", "bundle", "bundle_points", "smallest_gap", "reference_clearance"]
+__all__ = ["LAYOUTS", "INSERTION_LAYOUTS", "packing", "row_order", "bundle", "bundle_points", "bundle_curves",
+           "smallest_gap",
+           "reference_clearance"]
 
 #: the cross-section layouts of :func:`packing`
 LAYOUTS = ("hexagonal", "rings")
+#: the insertion layouts of :func:`bundle_points`: the packing (scaled), or the fibers in a row
+INSERTION_LAYOUTS = ("patch", "row")
+_ROW_ANGLE = 0.1  # (rad) the direction of :func:`row_order`'s projection, off the first axis
 _SAMPLES = 201  # points of each centerline (θ) for the spacing and the smallest gap
 _NEAR = 2.5  # pairs of fibers closer than this many spacings in the packing have their gap measured
 
@@ -82,6 +90,24 @@ def packing(n: int, *, layout: str = "hexagonal") -> np.ndarray:
     return out
 
 
+def row_order(points: np.ndarray) -> np.ndarray:
+    """The place of each point of a packing (n, 2) in a row: the rank of its projection on a direction
+    0.1 rad off the first axis (on the first axis the points of a lattice column would tie).
+
+    Fibers that end in a row in this order keep the sign of their separation along the row from one end to
+    the other, so they do not cross there.
+
+    Example
+    -------
+    >>> row_order(packing(7)).tolist()
+    [3, 6, 5, 2, 0, 1, 4]
+    """
+    t = points @ np.array([math.cos(_ROW_ANGLE), math.sin(_ROW_ANGLE)])
+    rank = np.empty(len(points), dtype=np.int64)
+    rank[np.argsort(t, kind="stable")] = np.arange(len(points))
+    return rank
+
+
 def _radius_samples(radius, theta: np.ndarray) -> np.ndarray:
     """r0 at ``theta`` from a number or r0(θ), checked: finite and > 0 (else a ValueError naming it)."""
     try:
@@ -95,9 +121,17 @@ def _radius_samples(radius, theta: np.ndarray) -> np.ndarray:
     return np.array(r0)
 
 
-def smallest_gap(starts: np.ndarray, ends: np.ndarray, r0: np.ndarray, pairs: np.ndarray) -> float:
-    """The smallest gap d/(r0(θa) + r0(θb)) − 1 between the straight fibers ``starts[i]`` → ``ends[i]`` of the
-    pairs (m, 2), over all θa, θb of the samples (``r0`` at equally spaced θ from 0 to 1); +inf for no pair.
+def _lagrange(theta: np.ndarray) -> np.ndarray:
+    """(len(θ), 3): the quadratic Lagrange weights of the points at θ = 0, 1/2, 1."""
+    return np.column_stack([(1 - theta) * (1 - 2 * theta), 4 * theta * (1 - theta), theta * (2 * theta - 1)])
+
+
+def smallest_gap(starts: np.ndarray, ends: np.ndarray, r0: np.ndarray, pairs: np.ndarray, *,
+                 middles: np.ndarray | None = None) -> float:
+    """The smallest gap d/(r0(θa) + r0(θb)) − 1 between the fibers ``starts[i]`` → ``ends[i]`` of the pairs
+    (m, 2), over all θa, θb of the samples (``r0`` at equally spaced θ from 0 to 1); +inf for no pair.  The
+    fibers are straight, or with ``middles`` the parabolas through the start, ``middles[i]`` (at θ = 1/2) and
+    the end.
 
     Example
     -------
@@ -107,12 +141,15 @@ def smallest_gap(starts: np.ndarray, ends: np.ndarray, r0: np.ndarray, pairs: np
     0.5
     """
     theta = np.linspace(0.0, 1.0, r0.size)
+    weights = _lagrange(theta)
+    if middles is None:
+        middles = 0.5 * (np.asarray(starts) + np.asarray(ends))
     rr = (r0[:, None] + r0[None, :]) ** 2
     best = math.inf
     for i, j in pairs:
         mid = 0.5 * (starts[i] + starts[j])  # (distances from centred points: less cancellation below)
-        a = starts[i] - mid + theta[:, None] * (ends[i] - starts[i])
-        b = starts[j] - mid + theta[:, None] * (ends[j] - starts[j])
+        a = weights @ np.stack([starts[i] - mid, middles[i] - mid, ends[i] - mid])
+        b = weights @ np.stack([starts[j] - mid, middles[j] - mid, ends[j] - mid])
         d2 = np.einsum("ij,ij->i", a, a)[:, None] + np.einsum("ij,ij->i", b, b)[None, :] - 2.0 * (a @ b.T)
         best = min(best, math.sqrt(max(float(np.min(d2 / rr)), 0.0)) - 1.0)
     return best
@@ -120,8 +157,28 @@ def smallest_gap(starts: np.ndarray, ends: np.ndarray, r0: np.ndarray, pairs: np
 
 def bundle_points(origin: Sequence[float], insertion: Sequence[float], n_fibers: int, *, radius,
                   clearance: float = 0.1, layout: str = "hexagonal", origin_scale: float = 1.0,
-                  insertion_scale: float = 1.0, up: Sequence[float] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The start and end points (n, 3) of the fibers of :func:`bundle` (m).
+                  insertion_scale: float = 1.0, up: Sequence[float] | None = None,
+                  insertion_layout: str = "patch") -> tuple[np.ndarray, np.ndarray]:
+    """The start and end points (n, 3) of the straight fibers of :func:`bundle` (m); see :func:`bundle_curves`.
+
+    Example
+    -------
+    >>> starts, ends = bundle_points((0, 0, 0), (0, 0, -0.3), 7, radius=0.01, up=(0, 1, 0), insertion_scale=0.5,
+    ...                              insertion_layout="row")
+    >>> bool(np.allclose(ends[:, [0, 2]], [0, -0.3]))      # on the line x = 0, z = −0.3, along y
+    True
+    """
+    points = bundle_curves(origin, insertion, n_fibers, radius=radius, clearance=clearance, layout=layout,
+                           origin_scale=origin_scale, insertion_scale=insertion_scale, up=up,
+                           insertion_layout=insertion_layout)
+    return points[:, 0], points[:, 2]
+
+
+def bundle_curves(origin: Sequence[float], insertion: Sequence[float], n_fibers: int, *, radius,
+                  clearance: float = 0.1, layout: str = "hexagonal", origin_scale: float = 1.0,
+                  insertion_scale: float = 1.0, belly_scale: float | None = None,
+                  up: Sequence[float] | None = None, insertion_layout: str = "patch") -> np.ndarray:
+    """The start, middle (θ = 1/2) and end points (n, 3, 3) of the fibers of :func:`bundle` (m).
 
     The cross-section is the plane normal to insertion − origin; its first axis is ``up`` projected onto
     that plane (default: the coordinate axis least aligned with the muscle).  The patch around the origin
@@ -129,7 +186,12 @@ def bundle_points(origin: Sequence[float], insertion: Sequence[float], n_fibers:
     ``insertion_scale``.  S starts from the rule S s(θ) ≥ 2 r0(θ) (1 + clearance) at every sampled θ,
     s(θ) = (1 − θ) origin_scale + θ insertion_scale (neighbours at equal θ), and is enlarged until the
     measured smallest gap (:func:`smallest_gap`, pairs closer than 2.5 spacings) is ≥ ``clearance``, to
-    10⁻⁵ of S (converging fibers come closer than at equal θ).
+    10⁻⁵ of S (converging fibers come closer than at equal θ).  ``insertion_layout="row"``: the fibers
+    end on the line through the insertion along the first axis, S times ``insertion_scale`` apart, in the
+    order of :func:`row_order` (the pairs within 3 places of the row have their gap measured too).
+    ``belly_scale``: the fibers are parabolas through the patch points, and half-way through the packing
+    times S times ``belly_scale`` around the midpoint of the two centres (a bundle that swells between its
+    tendons); ``None``: straight fibers (the middle points are the midpoints).
 
     Parameters
     ----------
@@ -141,13 +203,20 @@ def bundle_points(origin: Sequence[float], insertion: Sequence[float], n_fibers:
         r0 (m): a number or r0(θ).
     clearance
         The smallest reference gap d/(r_x + r_y) − 1 between fibers, > 0.
-    layout, origin_scale, insertion_scale, up
+    layout, origin_scale, insertion_scale, up, insertion_layout
         See above and :func:`packing`.
 
     Returns
     -------
-    (numpy.ndarray, numpy.ndarray)
-        The start and end points.
+    numpy.ndarray
+        (n, 3, 3): per fiber its start, middle and end point.
+
+    Example
+    -------
+    >>> points = bundle_curves((0, 0, 0), (0, 0, -0.3), 7, radius=0.01, origin_scale=0.3, insertion_scale=0.3,
+    ...                        belly_scale=1.0)
+    >>> points.shape, bool(np.allclose(points[0, 1], [0, 0, -0.15]))     # the centre fiber's middle point
+    ((7, 3, 3), True)
 
     Raises
     ------
@@ -167,7 +236,8 @@ def bundle_points(origin: Sequence[float], insertion: Sequence[float], n_fibers:
     if length == 0.0:
         raise ValueError(f"origin and insertion are the same point {a.tolist()}; give two distinct points")
     for label, value in (("clearance", clearance), ("origin_scale", origin_scale),
-                         ("insertion_scale", insertion_scale)):
+                         ("insertion_scale", insertion_scale)) + ((("belly_scale", belly_scale),)
+                                                                  if belly_scale is not None else ()):
         if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
                 or not math.isfinite(value) or not value > 0:
             raise ValueError(f"{label} must be a finite number > 0, got {value!r}")
@@ -186,43 +256,62 @@ def bundle_points(origin: Sequence[float], insertion: Sequence[float], n_fibers:
     e1 -= (e1 @ axis) * axis  # (once more: up nearly along the line)
     e1 /= np.linalg.norm(e1)
     e2 = np.cross(axis, e1)
+    if insertion_layout not in INSERTION_LAYOUTS:
+        raise ValueError(f"insertion_layout must be one of {INSERTION_LAYOUTS}, got {insertion_layout!r}")
     theta = np.linspace(0.0, 1.0, _SAMPLES)
     r0 = _radius_samples(radius, theta)
-    scale = (1 - theta) * origin_scale + theta * insertion_scale
+    if belly_scale is None:
+        scale = (1 - theta) * origin_scale + theta * insertion_scale
+    else:
+        scale = np.abs(_lagrange(theta) @ np.array([origin_scale, belly_scale, insertion_scale]))
     spacing = float(np.max(2.0 * r0 * (1.0 + clearance) / scale))
     unit = packing(n_fibers, layout=layout)
+    if insertion_layout == "row":
+        rank = row_order(unit)
+        last = np.column_stack([rank - 0.5 * (n_fibers - 1), np.zeros(n_fibers)])
+    else:
+        rank, last = np.zeros(n_fibers, dtype=np.int64), unit
     near = np.array([(i, j) for i in range(n_fibers) for j in range(i + 1, n_fibers)
-                     if np.hypot(*(unit[i] - unit[j])) < _NEAR], dtype=np.int64).reshape(-1, 2)
+                     if np.hypot(*(unit[i] - unit[j])) < _NEAR or 0 < abs(rank[i] - rank[j]) <= 3],
+                    dtype=np.int64).reshape(-1, 2)
 
     def ends_at(S):
-        plane = (unit[:, :1] * e1 + unit[:, 1:] * e2) * S
-        return a + origin_scale * plane, b + insertion_scale * plane
+        start = a + origin_scale * S * (unit[:, :1] * e1 + unit[:, 1:] * e2)
+        end = b + insertion_scale * S * (last[:, :1] * e1 + last[:, 1:] * e2)
+        middle = 0.5 * (start + end) if belly_scale is None else \
+            0.5 * (a + b) + belly_scale * S * (unit[:, :1] * e1 + unit[:, 1:] * e2)
+        return start, end, middle
+
+    def gap_at(S):
+        start, end, middle = ends_at(S)
+        return smallest_gap(start, end, r0, near, middles=middle)
 
     # the gap grows with S (the distances' components in the cross-section scale with it, the axial ones do
     # not): widen S until the gap is kept, then bisect to 10⁻⁵ of S
     kept = clearance * (1.0 - 1e-9)  # (the rounding of the sampled distances)
-    low, gap = None, smallest_gap(*ends_at(spacing), r0, near)
+    low, gap = None, gap_at(spacing)
     for _ in range(60):
         if gap >= kept:
             break
         low, spacing = spacing, spacing * max((1.0 + clearance) / (1.0 + gap), 1.01)
-        gap = smallest_gap(*ends_at(spacing), r0, near)
+        gap = gap_at(spacing)
     else:
         raise ValueError(f"no spacing keeps the fibers {clearance:g} apart with origin_scale={origin_scale!r} and "
                          f"insertion_scale={insertion_scale!r} (smallest gap {gap:.3g}); give closer scales")
     while low is not None and spacing - low > 1e-5 * spacing:
         middle = 0.5 * (low + spacing)
-        if smallest_gap(*ends_at(middle), r0, near) >= kept:
+        if gap_at(middle) >= kept:
             spacing = middle
         else:
             low = middle
-    return ends_at(spacing)
+    start, end, middle = ends_at(spacing)
+    return np.stack([start, middle, end], axis=1)
 
 
 def bundle(origin: Sequence[float], insertion: Sequence[float], n_fibers: int, *, radius, n_elements: int,
            clearance: float = 0.1, layout: str = "hexagonal", origin_scale: float = 1.0,
-           insertion_scale: float = 1.0, up: Sequence[float] | None = None, name: str = "fiber",
-           activation=None, **fiber_options) -> list[Fiber]:
+           insertion_scale: float = 1.0, belly_scale: float | None = None, up: Sequence[float] | None = None,
+           insertion_layout: str = "patch", name: str = "fiber", activation=None, **fiber_options) -> list[Fiber]:
     """``n_fibers`` straight fibers packed between a patch around ``origin`` and one around ``insertion`` (m).
 
     Parameters
@@ -235,8 +324,8 @@ def bundle(origin: Sequence[float], insertion: Sequence[float], n_fibers: int, *
         r0 (m), a number or r0(θ), the same for every fiber.
     n_elements
         Elements per fiber.
-    clearance, layout, origin_scale, insertion_scale, up
-        The cross-section (:func:`bundle_points`).
+    clearance, layout, origin_scale, insertion_scale, belly_scale, up, insertion_layout
+        The cross-section, the patches and the belly (:func:`bundle_curves`).
     name
         The fibers are named ``name0``, ``name1``, ….
     activation
@@ -257,8 +346,9 @@ def bundle(origin: Sequence[float], insertion: Sequence[float], n_fibers: int, *
     """
     if not isinstance(name, str):
         raise ValueError(f"name must be a string (the fibers are name0, name1, …), got {name!r}")
-    starts, ends = bundle_points(origin, insertion, n_fibers, radius=radius, clearance=clearance, layout=layout,
-                                 origin_scale=origin_scale, insertion_scale=insertion_scale, up=up)
+    points = bundle_curves(origin, insertion, n_fibers, radius=radius, clearance=clearance, layout=layout,
+                           origin_scale=origin_scale, insertion_scale=insertion_scale, belly_scale=belly_scale,
+                           up=up, insertion_layout=insertion_layout)
     if isinstance(activation, (list, tuple, np.ndarray)) and np.ndim(activation) == 1:  # one per fiber
         activations = list(activation)
         if len(activations) != n_fibers:
@@ -266,9 +356,30 @@ def bundle(origin: Sequence[float], insertion: Sequence[float], n_fibers: int, *
                              f"{len(activations)}")
     else:  # the same for all (a number, α(t) or None: Fiber checks it)
         activations = [0.0 if activation is None else activation] * n_fibers
-    return [Fiber.straight(s, e, n_elements=n_elements, radius=radius, activation=alpha, name=f"{name}{k}",
-                           **fiber_options)
-            for k, (s, e, alpha) in enumerate(zip(starts, ends, activations))]
+    if belly_scale is None:
+        return [Fiber.straight(p[0], p[2], n_elements=n_elements, radius=radius, activation=alpha, name=f"{name}{k}",
+                               **fiber_options)
+                for k, (p, alpha) in enumerate(zip(points, activations))]
+    return [Fiber(curve=_parabola(p), tangent=_parabola_tangent(p), n_elements=n_elements, radius=radius,
+                  activation=alpha, name=f"{name}{k}", **fiber_options)
+            for k, (p, alpha) in enumerate(zip(points, activations))]
+
+
+def _parabola(points: np.ndarray):
+    """X(θ) (3, n) of the parabola through ``points`` (3, 3) at θ = 0, 1/2, 1."""
+    P = np.array(points, dtype=float)
+    return lambda theta: (_lagrange(np.atleast_1d(np.asarray(theta, dtype=float))) @ P).T
+
+
+def _parabola_tangent(points: np.ndarray):
+    """X′(θ) (3, n) of :func:`_parabola`."""
+    P = np.array(points, dtype=float)
+
+    def tangent(theta):
+        th = np.atleast_1d(np.asarray(theta, dtype=float))
+        dL = np.column_stack([4 * th - 3, 4 - 8 * th, 4 * th - 1])
+        return (dL @ P).T
+    return tangent
 
 
 def reference_clearance(model, contact) -> float:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import skfiber as sf
-from skfiber.bundle import bundle, bundle_points, packing, reference_clearance, smallest_gap
+from skfiber.bundle import bundle, bundle_curves, bundle_points, packing, reference_clearance, row_order, smallest_gap
 from skfiber.contact import FiberContact, PenaltyLaw
 from skfiber.recruitment import recruited_activation, recruitment, size_principle_thresholds
 
@@ -208,3 +208,69 @@ def test_a_recruited_bundle_hangs_in_contact():
     assert final.n_active > 0 and np.all(final.admissibility > 0)
     alphas = [f.activation_at(0.0) for f in fibers]
     assert alphas[0] > 0 and alphas[-1] == 0.0  # drive 0.3 recruits the small units only
+
+
+@pytest.mark.parametrize("n", [7, 18])
+def test_a_row_insertion_ends_the_fibers_on_a_line_in_order_and_apart(n):
+    """insertion_layout="row": the ends lie on the line through the insertion along ``up``, ``insertion_scale``
+    spacings apart, in the order of row_order; every pair (brute force, not only the builder's near pairs)
+    keeps the clearance to 1 %."""
+    radius = _eq77_like
+    fibers = bundle((0, 0, 0), (0.01, 0, -0.3), n, radius=radius, clearance=0.1, origin_scale=0.5,
+                    insertion_scale=0.3, up=(0, 1, 0), insertion_layout="row", n_elements=4, law=sf.paper_law())
+    ends = np.array([f.curve(np.array([1.0]))[:, 0] for f in fibers])
+    assert np.allclose(ends[:, [0, 2]], [0.01, -0.3], atol=1e-12)
+    order = np.argsort(ends[:, 1])
+    assert np.array_equal(np.argsort(order), row_order(packing(n)))
+    pitch = np.diff(ends[order, 1])
+    assert np.allclose(pitch, pitch[0], rtol=1e-9)
+    assert _brute_force_gap(fibers, radius) == pytest.approx(0.1, rel=0.01)
+
+
+def test_row_order_sorts_by_a_projection_off_the_first_axis():
+    pts = packing(19)
+    t = pts @ np.array([math.cos(0.1), math.sin(0.1)])
+    rank = row_order(pts)
+    assert sorted(rank.tolist()) == list(range(19))
+    assert np.all(np.diff(t[np.argsort(rank)]) > 0)
+
+
+def test_a_bellied_bundle_passes_through_its_belly_and_keeps_the_clearance():
+    """belly_scale: each fiber is the parabola through its origin point, its belly point (θ = 1/2) and its end;
+    its tangent is the curve's derivative (central differences); the smallest gap of all pairs (brute
+    force) is the clearance."""
+    radius = _eq77_like
+    points = bundle_curves((0, 0, 0), (0, 0, -0.3), 7, radius=radius, clearance=0.05, origin_scale=0.3,
+                           belly_scale=1.0, insertion_scale=0.2)
+    fibers = bundle((0, 0, 0), (0, 0, -0.3), 7, radius=radius, clearance=0.05, origin_scale=0.3, belly_scale=1.0,
+                    insertion_scale=0.2, n_elements=4, law=sf.paper_law())
+    for f, p in zip(fibers, points):
+        assert np.allclose(f.curve(np.array([0.0, 0.5, 1.0])).T, p, atol=1e-14)
+        th, h = np.array([0.2, 0.7]), 1e-6
+        fd = (f.curve(th + h) - f.curve(th - h)) / (2 * h)
+        assert np.allclose(f.tangent(th), fd, atol=1e-8)
+    belly = points[:, 1] - [0, 0, -0.15]
+    assert np.linalg.norm(belly, axis=1).max() > 2.5 * np.linalg.norm(points[:, 0], axis=1).max()  # it swells
+    assert _brute_force_gap(fibers, radius) == pytest.approx(0.05, rel=0.01)
+
+
+def test_smallest_gap_of_curved_fibers_against_brute_force():
+    rng = np.random.default_rng(3)
+    starts = rng.normal(size=(3, 3)) * 0.05
+    ends = starts + [0, 0, -0.3]
+    middles = 0.5 * (starts + ends) + rng.normal(size=(3, 3)) * 0.03
+    r0 = np.full(101, 0.01)
+    theta = np.linspace(0, 1, 101)
+    L = np.column_stack([(1 - theta) * (1 - 2 * theta), 4 * theta * (1 - theta), theta * (2 * theta - 1)])
+    lines = [L @ np.stack([s, m, e]) for s, m, e in zip(starts, middles, ends)]
+    want = min(np.min(np.linalg.norm(lines[a][:, None] - lines[b][None], axis=2)) / 0.02 - 1
+               for a, b in [(0, 1), (0, 2), (1, 2)])
+    got = smallest_gap(starts, ends, r0, np.array([(0, 1), (0, 2), (1, 2)]), middles=middles)
+    assert got == pytest.approx(want, rel=1e-9, abs=1e-12)
+
+
+def test_bundle_refuses_a_bad_insertion_layout_and_belly_scale():
+    with pytest.raises(ValueError, match="insertion_layout"):
+        bundle_points((0, 0, 0), (0, 0, 1), 3, radius=0.01, insertion_layout="ring")
+    with pytest.raises(ValueError, match="belly_scale"):
+        bundle_curves((0, 0, 0), (0, 0, 1), 3, radius=0.01, belly_scale=-1.0)
