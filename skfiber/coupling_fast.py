@@ -61,6 +61,13 @@ from .rigid.kernels import body_point_jets
 __all__ = ["FastCoupling", "FastEvaluation", "InadmissibleState"]
 
 _EPS = float(np.finfo(float).eps)
+#: fiber–fiber contact among at least this many fibers (a bundle) is solved by the sparse direct path
+#: (:meth:`FastCoupling.solve_blocks`: SuperLU on the assembled tangent) instead of GMRES: there every fiber
+#: presses on several others, the block-diagonal preconditioner misses most of the coupling and GMRES took
+#: 59 iterations a solve on a 9-fiber biceps, 3.1 times the time of the sparse LU (docs/performance.md);
+#: fewer fibers (the upper limb's 5) keep GMRES.  A rule on the model, not on the history of the run, so that
+#: a run resumed from a checkpoint takes the same path.
+DIRECT_FROM_FIBERS = 6
 
 
 def _norm(x: np.ndarray) -> float:
@@ -255,6 +262,8 @@ class FastCoupling:
         body_contacts = {id(c): i for i, c in enumerate(problem.body_contacts)}
         self._cylinders = []
         self._fiber_contacts = [c for c in model.contacts if type(c) is FiberContact]
+        self._direct = any((len(model.fibers) if c.fibers is None else len(c.fibers)) >= DIRECT_FROM_FIBERS
+                           for c in self._fiber_contacts)
         self._in_order = []  # the cylinders' _Cylinder and the fiber–fiber contacts, in the model's order
         for c in model.contacts:
             if type(c) is FiberContact:
@@ -591,11 +600,14 @@ class FastCoupling:
         cylinder contact in touch and no fibers in touch with each other, else the tangent, the contact
         derivatives and :func:`~skfiber.coupled_kernels.coupled_increment` (with fibers in touch: GMRES
         preconditioned by the block elimination, :mod:`skfiber.coupled_krylov`, to ``linear_tolerance``) —
-        and :meth:`solve_blocks` otherwise or when the block LU or GMRES is rejected."""
+        and :meth:`solve_blocks` otherwise, when the block LU or GMRES is rejected, and for fibers in touch
+        in a contact among :data:`DIRECT_FROM_FIBERS` fibers or more."""
         fs = self.problem.fiber_solver
         if fs.block_index is None:
             return self.solve_blocks(ev)
         active = [c for c in ev.contacts if c.active]
+        if self._direct and any(c.active for c in ev.fiber_contacts):  # a bundle in touch (DIRECT_FROM_FIBERS)
+            return self.solve_blocks(ev)
         if len(active) <= 1 and not any(c.active for c in ev.fiber_contacts):
             dz, status, iterations = self._fused_increment(ev, active[0] if active else None)
         else:

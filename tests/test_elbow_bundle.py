@@ -1,0 +1,129 @@
+"""The elbow with a biceps of many fibers (demos/elbow_bundle.py)."""
+import itertools
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import skfiber as sf
+from skfiber.bundle import reference_clearance
+from skfiber.contact import FiberContact
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "demos"))
+import elbow_bundle as eb  # noqa: E402
+
+
+def _brute_force_gap(model, samples=201):
+    """The smallest d/(r0(θa) + r0(θb)) − 1 over all pairs of fibers, from the fibers' own curves."""
+    theta = np.linspace(0, 1, samples)
+    lines = [f.curve(theta).T for f in model.fibers]
+    r = np.array([f.radius_at(theta) for f in model.fibers])
+    return min(float(np.min(np.linalg.norm(lines[a][:, None, :] - lines[b][None, :, :], axis=2)
+                            / (r[a][:, None] + r[b][None, :]))) - 1.0
+               for a, b in itertools.combinations(range(len(lines)), 2))
+
+
+@pytest.mark.parametrize("n", [9, 36])
+def test_the_bundle_starts_admissible(n):
+    """Both heads, every pair (brute force over the fibers' curves, within and between the heads): the
+    clearance of the builder, and the contact search finds every pair apart."""
+    model, _ = eb.build_model(n, 4)
+    assert len(model.fibers) == n
+    assert _brute_force_gap(model) >= eb.CLEARANCE * (1 - 0.01)
+    contact = next(c for c in model.contacts if isinstance(c, FiberContact))
+    assert reference_clearance(model, contact) > 0
+
+
+def test_the_insertion_forces_turn_the_forearm_by_euler_s_law():
+    """A free elbow (revolute joint): at every step the muscle's moment about the elbow, from the insertion
+    forces the model reports, minus the forearm's weight moment equals the forearm's I θ̈ (solid cylinder
+    about its end, closed form) — the insertion forces are the forces that turn the forearm."""
+    model, motion = eb.build_model(4, 4, free_elbow=True)
+    motion.activation = lambda t: 0.6 * eb._ramp(t / 0.2)
+    m, L, r = eb.FOREARM_MASS, 0.287, 0.035
+    inertia = m * (r * r / 4 + L * L / 3)
+    rows = []
+
+    def record(state, info):
+        moment = eb.flexion_moment(model, state)
+        weight = m * 9.81 * L / 2 * math.sin(state.q[0])
+        rows.append((moment, moment - weight - inertia * state.b[0]))
+
+    sf.simulate(model, t_end=0.4, dt=0.01, progress=False, max_halvings=8, callback=record,
+                newton_options=sf.NewtonOptions(rtol=1e-9, stagnation_window=8, max_iterations=60))
+    rows = np.array(rows)
+    assert rows[-1, 0] > 0.5  # the muscle flexes the elbow
+    assert np.max(np.abs(rows[:, 1])) <= 1e-7 * np.max(np.abs(rows[:, 0]))
+
+
+def test_the_cross_section_of_the_reference_bundle_is_its_fibers_and_the_space_between():
+    """At rest (λ = 1) the fibers cross mid-belly with r0 = 2 mm: their areas sum to n π r0²; the enclosed
+    area is larger (the packing's gaps) and smaller than the disc around the farthest fiber."""
+    model, _ = eb.build_model(9, 4)
+    state = model.initial_state(0.0)
+    enclosed, fibers = eb.cross_section(model, state)
+    assert fibers == pytest.approx(9 * math.pi * eb.R_BELLY**2, rel=1e-9)
+    assert fibers < enclosed < 9 * fibers
+
+
+def test_the_isometric_schedule_holds_the_angles_at_the_samples():
+    angle, activation, times = eb.isometric_schedule([30.0, 90.0])
+    assert [round(math.degrees(angle(t)), 12) for t in times] == [0.0, 30.0, 90.0]
+    assert activation(0.0) == 0.0 and activation(eb.T_ACTIVATE) == 1.0
+    assert math.degrees(angle(times[1] - 1e-9)) == pytest.approx(30.0)  # held before the sample
+
+
+def test_the_demo_runs_small_and_ends_with_its_summary(capsys):
+    """9 fibers (the README's CI size): isometric at 30° and 90°, a short isokinetic run; the bundle swells
+    when the muscle shortens, its force falls with its length (the rising branch of N(λ)), and the Hill
+    muscle on the same path is compared."""
+    out = eb.main(["--fibers", "9", "--elements", "4", "--angles", "30", "90", "--isokinetic-time", "0.05"])
+    text = capsys.readouterr().out
+    summary = text.strip().splitlines()[-1]
+    assert summary.startswith("summary: fibers=9 csa_increase_pct_90=")
+    keys = dict(item.split("=") for item in summary.split()[1:])
+    assert set(keys) == {"fibers", "csa_increase_pct_90", "peak_isometric_force_N", "wall_s"}
+    points = out["points"]
+    assert [p.angle_deg for p in points] == [0.0, 30.0, 90.0]
+    assert points[0].force_N > points[1].force_N > points[2].force_N > 0
+    assert all(p.moment_Nm > 0 for p in points)
+    assert 10.0 < out["csa_increase_pct_90"] < 80.0
+    assert np.all(out["hill"] > 0) and out["isokinetic"].shape[1] == 5
+
+
+def test_the_demo_refuses_bad_options():
+    with pytest.raises(SystemExit):
+        eb.main(["--fibers", "1"])
+    with pytest.raises(SystemExit):
+        eb.main(["--fibers", "9", "--angles", "60", "90"])  # no 30°: the isokinetic start
+    with pytest.raises(SystemExit):
+        eb.main(["--dt", "-1"])
+    with pytest.raises(ValueError, match="n_elements"):
+        eb.build_model(9, 0)
+
+
+def test_a_bundle_in_touch_is_solved_by_the_sparse_lu_with_the_same_steps_as_gmres(monkeypatch):
+    """A contact among ≥ DIRECT_FROM_FIBERS fibers takes the sparse direct path (SuperLU) instead of GMRES;
+    the run is the same to Newton's tolerance (here 10⁻⁸ of the largest force) either way."""
+    import skfiber.coupling_fast as cf
+
+    def run(limit):
+        monkeypatch.setattr(cf, "DIRECT_FROM_FIBERS", limit)
+        model, motion = eb.build_model(9, 4)
+        motion.activation = lambda t: eb._ramp(t / 0.05)
+        methods = set()
+
+        def record(state, info):
+            methods.add(info.active_contacts > 0)
+
+        result = sf.simulate(model, t_end=0.05, dt=0.01, progress=False, max_halvings=8, callback=record,
+                             newton_options=sf.NewtonOptions(rtol=1e-8, stagnation_window=3, max_iterations=10))
+        return result.final_state, methods
+
+    direct, touched = run(cf.DIRECT_FROM_FIBERS)
+    assert cf.DIRECT_FROM_FIBERS <= 9 and True in touched  # the fibers touch: the direct path served
+    krylov, _ = run(10**6)
+    scale = np.max(np.abs(direct.u))
+    assert np.max(np.abs(direct.u - krylov.u)) <= 1e-6 * scale
