@@ -287,3 +287,36 @@ def test_solvers_of_one_assembler_share_their_index_maps(asm):
         x = solver.solve(Ke, -rhs)
         assert rel_err(x, reference(K, -rhs, constrained)) < 1e-10
         assert solver.last_method == ("banded" if solver is band else "block")
+
+
+def test_threshold_pivoting_of_superlu_is_checked_and_redone_with_partial_pivoting(asm, monkeypatch):
+    """SuperLU first factorizes with threshold pivoting (SPLU_PIVOT_THRESHOLD): one factorization when its
+    solution passes the residual check; a rejected one is redone with partial pivoting.  The check accepts
+    the solution and rejects a perturbed or non-finite one."""
+    import skfiber.linalg as la
+
+    N = asm.N
+    rng = np.random.default_rng(12)
+    Ke = element_matrices(asm, rng)
+    far = (np.array([0, 5 * B]), np.array([5 * B, 0]), np.array([1.0, 1.0]))  # outside the band: SuperLU
+    K = dense(asm, Ke, [far])
+    rhs = rng.normal(size=N)
+    calls = []
+    real_splu = la.spla.splu
+    monkeypatch.setattr(la.spla, "splu", lambda A, **kw: calls.append(kw) or real_splu(A, **kw))
+    solver = ConstrainedSolver(asm, np.array([], dtype=int))
+    x = solver.solve(Ke, rhs, [far])
+    assert solver.last_method == "splu" and calls == [{"diag_pivot_thresh": la.SPLU_PIVOT_THRESHOLD}]
+    assert rel_err(x, np.linalg.solve(K, rhs)) < 1e-12
+    Ks = sps.csc_matrix(K)
+    assert la._sparse_residual_ok(Ks, x, rhs)
+    y = x.copy()
+    y[7] *= 1 + 1e-9
+    assert not la._sparse_residual_ok(Ks, y, rhs)
+    y[7] = np.nan
+    assert not la._sparse_residual_ok(Ks, y, rhs)
+    calls.clear()
+    monkeypatch.setattr(la, "_sparse_residual_ok", lambda *args: False)  # the threshold's solution rejected
+    x = solver.solve(Ke, rhs, [far])
+    assert len(calls) == 2 and calls[1] == {}  # then partial pivoting (SuperLU's default)
+    assert rel_err(x, np.linalg.solve(K, rhs)) < 1e-12
