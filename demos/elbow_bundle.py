@@ -274,6 +274,31 @@ def drag_force(model: sf.Model, state) -> float:
     return float(TISSUE_DRAG * np.linalg.norm(total))
 
 
+def fiber_contact_fields(contact: FiberContact):
+    """``extra_fields`` of :class:`skfiber.io.VTKSeries`: ``fiber_contact_force``, the line force of the
+    other fibers on each fiber (N/m per current length, −F n of every pair in touch, summed per contact point),
+    interpolated linearly from the contact's quadrature points to the written points."""
+    memo: dict = {}
+
+    def fields(model, state, k, theta):
+        if memo.get("state") is not state:
+            setup = contact._setup(model)
+            pairs = contact.pairs(model, state.u)
+            F, _ = contact.law.force(pairs.gap)
+            normal = (pairs.y - pairs.x) / pairs.distance[:, None]
+            force = np.zeros((setup.ne * setup.nq, 3))
+            np.add.at(force, pairs.point, -F[:, None] * normal)
+            memo.update(state=state, force=force, fiber=np.repeat(setup.fiber, setup.nq),
+                        theta=(setup.theta0[:, None] + setup.h[:, None] * setup.xi[None, :]).ravel())
+        mine = memo["fiber"] == k
+        at, force = memo["theta"][mine], memo["force"][mine]
+        order = np.argsort(at)
+        return {"fiber_contact_force": np.column_stack([np.interp(theta, at[order], force[order, i])
+                                                        for i in range(3)])}
+
+    return fields
+
+
 def cross_section(model: sf.Model, state, *, theta_mid: float = 0.5) -> tuple[float, float]:
     """The muscle's cross-sectional area at mid-belly (m²): (enclosed, sum of the fibers').
 
@@ -461,7 +486,9 @@ def main(argv: list[str] | None = None) -> dict:
     if args.out is not None:
         from skfiber.coupling import body_cylinders
         from skfiber.io import VTKSeries
-        writer = VTKSeries(args.out, model, name="elbow_bundle", bodies=body_cylinders(model))
+        contact = next((c for c in model.contacts if isinstance(c, FiberContact)), None)
+        writer = VTKSeries(args.out, model, name="elbow_bundle", bodies=body_cylinders(model),
+                           extra_fields=None if contact is None else fiber_contact_fields(contact))
     print(f"elbow with a biceps of {len(model.fibers)} fibers × {args.elements} elements ({model.n_dofs} d.o.f.)")
     print("isometric test (maximal activation):")
     if START_DEG not in args.angles:

@@ -75,11 +75,12 @@ def test_the_isometric_schedule_holds_the_angles_at_the_samples():
     assert math.degrees(angle(times[1] - 1e-9)) == pytest.approx(30.0)  # held before the sample
 
 
-def test_the_demo_runs_small_and_ends_with_its_summary(capsys):
+def test_the_demo_runs_small_and_ends_with_its_summary(capsys, tmp_path):
     """9 fibers (the README's CI size): isometric at 30° and 90°, a short isokinetic run; the bundle swells
     when the muscle shortens, its force falls with its length (the rising branch of N(λ)), and the Hill
     muscle on the same path is compared."""
-    out = eb.main(["--fibers", "9", "--elements", "4", "--angles", "30", "90", "--isokinetic-time", "0.05"])
+    out = eb.main(["--fibers", "9", "--elements", "4", "--angles", "30", "90", "--isokinetic-time", "0.05",
+                   "--out", str(tmp_path)])
     text = capsys.readouterr().out
     summary = text.strip().splitlines()[-1]
     assert summary.startswith("summary: fibers=9 csa_increase_pct_90=")
@@ -91,6 +92,13 @@ def test_the_demo_runs_small_and_ends_with_its_summary(capsys):
     assert all(p.moment_Nm > 0 for p in points)
     assert 10.0 < out["csa_increase_pct_90"] < 80.0
     assert np.all(out["hill"] > 0) and out["isokinetic"].shape[1] == 5
+    import meshio  # the VTK series: every fiber with the other fibers' line force on it, and the bones
+
+    entries = sf.io.read_pvd(tmp_path / "elbow_bundle.pvd")
+    fibers = meshio.read(tmp_path / [e.file for e in entries if e.part == 0][-1])
+    force = fibers.point_data["fiber_contact_force"]
+    assert force.shape == (9 * (4 * 4 + 1), 3) and np.linalg.norm(force, axis=1).max() > 0
+    assert {e.part for e in entries} == {0, 1}
 
 
 def test_the_demo_refuses_bad_options():
