@@ -447,7 +447,7 @@ def run_pyelastica_bundle(starts: np.ndarray, ends: np.ndarray, *, radius: Calla
     # element against its own shear stiffness, ω² = α G A / (ρ I) = 4 α G / (ρ r0²) — the rotary
     # inertia of a thin rod is small, so in the thin, stiff tendon this second limit is the tighter
     # one by far (≈ r0/l of the first).  PyElastica's rule of thumb dt = 0.01 l ignores the material
-    # and is unstable here (tendon c ≈ 500 m/s).
+    # and is unstable here (tendon c = sqrt(3 μT / ρ) ≈ 1.7 km/s).
     if dt is None:
         l_min = float(element_lengths.min())
         dt_axial = np.min(l_min / np.sqrt(E / density))

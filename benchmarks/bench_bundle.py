@@ -6,8 +6,8 @@ the activation rises to 1 over 0.2 s while the elbow turns at 60°/s (isokinetic
 Euler at Δt = 0.01 s (failing steps split, as in the demo).  Timed:
 
 1. **36 fibers**, 2 s of that motion (0° → 120°);
-2. **scaling**: N = 9, 18, 36, 72, 144 fibers (``--sizes``), the first ``--scaling-time`` seconds (0.3 s:
-   the activation and the start of the turn); the exponent p of wall ∝ N^p is fitted by least squares
+2. **scaling**: N = 9, 18, 36, 72, 144 fibers (``--sizes``), the first ``--scaling-time`` seconds (0.1 s:
+   the activation, and the turn's first 6°); the exponent p of wall ∝ N^p is fitted by least squares
    to log wall against log N;
 3. **time split** of every Newton iteration: contact (fiber–fiber and fiber–bone: search, forces,
    tangent, the admissibility safeguard), assembly (the rest of the residual and the tangent: the fibers'
@@ -142,13 +142,26 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--time", type=float, default=2.0, help="simulated time of the 36-fiber run (s, default 2)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[9, 18, 36, 72, 144],
                         help="fiber counts of the scaling (default 9 18 36 72 144)")
-    parser.add_argument("--scaling-time", type=float, default=0.3, help="simulated time per size (s, default 0.3)")
+    parser.add_argument("--scaling-time", type=float, default=0.1, help="simulated time per size (s, default 0.1)")
     parser.add_argument("--elastica-wall", type=float, default=300.0,
                         help="wall-time limit of the PyElastica run (s, default 300; 0: skip it)")
     parser.add_argument("--quick", action="store_true", help="small sizes and short runs (a smoke test)")
     args = parser.parse_args(argv)
+    if args.elements < 1:
+        parser.error(f"--elements must be ≥ 1, got {args.elements}")
+    for name in ("time", "scaling_time"):
+        value = getattr(args, name)
+        if not (math.isfinite(value) and value > 0):
+            parser.error(f"--{name.replace('_', '-')} must be a finite number > 0 (s), got {value!r}")
+    if len(set(args.sizes)) < 2 or min(args.sizes) < 2:
+        parser.error(f"--sizes must be at least two different fiber counts ≥ 2 (for the fitted exponent), got "
+                     f"{args.sizes}")
+    if not (math.isfinite(args.elastica_wall) and args.elastica_wall >= 0):
+        parser.error(f"--elastica-wall must be ≥ 0 (s; 0 skips PyElastica), got {args.elastica_wall!r}")
     if args.quick:
-        args.elements, args.time, args.sizes, args.scaling_time, args.elastica_wall = 4, 0.05, [4, 9], 0.03, 5.0
+        args.elements, args.time, args.sizes, args.scaling_time = 4, 0.05, [4, 9], 0.03
+        args.elastica_wall = min(args.elastica_wall, 5.0)
+        print("quick: 9 fibers × 4 elements instead of 36 × 16 (a smoke test; bundle36_s is then the 9-fiber run)")
     n_main = 36 if not args.quick else 9
     print("warm-up (compiling the model's kernels) …", flush=True)
     timed_run(4, args.elements, 2 * DT)
@@ -156,8 +169,7 @@ def main(argv: list[str] | None = None) -> dict:
     main_run = timed_run(n_main, args.elements, args.time, split=True, progress=not args.quick)
     steps = max(main_run["steps"], 1)
     newton_mean = main_run["newton"] / steps
-    split = main_run["split"]
-    per_iteration = {k: v / max(main_run["newton"], 1) for k, v in split.items()}
+    per_iteration = {k: v / max(main_run["newton"], 1) for k, v in main_run["split"].items()}
     print(f"  {main_run['dofs']} d.o.f., wall {main_run['wall']:.1f} s (setup {main_run['setup']:.1f} s), "
           f"{steps} steps, {main_run['newton']} Newton iterations ({newton_mean:.2f} per step), "
           f"{main_run['retries']} step splits, peak force {main_run['force']:.1f} N")
@@ -165,7 +177,8 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"scaling, {args.scaling_time:g} s each:")
     walls = []
     for n in args.sizes:
-        run = timed_run(n, args.elements, args.scaling_time)
+        print(f"  N = {n:4d} …", flush=True)
+        run = timed_run(n, args.elements, args.scaling_time, progress=n >= 72)
         walls.append(run["wall"])
         print(f"  N = {n:4d}: {run['dofs']:6d} d.o.f., wall {run['wall']:7.2f} s, {run['newton']} Newton iterations, "
               f"{run['retries']} splits, {1e3 * run['wall'] / max(run['newton'], 1):.1f} ms per iteration", flush=True)

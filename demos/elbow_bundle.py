@@ -31,7 +31,7 @@ through (0, 0, −0.351) along −y (flexion lifts the hand forward), as in the 
   flat insertion; a row along the axis turns with the forearm without lining the fibers up along the
   muscle).  r0 = 2 mm in the belly, 0.3 mm in the tendons; γM = 1 over the belly, 0 in the tendons
   (smooth steps over 12 % of the length at 10 % and 90 %), so 36 bellies make about 4.5 cm² of muscle.
-* **Law** (:func:`skfiber.paper_law`): Smax = 1 MPa (36 fibers: about 450 N at the optimum), λopt =
+* **Law** (:func:`skfiber.paper_law`): Smax = 1 MPa (36 fibers: about 410 N at full extension), λopt =
   1.18, ΔW = 0.5, ν = 2, so that the fiber's force N = π r0² Smax f(λ)/λ peaks at λ ≈ 1, the length at
   full extension, and falls as the muscle shortens (on the rising branch of N(λ) at every angle: no
   strain softening); μM = 2·10⁴ Pa, μT = 10⁹ Pa (tendon strain about 2 % at full force), η = 10³ Pa·s,
@@ -178,6 +178,8 @@ class Motion:
 
     angle: Callable[[float], float] = lambda t: 0.0
     activation: Callable[[float], float] = lambda t: 0.0
+    #: the tissue drag c of the model (N·s/m², set by :func:`build_model`)
+    tissue_drag: float = 0.0
 
 
 def build_model(n_fibers: int = 36, n_elements: int = 8, *, motion: Motion | None = None,
@@ -227,9 +229,12 @@ def build_model(n_fibers: int = 36, n_elements: int = 8, *, motion: Motion | Non
         model.add_contact(CylinderContact.on_body(system, "humerus", law=PenaltyLaw(**BONE_CONTACT), safeguard="trial"))
     if fiber_contact:
         model.add_contact(FiberContact(PenaltyLaw(**FIBER_CONTACT), gap=contact_gap))
-    c = TISSUE_DRAG if tissue_drag is None else float(tissue_drag)
+    c = TISSUE_DRAG if tissue_drag is None else tissue_drag
+    if isinstance(c, bool) or not isinstance(c, (int, float)) or not (math.isfinite(c) and c >= 0):
+        raise ValueError(f"tissue_drag must be a finite number ≥ 0 (N·s/m²), got {tissue_drag!r}")
+    motion.tissue_drag = float(c)
     if c > 0:
-        model.add_term(drag_term(c))
+        model.add_term(drag_term(float(c)))
     return model, motion
 
 
@@ -261,8 +266,8 @@ def muscle_length(model: sf.Model, state) -> float:
     return float(np.mean(lengths))
 
 
-def drag_force(model: sf.Model, state) -> float:
-    """|c ∫ ẋ dS| summed over the fibers (N): the tissue drag's pull on the muscle (:data:`TISSUE_DRAG`)."""
+def drag_force(model: sf.Model, state, tissue_drag: float) -> float:
+    """|c ∫ ẋ dS| summed over the fibers (N): the pull of a tissue drag c = ``tissue_drag`` on the muscle."""
     d = model.discretization
     theta = np.linspace(0.0, 1.0, 65)
     total = np.zeros(3)
@@ -271,7 +276,7 @@ def drag_force(model: sf.Model, state) -> float:
         dS = np.linalg.norm(fiber.reference_tangent(theta), axis=0)
         f = speed * dS
         total += 0.5 * np.sum((f[:, 1:] + f[:, :-1]) * np.diff(theta), axis=1)  # the trapezoidal rule
-    return float(TISSUE_DRAG * np.linalg.norm(total))
+    return float(tissue_drag * np.linalg.norm(total))
 
 
 def fiber_contact_fields(contact: FiberContact):
@@ -281,14 +286,15 @@ def fiber_contact_fields(contact: FiberContact):
     memo: dict = {}
 
     def fields(model, state, k, theta):
-        if memo.get("state") is not state:
+        key = (id(model), float(state.t), state.u.tobytes())
+        if memo.get("key") != key:
             setup = contact._setup(model)
             pairs = contact.pairs(model, state.u)
             F, _ = contact.law.force(pairs.gap)
             normal = (pairs.y - pairs.x) / pairs.distance[:, None]
             force = np.zeros((setup.ne * setup.nq, 3))
             np.add.at(force, pairs.point, -F[:, None] * normal)
-            memo.update(state=state, force=force, fiber=np.repeat(setup.fiber, setup.nq),
+            memo.update(key=key, force=force, fiber=np.repeat(setup.fiber, setup.nq),
                         theta=(setup.theta0[:, None] + setup.h[:, None] * setup.xi[None, :]).ravel())
         mine = memo["fiber"] == k
         at, force = memo["theta"][mine], memo["force"][mine]
@@ -321,9 +327,13 @@ def cross_section(model: sf.Model, state, *, theta_mid: float = 0.5) -> tuple[fl
     e2 = np.cross(normal, e1)
     circle = np.linspace(0.0, 2.0 * np.pi, 64, endpoint=False)
     outline, fiber_area = [], 0.0
-    for f in fields:
+    for k, f in enumerate(fields):
         side = (f.position.T - centre) @ normal
-        j = int(np.flatnonzero(np.diff(np.sign(side)) != 0)[0])  # the crossing nearest θ_mid: within ±0.25
+        crossings = np.flatnonzero(np.diff(np.sign(side)) != 0)
+        if crossings.size == 0:
+            raise ValueError(f"fiber {k} does not cross the mid-belly plane within θ = {theta[0]:g} … {theta[-1]:g}; "
+                             "the muscle is too far from straight for this cross-section")
+        j = int(crossings[np.argmin(np.abs(crossings - k_mid))])  # the crossing nearest θ_mid
         w = side[j] / (side[j] - side[j + 1])
         point = (1 - w) * f.position[:, j] + w * f.position[:, j + 1]
         r = (1 - w) * f.radius[j] + w * f.radius[j + 1]
@@ -383,9 +393,12 @@ def isometric(model: sf.Model, motion: Motion, angles_deg=ISOMETRIC_ANGLES, *, d
     vibrations); each point is the state at the end of its hold.
     """
     angles = sorted(float(a) for a in angles_deg)
-    if not angles or angles[0] <= 0.0 or angles[-1] > 160.0:
-        raise ValueError(f"isometric angles must lie in (0°, 160°], got {list(angles_deg)!r}")
+    if not angles or not all(0.0 < a <= 160.0 for a in angles) or len(set(angles)) < len(angles):
+        raise ValueError(f"isometric angles must be distinct and lie in (0°, 160°], got {list(angles_deg)!r}")
     motion.angle, motion.activation, times = isometric_schedule(angles)
+    if not all(abs(t / dt - round(t / dt)) < 1e-6 for t in times):
+        raise ValueError(f"dt must divide the schedule's sample times {[round(t, 6) for t in times]} s (its "
+                         f"settle {T_SETTLE:g} s and its turn + hold {T_TURN + T_HOLD:g} s), got {dt!r}")
     samples = {round(t / dt): (t, a) for t, a in zip(times, [0.0] + angles)}
     out: list[Isometric] = []
     newton = [0]
@@ -430,7 +443,7 @@ def isokinetic(model: sf.Model, motion: Motion, start, *, start_deg: float = STA
 
     def record(state, info):
         rows.append((state.t - t0, start_deg + speed_deg_s * (state.t - t0), muscle_force(model, state),
-                     flexion_moment(model, state), drag_force(model, state)))
+                     flexion_moment(model, state), drag_force(model, state, motion.tissue_drag)))
         if writer is not None:
             writer.write(state, len(writer.entries))
         if progress and info.step % 50 == 0:
@@ -470,33 +483,38 @@ def main(argv: list[str] | None = None) -> dict:
                              "swelling needs 90 and the isokinetic test starts from 30)")
     parser.add_argument("--isokinetic-time", type=float, default=T_ISOKINETIC,
                         help=f"duration of the isokinetic test (s, default {T_ISOKINETIC:g})")
-    parser.add_argument("--out", type=Path, default=None, help="folder of the VTK series (none by default)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="folder of the VTK series elbow_bundle_isometric.pvd and elbow_bundle_isokinetic.pvd "
+                             "(none by default)")
     args = parser.parse_args(argv)
     if not (args.dt > 0 and math.isfinite(args.dt)):
         parser.error(f"--dt must be a finite number > 0, got {args.dt!r}")
     if not (args.isokinetic_time > 0 and START_DEG + SPEED_DEG_S * args.isokinetic_time <= 160.0):
         parser.error(f"--isokinetic-time must be > 0 and keep the elbow within 160° "
                      f"(at most {(160.0 - START_DEG) / SPEED_DEG_S:g} s), got {args.isokinetic_time!r}")
+    if not all(0.0 < a <= 160.0 for a in args.angles) or START_DEG not in args.angles:
+        parser.error(f"--angles must lie in (0, 160] and include {START_DEG:g} (the isokinetic test starts "
+                     f"there), got {args.angles}")
+    _, _, sample_times = isometric_schedule(args.angles)
+    if not all(abs(t / args.dt - round(t / args.dt)) < 1e-6 for t in sample_times):
+        parser.error(f"--dt must divide {T_SETTLE:g} s and {T_TURN + T_HOLD:g} s (the isometric schedule's "
+                     f"settle and turn + hold), e.g. 0.01 or 0.025; got {args.dt!r}")
     wall = time.perf_counter()
     try:
         model, motion = build_model(args.fibers, args.elements)
     except ValueError as error:
         parser.error(str(error))
-    writer = None
+    writers = [None, None]  # the isometric and the isokinetic series
     if args.out is not None:
         from skfiber.coupling import body_cylinders
         from skfiber.io import VTKSeries
         contact = next((c for c in model.contacts if isinstance(c, FiberContact)), None)
-        writer = VTKSeries(args.out, model, name="elbow_bundle", bodies=body_cylinders(model),
-                           extra_fields=None if contact is None else fiber_contact_fields(contact))
+        writers = [VTKSeries(args.out, model, name=name, bodies=body_cylinders(model),
+                             extra_fields=None if contact is None else fiber_contact_fields(contact))
+                   for name in ("elbow_bundle_isometric", "elbow_bundle_isokinetic")]
     print(f"elbow with a biceps of {len(model.fibers)} fibers × {args.elements} elements ({model.n_dofs} d.o.f.)")
     print("isometric test (maximal activation):")
-    if START_DEG not in args.angles:
-        parser.error(f"--angles must include {START_DEG:g} (the isokinetic test starts there), got {args.angles}")
-    try:
-        points = isometric(model, motion, args.angles, dt=args.dt, writer=writer)
-    except ValueError as error:
-        parser.error(str(error))
+    points = isometric(model, motion, args.angles, dt=args.dt, writer=writers[0])
     hill = hill_forces(points)
     print(f"{'angle °':>8} {'length cm':>10} {'force N':>9} {'moment N·m':>11} {'Hill N':>8} {'area cm²':>9}")
     for p, h in zip(points, hill):
@@ -509,10 +527,11 @@ def main(argv: list[str] | None = None) -> dict:
     csa_increase = 100.0 * (at[90.0].csa_m2 / at[0.0].csa_m2 - 1.0) if 90.0 in at else float("nan")
     fiber_increase = 100.0 * (at[90.0].csa_fibers_m2 / at[0.0].csa_fibers_m2 - 1.0) if 90.0 in at else float("nan")
     print(f"swelling at mid-belly, 0° → 90°: enclosed area +{csa_increase:.1f} %, fibers' area +{fiber_increase:.1f} % "
-          "(Cosserat-rod model: about 28 %; measured in people: 30–34 %)")
+          "(the Cosserat-rod elbow of Zhang et al., Nat. Commun. 2019: about 28 %; measured in people, as they "
+          "report: 30–34 %)")
     start = at[START_DEG].state
     print(f"isokinetic test ({SPEED_DEG_S:g}°/s from {START_DEG:g}° for {args.isokinetic_time:g} s):")
-    rows = isokinetic(model, motion, start, t_end=args.isokinetic_time, dt=args.dt, writer=writer)
+    rows = isokinetic(model, motion, start, t_end=args.isokinetic_time, dt=args.dt, writer=writers[1])
     peak = max(p.force_N for p in points)
     wall = time.perf_counter() - wall
     print(f"isokinetic force: {rows[0, 2]:.1f} N at {rows[0, 1]:.0f}° … {rows[-1, 2]:.1f} N at {rows[-1, 1]:.0f}°; "

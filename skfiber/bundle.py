@@ -205,11 +205,19 @@ def bundle_curves(origin: Sequence[float], insertion: Sequence[float], n_fibers:
         The smallest reference gap d/(r_x + r_y) − 1 between fibers, > 0.
     layout, origin_scale, insertion_scale, up, insertion_layout
         See above and :func:`packing`.
+    belly_scale
+        The belly's scale (see above), > 0, with the parabolas' scale > 0 all along (always so from
+        (origin_scale + insertion_scale)/4 on); ``None``: straight fibers.
 
     Returns
     -------
     numpy.ndarray
         (n, 3, 3): per fiber its start, middle and end point.
+
+    Raises
+    ------
+    ValueError
+        For bad points, counts, scales, radii or ``up`` (naming the value).
 
     Example
     -------
@@ -217,11 +225,6 @@ def bundle_curves(origin: Sequence[float], insertion: Sequence[float], n_fibers:
     ...                        belly_scale=1.0)
     >>> points.shape, bool(np.allclose(points[0, 1], [0, 0, -0.15]))     # the centre fiber's middle point
     ((7, 3, 3), True)
-
-    Raises
-    ------
-    ValueError
-        For bad points, counts, scales, radii or ``up`` (naming the value).
     """
     try:
         a = np.asarray(origin, dtype=float)
@@ -263,7 +266,12 @@ def bundle_curves(origin: Sequence[float], insertion: Sequence[float], n_fibers:
     if belly_scale is None:
         scale = (1 - theta) * origin_scale + theta * insertion_scale
     else:
-        scale = np.abs(_lagrange(theta) @ np.array([origin_scale, belly_scale, insertion_scale]))
+        scale = _lagrange(theta) @ np.array([origin_scale, belly_scale, insertion_scale])
+        if not np.all(scale > 0):
+            raise ValueError(f"belly_scale={belly_scale!r} with origin_scale={origin_scale!r} and insertion_scale="
+                             f"{insertion_scale!r} pinches the bundle to nothing at θ = "
+                             f"{theta[int(np.argmin(scale))]:.3g} (the parabolas' cross-section scale must stay "
+                             "> 0); give a larger belly_scale: (origin_scale + insertion_scale)/4 or more always works")
     spacing = float(np.max(2.0 * r0 * (1.0 + clearance) / scale))
     unit = packing(n_fibers, layout=layout)
     if insertion_layout == "row":
@@ -296,8 +304,9 @@ def bundle_curves(origin: Sequence[float], insertion: Sequence[float], n_fibers:
         low, spacing = spacing, spacing * max((1.0 + clearance) / (1.0 + gap), 1.01)
         gap = gap_at(spacing)
     else:
-        raise ValueError(f"no spacing keeps the fibers {clearance:g} apart with origin_scale={origin_scale!r} and "
-                         f"insertion_scale={insertion_scale!r} (smallest gap {gap:.3g}); give closer scales")
+        raise ValueError(f"no spacing keeps the fibers {clearance:g} apart with origin_scale={origin_scale!r}, "
+                         f"insertion_scale={insertion_scale!r} and belly_scale={belly_scale!r} (smallest gap "
+                         f"{gap:.3g}); give closer scales")
     while low is not None and spacing - low > 1e-5 * spacing:
         middle = 0.5 * (low + spacing)
         if gap_at(middle) >= kept:
@@ -312,7 +321,8 @@ def bundle(origin: Sequence[float], insertion: Sequence[float], n_fibers: int, *
            clearance: float = 0.1, layout: str = "hexagonal", origin_scale: float = 1.0,
            insertion_scale: float = 1.0, belly_scale: float | None = None, up: Sequence[float] | None = None,
            insertion_layout: str = "patch", name: str = "fiber", activation=None, **fiber_options) -> list[Fiber]:
-    """``n_fibers`` straight fibers packed between a patch around ``origin`` and one around ``insertion`` (m).
+    """``n_fibers`` fibers packed between a patch around ``origin`` and one around ``insertion`` (m): straight,
+    or swelling to a belly half-way (``belly_scale``).
 
     Parameters
     ----------

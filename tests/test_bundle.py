@@ -274,3 +274,6 @@ def test_bundle_refuses_a_bad_insertion_layout_and_belly_scale():
         bundle_points((0, 0, 0), (0, 0, 1), 3, radius=0.01, insertion_layout="ring")
     with pytest.raises(ValueError, match="belly_scale"):
         bundle_curves((0, 0, 0), (0, 0, 1), 3, radius=0.01, belly_scale=-1.0)
+    with pytest.raises(ValueError, match="belly_scale=0.01 .* pinches"):  # the parabolas' scale < 0 near θ = 1
+        bundle_curves((0, 0, 0), (0, 0, 1), 3, radius=0.01, origin_scale=1.0, belly_scale=0.01, insertion_scale=0.01)
+    bundle_curves((0, 0, 0), (0, 0, 1), 3, radius=0.01, origin_scale=1.0, belly_scale=0.2525, insertion_scale=0.01)
