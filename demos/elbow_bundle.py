@@ -72,7 +72,10 @@ from skfiber.postprocess import fiber_fields
 from skfiber.rigid import Body, Fixed, Prescribed, Revolute, RigidSystem
 from skfiber.rigid.joints import rotation_about
 
-from custom_term import drag_term
+if __package__:   # imported as demos.elbow_bundle / skfiber.demos.elbow_bundle (the skfiber command)
+    from .custom_term import drag_term
+else:             # run as a script: demos/ is on sys.path
+    from custom_term import drag_term
 
 ELBOW = np.array([0.0, 0.0, -0.351])
 FOREARM_MASS = 1.50

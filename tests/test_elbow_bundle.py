@@ -146,3 +146,11 @@ def test_a_bundle_in_touch_is_solved_by_the_sparse_lu_with_the_same_steps_as_gmr
     assert n_krylov_direct < n_direct  # GMRES instead (its rare fallbacks aside)
     scale = np.max(np.abs(direct.u))
     assert np.max(np.abs(direct.u - krylov.u)) <= 1e-6 * scale
+
+
+def test_the_skfiber_command_finds_and_imports_the_demo():
+    """``skfiber run elbow-bundle`` imports it as a package module (its helper import must work there too)."""
+    import importlib
+
+    module = importlib.import_module("skfiber.demos.elbow_bundle")
+    assert module.drag_term is not None and module.__doc__.startswith("The elbow with a biceps of many fibers")
