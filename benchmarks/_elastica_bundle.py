@@ -116,22 +116,14 @@ class _Forearm:
 
 def centerlines(starts: np.ndarray, ends: np.ndarray, theta: np.ndarray, middles: np.ndarray | None = None
                 ) -> np.ndarray:
-    """The reference centerlines at the parameters ``theta``: (N, S, 3) (m).
+    """The reference centerlines at the parameters ``theta``: (N, S, 3) (m), the fibers of
+    :func:`skfiber.bundle.centerlines` (parabolas through start, middle and end; without ``middles`` the
+    straight segments)."""
+    from skfiber.bundle import centerlines as bundle_centerlines
 
-    Rod k is X(θ) = L0(θ) starts[k] + Lm(θ) middles[k] + L1(θ) ends[k], the parabola with X(0) = starts[k],
-    X(1/2) = middles[k] and X(1) = ends[k] (L0 = (1 − θ)(1 − 2θ), Lm = 4θ(1 − θ), L1 = θ(2θ − 1)); without
-    ``middles`` the straight segment starts[k] + θ (ends[k] − starts[k]).
-    """
     starts, ends = np.asarray(starts, float), np.asarray(ends, float)
-    theta = np.asarray(theta, float)
-    if middles is None:
-        return starts[:, None, :] + theta[None, :, None] * (ends - starts)[:, None, :]
-    middles = np.asarray(middles, float)
-    l0 = (1.0 - theta) * (1.0 - 2.0 * theta)
-    lm = 4.0 * theta * (1.0 - theta)
-    l1 = theta * (2.0 * theta - 1.0)
-    return (l0[None, :, None] * starts[:, None, :] + lm[None, :, None] * middles[:, None, :]
-            + l1[None, :, None] * ends[:, None, :])
+    middles = 0.5 * (starts + ends) if middles is None else np.asarray(middles, float)
+    return bundle_centerlines(np.stack([starts, middles, ends], axis=1), theta)
 
 
 def _frames(nodes: np.ndarray, normal: np.ndarray) -> np.ndarray:

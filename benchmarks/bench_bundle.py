@@ -100,7 +100,7 @@ def timed_run(n_fibers: int, n_elements: int, t_end: float, *, split: bool = Fal
 
     setup = time.perf_counter()
     model, motion = eb.build_model(n_fibers, n_elements)
-    motion.activation = lambda t: eb._ramp(t / 0.2)
+    motion.activation = lambda t: eb.smooth_step(t / 0.2)
     motion.angle = lambda t: math.radians(SPEED_DEG_S * t)
     setup = time.perf_counter() - setup
     counts = dict(steps=0, newton=0, retries=0, force=0.0)
@@ -213,7 +213,7 @@ def run_elastica(n_fibers: int, n_elements: int, t_end: float, wall_limit: float
                                 angle=lambda t: math.radians(SPEED_DEG_S * t), t_end=t_end, density=eb.DENSITY,
                                 mu_muscle=law["mu_muscle"], mu_tendon=law["mu_tendon"], s_max=law["s_max"],
                                 lam_opt=law["lam_opt"], delta_w=law["delta_w"], nu=law["nu"],
-                                activation=lambda t: eb._ramp(t / 0.2),
+                                activation=lambda t: eb.smooth_step(t / 0.2),
                                 contact_stiffness=eb.FIBER_CONTACT["stiffness"], wall_limit_s=wall_limit,
                                 progress=True)
     print(f"  reached t = {out['simulated_s']:.4g} s of {t_end:g} s ({out['reason']}) in {out['wall_s']:.1f} s: "

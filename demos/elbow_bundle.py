@@ -112,15 +112,17 @@ def newton_options() -> sf.NewtonOptions:
     return sf.NewtonOptions(rtol=NEWTON_RTOL, stagnation_window=STAGNATION, max_iterations=MAX_ITERATIONS)
 
 
-def _smooth_step(x):
-    x = np.clip(x, 0.0, 1.0)
-    return x * x * (3.0 - 2.0 * x)
+def smooth_step(x):
+    """A C¹ step from 0 (x ≤ 0) to 1 (x ≥ 1), 3x² − 2x³ between: a number for a number, else an array."""
+    y = np.clip(x, 0.0, 1.0)
+    y = y * y * (3.0 - 2.0 * y)
+    return float(y) if np.ndim(y) == 0 else y
 
 
 def muscle_fraction(theta):
     """γM(θ): 1 over the belly, 0 in the tendons, smooth steps over θ ∈ [0.1, 0.22] and [0.78, 0.9]."""
     theta = np.asarray(theta, dtype=float)
-    return _smooth_step((theta - 0.1) / 0.12) * _smooth_step((0.9 - theta) / 0.12)
+    return smooth_step((theta - 0.1) / 0.12) * smooth_step((0.9 - theta) / 0.12)
 
 
 def radius(theta):
@@ -284,21 +286,15 @@ def drag_force(model: sf.Model, state, tissue_drag: float) -> float:
 
 def fiber_contact_fields(contact: FiberContact):
     """``extra_fields`` of :class:`skfiber.io.VTKSeries`: ``fiber_contact_force``, the line force of the
-    other fibers on each fiber (N/m per current length, −F n of every pair in touch, summed per contact point),
+    other fibers on each fiber (N/m per current length, :meth:`skfiber.contact.FiberContact.point_forces`),
     interpolated linearly from the contact's quadrature points to the written points."""
     memo: dict = {}
 
     def fields(model, state, k, theta):
         key = (id(model), float(state.t), state.u.tobytes())
         if memo.get("key") != key:
-            setup = contact._setup(model)
-            pairs = contact.pairs(model, state.u)
-            F, _ = contact.law.force(pairs.gap)
-            normal = (pairs.y - pairs.x) / pairs.distance[:, None]
-            force = np.zeros((setup.ne * setup.nq, 3))
-            np.add.at(force, pairs.point, -F[:, None] * normal)
-            memo.update(key=key, force=force, fiber=np.repeat(setup.fiber, setup.nq),
-                        theta=(setup.theta0[:, None] + setup.h[:, None] * setup.xi[None, :]).ravel())
+            fiber, at, force = contact.point_forces(model, state.u)
+            memo.update(key=key, force=force, fiber=fiber, theta=at)
         mine = memo["fiber"] == k
         at, force = memo["theta"][mine], memo["force"][mine]
         order = np.argsort(at)
@@ -365,12 +361,6 @@ class Isometric:
 T_ACTIVATE, T_SETTLE, T_TURN, T_HOLD = 0.2, 0.3, 0.25, 0.25
 
 
-def _ramp(x: float) -> float:
-    """A smooth step from 0 (x ≤ 0) to 1 (x ≥ 1), C¹."""
-    x = min(max(x, 0.0), 1.0)
-    return x * x * (3.0 - 2.0 * x)
-
-
 def isometric_schedule(angles_deg) -> tuple[Callable[[float], float], Callable[[float], float], list[float]]:
     """(angle(t) in rad, activation(t), the sample times): the activation rises to 1 over ``T_ACTIVATE`` at
     0° and the muscle settles until ``T_SETTLE`` (first sample, 0°); then per angle the elbow turns to it
@@ -381,9 +371,9 @@ def isometric_schedule(angles_deg) -> tuple[Callable[[float], float], Callable[[
     def angle(t):
         k = min(max(int((t - T_SETTLE) // (T_TURN + T_HOLD)), 0), len(angles) - 2)
         local = (t - T_SETTLE - k * (T_TURN + T_HOLD)) / T_TURN
-        return math.radians(angles[k] + (angles[k + 1] - angles[k]) * _ramp(local))
+        return math.radians(angles[k] + (angles[k + 1] - angles[k]) * smooth_step(local))
 
-    return angle, (lambda t: _ramp(t / T_ACTIVATE)), ends
+    return angle, (lambda t: smooth_step(t / T_ACTIVATE)), ends
 
 
 def isometric(model: sf.Model, motion: Motion, angles_deg=ISOMETRIC_ANGLES, *, dt: float = 0.01,

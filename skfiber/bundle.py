@@ -31,8 +31,7 @@ import numpy as np
 from .fiber import Fiber
 
 __all__ = ["LAYOUTS", "INSERTION_LAYOUTS", "packing", "row_order", "bundle", "bundle_points", "bundle_curves",
-           "smallest_gap",
-           "reference_clearance"]
+           "centerlines", "smallest_gap", "reference_clearance"]
 
 #: the cross-section layouts of :func:`packing`
 LAYOUTS = ("hexagonal", "rings")
@@ -124,6 +123,21 @@ def _radius_samples(radius, theta: np.ndarray) -> np.ndarray:
 def _lagrange(theta: np.ndarray) -> np.ndarray:
     """(len(θ), 3): the quadratic Lagrange weights of the points at θ = 0, 1/2, 1."""
     return np.column_stack([(1 - theta) * (1 - 2 * theta), 4 * theta * (1 - theta), theta * (2 * theta - 1)])
+
+
+def centerlines(points: np.ndarray, theta) -> np.ndarray:
+    """The reference centerlines (n, len(θ), 3) of fibers given by their start, middle and end points
+    (n, 3, 3) (:func:`bundle_curves`): the parabolas through them at θ = 0, 1/2, 1 (straight lines when the
+    middles are the midpoints).
+
+    Example
+    -------
+    >>> P = np.array([[[0.0, 0, 0], [0.5, 0.1, 0], [1.0, 0, 0]]])
+    >>> centerlines(P, [0.0, 0.5, 1.0])[0].tolist() == P[0].tolist()
+    True
+    """
+    return np.einsum("sj,njk->nsk", _lagrange(np.atleast_1d(np.asarray(theta, dtype=float))),
+                     np.asarray(points, dtype=float))
 
 
 def smallest_gap(starts: np.ndarray, ends: np.ndarray, r0: np.ndarray, pairs: np.ndarray, *,
@@ -377,8 +391,8 @@ def bundle(origin: Sequence[float], insertion: Sequence[float], n_fibers: int, *
 
 def _parabola(points: np.ndarray):
     """X(θ) (3, n) of the parabola through ``points`` (3, 3) at θ = 0, 1/2, 1."""
-    P = np.array(points, dtype=float)
-    return lambda theta: (_lagrange(np.atleast_1d(np.asarray(theta, dtype=float))) @ P).T
+    P = np.array(points, dtype=float)[None]
+    return lambda theta: centerlines(P, theta)[0].T
 
 
 def _parabola_tangent(points: np.ndarray):

@@ -810,3 +810,30 @@ def test_check_pairs_names_the_deepest_inadmissible_pair():
     ok = find_pairs(model, s, fiber_state(s, model, np.zeros(model.n_dofs), "contact"), gamma=0.5)
     assert (ok.gap < 0).any() and (ok.admissibility > 0).all()
     check_pairs("contact", 0.5, s, ok, 0.5)
+
+
+def test_point_forces_are_the_force_density_of_the_contact_residual():
+    """FiberContact.point_forces: the line force −F n at every contact point.  Weighted by the quadrature
+    (w |x′| per unit ξ) and summed, it is the total contact force on each fiber, which the residual carries on
+    the fiber's position DOFs (Hermite value functions sum to 1): Σ force w |x′| = −Σ G_c over those DOFs."""
+    from skfiber.contact.fiber_geometry import fiber_state
+
+    a = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, radius=0.05)
+    b = sf.Fiber.straight((0.5, -0.5, 0.09), (0.6, 0.5, 0.08), n_elements=5, radius=0.05)
+    model = sf.Model([a, b])
+    contact = FiberContact(PenaltyLaw(stiffness=1000.0, gamma=2.0))
+    u = np.zeros(model.n_dofs)
+    fiber, theta, force = contact.point_forces(model, u)
+    s = contact._setup(model)
+    weight = np.tile(s.w, s.ne) * fiber_state(s, model, u, contact.name).xp_norm
+    residual = contact.evaluate(model, u, 0.0, tangent=False).residual
+    d = model.discretization
+    for k in range(2):
+        on_dofs = np.concatenate([d.fiber_dofs[k].position_dofs(i) for i in range(d.fiber_dofs[k].n_nodes)])
+        total = (weight[fiber == k, None] * force[fiber == k]).sum(axis=0)
+        assert np.linalg.norm(total) > 0
+        assert np.allclose(total, -residual[on_dofs].reshape(-1, 3).sum(axis=0), rtol=1e-12, atol=1e-12)
+    assert np.all((theta >= 0) & (theta <= 1))
+    # the fibers push each other apart: a (below) down, b (above) up (the two half passes are not exactly
+    # equal and opposite on a coarse mesh, eq. 65 per fiber)
+    assert force[fiber == 0, 2].sum() < 0 < force[fiber == 1, 2].sum()

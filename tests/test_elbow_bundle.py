@@ -41,7 +41,7 @@ def test_the_insertion_forces_turn_the_forearm_by_euler_s_law():
     forces the model reports, minus the forearm's weight moment equals the forearm's I θ̈ (solid cylinder
     about its end, closed form) — the insertion forces are the forces that turn the forearm."""
     model, motion = eb.build_model(4, 4, free_elbow=True)
-    motion.activation = lambda t: 0.6 * eb._ramp(t / 0.2)
+    motion.activation = lambda t: 0.6 * eb.smooth_step(t / 0.2)
     m, L, r = eb.FOREARM_MASS, 0.287, 0.035
     inertia = m * (r * r / 4 + L * L / 3)
     rows = []
@@ -135,7 +135,7 @@ def test_a_bundle_in_touch_is_solved_by_the_sparse_lu_with_the_same_steps_as_gmr
         monkeypatch.setattr(cf, "DIRECT_FROM_FIBERS", limit)
         direct_solves.clear()
         model, motion = eb.build_model(9, 4)
-        motion.activation = lambda t: eb._ramp(t / 0.05)
+        motion.activation = lambda t: eb.smooth_step(t / 0.05)
         result = sf.simulate(model, t_end=0.05, dt=0.01, progress=False, max_halvings=8,
                              newton_options=sf.NewtonOptions(rtol=1e-8, stagnation_window=3, max_iterations=10))
         return result.final_state, len(direct_solves)

@@ -144,6 +144,32 @@ class FiberContact:
         st = fiber_state(s, model, u, self.name)
         return find_pairs(model, s, st, gamma=self.law.gamma, method=method, smallest=self.gap == "smallest")
 
+    def point_forces(self, model, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The line force of the other fibers at every contact point (for output).
+
+        Returns (fiber (p,), θ (p,), force (p, 3)): at each contact quadrature point of every element,
+        −F(g) n summed over the partners in touch (N/m per current length; 0 where none touches), the
+        force density of the residual (eq. 65) before it is weighted and spread to the DOFs.
+
+        Example
+        -------
+        >>> import skfiber as sf
+        >>> a = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, radius=0.05)
+        >>> b = sf.Fiber.straight((0.5, -0.5, 0.09), (0.5, 0.5, 0.09), n_elements=4, radius=0.05)
+        >>> model = sf.Model([a, b])
+        >>> fiber, theta, force = FiberContact(PenaltyLaw(stiffness=1000.0, gamma=2.0)).point_forces(
+        ...     model, np.zeros(model.n_dofs))
+        >>> bool(force[fiber == 0, 2].min() < 0 == force[fiber == 0, 2].max())   # a pushed down, away from b
+        True
+        """
+        s = self._setup(model)
+        pairs = self.pairs(model, u)
+        F, _ = self.law.force(pairs.gap)
+        force = np.zeros((s.ne * s.nq, 3))
+        np.add.at(force, pairs.point, -F[:, None] * (pairs.y - pairs.x) / pairs.distance[:, None])
+        theta = (s.theta0[:, None] + s.h[:, None] * s.xi[None, :]).ravel()
+        return np.repeat(s.fiber, s.nq), theta, force
+
     # ------------------------------------------------------------------ evaluate
     def evaluate(self, model, u: np.ndarray, t: float, *, tangent: bool = True) -> ContactEvaluation:
         """Residual contribution, tangent blocks and admissibility at displacement u.
