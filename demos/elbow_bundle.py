@@ -105,6 +105,10 @@ NEWTON_RTOL = 1e-6
 #: rearranges (a fiber pressed on a neighbour slides into the groove between two, in milliseconds), short
 #: substeps follow it, and giving up early wastes fewer iterations on the long step (module notes)
 MAX_HALVINGS, STAGNATION, MAX_ITERATIONS = 8, 3, 10
+#: after a step that had to be split, the next starts with the substep that ended it (doubled after each step
+#: with no split): while the bundle comes into contact whole steps keep failing, and trying each first cost
+#: 25–41 % of the activation's time at 36–144 fibers (skfiber.simulate's keep_substeps; docs/performance.md)
+KEEP_SUBSTEPS = True
 
 
 def newton_options() -> sf.NewtonOptions:
@@ -413,7 +417,8 @@ def isometric(model: sf.Model, motion: Motion, angles_deg=ISOMETRIC_ANGLES, *, d
                       f"{1e4 * enclosed:5.2f} cm²", flush=True)
 
     sf.simulate(model, t_end=times[-1], dt=dt, newton_options=newton_options(),
-                callback=record, progress=False, store_every=10**9, max_halvings=MAX_HALVINGS)
+                callback=record, progress=False, store_every=10**9, max_halvings=MAX_HALVINGS,
+                keep_substeps=KEEP_SUBSTEPS)
     return out
 
 
@@ -443,7 +448,7 @@ def isokinetic(model: sf.Model, motion: Motion, start, *, start_deg: float = STA
             print(f"  isokinetic t = {rows[-1][0]:5.2f} s, {rows[-1][1]:6.1f}°: force {rows[-1][2]:7.1f} N", flush=True)
 
     sf.simulate(model, t_end=t0 + t_end, dt=dt, state=start, callback=record, progress=False, store_every=10**9,
-                max_halvings=MAX_HALVINGS,
+                max_halvings=MAX_HALVINGS, keep_substeps=KEEP_SUBSTEPS,
                 newton_options=newton_options())
     return np.array(rows)
 

@@ -94,6 +94,7 @@ def simulate(
     state: State | None = None,
     store_every: int | None = None,
     max_halvings: int = 4,
+    keep_substeps: bool = False,
     newton_options: NewtonOptions = NewtonOptions(),
     callback: Callable[[State, StepInfo], None] | None = None,
     progress: bool = True,
@@ -135,6 +136,14 @@ def simulate(
         A fixed step whose Newton fails is split into two halves, a failing
         half again, and so on, down to substeps of dt / 2**max_halvings; then
         :class:`ConvergenceError` is raised.  Converged substeps are kept.
+    keep_substeps
+        False (default): every step first tries the whole dt.  True: after a
+        step that had to be split, the next step starts with the substep
+        that ended it, and the substep doubles after each step that needed
+        no split.  In a transient where whole steps keep failing (a bundle of
+        fibers coming into contact as it is activated) this saves the failed
+        attempts; the results then depend on where steps were split, as they
+        would on a smaller dt there.
     callback
         Called as ``callback(state, info)`` after every step (at each output
         time of an adaptive run), with :class:`StepInfo` (step number,
@@ -168,6 +177,8 @@ def simulate(
     if isinstance(max_halvings, bool) or not isinstance(max_halvings, (int, np.integer)) or not 0 <= max_halvings <= 60:
         raise ValueError(f"max_halvings must be an integer in 0 … 60 (a failing step is split into at most "
                          f"2**max_halvings substeps), got {max_halvings!r}")
+    if not isinstance(keep_substeps, bool):
+        raise TypeError(f"keep_substeps must be True or False, got {keep_substeps!r}")
     if not isinstance(newton_options, NewtonOptions):
         raise TypeError(f"newton_options must be a skfiber.NewtonOptions, got {type(newton_options).__name__}")
     if state.u.shape != (model.n_dofs,) or state.v.shape != (model.n_dofs,):
@@ -178,6 +189,9 @@ def simulate(
                          f"got shapes {state.q.shape} and {state.p.shape}")
     check_admissible_start(model, state.u, state.t, state.q)
     if adaptive:
+        if keep_substeps:
+            raise ValueError("keep_substeps belongs to fixed steps (give dt without rtol/atol): error-controlled "
+                             "steps choose their sizes themselves")
         return simulate_adaptive(model, state, t_end=t_end, method=method, rtol=rtol, atol=atol, h_min=h_min,
                                  h_max=h_max, output_times=output_times, output_dt=output_dt, store_every=store_every,
                                  newton_options=newton_options, callback=callback, progress=progress)
@@ -206,12 +220,17 @@ def simulate(
     notice = compile_notice("  the first step takes a while: on the first run on a machine numba compiles the "
                             "kernels (cached for later runs) …", enabled=progress, file=sys.stderr)
     done = 0  # steps finished
+    level = 0  # a step starts split into 2**level substeps (after failures, see _step_with_retries)
     try:
         for k in range(1, n_steps + 1):
             t_target = min(t0 + k * dt, t_end) if k < n_steps else t_end
             h = t_target - state.t
-            state, n_it, n_retry, hist, n_contact = _step_with_retries(model, state, h, solver, newton_options, k,
-                                                                       max_halvings, method, matrix)
+            state, n_it, n_retry, hist, n_contact, level = _step_with_retries(
+                model, state, h, solver, newton_options, k, max_halvings, method, matrix, start_level=level)
+            if not keep_substeps:
+                level = 0
+            elif not n_retry:  # the next step: this step's last substep, doubled when none failed
+                level = max(level - 1, 0)
             if k == 1:
                 notice.cancel()
             its[k - 1] = n_it
@@ -255,14 +274,18 @@ def simulate(
     return store.result(its, retries, _time.perf_counter() - start, interrupted, state, counts)
 
 
-def _step_with_retries(model, state, h, solver, options, k, max_halvings, method="euler", matrix=None):
+def _step_with_retries(model, state, h, solver, options, k, max_halvings, method="euler", matrix=None, *,
+                       start_level: int = 0):
     """Advance by h; a failing (sub)step is split in two halves, recursively.
 
     Only the failing part is redone: substeps that converged are kept.  At most
-    ``max_halvings`` levels (smallest substep h / 2**max_halvings).
-    Returns (state, Newton iterations, failed attempts, residual history, contacts).
+    ``max_halvings`` levels (smallest substep h / 2**max_halvings).  The step starts split into
+    2**``start_level`` substeps (the caller passes the level at which the last step ended, less one: a
+    substep that just failed is not tried again at once, and after each step the substeps double).
+    Returns (state, Newton iterations, failed attempts, residual history, contacts, the level of the last
+    substep).
     """
-    counts = {"iterations": 0, "failures": 0, "contacts": 0}
+    counts = {"iterations": 0, "failures": 0, "contacts": 0, "level": 0}
     history: list[float] = []
 
     def advance(s, level, index):
@@ -287,8 +310,12 @@ def _step_with_retries(model, state, h, solver, options, k, max_halvings, method
             return advance(half, level + 1, 2 * index + 1)
         counts["iterations"] += rep.iterations
         counts["contacts"] = rep.active_contacts
+        counts["level"] = level
         history.extend(rep.residual_history)
         return s_new
 
-    out = advance(state, 0, 0)
-    return out, counts["iterations"], counts["failures"], history, counts["contacts"]
+    start_level = min(max(int(start_level), 0), max_halvings)
+    out = state
+    for index in range(2**start_level):
+        out = advance(out, start_level, index)
+    return out, counts["iterations"], counts["failures"], history, counts["contacts"], counts["level"]

@@ -226,6 +226,48 @@ def test_box_pairs_match_brute_force():
         assert got == {(int(i), int(j)) for i, j in zip(*np.nonzero(overlap))}
 
 
+def _brute_pairs(lo, hi, group, reach):
+    L, H = lo - reach[:, None], hi + reach[:, None]
+    overlap = np.all((L[:, None] <= H[None]) & (L[None] <= H[:, None]), axis=2) & (group[:, None] != group[None])
+    return {(int(i), int(j)) for i, j in zip(*np.nonzero(overlap))}
+
+
+def test_box_pairs_of_the_grid_match_brute_force_on_bundles_and_awkward_boxes():
+    """The grid's pairs (each once, in the first cell both boxes cover) against all pairs tested: a bundle of
+    thin boxes along z (one x holds every box of a column), one huge box among small ones, boxes that only
+    touch, repeated and zero-size boxes, and the sweep's answer where a corner is not finite."""
+    from skfiber.contact.broadphase import _grid_keys, _sweep_keys
+
+    rng = np.random.default_rng(5)
+    # a bundle: 12 × 12 fibers along z, 16 elements each
+    gx, gy = np.meshgrid(np.arange(12) * 0.004, np.arange(12) * 0.004)
+    lo = np.concatenate([np.stack([gx.ravel() + 0.0005 * rng.standard_normal(144), gy.ravel(),
+                                   np.full(144, 0.02 * k)], axis=1) for k in range(16)])
+    hi = lo + [0.003, 0.003, 0.021]
+    group = np.tile(np.arange(144), 16)
+    reach = np.full(lo.shape[0], 0.0006)
+    cases = [(lo, hi, group, reach)]
+    big = rng.uniform(0, 1, (200, 3))
+    big_hi = big + 0.02
+    big_hi[0] = big[0] + 0.9  # one box over most of the others
+    cases.append((big, big_hi, np.arange(200), np.zeros(200)))
+    touch = np.array([[0.0, 0, 0], [1, 0, 0], [2, 0, 0], [1, 1, 0], [0, 0, 0], [5, 5, 5], [5, 5, 5]])
+    cases.append((touch, touch + [1.0, 1, 1], np.array([0, 1, 2, 3, 4, 5, 6]), np.zeros(7)))  # faces, a copy
+    cases.append((touch, touch.copy(), np.arange(7), np.zeros(7)))  # points
+    for lo_, hi_, group_, reach_ in cases:
+        got = {tuple(p) for p in box_pairs(lo_, hi_, group_, reach_)}
+        assert got == _brute_pairs(lo_, hi_, group_, reach_)
+        keys = _grid_keys(lo_ - reach_[:, None], hi_ + reach_[:, None], group_)
+        assert keys.size == len(got) and keys.size == np.unique(keys).size  # every pair once, no repeat
+    nan = touch.astype(float).copy()
+    nan[2, 1] = np.nan
+    L, H = nan, nan + 1.0
+    assert _grid_keys(L, H, np.arange(7)).tolist() == [-1]  # no grid: the sweep answers
+    got = {tuple(p) for p in box_pairs(nan, nan + 1.0, np.arange(7), np.zeros(7))}
+    assert got == _brute_pairs(nan, nan + 1.0, np.arange(7), np.zeros(7))
+    assert np.sort(_sweep_keys(L, H, np.arange(7))).size == len(got)
+
+
 def random_fibers(rng, n_fibers=6, ne=5):
     fibers = []
     for k in range(n_fibers):

@@ -26,7 +26,8 @@ LAW = sf.passive_kelvin_voigt(mu_muscle=100.0, mu_tendon=100.0, eta_muscle=0.0, 
 def _plain_pairs(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation, reach, lo, hi,
                  certify):
     """The search of pairs_loop without pruning beyond the tests themselves (same outputs, same order)."""
-    slots = elements.size * nq * nf
+    slots = elements.size * nq * nf  # dense: a slot for every (contact point, fiber)
+    out_k = np.empty(slots, dtype=np.int64)
     out_e = np.full(slots, -1, dtype=np.int64)
     out_xi, out_d = np.empty(slots), np.empty(slots)
     out_fixed = np.zeros(slots, dtype=np.bool_)
@@ -66,14 +67,14 @@ def _plain_pairs(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_
                 if best < 0:
                     continue
                 n = (ia * nq + q) * nf + fb
-                out_e[n], out_xi[n], out_d[n] = best, best_xi, best_d
+                out_k[n], out_e[n], out_xi[n], out_d[n] = k, best, best_xi, best_d
                 out_fixed[n] = not best_st and ((best_xi == 0.0 and first[best]) or (best_xi == 1.0 and last[best]))
                 fk.power_point(c[best], best_xi, 0, out_y[n])
                 fk.power_point(c[best], best_xi, 1, y)
                 out_yp[n] = np.sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2])
                 fk.power_point(c_ref[best], best_xi, 1, y)
                 out_Yp[n] = np.sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2])
-    return fk._pairs_compact(elements, nq, nf, out_e, out_xi, out_d, out_fixed, out_y, out_yp, out_Yp)
+    return fk._pairs_compact(out_k, out_e, out_xi, out_d, out_fixed, out_y, out_yp, out_Yp)
 
 
 def _unit(rng):

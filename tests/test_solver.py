@@ -163,6 +163,51 @@ def test_retry_with_smaller_steps_recovers():
     assert np.all(np.isfinite(r.displacements))
 
 
+@pytest.mark.parametrize("keep", [False, True])
+def test_kept_substeps_start_where_the_last_step_ended_and_double(monkeypatch, keep):
+    """A stand-in Newton failure for substeps longer than 0.01 s that start in 0.1 ≤ t < 0.2 s (steps of
+    0.04 s).  Without keep_substeps every step tries 0.04 s first, then its halves; with it, the step after a
+    split starts with the substep that ended it, and the substep doubles after each step with no split.
+    Either way the run reaches the step times, and the retries count the failed attempts."""
+    import skfiber.solver
+
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
+    model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity((0, 0, -0.5))
+    real_step = skfiber.solver.implicit_step
+    tried = []
+
+    def fails_when_long(model_, state, dt, *args, **kwargs):
+        fails = 0.1 - 1e-9 <= state.t < 0.2 - 1e-9 and dt > 0.01 + 1e-9
+        tried.append((round(state.t, 9), round(dt, 9)) + (("failed",) if fails else ()))
+        if fails:
+            raise sf.ConvergenceError("stand-in failure", t=state.t + dt, step=0, residual_history=[1.0])
+        return real_step(model_, state, dt, *args, **kwargs)
+
+    monkeypatch.setattr(skfiber.solver, "implicit_step", fails_when_long)
+    r = sf.simulate(model, t_end=0.4, dt=0.04, keep_substeps=keep, max_halvings=3, progress=False)
+    np.testing.assert_allclose(r.times, np.arange(11) * 0.04, atol=1e-12)
+    step_4 = [(0.12, 0.04, "failed"), (0.12, 0.02, "failed"), (0.12, 0.01), (0.13, 0.01), (0.14, 0.02, "failed"),
+              (0.14, 0.01), (0.15, 0.01)]
+    if keep:  # step 5 with 0.01 s (step 4 ended with it), step 6 with 0.02 s, then whole steps
+        rest = [(0.16, 0.01), (0.17, 0.01), (0.18, 0.01), (0.19, 0.01), (0.2, 0.02), (0.22, 0.02)]
+    else:  # step 5 as step 4
+        rest = [(0.16, 0.04, "failed"), (0.16, 0.02, "failed"), (0.16, 0.01), (0.17, 0.01), (0.18, 0.02, "failed"),
+                (0.18, 0.01), (0.19, 0.01), (0.2, 0.04)]
+    whole = [(0.0, 0.04), (0.04, 0.04), (0.08, 0.04)]
+    after = [(0.24, 0.04), (0.28, 0.04), (0.32, 0.04), (0.36, 0.04)]
+    assert tried == whole + step_4 + rest + after
+    assert r.retries == sum(len(attempt) == 3 for attempt in tried)
+
+
+def test_kept_substeps_are_of_fixed_steps():
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)
+    model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end")
+    with pytest.raises(ValueError, match="keep_substeps belongs to fixed steps"):
+        sf.simulate(model, t_end=0.1, dt=0.05, method="bdf2", rtol=1e-3, keep_substeps=True, progress=False)
+    with pytest.raises(TypeError, match="keep_substeps must be True or False, got 1"):
+        sf.simulate(model, t_end=0.1, dt=0.05, keep_substeps=1, progress=False)
+
+
 def test_static_problem_without_stiffness_is_relaxed_or_reports_singular_tangent():
     law = materials.passive_kelvin_voigt(mu_muscle=1e3, mu_tendon=1e3, eta_muscle=0.0, eta_tendon=0.0)
     fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, law=law)

@@ -4,9 +4,10 @@ Each cubic Hermite segment lies in the convex hull of its Bézier control
 points P0 = x0, P1 = x0 + h x0′/3, P2 = x1 − h x1′/3, P3 = x1, hence in their
 axis-aligned bounding box.  Boxes inflated by a reach (the largest current
 radius on the element) that do not overlap cannot be in contact.  Candidate
-pairs come from a sweep along x over the boxes sorted by their lower x
-corner (compiled, :func:`box_neighbours`), then the exact box test: the cost
-grows like N log N plus the number of boxes overlapping in x, not N².
+pairs are the boxes that share a cell of a uniform grid (compiled,
+:func:`box_neighbours`), then the exact box test: the cost grows like
+N log N plus the number of boxes sharing a cell, not N² (nor like a sweep
+along one axis, which meets every box of a bundle lying across it).
 
 Example
 -------
@@ -53,10 +54,55 @@ def box_pairs(lo: np.ndarray, hi: np.ndarray, group: np.ndarray, reach: np.ndarr
 
 @numba.njit(cache=True)
 def box_neighbours(lo, hi, group, reach):  # pragma: no cover - compiled
-    """CSR (ptr, nbr) of :func:`box_pairs`: row i lists the j (ascending) whose inflated boxes overlap box i."""
+    """CSR (ptr, nbr) of :func:`box_pairs`: row i lists the j (ascending) whose inflated boxes overlap box i.
+
+    The boxes are hashed into a uniform grid (:func:`_grid_keys`) and only boxes sharing a cell are tested,
+    each pair once (in the first cell the two share): the work grows with the number of boxes and their
+    neighbours, not with the boxes that overlap along one axis (a sweep along x meets every box of a bundle
+    lying along z at that x).  Without finite corners, or when no grid fits, the sweep along x
+    (:func:`_sweep_keys`) gives the same pairs.
+    """
     n = lo.shape[0]
     L = lo - reach.reshape(-1, 1)
     H = hi + reach.reshape(-1, 1)
+    keys = _grid_keys(L, H, group)
+    if keys.size == 1 and keys[0] < 0:  # no grid: the sweep
+        keys = _sweep_keys(L, H, group)
+    keys = np.sort(keys)
+    m = keys.size
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    nbr = np.empty(m, dtype=np.int64)
+    for r in range(m):
+        ptr[keys[r] // n + 1] += 1
+        nbr[r] = keys[r] % n
+    for i in range(n):
+        ptr[i + 1] += ptr[i]
+    return ptr, nbr
+
+
+@numba.njit(inline="always", cache=True)
+def _overlap(L, H, i, j):  # pragma: no cover - compiled
+    """Whether the boxes [L_i, H_i] and [L_j, H_j] overlap (touching counts)."""
+    return (L[i, 0] <= H[j, 0] and L[j, 0] <= H[i, 0] and L[i, 1] <= H[j, 1] and L[j, 1] <= H[i, 1]
+            and L[i, 2] <= H[j, 2] and L[j, 2] <= H[i, 2])
+
+
+@numba.njit(cache=True)
+def _push(keys, m, key):  # pragma: no cover - compiled
+    """keys[m] = key, keys grown (doubled) when full; returns the array."""
+    if m + 1 > keys.size:
+        grown = np.empty(2 * keys.size, dtype=np.int64)
+        grown[:m] = keys[:m]
+        keys = grown
+    keys[m] = key
+    return keys
+
+
+@numba.njit(cache=True)
+def _sweep_keys(L, H, group):  # pragma: no cover - compiled
+    """The pairs i·n + j and j·n + i of overlapping boxes of different groups, by a sweep along x over the
+    boxes sorted by their lower x corner (unsorted)."""
+    n = L.shape[0]
     order = np.argsort(L[:, 0], kind="mergesort")
     keys = np.empty(16 * n + 16, dtype=np.int64)
     m = 0
@@ -66,24 +112,101 @@ def box_neighbours(lo, hi, group, reach):  # pragma: no cover - compiled
             j = order[b]
             if L[j, 0] > H[i, 0]:  # sorted: no later box overlaps box i in x
                 break
-            if group[i] != group[j] and L[i, 0] <= H[j, 0] and L[i, 1] <= H[j, 1] and L[j, 1] <= H[i, 1] \
-                    and L[i, 2] <= H[j, 2] and L[j, 2] <= H[i, 2]:
-                if m + 2 > keys.size:
-                    grown = np.empty(2 * keys.size, dtype=np.int64)
-                    grown[:m] = keys[:m]
-                    keys = grown
-                keys[m] = i * n + j
-                keys[m + 1] = j * n + i
+            if group[i] != group[j] and _overlap(L, H, i, j):
+                keys = _push(keys, m, i * n + j)
+                keys = _push(keys, m + 1, j * n + i)
                 m += 2
-    keys = np.sort(keys[:m])
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    nbr = np.empty(m, dtype=np.int64)
-    for r in range(m):
-        ptr[keys[r] // n + 1] += 1
-        nbr[r] = keys[r] % n
+    return keys[:m]
+
+
+#: the grid's cell is this many times the median box extent along each axis (:func:`_grid_keys`)
+GRID_CELL = 2.0
+#: a grid is refined no further than this many (box, cell) entries per box; beyond, the cells are doubled
+GRID_ENTRIES = 16
+
+
+@numba.njit(cache=True)
+def _grid_keys(L, H, group):  # pragma: no cover - compiled
+    """The pairs of :func:`_sweep_keys` from a uniform grid, or [−1] when there is none (a non-finite corner,
+    fewer than 2 boxes, or a grid too large to index).
+
+    The cell along each axis is :data:`GRID_CELL` × the median box extent, at least the span over ∛n (so
+    the grid has about n cells or fewer), doubled while the boxes would cover more than :data:`GRID_ENTRIES`
+    cells each on average.
+    Every box is entered in each cell it covers; the (cell, box) entries are sorted by cell, and the boxes of
+    each cell are tested against each other.  A pair is kept in the cell whose index is, per axis, the larger
+    of the two boxes' first cells: the first cell both cover, so each pair once.
+    """
+    n = L.shape[0]
+    none = np.full(1, -1, dtype=np.int64)
+    if n < 2:
+        return none
     for i in range(n):
-        ptr[i + 1] += ptr[i]
-    return ptr, nbr
+        for d in range(3):
+            if not (np.isfinite(L[i, d]) and np.isfinite(H[i, d])):
+                return none
+    origin = np.empty(3)
+    cell = np.empty(3)
+    dims = np.empty(3, dtype=np.int64)
+    for d in range(3):
+        origin[d] = L[:, d].min()
+        span = H[:, d].max() - origin[d]
+        cell[d] = max(GRID_CELL * np.median(H[:, d] - L[:, d]), span / np.ceil(n ** (1 / 3)), 1e-300)
+    first = np.empty((n, 3), dtype=np.int64)
+    last = np.empty((n, 3), dtype=np.int64)
+    while True:
+        entries = 0
+        for i in range(n):
+            covered = 1
+            for d in range(3):
+                first[i, d] = int((L[i, d] - origin[d]) / cell[d])
+                last[i, d] = int((H[i, d] - origin[d]) / cell[d])
+                covered *= last[i, d] - first[i, d] + 1
+            entries += covered
+        if entries <= GRID_ENTRIES * n:
+            break
+        for d in range(3):
+            cell[d] *= 2.0
+    for d in range(3):
+        dims[d] = last[:, d].max() + 1
+    if float(dims[0]) * float(dims[1]) * float(dims[2]) > 2.0**62:
+        return none
+    cell_of = np.empty(entries, dtype=np.int64)
+    box_of = np.empty(entries, dtype=np.int64)
+    e = 0
+    for i in range(n):
+        for ix in range(first[i, 0], last[i, 0] + 1):
+            for iy in range(first[i, 1], last[i, 1] + 1):
+                for iz in range(first[i, 2], last[i, 2] + 1):
+                    cell_of[e] = (ix * dims[1] + iy) * dims[2] + iz
+                    box_of[e] = i
+                    e += 1
+    order = np.argsort(cell_of, kind="mergesort")
+    keys = np.empty(16 * n + 16, dtype=np.int64)
+    m = 0
+    start = 0
+    while start < entries:
+        key = cell_of[order[start]]
+        stop = start + 1
+        while stop < entries and cell_of[order[stop]] == key:
+            stop += 1
+        iz = key % dims[2]
+        iy = (key // dims[2]) % dims[1]
+        ix = key // (dims[1] * dims[2])
+        for a in range(start, stop):
+            i = box_of[order[a]]
+            for b in range(a + 1, stop):
+                j = box_of[order[b]]
+                if group[i] == group[j] or not _overlap(L, H, i, j):
+                    continue
+                if (max(first[i, 0], first[j, 0]) != ix or max(first[i, 1], first[j, 1]) != iy
+                        or max(first[i, 2], first[j, 2]) != iz):
+                    continue  # kept in their first common cell
+                keys = _push(keys, m, i * n + j)
+                keys = _push(keys, m + 1, j * n + i)
+                m += 2
+        start = stop
+    return keys[:m]
 
 
 class NeighbourList:

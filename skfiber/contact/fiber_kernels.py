@@ -142,7 +142,8 @@ def _beyond(d2, bound):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT)
 def _element_candidates(ia, row_start, row_end, nbr, elements, fiber, nq, x, rx, P, c, deviation, reach, lo, hi,
-                        short, d2s, near, near_d2, seed_ok, seed_lb, seed_g, top, prune):  # pragma: no cover - compiled
+                        short, d2s, near, near_d2, seed_ok, seed_lb, seed_g, top, prune, rf,
+                        nrf):  # pragma: no cover - compiled
     """The elements of a broad-phase row that may be a candidate of some contact point of element ``ia``.
 
     Returns the count of the kept elements (in row order) in ``short``, and per partner fiber f a seed
@@ -160,7 +161,8 @@ def _element_candidates(ia, row_start, row_end, nbr, elements, fiber, nq, x, rx,
       of every point): for each point its lower bound exceeds g_q (1 + slack) ≥ the final one, so it is
       not kept, and its upper bound exceeds g_q, so g does not change (see :func:`_point_candidates`).
 
-    ``d2s`` (row length), ``near_d2`` and ``top`` (nf,) are scratch.
+    ``d2s`` (row length), ``near_d2`` and ``top`` (nf,) are scratch; only the entries of the row's fibers
+    ``rf[:nrf]`` (:func:`_row_fibers`) are set and read, so the work is that of the row, not of every fiber.
     """
     eA = elements[ia]
     lo0 = lo1 = lo2 = np.inf
@@ -175,8 +177,9 @@ def _element_candidates(ia, row_start, row_end, nbr, elements, fiber, nq, x, rx,
         lo1, hi1 = min(lo1, x[k, 1]), max(hi1, x[k, 1])
         lo2, hi2 = min(lo2, x[k, 2]), max(hi2, x[k, 2])
         r_max = max(r_max, rx[k])
-    near[:] = -1
-    near_d2[:] = np.inf
+    for j in range(nrf):
+        near[rf[j]] = -1
+        near_d2[rf[j]] = np.inf
     m = 0
     for r in range(row_start, row_end):
         eB = elements[nbr[r]]
@@ -195,7 +198,8 @@ def _element_candidates(ia, row_start, row_end, nbr, elements, fiber, nq, x, rx,
         m += 1
     if not finite:
         return m
-    for f in range(near.size):
+    for j in range(nrf):
+        f = rf[j]
         top[f] = np.inf
         if near[f] < 0:
             continue
@@ -230,7 +234,7 @@ def _element_candidates(ia, row_start, row_end, nbr, elements, fiber, nq, x, rx,
 
 @numba.njit(inline="always", **_JIT)
 def _point_candidates(k, q, short, count, fiber, x, rx, P, c, deviation, reach, lo, hi, near, seed_ok, seed_lb,
-                      seed_g, g, thr, cand_e, cand_lb, prune):  # pragma: no cover - compiled
+                      seed_g, g, thr, cand_e, cand_lb, prune, rf, nrf):  # pragma: no cover - compiled
     """The candidate elements of contact point k (point q of its element) among ``short[:count]``.
 
     Into cand_e, cand_lb (in row order); returns their count.  They are those of the plain loop over
@@ -252,11 +256,12 @@ def _point_candidates(k, q, short, count, fiber, x, rx, P, c, deviation, reach, 
     by the box of a seed element) made the same assumption.  The bounds are computed as in
     :func:`_box_distance`, :func:`chord_distance` and :func:`_upper_bound`, the chord parameter computed
     once per element and point.
-    ``g``, ``thr`` (g (1 + slack)) (nf,) are scratch.
+    ``g``, ``thr`` (g (1 + slack)) (nf,) are scratch, set for the row's fibers ``rf[:nrf]`` only.
     """
     x0, x1, x2 = x[k, 0], x[k, 1], x[k, 2]
     rk = rx[k]
-    for f in range(g.size):
+    for j in range(nrf):
+        f = rf[j]
         g[f] = seed_g[q, f] if near[f] >= 0 and seed_ok[q, f] and prune else np.inf
         thr[f] = g[f] * (1 + _PRUNE_SLACK)
     m = 0
@@ -305,10 +310,54 @@ def neighbours_of(elements, fiber, lo, hi, reach):
 
 
 @numba.njit(**_JIT)
+def _row_fibers(row_start, row_end, nbr, elements, fiber, mark, rf):  # pragma: no cover - compiled
+    """The distinct fibers of a broad-phase row, ascending, into ``rf``; returns their count.
+
+    ``mark`` (nf,) is −1 on entry and on return (scratch: the work is that of the row, not of every fiber).
+    """
+    n = 0
+    for r in range(row_start, row_end):
+        f = fiber[elements[nbr[r]]]
+        if mark[f] < 0:
+            mark[f] = n
+            rf[n] = f
+            n += 1
+    for i in range(1, n):  # insertion sort (a row holds a few fibers; usually sorted already)
+        j = i
+        while j > 0 and rf[j] < rf[j - 1]:
+            rf[j], rf[j - 1] = rf[j - 1], rf[j]
+            j -= 1
+    for i in range(n):
+        mark[rf[i]] = -1
+    return n
+
+
+@numba.njit(**_JIT)
+def _slot_offsets(ptr, nbr, elements, fiber, nq, nf):  # pragma: no cover - compiled
+    """Where each element's output slots start: nq × (the number of distinct fibers of its row) slots each,
+    one per (contact point, partner fiber), in the order (element, point, fiber); the last entry is the
+    total.  The slots grow with the broad phase's pairs, not with (contact points) × (fibers)."""
+    n_el = elements.size
+    offsets = np.zeros(n_el + 1, dtype=np.int64)
+    mark = np.full(nf, -1, dtype=np.int64)
+    width = 0
+    for i in range(n_el):
+        width = max(width, ptr[i + 1] - ptr[i])
+    rf = np.empty(max(width, 1), dtype=np.int64)
+    for ia in range(n_el):
+        offsets[ia + 1] = offsets[ia] + nq * _row_fibers(ptr[ia], ptr[ia + 1], nbr, elements, fiber, mark, rf)
+    return offsets
+
+
+@numba.njit(**_JIT)
 def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation,
-                 reach, lo, hi, certify, rpoly, smallest, out_e, out_xi, out_d, out_fixed, out_y, out_yp,
-                 out_Yp):  # pragma: no cover - compiled
-    """The slots of :func:`pairs_loop` of the elements ``share``, ``share + n_shares``, … (one thread's part)."""
+                 reach, lo, hi, certify, rpoly, smallest, offsets, out_k, out_e, out_xi, out_d, out_fixed, out_y,
+                 out_yp, out_Yp):  # pragma: no cover - compiled
+    """The slots of :func:`pairs_loop` of the elements ``share``, ``share + n_shares``, … (one thread's part).
+
+    The arrays indexed by fiber (nf,) are scratch of which only the entries of the current row's fibers are
+    touched: the work per contact point is that of its candidates, whatever the number of fibers.
+    """
     n_el = elements.size
     width = 0
     for i in range(n_el):
@@ -319,6 +368,8 @@ def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf
     cand_lb = np.empty(width)
     key = np.empty(width)
     order = np.empty(width, dtype=np.int64)
+    rf = np.empty(max(width, 1), dtype=np.int64)
+    mark = np.full(nf, -1, dtype=np.int64)
     radius_bound = _PHI_RADIUS_MARGIN / RADIUS_SAFETY  # × reach: the sampled largest radius + 1 %
     g = np.empty(nf)
     thr = np.empty(nf)
@@ -339,13 +390,14 @@ def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf
     for ia in range(share, n_el, n_shares):
         if ptr[ia + 1] == ptr[ia]:
             continue
+        nrf = _row_fibers(ptr[ia], ptr[ia + 1], nbr, elements, fiber, mark, rf)
         count = _element_candidates(ia, ptr[ia], ptr[ia + 1], nbr, elements, fiber, nq, x, rx, P, c, deviation,
                                     reach, lo, hi, short, d2s, near, near_d2, seed_ok, seed_lb, seed_g, top,
-                                    not smallest)
+                                    not smallest, rf, nrf)
         for q in range(nq):
             k = elements[ia] * nq + q
             m = _point_candidates(k, q, short, count, fiber, x, rx, P, c, deviation, reach, lo, hi, near, seed_ok,
-                                  seed_lb, seed_g, g, thr, cand_e, cand_lb, not smallest)
+                                  seed_lb, seed_g, g, thr, cand_e, cand_lb, not smallest, rf, nrf)
             if smallest:  # lower bounds of φ = d/(r_x + r_y) on the candidates, taken in increasing order
                 for i in range(m):
                     key[i] = cand_lb[i] / (rx[k] + radius_bound * reach[cand_e[i]])
@@ -369,13 +421,14 @@ def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf
                     xi, v, d, st = smallest_on_element(c[eB], c_ref[eB], rpoly[eB], x[k], rx[k], xi)
                 if best_e[fb] < 0 or v < best_v[fb]:
                     best_e[fb], best_xi[fb], best_d[fb], best_v[fb], best_st[fb] = eB, xi, d, v, st
-            for fb in range(nf):
+            for j in range(nrf):
+                fb = rf[j]
                 eB = best_e[fb]
                 if eB < 0:
                     continue
-                n = (ia * nq + q) * nf + fb
+                n = offsets[ia] + q * nrf + j
                 xi = best_xi[fb]
-                out_e[n], out_xi[n], out_d[n] = eB, xi, best_d[fb]
+                out_k[n], out_e[n], out_xi[n], out_d[n] = k, eB, xi, best_d[fb]
                 # the closest point rests at a fiber end; the smallest gap's point at any element end where it
                 # is not stationary (φ has kinks at the nodes: r_y depends on |y′|, whose slope jumps there)
                 out_fixed[n] = not best_st[fb] and ((xi == 0.0 and (first[eB] or smallest))
@@ -390,20 +443,16 @@ def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf
 
 @numba.njit(**_JIT)
 def _pairs_slots(slots):  # pragma: no cover - compiled
-    """The output slots of :func:`pairs_loop` (element −1: no pair)."""
-    return (np.full(slots, -1, dtype=np.int64), np.empty(slots), np.empty(slots), np.empty(slots, dtype=np.bool_),
-            np.empty((slots, 3)), np.empty(slots), np.empty(slots))
+    """The output slots of :func:`pairs_loop` (contact point, element −1: no pair, ξ, d, fixed, y, |y′|, |Y′|)."""
+    return (np.empty(slots, dtype=np.int64), np.full(slots, -1, dtype=np.int64), np.empty(slots), np.empty(slots),
+            np.empty(slots, dtype=np.bool_), np.empty((slots, 3)), np.empty(slots), np.empty(slots))
 
 
 @numba.njit(**_JIT)
-def _pairs_compact(elements, nq, nf, out_e, out_xi, out_d, out_fixed, out_y, out_yp, out_Yp):  # pragma: no cover
-    """The filled slots in order, with their contact points k."""
+def _pairs_compact(out_k, out_e, out_xi, out_d, out_fixed, out_y, out_yp, out_Yp):  # pragma: no cover
+    """The filled slots (element ≥ 0) in order."""
     keep = np.flatnonzero(out_e >= 0)
-    out_k = np.empty(keep.size, dtype=np.int64)
-    for i in range(keep.size):
-        slot = keep[i] // nf
-        out_k[i] = elements[slot // nq] * nq + slot % nq
-    return (out_k, out_e[keep], out_xi[keep], out_d[keep], out_fixed[keep], out_y[keep], out_yp[keep],
+    return (out_k[keep], out_e[keep], out_xi[keep], out_d[keep], out_fixed[keep], out_y[keep], out_yp[keep],
             out_Yp[keep])
 
 
@@ -416,13 +465,15 @@ def pairs_loop(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_re
     Returns k, eB, ξ, d, fixed (closest point at a fiber end, not
     stationary), y, |y′|, |Y′| (reference) in the order (contact point,
     partner fiber); a tie of the distance goes to the lower element.
-    Every (contact point, partner fiber) has its own slot, filled by one pass over its element
-    (:func:`pairs_loop_parallel` shares the elements out among threads, with the same result).
+    Every (contact point, partner fiber of its element's row) has its own slot (:func:`_slot_offsets`), filled
+    by one pass over its element (:func:`pairs_loop_parallel` shares the elements out among threads, with the
+    same result).
     """
-    out = _pairs_slots(elements.size * nq * nf)
+    offsets = _slot_offsets(ptr, nbr, elements, fiber, nq, nf)
+    out = _pairs_slots(offsets[-1])
     _pairs_share(0, 1, ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation, reach, lo, hi,
-                 certify, rpoly, smallest, *out)
-    return _pairs_compact(elements, nq, nf, *out)
+                 certify, rpoly, smallest, offsets, *out)
+    return _pairs_compact(*out)
 
 
 @numba.njit(parallel=True, **_JIT)
@@ -430,12 +481,13 @@ def pairs_loop_parallel(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P
                         certify, rpoly, smallest, n_shares):  # pragma: no cover - compiled
     """:func:`pairs_loop` with the elements shared out cyclically among ``n_shares`` threads (neighbouring
     elements have similar rows); the same result to the bit."""
-    out = _pairs_slots(elements.size * nq * nf)
+    offsets = _slot_offsets(ptr, nbr, elements, fiber, nq, nf)
+    out = _pairs_slots(offsets[-1])
     n_shares = max(1, min(elements.size, n_shares))
     for share in numba.prange(n_shares):
         _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation,
-                     reach, lo, hi, certify, rpoly, smallest, *out)
-    return _pairs_compact(elements, nq, nf, *out)
+                     reach, lo, hi, certify, rpoly, smallest, offsets, *out)
+    return _pairs_compact(*out)
 
 
 @numba.njit(**_JIT)

@@ -3,7 +3,7 @@
 **Broad phase** (:mod:`skfiber.contact.broadphase`, then per contact point
 in :func:`~skfiber.contact.fiber_kernels.pairs_loop`): Bézier boxes of the elements inflated by
 a bound r̄_E of the current radius on the element (1.1 × the largest current
-radius sampled at 9 points), pairs from a k-d tree; then per contact point a
+radius sampled at 9 points), pairs from a uniform grid; then per contact point a
 lower bound of the distance to each candidate element (box, then "fat
 chord": distance to the chord P0–P3 minus the distance of P1, P2 from it)
 against r_x + r̄_B, and candidates whose lower bound exceeds an upper bound of

@@ -356,7 +356,7 @@ def end_check_decides(gamma, smallest) -> bool:  # pragma: no cover - compiled
 
 
 @numba.njit(**_JIT)
-def _end_kept(point0, fiber0, adm0, dist0, rx0, point1, fiber1, adm1, dist1, radii1, rx1, n_points, n_fibers,
+def _end_kept(point0, fiber0, adm0, dist0, rx0, point1, fiber1, adm1, dist1, radii1, rx1, n_fibers,
               delta_bar, gamma, motion, smallest):  # pragma: no cover - compiled
     m2 = motion * motion
     # the smallest gap's pairs carry the distance at the gap's point, not the closest distance: the closest
@@ -364,29 +364,47 @@ def _end_kept(point0, fiber0, adm0, dist0, rx0, point1, fiber1, adm1, dist1, rad
     # exceed M; else the estimate decides
     if not end_check_decides(gamma, smallest):
         return False
-    before = np.full(n_points * n_fibers, np.inf)
-    d_before = np.full(n_points * n_fibers, np.inf)
-    for i in range(point0.shape[0]):
+    # the start's pairs by key (contact point, partner fiber), sorted, with the least 1 + γg and distance of each
+    # key (+∞ for a key not in reach at the start): memory and work grow with the pairs, not with points × fibers
+    n0 = point0.shape[0]
+    keys0 = np.empty(n0, dtype=np.int64)
+    for i in range(n0):
         closest = (1 - 1 / gamma) * rx0[i] if smallest else dist0[i]  # (a lower bound of) the least distance
         if not closest > motion:
             return False
-        key = point0[i] * n_fibers + fiber0[i]
-        before[key] = min(before[key], adm0[i])
-        d_before[key] = min(d_before[key], dist0[i])
+        keys0[i] = point0[i] * n_fibers + fiber0[i]
+    order = np.argsort(keys0, kind="mergesort")
+    keys = np.empty(n0, dtype=np.int64)
+    adm_min = np.empty(n0)
+    dist_min = np.empty(n0)
+    u = -1
+    for r in range(n0):
+        i = order[r]
+        if u < 0 or keys0[i] != keys[u]:
+            u += 1
+            keys[u], adm_min[u], dist_min[u] = keys0[i], adm0[i], dist0[i]
+        else:
+            adm_min[u] = min(adm_min[u], adm0[i])
+            dist_min[u] = min(dist_min[u], dist0[i])
+    keys = keys[:u + 1]
     for i in range(point1.shape[0]):
         key = point1[i] * n_fibers + fiber1[i]
-        target = delta_bar * min(before[key], 1.0)
+        j = np.searchsorted(keys, key)
+        found = j < keys.size and keys[j] == key
+        before_i = adm_min[j] if found else np.inf
+        d_before_i = dist_min[j] if found else np.inf
+        target = delta_bar * min(before_i, 1.0)
         if smallest:
             if not (1 - 1 / gamma) * rx1[i] > motion:
                 return False
             # for every partner point y, d(y) ≥ φ_min (r_x + r_y(y)) at both ends, so along the step
             # d(y)/(r_x + r_y(y)) ≥ √(φ_min² − (M/r_x)²), φ_min the smaller smallest gap + 1 of the two ends
-            phi = 1.0 + (min(before[key], adm1[i]) - 1.0) / gamma
+            phi = 1.0 + (min(before_i, adm1[i]) - 1.0) / gamma
             lowest = 1.0 + gamma * (np.sqrt(max(phi * phi - m2 / (rx1[i] * rx1[i]), 0.0)) - 1.0)
         else:
             if not dist1[i] > motion:
                 return False
-            d = min(d_before[key], dist1[i])  # the distance along the step is ≥ √(d² − M²)
+            d = min(d_before_i, dist1[i])  # the distance along the step is ≥ √(d² − M²)
             lowest = adm1[i] - gamma * (dist1[i] - np.sqrt(d * d - m2)) / radii1[i]
         if not lowest > target:
             return False
@@ -474,7 +492,7 @@ def end_state_kept(s: FiberSetup, before, after, delta_bar: float, *, gamma: flo
     return bool(_end_kept(before.point, before.fiber_y, before.admissibility, before.distance, before.radius_x,
                           after.point,
                           after.fiber_y, after.admissibility, after.distance, after.radius_x + after.radius_y,
-                          after.radius_x, s.ne * s.nq, int(s.nf), float(delta_bar), float(gamma), float(motion),
+                          after.radius_x, int(s.nf), float(delta_bar), float(gamma), float(motion),
                           bool(smallest)))
 
 
