@@ -177,8 +177,9 @@ def simulate(
     if isinstance(max_halvings, bool) or not isinstance(max_halvings, (int, np.integer)) or not 0 <= max_halvings <= 60:
         raise ValueError(f"max_halvings must be an integer in 0 … 60 (a failing step is split into at most "
                          f"2**max_halvings substeps), got {max_halvings!r}")
-    if not isinstance(keep_substeps, bool):
+    if not isinstance(keep_substeps, (bool, np.bool_)):
         raise TypeError(f"keep_substeps must be True or False, got {keep_substeps!r}")
+    keep_substeps = bool(keep_substeps)
     if not isinstance(newton_options, NewtonOptions):
         raise TypeError(f"newton_options must be a skfiber.NewtonOptions, got {type(newton_options).__name__}")
     if state.u.shape != (model.n_dofs,) or state.v.shape != (model.n_dofs,):
@@ -280,8 +281,8 @@ def _step_with_retries(model, state, h, solver, options, k, max_halvings, method
 
     Only the failing part is redone: substeps that converged are kept.  At most
     ``max_halvings`` levels (smallest substep h / 2**max_halvings).  The step starts split into
-    2**``start_level`` substeps (the caller passes the level at which the last step ended, less one: a
-    substep that just failed is not tried again at once, and after each step the substeps double).
+    2**``start_level`` substeps (with ``keep_substeps`` the caller passes the level at which the last step
+    ended, less one when that step needed no split: a substep that just failed is not tried again at once).
     Returns (state, Newton iterations, failed attempts, residual history, contacts, the level of the last
     substep).
     """

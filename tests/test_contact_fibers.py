@@ -266,6 +266,37 @@ def test_box_pairs_of_the_grid_match_brute_force_on_bundles_and_awkward_boxes():
     got = {tuple(p) for p in box_pairs(nan, nan + 1.0, np.arange(7), np.zeros(7))}
     assert got == _brute_pairs(nan, nan + 1.0, np.arange(7), np.zeros(7))
     assert np.sort(_sweep_keys(L, H, np.arange(7))).size == len(got)
+    # inverted boxes (a negative reach) and corners whose span overflows: the sweep, the same pairs
+    rng = np.random.default_rng(8)
+    lo_, group_ = rng.uniform(0, 1, (60, 3)), rng.integers(0, 6, 60)
+    hi_, reach_ = lo_ + rng.uniform(0, 0.2, (60, 3)), rng.uniform(-0.1, 0.1, 60)
+    assert {tuple(p) for p in box_pairs(lo_, hi_, group_, reach_)} == _brute_pairs(lo_, hi_, group_, reach_)
+    far = np.array([[-1e308, 0, 0], [0, 0, 0], [0.5, 0, 0]])
+    far_hi = np.array([[1e308, 1, 1], [1, 1, 1], [2, 1, 1]])
+    assert _grid_keys(far, far_hi, np.arange(3)).tolist() == [-1]
+    got = {tuple(p) for p in box_pairs(far, far_hi, np.arange(3), np.zeros(3))}
+    assert got == _brute_pairs(far, far_hi, np.arange(3), np.zeros(3)) and len(got) == 6
+
+
+def test_two_end_check_takes_the_start_pairs_by_key_in_any_order():
+    """The start's pairs are looked up by (contact point, partner fiber), whatever their order; of two pairs
+    of one key the smaller 1 + γg and distance count, and a NaN among them is passed over (as the least
+    of +∞ and the values); a key not in reach at the start is +∞ there."""
+    from skfiber.contact.fiber_safeguard import _end_kept
+
+    def kept(adm0, order):
+        point0, fiber0 = np.array([4, 4, 1])[order], np.array([2, 2, 0])[order]
+        adm0, dist0 = np.asarray(adm0, float)[order], np.array([1.0, 1.0, 1.0])[order]
+        return _end_kept(point0, fiber0, adm0, dist0, np.full(3, 0.5), np.array([1, 4, 7]), np.array([0, 2, 1]),
+                         np.array([0.9, 0.49, 0.9]), np.full(3, 1.0), np.full(3, 1.0), np.full(3, 0.5), 3, 0.5,
+                         2.0, 0.01, False)
+
+    for order in ([0, 1, 2], [1, 0, 2], [2, 1, 0]):
+        # key (4, 2) ends at 1 + γg = 0.49 (less a dip of 10⁻⁴ along the step); the bound is δ̄ = 0.5 times the
+        # smaller start value: 0.3 → 0.15, kept; 0.99 → 0.495, not kept (the larger, 0.99 or 1.2, never counts)
+        assert kept([0.99, 0.3, 1.0], order)
+        assert not kept([1.2, 0.99, 1.0], order)
+        assert kept([np.nan, 0.3, 1.0], order) and not kept([np.nan, 0.99, 1.0], order)
 
 
 def random_fibers(rng, n_fibers=6, ne=5):

@@ -130,6 +130,7 @@ def _grid_keys(L, H, group):  # pragma: no cover - compiled
     """The pairs of :func:`_sweep_keys` from a uniform grid, or [−1] when there is none (a non-finite corner,
     fewer than 2 boxes, or a grid too large to index).
 
+    Inverted boxes (a corner below the other: a negative reach) and spans that overflow go to the sweep.
     The cell along each axis is :data:`GRID_CELL` × the median box extent, at least the span over ∛n (so
     the grid has about n cells or fewer), doubled while the boxes would cover more than :data:`GRID_ENTRIES`
     cells each on average.
@@ -143,8 +144,8 @@ def _grid_keys(L, H, group):  # pragma: no cover - compiled
         return none
     for i in range(n):
         for d in range(3):
-            if not (np.isfinite(L[i, d]) and np.isfinite(H[i, d])):
-                return none
+            if not (np.isfinite(L[i, d]) and np.isfinite(H[i, d]) and L[i, d] <= H[i, d]):
+                return none  # (an inverted box, from a negative reach, covers no cell: the sweep tests it)
     origin = np.empty(3)
     cell = np.empty(3)
     dims = np.empty(3, dtype=np.int64)
@@ -152,6 +153,8 @@ def _grid_keys(L, H, group):  # pragma: no cover - compiled
         origin[d] = L[:, d].min()
         span = H[:, d].max() - origin[d]
         cell[d] = max(GRID_CELL * np.median(H[:, d] - L[:, d]), span / np.ceil(n ** (1 / 3)), 1e-300)
+        if not (np.isfinite(span) and np.isfinite(cell[d])):
+            return none  # corners so far apart that their span overflows
     first = np.empty((n, 3), dtype=np.int64)
     last = np.empty((n, 3), dtype=np.int64)
     while True:
@@ -220,7 +223,7 @@ class NeighbourList:
     build overlapped after inflation by the enlarged reaches.  Candidates
     beyond today's broad phase are removed by the exact per-point tests that
     follow it, so results do not change; within a Newton step the boxes move
-    little and the sweep is skipped.
+    little and the broad phase is skipped.
 
     Parameters
     ----------
@@ -244,7 +247,7 @@ class NeighbourList:
         if not (isinstance(margin, (int, float)) and margin >= 0):
             raise ValueError(f"margin must be a number >= 0, got {margin!r}")
         self.margin = float(margin)
-        self.builds = 0  # how often the sweep ran
+        self.builds = 0  # how often the broad phase ran
         self._built = None  # (control points, elements, enlarged reach, ptr, nbr, groups)
 
     def neighbours(self, P: np.ndarray, elements: np.ndarray, fiber: np.ndarray, reach: np.ndarray):

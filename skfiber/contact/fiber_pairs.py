@@ -99,8 +99,8 @@ def find_pairs(model, s: FiberSetup, st: FiberState, *, gamma: float, method: st
     method
         Closest-point method of :func:`~skfiber.contact.closest_point.closest_points`.
     neighbours
-        A broad phase kept over states (the same pairs, the sweep skipped while the boxes move little);
-        None: the sweep of this state.
+        A broad phase kept over states (the same pairs, the broad phase skipped while the boxes move little);
+        None: the broad phase of this state.
     smallest
         False: y is the closest point of each partner fiber (eq. 66) and g takes the radius there (eq. 40);
         True: y minimizes the gap over the partner fiber (:mod:`~skfiber.contact.smallest_gap`), with the

@@ -382,10 +382,9 @@ def _end_kept(point0, fiber0, adm0, dist0, rx0, point1, fiber1, adm1, dist1, rad
         i = order[r]
         if u < 0 or keys0[i] != keys[u]:
             u += 1
-            keys[u], adm_min[u], dist_min[u] = keys0[i], adm0[i], dist0[i]
-        else:
-            adm_min[u] = min(adm_min[u], adm0[i])
-            dist_min[u] = min(dist_min[u], dist0[i])
+            keys[u], adm_min[u], dist_min[u] = keys0[i], np.inf, np.inf
+        adm_min[u] = min(adm_min[u], adm0[i])  # (from +∞: a NaN is passed over, whatever the order)
+        dist_min[u] = min(dist_min[u], dist0[i])
     keys = keys[:u + 1]
     for i in range(point1.shape[0]):
         key = point1[i] * n_fibers + fiber1[i]
