@@ -64,6 +64,7 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+from scipy.optimize import brentq
 
 import skfiber as sf
 from skfiber.bundle import bundle, bundle_curves, smallest_gap
@@ -175,9 +176,10 @@ def head_offsets(n_fibers: int) -> tuple[float, float]:
     low, high = 1.0, 1.0
     while gap(high) < CLEARANCE:
         low, high = high, 1.25 * high
-    while high - low > 1e-4 * high:
-        middle = 0.5 * (low + high)
-        low, high = (low, middle) if gap(middle) >= CLEARANCE else (middle, high)
+    if high > low:  # the root by Brent's method, then the nearest scale above it that keeps the clearance
+        tol = 0.5e-4 * low
+        root = brentq(lambda scale: gap(scale) - CLEARANCE, low, high, xtol=tol)
+        high = next((s for s in (root, root + tol, root + 2 * tol) if s < high and gap(s) >= CLEARANCE), high)
     return tuple(float(v) for v in high * base)
 
 

@@ -169,6 +169,42 @@ def smallest_gap(starts: np.ndarray, ends: np.ndarray, r0: np.ndarray, pairs: np
     return best
 
 
+def _widen_then_narrow(excess, x: float, fails, *, rtol: float = 1e-5, widenings: int = 60) -> float:
+    """The smallest x (to ``rtol`` of it, from above) with ``excess(x)`` ≥ 0, for an excess that grows with x.
+
+    From ``x`` it widens (1 % the first time, then by the secant through the last two values with a margin
+    of 10 %, between 1 % and twice x) until the excess is ≥ 0, then finds the root in the bracket by Brent's
+    method (:func:`scipy.optimize.brentq`: a handful of evaluations where bisection takes about 17) and
+    returns the nearest x above it with excess ≥ 0.  ``fails(excess)`` makes the error raised when
+    ``widenings`` did not suffice.
+
+    Example
+    -------
+    >>> round(_widen_then_narrow(lambda x: x * x - 2.0, 1.0, ValueError), 4)   # √2 from above
+    1.4142
+    """
+    from scipy.optimize import brentq
+
+    low = f_low = None
+    f = excess(x)
+    for _ in range(widenings):
+        if f >= 0:
+            break
+        grown = x + 1.1 * (0.0 - f) * (x - low) / (f - f_low) if low is not None and f > f_low else 1.01 * x
+        low, f_low, x = x, f, min(max(grown, 1.01 * x), 2.0 * x)
+        f = excess(x)
+    else:
+        raise fails(f)
+    if low is None or f == 0:
+        return x
+    tol = 0.5 * rtol * low
+    root = brentq(excess, low, x, xtol=tol, rtol=4 * np.finfo(float).eps)
+    for candidate in (root, root + tol, root + 2 * tol):  # the sign change lies within tol of the root
+        if candidate < x and excess(candidate) >= 0:
+            return float(candidate)
+    return x
+
+
 def bundle_points(origin: Sequence[float], insertion: Sequence[float], n_fibers: int, *, radius,
                   clearance: float = 0.1, layout: str = "hexagonal", origin_scale: float = 1.0,
                   insertion_scale: float = 1.0, up: Sequence[float] | None = None,
@@ -309,24 +345,11 @@ def bundle_curves(origin: Sequence[float], insertion: Sequence[float], n_fibers:
         return smallest_gap(start, end, r0, near, middles=middle)
 
     # the gap grows with S (the distances' components in the cross-section scale with it, the axial ones do
-    # not): widen S until the gap is kept, then bisect to 10⁻⁵ of S
+    # not): widen S until the gap is kept, then narrow the bracket to 10⁻⁵ of S
     kept = clearance * (1.0 - 1e-9)  # (the rounding of the sampled distances)
-    low, gap = None, gap_at(spacing)
-    for _ in range(60):
-        if gap >= kept:
-            break
-        low, spacing = spacing, spacing * max((1.0 + clearance) / (1.0 + gap), 1.01)
-        gap = gap_at(spacing)
-    else:
-        raise ValueError(f"no spacing keeps the fibers {clearance:g} apart with origin_scale={origin_scale!r}, "
-                         f"insertion_scale={insertion_scale!r} and belly_scale={belly_scale!r} (smallest gap "
-                         f"{gap:.3g}); give closer scales")
-    while low is not None and spacing - low > 1e-5 * spacing:
-        middle = 0.5 * (low + spacing)
-        if gap_at(middle) >= kept:
-            spacing = middle
-        else:
-            low = middle
+    spacing = _widen_then_narrow(lambda S: gap_at(S) - kept, spacing, lambda gap: ValueError(
+        f"no spacing keeps the fibers {clearance:g} apart with origin_scale={origin_scale!r}, insertion_scale="
+        f"{insertion_scale!r} and belly_scale={belly_scale!r} (smallest gap {gap + kept:.3g}); give closer scales"))
     start, end, middle = ends_at(spacing)
     return np.stack([start, middle, end], axis=1)
 
