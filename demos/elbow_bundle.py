@@ -64,10 +64,9 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-from scipy.optimize import brentq
 
 import skfiber as sf
-from skfiber.bundle import bundle, bundle_curves, smallest_gap
+from skfiber.bundle import bundle, bundle_curves, smallest_gap, smallest_spacing
 from skfiber.contact import CylinderContact, FiberContact, PenaltyLaw
 from skfiber.postprocess import fiber_fields
 from skfiber.rigid import Body, Fixed, Prescribed, Revolute, RigidSystem
@@ -173,14 +172,8 @@ def head_offsets(n_fibers: int) -> tuple[float, float]:
         points = np.concatenate([heads[0] + shift, heads[1] - shift])
         return smallest_gap(points[:, 0], points[:, 2], r0, pairs, middles=points[:, 1])
 
-    low, high = 1.0, 1.0
-    while gap(high) < CLEARANCE:
-        low, high = high, 1.25 * high
-    if high > low:  # the root by Brent's method, then the nearest scale above it that keeps the clearance
-        tol = 0.5e-4 * low
-        root = brentq(lambda scale: gap(scale) - CLEARANCE, low, high, xtol=tol)
-        high = next((s for s in (root, root + tol, root + 2 * tol) if s < high and gap(s) >= CLEARANCE), high)
-    return tuple(float(v) for v in high * base)
+    scale = smallest_spacing(lambda scale: gap(scale) - CLEARANCE, 1.0, rtol=1e-4)
+    return tuple(float(v) for v in scale * base)
 
 
 @dataclass

@@ -24,13 +24,14 @@ Example
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from .fiber import Fiber
 
 __all__ = ["LAYOUTS", "INSERTION_LAYOUTS", "packing", "row_order", "bundle", "bundle_points", "bundle_curves",
+           "smallest_spacing",
            "centerlines", "smallest_gap", "reference_clearance"]
 
 #: the cross-section layouts of :func:`packing`
@@ -169,22 +170,38 @@ def smallest_gap(starts: np.ndarray, ends: np.ndarray, r0: np.ndarray, pairs: np
     return best
 
 
-def _widen_then_narrow(excess, x: float, fails, *, rtol: float = 1e-5, widenings: int = 60) -> float:
-    """The smallest x (to ``rtol`` of it, from above) with ``excess(x)`` ≥ 0, for an excess that grows with x.
+def smallest_spacing(excess: Callable[[float], float], x: float, *, rtol: float = 1e-5,
+                     fails: Callable[[float], Exception] | None = None, widenings: int = 60) -> float:
+    """The smallest x ≥ ``x`` (to ``rtol`` of it, from above) with ``excess(x)`` ≥ 0, for an excess that grows
+    with x: the spacing (or offset) at which a measured gap reaches its target.
 
     From ``x`` it widens (1 % the first time, then by the secant through the last two values with a margin
     of 10 %, between 1 % and twice x) until the excess is ≥ 0, then finds the root in the bracket by Brent's
     method (:func:`scipy.optimize.brentq`: a handful of evaluations where bisection takes about 17) and
-    returns the nearest x above it with excess ≥ 0.  ``fails(excess)`` makes the error raised when
-    ``widenings`` did not suffice.
+    returns the nearest x above it with excess ≥ 0.
+
+    Parameters
+    ----------
+    excess
+        The measured value less its target, growing with x.
+    x
+        The start (where the excess is usually < 0).
+    rtol
+        The relative tolerance of the result.
+    fails
+        Makes the error raised (from the last excess) when ``widenings`` widenings did not reach excess ≥ 0;
+        default a ValueError that says so.
 
     Example
     -------
-    >>> round(_widen_then_narrow(lambda x: x * x - 2.0, 1.0, ValueError), 4)   # √2 from above
+    >>> round(smallest_spacing(lambda x: x * x - 2.0, 1.0), 4)   # √2 from above
     1.4142
     """
     from scipy.optimize import brentq
 
+    if fails is None:
+        def fails(last):
+            return ValueError(f"the excess stayed < 0 ({last:.3g}) up to x = {x:.4g}; no x keeps it")
     low = f_low = None
     f = excess(x)
     for _ in range(widenings):
@@ -347,7 +364,7 @@ def bundle_curves(origin: Sequence[float], insertion: Sequence[float], n_fibers:
     # the gap grows with S (the distances' components in the cross-section scale with it, the axial ones do
     # not): widen S until the gap is kept, then narrow the bracket to 10⁻⁵ of S
     kept = clearance * (1.0 - 1e-9)  # (the rounding of the sampled distances)
-    spacing = _widen_then_narrow(lambda S: gap_at(S) - kept, spacing, lambda gap: ValueError(
+    spacing = smallest_spacing(lambda S: gap_at(S) - kept, spacing, fails=lambda gap: ValueError(
         f"no spacing keeps the fibers {clearance:g} apart with origin_scale={origin_scale!r}, insertion_scale="
         f"{insertion_scale!r} and belly_scale={belly_scale!r} (smallest gap {gap + kept:.3g}); give closer scales"))
     start, end, middle = ends_at(spacing)

@@ -59,8 +59,8 @@ def box_neighbours(lo, hi, group, reach):  # pragma: no cover - compiled
     The boxes are hashed into a uniform grid (:func:`_grid_keys`) and only boxes sharing a cell are tested,
     each pair once (in the first cell the two share): the work grows with the number of boxes and their
     neighbours, not with the boxes that overlap along one axis (a sweep along x meets every box of a bundle
-    lying along z at that x).  Without finite corners, or when no grid fits, the sweep along x
-    (:func:`_sweep_keys`) gives the same pairs.
+    lying along z at that x).  Where :func:`_grid_keys` has no grid (non-finite or inverted boxes), the
+    sweep along x (:func:`_sweep_keys`) gives the pairs.
     """
     n = lo.shape[0]
     L = lo - reach.reshape(-1, 1)
@@ -127,10 +127,10 @@ GRID_ENTRIES = 16
 
 @numba.njit(cache=True)
 def _grid_keys(L, H, group):  # pragma: no cover - compiled
-    """The pairs of :func:`_sweep_keys` from a uniform grid, or [−1] when there is none (a non-finite corner,
-    fewer than 2 boxes, or a grid too large to index).
+    """The pairs of :func:`_sweep_keys` from a uniform grid, or [−1] when there is none: fewer than 2 boxes,
+    a non-finite corner, an inverted box (a corner below the other: a negative reach) or a span that
+    overflows; the sweep answers those.
 
-    Inverted boxes (a corner below the other: a negative reach) and spans that overflow go to the sweep.
     The cell along each axis is :data:`GRID_CELL` × the median box extent, at least the span over ∛n (so
     the grid has about n cells or fewer), doubled while the boxes would cover more than :data:`GRID_ENTRIES`
     cells each on average.
@@ -171,9 +171,7 @@ def _grid_keys(L, H, group):  # pragma: no cover - compiled
         for d in range(3):
             cell[d] *= 2.0
     for d in range(3):
-        dims[d] = last[:, d].max() + 1
-    if float(dims[0]) * float(dims[1]) * float(dims[2]) > 2.0**62:
-        return none
+        dims[d] = last[:, d].max() + 1  # (at most ∛n + 1: the cell is at least the span over ∛n)
     cell_of = np.empty(entries, dtype=np.int64)
     box_of = np.empty(entries, dtype=np.int64)
     e = 0

@@ -162,7 +162,7 @@ def _element_candidates(ia, row_start, row_end, nbr, elements, fiber, nq, x, rx,
       not kept, and its upper bound exceeds g_q, so g does not change (see :func:`_point_candidates`).
 
     ``d2s`` (row length), ``near_d2`` and ``top`` (nf,) are scratch; only the entries of the row's fibers
-    ``rf[:nrf]`` (:func:`_row_fibers`) are set and read, so the work is that of the row, not of every fiber.
+    ``rf[:nrf]`` (:func:`_row_fiber_lists`) are set and read, so the work is that of the row, not of every fiber.
     """
     eA = elements[ia]
     lo0 = lo1 = lo2 = np.inf
@@ -310,53 +310,43 @@ def neighbours_of(elements, fiber, lo, hi, reach):
 
 
 @numba.njit(**_JIT)
-def _row_fibers(row_start, row_end, nbr, elements, fiber, mark, rf):  # pragma: no cover - compiled
-    """The distinct fibers of a broad-phase row, ascending, into ``rf``; returns their count.
+def _row_fiber_lists(ptr, nbr, elements, fiber, nf):  # pragma: no cover - compiled
+    """CSR (fptr, flist) of the distinct fibers of each element's broad-phase row, ascending.
 
-    ``mark`` (nf,) is −1 on entry and on return (scratch: the work is that of the row, not of every fiber).
+    They lay out the output of :func:`pairs_loop`: element ``ia`` has nq × (its row's fiber count) slots
+    from nq · fptr[ia] on, one per (contact point, partner fiber) in that order, so the slots and the loops
+    over partner fibers grow with the broad phase's pairs, not with (contact points) × (fibers).
     """
-    n = 0
-    for r in range(row_start, row_end):
-        f = fiber[elements[nbr[r]]]
-        if mark[f] < 0:
-            mark[f] = n
-            rf[n] = f
-            n += 1
-    for i in range(1, n):  # insertion sort (a row holds a few fibers; usually sorted already)
-        j = i
-        while j > 0 and rf[j] < rf[j - 1]:
-            rf[j], rf[j - 1] = rf[j - 1], rf[j]
-            j -= 1
-    for i in range(n):
-        mark[rf[i]] = -1
-    return n
-
-
-@numba.njit(**_JIT)
-def _slot_offsets(ptr, nbr, elements, fiber, nq, nf):  # pragma: no cover - compiled
-    """Where each element's output slots start: nq × (the number of distinct fibers of its row) slots each,
-    one per (contact point, partner fiber), in the order (element, point, fiber); the last entry is the
-    total.  The slots grow with the broad phase's pairs, not with (contact points) × (fibers)."""
     n_el = elements.size
-    offsets = np.zeros(n_el + 1, dtype=np.int64)
+    fptr = np.zeros(n_el + 1, dtype=np.int64)
+    flist = np.empty(ptr[n_el], dtype=np.int64)  # (at most one fiber per row entry)
     mark = np.full(nf, -1, dtype=np.int64)
-    width = 0
-    for i in range(n_el):
-        width = max(width, ptr[i + 1] - ptr[i])
-    rf = np.empty(max(width, 1), dtype=np.int64)
     for ia in range(n_el):
-        offsets[ia + 1] = offsets[ia] + nq * _row_fibers(ptr[ia], ptr[ia + 1], nbr, elements, fiber, mark, rf)
-    return offsets
+        n = fptr[ia]
+        for r in range(ptr[ia], ptr[ia + 1]):
+            f = fiber[elements[nbr[r]]]
+            if mark[f] != ia:
+                mark[f] = ia
+                flist[n] = f
+                n += 1
+        for i in range(fptr[ia] + 1, n):  # insertion sort (a row holds a few fibers; usually sorted already)
+            j = i
+            while j > fptr[ia] and flist[j] < flist[j - 1]:
+                flist[j], flist[j - 1] = flist[j - 1], flist[j]
+                j -= 1
+        fptr[ia + 1] = n
+    return fptr, flist[:fptr[n_el]]
 
 
 @numba.njit(**_JIT)
 def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation,
-                 reach, lo, hi, certify, rpoly, smallest, offsets, out_k, out_e, out_xi, out_d, out_fixed, out_y,
+                 reach, lo, hi, certify, rpoly, smallest, fptr, flist, out_k, out_e, out_xi, out_d, out_fixed, out_y,
                  out_yp, out_Yp):  # pragma: no cover - compiled
     """The slots of :func:`pairs_loop` of the elements ``share``, ``share + n_shares``, … (one thread's part).
 
-    The arrays indexed by fiber (nf,) are scratch of which only the entries of the current row's fibers are
-    touched: the work per contact point is that of its candidates, whatever the number of fibers.
+    The arrays indexed by fiber (nf,) are scratch of which only the entries of the current row's fibers
+    (``flist[fptr[ia]:fptr[ia + 1]]``, :func:`_row_fiber_lists`) are touched: the work per contact point is
+    that of its candidates, whatever the number of fibers.
     """
     n_el = elements.size
     width = 0
@@ -368,8 +358,6 @@ def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf
     cand_lb = np.empty(width)
     key = np.empty(width)
     order = np.empty(width, dtype=np.int64)
-    rf = np.empty(max(width, 1), dtype=np.int64)
-    mark = np.full(nf, -1, dtype=np.int64)
     radius_bound = _PHI_RADIUS_MARGIN / RADIUS_SAFETY  # × reach: the sampled largest radius + 1 %
     g = np.empty(nf)
     thr = np.empty(nf)
@@ -390,7 +378,8 @@ def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf
     for ia in range(share, n_el, n_shares):
         if ptr[ia + 1] == ptr[ia]:
             continue
-        nrf = _row_fibers(ptr[ia], ptr[ia + 1], nbr, elements, fiber, mark, rf)
+        rf = flist[fptr[ia]:fptr[ia + 1]]
+        nrf = rf.size
         count = _element_candidates(ia, ptr[ia], ptr[ia + 1], nbr, elements, fiber, nq, x, rx, P, c, deviation,
                                     reach, lo, hi, short, d2s, near, near_d2, seed_ok, seed_lb, seed_g, top,
                                     not smallest, rf, nrf)
@@ -426,7 +415,7 @@ def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf
                 eB = best_e[fb]
                 if eB < 0:
                     continue
-                n = offsets[ia] + q * nrf + j
+                n = nq * fptr[ia] + q * nrf + j
                 xi = best_xi[fb]
                 out_k[n], out_e[n], out_xi[n], out_d[n] = k, eB, xi, best_d[fb]
                 # the closest point rests at a fiber end; the smallest gap's point at any element end where it
@@ -465,14 +454,14 @@ def pairs_loop(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_re
     Returns k, eB, ξ, d, fixed (closest point at a fiber end, not
     stationary), y, |y′|, |Y′| (reference) in the order (contact point,
     partner fiber); a tie of the distance goes to the lower element.
-    Every (contact point, partner fiber of its element's row) has its own slot (:func:`_slot_offsets`), filled
+    Every (contact point, partner fiber of its element's row) has its own slot (:func:`_row_fiber_lists`), filled
     by one pass over its element (:func:`pairs_loop_parallel` shares the elements out among threads, with the
     same result).
     """
-    offsets = _slot_offsets(ptr, nbr, elements, fiber, nq, nf)
-    out = _pairs_slots(offsets[-1])
+    fptr, flist = _row_fiber_lists(ptr, nbr, elements, fiber, nf)
+    out = _pairs_slots(nq * fptr[-1])
     _pairs_share(0, 1, ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation, reach, lo, hi,
-                 certify, rpoly, smallest, offsets, *out)
+                 certify, rpoly, smallest, fptr, flist, *out)
     return _pairs_compact(*out)
 
 
@@ -481,12 +470,12 @@ def pairs_loop_parallel(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P
                         certify, rpoly, smallest, n_shares):  # pragma: no cover - compiled
     """:func:`pairs_loop` with the elements shared out cyclically among ``n_shares`` threads (neighbouring
     elements have similar rows); the same result to the bit."""
-    offsets = _slot_offsets(ptr, nbr, elements, fiber, nq, nf)
-    out = _pairs_slots(offsets[-1])
+    fptr, flist = _row_fiber_lists(ptr, nbr, elements, fiber, nf)
+    out = _pairs_slots(nq * fptr[-1])
     n_shares = max(1, min(elements.size, n_shares))
     for share in numba.prange(n_shares):
         _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation,
-                     reach, lo, hi, certify, rpoly, smallest, offsets, *out)
+                     reach, lo, hi, certify, rpoly, smallest, fptr, flist, *out)
     return _pairs_compact(*out)
 
 
