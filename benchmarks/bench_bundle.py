@@ -137,7 +137,7 @@ def fitted_exponent(sizes, walls) -> float:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--elements", type=int, default=16, help="elements per fiber (default 16)")
     parser.add_argument("--time", type=float, default=2.0, help="simulated time of the 36-fiber run (s, default 2)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[9, 18, 36, 72, 144],

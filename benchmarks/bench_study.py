@@ -31,9 +31,10 @@ from skfiber.study.targets import TARGETS
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=64)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--target", default="upper-limb", choices=sorted(TARGETS))
+    parser.add_argument("--runs", type=int, default=64, help="runs of the study, serially and in parallel (default 64)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes of the local cluster (default 2)")
+    parser.add_argument("--target", default="upper-limb", choices=sorted(TARGETS),
+                        help="the model run by the study (default upper-limb: the upper limb at level 1)")
     args = parser.parse_args(argv)
     target = TARGETS[args.target]
     params = list(target.defaults)

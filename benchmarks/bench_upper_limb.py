@@ -31,7 +31,8 @@ from skfiber.demos import upper_limb
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--levels", type=int, nargs="+", default=[1, 2, 3, 4], choices=sorted(upper_limb.LEVELS))
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 2, 3, 4], choices=sorted(upper_limb.LEVELS),
+                        help="refinement levels to time (default 1 2 3 4)")
     parser.add_argument("--progress", action="store_true", help="show progress lines of each run")
     parser.add_argument("--fiber-contact", choices=["on", "off"], default="on",
                         help="fiber–fiber contact (default on, as the demo; off: the paper's Table 5 comparison "

@@ -214,7 +214,8 @@ def main(argv: list[str] | None = None) -> dict:
         and ``after`` added), ``reference`` (the reference's) and ``check`` (the reference check, deg).
     """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--level", type=int, default=1, choices=sorted(upper_limb.LEVELS))
+    parser.add_argument("--level", type=int, default=1, choices=sorted(upper_limb.LEVELS),
+                        help="refinement level of the mesh (default 1)")
     parser.add_argument("--t-end", type=float, default=2.0, help="simulated time in s (default 2; the paper: 8)")
     parser.add_argument("--ref-steps-per-s", type=int, default=4096,
                         help="steps per second of the fixed-step BDF2 reference (default 4096)")

@@ -8,8 +8,8 @@ contact.  :func:`angle_difference`, :func:`force_difference` and :func:`oscillat
 levels and measure wiggles of N(θ) (the demo's convergence study; :func:`describe_wiggles` the line the
 demo prints on them).
 
-Example
--------
+Examples
+--------
 >>> oscillation([1.0, 1.0, 2.0, 2.0])   # sample 2 is 0.5 from its neighbours' mean, range 1
 0.5
 >>> oscillation([1.0, 1.0, 2.0, 2.0], relative_to="mean")   # … and the mean is 1.5

@@ -13,8 +13,8 @@ forces at the upper-arm attachments of biceps1 and triceps1) and ``axial_force_l
   t = 0, 0.5, 1, 1.5, 2 s, fibers as tubes of their true current radius r0/√λ colored by the
   axial force, bones and the wrapping cylinder as cylinders, rendered off screen.
 
-Example
--------
+Examples
+--------
 >>> from demos import upper_limb, _upper_limb_figures          # doctest: +SKIP
 >>> r = upper_limb.run(1, t_end=0.5, progress=False)          # doctest: +SKIP
 >>> _upper_limb_figures.write_outputs([r], Path("out"))        # doctest: +SKIP

@@ -12,8 +12,8 @@ few states, so a long run stays small.
 (``run_simulation(checkpoint_extra=history.arrays)``), and :meth:`History.restore` takes them back
 when a run resumes, so the resumed run's outputs equal an uninterrupted run's bit for bit.
 
-Example
--------
+Examples
+--------
 >>> from demos import upper_limb                                        # doctest: +SKIP
 >>> model = upper_limb.build_model(8)                                   # doctest: +SKIP
 >>> history = History(model, sample_every=1, profile_times=(1.0,), snapshot_times=(0.0,), sample_dt=1 / 32)  # doctest: +SKIP

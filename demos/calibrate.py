@@ -14,9 +14,9 @@ Ends with ``summary: smax_biceps=… smax_triceps=… biceps_error=… triceps_e
 """
 from __future__ import annotations
 
-import argparse
 import time
 
+from skfiber.cli import ArgumentParser, positive_float, positive_int
 from skfiber.study import Parameter, calibrate
 
 #: the hidden parameters of the target run, and the ranges searched
@@ -55,14 +55,16 @@ class _Curve:
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(prog="calibrate", description=__doc__.splitlines()[0])
-    parser.add_argument("--t-end", type=float, default=2.0, help="simulated time of each run in s (default 2)")
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--t-end", type=positive_float, default=2.0, help="simulated time of each run in s (default 2)")
     parser.add_argument("--serial", action="store_true", help="run in this process, without dask")
-    parser.add_argument("--workers", type=int, default=None, help="local dask workers (default: one per core)")
-    parser.add_argument("--scheduler", default=None, help="a running dask scheduler (tcp://host:8786)")
+    parser.add_argument("--workers", type=positive_int, default=None,
+                        help="local dask workers (default: one per core)")
+    parser.add_argument("--scheduler", default=None,
+                        help="a running dask scheduler, e.g. tcp://host:8786 (default: a local cluster)")
     args = parser.parse_args(argv)
-    if not (args.t_end > 0):
-        parser.error(f"--t-end must be > 0, got {args.t_end}")
+    if args.serial and (args.workers is not None or args.scheduler is not None):
+        parser.error("--serial runs in this process; leave out --workers and --scheduler")
     scheduler = "serial" if args.serial else args.scheduler
     if scheduler is None and args.workers is not None:
         from distributed import Client, LocalCluster

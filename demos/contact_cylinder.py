@@ -296,7 +296,7 @@ def plot(result: ContactCylinderResult, path: str) -> None:
 
 def main(argv=None) -> int:
     parser = ArgumentParser(
-        prog="contact_cylinder", description=__doc__.splitlines()[0],
+        description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--small", action="store_true", help="only 5 and 8 points (32 elements) and 16, 32, 64 elements (faster)")

@@ -50,7 +50,7 @@ import sympy as sp
 from scipy.optimize import brentq
 
 import skfiber as sf
-from skfiber.cli import ArgumentParser
+from skfiber.cli import ArgumentParser, nonnegative_float, positive_float, positive_int
 from skfiber.reference import hanging_cable, stretch_for_force
 
 __all__ = [
@@ -443,10 +443,11 @@ def plot(result: CustomLawResult, filename: str) -> None:
 def main(argv=None) -> CustomLawResult:
     """Command line: print the tables, end with the ``summary:`` line."""
     parser = ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--elements", type=int, default=16, help="elements of the hanging fiber")
-    parser.add_argument("--prestretch", type=float, default=0.02, help="relative end displacement before gravity")
-    parser.add_argument("--t-end", type=float, default=1.0, help="length of the dynamic run (s)")
-    parser.add_argument("--dt", type=float, default=0.01, help="time step (s)")
+    parser.add_argument("--elements", type=positive_int, default=16, help="elements of the hanging fiber (default 16)")
+    parser.add_argument("--prestretch", type=nonnegative_float, default=0.02,
+                        help="relative end displacement before gravity (default 0.02)")
+    parser.add_argument("--t-end", type=positive_float, default=1.0, help="length of the dynamic run in s (default 1)")
+    parser.add_argument("--dt", type=positive_float, default=0.01, help="time step in s (default 0.01)")
     parser.add_argument("--small", action="store_true", help="quick run (8 elements, 0.3 s)")
     parser.add_argument("--plot", metavar="FILE.png", help="save the static sag curves (needs matplotlib)")
     args = parser.parse_args(argv)

@@ -58,7 +58,7 @@ from skfem import BilinearForm, LinearForm
 from skfem.helpers import dot
 
 import skfiber as sf
-from skfiber.cli import ArgumentParser
+from skfiber.cli import ArgumentParser, positive_int
 from skfiber.reference import hanging_cable
 from skfiber.terms import Term, d2
 
@@ -607,7 +607,7 @@ def plot(result: CustomTermResult, filename: str) -> None:
 def main(argv=None) -> CustomTermResult:
     """Command line: print the tables, end with the ``summary:`` line."""
     parser = ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--elements", type=int, default=16, help="elements per fiber")
+    parser.add_argument("--elements", type=positive_int, default=16, help="elements per fiber (default 16)")
     parser.add_argument("--small", action="store_true", help="quick run (8 elements)")
     parser.add_argument("--plot", metavar="FILE.png", help="save the gravity sag curves (needs matplotlib)")
     args = parser.parse_args(argv)

@@ -55,7 +55,6 @@ Run ``python demos/elbow_bundle.py --help``.  The output ends with
 """
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
@@ -66,6 +65,7 @@ from typing import Callable
 import numpy as np
 
 import skfiber as sf
+from skfiber.cli import ArgumentParser, output_folder, positive_float, positive_int
 from skfiber.bundle import bundle, bundle_curves, smallest_gap, smallest_spacing
 from skfiber.contact import CylinderContact, FiberContact, PenaltyLaw
 from skfiber.postprocess import fiber_fields
@@ -196,8 +196,8 @@ def build_model(n_fibers: int = 36, n_elements: int = 8, *, motion: Motion | Non
     ``free_elbow``: the forearm turns freely about the elbow (a revolute joint, its angle the rigid
     coordinate q) instead of following ``motion.angle``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> model, motion = build_model(4, 4)
     >>> len(model.fibers), [f.name for f in model.fibers][:3]
     (4, ['long0', 'long1', 'short0'])
@@ -466,11 +466,11 @@ def hill_forces(points: list[Isometric]) -> np.ndarray:
 
 def main(argv: list[str] | None = None) -> dict:
     """Run the three tests and print the tables and the summary line."""
-    parser = argparse.ArgumentParser(description="The elbow with a biceps of many fibers (isometric, isokinetic "
-                                                 "and swelling tests).")
+    parser = ArgumentParser(description="The elbow with a biceps of many fibers (isometric, isokinetic "
+                                        "and swelling tests).")
     parser.add_argument("--fibers", type=int, default=36, help="fibers of the biceps, two heads (default 36)")
-    parser.add_argument("--elements", type=int, default=8, help="elements per fiber (default 8)")
-    parser.add_argument("--dt", type=float, default=0.01, help="time step (s, default 0.01)")
+    parser.add_argument("--elements", type=positive_int, default=8, help="elements per fiber (default 8)")
+    parser.add_argument("--dt", type=positive_float, default=0.01, help="time step (s, default 0.01)")
     parser.add_argument("--angles", type=float, nargs="+", default=list(ISOMETRIC_ANGLES),
                         help="elbow angles of the isometric test (°, in (0, 160]; default 30 60 90 120 150; the "
                              "swelling needs 90 and the isokinetic test starts from 30)")
@@ -480,8 +480,8 @@ def main(argv: list[str] | None = None) -> dict:
                         help="folder of the VTK series elbow_bundle_isometric.pvd and elbow_bundle_isokinetic.pvd "
                              "(none by default)")
     args = parser.parse_args(argv)
-    if not (args.dt > 0 and math.isfinite(args.dt)):
-        parser.error(f"--dt must be a finite number > 0, got {args.dt!r}")
+    if args.out is not None:
+        output_folder(parser, "--out", args.out)
     if not (args.isokinetic_time > 0 and START_DEG + SPEED_DEG_S * args.isokinetic_time <= 160.0):
         parser.error(f"--isokinetic-time must be > 0 and keep the elbow within 160° "
                      f"(at most {(160.0 - START_DEG) / SPEED_DEG_S:g} s), got {args.isokinetic_time!r}")

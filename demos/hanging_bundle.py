@@ -159,7 +159,7 @@ def run(
 
 def main(argv=None) -> int:
     parser = ArgumentParser(
-        prog="hanging_bundle", description=__doc__.splitlines()[0], epilog=PROGRESS_TERMS,
+        description=__doc__.splitlines()[0], epilog=PROGRESS_TERMS,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--level", type=int, default=1, help="refinement level N ≥ 1: 8·2^(N−1) elements per fiber, Δt = 0.01/2^(N−1) s (default 1)")

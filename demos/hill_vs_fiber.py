@@ -101,7 +101,7 @@ from pathlib import Path
 
 import numpy as np
 
-from skfiber.cli import ArgumentParser
+from skfiber.cli import ArgumentParser, output_folder, positive_float
 from skfiber.demos import upper_limb
 from skfiber.hill import (
     ActiveForceLengthCurve,
@@ -436,13 +436,12 @@ class Comparison:
 def main(argv: list[str] | None = None) -> Comparison:
     parser = ArgumentParser(description=__doc__.splitlines()[0], epilog=PROGRESS_TERMS,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--t-end", type=float, default=T_END, help="end time in s (default 8)")
+    parser.add_argument("--t-end", type=positive_float, default=T_END, help="end time in s (default 8)")
     parser.add_argument("--output", "--out", type=Path, default=Path("hill_vs_fiber_output"),
                         help="directory for CSV/PNG files (default hill_vs_fiber_output)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines of the fiber model")
     args = parser.parse_args(argv)
-    if not (args.t_end > 0 and math.isfinite(args.t_end)):
-        parser.error(f"--t-end must be > 0, got {args.t_end}")
+    output_folder(parser, "--output", args.output)
 
     start = time.perf_counter()
     mappings = hill_mappings()

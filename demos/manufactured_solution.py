@@ -45,7 +45,7 @@ Two studies, each isolating one error source:
     error: L2([0, 1]) error of the displacement (8-point Gauss per element)
     and the error at θ = 0.5.  Expected rate 4 (cubic Hermite).
 
-Measured (full run ~30 s on 2 cores, ``--small`` ~10 s, both with start-up):
+Measured (2-core shared VM, with start-up: full run 8–30 s, ``--small`` 3–10 s, over several days):
 
 * Temporal, N = 32 … 2048: e = 1.12e-3 … 2.49e-5, local rates 0.85 → 0.96,
   least-squares rate 0.92; no Newton step was split, and the finest step on
@@ -658,11 +658,10 @@ def plot(result: ManufacturedResult, filename: str) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line: print both tables and a final ``summary:`` line."""
     parser = ArgumentParser(
-        prog="manufactured_solution",
         description="Convergence of the cable model with the manufactured solution of "
         "Gfrerer & Simeon (2021), section 5.1.",
     )
-    parser.add_argument("--small", action="store_true", help="fewer step sizes and meshes (a few seconds)")
+    parser.add_argument("--small", action="store_true", help="fewer step sizes and meshes (seconds instead of tens of seconds)")
     parser.add_argument("--plot", metavar="FILE.png", help="save the convergence plots (needs matplotlib)")
     args = parser.parse_args(argv)
     result = run(small=args.small)

@@ -494,7 +494,7 @@ def plot(result: PendulumChainResult, filename: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = ArgumentParser(prog="pendulum_chain", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", action="store_true", help="n = 2 only and fewer steps (a few seconds)")
     parser.add_argument("--links", type=int, nargs="+", default=None, help="chain lengths n (1 … 8), default all eight")
     parser.add_argument("--plot", metavar="FILE.png", help="save the convergence plots (needs matplotlib)")

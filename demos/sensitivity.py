@@ -15,7 +15,6 @@ index of any output; with ``ishigami`` also ``max_index_error=…``).
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import math
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from skfiber.cli import ArgumentParser, nonnegative_int, output_folder, positive_int
 from skfiber.study import run_study
 from skfiber.study.sensitivity import sobol_indices
 from skfiber.study.targets import ISHIGAMI_INDICES, TARGETS
@@ -118,17 +118,25 @@ def summary(result: dict) -> str:
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(prog="sensitivity", description=__doc__.splitlines()[0])
-    parser.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(TARGETS), help=f"default {DEFAULT_TARGET}")
-    parser.add_argument("--n", type=int, default=64, help="base samples, a power of 2 (runs: n (d + 2)); default 64")
-    parser.add_argument("--out", type=Path, default=Path("sensitivity_output"), help="output folder")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=None, help="local dask workers (default: one per core)")
-    parser.add_argument("--scheduler", default=None, help="a running dask scheduler, or 'serial'")
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(TARGETS),
+                        help=f"the model whose outputs are analysed (default {DEFAULT_TARGET})")
+    parser.add_argument("--n", type=positive_int, default=64,
+                        help="base samples, a power of 2 (runs: n (d + 2) for d parameters; default 64)")
+    parser.add_argument("--out", type=Path, default=Path("sensitivity_output"),
+                        help="output folder: the study's table, the indices as CSV and the bar plot "
+                             "(default sensitivity_output)")
+    parser.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the Sobol sampling (default 0)")
+    parser.add_argument("--workers", type=positive_int, default=None, help="local dask workers (default: one per core)")
+    parser.add_argument("--scheduler", default=None,
+                        help="a running dask scheduler (tcp://host:8786), or 'serial' (default: a local cluster)")
     parser.add_argument("--small", action="store_true", help="the Ishigami check at n = 256, in this process")
     args = parser.parse_args(argv)
     if args.small:
         args.target, args.n, args.scheduler = "ishigami", 256, "serial"
+    if args.n & (args.n - 1):
+        parser.error(f"--n must be a power of 2 (Sobol base samples), got {args.n}")
+    output_folder(parser, "--out", args.out)
     result = run(target=args.target, n=args.n, out=args.out, seed=args.seed, workers=args.workers,
                  scheduler=args.scheduler)
     files = write_outputs(result)

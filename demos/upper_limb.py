@@ -244,7 +244,7 @@ from skfem import LinearForm
 from skfem.helpers import dot
 
 import skfiber as sf
-from skfiber.cli import ArgumentParser, positive_float, positive_int
+from skfiber.cli import ArgumentParser, nonnegative_float, positive_float, positive_int
 from skfiber.contact import FiberContact, PenaltyLaw
 from skfiber.contact.cylinder import CylinderContact
 from skfiber.coupling import body_cylinders
@@ -389,8 +389,8 @@ def stretch_gradient_form(c: float) -> LinearForm:
     sharp changes of stretch along the fiber and gives a localizing band the width
     ℓ ≈ √(c/N) instead of the element size (not in the paper; an option, off by default).
 
-    Example
-    -------
+    Examples
+    --------
     >>> model = build_model(4, geometry="softening")
     >>> _ = model.add_term(stretch_gradient_form(20.0), name="stretch_gradient")   # tangent derived
     """
@@ -868,17 +868,6 @@ def report(results: list[UpperLimbResult]) -> str:
     return "\n".join(lines)
 
 
-def _bending_argument(text: str) -> float:
-    """--bending EI: a float, finite and ≥ 0 (argparse turns the error into exit code 2)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"bending stiffness EI must be a number in N·m², got {text!r}") from None
-    if not (math.isfinite(value) and value >= 0.0):
-        raise argparse.ArgumentTypeError(f"bending stiffness EI must be finite and ≥ 0 (N·m²), got {text!r}")
-    return value
-
-
 def _write_outputs(results, out, *, snapshots=False):
     """_upper_limb_figures.write_outputs, imported as a sibling module (package or script)."""
     if __package__:
@@ -895,7 +884,8 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     parser.add_argument("--level", type=int, default=None, choices=sorted(LEVELS), help="one level (default 1)")
     parser.add_argument("--levels", type=int, nargs="+", choices=sorted(LEVELS), help="several levels to compare")
     parser.add_argument("--t-end", type=positive_float, default=T_END, help="end time in s (default 8)")
-    parser.add_argument("--output", type=Path, default=Path("upper_limb_output"), help="directory for CSV/PNG files")
+    parser.add_argument("--output", type=Path, default=Path("upper_limb_output"),
+                        help="directory for CSV/PNG files (default upper_limb_output)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.add_argument("--vtk", type=Path, default=None,
                         help="also write a VTK series (every step, or every --vtk-every-th) to this folder")
@@ -904,7 +894,7 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     parser.add_argument("--out", type=Path, default=None,
                         help="one folder for everything: the CSV/PNG files and the VTK series upper_limb.pvd "
                              "(what 'skfiber run upper-limb --out DIR' passes; --output/--vtk go to other folders)")
-    parser.add_argument("--bending", type=_bending_argument, default=None, metavar="EI",
+    parser.add_argument("--bending", type=nonnegative_float, default=None, metavar="EI",
                         help="add bending stiffness EI (N·m², finite, ≥ 0) to every fiber: the residual "
                              "EI ∫ x_ss · ξ_ss dS as a user term, its tangent derived automatically "
                              "(default: none, the paper's cables; 0 is the same)")
@@ -918,7 +908,7 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                              "closest points of different radius swap) or smallest (the smallest gap over the "
                              "partner fiber, continuous; about 1.5 times the run time). Default: smallest with "
                              "--rtol/--atol (error control stops at such jumps), else closest_point")
-    parser.add_argument("--stretch-gradient", type=float, default=0.0, metavar="C",
+    parser.add_argument("--stretch-gradient", type=nonnegative_float, default=0.0, metavar="C",
                         help="gradient-of-stretch regularization (c/2) ∫ (dλ/dS)² dS with c in N·m² (default 0: "
                              "none; e.g. 20 with --geometry softening makes its localized band mesh-independent)")
     parser.add_argument("--snapshots", action="store_true",
@@ -937,8 +927,8 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     parser.add_argument("--rtol", type=positive_float, default=None,
                         help="steps by local error control at this relative tolerance (BDF2; atol = rtol/100 unless "
                              "--atol is given); the level's step is then the output interval (the summary's steps, "
-                             "newton_mean and --checkpoint-every count output intervals)")
-    parser.add_argument("--atol", type=positive_float, default=None, help="absolute tolerance of the error control")
+                             "newton_mean and --checkpoint-every count output intervals; default: none, fixed steps)")
+    parser.add_argument("--atol", type=positive_float, default=None, help="absolute tolerance of the error control (default: rtol/100)")
     parser.add_argument("--newton-rtol", type=positive_float, default=None, metavar="R",
                         help="Newton's relative tolerance: ‖G‖ ≤ R × the largest force term (default 1e-5 at fixed "
                              "steps, which changes the elbow angle by at most 7.1e-5° against 1e-9 at levels 1–4; "

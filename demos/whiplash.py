@@ -46,7 +46,6 @@ max‖q − q_ref‖∞ in rad of BDF2 at the fixed Δt against the Radau refere
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import math
 import sys
@@ -58,6 +57,7 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy.optimize import brentq
 
+from skfiber.cli import ArgumentParser, output_folder, positive_float, positive_int
 from skfiber.rigid import (
     Body,
     Characteristic,
@@ -594,20 +594,19 @@ def plot(result: WhiplashResult, folder: Path) -> list[Path]:
 
 # --------------------------------------------------------------------------- command line
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="whiplash", description=__doc__.splitlines()[0], allow_abbrev=False)
-    parser.add_argument("--small", action="store_true", help=f"T = {SMALL_T_END} s, Δt = {SMALL_DT} s (seconds)")
-    parser.add_argument("--level", type=int, default=1, help="Δt = 1e-4 s / 2^(level − 1) (default 1)")
-    parser.add_argument("--t-end", type=float, default=None, help=f"simulated time in s (default {T_END})")
+    parser = ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser.add_argument("--small", action="store_true",
+                        help=f"a short run for a check: T = {SMALL_T_END} s, Δt = {SMALL_DT} s (a few seconds of wall time)")
+    parser.add_argument("--level", type=positive_int, default=1, help="Δt = 1e-4 s / 2^(level − 1) (default 1)")
+    parser.add_argument("--t-end", type=positive_float, default=None, help=f"simulated time in s (default {T_END})")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS),
                         help="integrators to compare (default all)")
-    parser.add_argument("--out", type=Path, default=Path("whiplash_output"), help="folder for the PNG and CSV files")
+    parser.add_argument("--out", type=Path, default=Path("whiplash_output"),
+                        help="folder for the PNG and CSV files (default whiplash_output)")
     parser.add_argument("--no-plots", action="store_true", help="write the CSV files only")
     parser.add_argument("--progress", action="store_true", help="one line per run on stderr")
     args = parser.parse_args(argv)
-    if args.level < 1:
-        parser.error(f"--level must be ≥ 1, got {args.level}")
-    if args.t_end is not None and not (math.isfinite(args.t_end) and args.t_end > 0):
-        parser.error(f"--t-end must be a positive number of seconds, got {args.t_end}")
+    output_folder(parser, "--out", args.out)
     dt = (SMALL_DT if args.small else DT) / 2 ** (args.level - 1)
     result = run(t_end=args.t_end, dt=dt, small=args.small, methods=args.methods, progress=args.progress)
     print(result.tables())

@@ -9,14 +9,13 @@ from __future__ import annotations
 import os
 import re
 import sys
-import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gallery_demos import QUICK_DEMOS, DemoArguments, DemoFigures, rename_example_sections  # noqa: E402
+from gallery_demos import QUICK_DEMOS, DemoArguments, DemoFigures  # noqa: E402
 
 project = "skfiber"
 author = "skfiber developers"
@@ -38,9 +37,6 @@ autodoc_default_options = {"members": True, "show-inheritance": False}
 autodoc_typehints = "none"  # numpydoc: the types are in the docstrings' Parameters sections
 numpydoc_show_class_members = False  # autosummary lists the members
 numpydoc_class_members_toctree = False
-# numpydoc's signature hook reads the raw docstrings too, whose example section is headed
-# "Example"; the docstring hook in setup() renames it to "Examples" before numpydoc renders it
-warnings.filterwarnings("ignore", message="Unknown section Example in the docstring", category=UserWarning)
 myst_heading_anchors = 3
 suppress_warnings = ["myst.header"]
 
@@ -71,7 +67,3 @@ sphinx_gallery_conf = {
     "min_reported_time": 1,
 }
 
-
-def setup(app):
-    # before numpydoc (priority 500): it knows the section "Examples" only
-    app.connect("autodoc-process-docstring", rename_example_sections, priority=400)

@@ -63,10 +63,3 @@ class DemoFigures:
     def __repr__(self):
         return "DemoFigures()"
 
-
-def rename_example_sections(app, what, name, obj, options, lines):
-    """Rename the docstrings' section "Example" to numpydoc's "Examples" (numpydoc drops unknown sections)."""
-    for k in range(len(lines) - 1):
-        if lines[k].strip() == "Example" and set(lines[k + 1].strip()) == {"-"}:
-            indent = lines[k][: len(lines[k]) - len(lines[k].lstrip())]
-            lines[k], lines[k + 1] = indent + "Examples", indent + "--------"

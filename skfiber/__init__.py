@@ -5,8 +5,8 @@ The fiber-based muscle model of Gfrerer & Simeon (Multibody System Dynamics,
 (``ElementVector(ElementLineHermite(), 3)`` on a ``MeshLine``), the weak form
 is declared as scikit-fem forms (:mod:`skfiber.forms`).
 
-Example
--------
+Examples
+--------
 >>> import skfiber as sf
 >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=8, law=sf.paper_law())
 >>> model = sf.Model([fiber])
@@ -71,3 +71,8 @@ def __getattr__(name: str):
 
         return run_simulation
     raise AttributeError(f"module 'skfiber' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The module's names with the lazily imported ones (tab completion offers ``run_simulation`` too)."""
+    return sorted(set(globals()) | set(__all__))

@@ -7,8 +7,8 @@ estimates the local error of the positions u and q and their velocities v
 and p, rejects and resizes steps, and interpolates the states at the output
 times (so that VTK series and CSV files keep a regular time grid).
 
-Example
--------
+Examples
+--------
 >>> from skfiber import Fiber, Model, simulate
 >>> fiber = Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
 >>> model = Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
@@ -46,8 +46,8 @@ def error_control(*, rtol: float | None, atol: float | None, h_min: float | None
     value): a missing tolerance is 0, h_min defaults to :data:`H_MIN_FRACTION` · span, h_max to the span, the
     first step to a tenth of the output interval.
 
-    Example
-    -------
+    Examples
+    --------
     >>> error_control(rtol=1e-3, atol=None, h_min=None, h_max=None, span=2.0, output_dt=0.1).h_initial
     0.01
     """

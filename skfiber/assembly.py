@@ -15,8 +15,8 @@ local basis functions — a batched matrix product.  The result equals
 second derivatives are detected (they run with ``hess=None``) and use the
 smaller first-order jets.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfem import MeshLine, Basis, ElementVector, ElementLineHermite, BilinearForm
 >>> from skfem.helpers import dot

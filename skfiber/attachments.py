@@ -4,8 +4,8 @@
 u_D = c(q, t) with its q-derivatives, which the coupled solver (:mod:`skfiber.coupling`)
 eliminates.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfiber.attachments import AttachmentKinematics
 >>> AttachmentKinematics(np.zeros(3), np.zeros((3, 1)), None).jacobian.shape

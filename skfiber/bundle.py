@@ -12,8 +12,8 @@ tendon's flat insertion on a ridge of bone): a patch that turns with its bone ab
 fibers apart at every angle, where a two-dimensional patch turned by 90° would line its fibers up along
 the muscle.
 
-Example
--------
+Examples
+--------
 >>> import skfiber as sf
 >>> fibers = bundle((0, 0, 0), (0, 0, -0.3), 7, radius=0.01, n_elements=4, law=sf.paper_law(), name="biceps")
 >>> len(fibers), fibers[0].name, fibers[6].name
@@ -97,8 +97,8 @@ def row_order(points: np.ndarray) -> np.ndarray:
     Fibers that end in a row in this order keep the sign of their separation along the row from one end to
     the other, so they do not cross there.
 
-    Example
-    -------
+    Examples
+    --------
     >>> row_order(packing(7)).tolist()
     [3, 6, 5, 2, 0, 1, 4]
     """
@@ -131,8 +131,8 @@ def centerlines(points: np.ndarray, theta) -> np.ndarray:
     (n, 3, 3) (:func:`bundle_curves`): the parabolas through them at θ = 0, 1/2, 1 (straight lines when the
     middles are the midpoints).
 
-    Example
-    -------
+    Examples
+    --------
     >>> P = np.array([[[0.0, 0, 0], [0.5, 0.1, 0], [1.0, 0, 0]]])
     >>> centerlines(P, [0.0, 0.5, 1.0])[0].tolist() == P[0].tolist()
     True
@@ -148,8 +148,8 @@ def smallest_gap(starts: np.ndarray, ends: np.ndarray, r0: np.ndarray, pairs: np
     fibers are straight, or with ``middles`` the parabolas through the start, ``middles[i]`` (at θ = 1/2) and
     the end.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> s, e = np.array([[0, 0, 0], [0, 0.3, 0.0]]), np.array([[1, 0, 0], [1, 0.3, 0.0]])
     >>> round(smallest_gap(s, e, np.full(11, 0.1), np.array([[0, 1]])), 12)   # 0.3 / 0.2 − 1
@@ -192,8 +192,8 @@ def smallest_spacing(excess: Callable[[float], float], x: float, *, rtol: float 
         Makes the error raised (from the last excess) when ``widenings`` widenings did not reach excess ≥ 0;
         default a ValueError that says so.
 
-    Example
-    -------
+    Examples
+    --------
     >>> round(smallest_spacing(lambda x: x * x - 2.0, 1.0), 4)   # √2 from above
     1.4142
     """
@@ -228,8 +228,8 @@ def bundle_points(origin: Sequence[float], insertion: Sequence[float], n_fibers:
                   insertion_layout: str = "patch") -> tuple[np.ndarray, np.ndarray]:
     """The start and end points (n, 3) of the straight fibers of :func:`bundle` (m); see :func:`bundle_curves`.
 
-    Example
-    -------
+    Examples
+    --------
     >>> starts, ends = bundle_points((0, 0, 0), (0, 0, -0.3), 7, radius=0.01, up=(0, 1, 0), insertion_scale=0.5,
     ...                              insertion_layout="row")
     >>> bool(np.allclose(ends[:, [0, 2]], [0, -0.3]))      # on the line x = 0, z = −0.3, along y
@@ -286,8 +286,8 @@ def bundle_curves(origin: Sequence[float], insertion: Sequence[float], n_fibers:
     ValueError
         For bad points, counts, scales, radii or ``up`` (naming the value).
 
-    Example
-    -------
+    Examples
+    --------
     >>> points = bundle_curves((0, 0, 0), (0, 0, -0.3), 7, radius=0.01, origin_scale=0.3, insertion_scale=0.3,
     ...                        belly_scale=1.0)
     >>> points.shape, bool(np.allclose(points[0, 1], [0, 0, -0.15]))     # the centre fiber's middle point
@@ -452,8 +452,8 @@ def reference_clearance(model, contact) -> float:
     about 5 % of r_x + r_y beyond touching (so +inf also means "apart by more than that").  > 0: the bundle
     starts apart (admissible with every law).
 
-    Example
-    -------
+    Examples
+    --------
     >>> import skfiber as sf
     >>> from skfiber.contact import FiberContact, PenaltyLaw
     >>> model = sf.Model(bundle((0, 0, 0), (0, 0, -0.3), 3, radius=0.01, clearance=0.03, n_elements=2,

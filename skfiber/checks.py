@@ -1,7 +1,7 @@
 """Finite-difference checks of tangents.
 
-Example
--------
+Examples
+--------
 >>> import skfiber as sf
 >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
 >>> model = sf.Model([fiber])
@@ -10,6 +10,7 @@ True
 """
 from __future__ import annotations
 
+import math
 from typing import Iterable
 
 import numpy as np
@@ -39,15 +40,36 @@ def check_tangent(
 
     Parameters
     ----------
+    model
+        The model whose assembled tangent (:meth:`Model.tangent_matrix`) is checked.
     state
         Where to check; default: the reference configuration perturbed by a
         random displacement and velocity of relative size ``perturbation``.
+    dt
+        Step size (s) of the backward-Euler residual (inertia and viscosity with c_a = 1/Δt², c_v = 1/Δt);
+        None (default): the static residual.
     parts
         Restrict to some contributions (``"cable"``, ``"inertia"``,
         ``"loads"``, term names); default all.
+    directions
+        Random directions d tried; the worst error is returned.
+    perturbation
+        Size of the default state's random displacement and velocity, relative to the largest reference
+        coordinate.
     step
         ε relative to the size of u.
+    seed
+        Seed of the random state and directions.
+
+    Returns
+    -------
+    float
+        The largest relative error over the directions: about 1e-8 or below for a consistent tangent
+        (the round-off and O(ε²) of the central differences), order 1 for a wrong one.
     """
+    if dt is not None and not (isinstance(dt, (int, float, np.floating, np.integer)) and not isinstance(dt, bool)
+                               and math.isfinite(dt) and dt > 0):
+        raise ValueError(f"dt must be a finite time step > 0 in s, or None for statics; got {dt!r}")
     rng = np.random.default_rng(seed)
     d = model.discretization
     n = model.n_dofs

@@ -36,7 +36,8 @@ from typing import Sequence
 
 from .study import command as study_command
 
-__all__ = ["main", "demo_names", "VERIFY", "ArgumentParser", "positive_float", "positive_int", "BAD_INPUT"]
+__all__ = ["main", "demo_names", "VERIFY", "ArgumentParser", "positive_float", "positive_int", "nonnegative_float",
+           "nonnegative_int", "output_folder", "BAD_INPUT"]
 
 #: Demos that are verification studies, run as ``main(["--small"])`` by ``skfiber verify``.
 VERIFY = ("manufactured-solution", "pendulum-chain")
@@ -57,29 +58,64 @@ class ArgumentParser(argparse.ArgumentParser):
     (the usage block is for ``--help``)."""
 
     def error(self, message: str):
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}; see {self.prog} --help\n")
+        # under 'skfiber run DEMO' the demo's options are shown by 'skfiber run DEMO -- --help'
+        help_command = f"{self.prog} -- --help" if self.prog.startswith("skfiber run ") else f"{self.prog} --help"
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}; see {help_command}\n")
+
+
+def _number(text: str, convert, kind: str, accept, condition: str):
+    """``convert(text)`` if it converts and ``accept``\s it, else argparse's error saying what is wanted."""
+    try:
+        value = convert(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {kind}") from None
+    if not accept(value):
+        raise argparse.ArgumentTypeError(f"must be {condition}, got {text}")
+    return value
 
 
 def positive_float(text: str) -> float:
     """An argparse type: a finite number > 0 (argparse turns the error into one line and exit code 2)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
-    return value
+    return _number(text, float, "a number", lambda x: math.isfinite(x) and x > 0, "a finite number > 0")
+
+
+def nonnegative_float(text: str) -> float:
+    """An argparse type: a finite number ≥ 0."""
+    return _number(text, float, "a number", lambda x: math.isfinite(x) and x >= 0, "a finite number ≥ 0")
 
 
 def positive_int(text: str) -> int:
     """An argparse type: an integer ≥ 1."""
+    return _number(text, int, "an integer", lambda n: n >= 1, "an integer ≥ 1")
+
+
+def nonnegative_int(text: str) -> int:
+    """An argparse type: an integer ≥ 0."""
+    return _number(text, int, "an integer", lambda n: n >= 0, "an integer ≥ 0")
+
+
+def output_folder(parser: argparse.ArgumentParser, option: str, folder: str | os.PathLike) -> Path:
+    """Make a demo's output ``folder`` (and its parents) before anything runs, or stop with the parser's
+    one-line error naming ``option``: a run's results are not lost to a folder that cannot be written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> parser = ArgumentParser(prog="demo")
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     output_folder(parser, "--out", Path(tmp) / "results").is_dir()
+    True
+    """
+    path = Path(folder)
+    if path.exists() and not path.is_dir():
+        parser.error(f"{option} {path} exists and is not a folder; give a folder")
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer ≥ 1, got {text}")
-    return value
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        parser.error(f"{option} {path}: cannot create the folder ({err.strerror or err}); pick a writable place")
+    if not os.access(path, os.W_OK | os.X_OK):
+        parser.error(f"{option} {path}: the folder is not writable; pick a writable place")
+    return path
 
 
 def _one_line(err: BaseException) -> str:
@@ -98,13 +134,19 @@ def demo_names() -> list[str]:
     )
 
 
-def demos_with_levels() -> list[str]:
-    """The demos whose command line takes ``--level`` (read from their source text, without importing them)."""
+def demos_with_option(option: str) -> list[str]:
+    """The demos whose command line takes ``option`` (e.g. ``"--out"``; read from their source text, without
+    importing them)."""
     import skfiber.demos
 
     folder = Path(skfiber.demos.__path__[0])
     return [name for name in demo_names()
-            if '"--level"' in (folder / f"{name.replace('-', '_')}.py").read_text(encoding="utf-8")]
+            if f'"{option}"' in (folder / f"{name.replace('-', '_')}.py").read_text(encoding="utf-8")]
+
+
+def demos_with_levels() -> list[str]:
+    """The demos whose command line takes ``--level`` (read from their source text, without importing them)."""
+    return demos_with_option("--level")
 
 
 def _import_demo(name: str):
@@ -186,6 +228,10 @@ def _cmd_run(args, extra: list[str]) -> int:
                              f"(see 'skfiber run {args.demo} -- --help' for its options)")
         argv += ["--level", str(args.level)]
     if args.out is not None:
+        writers = demos_with_option("--out")
+        if args.demo.replace("_", "-") not in writers:
+            raise UsageError(f"{args.demo} takes no --out; the demos that write files there are {', '.join(writers)} "
+                             f"(see 'skfiber run {args.demo} -- --help' for its options)")
         out = Path(args.out)
         if out.exists() and not out.is_dir():
             raise UsageError(f"--out {out} exists and is not a folder")
@@ -346,9 +392,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"refinement level N ≥ 1, for the demos that have levels ({', '.join(demos_with_levels())}: "
                           "'skfiber run DEMO -- --help' says what it refines); the others refuse it")
     run.add_argument("--out", metavar="DIR",
-                     help="output folder of the demos that write files: the VTK series (.pvd + .vtu) and checkpoint "
-                          "of hanging-bundle, the CSV/PNG files, VTK series and checkpoints of upper-limb, the "
-                          "CSV/PNG files of hill-vs-fiber (the other demos take --plot FILE.png instead)")
+                     help=f"output folder (made if missing) of the demos that write files "
+                          f"({', '.join(demos_with_option('--out'))}): their VTK series (.pvd + .vtu), CSV and PNG "
+                          "files and checkpoints; 'skfiber run DEMO -- --help' says what a demo writes (some of "
+                          "the others take --plot FILE.png); the others refuse it")
 
     view = sub.add_parser(
         "view", help="show a .pvd series or .vtu file: window, screenshot or movie",
@@ -363,9 +410,9 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--time", type=float, metavar="T", help="time in s of the screenshot/window (nearest step; default: last)")
     view.add_argument("--view", default="front", choices=["front", "iso", "xy", "xz", "yz"],
                       help="camera direction (default front: the xz plane seen from slightly above)")
-    view.add_argument("--fps", type=float, default=15.0, help="movie frames per second (default 15)")
-    view.add_argument("--every", type=int, default=1, metavar="K", help="movie: use every K-th time point (default 1)")
-    view.add_argument("--window-size", type=int, nargs=2, default=[960, 720], metavar=("W", "H"),
+    view.add_argument("--fps", type=positive_float, default=15.0, help="movie frames per second (default 15)")
+    view.add_argument("--every", type=positive_int, default=1, metavar="K", help="movie: use every K-th time point (default 1)")
+    view.add_argument("--window-size", type=positive_int, nargs=2, default=[960, 720], metavar=("W", "H"),
                       help="image size in pixels (default 960 720)")
     view.add_argument("--info", action="store_true", help="print the time points and the fields with units, and exit")
 

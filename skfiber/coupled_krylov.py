@@ -31,8 +31,8 @@ inexact Newton step, :func:`skfiber.coupled_kernels.coupled_increment`'s
 ``linear_tol``); when GMRES does not get there within
 :data:`GMRES_MAX_ITERATIONS` the caller falls back to the sparse LU.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfiber import block_tridiagonal as bt
 >>> A = np.zeros((3, 3, 6, 6)); A[:, 1] = 4 * np.eye(6)      # K₀ = 4 I, three nodes

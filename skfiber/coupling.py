@@ -32,8 +32,8 @@ the fiber block K_II (banded LAPACK, or SuperLU when contact widens the
 band) with the n + 1 right-hand sides [−G_I, W_I], then the n × n Schur
 complement for Δq — q adds no fill to the fiber matrix.
 
-Example
--------
+Examples
+--------
 A fiber hanging from the ground carries a pendulum:
 
 >>> import numpy as np
@@ -73,8 +73,8 @@ def body_cylinders(model):
     """``bodies(state)`` for :class:`skfiber.io.VTKSeries` / ``run_simulation``: the
     bodies of the model's rigid system as cylinders at the state's q (VTK output).
 
-    Example
-    -------
+    Examples
+    --------
     >>> import skfiber as sf
     >>> from skfiber.rigid import Body, Revolute, RigidSystem
     >>> system = RigidSystem()

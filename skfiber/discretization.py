@@ -6,8 +6,8 @@ basis is ``ElementVector(ElementLineHermite(), 3)``: per node the DOFs are
 (u1, u2, u3, u1′, u2′, u3′) with ′ = d/dθ, numbered node by node, so the
 global matrices are banded (bandwidth 11).
 
-Example
--------
+Examples
+--------
 >>> from skfiber import Fiber
 >>> from skfiber.discretization import Discretization
 >>> d = Discretization([Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)])

@@ -2,8 +2,8 @@
 
 θ ∈ [0, 1] is the fiber parameter (the 1D mesh coordinate).
 
-Example
--------
+Examples
+--------
 >>> from skfiber import Fiber
 >>> from skfiber.materials import paper_law
 >>> fiber = Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=16, radius=0.05,
@@ -135,7 +135,25 @@ class Fiber:
     # --- constructors -------------------------------------------------------
     @classmethod
     def straight(cls, start: Sequence[float], end: Sequence[float], *, n_elements: int, **kwargs) -> "Fiber":
-        """A straight fiber from ``start`` to ``end`` (m)."""
+        """A straight fiber from ``start`` to ``end`` (m), θ = 0 at ``start``.
+
+        Parameters
+        ----------
+        start, end
+            The end points (m), distinct.
+        n_elements
+            Number of cubic Hermite elements along the fiber.
+        **kwargs
+            The other fields of :class:`Fiber`: ``radius``, ``muscle_fraction``, ``density``, ``law``,
+            ``activation``, ``name``.
+
+        Examples
+        --------
+        >>> from skfiber import Fiber
+        >>> fiber = Fiber.straight((0, 0, 0), (0, 0, -0.3), n_elements=8, radius=0.002, name="biceps")
+        >>> fiber.reference_position([0.0, 1.0]).T.tolist(), fiber.n_elements
+        ([[0.0, 0.0, 0.0], [0.0, 0.0, -0.3]], 8)
+        """
         a = _point(start, "start")
         b = _point(end, "end")
         if np.linalg.norm(b - a) == 0:
@@ -155,6 +173,22 @@ class Fiber:
         The cable element is C¹, so the polyline is replaced by the cubic
         spline through its vertices (not-a-knot), which passes through every
         point.
+
+        Parameters
+        ----------
+        points
+            The points (n ≥ 2, 3) in m, consecutive ones distinct.
+        n_elements
+            Number of cubic Hermite elements along the fiber.
+        **kwargs
+            The other fields of :class:`Fiber` (see :meth:`straight`).
+
+        Examples
+        --------
+        >>> from skfiber import Fiber
+        >>> fiber = Fiber.polyline([(0, 0, 0), (0.01, 0, -0.1), (0, 0, -0.2)], n_elements=4)
+        >>> fiber.reference_position([0.5]).ravel().round(3).tolist()
+        [0.01, 0.0, -0.1]
         """
         from scipy.interpolate import CubicSpline
 

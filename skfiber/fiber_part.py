@@ -11,8 +11,8 @@ by one compiled call (:func:`sum_rows`) instead of a dozen numpy calls: this
 runs in every Newton iteration, on vectors of a few hundred entries where
 numpy's call overhead is most of the cost.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> rows = np.array([[1.0, 2.0], [3.0, -2.0]])
 >>> R, ref, mag, lam_min, finite = sum_rows(rows, np.array([1.0, 0.0]), 1.0, np.ones(2), np.full((1, 2), 1.1))

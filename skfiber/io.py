@@ -48,8 +48,8 @@ contact is not included).  Other quantities can be added through ``extra_fields`
 
 Bodies part: point and cell data ``body_id``.
 
-Example
--------
+Examples
+--------
 >>> import tempfile, skfiber as sf
 >>> from skfiber.io import VTKSeries
 >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)

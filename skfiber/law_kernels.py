@@ -18,8 +18,8 @@ compiled loop over the points of a law:
 A law whose expressions numba cannot compile (a sympy function without a
 ``math`` counterpart) stays on the numpy path, with a warning.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfiber.materials import paper_law
 >>> kernel = law_kernel(paper_law())

@@ -273,8 +273,8 @@ class Factorization:
     :meth:`solve` ignores the right-hand side's constrained entries and returns 0 there, as
     :meth:`ConstrainedSolver.solve` does.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> import skfiber as sf
     >>> model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)])

@@ -7,8 +7,8 @@ f(θ, t) returning (3, …); a body force b0 is per reference volume (N/m³,
 assembled with numpy (:class:`~skfiber.assembly.BatchedAssembler`): the constant ones
 once, the callables once per new time.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfiber import Fiber
 >>> from skfiber.discretization import Discretization

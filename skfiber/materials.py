@@ -10,8 +10,8 @@ same expression gives manufactured body forces in closed form.  The paper's
 law (eqs. 30, 32, 34) is the sum of :func:`prestress`, :func:`active_stress`
 and :func:`passive_kelvin_voigt`; :func:`paper_law` builds it.
 
-Example
--------
+Examples
+--------
 >>> from skfiber.materials import paper_law, law_from_function
 >>> law = paper_law(sigma0=30.0)
 >>> import sympy as sp
@@ -137,8 +137,8 @@ class SymbolicLaw:
     name
         Shown in ``repr`` and error messages.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from skfiber.materials import SymbolicLaw, SYMBOLS
     >>> lam = SYMBOLS["stretch"]
     >>> law = SymbolicLaw(1e4 * (1 - lam**-3), name="neo-Hookean cable")
@@ -249,8 +249,8 @@ def law_from_function(function: Callable, *, name: str | None = None) -> Symboli
     ``max``, unlike complex step) and closed-form manufactured body forces;
     the compiled numpy code is as fast as hand-written code.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import sympy as sp
     >>> law = law_from_function(lambda lam, lamdot, theta, t: 2e4 * sp.log(lam) + 10 * lamdot)
     """
@@ -370,8 +370,8 @@ def paper_law(
 
     Defaults are Table 1 of the paper (section 5.1).
 
-    Example
-    -------
+    Examples
+    --------
     >>> biceps = paper_law(sigma0=32.7, mu_muscle=2e4, eta_muscle=1e3, eta_tendon=1e3, s_max=4.2e7)
     """
     return (
@@ -399,8 +399,8 @@ def check_law_derivatives(
     Returns max ‖analytic − FD‖ / max(‖analytic‖, scale) over the sample
     points, where scale is the typical size of the derivative.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from skfiber.materials import paper_law, check_law_derivatives
     >>> check_law_derivatives(paper_law()) < 1e-6
     True

@@ -1,7 +1,7 @@
 """A model: fibers, boundary conditions, loads and extra terms.
 
-Example
--------
+Examples
+--------
 >>> from skfiber import Fiber, Model
 >>> fiber = Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=8)
 >>> model = Model([fiber])
@@ -77,6 +77,8 @@ class Model:
     """
 
     def __init__(self, fibers: Sequence[Fiber], *, quadrature_points: int = 4, rigid=None, compiled: bool = True):
+        if isinstance(fibers, Fiber):
+            raise TypeError("Model takes a list of Fiber objects; give [fiber] for a single fiber")
         fibers = list(fibers)
         for f in fibers:
             if not isinstance(f, Fiber):
@@ -124,13 +126,48 @@ class Model:
 
     # --- boundary conditions ------------------------------------------
     def fix(self, fiber: Fiber | int | str, end: str | int) -> None:
-        """Fix the position of a fiber end (its slope stays free)."""
+        """Fix the position of a fiber end (its slope stays free).
+
+        Parameters
+        ----------
+        fiber
+            The fiber: the object, its index or its name.
+        end
+            ``"start"`` (θ = 0) or ``"end"`` (θ = 1), or 0 / −1.
+
+        Examples
+        --------
+        >>> from skfiber import Fiber, Model
+        >>> fiber = Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)
+        >>> model = Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end")
+        >>> model.constrained_dofs.size
+        6
+        """
         self._add_prescribed(fiber, end, None)
 
     def prescribe(self, fiber: Fiber | int | str, end: str | int, displacement: Callable[[float], Sequence[float]]) -> None:
         """Prescribe the displacement û(t) (m) of a fiber end.
 
         ``displacement(t)`` returns 3 numbers; the slope DOFs stay free.
+
+        Parameters
+        ----------
+        fiber
+            The fiber: the object, its index or its name.
+        end
+            ``"start"`` (θ = 0) or ``"end"`` (θ = 1), or 0 / −1.
+        displacement
+            û(t): a function of the time t (s) returning the end's displacement from its reference
+            position (3 numbers, m).
+
+        Examples
+        --------
+        >>> from skfiber import Fiber, Model
+        >>> fiber = Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)
+        >>> model = Model([fiber]); model.fix(fiber, "start")
+        >>> model.prescribe(fiber, "end", lambda t: (0.01 * t, 0.0, 0.0))
+        >>> model.prescribed_displacement(2.0).reshape(2, 3)[1].tolist()
+        [0.02, 0.0, 0.0]
         """
         if not callable(displacement):
             raise TypeError("displacement must be a callable û(t) returning 3 numbers; use fix() for a fixed end")
@@ -272,8 +309,25 @@ class Model:
         self._add_load("line", q, fibers)
 
     def add_gravity(self, g: Sequence[float] = (0.0, 0.0, -9.81), *, fibers: Iterable | None = None) -> None:
-        """Gravity: body force ρ0 g (g in m/s²)."""
-        g = np.asarray(g, dtype=float)
+        """Gravity: body force ρ0 g (g in m/s²) on the fibers.
+
+        Parameters
+        ----------
+        g
+            The gravitational acceleration (m/s²), 3 numbers; default (0, 0, −9.81): z up.
+        fibers
+            The fibers it acts on (objects, indices or names); default all.
+
+        Examples
+        --------
+        >>> from skfiber import Fiber, Model
+        >>> model = Model([Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)])
+        >>> model.add_gravity()
+        """
+        try:
+            g = np.asarray(g, dtype=float)
+        except (TypeError, ValueError):
+            raise TypeError(f"g must be 3 numbers (m/s²), e.g. (0, 0, -9.81); got {g!r}") from None
         if g.shape != (3,):
             raise ValueError(f"g must have 3 components, got shape {g.shape}")
         if not np.all(np.isfinite(g)):
@@ -335,8 +389,8 @@ class Model:
         name
             The term's name (default ``term<k>``), for ``parts`` and reports.
 
-        Example
-        -------
+        Examples
+        --------
         >>> from skfem import LinearForm
         >>> from skfem.helpers import dot
         >>> from skfiber import Fiber, Model
@@ -378,8 +432,8 @@ class Model:
             As in :meth:`add_term`: the new residual form, and optionally its
             tangent (default: derived).
 
-        Example
-        -------
+        Examples
+        --------
         >>> from skfem import LinearForm
         >>> from skfem.helpers import dot
         >>> from skfiber import Fiber, Model, forms

@@ -5,8 +5,8 @@ scales, contact margins), a linear solver with the constraints (:func:`make_solv
 safeguard ``max_step`` of the contacts (paper eqs. 69–73); the static and dynamic solvers
 (:mod:`skfiber.statics`, :mod:`skfiber.solver`) call it.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfiber import Fiber, Model
 >>> from skfiber.newton import make_solver
@@ -76,8 +76,8 @@ class IterationMatrix:
     restarts : int
         Newton solves that failed with a kept factorization and were redone by full Newton.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from skfiber import Fiber, Model, simulate
     >>> fiber = Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
     >>> model = Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()

@@ -5,8 +5,8 @@
 projection onto the continuous piecewise quadratics (the θ-derivatives of the
 test functions), far more accurate on coarse meshes than N at a point.
 
-Example
--------
+Examples
+--------
 >>> from skfiber import Fiber, Model, fiber_fields
 >>> fiber = Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
 >>> model = Model([fiber])
@@ -86,6 +86,36 @@ def fiber_fields(
 ) -> FiberFields:
     """Evaluate the fields of one fiber at parameters θ (default: evenly spaced).
 
+    Parameters
+    ----------
+    model
+        The model the state belongs to.
+    state
+        A state of ``model`` (:class:`~skfiber.State`: t, u, v), e.g. ``result.final`` of
+        :func:`skfiber.simulate`.
+    fiber
+        The fiber: the object, its index or its name.
+    theta
+        Material parameters θ ∈ [0, 1] of the samples (default: ``points_per_element`` + 1 evenly spaced
+        per element, the ends included).
+    points_per_element
+        Sampling intervals per element when ``theta`` is not given.
+
+    Returns
+    -------
+    FiberFields
+        Positions (m), stretch, stretch rate (1/s), stress (Pa), axial force (N), radius (m) and activation
+        at the samples.
+
+    Examples
+    --------
+    >>> import skfiber as sf
+    >>> fiber = sf.Fiber.straight((0, 0, 0), (0.1, 0, 0), n_elements=2)
+    >>> model = sf.Model([fiber])
+    >>> fields = sf.fiber_fields(model, model.initial_state(), fiber, points_per_element=2)
+    >>> fields.stretch.round(6).tolist()
+    [1.0, 1.0, 1.0, 1.0, 1.0]
+
     Notes
     -----
     Stretch, stress and axial force at a point come from the derivative x′ of the cubic Hermite
@@ -97,6 +127,9 @@ def fiber_fields(
     are far more accurate (6·10⁻⁴ there), and so is N recovered by
     :func:`recovered_axial_force`.  See ``docs/theory.md`` (upper limb).
     """
+    if not all(hasattr(state, name) for name in ("t", "u", "v")):
+        raise TypeError(f"state must be a skfiber.State (t, u, v) of the model, e.g. model.initial_state() or "
+                        f"result.final; got {type(state).__name__}")
     d = model.discretization
     k = d.fiber_index(fiber)
     f = d.fibers[k]
@@ -192,8 +225,8 @@ def recovered_axial_force(
     numpy.ndarray
         N_h at θ (N).
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> import skfiber as sf
     >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
@@ -204,6 +237,9 @@ def recovered_axial_force(
     >>> bool(np.allclose(N, fiber_fields(model, state, fiber, theta=np.array([0.5])).force))   # N is constant
     True
     """
+    if not all(hasattr(state, name) for name in ("t", "u", "v")):
+        raise TypeError(f"state must be a skfiber.State (t, u, v) of the model, e.g. model.initial_state() or "
+                        f"result.final; got {type(state).__name__}")
     d = model.discretization
     k = d.fiber_index(fiber)
     f = d.fibers[k]

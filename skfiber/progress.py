@@ -9,8 +9,8 @@ slows down when contact sets in, without jumping from step to step).
 :data:`PROGRESS_TERMS` explains the words of the progress lines, for the
 ``--help`` of the commands that print them.
 
-Example
--------
+Examples
+--------
 >>> eta = RemainingTime()
 >>> [eta.update(k / 8, now=0.5 * k) for k in range(1, 6)]   # 0.5 s per eighth of the run
 [None, None, None, 2.0, 1.5]

@@ -12,8 +12,8 @@ rises linearly with the drive (rate coding simplified to a ramp) and reaches 1 a
 
     α_k(E) = clip((E − T_k) / (1 − T_k), 0, 1).
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> T = size_principle_thresholds([1.0, 3.0, 2.0], last=0.6)
 >>> T.round(12).tolist()             # the smallest first: sizes 1, 2, 3 at 0, 0.2, 0.6
@@ -74,8 +74,8 @@ def recruited_activation(drive: float, threshold: float) -> float:
     ValueError
         For a drive outside [0, 1] or a threshold outside [0, 1).
 
-    Example
-    -------
+    Examples
+    --------
     >>> round(recruited_activation(0.5, 0.2), 12), recruited_activation(0.1, 0.2)
     (0.375, 0.0)
     """
@@ -108,8 +108,8 @@ def recruitment(drive, sizes: Sequence[float], *, last: float = 0.8) -> list[Cal
     ValueError
         As :func:`size_principle_thresholds`; a constant drive that is not a number in [0, 1].
 
-    Example
-    -------
+    Examples
+    --------
     >>> units = recruitment(lambda t: min(t, 1.0), [1.0, 1.0], last=0.5)
     >>> [u(0.75) for u in units]
     [0.75, 0.5]

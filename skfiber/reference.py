@@ -1,7 +1,7 @@
 """Reference solutions for verification, independent of the finite elements.
 
-Example
--------
+Examples
+--------
 >>> import skfiber as sf
 >>> from skfiber.reference import hanging_cable
 >>> law = sf.prestress(2e3) + sf.passive_kelvin_voigt(mu_muscle=1e5, mu_tendon=1e5, eta_muscle=0, eta_tendon=0)

@@ -17,8 +17,8 @@ by :data:`FIRST_MOVE` of its shortest fiber length and follows the residual
 got.  Only plain Newton's converged state is returned: the equilibrium has the
 same tolerance as any other static solve.
 
-Example
--------
+Examples
+--------
 >>> from skfiber import Fiber, Model
 >>> from skfiber.materials import passive_kelvin_voigt
 >>> from skfiber.relaxation import relax

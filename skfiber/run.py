@@ -18,8 +18,8 @@ series, sampled checks) stores it in the same checkpoint through
 resumes; the options it names in ``options`` must be the same on resume
 (:func:`resume_point` names the ones that differ).
 
-Example
--------
+Examples
+--------
 >>> import tempfile, skfiber as sf
 >>> from skfiber.run import run_simulation
 >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
@@ -192,8 +192,8 @@ def checkpoint_options(options: Mapping[str, object] | None, *, rtol: float | No
     as JSON data, and with tolerances (an error-controlled run) ``error_control``: the tolerances, the step
     limits and ``t_end`` (which fixes the output times).
 
-    Example
-    -------
+    Examples
+    --------
     >>> checkpoint_options({"level": 1}, rtol=1e-2, atol=1e-4, t_end=8.0)["error_control"]["rtol"]
     0.01
     """
@@ -231,8 +231,8 @@ def resume_point(path: str | Path, *, dt: float, options: Mapping[str, object] |
         run: the message names the options that differ (one line), or says
         that the model differs, or names dt.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import tempfile, skfiber as sf
     >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
     >>> model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end")
@@ -487,6 +487,8 @@ def run_simulation(
         raise ValueError("substeps belong to fixed steps; with rtol/atol the error control chooses the steps")
     if not adaptive and (h_min is not None or h_max is not None):
         raise ValueError("h_min and h_max belong to error-controlled runs: give rtol and/or atol too")
+    if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise ValueError(f"out_dir {str(out_dir)!r} is a file; give a folder (it is made if missing)")
     location = (Path(checkpoint_file) if checkpoint_file is not None
                 else checkpoint_path(out_dir, name) if out_dir is not None else None)
     if resume and location is None:
@@ -512,7 +514,8 @@ def run_simulation(
         state = model.initial_state() if state is None else state.copy()
         step0, t_start = 0, float(state.t)
     if not math.isfinite(t_end) or t_end < state.t or (t_end == state.t and not resume):
-        raise ValueError(f"t_end = {t_end!r} must be a finite time after the start time {state.t!r}")
+        start = f"the checkpoint's time {state.t!r} (resume)" if resume else f"the start time {state.t!r}"
+        raise ValueError(f"t_end = {t_end!r} must be a finite time after {start}")
     if adaptive:  # the tolerances and step limits checked before any file is touched
         limits = stored_options["error_control"]
         error_control(rtol=limits["rtol"], atol=limits["atol"], h_min=limits["h_min"], h_max=limits["h_max"],

@@ -1,8 +1,8 @@
 """What a run of :func:`skfiber.simulate` returns and reports: :class:`SimulationResult`, :class:`StepInfo`,
 the bounded store of states, and the compile notice of the first step.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfiber.core import State
 >>> store = StateStore(State(0.0, np.zeros(2), np.zeros(2)))
@@ -118,8 +118,8 @@ def compile_notice(message: str, *, enabled: bool = True, delay: float | None = 
     compiles the kernels (later runs load them from its cache): start it
     before, ``cancel()`` it after.  With ``enabled=False`` it never prints.
 
-    Example
-    -------
+    Examples
+    --------
     >>> notice = compile_notice("compiling …", enabled=False)
     >>> notice.cancel()
     """

@@ -18,8 +18,8 @@ from the slope
 
 with the law's own ∂S/∂λ, and tells which material points are past it.
 
-Example
--------
+Examples
+--------
 >>> from skfiber.materials import MaterialPoint, paper_law
 >>> from skfiber.softening import force_peak_stretch, past_force_peak
 >>> triceps = paper_law(sigma0=16.0, mu_muscle=2e4, mu_tendon=1e6, eta_muscle=1e3, eta_tendon=1e3, s_max=1.4e7)
@@ -52,8 +52,8 @@ def force_slope(law: StressLaw, point: MaterialPoint) -> np.ndarray:
 
     The axial force N = π r0² λ S grows with stretch where this is > 0.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from skfiber.materials import MaterialPoint, passive_kelvin_voigt
     >>> law = passive_kelvin_voigt(mu_muscle=1e4, mu_tendon=1e4, eta_muscle=0.0, eta_tendon=0.0)
     >>> float(force_slope(law, MaterialPoint(stretch=1.0, stretch_rate=0.0)))   # μ (1 + 2/λ³)

@@ -10,8 +10,8 @@ c_v = 1/Δt, c_a = 1/Δt²; BDF2 is the same with its anchors
 with smaller steps; when that fails too, :class:`ConvergenceError` says where
 and why.  No unconverged state is ever returned.
 
-Example
--------
+Examples
+--------
 >>> from skfiber import Fiber, Model, simulate
 >>> fiber = Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=8)
 >>> model = Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end")
@@ -103,6 +103,8 @@ def simulate(
 
     Parameters
     ----------
+    model
+        The model: fibers, loads, contacts, rigid bodies.
     t_end, dt
         End time and step size (s).  With ``dt`` and no tolerances every
         method runs at fixed steps: the last step is shortened to hit t_end;
@@ -125,6 +127,11 @@ def simulate(
         equal intervals), interpolated between steps; ``result.step_counts``
         holds the accepted and rejected steps, Newton iterations and tangent
         builds.
+    output_times
+        The times (s) of the states of an error-controlled run (see ``rtol``).
+    state
+        The start (:class:`~skfiber.State`; default: the model at rest in its reference configuration
+        at t = 0, :meth:`Model.initial_state`); e.g. ``result.final`` of an earlier run to continue it.
     store_every
         Keep every k-th state (step, or output time of an adaptive run) in
         the result (the last one always).  Default: all of them up to
@@ -144,6 +151,9 @@ def simulate(
         fibers coming into contact as it is activated) this saves the failed
         attempts; the results then depend on where steps were split, as they
         would on a smaller dt there.
+    newton_options
+        Newton's settings (:class:`~skfiber.NewtonOptions`: tolerances, iterations, the contact
+        safeguard, the line search, modified Newton).
     callback
         Called as ``callback(state, info)`` after every step (at each output
         time of an adaptive run), with :class:`StepInfo` (step number,
@@ -151,8 +161,14 @@ def simulate(
     progress
         Print progress (time, step, Newton iterations, ETA) to stderr.
 
-    Example
+    Returns
     -------
+    SimulationResult
+        The kept states (``times``, ``states``, ``final``), the Newton iterations per step and the
+        step counts.
+
+    Examples
+    --------
     >>> from skfiber import Fiber, Model
     >>> fiber = Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
     >>> model = Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()

@@ -1,7 +1,7 @@
 """Static equilibrium by Newton with load stepping (and bisection of failed load steps).
 
-Example
--------
+Examples
+--------
 >>> from skfiber import Fiber, Model, paper_law
 >>> from skfiber.statics import solve_static
 >>> fiber = Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, law=paper_law(sigma0=30.0))

@@ -23,8 +23,8 @@ along every local basis function at once.  Terms see in ``w`` the current state:
 Sign convention: the residual is what stands on the left of "= 0" in the
 weak form (internal minus external), e.g. a bending term EI ∫ x_ss · ξ_ss dS.
 
-Example
--------
+Examples
+--------
 >>> from skfem import LinearForm
 >>> from skfem.helpers import dot
 >>> from skfiber.terms import Term, d2

@@ -12,8 +12,8 @@ machine whose other core was busy (see ``docs/performance.md``).  The setting ac
 numba starts its OpenMP threads, at the first parallel kernel of the process; importing
 this module (``import skfiber`` does) sets it.
 
-Example
--------
+Examples
+--------
 >>> from skfiber.threads import threads_of_kernels
 >>> with threads_of_kernels(1):   # e.g. one run per core in a parameter study
 ...     pass

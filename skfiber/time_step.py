@@ -7,8 +7,8 @@ c_a M + ∂F/∂u + c_v ∂F/∂v with c_v = 1/ĥ, c_a = 1/ĥ²: backward Euler 
 :mod:`skfiber.core.bdf`.  Bodies (q, p) take the same scheme.  The
 predictor, the contact safeguard and the coupled Newton are shared.
 
-Example
--------
+Examples
+--------
 >>> from skfiber import Fiber, Model
 >>> from skfiber.newton import make_solver
 >>> fiber = Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
@@ -195,8 +195,8 @@ def predicted_accelerations(state: State, dt: float) -> tuple[np.ndarray, np.nda
     does not depend on the predictor beyond Newton's tolerance; a better one
     saves iterations.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> from skfiber.model import State
     >>> s = State(0.2, np.zeros(2), np.zeros(2), np.array([1.0, 2.0]), a_prev=np.array([0.9, 1.9]), dt_last=0.1)

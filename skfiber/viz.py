@@ -15,8 +15,8 @@ Fibers are drawn as tubes whose radius is the current radius r = r0/√λ
 (:data:`skfiber.io.FIBER_FIELDS`); bodies as their triangulated cylinders.
 No display is needed: without one, rendering is off screen (EGL or OSMesa).
 
-Example
--------
+Examples
+--------
 >>> import skfiber as sf, skfiber.viz as viz
 >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, radius=0.05)
 >>> model = sf.Model([fiber])
@@ -204,6 +204,17 @@ def _check_field(frame: Frame, field: str) -> None:
         raise ValueError(f"unknown field {field!r}; pick one of {frame.fields}")
 
 
+def _check_window_size(window_size) -> None:
+    """A ValueError unless ``window_size`` is two integers ≥ 1 (pixels)."""
+    try:
+        ok = len(window_size) == 2 and all(
+            not isinstance(n, bool) and isinstance(n, (int, np.integer)) and n >= 1 for n in window_size)
+    except TypeError:
+        ok = False
+    if not ok:
+        raise ValueError(f"window_size must be two integers ≥ 1 (width, height in pixels), got {window_size!r}")
+
+
 def _bar_args(field: str) -> dict:
     # upright at the right edge: the title stands above the bar, the labels beside it (a horizontal bar
     # puts both above the bar, where they overlap)
@@ -270,6 +281,7 @@ def scene(
     multi_samples
         MSAA samples (default: pyvista's theme, 8; 1 renders ~7× faster in software).
     """
+    _check_window_size(window_size)
     frame = load(source, time=time, bodies=bodies)
     _check_field(frame, field)
     plotter = pv.Plotter(

@@ -196,7 +196,13 @@ API = [
        V, f"{kind} load.*not finite") for kind in ("line", "body")],
     ("gravity 2D", lambda w: model().add_gravity((0, -9.81)), V, "g must have 3"),
     ("gravity NaN", lambda w: model().add_gravity((0, 0, np.nan)), V, "g must be finite"),
-    ("gravity str", lambda w: model().add_gravity("down"), V, "g"),
+    ("gravity str", lambda w: model().add_gravity("down"), T, "g must be 3 numbers"),
+    ("check_tangent dt=-1", lambda w: sf.check_tangent(model(), dt=-1.0), V, "dt must be"),
+    ("check_tangent dt=nan", lambda w: sf.check_tangent(model(), dt=np.nan), V, "dt must be"),
+    ("Model(a fiber)", lambda w: sf.Model(fiber()), T, r"\[fiber\]"),
+    ("run_simulation(out_dir=a file)", lambda w: run_simulation(model(), t_end=0.02, dt=0.01,
+                                                                out_dir=w[0] / "result_checkpoint.npz",
+                                                                progress=False), V, "is a file; give a folder"),
     # contacts
     ("add_contact(str)", lambda w: model().add_contact("contact"), T, "contact"),
     ("FiberContact one fiber", lambda w: model().add_contact(FiberContact(LAW)), V, "fiber–fiber contact.*2"),
@@ -310,6 +316,7 @@ API = [
     ("fiber_fields(points_per_element=0)", lambda w: (lambda m: fiber_fields(m, m.initial_state(), 0,
                                                                               points_per_element=0))(model()), V,
      "points_per_element"),
+    ("fiber_fields(state=None)", lambda w: (lambda m: fiber_fields(m, None, 0))(model()), T, "state must be"),
     ("fiber_fields(fiber=5)", lambda w: (lambda m: fiber_fields(m, m.initial_state(), 5))(model()), V, "fiber index 5"),
     ("evaluate(parts)", lambda w: (lambda m, z: m.evaluate(z, z, z, 0.0, c_v=0, c_a=0, parts=["springs"]))(
         model(), np.zeros(model().n_dofs)), V, "parts"),
@@ -394,6 +401,24 @@ CLI = [
     ("view not pvd", ["view", "{file}"], ".pvd"),
     ("view movie suffix", ["view", "{out}/hanging_bundle.pvd", "--movie", "a.avi"], "--movie"),
     ("view screenshot suffix", ["view", "{out}/hanging_bundle.pvd", "--screenshot", "a.bmp"], "--screenshot"),
+    ("view window size 0", ["view", "{out}/hanging_bundle.pvd", "--screenshot", "{tmp}/a.png", "--window-size", "0",
+                            "0"], "--window-size"),
+    ("out of a demo without --out", ["run", "custom-law", "--out", "{tmp}/never"], "takes no --out"),
+    ("calibrate workers 0", ["run", "calibrate", "--", "--workers", "0"], "--workers"),
+    ("sensitivity n 3", ["run", "sensitivity", "--n", "3"], "--n"),
+    ("sensitivity seed -1", ["run", "sensitivity", "--seed", "-1"], "--seed"),
+    ("hill-vs-fiber output uncreatable", ["run", "hill-vs-fiber", "--", "--output", "/proc/skfiber-nope/x"],
+     "--output"),
+    ("whiplash t-end nan", ["run", "whiplash", "--", "--t-end", "nan"], "--t-end"),
+    ("whiplash out is a file", ["run", "whiplash", "--", "--out", "{file}"], "--out"),
+    ("custom-law dt negative", ["run", "custom-law", "--", "--dt", "-0.01"], "--dt"),
+    ("custom-law elements 0", ["run", "custom-law", "--", "--elements", "0"], "--elements"),
+    ("custom-term elements -2", ["run", "custom-term", "--", "--elements", "-2"], "--elements"),
+    ("upper-limb stretch gradient -1", ["run", "upper-limb", "--", "--stretch-gradient", "-1"], "--stretch-gradient"),
+    ("elbow-bundle elements 0", ["run", "elbow-bundle", "--", "--elements", "0"], "--elements"),
+    ("study seed -1", ["study", "upper-limb", "--seed", "-1", "--out", "{tmp}/study"], "--seed"),
+    ("study n 0", ["study", "upper-limb", "--n", "0", "--out", "{tmp}/study"], "--n"),
+    ("study grid n 1", ["study", "upper-limb", "--design", "grid", "--n", "1", "--out", "{tmp}/study"], "n must"),
     ("verify unknown study", ["verify", "--only", "nonsense"], "nonsense"),
     ("unknown command", ["bogus"], "bogus"),
 ]
@@ -425,7 +450,9 @@ def test_bad_command_line(case, cli_folders, capsys):
     except SystemExit as exc:  # argparse of the skfiber command itself
         code = exc.code
     err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("skfiber run ")]
+    # (the command's echo of a demo's arguments, "skfiber run DEMO ARGS", is not an error line)
+    lines = [line for line in err.splitlines()
+             if line.strip() and not (line.startswith("skfiber run ") and "error:" not in line)]
     assert code == 2, err
     assert "Traceback" not in err
     assert len(lines) == 1 and "error:" in lines[0], err
@@ -436,3 +463,20 @@ def test_debug_shows_the_traceback(cli_folders, capsys):
     code = cli.main(["--debug", "run", "hanging-bundle", "--resume", "--out", str(cli_folders["cut"])])
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" in err and "truncated" in err.splitlines()[-1]
+
+
+def test_bad_input_makes_no_folder(cli_folders, capsys):
+    """A study or a demo refused before it runs leaves no output folder behind."""
+    tmp = cli_folders["tmp"]
+    assert cli.main(["study", "upper-limb", "--design", "grid", "--n", "1", "--out", str(tmp / "s")]) == 2
+    assert cli.main(["run", "custom-law", "--out", str(tmp / "c")]) == 2
+    capsys.readouterr()
+    assert not (tmp / "s").exists() and not (tmp / "c").exists()
+
+
+def test_a_demo_error_under_skfiber_run_points_to_its_help(capsys):
+    """Under 'skfiber run DEMO' a demo's options are shown by 'skfiber run DEMO -- --help'."""
+    code = cli.main(["run", "custom-law", "--", "--elements", "0"])
+    err = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith("skfiber run custom-law: error:") and err[0].endswith("see skfiber run custom-law -- --help")

@@ -15,3 +15,11 @@ def test_all_subpackages_are_listed_in_pyproject():
     found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "skfiber").rglob("__init__.py")}
     assert found <= listed, f"add {sorted(found - listed)} to [tool.setuptools] packages in pyproject.toml"
     assert "skfiber.demos" in listed
+
+
+def test_dir_lists_the_lazy_names():
+    """``run_simulation`` is imported on first use, and tab completion (``dir``) offers it all the same."""
+    import skfiber
+
+    assert "run_simulation" in dir(skfiber) and set(skfiber.__all__) <= set(dir(skfiber))
+    assert callable(skfiber.run_simulation)

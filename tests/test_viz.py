@@ -95,6 +95,10 @@ def test_errors_name_the_choices(pvd, tmp_path):
         viz.load(tmp_path / "missing.pvd")
     with pytest.raises(ValueError, match="view"):
         viz.scene(pvd, view="top", off_screen=True)
+    for size in ((0, 0), (960,), (960.5, 720), "large"):
+        with pytest.raises(ValueError, match="window_size must be two integers"):
+            viz.screenshot(pvd, tmp_path / "s.png", window_size=size)
+    assert not (tmp_path / "s.png").exists()
 
 
 def test_core_does_not_import_pyvista():

@@ -5,8 +5,8 @@ r"""The disk cache of generated modules: a source is written once under a name m
 the machine code next to each module, so a later process loads it instead of
 compiling again; another source (an edited form or law) gets another name.
 
-Example
--------
+Examples
+--------
 >>> from skfiber.compile.cache import load_module
 >>> load_module("def evaluate():\n    return 42\n", kind="example").evaluate()
 42

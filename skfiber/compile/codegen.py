@@ -24,8 +24,8 @@ is used.  Numbers of the expressions (sympy ``Float``) become entries of a
 parameter table, so models that differ only in their numbers (a parameter
 sweep, the biceps and the triceps) share one source and one compiled kernel.
 
-Example
--------
+Examples
+--------
 >>> import sympy as sp
 >>> x = sp.Symbol("x")
 >>> replacements, reduced = cse_products([sp.exp(x) * x**2, sp.exp(x)])

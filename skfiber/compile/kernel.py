@@ -15,8 +15,8 @@ loads in milliseconds.
 A term that cannot be traced is reported in :attr:`FormKernel.untraced`
 (name → construct); the model evaluates it with numpy and warns.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> import skfiber as sf
 >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)

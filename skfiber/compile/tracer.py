@@ -14,8 +14,8 @@ a comparison or a branch on a value (``np.maximum``, ``np.where``, ``if``),
 a conversion to ``float``, a numpy function without a symbolic counterpart,
 a coefficient the tracer does not provide.
 
-Example
--------
+Examples
+--------
 >>> from skfem.helpers import dot
 >>> from skfiber.compile.tracer import trace, traced_coefficients
 >>> w = traced_coefficients()

@@ -1,7 +1,7 @@
 """The contact protocol and the rational penalty law (paper eq. 44).
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfiber.contact import PenaltyLaw
 >>> law = PenaltyLaw(stiffness=500.0, gamma=4.0)
@@ -128,8 +128,8 @@ class BlockContactEvaluation(ContactEvaluation):
     tangent); its COO triplets ``rows``, ``cols``, ``values`` are made from the blocks when first read
     (the coupled fast path reads the blocks only).
 
-    Example
-    -------
+    Examples
+    --------
     >>> ev = BlockContactEvaluation(np.zeros(2), (np.array([[0, 1]]), np.array([[1, 0]]),
     ...                                           np.array([[[1.0, 2.0], [3.0, 4.0]]])), n_active=1)
     >>> ev.rows.tolist(), ev.cols.tolist(), ev.values.tolist()
@@ -165,8 +165,8 @@ def margins_kept(before: dict, after: dict, delta_bar: float) -> bool:
     before, 1); a point out of reach before had g > 0 there (its target is
     δ̄), a point out of reach after has g > 0 (it passes).
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> before = {"c": (np.array([3]), np.array([[0.8, 1.2]]))}
     >>> margins_kept(before, {"c": (np.array([3]), np.array([[0.3, 0.9]]))}, 0.25)

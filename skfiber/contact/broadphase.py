@@ -9,8 +9,8 @@ pairs are the boxes that share a cell of a uniform grid (compiled,
 N log N plus the number of boxes sharing a cell, not N² (nor like a sweep
 along one axis, which meets every box of a bundle lying across it).
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> lo = np.array([[0, 0, 0], [0.5, 0, 0], [3, 0, 0]], float)
 >>> hi = lo + 1.0
@@ -228,8 +228,8 @@ class NeighbourList:
     margin
         The enlargement, as a fraction of the largest reach (default :data:`LIST_MARGIN`).
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> P = np.zeros((2, 4, 3)); P[1] += [0.15, 0.0, 0.0]     # two point-like elements 0.15 apart
     >>> nl = NeighbourList()

@@ -26,8 +26,8 @@ One compiled loop (numba) over the (point, segment) pairs,
   effective degree).  Every root where f changes sign is found, hence every
   interior minimum of the distance.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> c = np.array([[[0, 0, 0], [1, 0, 0], [0, 0, 0], [0, 0, 0]]], float)  # y = (ξ, 0, 0)
 >>> r = closest_points(c, np.array([[0.25, 1.0, 0.0]]))

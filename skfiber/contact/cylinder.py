@@ -72,8 +72,8 @@ cylinder; the model turns it into a Newton failure.
 ``cylinder_points`` (the contact points of one state), ``cylinder_safeguard``,
 ``cylinder_body`` and ``cylinder_line_force`` (the VTK line force).
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> import skfiber as sf
 >>> from skfiber.contact import PenaltyLaw
@@ -227,8 +227,8 @@ class CylinderContact:
         (:meth:`set_coordinates`); the coupled solver adds the reaction on the
         body (:meth:`body_load`) and the q-derivatives (:mod:`skfiber.coupling`).
 
-        Example
-        -------
+        Examples
+        --------
         >>> from skfiber.rigid import Body, Revolute, RigidSystem
         >>> system = RigidSystem()
         >>> system.add_body(Body("bone", start=(0, 0, 0), axis=(0, 0.2, 0), radius=0.02, mass=1.0),
@@ -481,8 +481,8 @@ class CylinderContact:
         -------
         (n, 3) array: the force per current length on the fiber (N/m).
 
-        Example
-        -------
+        Examples
+        --------
         >>> cyl = CylinderContact((0, 0, 0), (0, 0, 1), 0.1, law=PenaltyLaw(stiffness=100.0, gamma=4.0))
         >>> cyl.line_force([[0.18, 0, 0.5], [1.0, 0, 0]], [0.1, 0.1]).round(3).tolist()
         [[16.667, 0.0, 0.0], [0.0, 0.0, 0.0]]

@@ -30,8 +30,8 @@ The moment about y0 of the forces on the cylinder is m = −t × V, so
 R_pose[3:] · (e × a) = −m · e for every e, and G_c · δu + R_pose · δpose = 0
 for any rigid motion of fiber and cylinder together (Newton's third law).
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> load = CylinderBodyLoad(np.ones(6), n_dofs=4, n_active=1, columns=np.array([1, 3]),
 ...                         d_u_values=np.ones((6, 2)), d_pose=np.zeros((6, 6)))

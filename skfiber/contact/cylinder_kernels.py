@@ -30,8 +30,8 @@ Per point the narrow phase writes the columns of a (m, q, :data:`NF`) array
 (DOFs, Hermite weights S and dS, r0, |A1|, element length h, rule weights w)
 are those of :func:`skfiber.contact.geometry.element_shapes`.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfiber import Fiber
 >>> from skfiber.discretization import Discretization

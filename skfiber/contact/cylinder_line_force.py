@@ -7,8 +7,8 @@ points along the fibers rather than only at the contact quadrature points:
 :meth:`skfiber.contact.cylinder.CylinderContact.line_force` and
 :func:`skfiber.io.fiber_mesh`.
 
-Example
--------
+Examples
+--------
 >>> from skfiber.contact.base import PenaltyLaw
 >>> from skfiber.contact.cylinder_pose import make_pose
 >>> pose = make_pose((0, 0, 0), (0, 0, 1))

@@ -15,8 +15,8 @@ or with a non-finite radius) makes :func:`check_admissible` raise
 FloatingPointError naming the fiber, θ and the cylinder; the model turns it
 into a Newton failure.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> import skfiber as sf
 >>> from skfiber.contact import PenaltyLaw

@@ -13,8 +13,8 @@ then the unit axis turns by at most
 integrated (−ln(1 − z) ≤ z/(1 − z)).  The broad phase and the safeguard of
 :class:`~skfiber.contact.cylinder.CylinderContact` use this bound.
 
-Example
--------
+Examples
+--------
 >>> pose = make_pose((0, 0, 1), (0, 0, 2))
 >>> pose.tangent.tolist(), pose.axis_norm
 ([0.0, 0.0, 1.0], 2.0)

@@ -28,8 +28,8 @@ d(0) − δ (|Δu| + |Δy0| + ρ0 |Δa| / (|a| − δ |Δa|)) with ρ0 = max |x 
 **Trial** (:func:`trial_step`, ``safeguard="trial"``): eq. 71 checked
 exactly at the end of the step, δ halved until it holds.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> e = admissibility_estimate(np.array([0.3]), np.array([0.1]), np.array([0.05]), np.array([1.0]),
 ...                            np.array([1.0]), np.array([0.0]), 1.0, radius=0.2, length=None, gamma=4.0)

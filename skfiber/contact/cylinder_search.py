@@ -14,8 +14,8 @@ of one Newton iteration ask for the same state (u, pose): the last one is kept
 (:meth:`CylinderSearch.state`), and so are the element lists and kernel data
 per discretization.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> import skfiber as sf
 >>> from skfiber.contact import PenaltyLaw

@@ -15,8 +15,8 @@ distance of P1, P2 from it), in one compiled loop (:func:`state_loop`).
 Parameters along an element are ξ ∈ [0, 1] (slopes per unit ξ: the Hermite
 slopes times the element length h in θ).
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> import skfiber as sf
 >>> model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2, radius=0.05),
@@ -245,8 +245,8 @@ def _compiled(kernel: RadiusKernel, s: FiberSetup, e: np.ndarray, xi: np.ndarray
 def fiber_label(names: Sequence[str], k: int) -> str:
     """How messages name fiber ``k`` of a model whose fibers are called ``names``: "fiber 2 ('biceps')".
 
-    Example
-    -------
+    Examples
+    --------
     >>> fiber_label(("", "biceps"), 1), fiber_label(("", "biceps"), 0)
     ("fiber 1 ('biceps')", 'fiber 0')
     """

@@ -24,8 +24,8 @@ formulas are those of :mod:`skfiber.contact.fiber_pairs` and
 * :func:`residual_loop` — F(g), dF/dg (:func:`~skfiber.contact.base.penalty_force`)
   and the residual G_c = Σ F n·ξ |x′| w of the pairs (eq. 65).
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> P = np.array([[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]], float)   # chord along x
 >>> float(chord_distance(P, np.array([1.5, 2.0, 0.0]))), float(chord_parameter(P, np.array([6.0, 1.0, 0.0])))

@@ -21,8 +21,8 @@ of each fiber, and gets the gap with both current radii
 g = d / (r_x + r_y) − 1 (eq. 40).  :func:`check_pairs` rejects inadmissible
 pairs (1 + γ g ≤ 0, d = 0).
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> import skfiber as sf
 >>> from skfiber.contact.fiber_geometry import fiber_setup, fiber_state

@@ -25,8 +25,8 @@ bisection for δ are compiled loops (:func:`step_geometry`,
 :func:`step_candidates`, :func:`partner_loop`, :func:`step_fraction`);
 r0(θ) at the closest points is one vectorized call per round.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> data = StepData(d=np.array([0.2]), move=np.array([0.1]), rx=np.array([0.05]), J=np.array([1.0]),
 ...                 dJ=np.array([0.0]), rmax=np.array([0.05]), Xmax=np.array([1.0]), vmin=np.array([1.0]),
@@ -429,8 +429,8 @@ def short_fractions(before, after, delta_bar: float) -> tuple[float, ...]:
     -------
     tuple of float
 
-    Example
-    -------
+    Examples
+    --------
     >>> from types import SimpleNamespace as P
     >>> import numpy as np
     >>> [round(f, 4) for f in short_fractions(P(admissibility=np.array([0.0666])),

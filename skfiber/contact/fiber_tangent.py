@@ -19,8 +19,8 @@ interior node of B, y″ jumps (C¹ elements) and the closest-point map has a
 kink: there the mean of the two one-sided y″ is used (an element of the
 generalized Jacobian).
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> import skfiber as sf
 >>> from skfiber.contact import PenaltyLaw

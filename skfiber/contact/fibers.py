@@ -25,8 +25,8 @@ external the contribution is (eq. 65)
 (the consistent tangent, Appendix A.3) and
 :mod:`~skfiber.contact.fiber_safeguard` (the step bound, eqs. 69–73).
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> import skfiber as sf
 >>> from skfiber.contact import PenaltyLaw
@@ -151,8 +151,8 @@ class FiberContact:
         −F(g) n summed over the partners in touch (N/m per current length; 0 where none touches), the
         force density of the residual (eq. 65) before it is weighted and spread to the DOFs.
 
-        Example
-        -------
+        Examples
+        --------
         >>> import skfiber as sf
         >>> a = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, radius=0.05)
         >>> b = sf.Fiber.straight((0.5, -0.5, 0.09), (0.5, 0.5, 0.09), n_elements=4, radius=0.05)

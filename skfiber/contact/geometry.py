@@ -16,8 +16,8 @@ element DOFs are grouped as (4, 3): Hermite group a = (value at node 0,
 ``r[m, a, i] = Σ_k S[m, k, a] f[m, k, i]`` reshaped to (m, 12) scatters with
 ``CenterlineSample.dofs``.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfiber import Fiber
 >>> from skfiber.discretization import Discretization

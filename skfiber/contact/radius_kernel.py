@@ -16,8 +16,8 @@ the callable at the fibers' nodes (:data:`MATCH_TOL`), or whose r0 or
 slope is not finite at a node keeps the numpy path of
 :func:`~skfiber.contact.fiber_geometry.reference_radius`.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> k = radius_kernel(lambda th: 0.05 * (1 + th**2), np.linspace(0, 1, 5))
 >>> r, dr = np.empty(2), np.empty(2)

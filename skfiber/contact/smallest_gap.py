@@ -21,8 +21,8 @@ quintic Hermite interpolant from r0, r0′ and r0″ at the element's nodes
 (:func:`radius_polynomials`; C² across nodes, exact for polynomials of degree
 ≤ 5 up to the finite differences of a callable r0).
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> c = np.array([[0, -1.0, 0], [0, 2.0, 0], [0, 0, 0], [0, 0, 0]])   # y = (0, 2ξ − 1, 0)
 >>> c_ref = c.copy()

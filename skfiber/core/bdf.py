@@ -16,8 +16,8 @@ is the anchor (yₙ, h) itself (:func:`anchor` with no earlier point).
 :func:`error_weights` gives Milne's estimate of the local error from the
 corrector and a quadratic predictor; :func:`interpolate` the dense output.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> y_hat, h_eff = anchor(0.1, 0.1, np.array([1.0]), np.array([0.5]))
 >>> y_hat.round(6).tolist(), round(h_eff, 6)
@@ -80,8 +80,8 @@ def error_weights(t_new: float, past_times, order: int) -> tuple[float, np.ndarr
     only, so callers use it on the positions, whose O(h²) error it reads
     through y_C − y_P as well (see :mod:`skfiber.core.step_control`).
 
-    Example
-    -------
+    Examples
+    --------
     >>> E, c = error_weights(3.0, [2.0, 1.0, 0.0], 2)
     >>> round(E, 6), c.tolist()
     (0.181818, [3.0, -3.0, 1.0])
@@ -107,8 +107,8 @@ def interpolate(times, values, t: float) -> np.ndarray:
     """The polynomial through the points (times[j], values[j]) (up to three, of the last steps) at t:
     BDF2's dense output (of its order); values (k, n).
 
-    Example
-    -------
+    Examples
+    --------
     >>> interpolate([0.0, 1.0, 2.0], np.array([[0.0], [1.0], [4.0]]), 1.5).tolist()
     [2.25]
     """

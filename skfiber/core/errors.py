@@ -1,7 +1,7 @@
 """The errors skfiber's solvers raise.
 
-Example
--------
+Examples
+--------
 >>> from skfiber.core import ConvergenceError
 >>> str(ConvergenceError("stagnates", t=0.5, step=3, residual_history=[1.0]))[:24]
 'Newton failed at t = 0.5'

@@ -1,7 +1,7 @@
 """Newton's settings (:class:`NewtonOptions`).
 
-Example
--------
+Examples
+--------
 >>> from skfiber.core import NewtonOptions
 >>> NewtonOptions(rtol=1e-8).with_stagnation_window(5).stagnation_window
 5

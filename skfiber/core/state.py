@@ -5,8 +5,8 @@
 * :class:`Evaluation` — residual and (lazy) tangent at a state, what Newton reads;
 * :class:`EulerRates` — the rates of a backward-Euler step as functions of the new displacement.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfiber.core import State
 >>> State(0.0, np.zeros(6), np.zeros(6)).q.shape
@@ -140,8 +140,8 @@ class EulerRates:
     in place of uₙ, vₙ and Δt)
     (the coupled fast path computes them inside its kernels).
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> rates = EulerRates(u_prev=np.zeros(2), v_prev=np.ones(2), dt=0.5)
     >>> v, a, c_v, c_a = rates(np.array([1.0, 0.5]))
@@ -169,8 +169,8 @@ class ResidualMemo:
     step's last Newton evaluation instead of evaluating again; any change of the model
     clears it.  The arrays kept are copies or fresh arrays that nobody changes.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np
     >>> memo = ResidualMemo()
     >>> memo.enabled = True

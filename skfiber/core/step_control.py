@@ -22,8 +22,8 @@ then other unknowns such as muscle states) and
   the last three accepted points (BDF2's own interpolant), or the state
   itself at a step that lands on it.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> def advance(y, h, k):  # y' = −y as (position, velocity) = (y, −y), backward Euler
 ...     t, x = y
@@ -349,8 +349,8 @@ def output_grid(t0: float, t_end: float, *, output_times=None, output_dt: float 
     shorter than 1 % of it is joined to the last interval), else
     :data:`DEFAULT_OUTPUT_INTERVALS` equal intervals.
 
-    Example
-    -------
+    Examples
+    --------
     >>> output_grid(0.0, 1.0, output_dt=0.25).tolist()
     [0.25, 0.5, 0.75, 1.0]
     """

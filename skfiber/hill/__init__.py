@@ -22,8 +22,8 @@ Modules, each importing only those above it:
   points as a force element of :class:`skfiber.rigid.RigidSystem` (its states
   integrated with the bodies).
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfiber.hill import ActiveForceLengthCurve, Millard2012Muscle, MuscleParameters
 >>> float(ActiveForceLengthCurve()(1.0))

@@ -32,8 +32,8 @@ complex-step safe, so the element propagates the imaginary parts of a
 complex-step evaluation through the model's analytic tangent
 (:class:`MusculotendonResponse` ``d_*`` fields): the step tangent stays exact.
 
-Example
--------
+Examples
+--------
 A pendulum held by a muscle from the ground to the middle of the rod:
 
 >>> import numpy as np

@@ -11,8 +11,8 @@ on ‖x(u) − x‖ is OpenSim's (100 machine epsilons).  The evaluation runs as
 compiled kernel (:mod:`skfiber.hill.curve_kernels`) on the curve's
 :class:`~skfiber.hill.curve_tables.CurveTables`.
 
-Example
--------
+Examples
+--------
 >>> xp, yp = corner_control_points(0.0, 0.0, 0.0, 1.0, 1.0, 2.0, 0.5)
 >>> curve = SmoothSegmentedCurve(xp[None], yp[None], slope_start=0.0, slope_end=2.0)
 >>> curve([-1.0, 0.0, 1.0, 2.0]).tolist()

@@ -5,8 +5,8 @@ activation dynamics) checks its numbers with :func:`check_range` or
 :func:`check_positive`, which raise a :class:`ValueError` naming the parameter,
 its value and the allowed range.
 
-Example
--------
+Examples
+--------
 >>> check_range("curviness", 0.5, 0.0, 1.0)
 >>> check_range("curviness", 1.5, 0.0, 1.0)
 Traceback (most recent call last):

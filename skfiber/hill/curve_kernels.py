@@ -32,8 +32,8 @@ disk (``cache=True``).  Numbers the kernels need from other modules (the
 tolerance :data:`~skfiber.hill.curve_tables.U_TOLERANCE`) travel in the packed
 array: numba's disk cache would not see a change to a constant of another file.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfiber.hill.curves import ActiveForceLengthCurve
 >>> curve = ActiveForceLengthCurve().curve

@@ -13,8 +13,8 @@ points; evaluating it needs them in another form, computed once here:
 lays them out for the compiled kernels.  This module is the data both the
 curve classes and the kernels read: it imports neither.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> tables = CurveTables.of(np.array([[0.0, 0.2, 0.4, 0.6, 0.8, 1.0]]),
 ...                         np.array([[0.0, 0.0, 0.0, 1.0, 1.0, 1.0]]), 0.0, 0.0)

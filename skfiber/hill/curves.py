@@ -11,8 +11,8 @@ whose construction parameters and defaults are those of OpenSim 4.6
 machinery lives in :mod:`skfiber.hill.bezier`; its public names are importable
 from here too.
 
-Example
--------
+Examples
+--------
 >>> from skfiber.hill.curves import ActiveForceLengthCurve, TendonForceLengthCurve
 >>> fal = ActiveForceLengthCurve()
 >>> round(float(fal(1.0)), 12), round(float(fal.derivative(1.0)), 12)

@@ -10,8 +10,8 @@ compiled call, :func:`skfiber.hill.curve_kernels.solve_damped`: bracketed
 Newton on all points at once from OpenSim's start (the undamped solution with
 a, f^L ≥ 0.01, limited to [−1, 1]).
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfiber.hill import MuscleCurves
 >>> curves = MuscleCurves.for_formulation("damped")

@@ -38,8 +38,8 @@ model (:mod:`skfiber.hill.pennation`), the activation dynamics
 (:mod:`skfiber.hill.activation`), the response (:mod:`skfiber.hill.response`)
 and the damped fiber-velocity solve of eq. (3) (:mod:`skfiber.hill.damped`).
 
-Example
--------
+Examples
+--------
 >>> from skfiber.hill import Millard2012Muscle, MuscleParameters
 >>> muscle = Millard2012Muscle(MuscleParameters(max_isometric_force=1000.0,
 ...     optimal_fiber_length=0.1, tendon_slack_length=0.2, pennation_angle_at_optimal=0.2))

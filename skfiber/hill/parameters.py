@@ -1,8 +1,8 @@
 """What defines one Millard (2013) muscle: its parameters, the formulation names
 and the five curves each formulation uses (as OpenSim sets them).
 
-Example
--------
+Examples
+--------
 >>> p = MuscleParameters(optimal_fiber_length=0.12, max_contraction_velocity=10.0)
 >>> round(p.max_fiber_velocity, 12)
 1.2

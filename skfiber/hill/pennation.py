@@ -1,7 +1,7 @@
 """The fixed-height parallelogram pennation model of Millard et al. (2013), eqs. (4)–(7).
 
-Example
--------
+Examples
+--------
 >>> pen = FixedHeightPennation(0.1, pennation_angle_at_optimal=0.0)
 >>> float(pen.pennation_angle(0.05)), round(pen.minimum_fiber_length, 12)
 (0.0, 0.0)

@@ -25,8 +25,8 @@ contact), ``integrate`` (backward Euler, eq. 64 rigid part: ``element_states``,
 ``vector_kernels``, ``pose_kernel``, ``inertia_kernel``, ``point_kernels``,
 ``fused_kernels``).
 
-Example
--------
+Examples
+--------
 A double pendulum whose base moves sideways, with joint springs and dampers:
 
 >>> import numpy as np

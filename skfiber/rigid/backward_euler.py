@@ -6,8 +6,8 @@ elements' internal states, globalized by a trust region on the states and
 a backtracking line search).  The theory: :mod:`skfiber.rigid.integrate`;
 a whole run: :func:`~skfiber.rigid.simulate_rigid`.
 
-Example
--------
+Examples
+--------
 >>> from skfiber.rigid import Body, Revolute, RigidSystem
 >>> system = RigidSystem(gravity=(0, 0, -9.81))
 >>> system.add_body(Body("rod", start=(0, 0, 0), axis=(0, 0, -0.5), radius=0.01, mass=1.0),

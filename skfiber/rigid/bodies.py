@@ -12,8 +12,8 @@ radius, name), with no mass or joint: what
 :func:`skfiber.io.cylinder_mesh` draws (fixed bones may be given as
 ``Cylinder`` objects or (start, axis, radius) tuples).
 
-Example
--------
+Examples
+--------
 >>> from skfiber.rigid import Body
 >>> forearm = Body("forearm", start=(0, 0, -0.351), axis=(0, 0, -0.287), radius=0.035, mass=1.5)
 >>> forearm.length, forearm.center_of_mass.round(4).tolist()

@@ -11,8 +11,8 @@ A characteristic is evaluated on the real part of its argument only and its
 derivative carries the imaginary part, so user functions never see complex
 numbers (``abs``, ``np.where`` … are fine).
 
-Example
--------
+Examples
+--------
 >>> from skfiber.rigid import Characteristic
 >>> law = Characteristic.tan_sec(2.0)          # eq. 35, k = 2 N·m
 >>> round(float(law(0.5)), 6), float(law.slope(0.0))   # small-angle stiffness k/2

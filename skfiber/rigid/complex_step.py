@@ -5,8 +5,8 @@ backward-Euler residual) are complex-step derivatives of their analytic
 expressions: every evaluation takes a batch of configurations, so the
 whole Jacobian is one evaluation at the batch x + i h I.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfiber.rigid.complex_step import complex_jacobian
 >>> value, J = complex_jacobian(lambda X: np.sin(X) * X[:, ::-1], np.array([0.5, 2.0]))

@@ -7,8 +7,8 @@ handed to every force element's ``force(ctx)`` (and ``energy``,
 the points the elements registered in ``bind`` (:meth:`RigidSystem.register_point
 <skfiber.rigid.RigidSystem.register_point>`), computed on first use and kept.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfiber.rigid import Body, PointForce, Revolute, RigidSystem
 >>> system = RigidSystem()

@@ -9,8 +9,8 @@ take the states s of all such elements as extra unknowns.  The layout
 [(element, slice into s)] is kept by the system's evaluation plan
 (:meth:`RigidSystem.plan <skfiber.rigid.RigidSystem.plan>`).
 
-Example
--------
+Examples
+--------
 >>> from skfiber.rigid import Body, Revolute, RigidSystem
 >>> system = RigidSystem(gravity=(0, 0, -9.81))
 >>> system.add_body(Body("rod", start=(0, 0, 0), axis=(0, 0, -0.5), radius=0.01, mass=1.0),

@@ -48,8 +48,8 @@ Module map (this module gathers their names):
   (:func:`backward_euler_rigid`);
 * :mod:`.simulate` — a whole run (:func:`simulate_rigid`).
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfiber.rigid import Body, Revolute, RigidSystem, simulate_rigid
 >>> system = RigidSystem(gravity=(0, 0, -9.81))

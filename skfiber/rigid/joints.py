@@ -17,8 +17,8 @@ joint              x_loc                                        coordinates
 
 q = 0 (and R_b = I, d = 0) is the reference configuration.
 
-Example
--------
+Examples
+--------
 >>> from skfiber.rigid import Revolute, Prescribed
 >>> elbow = Revolute(axis=(0, 1, 0), point=(0, 0, -0.351))
 >>> import numpy as np

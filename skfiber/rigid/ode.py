@@ -8,8 +8,8 @@ integrators, and to any tolerance.  ``breaks`` restarts the solver at times
 where the prescribed motion has a kink (a pulse's corners), so that the
 error control does not have to find them.
 
-Example
--------
+Examples
+--------
 >>> from skfiber.rigid import Body, Revolute, RigidSystem, ode_motion
 >>> system = RigidSystem(gravity=(0, 0, -9.81))
 >>> system.add_body(Body("rod", start=(0, 0, 0), axis=(0, 0, -0.5), radius=0.01, mass=1.0),

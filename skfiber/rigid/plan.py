@@ -9,8 +9,8 @@ gravity (computed inside the kernels) and the others, lays out the
 elements' internal states, and keeps the kernel arguments of the last time.
 :meth:`RigidSystem.plan <skfiber.rigid.RigidSystem.plan>` makes and keeps it.
 
-Example
--------
+Examples
+--------
 >>> from skfiber.rigid import Body, JointSpringDamper, Revolute, RigidSystem
 >>> system = RigidSystem(gravity=(0, 0, -9.81))
 >>> system.add_body(Body("rod", start=(0, 0, 0), axis=(0, 0, -0.5), radius=0.01, mass=1.0),

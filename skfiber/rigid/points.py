@@ -10,8 +10,8 @@ c(q, t) = ĉ − X (the paper's c = ĉ^RB − X^c, eq. 54c, u_D = c(q)), with
 * ``dt``, ``jacobian_dt``, ``dtt``   ∂c/∂t, ∂C/∂t, ∂²c/∂t² (prescribed motion)
 * ``velocity``    ċ = C q̇ + ∂c/∂t,  ``acceleration_bias`` c̈ − C q̈.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfiber.rigid import Body, Revolute, RigidSystem
 >>> system = RigidSystem()

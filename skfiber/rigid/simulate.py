@@ -7,8 +7,8 @@ a failed step retried in halved substeps, or with ``rtol``/``atol`` at steps
 chosen by local error control (:mod:`skfiber.core.step_control`).  The
 theory: :mod:`skfiber.rigid.integrate`.
 
-Example
--------
+Examples
+--------
 >>> from skfiber.rigid import Body, Revolute, RigidSystem
 >>> system = RigidSystem(gravity=(0, 0, -9.81))
 >>> system.add_body(Body("rod", start=(0, 0, 0), axis=(0, 0, -0.5), radius=0.01, mass=1.0),
@@ -130,8 +130,8 @@ def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float | None =
     Ctrl-C stops the run with a warning and returns the steps done so far
     (``result.interrupted``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from skfiber.rigid import Body, Revolute, RigidSystem
     >>> system = RigidSystem(gravity=(0, 0, -9.81))
     >>> system.add_body(Body("rod", start=(0, 0, 0), axis=(0, 0, -0.5), radius=0.01, mass=1.0),

@@ -14,8 +14,8 @@ system's plan (:meth:`RigidSystem.plan <skfiber.rigid.RigidSystem.plan>`)
 and evaluates only the other force elements through ``force(ctx)``.
 :func:`rigid_step` uses the second; :func:`rigid_step_definition` the first.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfiber.rigid import Body, Revolute, RigidSystem
 >>> system = RigidSystem(gravity=(0, 0, -9.81))
@@ -196,8 +196,8 @@ class EulerStep:
     The coupled fiber solver evaluates it once per Newton residual
     (:mod:`skfiber.coupling_fast` asks for :meth:`terms`).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from skfiber.rigid import Body, Revolute, RigidSystem
     >>> system = RigidSystem(gravity=(0, 0, -9.81))
     >>> system.add_body(Body("arm", start=(0, 0, 0), axis=(0.3, 0, 0), radius=0.02, mass=1.0),

@@ -26,8 +26,8 @@ with the tree's tables kept per assembled system (:meth:`RigidSystem.plan`, an
 :class:`~.plan.EvaluationPlan`); the other force elements see the context
 (:class:`~.context.ForceContext`) as here.
 
-Example
--------
+Examples
+--------
 A pendulum: a rod of 1 kg and 0.5 m hinged at its top about y.
 
 >>> import numpy as np

@@ -5,8 +5,8 @@ Small loops the compiled kinematics (:mod:`.pose_kernel`, :mod:`.inertia_kernel`
 product, written into given outputs so that the loops allocate nothing.
 They work in any dtype (float, or complex for the complex step).
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfiber.rigid.vector_kernels import cross3, matvec3
 >>> out = np.empty(3)

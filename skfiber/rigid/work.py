@@ -24,8 +24,8 @@ with the powers P_e of :meth:`RigidSystem.powers
 The relative error max_k ‖T₂,k − T₂,0 − W_k‖ / max_k T₂ is the paper's e_R
 (eq. 55) taken over the whole run.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfiber.rigid import Body, Prescribed, Revolute, RigidSystem, simulate_rigid, work_balance
 >>> system = RigidSystem(gravity=(0, 0, -9.81))

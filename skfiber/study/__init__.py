@@ -7,8 +7,8 @@ it finishes, goes on past failed runs and resumes a killed study; :func:`calibra
 (:mod:`skfiber.study.calibrate`) fits parameters to a measured time series with the finite-difference
 Jacobian's runs as one parallel batch.
 
-Example
--------
+Examples
+--------
 >>> import tempfile
 >>> from skfiber.study import Parameter, run_study
 >>> from skfiber.study.targets import quadratic

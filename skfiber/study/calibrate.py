@@ -8,8 +8,8 @@ Jacobian is d forward differences; their d runs are submitted together to the
 dask cluster (or run one by one with ``scheduler="serial"``), so a calibration
 of d parameters takes about as long per iteration as one run on d + 1 workers.
 
-Example
--------
+Examples
+--------
 >>> import numpy as np
 >>> from skfiber.study import Parameter
 >>> def line(p):                                  # y(t) = a t + b

@@ -6,8 +6,8 @@
 A study started again with the same command resumes (recorded runs are skipped).  ``--scheduler
 tcp://host:8786`` runs on an existing dask cluster instead of a local one.
 
-Example
--------
+Examples
+--------
 >>> import argparse
 >>> sub = argparse.ArgumentParser(prog="skfiber").add_subparsers()
 >>> add_parser(sub).prog
@@ -19,7 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .design import DESIGNS, parse_parameter
+from .design import DESIGNS, make_design, parse_parameter
 from .records import PLAN, StudyFolder
 
 __all__ = ["add_parser", "command"]
@@ -31,6 +31,7 @@ class StudyUsageError(ValueError):
 
 def add_parser(sub) -> argparse.ArgumentParser:
     """Add the ``study`` command to the subparsers ``sub`` of the ``skfiber`` parser."""
+    from ..cli import nonnegative_int, positive_int  # (skfiber.cli imports this module: not at its top)
     from .targets import TARGETS
 
     parser = sub.add_parser(
@@ -44,12 +45,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
     parser.add_argument("--param", action="append", default=[], metavar="NAME=LOW:HIGH[:log]",
                         help="a parameter and its range (repeat for more; default: the target's own)")
     parser.add_argument("--design", default="lhs", choices=DESIGNS, help="grid, random, lhs (default) or sobol")
-    parser.add_argument("--n", type=int, default=16, metavar="N",
-                        help="runs (random, lhs), points per parameter (grid), base samples, a power of 2 (sobol)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random designs (default 0)")
+    parser.add_argument("--n", type=positive_int, default=16, metavar="N",
+                        help="runs (random, lhs), points per parameter (grid), base samples, a power of 2 (sobol); "
+                             "default 16")
+    parser.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the random designs (default 0)")
     parser.add_argument("--out", metavar="DIR", help="the study folder (new, or the same study's to resume)")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="a running dask scheduler, e.g. tcp://host:8786")
-    parser.add_argument("--workers", type=int, metavar="K", help="local workers (default: one per core)")
+    parser.add_argument("--workers", type=positive_int, metavar="K", help="local workers (default: one per core)")
     parser.add_argument("--serial", action="store_true", help="run in this process, without dask")
     parser.add_argument("--summary", action="store_true", help="print the table of the study folder TARGET|DIR")
     return parser
@@ -69,11 +71,10 @@ def command(args) -> int:
         raise StudyUsageError(f"unknown target {args.target!r}{hint}; pick one of {', '.join(TARGETS)}")
     if not args.out:
         raise StudyUsageError("--out DIR is needed: the folder where the runs are recorded")
-    if args.workers is not None and args.workers < 1:
-        raise StudyUsageError(f"--workers must be ≥ 1, got {args.workers}")
     try:
         parameters = [parse_parameter(p) for p in args.param] or list(target.defaults)
         target.check(parameters)
+        make_design(parameters, args.design, n=args.n, seed=args.seed)  # (a bad n: an error before the folder)
         folder = StudyFolder(args.out)  # (unwritable: a clear error before the cluster starts)
         del folder
     except ValueError as err:

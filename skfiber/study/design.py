@@ -7,8 +7,8 @@ parameter dict per run: a full grid, uniform random samples, a Latin hypercube
 sensitivity indices.  Every random design takes a seed, so that a study is
 reproducible and can be resumed.
 
-Example
--------
+Examples
+--------
 >>> from skfiber.study.design import Parameter, make_design
 >>> rows = make_design([Parameter("sigma0", 10.0, 60.0), Parameter("smax", 2e7, 6e7)], "grid", n=2)
 >>> [tuple(r.values()) for r in rows]

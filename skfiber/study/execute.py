@@ -12,8 +12,8 @@ them again on another worker (dask's ``allowed-failures``, 3 by default);
 ``warmup`` runs once in every worker process when it starts, so that numba
 compiles or loads a model's kernels once per worker, not once per task.
 
-Example
--------
+Examples
+--------
 >>> import tempfile
 >>> from skfiber.study import Parameter, run_study
 >>> from skfiber.study.targets import quadratic

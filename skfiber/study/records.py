@@ -11,8 +11,8 @@ tidy table — one row per run: ``run``, the parameters, the outputs,
 pyarrow is there, else ``results.csv``.  Time series go to
 ``series/run_<k>.npz``.
 
-Example
--------
+Examples
+--------
 >>> import tempfile
 >>> folder = StudyFolder(tempfile.mkdtemp())
 >>> folder.record({"run": 0, "params": {"a": 1.0}, "status": "ok", "error": "", "wall_s": 0.1,

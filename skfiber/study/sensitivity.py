@@ -5,8 +5,8 @@ After a study with ``design="sobol"`` (Saltelli's samples, second-order terms of
 output's variance due to one parameter alone) and the total index ST (with all its
 interactions), each with the half-width of its 95 % bootstrap confidence interval.
 
-Example
--------
+Examples
+--------
 >>> import tempfile
 >>> import numpy as np
 >>> from skfiber.study import run_study

@@ -10,8 +10,8 @@ default parameter ranges, for ``skfiber study TARGET`` and for trying the machin
 * ``ishigami`` (:func:`ishigami`): the Ishigami function, whose Sobol indices are known in closed form
   (the sensitivity analysis's own check).
 
-Example
--------
+Examples
+--------
 >>> from skfiber.study.targets import TARGETS
 >>> sorted(TARGETS)
 ['cable-sag', 'ishigami', 'quadratic', 'upper-limb']
