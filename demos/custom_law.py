@@ -235,7 +235,8 @@ class HangingFiber:
     sag_static : downward displacement of the midpoint at static equilibrium (m)
     sag_exact : the same from the independent cable solution :func:`hanging_cable_sag` (m)
     end_force_exact : axial force at the ends from :func:`hanging_cable_sag` (N)
-    max_force_static : largest axial force along the fiber (N)
+    max_force_static : largest axial force along the fiber (N), recovered by L2 projection
+        (:func:`skfiber.recovered_axial_force`; the pointwise force wiggles on coarse meshes)
     min_force_static : smallest axial force along the fiber (N)
     sag_peak_dynamic : largest midpoint sag after gravity is switched on suddenly (m)
     sag_end_dynamic : midpoint sag at the end of the dynamic run (m)
@@ -309,7 +310,7 @@ def hanging_fiber(
         sag_static=float(-mid.position[2, 0]),
         sag_exact=sag_exact,
         end_force_exact=end_force_exact,
-        max_force_static=float(fields.force.max()),
+        max_force_static=float(sf.recovered_axial_force(model, static, fiber).max()),
         min_force_static=float(fields.force.min()),
         sag_peak_dynamic=float(-z_mid.min()),
         sag_end_dynamic=float(-z_mid[-1]),

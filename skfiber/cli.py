@@ -64,7 +64,7 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 def _number(text: str, convert, kind: str, accept, condition: str):
-    """``convert(text)`` if it converts and ``accept``\s it, else argparse's error saying what is wanted."""
+    """``convert(text)`` when it converts and ``accept(value)`` holds, else argparse's error saying what is wanted."""
     try:
         value = convert(text)
     except ValueError:

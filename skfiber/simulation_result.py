@@ -81,6 +81,8 @@ class SimulationResult:
         return self.state(-1)
 
     def state(self, i: int) -> State:
+        """The i-th kept state (t, u, v and, with rigid bodies, q, p) as a :class:`~skfiber.State`; its
+        accelerations are not kept (zero)."""
         q = p = None
         if self.coordinates is not None:
             q, p = self.coordinates[i].copy(), self.rigid_velocities[i].copy()

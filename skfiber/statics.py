@@ -92,6 +92,42 @@ def solve_static(
     A cable has no bending stiffness: with little or no prestress several
     equilibria may exist (e.g. the sag up or down of a straight cable under a
     transverse load); the one found depends on the path.  Check the branch.
+
+    Parameters
+    ----------
+    model
+        The model (fibers, loads, contacts, rigid bodies).
+    t
+        The time (s) of the loads, activations and prescribed displacements.
+    load_steps
+        Equal load (or time) increments from the start to ``t``.
+    state
+        The start (default: the reference configuration at load factor 0).
+    max_bisections
+        Halvings of a failing increment in a row.
+    newton_options
+        Newton's settings (:class:`~skfiber.NewtonOptions`).
+    relaxation
+        Try a failing fresh increment once more by pseudo-transient relaxation (see above).
+
+    Returns
+    -------
+    StaticResult
+        The equilibrium ``state``, the ``load_factors`` reached, the Newton ``iterations`` of each and
+        ``notes``.
+
+    Examples
+    --------
+    A taut string under its weight sags by about ρ g L² / (8 σ0) (σ0 the prestress):
+
+    >>> import skfiber as sf
+    >>> law = sf.prestress(1e5) + sf.passive_kelvin_voigt(mu_muscle=1e5, mu_tendon=1e5, eta_muscle=0, eta_tendon=0)
+    >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=8, law=law)  # ρ = 900 kg/m³
+    >>> model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+    >>> result = sf.solve_static(model)
+    >>> sag = -float(sf.fiber_fields(model, result.state, fiber, theta=[0.5]).position[2, 0])
+    >>> round(sag, 4), round(900 * 9.81 / (8 * 1e5), 4)
+    (0.011, 0.011)
     """
     if not isinstance(load_steps, (int, np.integer)) or isinstance(load_steps, bool) or load_steps < 1:
         raise ValueError(f"load_steps must be an integer ≥ 1, got {load_steps!r}")

@@ -321,8 +321,9 @@ def test_safeguard_keeps_newton_admissible():
                        max_step=lambda u, du: model.max_step(u, du, 0.0, delta_bar=0.25))
     assert report.step_fractions[0] == pytest.approx(delta) and report.step_fractions[-1] == 1.0
     assert np.min(cyl.gaps(model, u).admissibility) > 0.3
+    assert_fiber_in_equilibrium(model, cyl, u)
     force, _ = cyl.resultant(model, u, 0.0)  # the cylinder carries a good part of the 94 N
-    assert force[2] == pytest.approx(-34.27, rel=1e-3)
+    assert force[2] == pytest.approx(-34.27, rel=1e-3)  # (a regression value: the balance above is the check)
 
 
 def test_safeguard_estimate_is_a_lower_bound(rng):
@@ -401,6 +402,20 @@ def test_demo_small(capsys):
     assert "-12.07385" in "\n".join(lines) and "-12.36233" in "\n".join(lines)  # 16 and 64 elements
 
 
+def assert_fiber_in_equilibrium(model, cyl, u):
+    """The whole fiber at rest: its load, the supports' reactions (the residual at the fixed DOFs: the
+    internal forces of a translation sum to zero) and the cylinder's push (minus the force the fiber exerts
+    on it, :meth:`CylinderContact.resultant`, summed by its own code) add up to zero."""
+    z = np.zeros(model.n_dofs)
+    G = model.evaluate(u, z, z, 0.0, c_v=0.0, c_a=0.0).residual
+    values = model.constrained_dofs[model.constrained_dofs % 6 < 3]
+    reactions = np.bincount(values % 6, weights=G[values], minlength=3)
+    load = model.external_force(0.0).reshape(-1, 6)[:, :3].sum(axis=0)
+    force, _ = cyl.resultant(model, u, 0.0)
+    assert force[2] < -10.0 and reactions[2] > 10.0  # both carry a good part of the load
+    np.testing.assert_allclose(load + reactions - force, 0.0, atol=1e-9 * np.linalg.norm(load))
+
+
 def trial_safeguard_first_step():
     """A prestressed fiber pressed onto a cylinder with safeguard="trial": model, cylinder,
     solver, the reference state z, its evaluation and the first Newton step du (too long)."""
@@ -427,6 +442,7 @@ def test_trial_safeguard_keeps_the_margin_at_the_end_of_the_step():
     assert np.any(cyl.gaps(model, 2 * delta * du).admissibility <= 0.25 * np.minimum(before, 1.0))  # δ is the largest
     u, report = newton(lambda u: model.evaluate(u, z, z, 0.0, c_v=0.0, c_a=0.0), z, solver,
                        max_step=lambda u, du: model.max_step(u, du, 0.0, delta_bar=0.25))
+    assert_fiber_in_equilibrium(model, cyl, u)
     assert cyl.resultant(model, u, 0.0)[0][2] == pytest.approx(-34.27, rel=1e-3)  # as with the element-wise bound
 
 

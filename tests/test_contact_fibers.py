@@ -13,10 +13,6 @@ from skfiber.contact.fiber_geometry import fiber_setup, fiber_state
 from skfiber.contact.fibers import FiberContact
 from skfiber.linalg import ConstrainedSolver
 
-HAS_ADD_CONTACT = hasattr(sf.Model, "add_contact")
-needs_model_contact = pytest.mark.skipif(
-    not HAS_ADD_CONTACT, reason="Model.add_contact (the model integration of contacts) is not available yet"
-)
 
 LAW = sf.passive_kelvin_voigt(mu_muscle=100.0, mu_tendon=100.0, eta_muscle=0.0, eta_tendon=0.0) + sf.prestress(100.0)
 
@@ -529,7 +525,6 @@ def test_tangent_with_the_closest_point_at_a_fiber_end():
     assert fd_error(contact, model, u, [rng.standard_normal(model.n_dofs) for _ in range(3)]) < 1e-6
 
 
-@needs_model_contact
 def test_check_tangent_of_the_model_with_fiber_contact():
     rng = np.random.default_rng(4)
     model, u = _tangent_model(rng)
@@ -551,7 +546,6 @@ def _crossing(load):
     return model, a, FiberContact(contact_law(kappa=100.0, gamma=2.0))
 
 
-@needs_model_contact
 def test_safeguard_keeps_newton_out_of_the_inadmissible_zone():
     model, upper, contact = _crossing(-0.8)
     model.add_contact(contact)
@@ -813,7 +807,6 @@ def _solve_with_penalty_continuation(model, contact, factors=(0.01, 0.1)):
     return state
 
 
-@needs_model_contact
 def test_squeezed_bundle_converges_and_stays_admissible_over_100_seeds():
     worst = np.inf
     for seed in range(100):
@@ -840,7 +833,6 @@ def test_squeezed_bundle_converges_and_stays_admissible_over_100_seeds():
     assert worst < 0.999
 
 
-@needs_model_contact
 def test_penalty_continuation_reaches_the_equilibrium_of_the_direct_solve():
     """The softer stages only lead the way: the end state is the κ = 1000 equilibrium itself."""
     model, contact = _squeezed_bundle(4)

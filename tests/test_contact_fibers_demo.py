@@ -17,10 +17,52 @@ def test_small_study_numbers(small):
     # the lower fiber is pressed down by ≈ 2.5 cm, except with 8 elements, where none of its
     # own contact points lies in the contact zone (two half passes, 5 points per element)
     assert np.allclose(small.lower_uz, [0.0, -0.0256129, -0.0247083], atol=2e-6)
-    assert np.allclose(small.errors[:2], [2.329e-2, 1.085e-3], rtol=2e-3) and small.errors[2] == 0.0
+    # (regression values: the balance of forces below is the check against physics)
+    assert np.allclose(small.errors[:2], [2.329e-2, 1.085e-3], rtol=2e-3)
     assert 4.3 < small.rate < 4.5  # pre-asymptotic (see the module notes)
     assert all(a > 0 for a in small.active)
     assert all(0.99 < m < 1.0 for m in small.min_admissibility)  # in contact, small penetration
+
+
+def contact_sums(model, state):
+    """Per fiber: the sums (3,) of the contact force on it (minus the contact's residual), its load and its
+    supports' reactions (the residual at its fixed DOFs: the internal forces of a translation sum to zero)."""
+    z = np.zeros(model.n_dofs)
+    G = model.evaluate(state.u, z, z, 0.0, c_v=0.0, c_a=0.0).residual
+    contact = -model.contacts[0].evaluate(model, state.u, 0.0).residual
+    load = model.external_force(0.0)
+    fixed = np.zeros(model.n_dofs, dtype=bool)
+    fixed[model.constrained_dofs] = True
+    sums = {}
+    for fd in model.discretization.fiber_dofs:
+        values = (6 * fd.nodes[:, None] + np.arange(3)).ravel()
+        sums[model.fibers[fd.index].name] = {
+            "contact": contact[values].reshape(-1, 3).sum(axis=0), "load": load[values].reshape(-1, 3).sum(axis=0),
+            "reactions": G[values][fixed[values]].reshape(-1, 3).sum(axis=0)}
+    return sums
+
+
+def test_each_fiber_s_supports_carry_its_load_less_its_contact_force(small):
+    for n, (model, state) in small.states.items():
+        sums = contact_sums(model, state)
+        weight = abs(sums["upper"]["load"][2])
+        assert 0.1 * weight < sums["upper"]["contact"][2] < weight, n  # the lower fiber holds up a share
+        for fiber in sums.values():  # each fiber at rest
+            np.testing.assert_allclose(fiber["reactions"] + fiber["load"] + fiber["contact"], 0.0, atol=1e-8 * weight)
+
+
+def test_the_two_half_passes_balance_as_the_mesh_is_refined(small):
+    """The paper's two-half-pass contact puts each fiber's contact force on its own contact points only,
+    so the forces on the two fibers are opposite only in the limit (Newton's third law is not built in):
+    at 8 elements the lower fiber has no point in the contact zone and feels nothing; the imbalance falls
+    with h (measured 100 %, 9.5 %, 1.2 % at 8, 16, 32 elements)."""
+    imbalance = []
+    for n in small.levels:
+        sums = contact_sums(*small.states[n])
+        upper, lower = sums["upper"]["contact"], sums["lower"]["contact"]
+        imbalance.append(np.linalg.norm(upper + lower) / np.linalg.norm(upper))
+    assert imbalance[0] > 0.9 and imbalance[1] < 0.15 and imbalance[2] < 0.02
+    assert imbalance[2] < imbalance[1] / 4
 
 
 def test_main_prints_table_and_summary(capsys):

@@ -86,7 +86,7 @@ def test_hanging_fiber(result):
         assert abs(h.weight_balance_error) < 5e-3
         # the independent cable solution (quadrature + root search)
         assert h.sag_static == pytest.approx(h.sag_exact, rel=1e-3)
-        assert h.max_force_static == pytest.approx(h.end_force_exact, rel=5e-2)
+        assert h.max_force_static == pytest.approx(h.end_force_exact, rel=5e-4)  # (recovered N; 1.2e-4 measured at 8 elements)
         # a suddenly applied load overshoots, but less than twice (damped)
         assert h.sag_static < h.sag_peak_dynamic < 2 * h.sag_static
 

@@ -153,4 +153,5 @@ def test_the_skfiber_command_finds_and_imports_the_demo():
     import importlib
 
     module = importlib.import_module("skfiber.demos.elbow_bundle")
-    assert module.drag_term is not None and module.__doc__.startswith("The elbow with a biceps of many fibers")
+    assert module.drag_term.__module__ == "skfiber.demos.custom_term"
+    assert module.__doc__.startswith("The elbow with a biceps of many fibers")

@@ -5,6 +5,7 @@ import pytest
 import skfiber as sf
 from skfiber.contact import FiberContact
 from skfiber.demos import upper_limb
+from skfiber.postprocess import fiber_fields
 
 
 @pytest.fixture(scope="module")
@@ -253,8 +254,18 @@ def test_forearm_hangs_nearly_downward_at_rest():
     the static equilibrium with all bodies and fibers (solve_static with rigid bodies)."""
     model = upper_limb.build_model(8, fiber_contact=False)   # with fiber–fiber contact: −0.26° (35 s)
     result = sf.solve_static(model, t=0.0)
-    angle = np.degrees(result.state.q[0])
+    state = result.state
+    angle = np.degrees(state.q[0])
     assert abs(angle) < 1.0 and angle != 0.0  # −0.46° with these attachment points
+    # the forearm's moments about the elbow balance: the insertion forces' and the weight's (the wrapping
+    # cylinder's axis is the elbow's, so its frictionless contact forces have no moment about it)
+    axis, elbow = np.array([0.0, -1.0, 0.0]), upper_limb.ELBOW
+    forces = model.attachment_forces(state)
+    muscles = sum(np.cross(fiber_fields(model, state, f, points_per_element=1).position[:, -1] - elbow,
+                           forces[f"{f.name}.insertion"]) @ axis for f in model.fibers)
+    centre = elbow + 0.287 / 2 * np.array([np.sin(state.q[0]), 0.0, -np.cos(state.q[0])])
+    weight = np.cross(centre - elbow, 1.50 * np.array([0.0, 0.0, -9.81])) @ axis
+    assert abs(weight) > 1e-3 and abs(muscles + weight) <= 1e-5 * abs(weight)
 
 
 def test_end_of_step_safeguard_check_changes_nothing(monkeypatch):

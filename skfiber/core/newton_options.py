@@ -26,6 +26,30 @@ class NewtonOptions:
     F_ref being the largest of the norms of the internal, inertial and external
     forces, and F_roundoff ≈ 10⁴ ε ‖Σₑ ‖Fₑ‖‖ the floor that round-off puts on
     the assembled internal force (large element forces that cancel).
+
+    Parameters
+    ----------
+    rtol, atol
+        Relative tolerance (of F_ref) and absolute tolerance (N) of the residual.
+    max_iterations
+        Iterations before Newton gives up (a time step is then split, a load step bisected).
+    safeguard, min_step
+        The contact safeguard δ̄ of paper eq. 71 and the smallest step fraction it may take.
+    line_search, line_search_decrease
+        Halvings of the backtracking line search on ‖G‖, and its sufficient decrease.
+    stagnation_window
+        Give up when ‖G‖ has not dropped by 10 % over this many iterations (0: never; None: 1 in
+        time steps, 5 in static solves).
+    jacobian_reuse, reuse_max_rate, reuse_max_change
+        Modified Newton in time steps, and when it makes a fresh tangent.
+    The other fields are described where they are declared (``help(NewtonOptions)``).
+
+    Examples
+    --------
+    >>> from skfiber import NewtonOptions
+    >>> options = NewtonOptions(rtol=1e-6, max_iterations=10, stagnation_window=3)
+    >>> options.line_search, options.safeguard
+    (6, 0.25)
     """
 
     rtol: float = 1e-9

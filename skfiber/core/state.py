@@ -39,6 +39,14 @@ class State:
     ``p_prev`` are the state at t − ``dt_last``, the earlier point of a BDF2
     step (:mod:`skfiber.core.bdf`; empty: unknown, the next step is backward
     Euler).  Without a rigid system q, p and b are empty.
+
+    Examples
+    --------
+    >>> import skfiber as sf
+    >>> model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)])
+    >>> state = model.initial_state()   # at rest in the reference configuration, t = 0
+    >>> state.t, state.u.shape, state.q.shape
+    (0.0, (18,), (0,))
     """
 
     t: float
@@ -86,6 +94,7 @@ class State:
         return State(self.t, self.u.copy(), self.v.copy(), self.a.copy(), self.q.copy(), self.p.copy(), self.b.copy())
 
     def copy(self) -> "State":
+        """A deep copy (every array copied): a state to change without changing this one."""
         return State(self.t, self.u.copy(), self.v.copy(), self.a.copy(), self.q.copy(), self.p.copy(), self.b.copy(),
                      self.a_prev.copy(), self.b_prev.copy(), self.dt_last, self.u_prev.copy(), self.v_prev.copy(),
                      self.q_prev.copy(), self.p_prev.copy())
