@@ -75,7 +75,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import skfiber as sf
-from skfiber.cli import ArgumentParser
+from skfiber.cli import ArgumentParser, output_file
 from skfiber.contact import PenaltyLaw
 from skfiber.contact.cylinder import CylinderContact
 
@@ -302,6 +302,8 @@ def main(argv=None) -> int:
     parser.add_argument("--small", action="store_true", help="only 5 and 8 points (32 elements) and 16, 32, 64 elements (faster)")
     parser.add_argument("--plot", metavar="FILE.png", default=None, help="save a figure (needs matplotlib)")
     args = parser.parse_args(argv)
+    if args.plot:
+        output_file(parser, "--plot", args.plot)
     res = run(small=args.small)
     print("fiber over a rigid cylinder (paper §5.2, Table 2): both ends fixed, "
           f"b0 = (0, 0, {LOAD:g}) N/m³ per volume (= {np.pi * RADIUS**2 * LOAD:.3f} N/m), κ = {KAPPA:g} N/m, γ = {GAMMA:g}")

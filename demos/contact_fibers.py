@@ -81,7 +81,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import skfiber as sf
-from skfiber.cli import ArgumentParser
+from skfiber.cli import ArgumentParser, output_file
 from skfiber.contact import PenaltyLaw
 from skfiber.contact.fibers import FiberContact
 
@@ -216,6 +216,8 @@ def main(argv=None) -> ContactFibersResult:
     parser.add_argument("--small", action="store_true", help="8, 16, 32 elements (fast)")
     parser.add_argument("--plot", metavar="FILE.png", help="save the deformed fibers and the convergence plot")
     args = parser.parse_args(argv)
+    if args.plot:
+        output_file(parser, "--plot", args.plot)
     t0 = time.perf_counter()
     result = run(small=args.small)
     print("Fiber–fiber contact, paper §5.3 / Table 3 (lower fiber mirrored to z = −0.15)")

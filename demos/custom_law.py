@@ -50,7 +50,7 @@ import sympy as sp
 from scipy.optimize import brentq
 
 import skfiber as sf
-from skfiber.cli import ArgumentParser, nonnegative_float, positive_float, positive_int
+from skfiber.cli import ArgumentParser, nonnegative_float, output_file, positive_float, positive_int
 from skfiber.reference import hanging_cable, stretch_for_force
 
 __all__ = [
@@ -237,7 +237,7 @@ class HangingFiber:
     end_force_exact : axial force at the ends from :func:`hanging_cable_sag` (N)
     max_force_static : largest axial force along the fiber (N), recovered by L2 projection
         (:func:`skfiber.recovered_axial_force`; the pointwise force wiggles on coarse meshes)
-    min_force_static : smallest axial force along the fiber (N)
+    min_force_static : smallest axial force along the fiber (N), recovered likewise
     sag_peak_dynamic : largest midpoint sag after gravity is switched on suddenly (m)
     sag_end_dynamic : midpoint sag at the end of the dynamic run (m)
     t_end : end of the dynamic run (s)
@@ -302,6 +302,7 @@ def hanging_fiber(
     weight = q * 1.0
     sag_exact, end_force_exact = hanging_cable_sag(law, q=q, span=stretch)
 
+    recovered = sf.recovered_axial_force(model, static, fiber)  # (N at a point wiggles on coarse meshes)
     sim = sf.simulate(model, t_end=t_end, dt=dt, state=stretched, progress=False)
     # X_z = 0, so the vertical displacement is the height
     z_mid = np.array([d.evaluate(u, fiber, np.array([0.5]))[2, 0] for u in sim.displacements])
@@ -310,8 +311,8 @@ def hanging_fiber(
         sag_static=float(-mid.position[2, 0]),
         sag_exact=sag_exact,
         end_force_exact=end_force_exact,
-        max_force_static=float(sf.recovered_axial_force(model, static, fiber).max()),
-        min_force_static=float(fields.force.min()),
+        max_force_static=float(recovered.max()),
+        min_force_static=float(recovered.min()),
         sag_peak_dynamic=float(-z_mid.min()),
         sag_end_dynamic=float(-z_mid[-1]),
         t_end=float(sim.times[-1]),
@@ -452,6 +453,8 @@ def main(argv=None) -> CustomLawResult:
     parser.add_argument("--small", action="store_true", help="quick run (8 elements, 0.3 s)")
     parser.add_argument("--plot", metavar="FILE.png", help="save the static sag curves (needs matplotlib)")
     args = parser.parse_args(argv)
+    if args.plot:
+        output_file(parser, "--plot", args.plot)
     result = run(n_elements=args.elements, prestretch=args.prestretch, t_end=args.t_end, dt=args.dt, small=args.small)
     _print_report(result)
     if args.plot:

@@ -58,7 +58,7 @@ from skfem import BilinearForm, LinearForm
 from skfem.helpers import dot
 
 import skfiber as sf
-from skfiber.cli import ArgumentParser, positive_int
+from skfiber.cli import ArgumentParser, output_file, positive_int
 from skfiber.reference import hanging_cable
 from skfiber.terms import Term, d2
 
@@ -611,6 +611,8 @@ def main(argv=None) -> CustomTermResult:
     parser.add_argument("--small", action="store_true", help="quick run (8 elements)")
     parser.add_argument("--plot", metavar="FILE.png", help="save the gravity sag curves (needs matplotlib)")
     args = parser.parse_args(argv)
+    if args.plot:
+        output_file(parser, "--plot", args.plot)
     result = run(n_elements=args.elements, small=args.small)
     _print_report(result)
     if args.plot:

@@ -31,7 +31,7 @@ import meshio
 import numpy as np
 
 import skfiber as sf
-from skfiber.cli import ArgumentParser, positive_float, positive_int
+from skfiber.cli import ArgumentParser, output_folder, positive_float, positive_int
 from skfiber.io import load_checkpoint, read_pvd
 from skfiber.progress import PROGRESS_TERMS
 from skfiber.run import RunResult, checkpoint_path, run_simulation
@@ -172,6 +172,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.level < 1:
         parser.error(f"--level must be ≥ 1, got {args.level}")
+    if args.out is not None:
+        output_folder(parser, "--out", args.out)
     if args.resume and args.out is None:
         parser.error("--resume needs --out (the folder with the checkpoint)")
     tic = time.perf_counter()

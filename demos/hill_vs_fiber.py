@@ -441,7 +441,7 @@ def main(argv: list[str] | None = None) -> Comparison:
                         help="directory for CSV/PNG files (default hill_vs_fiber_output)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines of the fiber model")
     args = parser.parse_args(argv)
-    output_folder(parser, "--output", args.output)
+    output_folder(parser, "--output/--out", args.output)
 
     start = time.perf_counter()
     mappings = hill_mappings()

@@ -90,7 +90,7 @@ import numpy as np
 import sympy as sp
 
 import skfiber as sf
-from skfiber.cli import ArgumentParser
+from skfiber.cli import ArgumentParser, output_file
 from skfiber.materials import SYMBOLS, SymbolicLaw
 
 __all__ = [
@@ -664,6 +664,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--small", action="store_true", help="fewer step sizes and meshes (seconds instead of tens of seconds)")
     parser.add_argument("--plot", metavar="FILE.png", help="save the convergence plots (needs matplotlib)")
     args = parser.parse_args(argv)
+    if args.plot:
+        output_file(parser, "--plot", args.plot)
     result = run(small=args.small)
     print(result.temporal.table())
     print()

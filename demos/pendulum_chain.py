@@ -83,7 +83,7 @@ from typing import Sequence
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from skfiber.cli import ArgumentParser
+from skfiber.cli import ArgumentParser, output_file
 from skfiber.rigid import (
     Body,
     Characteristic,
@@ -500,6 +500,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--plot", metavar="FILE.png", help="save the convergence plots (needs matplotlib)")
     parser.add_argument("--progress", action="store_true", help="one line per run on stderr")
     args = parser.parse_args(argv)
+    if args.plot:
+        output_file(parser, "--plot", args.plot)
     if args.links is not None and not all(1 <= n <= 8 for n in args.links):
         parser.error(f"--links must be between 1 and 8, got {args.links}")
     result = run(small=args.small, links=args.links, progress=args.progress)

@@ -66,4 +66,3 @@ sphinx_gallery_conf = {
     "remove_config_comments": True,
     "min_reported_time": 1,
 }
-

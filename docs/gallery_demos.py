@@ -1,4 +1,4 @@
-"""The demo gallery's hooks for sphinx-gallery, and a docstring fix for numpydoc (docs/conf.py).
+"""The demo gallery's hooks for sphinx-gallery (docs/conf.py).
 
 In a module of their own so that Sphinx can pickle the configuration that names them.
 """
@@ -62,4 +62,3 @@ class DemoFigures:
 
     def __repr__(self):
         return "DemoFigures()"
-

@@ -24,6 +24,7 @@ run that did not converge, a bug); ``skfiber --debug …`` adds the traceback.
 from __future__ import annotations
 
 import argparse
+import contextvars
 import importlib
 import math
 import os
@@ -37,7 +38,7 @@ from typing import Sequence
 from .study import command as study_command
 
 __all__ = ["main", "demo_names", "VERIFY", "ArgumentParser", "positive_float", "positive_int", "nonnegative_float",
-           "nonnegative_int", "output_folder", "BAD_INPUT"]
+           "nonnegative_int", "output_folder", "output_file", "BAD_INPUT"]
 
 #: Demos that are verification studies, run as ``main(["--small"])`` by ``skfiber verify``.
 VERIFY = ("manufactured-solution", "pendulum-chain")
@@ -53,9 +54,21 @@ class UsageError(Exception):
     """Bad arguments or paths: printed as ``skfiber …: error: …``, exit code 2."""
 
 
+#: the program name of the demo that ``skfiber run`` is running (:func:`_call_main`): the default ``prog`` of
+#: its :class:`ArgumentParser` (argparse's own default, from ``sys.argv[0]`` or ``__main__``, names the
+#: interpreter or the test runner there)
+_DEMO_PROG: contextvars.ContextVar[str | None] = contextvars.ContextVar("skfiber_demo_prog", default=None)
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse's parser whose errors are one line on stderr, ``PROG: error: …; see PROG --help``, exit code 2
-    (the usage block is for ``--help``)."""
+    (the usage block is for ``--help``).  Under ``skfiber run DEMO`` its default ``prog`` is
+    ``skfiber run DEMO``."""
+
+    def __init__(self, *args, **kwargs):
+        if not args and "prog" not in kwargs and _DEMO_PROG.get() is not None:
+            kwargs["prog"] = _DEMO_PROG.get()
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         # under 'skfiber run DEMO' the demo's options are shown by 'skfiber run DEMO -- --help'
@@ -118,6 +131,16 @@ def output_folder(parser: argparse.ArgumentParser, option: str, folder: str | os
     return path
 
 
+def output_file(parser: argparse.ArgumentParser, option: str, file: str | os.PathLike) -> Path:
+    """Check a demo's output file (e.g. ``--plot FILE.png``) before anything runs: not a folder, its folder
+    made (:func:`output_folder`), or the parser's one-line error naming ``option``."""
+    path = Path(file)
+    if path.is_dir():
+        parser.error(f"{option} {path} is a folder; give a file name")
+    output_folder(parser, option, path.parent)
+    return path
+
+
 def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split()) or type(err).__name__
 
@@ -165,18 +188,21 @@ def _exit_code(value) -> int:
 
 
 def _call_main(module, argv: list[str], prog: str | None = None) -> int:
-    """``module.main(argv)``'s exit code; with ``prog``, the demo's usage and error lines name it (its
-    parser takes its name from ``sys.argv[0]``)."""
+    """``module.main(argv)``'s exit code; with ``prog``, the demo's usage and error lines name it (the
+    default ``prog`` of :class:`ArgumentParser`, and ``sys.argv[0]`` for a plain argparse parser)."""
     if not callable(getattr(module, "main", None)):
         raise UsageError(f"demo module {module.__name__} has no main(argv) function")
     saved = sys.argv[0] if sys.argv else None
+    token = _DEMO_PROG.set(prog) if prog is not None else None
     if prog is not None and sys.argv:
-        sys.argv[0] = prog
+        sys.argv[0] = prog  # (a demo's parser that is plain argparse's)
     try:
         return _exit_code(module.main(argv))
     except SystemExit as exc:  # argparse errors (2) or sys.exit in the demo
         return exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_FAILED)
     finally:
+        if token is not None:
+            _DEMO_PROG.reset(token)
         if prog is not None and sys.argv:
             sys.argv[0] = saved
 

@@ -383,8 +383,8 @@ class Model:
             ``None`` (default): derived.  The form compiler differentiates the
             traced residual symbolically (∂/∂x + c_v ∂/∂ẋ + c_a ∂/∂ẍ); a form it
             cannot trace gets the complex-step tangent on the numpy path.  An
-            explicit tangent is used only on the numpy path
-            (``Model(compiled=False)`` or an untraceable form); check it with
+            explicit tangent is compiled with the residual (and used as written
+            on the numpy path, ``Model(compiled=False)``); check it with
             :func:`skfiber.check_tangent`.
         name
             The term's name (default ``term<k>``), for ``parts`` and reports.

@@ -127,6 +127,8 @@ def simulate(
         equal intervals), interpolated between steps; ``result.step_counts``
         holds the accepted and rejected steps, Newton iterations and tangent
         builds.
+    h_min, h_max
+        The smallest and largest step (s) of an error-controlled run (see ``rtol``).
     output_times
         The times (s) of the states of an error-controlled run (see ``rtol``).
     state

@@ -314,6 +314,8 @@ def screenshot(source, filename: str | os.PathLike, **options) -> Path:
     filename = Path(filename)
     if filename.suffix.lower() not in (".png", ".jpg", ".jpeg"):
         raise ValueError(f"screenshot file {filename} must end in .png or .jpg")
+    if "window_size" in options:
+        _check_window_size(options["window_size"])
     filename.parent.mkdir(parents=True, exist_ok=True)
     options["off_screen"] = True
     plotter = scene(source, **options)
@@ -355,6 +357,7 @@ def movie(
         raise ValueError(f"every must be an integer ≥ 1, got {every!r}")
     if not fps > 0:
         raise ValueError(f"fps must be > 0, got {fps!r}")
+    _check_window_size(window_size)
     series = Series(pvd)
     indices = list(range(0, len(series), every))
     if indices[-1] != len(series) - 1:

@@ -5,6 +5,7 @@ One table of bad API inputs and one of bad command lines; none may be accepted s
 from __future__ import annotations
 
 import re
+import sys
 import traceback
 from pathlib import Path
 
@@ -480,3 +481,19 @@ def test_a_demo_error_under_skfiber_run_points_to_its_help(capsys):
     err = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
     assert code == 2 and len(err) == 1
     assert err[0].startswith("skfiber run custom-law: error:") and err[0].endswith("see skfiber run custom-law -- --help")
+
+
+def test_a_demo_is_named_without_sys_argv(monkeypatch, capsys):
+    """'skfiber run DEMO' names the demo in its errors whatever ``sys.argv`` holds (argparse's own default
+    program name comes from it, or from ``__main__``)."""
+    monkeypatch.setattr(sys, "argv", [])
+    code = cli.main(["run", "custom-law", "--", "--elements", "0"])
+    err = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert code == 2 and err[0].startswith("skfiber run custom-law: error: argument --elements")
+
+
+def test_a_plot_file_is_checked_before_the_run(cli_folders, capsys):
+    """A --plot FILE.png that cannot be written stops the demo before it runs (its folder is a file)."""
+    code = cli.main(["run", "custom-law", "--", "--plot", str(cli_folders["file"] / "sag.png")])
+    err = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert code == 2 and len(err) == 1 and "--plot" in err[0]

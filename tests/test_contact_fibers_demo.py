@@ -25,30 +25,23 @@ def test_small_study_numbers(small):
 
 
 def contact_sums(model, state):
-    """Per fiber: the sums (3,) of the contact force on it (minus the contact's residual), its load and its
-    supports' reactions (the residual at its fixed DOFs: the internal forces of a translation sum to zero)."""
-    z = np.zeros(model.n_dofs)
-    G = model.evaluate(state.u, z, z, 0.0, c_v=0.0, c_a=0.0).residual
+    """Per fiber: the sums (3,) of the contact force on it (minus the contact's residual) and of its load
+    (the value DOFs' entries: the Hermite value functions sum to 1)."""
     contact = -model.contacts[0].evaluate(model, state.u, 0.0).residual
     load = model.external_force(0.0)
-    fixed = np.zeros(model.n_dofs, dtype=bool)
-    fixed[model.constrained_dofs] = True
     sums = {}
     for fd in model.discretization.fiber_dofs:
         values = (6 * fd.nodes[:, None] + np.arange(3)).ravel()
         sums[model.fibers[fd.index].name] = {
-            "contact": contact[values].reshape(-1, 3).sum(axis=0), "load": load[values].reshape(-1, 3).sum(axis=0),
-            "reactions": G[values][fixed[values]].reshape(-1, 3).sum(axis=0)}
+            "contact": contact[values].reshape(-1, 3).sum(axis=0), "load": load[values].reshape(-1, 3).sum(axis=0)}
     return sums
 
 
-def test_each_fiber_s_supports_carry_its_load_less_its_contact_force(small):
+def test_the_lower_fiber_holds_up_a_share_of_the_upper_one_s_load(small):
     for n, (model, state) in small.states.items():
         sums = contact_sums(model, state)
         weight = abs(sums["upper"]["load"][2])
-        assert 0.1 * weight < sums["upper"]["contact"][2] < weight, n  # the lower fiber holds up a share
-        for fiber in sums.values():  # each fiber at rest
-            np.testing.assert_allclose(fiber["reactions"] + fiber["load"] + fiber["contact"], 0.0, atol=1e-8 * weight)
+        assert 0.1 * weight < sums["upper"]["contact"][2] < weight, n
 
 
 def test_the_two_half_passes_balance_as_the_mesh_is_refined(small):

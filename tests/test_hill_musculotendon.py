@@ -436,6 +436,56 @@ def _opensim_muscle(osim, damping, rigid):
     return model, muscle, state, joint.getCoordinate()
 
 
+#: OpenSim 4.6's Millard2012EquilibriumMuscle on the model of :func:`_opensim_muscle` (recorded 2026-11-29 with
+#: the same calls as the live comparison below): elastic tendon, damped (damping 0.1) and undamped
+#: (equilibrium): (musculotendon length m, activation, fiber length m, fiber velocity m/s, tendon force N,
+#: pennation angle rad); rigid tendon: (musculotendon length m, its velocity m/s, activation, fiber length m,
+#: fiber velocity m/s, tendon force N).  For the machines without OpenSim's wheels.
+OPENSIM_RECORDED = {
+    "damped": [
+        (0.3, 0.5, 0.1, -0.08475691081585855, 308.41587058295806, 0.3),
+        (0.31, 0.2, 0.09, 30.471827122318057, 3131.2681761443614, 0.3345623160686406),
+        (0.28, 1.0, 0.07, 10.730824295700497, 1946.2088590977983, 0.43583966946290587),
+        (0.33, 0.05, 0.12, 14.883937788857086, 1546.5978742112711, 0.24882657062107658),
+        (0.3, 0.01, 0.1, 3.0883480647247437, 308.41587058295806, 0.3),
+        (0.29, 0.7, 0.095, -0.6318192216393516, 0.0, 0.3163227878957626),
+    ],
+    "equilibrium": [
+        (0.3, 0.5, 0.1, -0.09204645629686091, 308.41587058295806, 0.3),
+        (0.31, 0.2, 0.09, 213.32654971399595, 3131.2681761443614, 0.3345623160686406),
+        (0.28, 1.0, 0.07, 19.653697234013205, 1946.2088590977983, 0.43583966946290587),
+        (0.33, 0.05, 0.12, 482.8673998052037, 1546.5978742112711, 0.24882657062107658),
+        (0.3, 0.01, 0.1, 412.7797419632991, 308.41587058295806, 0.3),
+        (0.29, 0.7, 0.095, -1.0, 0.0, 0.3163227878957626),
+    ],
+    "rigid": [
+        (0.3, 0.0, 1.0, 0.10427522201103963, 0.0, 961.9579877520523),
+        (0.31, 0.3, 0.5, 0.11390049133103688, 0.289726581635981, 620.2140239242375),
+        (0.28, -0.4, 0.8, 0.08528377293161701, -0.37521792129973575, 140.36545411603183),
+        (0.25, -0.4, 0.8, 0.05808030583125064, -0.34435080383545114, 45.435852649374404),
+        (0.33, 1.5, 0.3, 0.133316622839958, 1.4626833161989916, 564.6073606226795),
+        (0.26, -2.5, 0.05, 0.06688289710719482, -2.2427258161319092, 0.0),
+    ],
+}
+
+
+def test_musculotendon_matches_recorded_opensim():
+    """The comparison below against OpenSim's recorded numbers: it runs where OpenSim has no wheel too."""
+    for formulation in ("damped", "equilibrium"):
+        mine = Millard2012Muscle(PARAMS, formulation=formulation)
+        for lmt, a, lce, velocity, force, pennation in OPENSIM_RECORDED[formulation]:
+            r = mine.evaluate(activation=a, musculotendon_length=lmt, fiber_length=lce)
+            assert float(r.fiber_velocity) == pytest.approx(velocity, rel=1e-8, abs=1e-9)
+            assert float(r.tendon_force) == pytest.approx(force, rel=1e-10)
+            assert float(r.pennation_angle) == pytest.approx(pennation, rel=1e-12)
+    mine = Millard2012Muscle(PARAMS, formulation="rigid")
+    for lmt, v, a, length, velocity, force in OPENSIM_RECORDED["rigid"]:
+        r = mine.evaluate(activation=a, musculotendon_length=lmt, musculotendon_velocity=v)
+        assert float(r.fiber_length) == pytest.approx(length, rel=1e-12)
+        assert float(r.fiber_velocity) == pytest.approx(velocity, rel=1e-10, abs=1e-12)
+        assert float(r.tendon_force) == pytest.approx(force, rel=1e-10, abs=1e-9)
+
+
 def test_musculotendon_matches_opensim():
     osim = pytest.importorskip(
         "opensim", reason="OpenSim's Python package is not installed (pip install -e '.[opensim]') - "

@@ -42,7 +42,14 @@ class NewtonOptions:
         time steps, 5 in static solves).
     jacobian_reuse, reuse_max_rate, reuse_max_change
         Modified Newton in time steps, and when it makes a fresh tangent.
-    The other fields are described where they are declared (``help(NewtonOptions)``).
+    compiled_step
+        Fiber-only time steps as one compiled call each (None: chosen per run; True; False).
+    linear_fraction
+        An iterative linear solve stops at this fraction of Newton's tolerance (inexact Newton).
+
+    Notes
+    -----
+    The source declares each field with a longer comment (its reasons and measurements).
 
     Examples
     --------
