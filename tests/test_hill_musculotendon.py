@@ -469,21 +469,29 @@ OPENSIM_RECORDED = {
 }
 
 
+def _elastic_matches(mine, lmt, a, lce, velocity, force, pennation):
+    r = mine.evaluate(activation=a, musculotendon_length=lmt, fiber_length=lce)
+    assert float(r.fiber_velocity) == pytest.approx(velocity, rel=1e-8, abs=1e-9)
+    assert float(r.tendon_force) == pytest.approx(force, rel=1e-10)
+    assert float(r.pennation_angle) == pytest.approx(pennation, rel=1e-12)
+
+
+def _rigid_matches(mine, lmt, v, a, length, velocity, force):
+    r = mine.evaluate(activation=a, musculotendon_length=lmt, musculotendon_velocity=v)
+    assert float(r.fiber_length) == pytest.approx(length, rel=1e-12)
+    assert float(r.fiber_velocity) == pytest.approx(velocity, rel=1e-10, abs=1e-12)
+    assert float(r.tendon_force) == pytest.approx(force, rel=1e-10, abs=1e-9)
+
+
 def test_musculotendon_matches_recorded_opensim():
     """The comparison below against OpenSim's recorded numbers: it runs where OpenSim has no wheel too."""
     for formulation in ("damped", "equilibrium"):
         mine = Millard2012Muscle(PARAMS, formulation=formulation)
-        for lmt, a, lce, velocity, force, pennation in OPENSIM_RECORDED[formulation]:
-            r = mine.evaluate(activation=a, musculotendon_length=lmt, fiber_length=lce)
-            assert float(r.fiber_velocity) == pytest.approx(velocity, rel=1e-8, abs=1e-9)
-            assert float(r.tendon_force) == pytest.approx(force, rel=1e-10)
-            assert float(r.pennation_angle) == pytest.approx(pennation, rel=1e-12)
+        for row in OPENSIM_RECORDED[formulation]:
+            _elastic_matches(mine, *row)
     mine = Millard2012Muscle(PARAMS, formulation="rigid")
-    for lmt, v, a, length, velocity, force in OPENSIM_RECORDED["rigid"]:
-        r = mine.evaluate(activation=a, musculotendon_length=lmt, musculotendon_velocity=v)
-        assert float(r.fiber_length) == pytest.approx(length, rel=1e-12)
-        assert float(r.fiber_velocity) == pytest.approx(velocity, rel=1e-10, abs=1e-12)
-        assert float(r.tendon_force) == pytest.approx(force, rel=1e-10, abs=1e-9)
+    for row in OPENSIM_RECORDED["rigid"]:
+        _rigid_matches(mine, *row)
 
 
 def test_musculotendon_matches_opensim():
@@ -501,10 +509,8 @@ def test_musculotendon_matches_opensim():
             theirs.setActivation(state, a)
             theirs.setFiberLength(state, lce)
             model.realizeDynamics(state)
-            r = mine.evaluate(activation=a, musculotendon_length=lmt, fiber_length=lce)
-            assert float(r.fiber_velocity) == pytest.approx(theirs.getFiberVelocity(state), rel=1e-8, abs=1e-9)
-            assert float(r.tendon_force) == pytest.approx(theirs.getTendonForce(state), rel=1e-10)
-            assert float(r.pennation_angle) == pytest.approx(theirs.getPennationAngle(state), rel=1e-12)
+            _elastic_matches(mine, lmt, a, lce, theirs.getFiberVelocity(state), theirs.getTendonForce(state),
+                             theirs.getPennationAngle(state))
     model, theirs, state, q = _opensim_muscle(osim, 0.1, rigid=True)
     mine = Millard2012Muscle(PARAMS, formulation="rigid")
     for lmt, v, a in [(0.30, 0.0, 1.0), (0.31, 0.3, 0.5), (0.28, -0.4, 0.8), (0.25, -0.4, 0.8), (0.33, 1.5, 0.3),
@@ -513,7 +519,5 @@ def test_musculotendon_matches_opensim():
         q.setSpeedValue(state, v)
         theirs.setActivation(state, a)
         model.realizeDynamics(state)
-        r = mine.evaluate(activation=a, musculotendon_length=lmt, musculotendon_velocity=v)
-        assert float(r.fiber_length) == pytest.approx(theirs.getFiberLength(state), rel=1e-12)
-        assert float(r.fiber_velocity) == pytest.approx(theirs.getFiberVelocity(state), rel=1e-10, abs=1e-12)
-        assert float(r.tendon_force) == pytest.approx(theirs.getTendonForce(state), rel=1e-10, abs=1e-9)
+        _rigid_matches(mine, lmt, v, a, theirs.getFiberLength(state), theirs.getFiberVelocity(state),
+                       theirs.getTendonForce(state))
