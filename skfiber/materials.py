@@ -301,7 +301,15 @@ def _check_positive(**params: float) -> None:
 
 
 def prestress(sigma0: float) -> SymbolicLaw:
-    """Prestress S = σ0 / λ² (paper eq. 34); σ0 in Pa."""
+    """Prestress S = σ0 / λ² (paper eq. 34); σ0 in Pa.
+
+    Examples
+    --------
+    >>> import skfiber as sf
+    >>> law = sf.prestress(100.0)   # laws add up: sf.passive_kelvin_voigt(...) + sf.prestress(...)
+    >>> float(law(sf.MaterialPoint(2.0, 0.0, 0.5, 0.0, 1.0, 0.0)).stress)   # λ = 2: σ0/4
+    25.0
+    """
     _check_finite(sigma0=sigma0)
     return SymbolicLaw(_num(sigma0) / LAM**2, name=f"prestress(σ0={sigma0:g})")
 
@@ -317,6 +325,13 @@ def active_stress(
         Maximal isometric stress Smax (Pa).
     lam_opt, delta_w, nu
         Optimal stretch, width and exponent of the force–length curve.
+
+    Examples
+    --------
+    >>> import skfiber as sf
+    >>> law = sf.active_stress(3e5, lam_opt=1.0)
+    >>> float(law(sf.MaterialPoint(1.0, 0.0, 0.5, 0.0, 1.0, 0.5)).stress)   # at λopt, α = 0.5: α Smax
+    150000.0
     """
     _check_nonnegative(s_max=s_max)
     _check_positive(lam_opt=lam_opt, delta_w=delta_w, nu=nu)
@@ -341,6 +356,22 @@ def passive_kelvin_voigt(
     S = Σ_{i=M,T} f_i(γM) [μ_i (1 − λ⁻³) + 3 η_i λ̇ / λ³] with f_M = γM and
     f_T = 1 − γM.  μ in Pa, η in Pa·s.  For a homogeneous fiber give
     ``mu_muscle == mu_tendon`` (then γM does not matter).
+
+    Parameters
+    ----------
+    mu_muscle, mu_tendon
+        Shear moduli μM, μT of muscle and tendon (Pa).
+    eta_muscle, eta_tendon
+        Viscosities ηM, ηT (Pa·s).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import skfiber as sf
+    >>> law = sf.passive_kelvin_voigt(mu_muscle=1e4, mu_tendon=1e6, eta_muscle=0.0, eta_tendon=0.0)
+    >>> point = sf.MaterialPoint(np.array([1.0, 2.0]), np.zeros(2), 0.5, 0.0, 1.0, 0.0)  # λ = 1, 2; γM = 1
+    >>> law(point).stress.tolist()   # μM (1 − λ⁻³)
+    [0.0, 8750.0]
     """
     _check_nonnegative(
         mu_muscle=mu_muscle, mu_tendon=mu_tendon, eta_muscle=eta_muscle, eta_tendon=eta_tendon

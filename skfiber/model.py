@@ -532,6 +532,8 @@ class Model:
         ----------
         u, v, a
             Displacement, velocity and acceleration DOF vectors.
+        t
+            The time (s): of the activations, loads and prescribed displacements.
         c_v, c_a
             ∂v/∂u and ∂a/∂u of the time scheme (statics: 0, 0).
         load_factor

@@ -390,6 +390,8 @@ def run_simulation(
 
     Parameters
     ----------
+    model
+        The model to integrate (as for :func:`skfiber.simulate`).
     t_end, dt
         End time and step size (s); step n ends at t_start + n dt, the last
         one at t_end.
@@ -397,6 +399,9 @@ def run_simulation(
         Output folder for the VTK series ``name.pvd`` (see :mod:`skfiber.io`)
         and the checkpoint; None: no VTK series (and a checkpoint only at
         ``checkpoint_file``).
+    name
+        The run's name: the files ``name.pvd``, ``name_*.vtu`` and ``name_checkpoint.npz`` (a plain file
+        name: letters, digits, ``_``, ``.`` and ``-``).
     state
         Start state (default: rest at t = 0); ignored when resuming.
     output_every
