@@ -244,7 +244,7 @@ from skfem import LinearForm
 from skfem.helpers import dot
 
 import skfiber as sf
-from skfiber.cli import ArgumentParser, nonnegative_float, positive_float, positive_int
+from skfiber.cli import ArgumentParser, nonnegative_float, output_folder, positive_float, positive_int
 from skfiber.contact import FiberContact, PenaltyLaw
 from skfiber.contact.cylinder import CylinderContact
 from skfiber.coupling import body_cylinders
@@ -961,10 +961,7 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                    newton_rtol=args.newton_rtol)
     if adaptive:
         options.update(rtol=args.rtol, atol=args.atol)
-    try:  # the checkpoints go there during the runs
-        args.output.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        parser.error(f"--output {args.output}: cannot create the folder ({err.strerror or err}); pick a writable place")
+    output_folder(parser, "--output", args.output)  # (the checkpoints go there during the runs)
     resume = {}
     for k, level in enumerate(levels):  # check the checkpoints before anything runs
         path = checkpoint_file(args.output, level)

@@ -119,15 +119,23 @@ def output_folder(parser: argparse.ArgumentParser, option: str, folder: str | os
     ...     output_folder(parser, "--out", Path(tmp) / "results").is_dir()
     True
     """
+    try:
+        return _make_folder(option, folder)
+    except UsageError as err:
+        parser.error(str(err))
+
+
+def _make_folder(option: str, folder: str | os.PathLike) -> Path:
+    """``folder`` made (with its parents) and writable, or a :class:`UsageError` naming ``option``."""
     path = Path(folder)
     if path.exists() and not path.is_dir():
-        parser.error(f"{option} {path} exists and is not a folder; give a folder")
+        raise UsageError(f"{option} {path} exists and is not a folder; give a folder")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        parser.error(f"{option} {path}: cannot create the folder ({err.strerror or err}); pick a writable place")
+        raise UsageError(f"{option} {path}: cannot create the folder ({err.strerror or err}); pick a writable place")
     if not os.access(path, os.W_OK | os.X_OK):
-        parser.error(f"{option} {path}: the folder is not writable; pick a writable place")
+        raise UsageError(f"{option} {path}: the folder is not writable; pick a writable place")
     return path
 
 
@@ -258,16 +266,7 @@ def _cmd_run(args, extra: list[str]) -> int:
         if args.demo.replace("_", "-") not in writers:
             raise UsageError(f"{args.demo} takes no --out; the demos that write files there are {', '.join(writers)} "
                              f"(see 'skfiber run {args.demo} -- --help' for its options)")
-        out = Path(args.out)
-        if out.exists() and not out.is_dir():
-            raise UsageError(f"--out {out} exists and is not a folder")
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise UsageError(f"--out {out}: cannot create the folder ({err.strerror or err}); pick a writable place")
-        if not os.access(out, os.W_OK | os.X_OK):
-            raise UsageError(f"--out {out}: the folder is not writable; pick a writable place")
-        argv += ["--out", str(out)]
+        argv += ["--out", str(_make_folder("--out", args.out))]
     argv += extra
     print(f"skfiber run {args.demo} {' '.join(argv)}".rstrip(), file=sys.stderr, flush=True)
     tic = time.perf_counter()
