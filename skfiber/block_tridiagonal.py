@@ -52,8 +52,9 @@ compile-time length (unrolled; a run-time block size made them 1.7× slower).
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from .core.jit import njit
 
 #: DOFs per node (3D cubic Hermite), the block size; a compile-time constant of the kernels
 B = 6
@@ -78,7 +79,7 @@ def in_pattern(rows: np.ndarray, cols: np.ndarray) -> bool:
     return bool(np.all(np.abs(np.asarray(rows) // B - np.asarray(cols) // B) <= 1))
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def scatter_add(work, index, values):  # pragma: no cover - compiled
     """work[index[k]] += values[k] (element matrices into the block storage, or into the band storage of
     :class:`skfiber.linalg.ConstrainedSolver`)."""
@@ -86,7 +87,7 @@ def scatter_add(work, index, values):  # pragma: no cover - compiled
         work[index[k]] += values[k]
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def add_triplets(work, rows, cols, values, n):  # pragma: no cover - compiled
     """Add COO triplets to the flat block storage ``work`` of an (n, n) matrix.
 
@@ -111,7 +112,7 @@ def add_triplets(work, rows, cols, values, n):  # pragma: no cover - compiled
     return True
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def split_blocks(work, row_dofs, col_dofs, blocks, n, fixed):  # pragma: no cover - compiled
     """Add the element blocks that lie in the block pattern to ``work``; return the others.
 
@@ -174,7 +175,7 @@ def split_blocks(work, row_dofs, col_dofs, blocks, n, fixed):  # pragma: no cove
     return True, outside[:m], e_blocks
 
 
-@numba.njit(cache=True, fastmath={"contract"})
+@njit(cache=True, fastmath={"contract"})
 def multiply(A, x):  # pragma: no cover - compiled
     """K x for K in the block storage ``A`` (nn, 3, B, B) and x (nn, B); returns (nn, B)."""
     nn = A.shape[0]
@@ -190,7 +191,7 @@ def multiply(A, x):  # pragma: no cover - compiled
     return y
 
 
-@numba.njit(cache=True, fastmath={"contract"})
+@njit(cache=True, fastmath={"contract"})
 def factor_solve(A, R, pivot_tol):  # pragma: no cover - compiled
     """Solve K x = R by block LU, K block tridiagonal in the storage ``A``: :func:`factor`, then
     :func:`solve_factored`.
@@ -219,7 +220,7 @@ def factor_solve(A, R, pivot_tol):  # pragma: no cover - compiled
     return solve_factored(A, LU, piv, X, R), 0
 
 
-@numba.njit(cache=True, fastmath={"contract"})
+@njit(cache=True, fastmath={"contract"})
 def factor(A, pivot_tol):  # pragma: no cover - compiled
     """The block LU factors of K (block tridiagonal in the storage ``A``), for :func:`solve_factored`.
 
@@ -326,7 +327,7 @@ def factor(A, pivot_tol):  # pragma: no cover - compiled
     return LU, piv, X, 0
 
 
-@numba.njit(cache=True, fastmath={"contract"})
+@njit(cache=True, fastmath={"contract"})
 def solve_factored(A, LU, piv, X, R):  # pragma: no cover - compiled
     """Solve K x = R with the factors of :func:`factor` (``A`` the matrix's storage, for its lower
     blocks A[n, 0]); R (nn, B, k) is not modified, x (nn, B, k) is returned.
@@ -373,7 +374,7 @@ def solve_factored(A, LU, piv, X, R):  # pragma: no cover - compiled
     return Y
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def assemble_factor_solve(work, index, values, fixed, diag_fixed, R, pivot_tol, residual_tol):  # pragma: no cover
     """Sum ``values`` into the block storage ``work`` (flat, its extra entries already added) at ``index``,
     clear the slots ``fixed`` and put 1 at ``diag_fixed`` (constrained rows and columns), then
@@ -399,7 +400,7 @@ def assemble_factor_solve(work, index, values, fixed, diag_fixed, R, pivot_tol, 
     return A, LU, piv, X, x, 0
 
 
-@numba.njit(cache=True, fastmath={"contract"})
+@njit(cache=True, fastmath={"contract"})
 def residual_ok(A, x, R, tol):  # pragma: no cover - compiled
     """Whether ‖R − K x‖∞ ≤ tol (‖K‖∞ ‖x‖∞ + ‖R‖∞) holds for every right-hand side.
 

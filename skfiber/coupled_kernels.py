@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from .core.jit import njit
 from . import block_tridiagonal as bt
 from .coupled_krylov import GMRES_ACCEPT, GMRES_MAX_ITERATIONS, GMRES_TOL, coupled_gmres
 from .contact.cylinder_kernels import COL_D, broad_phase_loop, contact_derivatives_loop, contact_points_loop
@@ -47,7 +47,7 @@ OK, BLOCK_FAILED, OUTSIDE_PATTERN, SINGULAR_SCHUR, KRYLOV_FAILED = 0, 1, 2, 3, 4
 NONE_IN_REACH, IN_REACH, INADMISSIBLE = 0, 1, 2
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def scatter_dependent(values, index, rows, cols, pos, C, KX, XK):  # pragma: no cover - compiled
     """Add the matrix entries K[rows, cols] = values[index] to KX = K X and XK = Xᵀ K.
 
@@ -59,7 +59,7 @@ def scatter_dependent(values, index, rows, cols, pos, C, KX, XK):  # pragma: no 
         _add_dependent(values[index[k]] if index.shape[0] else values[k], rows[k], cols[k], pos, C, KX, XK)
 
 
-@numba.njit(inline="always", cache=True)
+@njit(inline="always", cache=True)
 def _add_dependent(v, r, c, pos, C, KX, XK):  # pragma: no cover - compiled
     """One entry K[r, c] = v into KX and XK (:func:`scatter_dependent`)."""
     pc, pr = pos[c], pos[r]
@@ -71,7 +71,7 @@ def _add_dependent(v, r, c, pos, C, KX, XK):  # pragma: no cover - compiled
             XK[a, c] += v * C[pr, a]
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def scatter_dependent_blocks(row_dofs, col_dofs, blocks, pos, C, KX, XK):  # pragma: no cover - compiled
     """:func:`scatter_dependent` for dense blocks K[row_dofs[g], col_dofs[g]] = blocks[g]."""
     nb = row_dofs.shape[1]
@@ -88,7 +88,7 @@ def scatter_dependent_blocks(row_dofs, col_dofs, blocks, pos, C, KX, XK):  # pra
                 _add_dependent(blocks[g, a, b], row_dofs[g, a], col_dofs[g, b], pos, C, KX, XK)
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def coupled_positions(z, N, D, P, bodies, X, parent, joint_of_body, kind, coordinate, axis, point, K, K2, slot,
                       tau_slot, pres_R, pres_v, center, path, upstream, prescribed, q_joints,
                       tau_joints):  # pragma: no cover - compiled
@@ -134,7 +134,7 @@ def coupled_positions(z, N, D, P, bodies, X, parent, joint_of_body, kind, coordi
     return q[0], u, x, C, H
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def cylinder_contact(ref, u, dofs, S, dS, r0, A1, h, w, r0max, A1max, elements, point, axis, radius, finite, L,
                      kappa, gamma, R):  # pragma: no cover - compiled
     """Broad and narrow phase of one contact cylinder at u; R += its residual G_c when admissible.
@@ -174,7 +174,7 @@ def cylinder_contact(ref, u, dofs, S, dS, r0, A1, h, w, r0max, A1max, elements, 
     return IN_REACH, el, tangent, axis_norm, pts, adm, force, n_active, act, norm
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def coupled_rows(R, rigid_residual, C, D, P, forces, fixed):  # pragma: no cover - compiled
     """The coupled residual (N + n,): G on the fiber rows (zero on the ``fixed`` ones), and on the rows of q
     R_rb + C_Aᵀ G_D + Σ_c Jp_cᵀ R_pose,c with C_A = ∂c/∂q of the attachments (rows 0 … P − 1 of C) and
@@ -207,7 +207,7 @@ def coupled_rows(R, rigid_residual, C, D, P, forces, fixed):  # pragma: no cover
     return out, largest
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def coupled_increment(K, rows, cols, vals, block_rows, block_cols, blocks, block_index, block_fixed, block_diag_fixed, touch_flat, touch_rows,
                       touch_cols, pos, C, H, G, R_q, rigid_tangent, D, constrained, Jp, Hp, force, Gp, columns,
                       offsets, dRu, d_pose, pivot_tol, residual_tol, linear_tol):  # pragma: no cover - compiled
@@ -393,7 +393,7 @@ def coupled_increment(K, rows, cols, vals, block_rows, block_cols, blocks, block
     return dz, OK, iterations
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def newton_increment(K, pts, elements, act,
                      contact_dofs, contact_S, contact_dS, tangent, axis_norm, row, force, block_index, block_fixed,
                      block_diag_fixed, touch_flat, touch_rows, touch_cols, pos, points_C, points_H, P, G, R_q,
@@ -443,7 +443,7 @@ def newton_increment(K, pts, elements, act,
                              dp.reshape((1, 6, 6))[:c], pivot_tol, residual_tol, 0.0)
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def trial_step(ref, u, du, dofs, S, dS, r0, A1, h, w, r0max, A1max, elements, point, axis, dy0, da, moving, radius,
                finite, L, kappa, gamma, delta_bar):  # pragma: no cover - compiled
     """:meth:`~skfiber.contact.cylinder.CylinderContact.max_step` of one cylinder with ``safeguard="trial"``.

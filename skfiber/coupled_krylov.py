@@ -47,9 +47,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from .core.jit import njit
 from . import block_tridiagonal as bt
 
 __all__ = ["GMRES_TOL", "GMRES_ACCEPT", "GMRES_MAX_ITERATIONS", "coupled_gmres"]
@@ -62,7 +62,7 @@ GMRES_ACCEPT = 1e-11
 GMRES_MAX_ITERATIONS = 80
 
 
-@numba.njit(cache=True, fastmath={"contract"})
+@njit(cache=True, fastmath={"contract"})
 def _apply(A, e_rows, e_cols, e_blocks, W, Rq_u, Rq_q, z, N, out):  # pragma: no cover - compiled
     """out = T z for T = [[K₀ + E, W], [∂R_q/∂u, ∂R_q/∂q]] (z and out of length N + n)."""
     nn = A.shape[0]
@@ -92,7 +92,7 @@ def _apply(A, e_rows, e_cols, e_blocks, W, Rq_u, Rq_q, z, N, out):  # pragma: no
         out[N + i] = acc
 
 
-@numba.njit(cache=True, fastmath={"contract"})
+@njit(cache=True, fastmath={"contract"})
 def _precondition(A, LU, piv, X, Rq_u, S_inv, Y_w, v, N, out):  # pragma: no cover - compiled
     """out = M⁻¹ v, M = T without E, by block elimination: y = K₀⁻¹ v_u, Δq = S⁻¹ (v_q − ∂R_q/∂u y),
     Δu = y − K₀⁻¹ W Δq."""
@@ -117,7 +117,7 @@ def _precondition(A, LU, piv, X, Rq_u, S_inv, Y_w, v, N, out):  # pragma: no cov
         out[r] = acc
 
 
-@numba.njit(cache=True, fastmath={"contract"})
+@njit(cache=True, fastmath={"contract"})
 def coupled_gmres(A, LU, piv, X, e_rows, e_cols, e_blocks, W, Rq_u, Rq_q, S_inv, Y_w, b, x0,
                   tol=GMRES_TOL, max_iterations=GMRES_MAX_ITERATIONS):  # pragma: no cover - compiled
     """Solve T x = b, T = [[K₀ + E, W], [∂R_q/∂u, ∂R_q/∂q]], by GMRES right-preconditioned with T − E.

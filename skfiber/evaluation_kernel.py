@@ -42,15 +42,15 @@ _TEMPLATE = '''\
 # skfiber sources: {digest}
 import math
 
-import numba
 import numpy as np
 
+from skfiber.core.jit import njit
 from skfiber.coupled_kernels import coupled_positions, coupled_rows, cylinder_contact
 from skfiber.rigid.kernels import euler_step_terms
 import {forms} as _forms
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def evaluate(state_args, rigid_args, form_args, loads, cylinder_args, row, fixed):
     z, N, D, P, bodies, X_points, u_prev, v_prev, dt = state_args
     (h, q_prev, p_prev, rigid_dt, gravity, parent, joint_of_body, kind, coordinate, axis, point, K, K2, slot, tau_slot,

@@ -22,9 +22,9 @@ Examples
 from __future__ import annotations
 
 import math
-import numba
 import numpy as np
 
+from .core.jit import njit
 from .core import ROUNDOFF_FACTOR
 from .terms import complex_step_tangent
 
@@ -49,7 +49,7 @@ class FiberPart:
         self.min_stretch, self.finite, self.tangent_fn = min_stretch, finite, tangent_fn
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def sum_rows(rows, external, load_factor, magnitude, stretch):  # pragma: no cover - compiled
     """(R, reference force, ‖magnitude‖, min λ, finite) of R = Σₖ rows[k] − load_factor · external.
 

@@ -69,9 +69,9 @@ _TEMPLATE = '''\
 # skfiber sources: {digest}
 import math
 
-import numba
 import numpy as np
 
+from skfiber.core.jit import njit
 from skfiber.block_tridiagonal import assemble_factor_solve, solve_factored
 import skfiber.block_tridiagonal as bt
 from skfiber.fiber_part import sum_rows
@@ -81,7 +81,7 @@ evaluate_forms = _forms.evaluate
 assemble = _forms.assemble
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def evaluate(u, u_hat, v_hat, h, c_v, c_a, form_args, f_ext, free, tangent):
     (G, dofs, members, dx, X, J, area, rho, theta, gamma_m, alpha, t, branch, params, mask, rows, mag,
      pointwise, lam) = form_args
@@ -95,7 +95,7 @@ def evaluate(u, u_hat, v_hat, h, c_v, c_a, form_args, f_ext, free, tangent):
 
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _rhs(R, constrained):
     """−R with its constrained entries 0 (the right-hand side of a Newton increment)."""
     rhs = -R
@@ -103,7 +103,7 @@ def _rhs(R, constrained):
     return rhs
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _valid(finite, lam_min, res):
     """0: a usable evaluation; 1: inadmissible (Newton's evaluate_checked gives None); 2: a non-finite
     residual (the general path diagnoses it: the caller redoes the step in Python)."""
@@ -114,12 +114,12 @@ def _valid(finite, lam_min, res):
     return 0
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _contracts(rate, res, tol, max_rate, reuse_iterations):
     return rate <= max_rate and res * rate**reuse_iterations <= tol
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def step(u0, u_hat, v_hat, h, c_v, c_a, statics, alpha, t, f_ext, free, constrained, kept, have_kept, reuse,
          settings, max_iterations, window, line_search):
     (G, dofs, members, dx, X, J, area, rho, theta, gamma_m, branch, params, mask, rows, mag, pointwise, lam,

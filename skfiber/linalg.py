@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import weakref
 
-import numba
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sps
 import scipy.sparse.linalg as spla
 
+from .core.jit import njit
 from . import block_tridiagonal as bt
 from .assembly import BatchedAssembler
 
@@ -317,7 +317,7 @@ class Factorization:
         return f[0].solve(rhs)
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _add_triplets_to_band(work, rows, cols, values, bw, rows_band):  # pragma: no cover - compiled
     """Add COO triplets to the band storage; False (and none added) if one lies outside the band."""
     for k in range(rows.shape[0]):

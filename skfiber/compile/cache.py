@@ -25,6 +25,8 @@ from typing import Callable
 import numba
 import numpy as np
 
+from ..core.jit import cache_lock
+
 __all__ = ["cache_folder", "writable_folder", "source_key", "load_module", "forget_module", "unload_module",
            "first_call", "GeneratedKernel"]
 
@@ -71,11 +73,14 @@ def forget_module(source: str, kind: str = "law") -> None:
     if numba.config.CACHE_DIR:  # NUMBA_CACHE_DIR set: numba keeps its files there, in a folder per source folder
         root = Path(numba.config.CACHE_DIR)
         stale += [path for path in root.glob(f"*/{kind}_{key}.*")] if root.is_dir() else []
-    for path in stale:
-        try:
-            path.unlink()
-        except OSError:
-            pass
+    for folder in {path.parent for path in stale}:
+        with cache_lock(folder, exclusive=True):  # not while another process reads or writes numba's index there
+            for path in stale:
+                if path.parent == folder:
+                    try:
+                        path.unlink()
+                    except OSError:
+                        pass
 
 
 def load_module(source: str, kind: str = "law"):

@@ -15,8 +15,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-import numba
 import numpy as np
+
+from ..core.jit import njit
 
 __all__ = ["PenaltyLaw", "ContactEvaluation", "BlockContactEvaluation", "block_triplets", "Contact", "margins_kept",
            "penalty_force", "STEP_HINT"]
@@ -55,7 +56,7 @@ class PenaltyLaw:
         return F.reshape(g.shape), dF.reshape(g.shape)
 
 
-@numba.njit(inline="always", cache=True, error_model="numpy")
+@njit(inline="always", cache=True, error_model="numpy")
 def penalty_force(g, kappa, gamma):  # pragma: no cover - compiled
     """(F, dF/dg) of the rational penalty law at one gap g: −κg/(1 + γg) for g < 0, 0 for g ≥ 0, NaN if 1 + γg ≤ 0."""
     s = 1.0 + gamma * g
@@ -66,7 +67,7 @@ def penalty_force(g, kappa, gamma):  # pragma: no cover - compiled
     return 0.0, 0.0
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _force_loop(g, kappa, gamma):  # pragma: no cover - compiled
     F = np.empty(g.size)
     dF = np.empty(g.size)
@@ -185,7 +186,7 @@ def margins_kept(before: dict, after: dict, delta_bar: float) -> bool:
     return True
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _kept(el0, m0, el1, m1, delta_bar):  # pragma: no cover - compiled
     """:func:`margins_kept` for one contact: elements (sorted) and margins (rows × points) before and after."""
     for r in range(el1.shape[0]):

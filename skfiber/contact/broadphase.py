@@ -19,8 +19,9 @@ Examples
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from ..core.jit import njit
 
 __all__ = ["box_pairs", "box_neighbours", "NeighbourList", "LIST_MARGIN"]
 
@@ -52,7 +53,7 @@ def box_pairs(lo: np.ndarray, hi: np.ndarray, group: np.ndarray, reach: np.ndarr
     return np.stack([np.repeat(np.arange(lo.shape[0]), np.diff(ptr)), nbr], axis=1)
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def box_neighbours(lo, hi, group, reach):  # pragma: no cover - compiled
     """CSR (ptr, nbr) of :func:`box_pairs`: row i lists the j (ascending) whose inflated boxes overlap box i.
 
@@ -80,14 +81,14 @@ def box_neighbours(lo, hi, group, reach):  # pragma: no cover - compiled
     return ptr, nbr
 
 
-@numba.njit(inline="always", cache=True)
+@njit(inline="always", cache=True)
 def _overlap(L, H, i, j):  # pragma: no cover - compiled
     """Whether the boxes [L_i, H_i] and [L_j, H_j] overlap (touching counts)."""
     return (L[i, 0] <= H[j, 0] and L[j, 0] <= H[i, 0] and L[i, 1] <= H[j, 1] and L[j, 1] <= H[i, 1]
             and L[i, 2] <= H[j, 2] and L[j, 2] <= H[i, 2])
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _push(keys, m, key):  # pragma: no cover - compiled
     """keys[m] = key, keys grown (doubled) when full; returns the array."""
     if m + 1 > keys.size:
@@ -98,7 +99,7 @@ def _push(keys, m, key):  # pragma: no cover - compiled
     return keys
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _sweep_keys(L, H, group):  # pragma: no cover - compiled
     """The pairs i·n + j and j·n + i of overlapping boxes of different groups, by a sweep along x over the
     boxes sorted by their lower x corner (unsorted)."""
@@ -125,7 +126,7 @@ GRID_CELL = 2.0
 GRID_ENTRIES = 16
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _grid_keys(L, H, group):  # pragma: no cover - compiled
     """The pairs of :func:`_sweep_keys` from a uniform grid, or [−1] when there is none: fewer than 2 boxes,
     a non-finite corner, an inverted box (a corner below the other: a negative reach) or a span that
@@ -269,7 +270,7 @@ class NeighbourList:
         return ptr, nbr
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _list_holds(P, P_built, elements, reach, enlarged):  # pragma: no cover - compiled
     """Whether reach[e] + M ≤ enlarged[i] for every element e = elements[i], with M the largest move
     |P[e] − P_built[e]| of a control-point coordinate since the build (the test of :class:`NeighbourList`)."""

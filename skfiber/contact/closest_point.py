@@ -38,8 +38,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
+
+from ..core.jit import njit
 
 __all__ = [
     "POWER_FROM_HERMITE",
@@ -85,7 +86,7 @@ class ClosestPoints:
     stationary: np.ndarray
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _quintic(c, x, a):  # pragma: no cover - compiled
     """Coefficients a0 … a5 of f(ξ) = (y(ξ) − x) · y′(ξ) of one segment c (4, 3) and point x (3,), into a."""
     a[:] = 0.0
@@ -99,7 +100,7 @@ def _quintic(c, x, a):  # pragma: no cover - compiled
     return a
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _polyval(a, n, xi):  # pragma: no cover - compiled
     """Σ_{j<n} a[j] ξ^j by Horner."""
     out = 0.0
@@ -108,7 +109,7 @@ def _polyval(a, n, xi):  # pragma: no cover - compiled
     return out
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _dpolyval(a, n, xi):  # pragma: no cover - compiled
     """d/dξ Σ_{j<n} a[j] ξ^j by Horner."""
     out = 0.0
@@ -117,7 +118,7 @@ def _dpolyval(a, n, xi):  # pragma: no cover - compiled
     return out
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _point(c, xi, x):  # pragma: no cover - compiled
     """|y(ξ) − x|² of the segment c."""
     d2 = 0.0
@@ -127,7 +128,7 @@ def _point(c, xi, x):  # pragma: no cover - compiled
     return d2
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _one_sign(a):  # pragma: no cover - compiled
     """+1 (−1) where the Bernstein coefficients of the quintic f = Σ a_j ξ^j on [0, 1] are all > 0 (< 0), else 0.
 
@@ -148,7 +149,7 @@ def _one_sign(a):  # pragma: no cover - compiled
     return 0
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _slope_sign(a):  # pragma: no cover - compiled
     """+1 (−1) where the Bernstein coefficients of f′ on [0, 1] (f = Σ a_j ξ^j, the quintic) are all > 0 (< 0),
     which proves f strictly increasing (decreasing) on [0, 1]; else 0.
@@ -167,7 +168,7 @@ def _slope_sign(a):  # pragma: no cover - compiled
     return 0
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _bracketed_root(p, n, lo, hi, p_lo, p_hi):  # pragma: no cover - compiled
     """Root of Σ_{j<n} p[j] ξ^j, monotone on (lo, hi) with p(lo) p(hi) < 0: Newton, bisection fallback.
 
@@ -191,7 +192,7 @@ def _bracketed_root(p, n, lo, hi, p_lo, p_hi):  # pragma: no cover - compiled
     return xi
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _effective_degree(a):  # pragma: no cover - compiled
     """Highest j with |a[j]| > 1e-13 max |a| (0 if none)."""
     scale = 0.0
@@ -203,7 +204,7 @@ def _effective_degree(a):  # pragma: no cover - compiled
     return 0
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _real_roots(a, D, pts, new):  # pragma: no cover - compiled
     """The real roots in [0, 1] of Σ a[j] ξ^j where it changes sign (or vanishes at a break point).
 
@@ -246,7 +247,7 @@ def _real_roots(a, D, pts, new):  # pragma: no cover - compiled
     return count
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def closest_point_one(c, x, certify, a, scratch):  # pragma: no cover - compiled
     """(ξ, |y(ξ) − x|, stationary) of one segment c (4, 3) and point x (3,).
 
@@ -288,7 +289,7 @@ def closest_point_one(c, x, certify, a, scratch):  # pragma: no cover - compiled
     return xi, np.sqrt(best), stationary
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def closest_point_loop(c, x, certify, xi, distance, stationary):  # pragma: no cover - compiled
     """:func:`closest_point_one` for every pair i of c (n, 4, 3), x (n, 3), into the (n,) outputs."""
     a = np.empty(6)
@@ -297,13 +298,13 @@ def closest_point_loop(c, x, certify, xi, distance, stationary):  # pragma: no c
         xi[i], distance[i], stationary[i] = closest_point_one(c[i], x[i], certify, a, scratch)
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _quintic_loop(c, x, a):  # pragma: no cover - compiled
     for i in range(c.shape[0]):
         _quintic(c[i], x[i], a[i])
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _real_roots_loop(a, out):  # pragma: no cover - compiled
     m = a.shape[1]
     D = np.empty((m, m))

@@ -54,8 +54,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
+
+from ..core.jit import njit
 
 __all__ = ["NF", "KernelData", "broad_phase", "contact_points", "contact_derivatives", "length_args",
            "broad_phase_loop", "contact_points_loop", "contact_derivatives_loop"]
@@ -188,7 +189,7 @@ def contact_derivatives(data: KernelData, pts: np.ndarray, elements: np.ndarray,
 _JIT = dict(cache=True, fastmath=False, error_model="numpy")
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def broad_phase_loop(ref, u, dofs, h, r0max, A1max, elements, y0, tt, radius, finite, L, du, moving, dy0_abs,
                      tau):  # pragma: no cover - compiled
     m = elements.size
@@ -271,7 +272,7 @@ def broad_phase_loop(ref, u, dofs, h, r0max, A1max, elements, y0, tt, radius, fi
     return elements[keep]
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def contact_points_loop(ref, u, dofs, S, dS, r0, A1, h, w, elements, y0, tt, anorm, radius, finite, L, kappa,
                         gamma):  # pragma: no cover - compiled
     m = elements.size
@@ -374,7 +375,7 @@ def contact_points_loop(ref, u, dofs, S, dS, r0, A1, h, w, elements, y0, tt, ano
     return pts, adm, res, force, n_active, act[:n_act], bad
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def contact_derivatives_loop(pts, elements, act, dofs, S, dS, tt, anorm, N):  # pragma: no cover - compiled
     nq = pts.shape[1]
     na = act.size

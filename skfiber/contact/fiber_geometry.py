@@ -31,9 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-import numba
 import numpy as np
 
+from ..core.jit import njit
 from ..discretization import hermite_shape
 from .closest_point import BEZIER_FROM_HERMITE, POWER_FROM_HERMITE
 from .fiber_kernels import RADIUS_SAFETY, chord_distance
@@ -289,7 +289,7 @@ def fiber_state(s: FiberSetup, model, u: np.ndarray, name: str) -> FiberState:
     return FiberState(*fields)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def state_loop(X, u, dofs, scale, power, bez, H0, H1, Hs1, r0, Xp, r0_s, Xp_s, safety):  # pragma: no cover - compiled
     """The fields of :class:`FiberState` from the DOF values q = X + u, element by element, and whether every
     entry of u is finite (the fields are not meant to be read when not)."""

@@ -36,6 +36,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..core.jit import njit
 from .base import penalty_force
 from .broadphase import box_neighbours
 from .closest_point import closest_point_one
@@ -54,7 +55,7 @@ RADIUS_SAFETY = 1.1
 _PHI_RADIUS_MARGIN = 1.01
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def power_point(c, xi, derivative, out):  # pragma: no cover - compiled
     """The derivative (0, 1, 2) of Σ c_j ξ^j (c (4, 3)) at ξ, into out (3,)."""
     if derivative == 0:
@@ -68,7 +69,7 @@ def power_point(c, xi, derivative, out):  # pragma: no cover - compiled
     return out
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def chord_parameter(P, x):  # pragma: no cover - compiled
     """Parameter in [0, 1] of the point of the chord P0–P3 (P (4, 3)) closest to x."""
     ee = 0.0
@@ -82,7 +83,7 @@ def chord_parameter(P, x):  # pragma: no cover - compiled
     return min(max(t / ee, 0.0), 1.0)
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _chord_point_distance(P, x, t):  # pragma: no cover - compiled
     """Distance from x to the point P0 + t (P3 − P0) of the chord."""
     d2 = 0.0
@@ -92,19 +93,19 @@ def _chord_point_distance(P, x, t):  # pragma: no cover - compiled
     return np.sqrt(d2)
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def chord_distance(P, x):  # pragma: no cover - compiled
     """Distance from x to the chord segment P0–P3."""
     return _chord_point_distance(P, x, chord_parameter(P, x))
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _box_distance(lo, hi, x):  # pragma: no cover - compiled
     """Distance from x to the box [lo, hi] (0 inside)."""
     return _box_box_distance(lo, hi, x, x)
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _upper_bound(c, P, xk, t):  # pragma: no cover - compiled
     """An upper bound of d(x_k, E′): the distance to E′'s point at t (the chord parameter of x_k), or to an end
     (the point as :func:`power_point` makes it)."""
@@ -119,7 +120,7 @@ def _upper_bound(c, P, xk, t):  # pragma: no cover - compiled
     return min(np.sqrt(du), min(np.sqrt(d0), np.sqrt(d3)))
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _box_box_distance(lo_a, hi_a, lo_b, hi_b):  # pragma: no cover - compiled
     """Distance between the boxes [lo_a, hi_a] and [lo_b, hi_b] (0 if they overlap)."""
     d2 = 0.0
@@ -129,7 +130,7 @@ def _box_box_distance(lo_a, hi_a, lo_b, hi_b):  # pragma: no cover - compiled
     return np.sqrt(d2)
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _beyond(d2, bound):  # pragma: no cover - compiled
     """True where d2, the sum of squares of a box distance (:func:`_box_distance`), proves that distance > bound.
 
@@ -140,7 +141,7 @@ def _beyond(d2, bound):  # pragma: no cover - compiled
     return bound < 0 or (bound > 1e-150 and d2 > bound * bound * (1 + 1e-12))
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _element_candidates(ia, row_start, row_end, nbr, elements, fiber, nq, x, rx, P, c, deviation, reach, lo, hi,
                         short, d2s, near, near_d2, seed_ok, seed_lb, seed_g, top, prune, rf,
                         nrf):  # pragma: no cover - compiled
@@ -232,7 +233,7 @@ def _element_candidates(ia, row_start, row_end, nbr, elements, fiber, nq, x, rx,
     return kept
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _point_candidates(k, q, short, count, fiber, x, rx, P, c, deviation, reach, lo, hi, near, seed_ok, seed_lb,
                       seed_g, g, thr, cand_e, cand_lb, prune, rf, nrf):  # pragma: no cover - compiled
     """The candidate elements of contact point k (point q of its element) among ``short[:count]``.
@@ -309,7 +310,7 @@ def neighbours_of(elements, fiber, lo, hi, reach):
                           np.ascontiguousarray(fiber[elements]), np.ascontiguousarray(reach[elements]))
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _row_fiber_lists(ptr, nbr, elements, fiber, nf):  # pragma: no cover - compiled
     """CSR (fptr, flist) of the distinct fibers of each element's broad-phase row, ascending.
 
@@ -338,7 +339,7 @@ def _row_fiber_lists(ptr, nbr, elements, fiber, nf):  # pragma: no cover - compi
     return fptr, flist[:fptr[n_el]]
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation,
                  reach, lo, hi, certify, rpoly, smallest, fptr, flist, out_k, out_e, out_xi, out_d, out_fixed, out_y,
                  out_yp, out_Yp):  # pragma: no cover - compiled
@@ -430,14 +431,14 @@ def _pairs_share(share, n_shares, ptr, nbr, elements, fiber, first, last, nq, nf
                 best_e[fb] = -1
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _pairs_slots(slots):  # pragma: no cover - compiled
     """The output slots of :func:`pairs_loop` (contact point, element −1: no pair, ξ, d, fixed, y, |y′|, |Y′|)."""
     return (np.empty(slots, dtype=np.int64), np.full(slots, -1, dtype=np.int64), np.empty(slots), np.empty(slots),
             np.empty(slots, dtype=np.bool_), np.empty((slots, 3)), np.empty(slots), np.empty(slots))
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _pairs_compact(out_k, out_e, out_xi, out_d, out_fixed, out_y, out_yp, out_Yp):  # pragma: no cover
     """The filled slots (element ≥ 0) in order."""
     keep = np.flatnonzero(out_e >= 0)
@@ -445,7 +446,7 @@ def _pairs_compact(out_k, out_e, out_xi, out_d, out_fixed, out_y, out_yp, out_Yp
             out_Yp[keep])
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def pairs_loop(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation, reach, lo, hi,
                certify, rpoly, smallest):  # pragma: no cover - compiled
     """Per contact point and partner fiber within reach: the best element's closest point.
@@ -465,7 +466,7 @@ def pairs_loop(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_re
     return _pairs_compact(*out)
 
 
-@numba.njit(parallel=True, **_JIT)
+@njit(parallel=True, **_JIT)
 def pairs_loop_parallel(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P, c, c_ref, deviation, reach, lo, hi,
                         certify, rpoly, smallest, n_shares):  # pragma: no cover - compiled
     """:func:`pairs_loop` with the elements shared out cyclically among ``n_shares`` threads (neighbouring
@@ -479,7 +480,7 @@ def pairs_loop_parallel(ptr, nbr, elements, fiber, first, last, nq, nf, x, rx, P
     return _pairs_compact(*out)
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def residual_loop(k, eA, x, y, distance, gap, xp_norm, w, H0, scale, dofs, nq, kappa, gamma,
                   n_dofs):  # pragma: no cover - compiled
     """F, dF/dg of every pair and G_c = Σ F |x′| w φ_a(ξ_k) n over the pairs with g < 0 (eq. 65).

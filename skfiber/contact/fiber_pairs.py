@@ -38,9 +38,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
+from ..core.jit import njit
 from ..threads import threads_for
 from .base import STEP_HINT
 from .broadphase import NeighbourList
@@ -131,7 +131,7 @@ def find_pairs(model, s: FiberSetup, st: FiberState, *, gamma: float, method: st
     return ContactPairs(k, eA, eB, xi, fixed, x, y, dist, rx, ry, g, admissibility, fiber_x, fiber_y, log_slope)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _gaps(k, eB, nq, fiber, x_points, rx_points, r0y, dr0y, yp_norm, Yp_norm, dist, gamma):  # pragma: no cover
     """Per pair: the element of x, x, r_x, r_y = r0 √(|Y′|/|y′|) (eq. 21), g = d/(r_x + r_y) − 1 (eq. 40),
     1 + γ g, (dr0/dξ)/r0 at y and the fibers of x and y (IEEE results for zero or non-finite inputs, as numpy
@@ -192,7 +192,7 @@ def check_pairs(name: str, gamma: float, s: FiberSetup, pr: ContactPairs, t: flo
         )
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _worst_inadmissible(admissibility, distance, radius_x, radius_y):  # pragma: no cover - compiled
     """The pair with 1 + γ g ≤ 0, d ≤ 0 or a non-finite radius (or any of them NaN) and the smallest 1 + γ g
     (NaN counts as the smallest; the first of equals), or −1 when every pair is admissible."""

@@ -38,9 +38,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
+from ..core.jit import njit
 from .closest_point import BEZIER_FROM_HERMITE, closest_point_one
 from .fiber_geometry import RADIUS_SAFETY, FiberSetup, FiberState, fiber_state, reference_radius
 from .fiber_kernels import chord_distance, neighbours_of, power_point
@@ -79,7 +79,7 @@ class StepData:
         return _estimate_loop(self.arrays(), float(self.gamma), float(delta))
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _estimate(data, i, gamma, delta):  # pragma: no cover - compiled
     """e_i(δ) of :class:`StepData` (its arrays ``data``); −∞ where the distance's lower bound d − δ m reaches 0
     (with γ < 1, e stays ≥ 1 − γ > 0 up to the partner's centerline)."""
@@ -94,7 +94,7 @@ def _estimate(data, i, gamma, delta):  # pragma: no cover - compiled
     return e if np.isfinite(e) else -np.inf
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _estimate_loop(data, gamma, delta):  # pragma: no cover - compiled
     out = np.empty(data[0].size)
     for i in range(out.size):
@@ -102,7 +102,7 @@ def _estimate_loop(data, gamma, delta):  # pragma: no cover - compiled
     return out
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def step_fraction(data, gamma, target, watch, left):  # pragma: no cover - compiled
     """Largest step in [0, left] with e(δ) > target for the watched pairs (bisection); −1 if ``left`` passes.
 
@@ -134,7 +134,7 @@ def step_fraction(data, gamma, target, watch, left):  # pragma: no cover - compi
     return lo
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def step_geometry(du, dofs, scale, bez, H0, H1, P, min_speed, r0_s, Xp_s, safety):  # pragma: no cover - compiled
     """Per element, over the step du: the swept boxes lo, hi (control points of u and u + du), the radius bound
     r̄_E over the step, ΔP (Bézier points of Δu), Δu and Δu′ at the contact points, and max_E |Δu′| (hodograph)."""
@@ -180,7 +180,7 @@ def step_geometry(du, dofs, scale, bez, H0, H1, P, min_speed, r0_s, Xp_s, safety
     return lo, hi, reach, dP, dx, dxp, dUp
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def step_candidates(ptr, nbr, elements, nq, x, rx, reach, lo, hi, dP, dx, dxp, dUp, r0_s,
                     Xp_s):  # pragma: no cover - compiled
     """(k, E′) candidates over a step and their per-pair data of :class:`StepData` that does not change.
@@ -292,7 +292,7 @@ def step_bound(model, s: FiberSetup, st: FiberState, u: np.ndarray, du: np.ndarr
 SHORT_STEP = 0.1
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _control_motion(du, dofs, scale, bez):  # pragma: no cover - compiled
     """max over the elements and their Bézier control points of |ΔP| (bounds |Δu| on every element)."""
     top = 0.0
@@ -348,14 +348,14 @@ def short_step(s: FiberSetup, st: FiberState, motion: float) -> bool:
     return bool(motion <= SHORT_STEP * float(np.min(st.rx))) if st.rx.size else True
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def end_check_decides(gamma, smallest) -> bool:  # pragma: no cover - compiled
     """Whether :func:`end_state_kept` can accept a step: not with the smallest gap and γ ≤ 1 (its bound of the
     closest distance, (1 − 1/γ) r_x, is then ≤ 0)."""
     return not (smallest and not gamma > 1)
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _end_kept(point0, fiber0, adm0, dist0, rx0, point1, fiber1, adm1, dist1, radii1, rx1, n_fibers,
               delta_bar, gamma, motion, smallest):  # pragma: no cover - compiled
     m2 = motion * motion
@@ -495,7 +495,7 @@ def end_state_kept(s: FiberSetup, before, after, delta_bar: float, *, gamma: flo
                           bool(smallest)))
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def partner_loop(k, eB, x, rx, P, c, c_ref, deviation, reach, certify):  # pragma: no cover - compiled
     """Per pair (x_k, E′): the distance (exact within reach, else box / fat-chord lower bound), near,
     and at the near pairs the closest point's ξ, |y′| and |Y′|."""

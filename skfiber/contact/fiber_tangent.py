@@ -42,6 +42,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..core.jit import njit
 from ..threads import threads_for
 from .base import block_triplets
 from .closest_point import POWER_FROM_HERMITE
@@ -110,12 +111,12 @@ def tangent_triplets(model, s: FiberSetup, st: FiberState, pr: ContactPairs, act
     return block_triplets(*tangent_blocks(model, s, st, pr, active, F, dF, smallest=smallest))
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _dot(a, b):  # pragma: no cover - compiled
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _smallest_sensitivity(i, eb, t, c, c_ref, rpoly, x, y, rx, ry, dlnr, xp, kk, J, vec, basis,
                           dxis):  # pragma: no cover - compiled
     """δξ_y per DOF of pair i from φ′ = 0 (the smallest gap) into dxis, with y′, y″ in ``vec[0]``, ``vec[1]`` and
@@ -126,7 +127,7 @@ def _smallest_sensitivity(i, eb, t, c, c_ref, rpoly, x, y, rx, ry, dlnr, xp, kk,
                    basis[3], basis[4], dxis)
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _tangent_groups(eA, eB, ne):  # pragma: no cover - compiled
     """The block layout of :func:`tangent_loop`: the pair order, the pairs of x-element group g
     (order[start[g]:start[g + 1]]), the x–y blocks of the groups before g, and the counts of x–x and all
@@ -154,7 +155,7 @@ def _tangent_groups(eA, eB, ne):  # pragma: no cover - compiled
     return order, start, xy_before, n_xx, n_xx + n_xy
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _tangent_share(share, n_shares, order, start, xy_before, n_xx, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0,
                    F, dF, xp, xp_norm, c, c_ref, first, last, H0, H1, scale, w, nq, M, rpoly, smallest, row_el, col_el,
                    blocks):  # pragma: no cover - compiled
@@ -265,7 +266,7 @@ def _tangent_share(share, n_shares, order, start, xy_before, n_xx, k, eA, eB, xi
                             blocks[gy, a, r, b, m] += weights[a] * dT[r, 4 + b, m]
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _active_pairs(active, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF):  # pragma: no cover - compiled
     """The per-pair arrays of the pairs ``active`` (the pairs in contact), in that order."""
     n = active.size
@@ -283,7 +284,7 @@ def _active_pairs(active, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF
     return out
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def tangent_loop(active, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first, last,
                  H0, H1, scale, w, nq, ne, M, rpoly, smallest):  # pragma: no cover - compiled
     """The blocks of the pairs ``active`` (those in contact; the per-pair arrays ``k`` … ``dF`` are of all
@@ -302,7 +303,7 @@ def tangent_loop(active, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF,
     return row_el, col_el, blocks
 
 
-@numba.njit(parallel=True, **_JIT)
+@njit(parallel=True, **_JIT)
 def tangent_loop_parallel(active, k, eA, eB, xi, fixed, x, y, dist, rx, ry, dlnr0, F, dF, xp, xp_norm, c, c_ref, first,
                           last, H0, H1, scale, w, nq, ne, M, rpoly, smallest, n_shares):  # pragma: no cover - compiled
     """:func:`tangent_loop` with the elements of x shared out cyclically among ``n_shares`` threads."""

@@ -33,8 +33,9 @@ Examples
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from ..core.jit import njit
 
 __all__ = ["POWER_FROM_QUINTIC_HERMITE", "SAMPLES", "radius_polynomials", "polynomial_radius", "radius_derivatives",
            "phi_derivatives", "smallest_on_element", "xi_sensitivity"]
@@ -124,7 +125,7 @@ def polynomial_radius(r0_poly: np.ndarray, e: np.ndarray, xi: np.ndarray) -> tup
     return _polynomial_radius_loop(r0_poly, np.asarray(e, dtype=np.int64), np.asarray(xi, dtype=float))
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _polynomial_radius_loop(r0_poly, e, xi):  # pragma: no cover - compiled
     r = np.empty(e.size)
     dr = np.empty(e.size)
@@ -133,7 +134,7 @@ def _polynomial_radius_loop(r0_poly, e, xi):  # pragma: no cover - compiled
     return r, dr
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def radius_derivatives(rp, t):  # pragma: no cover - compiled
     """ρ, ρ′, ρ″ of the quintic Σ rp_j ξʲ at ξ = t."""
     r = ((((rp[5] * t + rp[4]) * t + rp[3]) * t + rp[2]) * t + rp[1]) * t + rp[0]
@@ -142,7 +143,7 @@ def radius_derivatives(rp, t):  # pragma: no cover - compiled
     return r, r1, r2
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _curve(c, t, k):  # pragma: no cover - compiled
     """Component k of y, y′, y″, y‴ of the cubic Σ c_j ξʲ at ξ = t."""
     y = ((c[3, k] * t + c[2, k]) * t + c[1, k]) * t + c[0, k]
@@ -151,7 +152,7 @@ def _curve(c, t, k):  # pragma: no cover - compiled
     return y, y1, y2, 6 * c[3, k]
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def phi_derivatives(c, c_ref, rp, x, rx, t):  # pragma: no cover - compiled
     """φ, φ′, φ″, d and r_y at ξ = t of the segment c (current), c_ref (reference) with radius quintic rp,
     for the contact point x of current radius r_x (derivatives in ξ)."""
@@ -189,7 +190,7 @@ def phi_derivatives(c, c_ref, rp, x, rx, t):  # pragma: no cover - compiled
     return phi, phi1, phi2, D, ry
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _bracketed_minimum(c, c_ref, rp, x, rx, lo, hi, p_lo, p_hi):  # pragma: no cover - compiled
     """The root of φ′ in (lo, hi), where φ′(lo) < 0 < φ′(hi): Newton on φ′ kept in the bracket, bisection
     when Newton leaves it or φ″ ≤ 0; it starts from the secant of φ′(lo) = ``p_lo``, φ′(hi) = ``p_hi``."""
@@ -214,7 +215,7 @@ def _bracketed_minimum(c, c_ref, rp, x, rx, lo, hi, p_lo, p_hi):  # pragma: no c
     return t
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def smallest_on_element(c, c_ref, rp, x, rx, xi_closest):  # pragma: no cover - compiled
     """(ξ, φ, d, stationary): the smallest φ = d/(r_x + r_y) on one element and where it is.
 
@@ -267,7 +268,7 @@ def smallest_on_element(c, c_ref, rp, x, rx, xi_closest):  # pragma: no cover - 
     return best_t, best_phi, best_d, best_stat
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def xi_sensitivity(phi2, x, y, y1, y2, rx, ry, L, xp, J, phiA, dphiA, phiB, dphiB, ddphiB,
                    out):  # pragma: no cover - compiled
     """δξ of the minimum of φ (φ′ = 0: δξ = −δφ′/φ″) per DOF of the element of x (out[0:4, m]) and of

@@ -45,9 +45,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from ..core.jit import njit
 from .curve_tables import U_TOLERANCE, CurveTables
 
 __all__ = ["pack_curve", "evaluate_curve", "curve_parameter", "solve_damped"]
@@ -77,7 +77,7 @@ def pack_curve(tables: CurveTables) -> np.ndarray:
         tx, tables.table_s, [x0, x1, y0, y1, float(tables.slope_start), float(tables.slope_end)]]), dtype=float)
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _search_with_guess(key, arr, lo, n, guess):  # pragma: no cover - compiled
     """numpy's ``binary_search_with_guess`` on arr[lo:lo + n] (numpy/_core/src/multiarray/compiled_base.c).
 
@@ -124,7 +124,7 @@ def _search_with_guess(key, arr, lo, n, guess):  # pragma: no cover - compiled
     return imin - 1
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _interp(key, data, ox, os, n, j):  # pragma: no cover - compiled
     """numpy's ``interp(key, data[ox:ox + n], data[os:os + n])`` for one key; returns (value, new guess)."""
     j = _search_with_guess(key, data, ox, n, j)
@@ -145,7 +145,7 @@ def _interp(key, data, ox, os, n, j):  # pragma: no cover - compiled
     return res, j
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _safeguarded(x, c0, c1, c2, c3, c4, c5, tol):  # pragma: no cover - compiled
     """Bracketed Newton on [0, 1] (bisection whenever a step leaves the bracket) for x(u) = x at one point."""
     d1, d2, d3, d4 = 2.0 * c2, 3.0 * c3, 4.0 * c4, 5.0 * c5
@@ -171,7 +171,7 @@ def _safeguarded(x, c0, c1, c2, c3, c4, c5, tol):  # pragma: no cover - compiled
     return u
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _locate(data, x, j):  # pragma: no cover - compiled
     """Segment and Bézier parameter u with x(u) = x at one point: (segment, u, guess).
 
@@ -212,7 +212,7 @@ def _locate(data, x, j):  # pragma: no cover - compiled
     return seg, u, j
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _point(data, x, order, j):  # pragma: no cover - compiled
     """One point of the curve evaluation: (value, slope, d2 numerator, x′(u), guess).
 
@@ -247,7 +247,7 @@ def _point(data, x, order, j):  # pragma: no cover - compiled
     return value, yu / xu, yuu * xu - yu * xuu, xu, j
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def evaluate_curve(data, x, order):  # pragma: no cover - compiled
     """A curve (:func:`pack_curve`) at the points x (1-D): (value, slope, numerator, x′(u)).
 
@@ -266,7 +266,7 @@ def evaluate_curve(data, x, order):  # pragma: no cover - compiled
     return value, slope, num, den
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def curve_parameter(data, x):  # pragma: no cover - compiled
     """Segment index (int64) and Bézier parameter u with x(u) = x at the points x (1-D).
 
@@ -284,7 +284,7 @@ def curve_parameter(data, x):  # pragma: no cover - compiled
     return seg, u
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _nan_min(a, b):  # pragma: no cover - compiled
     """np.minimum for two floats (NaN propagates)."""
     if math.isnan(a) or a <= b:
@@ -292,7 +292,7 @@ def _nan_min(a, b):  # pragma: no cover - compiled
     return b
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _nan_max(a, b):  # pragma: no cover - compiled
     """np.maximum for two floats (NaN propagates)."""
     if math.isnan(a) or a >= b:
@@ -300,7 +300,7 @@ def _nan_max(a, b):  # pragma: no cover - compiled
     return b
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def solve_damped(fv, fv_inverse, a, fal, target, beta, tol):  # pragma: no cover - compiled
     """The damped fiber-velocity solve: r(ṽ) = a f^L f^V(ṽ) + β ṽ − target = 0 at each point.
 

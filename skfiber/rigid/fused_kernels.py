@@ -16,9 +16,9 @@ Conventions: :mod:`skfiber.rigid.kernels`.
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from ..core.jit import njit
 from .inertia_kernel import inertia_terms_into
 from .point_kernels import point_jets
 from .pose_kernel import tree_poses
@@ -26,7 +26,7 @@ from .pose_kernel import tree_poses
 __all__ = ["euler_terms", "euler_step_terms", "body_point_jets"]
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def euler_terms(q, q_prev, p_prev, dt, g, parent, joint_of_body, kind, coordinate, axis, point, K, K2, slot,
                 tau_slot, pres_R, pres_v, center, path, upstream, prescribed, q_joints, tau_joints, mass, com,
                 inertia):  # pragma: no cover - compiled
@@ -101,7 +101,7 @@ def euler_terms(q, q_prev, p_prev, dt, g, parent, joint_of_body, kind, coordinat
     return F, ref
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def euler_step_terms(q, h, q_prev, p_prev, dt, g, parent, joint_of_body, kind, coordinate, axis, point, K, K2, slot,
                      tau_slot, pres_R, pres_v, center, path, upstream, prescribed, q_joints, tau_joints, mass, com,
                      inertia):  # pragma: no cover - compiled
@@ -127,7 +127,7 @@ def euler_step_terms(q, h, q_prev, p_prev, dt, g, parent, joint_of_body, kind, c
     return R, T, ref
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def body_point_jets(q, bodies, X, hessian, parent, joint_of_body, kind, coordinate, axis, point, K, K2, slot,
                     tau_slot, pres_R, pres_v, center, path, upstream, prescribed, q_joints,
                     tau_joints):  # pragma: no cover - compiled

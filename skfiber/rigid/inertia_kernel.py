@@ -7,15 +7,15 @@ into given arrays, for the fused kernels.  Conventions: :mod:`skfiber.rigid.kern
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from ..core.jit import njit
 from .vector_kernels import cross3, matvec3
 
 __all__ = ["inertia_terms", "inertia_terms_into"]
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def inertia_terms(R, p, omega, origin, velocity, own_angular, own_linear, zd, own, rates, path, upstream,
                   prescribed, q_joints, mass, com, inertia):  # pragma: no cover - compiled
     """M (B, n, n), h (B, n), and the centers of mass x_S (B, nb, 3) with their twists S (B, nb, nz, 3).
@@ -46,7 +46,7 @@ def inertia_terms(R, p, omega, origin, velocity, own_angular, own_linear, zd, ow
     return M, h, xS, S
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def inertia_terms_into(R, p, omega, origin, velocity, own_angular, own_linear, zd, own, rates, path, upstream,
                        prescribed, q_joints, mass, com, inertia, M, h, xS, S):  # pragma: no cover - compiled
     """The loop of :func:`inertia_terms`, adding into given outputs.

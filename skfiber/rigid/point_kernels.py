@@ -12,15 +12,15 @@ Conventions: :mod:`skfiber.rigid.kernels`.
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from ..core.jit import njit
 from .vector_kernels import cross3, matvec3
 
 __all__ = ["point_jets", "point_kinematics"]
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def point_jets(R, p, bodies, X, path, omega, origin, velocity, own_angular, own_linear, upstream, prescribed,
                q_joints, tau_joints, hessian):  # pragma: no cover - compiled
     """Positions and q-, t-derivatives of body points at one configuration (batch entry 0).
@@ -61,7 +61,7 @@ def point_jets(R, p, bodies, X, path, omega, origin, velocity, own_angular, own_
     return x, C, H, x_t, C_t, x_tt
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _jets(R, p, bodies, X, path, omega, origin, velocity, own_angular, own_linear, upstream, prescribed,
           q_joints, tau_joints, hessian, x, C, H, x_t, C_t, x_tt):  # pragma: no cover - compiled
     """The loop of :func:`point_jets`, writing into its outputs (all but x zero on entry)."""
@@ -135,7 +135,7 @@ def _jets(R, p, bodies, X, path, omega, origin, velocity, own_angular, own_linea
                     x_tt[pt, i] += H2[tau_joints[t], tau_joints[t2], i]
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def point_kinematics(R, p, omega, origin, velocity, bodies, X, path, q_joints, zd,
                      rates):  # pragma: no cover - compiled
     """Positions, Jacobians and velocities of body points at a batch of configurations.

@@ -8,9 +8,9 @@ the tree: :mod:`skfiber.rigid.kernels`.
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from ..core.jit import njit
 from .tree import PRISMATIC, REVOLUTE
 from .vector_kernels import matvec3
 
@@ -22,7 +22,7 @@ if (REVOLUTE, PRISMATIC) != (_REVOLUTE, _PRISMATIC):  # pragma: no cover - a gua
     raise ImportError("skfiber.rigid.pose_kernel: the joint kinds differ from skfiber.rigid.tree")
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def tree_poses(q, parent, joint_of_body, kind, coordinate, axis, point, K, K2, slot, tau_slot, pres_R, pres_v,
                center):  # pragma: no cover - compiled
     """Poses of all bodies and twists of all moving joints at a batch of configurations.
@@ -70,7 +70,7 @@ def tree_poses(q, parent, joint_of_body, kind, coordinate, axis, point, K, K2, s
     return R, p, omega, origin, velocity, own_angular, own_linear
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _poses(q, parent, joint_of_body, kind, coordinate, axis, point, K, K2, slot, tau_slot, pres_R, pres_v, center,
            R, p, omega, origin, velocity, own_angular, own_linear):  # pragma: no cover - compiled
     """The loop of :func:`tree_poses`, writing into its outputs (zero on entry)."""

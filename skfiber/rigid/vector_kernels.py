@@ -17,12 +17,13 @@ Examples
 """
 from __future__ import annotations
 
-import numba
+from ..core.jit import njit
+
 
 __all__ = ["matvec3", "cross3"]
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def matvec3(R, x, out):  # pragma: no cover - compiled
     """out = R x (3 × 3 times 3).
 
@@ -39,7 +40,7 @@ def matvec3(R, x, out):  # pragma: no cover - compiled
         out[i] = R[i, 0] * x[0] + R[i, 1] * x[1] + R[i, 2] * x[2]
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def cross3(a0, a1, a2, b0, b1, b2, out):  # pragma: no cover - compiled
     """out = a × b, with a = (a0, a1, a2) and b = (b0, b1, b2) given as numbers.
 

@@ -1,0 +1,155 @@
+"""numba's ``njit`` with a disk cache that processes can share while they compile.
+
+numba's ``cache=True`` keeps one index file per function (signature → data file) and one data file
+per signature.  Saving reads the index, picks the first free data file name, writes the index and
+then the data, with no lock.  Two processes that compile two signatures of one function at the same
+time (test workers, the processes of a parameter study, a first run on a fresh install) can both
+pick the same name: the index then says "signature B is in file 1" while file 1 holds the machine
+code of signature A.  Every later process that loads B runs A's code on B's arguments: a wrong
+result, a crash, or an error such as ``SystemError: CPUDispatcher(...) returned a result with an
+exception set``.
+
+:func:`njit` is ``numba.njit`` whose cache holds a file lock on its folder while it saves (exclusive)
+and while it reads (shared), so an index and its data files are always written together.  Every
+compiled function of skfiber, and every module it generates, is made by it.  The lock is POSIX
+``flock``; where that is missing (Windows) the cache behaves as numba's own.
+
+Examples
+--------
+>>> import numpy as np
+>>> from skfiber.core.jit import njit
+>>> @njit  # in a module's file, @njit(cache=True) keeps the machine code on disk
+... def total(x):
+...     s = 0.0
+...     for value in x:
+...         s += value
+...     return s
+>>> total(np.arange(4.0))
+6.0
+"""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+import numba
+from numba.core.caching import FunctionCache, IndexDataCacheFile
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
+
+__all__ = ["njit", "cache_lock", "LOCK_NAME"]
+
+LOCK_NAME = ".skfiber-numba-cache.lock"
+"""The lock file in each folder of numba's cache (one lock for the functions of that folder)."""
+
+
+@contextmanager
+def cache_lock(folder: str | os.PathLike, *, exclusive: bool) -> Iterator[bool]:
+    """Hold the lock of a cache folder: shared for readers, exclusive for a writer.
+
+    Parameters
+    ----------
+    folder
+        A folder of numba's cache (``__pycache__`` beside a source, or under ``NUMBA_CACHE_DIR``).
+    exclusive
+        True to write (index and data files), False to read.
+
+    Yields
+    ------
+    bool
+        Whether the lock is held.  It is not when the folder does not exist or cannot be written
+        (nothing there is being saved by this cache then) or without ``fcntl``: the block then runs
+        unlocked, as numba's own cache does.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from skfiber.core.jit import cache_lock
+    >>> with cache_lock(tempfile.mkdtemp(), exclusive=True) as held:
+    ...     held
+    True
+    """
+    if fcntl is None:  # pragma: no cover - Windows
+        yield False
+        return
+    try:
+        handle = os.open(os.path.join(folder, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:
+        yield False
+        return
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield True
+    finally:
+        os.close(handle)  # releases the lock
+
+
+class _LockedIndexDataCacheFile(IndexDataCacheFile):
+    """numba's index and data files, read under the folder's shared lock and saved under its
+    exclusive lock."""
+
+    def __init__(self, *, cache_path: str, filename_base: str, source_stamp) -> None:
+        super().__init__(cache_path=cache_path, filename_base=filename_base, source_stamp=source_stamp)
+        self._folder = cache_path
+
+    def save(self, key, data) -> None:
+        # the index read, the choice of a free data file name and both writes are one step for
+        # the processes sharing the folder
+        with cache_lock(self._folder, exclusive=True):
+            super().save(key, data)
+
+    def load(self, key):
+        with cache_lock(self._folder, exclusive=False):
+            return super().load(key)
+
+
+class _LockedFunctionCache(FunctionCache):
+    """numba's per-function cache with :class:`_LockedIndexDataCacheFile` for its files."""
+
+    def __init__(self, py_func: Callable) -> None:
+        super().__init__(py_func)
+        self._cache_file = _LockedIndexDataCacheFile(cache_path=self._cache_path,
+                                                     filename_base=self._impl.filename_base,
+                                                     source_stamp=self._impl.locator.get_source_stamp())
+
+
+def njit(function: Callable | None = None, /, **options):
+    """``numba.njit`` with a cache that is safe when processes compile at once.
+
+    Parameters
+    ----------
+    function
+        The Python function (``@njit``), or None (``@njit(cache=True, ...)``).
+    **options
+        numba's options (``cache``, ``fastmath``, ``error_model``, ``parallel``, ``inline``, …).
+        With ``cache=True`` the machine code is kept on disk as numba keeps it, in files written
+        under a lock (see the module's text).
+
+    Returns
+    -------
+    numba's dispatcher, or a decorator that makes one.
+
+    Examples
+    --------
+    >>> from skfiber.core.jit import njit
+    >>> @njit(error_model="numpy")  # cache=True needs the function in a file
+    ... def half(x):
+    ...     return x / 2
+    >>> half(3.0)
+    1.5
+    """
+    cache = bool(options.pop("cache", False))
+
+    def decorate(python_function: Callable):
+        dispatcher = numba.njit(**options)(python_function)
+        if cache:
+            # numba's Dispatcher.enable_caching() sets this attribute to a FunctionCache; the
+            # subclass changes only how its files are written and read
+            dispatcher._cache = _LockedFunctionCache(python_function)
+        return dispatcher
+
+    return decorate if function is None else decorate(function)

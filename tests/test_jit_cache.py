@@ -1,0 +1,140 @@
+"""skfiber.core.jit: numba's disk cache shared by processes that compile at the same time.
+
+numba's own cache saves without a lock: two processes compiling two signatures of one function
+can both write "data file 1", and the index can end up naming the other signature's machine code
+(a wrong result or a crash in every later process).  The test forces that interleaving by slowing
+numba's index and data writes in two compiling processes, then loads both signatures in fresh
+processes and checks their results.
+"""
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from skfiber.core.jit import LOCK_NAME, cache_lock, njit
+
+KERNEL = """\
+from skfiber.core.jit import njit
+
+
+@njit(cache=True)
+def scaled_sum(x, n):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * n
+    return s + x.itemsize * 1000
+"""
+
+# writer: slows numba's writes (sleep before the index, then before the data), starts at a common time
+WRITER = """\
+import sys, time
+import numpy as np
+from numba.core import caching
+
+which, start, index_delay, data_delay = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+save_index, save_data = caching.IndexDataCacheFile._save_index, caching.IndexDataCacheFile._save_data
+
+def slow_index(self, overloads):
+    time.sleep(index_delay)
+    save_index(self, overloads)
+
+def slow_data(self, name, data):
+    time.sleep(data_delay)
+    save_data(self, name, data)
+
+caching.IndexDataCacheFile._save_index = slow_index
+caching.IndexDataCacheFile._save_data = slow_data
+import kernel
+x, n = (np.arange(3.0), 2) if which == "A" else (np.arange(3, dtype=np.int32), 5)
+while time.time() < start:
+    time.sleep(0.001)
+print(kernel.scaled_sum(x, n))
+"""
+
+READER = """\
+import sys
+import numpy as np
+import kernel
+x, n = (np.arange(3.0), 2) if sys.argv[1] == "A" else (np.arange(3, dtype=np.int32), 5)
+print(kernel.scaled_sum(x, n), sum(kernel.scaled_sum.stats.cache_hits.values()))
+"""
+
+
+def run(folder, env, script, *args):
+    return subprocess.Popen([sys.executable, "-c", script, *map(str, args)], cwd=folder, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_processes_compiling_two_signatures_keep_the_cache_consistent(tmp_path):
+    (tmp_path / "kernel.py").write_text(KERNEL)
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    start = time.time() + 4.0  # both have imported numba by then
+    # unlocked, this order leaves the index naming B's signature and file 1 holding A's code:
+    # A reads the index, writes it (at +1 s), writes data 1 (at +3 s); B reads it, writes it (at +1.5 s),
+    # writes data 1 at once
+    writers = [run(tmp_path, env, WRITER, "A", start, 1.0, 2.0), run(tmp_path, env, WRITER, "B", start, 1.5, 0.0)]
+    outputs = [writer.communicate(timeout=120) for writer in writers]
+    assert [writer.returncode for writer in writers] == [0, 0], outputs
+    assert [float(out) for out, _ in outputs] == [8006.0, 4015.0]  # 2·(0+1+2) + 8000, 5·(0+1+2) + 4000
+    for which, expected in (("B", 4015.0), ("A", 8006.0)):
+        reader = run(tmp_path, env, READER, which)
+        out, err = reader.communicate(timeout=120)
+        assert reader.returncode == 0, err
+        value, hits = out.split()
+        assert (float(value), int(hits)) == (expected, 1), (which, out, err)  # loaded, and the right code
+
+
+def test_njit_without_cache_compiles_in_memory_only():
+    @njit
+    def twice(x):
+        return 2 * x
+
+    assert twice(2.5) == 5.0
+    assert type(twice._cache).__name__ == "NullCache"
+
+
+def test_njit_keeps_the_options():
+    @njit(cache=False, error_model="numpy")
+    def ratio(a, b):
+        return a / b
+
+    assert np.isinf(ratio(1.0, 0.0))  # numpy's error model: no ZeroDivisionError
+
+
+def test_cache_lock_excludes_a_reader_while_a_writer_holds_it(tmp_path):
+    released = tmp_path / "released"
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""\
+        import time
+        from pathlib import Path
+        from skfiber.core.jit import cache_lock
+        with cache_lock({str(tmp_path)!r}, exclusive=True):
+            print("held", flush=True)
+            time.sleep(1.0)
+            Path({str(released)!r}).write_text("")
+        """)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    with cache_lock(tmp_path, exclusive=False) as held:
+        written_before = released.exists()  # the writer finished before the reader got in
+    holder.wait(timeout=60)
+    assert held and written_before and (tmp_path / LOCK_NAME).exists()
+
+
+def test_cache_lock_of_a_missing_folder_runs_unlocked(tmp_path):
+    with cache_lock(tmp_path / "missing", exclusive=True) as held:
+        assert held is False
+
+
+@pytest.mark.parametrize("module", ["skfiber.block_tridiagonal", "skfiber.contact.fiber_kernels",
+                                    "skfiber.rigid.pose_kernel", "skfiber.hill.curve_kernels"])
+def test_library_kernels_use_the_locked_cache(module):
+    import importlib
+
+    from numba.core.registry import CPUDispatcher
+
+    kernels = [value for value in vars(importlib.import_module(module)).values() if isinstance(value, CPUDispatcher)]
+    assert kernels
+    assert {type(kernel._cache).__name__ for kernel in kernels} == {"_LockedFunctionCache"}
