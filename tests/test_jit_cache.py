@@ -15,7 +15,10 @@ import time
 import numpy as np
 import pytest
 
+from skfiber.core import jit
 from skfiber.core.jit import LOCK_NAME, cache_lock, njit
+
+posix_lock = pytest.mark.skipif(jit.fcntl is None, reason="no fcntl (Windows): the cache is numba's own")
 
 KERNEL = """\
 from skfiber.core.jit import njit
@@ -29,13 +32,14 @@ def scaled_sum(x, n):
     return s + x.itemsize * 1000
 """
 
-# writer: slows numba's writes (sleep before the index, then before the data), starts at a common time
+# writer: slows numba's writes (sleep before the index, then before the data); says it is ready and
+# compiles when the test says go
 WRITER = """\
-import sys, time
+import pathlib, sys, time
 import numpy as np
 from numba.core import caching
 
-which, start, index_delay, data_delay = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+which, index_delay, data_delay = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 save_index, save_data = caching.IndexDataCacheFile._save_index, caching.IndexDataCacheFile._save_data
 
 def slow_index(self, overloads):
@@ -50,7 +54,8 @@ caching.IndexDataCacheFile._save_index = slow_index
 caching.IndexDataCacheFile._save_data = slow_data
 import kernel
 x, n = (np.arange(3.0), 2) if which == "A" else (np.arange(3, dtype=np.int32), 5)
-while time.time() < start:
+pathlib.Path("ready_" + which).write_text("")
+while not pathlib.Path("go").exists():
     time.sleep(0.001)
 print(kernel.scaled_sum(x, n))
 """
@@ -69,14 +74,19 @@ def run(folder, env, script, *args):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@posix_lock
 def test_two_processes_compiling_two_signatures_keep_the_cache_consistent(tmp_path):
     (tmp_path / "kernel.py").write_text(KERNEL)
     env = dict(os.environ, PYTHONPATH=str(tmp_path), NUMBA_CACHE_DIR=str(tmp_path / "cache"))
-    start = time.time() + 4.0  # both have imported numba by then
     # unlocked, this order leaves the index naming B's signature and file 1 holding A's code:
-    # A reads the index, writes it (at +1 s), writes data 1 (at +3 s); B reads it, writes it (at +1.5 s),
-    # writes data 1 at once
-    writers = [run(tmp_path, env, WRITER, "A", start, 1.0, 2.0), run(tmp_path, env, WRITER, "B", start, 1.5, 0.0)]
+    # A reads the index, writes it 1 s later, writes data 1 2 s after that; B reads it, writes it 1.5 s
+    # later and data 1 at once
+    writers = [run(tmp_path, env, WRITER, "A", 1.0, 2.0), run(tmp_path, env, WRITER, "B", 1.5, 0.0)]
+    deadline = time.monotonic() + 120
+    while not all((tmp_path / f"ready_{which}").exists() for which in "AB"):  # both have imported skfiber
+        assert time.monotonic() < deadline and all(writer.poll() is None for writer in writers)
+        time.sleep(0.01)
+    (tmp_path / "go").write_text("")
     outputs = [writer.communicate(timeout=120) for writer in writers]
     assert [writer.returncode for writer in writers] == [0, 0], outputs
     assert [float(out) for out, _ in outputs] == [8006.0, 4015.0]  # 2·(0+1+2) + 8000, 5·(0+1+2) + 4000
@@ -105,6 +115,7 @@ def test_njit_keeps_the_options():
     assert np.isinf(ratio(1.0, 0.0))  # numpy's error model: no ZeroDivisionError
 
 
+@posix_lock
 def test_cache_lock_excludes_a_reader_while_a_writer_holds_it(tmp_path):
     released = tmp_path / "released"
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""\
@@ -138,3 +149,32 @@ def test_library_kernels_use_the_locked_cache(module):
     kernels = [value for value in vars(importlib.import_module(module)).values() if isinstance(value, CPUDispatcher)]
     assert kernels
     assert {type(kernel._cache).__name__ for kernel in kernels} == {"_LockedFunctionCache"}
+
+
+@posix_lock
+def test_cache_lock_nested_in_one_thread_does_not_wait_for_itself(tmp_path):
+    with cache_lock(tmp_path, exclusive=False) as outer:
+        with cache_lock(tmp_path, exclusive=True) as inner:  # a second flock here would never return
+            assert outer and inner
+    with cache_lock(tmp_path, exclusive=True) as again:  # released at the end of the outer block
+        assert again
+
+
+def test_cache_lock_runs_unlocked_where_the_file_system_refuses_flock(tmp_path, monkeypatch):
+    class NoFlock:
+        LOCK_EX = LOCK_SH = 0
+
+        @staticmethod
+        def flock(handle, operation):
+            raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(jit, "fcntl", NoFlock)
+    ran = False
+    with cache_lock(tmp_path, exclusive=True) as held:
+        ran = True
+    assert ran and held is False
+
+
+def test_njit_refuses_a_signature():
+    with pytest.raises(TypeError, match="takes no signature"):
+        njit("float64(float64)")

@@ -68,19 +68,19 @@ def forget_module(source: str, kind: str = "law") -> None:
     key = source_key(source)
     _MODULES.pop(key, None)
     sys.modules.pop(f"skfiber_{kind}_{key}", None)
-    stale = [path for folder in {writable_folder(), cache_folder()}
-             for path in (folder / "__pycache__").glob(f"{kind}_{key}.*")]
+    folders = {folder / "__pycache__" for folder in {writable_folder(), cache_folder()}}
     if numba.config.CACHE_DIR:  # NUMBA_CACHE_DIR set: numba keeps its files there, in a folder per source folder
         root = Path(numba.config.CACHE_DIR)
-        stale += [path for path in root.glob(f"*/{kind}_{key}.*")] if root.is_dir() else []
-    for folder in {path.parent for path in stale}:
+        folders |= {path.parent for path in root.glob(f"*/{kind}_{key}.*")} if root.is_dir() else set()
+    for folder in folders:
+        if not folder.is_dir():
+            continue
         with cache_lock(folder, exclusive=True):  # not while another process reads or writes numba's index there
-            for path in stale:
-                if path.parent == folder:
-                    try:
-                        path.unlink()
-                    except OSError:
-                        pass
+            for path in folder.glob(f"{kind}_{key}.*"):
+                try:
+                    path.unlink()
+                except OSError:
+                    pass
 
 
 def load_module(source: str, kind: str = "law"):

@@ -12,7 +12,7 @@ exception set``.
 :func:`njit` is ``numba.njit`` whose cache holds a file lock on its folder while it saves (exclusive)
 and while it reads (shared), so an index and its data files are always written together.  Every
 compiled function of skfiber, and every module it generates, is made by it.  The lock is POSIX
-``flock``; where that is missing (Windows) the cache behaves as numba's own.
+``flock``; where that is missing (Windows, file systems without it) the cache behaves as numba's own.
 
 Examples
 --------
@@ -29,12 +29,15 @@ Examples
 """
 from __future__ import annotations
 
+import inspect
 import os
+import threading
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
 import numba
 from numba.core.caching import FunctionCache, IndexDataCacheFile
+from numba.core.dispatcher import Dispatcher
 
 try:
     import fcntl
@@ -45,6 +48,22 @@ __all__ = ["njit", "cache_lock", "LOCK_NAME"]
 
 LOCK_NAME = ".skfiber-numba-cache.lock"
 """The lock file in each folder of numba's cache (one lock for the functions of that folder)."""
+
+
+_HELD: dict[tuple[int, str], int] = {}  # (thread, folder) whose lock is held, with the depth: no second flock
+# by the thread that holds one (another thread waits for it, as another process does)
+_HELD_GUARD = threading.Lock()
+
+
+def _open_lock_file(folder: str | os.PathLike) -> int | None:
+    """A descriptor of the folder's lock file (made if missing), or None when there is none to be had."""
+    path = os.path.join(folder, LOCK_NAME)
+    for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):  # flock works on a read-only descriptor too (another
+        try:                                              # user's lock file in a shared NUMBA_CACHE_DIR)
+            return os.open(path, flags, 0o666)
+        except OSError:
+            continue
+    return None
 
 
 @contextmanager
@@ -61,9 +80,11 @@ def cache_lock(folder: str | os.PathLike, *, exclusive: bool) -> Iterator[bool]:
     Yields
     ------
     bool
-        Whether the lock is held.  It is not when the folder does not exist or cannot be written
-        (nothing there is being saved by this cache then) or without ``fcntl``: the block then runs
-        unlocked, as numba's own cache does.
+        Whether the lock is held.  It is not when there is no lock file to be had (the folder does
+        not exist, so nothing there is being saved, or it cannot be read), when the file system
+        refuses ``flock`` (some network file systems) or without ``fcntl`` (Windows): the block then
+        runs unlocked, as numba's own cache does.  In a thread that holds the folder's lock already (an
+        import while a cache file is read) the block runs under that lock.
 
     Examples
     --------
@@ -73,19 +94,40 @@ def cache_lock(folder: str | os.PathLike, *, exclusive: bool) -> Iterator[bool]:
     ...     held
     True
     """
-    if fcntl is None:  # pragma: no cover - Windows
-        yield False
+    key = (threading.get_ident(), os.path.realpath(folder))
+    with _HELD_GUARD:
+        nested = key in _HELD
+        if nested:
+            _HELD[key] += 1
+    if nested:
+        try:
+            yield True
+        finally:
+            with _HELD_GUARD:
+                _HELD[key] -= 1
         return
+    handle = _open_lock_file(folder) if fcntl is not None else None
+    held = False
+    if handle is not None:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            held = True
+        except OSError:  # ENOLCK, ENOSYS: a file system without flock
+            os.close(handle)
+            handle = None
+    if held:
+        with _HELD_GUARD:
+            _HELD[key] = 1
     try:
-        handle = os.open(os.path.join(folder, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o666)
-    except OSError:
-        yield False
-        return
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        yield True
+        yield held
     finally:
-        os.close(handle)  # releases the lock
+        if held:
+            with _HELD_GUARD:
+                _HELD[key] -= 1
+                if _HELD[key] == 0:
+                    del _HELD[key]
+        if handle is not None:
+            os.close(handle)  # releases the lock
 
 
 class _LockedIndexDataCacheFile(IndexDataCacheFile):
@@ -106,6 +148,10 @@ class _LockedIndexDataCacheFile(IndexDataCacheFile):
         with cache_lock(self._folder, exclusive=False):
             return super().load(key)
 
+    def flush(self) -> None:
+        with cache_lock(self._folder, exclusive=True):  # Dispatcher.recompile(): an empty index
+            super().flush()
+
 
 class _LockedFunctionCache(FunctionCache):
     """numba's per-function cache with :class:`_LockedIndexDataCacheFile` for its files."""
@@ -123,7 +169,8 @@ def njit(function: Callable | None = None, /, **options):
     Parameters
     ----------
     function
-        The Python function (``@njit``), or None (``@njit(cache=True, ...)``).
+        The Python function (``@njit``), or None (``@njit(cache=True, ...)``).  Functions compile on
+        their first call; signatures (numba's eager compilation) are not taken.
     **options
         numba's options (``cache``, ``fastmath``, ``error_model``, ``parallel``, ``inline``, …).
         With ``cache=True`` the machine code is kept on disk as numba keeps it, in files written
@@ -131,7 +178,13 @@ def njit(function: Callable | None = None, /, **options):
 
     Returns
     -------
-    numba's dispatcher, or a decorator that makes one.
+    numba's dispatcher, or a decorator that makes one (with ``NUMBA_DISABLE_JIT=1``, numba's: the
+    Python function).
+
+    Raises
+    ------
+    TypeError
+        If ``function`` is not a Python function (e.g. a signature).
 
     Examples
     --------
@@ -142,14 +195,17 @@ def njit(function: Callable | None = None, /, **options):
     >>> half(3.0)
     1.5
     """
+    if function is not None and not inspect.isfunction(function):
+        raise TypeError(f"njit takes a Python function (or options only), got {function!r}; skfiber's njit "
+                        "compiles on the first call and takes no signature")
     cache = bool(options.pop("cache", False))
 
     def decorate(python_function: Callable):
-        dispatcher = numba.njit(**options)(python_function)
-        if cache:
+        compiled = numba.njit(**options)(python_function)
+        if cache and isinstance(compiled, Dispatcher):  # not with NUMBA_DISABLE_JIT=1
             # numba's Dispatcher.enable_caching() sets this attribute to a FunctionCache; the
             # subclass changes only how its files are written and read
-            dispatcher._cache = _LockedFunctionCache(python_function)
-        return dispatcher
+            compiled._cache = _LockedFunctionCache(python_function)
+        return compiled
 
     return decorate if function is None else decorate(function)
