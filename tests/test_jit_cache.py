@@ -178,3 +178,62 @@ def test_cache_lock_runs_unlocked_where_the_file_system_refuses_flock(tmp_path, 
 def test_njit_refuses_a_signature():
     with pytest.raises(TypeError, match="takes no signature"):
         njit("float64(float64)")
+
+
+
+CALLER = """\
+import numpy as np
+from skfiber.core.jit import njit
+
+
+@njit(cache=True)
+def arrays(x):
+    return x.copy(), np.zeros(2, np.int64), x + 1.0, np.ones(3, np.int64)
+
+
+@njit(cache=True)
+def total(x):
+    a, b, c, d = arrays(x)
+    return a.sum() + b.sum() + c.sum() + d.sum()
+
+
+@njit
+def other(x):
+    return x + 1
+"""
+
+STEPS = """\
+import glob, os, sys
+import numpy as np
+import caller
+x = np.arange(3.0)
+for action in sys.argv[1:]:
+    if action == "total":
+        print(caller.total(x))
+    elif action == "other":
+        caller.other(1.0)
+    elif action == "forget-arrays":
+        for path in glob.glob(os.path.join(os.environ["NUMBA_CACHE_DIR"], "*", "caller.arrays-*")):
+            os.remove(path)
+    elif action == "arrays":
+        print([a.tolist() for a in caller.arrays(x)])
+"""
+
+
+def test_a_kernel_cached_inside_another_and_by_itself_keeps_its_environment(tmp_path):
+    # numba numbers compilations 1, 2, ... per process and names a function's environment (the dtypes
+    # its code boxes) by that number.  1: total (1) and arrays (2) compiled and cached; arrays' own cache
+    # dropped.  2: total loaded (with arrays' environment inside), `other` compiled (1), arrays compiled
+    # again (2): the same name, so numba extended the loaded environment and cached code reading its
+    # third entry.  3: total loaded, then arrays: numba reused total's two-entry environment for it and
+    # failed with "SystemError: ... returned a result with an exception set" (the cause, 'descr' is NULL)
+    (tmp_path / "caller.py").write_text(CALLER)
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    outputs = []
+    for actions in (["total", "forget-arrays"], ["total", "other", "arrays"], ["total", "arrays"]):
+        proc = subprocess.run([sys.executable, "-c", STEPS, *actions], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        outputs.append(proc.stdout.split("\n")[:-1])
+    expected_arrays = "[[0.0, 1.0, 2.0], [0, 0], [1.0, 2.0, 3.0], [1, 1, 1]]"
+    assert outputs == [["12.0"], ["12.0", expected_arrays], ["12.0", expected_arrays]]

@@ -1,18 +1,26 @@
-"""numba's ``njit`` with a disk cache that processes can share while they compile.
+"""numba's ``njit`` with a disk cache that processes can share.
 
-numba's ``cache=True`` keeps one index file per function (signature → data file) and one data file
-per signature.  Saving reads the index, picks the first free data file name, writes the index and
-then the data, with no lock.  Two processes that compile two signatures of one function at the same
-time (test workers, the processes of a parameter study, a first run on a fresh install) can both
-pick the same name: the index then says "signature B is in file 1" while file 1 holds the machine
-code of signature A.  Every later process that loads B runs A's code on B's arguments: a wrong
-result, a crash, or an error such as ``SystemError: CPUDispatcher(...) returned a result with an
-exception set``.
+numba's ``cache=True`` has two hazards when several processes compile and cache the same functions
+(test workers, the processes of a parameter study, two first runs on a fresh install):
+
+* **Saving races.**  numba keeps one index file per function (signature → data file) and one data
+  file per signature.  Saving reads the index, picks the first free data file name, writes the index
+  and then the data, with no lock.  Two processes compiling two signatures of one function at the
+  same time can both pick the same name: the index then says "signature B is in file 1" while file 1
+  holds the machine code of signature A, and every later process that loads B runs A's code on B's
+  arguments (a wrong number, ``TypeError: can't unbox array``, or a crash).
+* **Names repeat across processes.**  numba numbers its compilations 1, 2, … in each process and
+  names the environment of a compiled function (the Python objects its code uses) by that number.
+  A process that loads one function from two caches written by different processes (inside a kernel
+  that calls it, and by itself) can find the second environment's name taken and reuse the first,
+  whose objects may be numbered otherwise: ``SystemError: CPUDispatcher(...) returned a result with
+  an exception set``, caused by ``RuntimeError: In 'NRT_adapt_ndarray_to_python', 'descr' is NULL``.
 
 :func:`njit` is ``numba.njit`` whose cache holds a file lock on its folder while it saves (exclusive)
-and while it reads (shared), so an index and its data files are always written together.  Every
+and while it reads (shared), so an index and its data files are always written together, and which
+numbers the compilations of each process from a random start (:func:`distinct_function_ids`).  Every
 compiled function of skfiber, and every module it generates, is made by it.  The lock is POSIX
-``flock``; where that is missing (Windows, file systems without it) the cache behaves as numba's own.
+``flock``; where that is missing (Windows, file systems without it) the cache saves as numba's own.
 
 Examples
 --------
@@ -30,12 +38,14 @@ Examples
 from __future__ import annotations
 
 import inspect
+import itertools
 import os
 import threading
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
 import numba
+from numba.core.bytecode import FunctionIdentity
 from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
 
@@ -44,7 +54,7 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
-__all__ = ["njit", "cache_lock", "LOCK_NAME"]
+__all__ = ["njit", "cache_lock", "distinct_function_ids", "LOCK_NAME"]
 
 LOCK_NAME = ".skfiber-numba-cache.lock"
 """The lock file in each folder of numba's cache (one lock for the functions of that folder)."""
@@ -130,6 +140,36 @@ def cache_lock(folder: str | os.PathLike, *, exclusive: bool) -> Iterator[bool]:
             os.close(handle)  # releases the lock
 
 
+_FUNCTION_IDS: list = []  # the counter this module gave numba, once per process
+
+
+def distinct_function_ids() -> None:
+    """Number numba's compilations in this process from a random start (once per process).
+
+    numba numbers the functions it compiles 1, 2, … in each process and puts the number in the names
+    of their machine code and of their environments (the Python objects the code uses, such as the
+    dtypes of the arrays it returns).  Two processes that compile in the same order give the same
+    number to the same function, and the cache keeps that name.  A process that then loads the
+    function twice from caches written by different processes (once inside a kernel that calls it,
+    once by itself) finds the name taken and reuses the first environment; its objects may be numbered
+    otherwise, and the code reads the wrong one or none (``RuntimeError: In
+    'NRT_adapt_ndarray_to_python', 'descr' is NULL``).  From a random start of 40 bits the numbers of
+    two processes meet with a probability of about 10⁻¹², so every cached environment keeps its own
+    name.  :func:`njit` calls this before it makes a dispatcher.
+
+    Examples
+    --------
+    >>> from skfiber.core.jit import distinct_function_ids
+    >>> distinct_function_ids()  # idempotent
+    """
+    with _HELD_GUARD:
+        if _FUNCTION_IDS and FunctionIdentity._unique_ids is _FUNCTION_IDS[0]:
+            return
+        counter = itertools.count((int.from_bytes(os.urandom(5), "little") << 20) + 1)
+        FunctionIdentity._unique_ids = counter
+        _FUNCTION_IDS[:] = [counter]
+
+
 class _LockedIndexDataCacheFile(IndexDataCacheFile):
     """numba's index and data files, read under the folder's shared lock and saved under its
     exclusive lock."""
@@ -201,6 +241,7 @@ def njit(function: Callable | None = None, /, **options):
     cache = bool(options.pop("cache", False))
 
     def decorate(python_function: Callable):
+        distinct_function_ids()
         compiled = numba.njit(**options)(python_function)
         if cache and isinstance(compiled, Dispatcher):  # not with NUMBA_DISABLE_JIT=1
             # numba's Dispatcher.enable_caching() sets this attribute to a FunctionCache; the
