@@ -174,22 +174,18 @@ class _LockedIndexDataCacheFile(IndexDataCacheFile):
     """numba's index and data files, read under the folder's shared lock and saved under its
     exclusive lock."""
 
-    def __init__(self, *, cache_path: str, filename_base: str, source_stamp) -> None:
-        super().__init__(cache_path=cache_path, filename_base=filename_base, source_stamp=source_stamp)
-        self._folder = cache_path
-
     def save(self, key, data) -> None:
         # the index read, the choice of a free data file name and both writes are one step for
         # the processes sharing the folder
-        with cache_lock(self._folder, exclusive=True):
+        with cache_lock(self._cache_path, exclusive=True):
             super().save(key, data)
 
     def load(self, key):
-        with cache_lock(self._folder, exclusive=False):
+        with cache_lock(self._cache_path, exclusive=False):
             return super().load(key)
 
     def flush(self) -> None:
-        with cache_lock(self._folder, exclusive=True):  # Dispatcher.recompile(): an empty index
+        with cache_lock(self._cache_path, exclusive=True):  # Dispatcher.recompile(): an empty index
             super().flush()
 
 
