@@ -6,7 +6,7 @@ time of 5 fibers × 64 elements × 2048 backward-Euler steps (ends fixed, body
 load 10 g, Table 1 material, T = 8 s as the paper's level 4: Δt = 3.9 ms).
 
 Run: ``python benchmarks/bench_cable.py [--quick]``.  Ends with
-``summary: be_5x64x2048_s=<seconds>``.
+``summary: be_5x64x2048_s=<seconds>`` (``be_5x64x256_s`` with ``--quick``: 256 steps).
 """
 from __future__ import annotations
 

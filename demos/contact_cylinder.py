@@ -303,7 +303,7 @@ def main(argv=None) -> int:
     parser.add_argument("--plot", metavar="FILE.png", default=None, help="save a figure (needs matplotlib)")
     args = parser.parse_args(argv)
     if args.plot:
-        output_file(parser, "--plot", args.plot)
+        output_file(parser, "--plot", args.plot, figure=True)
     res = run(small=args.small)
     print("fiber over a rigid cylinder (paper §5.2, Table 2): both ends fixed, "
           f"b0 = (0, 0, {LOAD:g}) N/m³ per volume (= {np.pi * RADIUS**2 * LOAD:.3f} N/m), κ = {KAPPA:g} N/m, γ = {GAMMA:g}")

@@ -217,7 +217,7 @@ def main(argv=None) -> ContactFibersResult:
     parser.add_argument("--plot", metavar="FILE.png", help="save the deformed fibers and the convergence plot")
     args = parser.parse_args(argv)
     if args.plot:
-        output_file(parser, "--plot", args.plot)
+        output_file(parser, "--plot", args.plot, figure=True)
     t0 = time.perf_counter()
     result = run(small=args.small)
     print("Fiber–fiber contact, paper §5.3 / Table 3 (lower fiber mirrored to z = −0.15)")

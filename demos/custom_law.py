@@ -454,7 +454,7 @@ def main(argv=None) -> CustomLawResult:
     parser.add_argument("--plot", metavar="FILE.png", help="save the static sag curves (needs matplotlib)")
     args = parser.parse_args(argv)
     if args.plot:
-        output_file(parser, "--plot", args.plot)
+        output_file(parser, "--plot", args.plot, figure=True)
     result = run(n_elements=args.elements, prestretch=args.prestretch, t_end=args.t_end, dt=args.dt, small=args.small)
     _print_report(result)
     if args.plot:

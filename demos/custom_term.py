@@ -612,7 +612,7 @@ def main(argv=None) -> CustomTermResult:
     parser.add_argument("--plot", metavar="FILE.png", help="save the gravity sag curves (needs matplotlib)")
     args = parser.parse_args(argv)
     if args.plot:
-        output_file(parser, "--plot", args.plot)
+        output_file(parser, "--plot", args.plot, figure=True)
     result = run(n_elements=args.elements, small=args.small)
     _print_report(result)
     if args.plot:

@@ -665,7 +665,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--plot", metavar="FILE.png", help="save the convergence plots (needs matplotlib)")
     args = parser.parse_args(argv)
     if args.plot:
-        output_file(parser, "--plot", args.plot)
+        output_file(parser, "--plot", args.plot, figure=True)
     result = run(small=args.small)
     print(result.temporal.table())
     print()

@@ -501,7 +501,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--progress", action="store_true", help="one line per run on stderr")
     args = parser.parse_args(argv)
     if args.plot:
-        output_file(parser, "--plot", args.plot)
+        output_file(parser, "--plot", args.plot, figure=True)
     if args.links is not None and not all(1 <= n <= 8 for n in args.links):
         parser.error(f"--links must be between 1 and 8, got {args.links}")
     result = run(small=args.small, links=args.links, progress=args.progress)

@@ -254,6 +254,7 @@ from skfiber.rigid import Body, Fixed, Revolute, RigidSystem
 from skfiber.run import checkpoint_options, resume_point, run_simulation
 from skfiber.solver import StepInfo
 from skfiber.softening import SofteningWarning
+from skfiber.statics import MAX_STEPS
 from skfiber.terms import d1, d2
 
 # the run checks and level comparisons (re-exported here for the tests and users)
@@ -655,6 +656,9 @@ def run_options(level: int = 1, *, t_end: float = T_END, n_elements: int | None 
     nt = nt if n_steps is None else int(n_steps)
     if t_end != T_END and n_steps is None:
         nt = max(1, int(round(nt * t_end / T_END)))
+    if nt > MAX_STEPS:
+        raise ValueError(f"t_end = {t_end:g} s would take {nt:.3g} steps of {t_end / nt:.3g} s at level {level}, "
+                         f"more than {MAX_STEPS:.0e}; give a shorter t_end")
     unknown = sorted(set(model_options) - set(_MODEL_DEFAULTS))
     if unknown:
         raise TypeError(f"unknown model options {unknown}; build_model takes {sorted(_MODEL_DEFAULTS)}")
@@ -944,6 +948,9 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
         args.output, args.vtk = args.out, args.out
     if args.resume and args.no_checkpoints:
         parser.error("--resume continues from a checkpoint; leave out --no-checkpoints")
+    if args.level is not None and args.levels is not None:
+        parser.error(f"--level {args.level} and --levels {' '.join(map(str, args.levels))} both name the levels to "
+                     "run; give one of them")
     if args.newton_rtol is not None and not args.newton_rtol < 1:
         parser.error(f"--newton-rtol must be below 1 (a relative tolerance, e.g. 1e-5), got {args.newton_rtol:g}")
     adaptive = args.rtol is not None or args.atol is not None

@@ -21,12 +21,12 @@ from __future__ import annotations
 import math
 import sys
 import time as _time
-import warnings
 from typing import Callable
 
 import numpy as np
 
 from .core import AdaptiveCursor, ConvergenceError, ErrorControl, NewtonOptions, State, output_grid, run_adaptive
+from .core.warn import warn
 from .fiber_step import decide_compiled_step
 from .model import Model
 from .newton import IterationMatrix, make_solver
@@ -159,7 +159,7 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
     except KeyboardInterrupt:
         interrupted = True
         counts = last_counts[0]
-        warnings.warn(f"simulation interrupted; returning the {len(store.times)} output states computed so far")
+        warn(f"simulation interrupted; returning the {len(store.times)} output states computed so far")
     except ConvergenceError as err:  # keep what was computed, and the last accepted step's state
         counts = last_counts[0]
         last = info.get("last_state", start_state)

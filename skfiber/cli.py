@@ -71,8 +71,7 @@ class ArgumentParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):
-        # under 'skfiber run DEMO' the demo's options are shown by 'skfiber run DEMO -- --help'
-        help_command = f"{self.prog} -- --help" if self.prog.startswith("skfiber run ") else f"{self.prog} --help"
+        help_command = f"{self.prog} --help"  # (under 'skfiber run DEMO' the flag goes on to the demo)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}; see {help_command}\n")
 
 
@@ -139,12 +138,23 @@ def _make_folder(option: str, folder: str | os.PathLike) -> Path:
     return path
 
 
-def output_file(parser: argparse.ArgumentParser, option: str, file: str | os.PathLike) -> Path:
+def output_file(parser: argparse.ArgumentParser, option: str, file: str | os.PathLike, *,
+                figure: bool = False) -> Path:
     """Check a demo's output file (e.g. ``--plot FILE.png``) before anything runs: not a folder, its folder
-    made (:func:`output_folder`), or the parser's one-line error naming ``option``."""
+    made (:func:`output_folder`), and with ``figure`` a format matplotlib writes (matplotlib installed), or
+    the parser's one-line error naming ``option``."""
     path = Path(file)
     if path.is_dir():
         parser.error(f"{option} {path} is a folder; give a file name")
+    if figure:
+        try:
+            from matplotlib.backend_bases import FigureCanvasBase
+        except ImportError:
+            parser.error(f"{option} needs matplotlib: pip install 'skfiber[viz]'")
+        formats = sorted(FigureCanvasBase.get_supported_filetypes())
+        if path.suffix.lower().lstrip(".") not in formats:
+            parser.error(f"{option} {path}: matplotlib writes no {path.suffix or 'extension-less'} files; end the "
+                         f"name in one of .{', .'.join(formats)}")
     output_folder(parser, option, path.parent)
     return path
 
@@ -259,19 +269,19 @@ def _cmd_run(args, extra: list[str]) -> int:
         leveled = demos_with_levels()
         if args.demo.replace("_", "-") not in leveled:
             raise UsageError(f"{args.demo} takes no --level; the demos with levels are {', '.join(leveled)} "
-                             f"(see 'skfiber run {args.demo} -- --help' for its options)")
+                             f"(see 'skfiber run {args.demo} --help' for its options)")
         argv += ["--level", str(args.level)]
     if args.out is not None:
         writers = demos_with_option("--out")
         if args.demo.replace("_", "-") not in writers:
             raise UsageError(f"{args.demo} takes no --out; the demos that write files there are {', '.join(writers)} "
-                             f"(see 'skfiber run {args.demo} -- --help' for its options)")
+                             f"(see 'skfiber run {args.demo} --help' for its options)")
         argv += ["--out", str(_make_folder("--out", args.out))]
     argv += extra
     print(f"skfiber run {args.demo} {' '.join(argv)}".rstrip(), file=sys.stderr, flush=True)
     tic = time.perf_counter()
     code = _call_main(module, argv, prog=f"skfiber run {args.demo}")
-    if code == EXIT_USAGE:  # the demo said what was wrong, in one line
+    if code == EXIT_USAGE or "-h" in extra or "--help" in extra:  # the demo said what was wrong, or its help
         return code
     wall = time.perf_counter() - tic
     lines = [f"skfiber run {args.demo}: {'finished' if code == 0 else f'exit code {code}'} in {wall:.1f} s"]
@@ -286,6 +296,12 @@ def _cmd_view(args) -> int:
     path = Path(args.file)
     if not path.exists():
         raise UsageError(f"no such file: {path}")
+    if path.is_dir():  # a demo's output folder: its one series
+        series = sorted(path.glob("*.pvd"))
+        if len(series) != 1:
+            found = f"{len(series)}: {', '.join(p.name for p in series)}" if series else "none"
+            raise UsageError(f"{path} is a folder; name one .pvd series in it (.pvd files there: {found})")
+        path = series[0]
     if path.suffix.lower() not in (".pvd", ".vtu"):
         raise UsageError(f"{path} is neither a .pvd series nor a .vtu file")
     if args.movie is not None and Path(args.movie).suffix.lower() not in (".gif", ".mp4"):
@@ -410,16 +426,16 @@ def build_parser() -> argparse.ArgumentParser:
         "run", help="run a demo",
         description="Run a demo by name (see 'skfiber list'). Options that 'skfiber run' does not know "
         "are passed on to the demo, e.g. 'skfiber run hanging-bundle --out res --t-end 0.2'; "
-        "'skfiber run DEMO -- --help' shows the demo's own options.",
+        "'skfiber run DEMO --help' shows the demo's own options.",
     )
     run.add_argument("demo", metavar="DEMO", help="demo name, e.g. hanging-bundle (dashes or underscores)")
     run.add_argument("--level", type=int, metavar="N",
                      help=f"refinement level N ≥ 1, for the demos that have levels ({', '.join(demos_with_levels())}: "
-                          "'skfiber run DEMO -- --help' says what it refines); the others refuse it")
+                          "'skfiber run DEMO --help' says what it refines); the others refuse it")
     run.add_argument("--out", metavar="DIR",
                      help=f"output folder (made if missing) of the demos that write files "
                           f"({', '.join(demos_with_option('--out'))}): their VTK series (.pvd + .vtu), CSV and PNG "
-                          "files and checkpoints; 'skfiber run DEMO -- --help' says what a demo writes (some of "
+                          "files and checkpoints; 'skfiber run DEMO --help' says what a demo writes (some of "
                           "the others take --plot FILE.png); the others refuse it")
 
     view = sub.add_parser(
@@ -427,7 +443,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Draw the fibers as tubes of their current radius, colored by a field, and the bodies as cylinders. "
         "Without --screenshot/--movie an interactive window opens (needs a display).",
     )
-    view.add_argument("file", metavar="FILE", help="a .pvd series (or .vtu file) written by skfiber")
+    view.add_argument("file", metavar="FILE",
+                      help="a .pvd series (or .vtu file) written by skfiber, or a folder holding one .pvd series")
     view.add_argument("--screenshot", metavar="F.png", help="save a PNG of one time point (off screen)")
     view.add_argument("--movie", metavar="F.mp4|F.gif", help="save a movie of all time points (MP4 via imageio-ffmpeg, or GIF)")
     view.add_argument("--field", default="stress", metavar="NAME",
@@ -453,6 +470,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _demo_help_forwarded(argv: list[str]) -> list[str]:
+    """``run DEMO … --help`` asks for the demo's help (its options), not for that of ``skfiber run``: the
+    help flag goes to the demo, behind a ``--``.  ``run --help`` (no demo named first) stays the command's."""
+    cut = argv.index("--") if "--" in argv else len(argv)
+    if len(argv) < 2 or argv[0] != "run" or argv[1].startswith("-"):
+        return argv
+    asked = [a for a in argv[2:cut] if a in ("-h", "--help")]
+    if not asked:
+        return argv
+    rest = [a for a in argv[2:cut] if a not in ("-h", "--help")]
+    return argv[:2] + rest + ["--"] + argv[cut + 1:] + ["--help"]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``skfiber`` console script; returns the exit code."""
     parser = build_parser()
@@ -460,14 +490,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     cut = argv.index("--") if "--" in argv else len(argv)
     debug = "--debug" in argv[:cut]  # a skfiber option wherever it stands (a demo never sees it)
     argv = [a for a in argv[:cut] if a != "--debug"] + argv[cut:]
+    argv = _demo_help_forwarded(argv)
     args, extra = parser.parse_known_args(argv)
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
     if extra and args.command != "run":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    if args.command == "run" and extra[:1] == ["--"]:
-        extra = extra[1:]
+    if args.command == "run" and "--" in extra:  # the separator of the demo's own options
+        extra.remove("--")
     try:
         if args.command == "list":
             return _cmd_list(args)

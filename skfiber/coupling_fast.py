@@ -41,7 +41,6 @@ general path's diagnosis, made when read.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 from numba.core.errors import NumbaError
@@ -49,6 +48,7 @@ from numba.core.errors import NumbaError
 from .contact import cylinder_kernels as ck
 from .contact.cylinder import CylinderContact
 from .contact.fibers import FiberContact
+from .core.warn import warn
 from .coupled_kernels import (IN_REACH, INADMISSIBLE, OK, coupled_increment, coupled_positions, coupled_rows,
                               cylinder_contact, newton_increment, scatter_dependent, trial_step)
 from .attachments import AttachmentKinematics
@@ -458,8 +458,8 @@ class FastCoupling:
     def _no_fused(self, error: Exception) -> None:
         self._fused = False
         first_line = str(error).splitlines()[0] if str(error) else ""
-        warnings.warn(f"the fused evaluation kernel could not be made ({type(error).__name__}: {first_line}); "
-                      "the fast path runs its kernels one by one", RuntimeWarning, stacklevel=3)
+        warn(f"the fused evaluation kernel could not be made ({type(error).__name__}: {first_line}); "
+             "the fast path runs its kernels one by one", RuntimeWarning)
         return None
 
     @staticmethod

@@ -32,7 +32,6 @@ True
 """
 from __future__ import annotations
 
-import warnings
 import weakref
 
 import numpy as np
@@ -40,6 +39,7 @@ import sympy as sp
 
 from .compile.cache import GeneratedKernel
 from .compile.codegen import abstract_numbers, cse_products, numba_module
+from .core.warn import warn
 from .materials import ARGUMENTS, MaterialPoint, StressResponse, SymbolicLaw
 
 __all__ = ["LawKernel", "law_kernel", "FiberStress", "checked_response"]
@@ -102,8 +102,8 @@ def law_kernel(law) -> LawKernel | None:
         except Exception as error:  # a sympy function the Python code printer does not know
             kernel = LawKernel("", np.zeros(0), law.name)
             kernel.failed = True
-            warnings.warn(f"the stress law {law.name!r} could not be compiled ({type(error).__name__}: "
-                          f"{str(error).splitlines()[0]}); it runs with numpy", RuntimeWarning, stacklevel=2)
+            warn(f"the stress law {law.name!r} could not be compiled ({type(error).__name__}: "
+                 f"{str(error).splitlines()[0]}); it runs with numpy", RuntimeWarning)
         else:
             kernel = LawKernel(source, params, law.name)
         _KERNELS[law] = kernel

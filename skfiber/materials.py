@@ -301,7 +301,7 @@ def _check_positive(**params: float) -> None:
 
 
 def prestress(sigma0: float) -> SymbolicLaw:
-    """Prestress S = σ0 / λ² (paper eq. 34); σ0 in Pa.
+    """Prestress S = σ0 / λ² (paper eq. 34); σ0 ≥ 0 in Pa.
 
     Examples
     --------
@@ -310,7 +310,7 @@ def prestress(sigma0: float) -> SymbolicLaw:
     >>> float(law(sf.MaterialPoint(2.0, 0.0, 0.5, 0.0, 1.0, 0.0)).stress)   # λ = 2: σ0/4
     25.0
     """
-    _check_finite(sigma0=sigma0)
+    _check_nonnegative(sigma0=sigma0)  # (it keeps the cable taut; a negative one would compress it everywhere)
     return SymbolicLaw(_num(sigma0) / LAM**2, name=f"prestress(σ0={sigma0:g})")
 
 

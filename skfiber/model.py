@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import operator
-import warnings
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
@@ -23,12 +22,13 @@ from skfem.assembly.form.form import FormExtraParams
 
 from . import forms
 from .attachments import attachment_kinematics, new_attachment
-from .core import Evaluation, ResidualMemo, State
 from .compile.kernel import FormKernel
 from .contact.base import Contact
+from .core import Evaluation, ResidualMemo, State
+from .core.warn import warn
 from .discretization import Discretization
-from .fiber_part import fiber_part, vector_norm
 from .fiber import Fiber
+from .fiber_part import fiber_part, vector_norm
 from .law_kernels import FiberStress
 from .loads import ExternalLoads, VectorField
 from .materials import SYMBOLS
@@ -79,6 +79,8 @@ class Model:
     def __init__(self, fibers: Sequence[Fiber], *, quadrature_points: int = 4, rigid=None, compiled: bool = True):
         if isinstance(fibers, Fiber):
             raise TypeError("Model takes a list of Fiber objects; give [fiber] for a single fiber")
+        if isinstance(fibers, (str, bytes)) or not hasattr(fibers, "__iter__"):
+            raise TypeError(f"Model takes a list of Fiber objects, got {type(fibers).__name__}")
         fibers = list(fibers)
         for f in fibers:
             if not isinstance(f, Fiber):
@@ -470,8 +472,8 @@ class Model:
         for name, construct in kernel.untraced.items():
             if name not in self._warned_untraced:
                 self._warned_untraced.add(name)
-                warnings.warn(f"the term {name!r} cannot be compiled ({construct}); it runs with numpy, "
-                              "several times slower", RuntimeWarning, stacklevel=3)
+                warn(f"the term {name!r} cannot be compiled ({construct}); it runs with numpy, "
+                     "several times slower", RuntimeWarning)
         return kernel
 
     def external_force(self, t: float) -> np.ndarray:

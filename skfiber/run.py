@@ -50,7 +50,7 @@ from .io import Checkpoint, VTKSeries, atomic_temporaries, load_checkpoint, mode
 from .model import Model
 from .progress import RemainingTime, format_duration
 from .solver import ConvergenceError, NewtonOptions, StepInfo, adaptive_scheme, simulate
-from .statics import check_admissible_start
+from .statics import check_admissible_start, check_step_count
 
 __all__ = ["RunResult", "Progress", "run_simulation", "checkpoint_path", "checkpoint_options", "resume_point"]
 
@@ -521,6 +521,8 @@ def run_simulation(
     if not math.isfinite(t_end) or t_end < state.t or (t_end == state.t and not resume):
         start = f"the checkpoint's time {state.t!r} (resume)" if resume else f"the start time {state.t!r}"
         raise ValueError(f"t_end = {t_end!r} must be a finite time after {start}")
+    if t_end > state.t:
+        check_step_count(dt=dt, t_start=float(state.t), t_end=t_end)
     if adaptive:  # the tolerances and step limits checked before any file is touched
         limits = stored_options["error_control"]
         error_control(rtol=limits["rtol"], atol=limits["atol"], h_min=limits["h_min"], h_max=limits["h_max"],

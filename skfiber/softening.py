@@ -34,10 +34,9 @@ inf
 """
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
+from .core.warn import warn
 from .materials import MaterialPoint, StressLaw
 
 __all__ = ["SofteningWarning", "force_slope", "force_peak_stretch", "past_force_peak", "warn_if_past_force_peak"]
@@ -146,9 +145,9 @@ def warn_if_past_force_peak(name: str, law: StressLaw, point: MaterialPoint, **k
     past = past_force_peak(law, point, **kwargs)
     if past.any():
         lam = np.broadcast_to(np.asarray(point.stretch, dtype=float), past.shape)
-        warnings.warn(f"{name}: {int(past.sum())} material point(s) stretched past the force peak of the law "
-                      f"(up to λ = {lam[past].max():.3g} at t = {point.t:g} s): the axial force falls with stretch "
-                      "there, the stretch localizes and the result depends on the mesh (strain softening)",
-                      SofteningWarning, stacklevel=2)
+        warn(f"{name}: {int(past.sum())} material point(s) stretched past the force peak of the law "
+             f"(up to λ = {lam[past].max():.3g} at t = {point.t:g} s): the axial force falls with stretch "
+             "there, the stretch localizes and the result depends on the mesh (strain softening)",
+             SofteningWarning)
         return True
     return False

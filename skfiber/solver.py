@@ -25,13 +25,13 @@ from __future__ import annotations
 import math
 import sys
 import time as _time
-import warnings
 from typing import Callable
 
 import numpy as np
 
 from .adaptive import simulate_adaptive
 from .core import ConvergenceError, EulerRates, NewtonOptions, State, StepCounts
+from .core.warn import warn
 from .fiber_step import decide_compiled_step
 from .model import Model
 from .newton import IterationMatrix, make_solver, newton
@@ -178,6 +178,10 @@ def simulate(
     >>> r.times.tolist(), r.step_counts.accepted > 2
     ([0.0, 0.05, 0.1], True)
     """
+    if not isinstance(model, Model):
+        raise TypeError(f"simulate needs a skfiber.Model as its first argument, got {type(model).__name__}")
+    if not isinstance(progress, (bool, np.bool_)):
+        raise TypeError(f"progress must be True or False, got {progress!r}")
     adaptive = adaptive_scheme(method=method, dt=dt, rtol=rtol, atol=atol)
     output_dt = dt
     if dt is None:  # adaptive without an output interval: dt stands for the whole span in the checks below
@@ -274,7 +278,7 @@ def simulate(
     except KeyboardInterrupt:
         interrupted = True
         its = its[:done]
-        warnings.warn(f"simulation interrupted at t = {state.t:.6g} s; returning the {len(store.times)} states computed so far")
+        warn(f"simulation interrupted at t = {state.t:.6g} s; returning the {len(store.times)} states computed so far")
         if store.times[-1] != state.t:
             store.add(state, [])
     except ConvergenceError as err:  # keep what was computed: the error carries it

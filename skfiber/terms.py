@@ -36,6 +36,7 @@ Examples
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,10 +86,37 @@ class Term:
     name: str = "term"
 
     def __post_init__(self):
-        if not callable(form_function(self.residual)):
-            raise TypeError(f"Term {self.name!r}: residual must be a LinearForm or a function (v, w)")
-        if self.tangent is not None and not callable(form_function(self.tangent)):
-            raise TypeError(f"Term {self.name!r}: tangent must be a BilinearForm, a function (u, v, w) or None")
+        if not callable(form_function(self.residual)) or not _takes(form_function(self.residual), 2):
+            raise TypeError(f"Term {self.name!r}: residual must be a LinearForm or a function (v, w), got "
+                            f"{_described(self.residual)}")
+        if self.tangent is not None and not (callable(form_function(self.tangent))
+                                             and _takes(form_function(self.tangent), 3)):
+            raise TypeError(f"Term {self.name!r}: tangent must be a BilinearForm, a function (u, v, w) or None, got "
+                            f"{_described(self.tangent)}")
+
+
+def _takes(function, n: int) -> bool:
+    """Whether ``function`` can be called with ``n`` positional arguments (True when Python cannot tell)."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return True
+    try:
+        signature.bind(*range(n))
+    except TypeError:
+        return False
+    return True
+
+
+def _described(form) -> str:
+    """A form for an error message: its name and arguments when it has them."""
+    function = form_function(form)
+    if not callable(function):
+        return f"a {type(form).__name__}"
+    try:
+        return f"{getattr(function, '__name__', type(function).__name__)}{inspect.signature(function)}"
+    except (TypeError, ValueError):
+        return repr(function)
 
 
 def _perturbed(field: DiscreteField, direction: DiscreteField, scale: complex) -> DiscreteField:

@@ -54,6 +54,7 @@ __all__ = [
     "Frame",
     "Series",
     "load",
+    "read_grid",
     "tubes",
     "scene",
     "screenshot",
@@ -124,9 +125,39 @@ class Series:
 
     def frame(self, i: int) -> Frame:
         parts = self._by_time[self.times[i]]
-        fibers = pv.read(self.path.parent / parts[_io.FIBERS_PART])
-        bodies = pv.read(self.path.parent / parts[_io.BODIES_PART]) if _io.BODIES_PART in parts else None
+        fibers = read_grid(self.path.parent / parts[_io.FIBERS_PART])
+        bodies = read_grid(self.path.parent / parts[_io.BODIES_PART]) if _io.BODIES_PART in parts else None
         return Frame(fibers, bodies, self.times[i])
+
+
+def read_grid(path) -> pv.DataSet:
+    """The grid of a ``.vtu`` file, or a ValueError naming the file when it holds nothing readable.
+
+    VTK's reader returns an empty grid for a truncated or empty file (after printing its parser's
+    complaints); such a file is refused here instead, quietly.
+
+    Examples
+    --------
+    >>> from skfiber.viz import read_grid
+    >>> fibers = read_grid("out/result_fibers_000000.vtu")  # doctest: +SKIP
+    >>> fibers.n_points, list(fibers.point_data)  # doctest: +SKIP
+    """
+    import warnings
+
+    from vtkmodules.vtkCommonCore import vtkObject
+
+    shown = vtkObject.GetGlobalWarningDisplay()
+    vtkObject.GlobalWarningDisplayOff()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (pyvista repeats VTK's errors as warnings)
+            grid = pv.read(path)
+    finally:
+        vtkObject.SetGlobalWarningDisplay(shown)
+    if grid.n_points == 0:
+        raise ValueError(f"{path} holds no points: the file is empty or damaged (a copy cut short?); "
+                         "write it again (run the demo or simulation again)")
+    return grid
 
 
 def load(source, *, time: float | None = None, bodies: Sequence | None = None) -> Frame:
@@ -142,7 +173,7 @@ def load(source, *, time: float | None = None, bodies: Sequence | None = None) -
             series = Series(path)
             frame = series.frame(series.index(time))
         elif suffix == ".vtu":
-            frame = Frame(pv.read(path))
+            frame = Frame(read_grid(path))
         else:
             raise ValueError(f"cannot show {path}: pick a .pvd series or a .vtu file written by skfiber")
     elif isinstance(source, tuple) and len(source) == 2:

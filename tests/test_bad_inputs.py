@@ -476,11 +476,26 @@ def test_bad_input_makes_no_folder(cli_folders, capsys):
 
 
 def test_a_demo_error_under_skfiber_run_points_to_its_help(capsys):
-    """Under 'skfiber run DEMO' a demo's options are shown by 'skfiber run DEMO -- --help'."""
+    """Under 'skfiber run DEMO' a demo's options are shown by 'skfiber run DEMO --help'."""
     code = cli.main(["run", "custom-law", "--", "--elements", "0"])
     err = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
     assert code == 2 and len(err) == 1
-    assert err[0].startswith("skfiber run custom-law: error:") and err[0].endswith("see skfiber run custom-law -- --help")
+    assert err[0].startswith("skfiber run custom-law: error:") and err[0].endswith("see skfiber run custom-law --help")
+
+
+@pytest.mark.parametrize("argv", [["run", "custom-law", "--help"], ["run", "custom-law", "--small", "-h"],
+                                  ["run", "custom-law", "--", "--help"]])
+def test_skfiber_run_demo_help_is_the_demos_help(argv, capsys):
+    """'skfiber run DEMO --help' shows the demo's options (wherever the flag stands after the demo's name),
+    and nothing after them; 'skfiber run --help' stays the command's own."""
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert "usage: skfiber run custom-law" in out and "--elements" in out and "finished" not in err
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"])
+    out = capsys.readouterr().out
+    assert out.startswith("usage: skfiber run [-h] [--level N] [--out DIR] DEMO")
 
 
 def test_a_demo_is_named_without_sys_argv(monkeypatch, capsys):
@@ -497,3 +512,64 @@ def test_a_plot_file_is_checked_before_the_run(cli_folders, capsys):
     code = cli.main(["run", "custom-law", "--", "--plot", str(cli_folders["file"] / "sag.png")])
     err = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
     assert code == 2 and len(err) == 1 and "--plot" in err[0]
+
+
+@pytest.mark.parametrize("demo", ["custom-law", "manufactured-solution", "contact-fibers"])
+@pytest.mark.parametrize("name, says", [("sag.txt", "no .txt files"), ("sag", "no extension-less files")])
+def test_a_plot_format_is_checked_before_the_run(demo, name, says, tmp_path, capsys):
+    """A --plot file in a format matplotlib does not write is refused before the demo computes anything."""
+    code = cli.main(["run", demo, "--small", "--plot", str(tmp_path / name)])
+    err = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert code == 2 and len(err) == 1
+    assert f"--plot {tmp_path / name}: matplotlib writes {says}; end the name in one of" in err[0] and ".png" in err[0]
+
+
+@pytest.mark.parametrize("residual, tangent, says", [
+    (lambda v: v, None, "residual must be a LinearForm or a function (v, w), got <lambda>(v)"),
+    (lambda u, v, w: 0.0, None, "residual must be a LinearForm or a function (v, w), got <lambda>(u, v, w)"),
+    (3.0, None, "residual must be a LinearForm or a function (v, w), got a float"),
+    (lambda v, w: 0.0, lambda v, w: 0.0, "tangent must be a BilinearForm, a function (u, v, w) or None, got <lambda>(v, w)"),
+])
+def test_a_term_that_is_not_a_form_is_refused_when_added(residual, tangent, says):
+    """add_term checks that the residual takes (v, w) and the tangent (u, v, w) at once, not at the first
+    evaluation of a run."""
+    model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)])
+    with pytest.raises(TypeError, match=re.escape(f"Term 'push': {says}")):
+        model.add_term(residual, tangent, name="push")
+    assert model.term_names == ["internal_force", "inertia"]
+    model.add_term(lambda v, w, scale=1.0: scale * v[0], name="push")  # (more arguments with defaults: fine)
+
+
+def test_api_calls_with_the_wrong_kind_of_argument_say_so():
+    """The wrong object where a model, a list of fibers or a flag belongs: a TypeError naming it."""
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)
+    model = sf.Model([fiber])
+    model.fix(fiber, "start")
+    with pytest.raises(TypeError, match="simulate needs a skfiber.Model as its first argument, got NoneType"):
+        sf.simulate(None, t_end=0.1, dt=0.01)
+    with pytest.raises(TypeError, match="progress must be True or False, got 'no'"):
+        sf.simulate(model, t_end=0.1, dt=0.01, progress="no")
+    for fibers in (None, 3, "fiber"):
+        with pytest.raises(TypeError, match=f"Model takes a list of Fiber objects, got {type(fibers).__name__}"):
+            sf.Model(fibers)
+    for law in (lambda: sf.paper_law(sigma0=-30.0), lambda: sf.prestress(-1.0)):
+        with pytest.raises(ValueError, match="sigma0 must be ≥ 0, got -"):
+            law()
+
+
+def test_a_run_of_more_steps_than_the_solver_takes_is_refused_before_it_starts(tmp_path):
+    """run_simulation, which calls the solver once per step, refuses a run of more than MAX_STEPS steps as
+    simulate does (the upper-limb demo as well), before it writes anything."""
+    from skfiber.run import run_simulation
+    from skfiber.statics import MAX_STEPS
+
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)
+    model = sf.Model([fiber])
+    model.fix(fiber, "start")
+    with pytest.raises(ValueError, match=r"steps, at most 1e\+09"):
+        run_simulation(model, t_end=2.0 * MAX_STEPS * 1e-3, dt=1e-3, out_dir=tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()
+    from skfiber.demos import upper_limb
+
+    with pytest.raises(ValueError, match="would take 3.2e\\+10 steps .* give a shorter t_end"):
+        upper_limb.run_options(1, t_end=1e9)

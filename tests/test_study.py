@@ -1,4 +1,5 @@
 """Parameter studies (skfiber.study): designs, the study folder, dask execution, resume, failures, CLI."""
+import io
 import json
 import os
 import sys
@@ -194,3 +195,36 @@ def test_upper_limb_target_changes_what_it_names():
     with pytest.raises(ValueError, match="does not know the parameters \\['lever'\\]"):
         study_run({"lever": 0.1})
     TARGETS["upper-limb"].check([Parameter("biceps_lever", 0.13, 0.17)])
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_is_one_line_in_place_on_a_terminal_and_sparse_in_a_log():
+    """1280 quick runs: a log gets the first line, a line at once for each failure and the last one (not
+    one line per run); a terminal gets one line redrawn in place, ended by a newline."""
+    from skfiber.study.execute import _Progress
+
+    log = io.StringIO()
+    progress = _Progress(1280, 0, True, stream=log)
+    for k in range(1280):
+        progress.update(ok=k != 600)
+    lines = log.getvalue().splitlines()
+    assert len(lines) == 3, lines
+    assert lines[0].startswith("study: 1/1280 done (0 failed), 1279 remaining, ETA")
+    assert lines[1].startswith("study: 601/1280 done (1 failed), 679 remaining, ETA")
+    assert lines[2] == "study: 1280/1280 done (1 failed), 0 remaining, ETA 0:00:00"
+    terminal = _Terminal()
+    progress = _Progress(50, 10, True, stream=terminal)
+    for _ in range(40):
+        progress.update(ok=True)
+    text = terminal.getvalue()
+    assert text.count("\n") == 1 and text.endswith("\rstudy: 50/50 done (0 failed), 0 remaining, ETA 0:00:00\033[K\n")
+    assert text.startswith("\rstudy: 11/50 done")
+    quiet = io.StringIO()
+    progress = _Progress(5, 0, False, stream=quiet)
+    for _ in range(5):
+        progress.update(ok=False)
+    assert quiet.getvalue() == "" and progress.failed == 5

@@ -370,6 +370,10 @@ def test_a_run_without_checkpoints_takes_the_same_steps(quarter_second, tmp_path
     with pytest.raises(SystemExit):
         upper_limb.main(["--quiet", "--output", str(tmp_path), "--no-checkpoints", "--resume"])
     assert "leave out --no-checkpoints" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # (before anything runs)
+        upper_limb.main(["--quiet", "--output", str(tmp_path / "both"), "--level", "2", "--levels", "1", "3"])
+    assert "--level 2 and --levels 1 3 both name the levels to run; give one of them" in capsys.readouterr().err
+    assert not (tmp_path / "both").exists()
 
 
 def test_command_line_chooses_the_time_scheme(tmp_path):

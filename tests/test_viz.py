@@ -101,6 +101,43 @@ def test_errors_name_the_choices(pvd, tmp_path):
     assert not (tmp_path / "s.png").exists()
 
 
+def test_a_damaged_file_is_named_not_shown_empty(pvd, tmp_path):
+    import shutil
+
+    series = tmp_path / "copy"
+    shutil.copytree(pvd.parent, series)
+    last = sorted(series.glob("result_fibers_*.vtu"))[-1]
+    whole = last.read_bytes()
+    for damaged in (whole[:500], b""):
+        last.write_bytes(damaged)
+        with pytest.raises(ValueError, match=rf"{last.name} holds no points: the file is empty or damaged"):
+            viz.load(series / "result.pvd")
+        with pytest.raises(ValueError, match="empty or damaged"):
+            viz.load(last)
+        run = subprocess.run([sys.executable, "-m", "skfiber.cli", "view", str(series / "result.pvd"), "--info"],
+                             capture_output=True, text=True)
+        assert run.returncode == 2, run.stdout + run.stderr
+        assert "empty or damaged" in run.stderr and "vtkXML" not in run.stderr, run.stderr
+    last.write_bytes(whole)
+    assert viz.load(series / "result.pvd").fibers.n_points > 0
+
+
+def test_view_takes_a_folder_with_one_series(pvd, tmp_path):
+    """'skfiber view FOLDER' shows the folder's one .pvd series; with none or several it names them."""
+    from skfiber import cli
+
+    assert cli.main(["view", str(pvd.parent), "--info"]) == 0
+    (tmp_path / "a.pvd").write_text(pvd.read_text())
+    (tmp_path / "b.pvd").write_text(pvd.read_text())
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for folder, names in ((tmp_path, "2: a.pvd, b.pvd"), (empty, "none")):
+        run = subprocess.run([sys.executable, "-m", "skfiber.cli", "view", str(folder), "--info"],
+                             capture_output=True, text=True)
+        assert run.returncode == 2 and f"is a folder; name one .pvd series in it (.pvd files there: {names})" \
+            in run.stderr, run.stderr
+
+
 def test_core_does_not_import_pyvista():
     code = "import sys, skfiber, skfiber.io, skfiber.run, skfiber.cli; print('pyvista' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -18,7 +18,6 @@ import importlib.util
 import os
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -26,6 +25,7 @@ import numba
 import numpy as np
 
 from ..core.jit import cache_lock
+from ..core.warn import warn
 
 __all__ = ["cache_folder", "writable_folder", "source_key", "load_module", "forget_module", "unload_module",
            "first_call", "GeneratedKernel"]
@@ -141,8 +141,8 @@ def first_call(source: str, kind: str, args: tuple, *, what: str) -> Callable | 
             forget_module(source, kind)
             if attempt:
                 first_line = str(error).splitlines()[0] if str(error) else ""
-                warnings.warn(f"{what} could not be compiled ({type(error).__name__}: {first_line}); it runs with "
-                              "numpy", RuntimeWarning, stacklevel=4)
+                warn(f"{what} could not be compiled ({type(error).__name__}: {first_line}); it runs with "
+                     "numpy", RuntimeWarning)
                 return None
 
 

@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import sys
 import time
-import warnings
 
 import numpy as np
 import sympy as sp
 
+from ..core.warn import warn
 from .cache import forget_module, load_module
 from .codegen import (abstract_numbers, basis_products, branch_expressions, gather_table, kernel_source,
                       product_layouts, tangent_pairs)
@@ -336,8 +336,8 @@ class FormKernel:
                 if attempt:
                     first = str(error).splitlines()[0] if str(error) else ""
                     self.failed = f"{type(error).__name__}: {first}"
-                    warnings.warn(f"the model's forms could not be compiled ({self.failed}); they run with numpy",
-                                  RuntimeWarning, stacklevel=3)
+                    warn(f"the model's forms could not be compiled ({self.failed}); they run with numpy",
+                         RuntimeWarning)
                     return False
         self.compile_seconds = time.perf_counter() - start
         if self.compile_seconds > REPORT_SECONDS:

@@ -20,13 +20,13 @@ Examples
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..core import ConvergenceError, ErrorControl, StepCounts, output_grid, run_adaptive
 from ..core.bdf import anchor
+from ..core.warn import warn
 from .backward_euler import backward_euler_rigid
 from .element_states import check_states, element_state_names, initial_element_states, layout_size, state_layout
 from .system import RigidSystem
@@ -207,8 +207,8 @@ def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float | None =
                 callback(times[i + 1], pt.q, pt.p)
     except KeyboardInterrupt:
         done = len(iterations)
-        warnings.warn(f"rigid simulation interrupted at t = {times[done]:.6g} s; returning the {done + 1} states "
-                      "computed so far")
+        warn(f"rigid simulation interrupted at t = {times[done]:.6g} s; returning the {done + 1} states "
+             "computed so far")
     except ConvergenceError as err:  # keep what was computed: the error carries it
         raise err.keep(_fixed_result(system, times, Q, P, S, iterations, retries, len(iterations), n_steps))
     return _fixed_result(system, times, Q, P, S, iterations, retries, done, n_steps)
@@ -252,7 +252,7 @@ def _simulate_adaptive(system, start: _Point, t_end: float, m: int, *, method, o
                                  control=control, n_positions=n, output_times=outputs, emit=emit, on_step=on_step)
     except KeyboardInterrupt:
         interrupted = True
-        warnings.warn(f"rigid simulation interrupted; returning the {len(rows['t'])} output states computed so far")
+        warn(f"rigid simulation interrupted; returning the {len(rows['t'])} output states computed so far")
     except ConvergenceError as err:  # keep the output states and the last accepted step's
         interrupted, pt = True, last[0]
         counts = last[1] if last[1] is not None else counts

@@ -100,12 +100,17 @@ def _clock(seconds: float) -> str:
 
 
 class _Progress:
-    """One line per finished run on stderr: done, failed, remaining, and an ETA from the pace since the
-    first run finished (the start-up of the workers and their first compilation are not a pace)."""
+    """The study's progress line on stderr: done, failed, remaining, and an ETA from the pace since the
+    first run finished (the start-up of the workers and their first compilation are not a pace).  On a
+    terminal the line is redrawn in place; in a log a line is printed at most every
+    :data:`PROGRESS_SECONDS`, at once when a run fails, and at the end."""
 
-    def __init__(self, total: int, skipped: int, enabled: bool):
+    def __init__(self, total: int, skipped: int, enabled: bool, *, stream=None):
         self.total, self.skipped, self.enabled = total, skipped, enabled
+        self.stream = sys.stderr if stream is None else stream
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.first = None
+        self.last_line = -math.inf
         self.done = self.failed = 0
 
     def update(self, ok: bool) -> None:
@@ -117,9 +122,20 @@ class _Progress:
         if not self.enabled:
             return
         remaining = self.total - self.skipped - self.done
+        if remaining and ok and now - self.last_line < (0.1 if self.tty else PROGRESS_SECONDS):
+            return
+        self.last_line = now
         eta = (now - self.first) / (self.done - 1) * remaining if self.done > 1 else math.nan
-        print(f"study: {self.skipped + self.done}/{self.total} done ({self.failed} failed), {remaining} remaining, "
-              f"ETA {_clock(eta) if remaining else '0:00:00'}", file=sys.stderr, flush=True)
+        line = (f"study: {self.skipped + self.done}/{self.total} done ({self.failed} failed), {remaining} remaining, "
+                f"ETA {_clock(eta) if remaining else '0:00:00'}")
+        if self.tty:
+            print("\r" + line + "\033[K", end="" if remaining else "\n", file=self.stream, flush=True)
+        else:
+            print(line, file=self.stream, flush=True)
+
+
+#: in a log (not a terminal) the study's progress line is printed at most this often (s)
+PROGRESS_SECONDS = 10.0
 
 
 class _TableWriter:
