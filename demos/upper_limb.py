@@ -968,6 +968,15 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                    newton_rtol=args.newton_rtol)
     if adaptive:
         options.update(rtol=args.rtol, atol=args.atol)
+    tolerances = {key: options[key] for key in ("rtol", "atol") if key in options}
+    planned = {}
+    for level in levels:  # each level's options checked before any folder is made
+        try:
+            planned[level] = run_options(level, **{k: v for k, v in options.items() if k not in tolerances},
+                                         **({"start_dt": None} if tolerances else {}),
+                                         adaptive=bool(tolerances))  # (as run() does)
+        except ValueError as err:
+            parser.error(str(err))
     output_folder(parser, "--output", args.output)  # (the checkpoints go there during the runs)
     resume = {}
     for k, level in enumerate(levels):  # check the checkpoints before anything runs
@@ -976,10 +985,7 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
         if args.resume and k == 0 and not resume[level]:
             parser.error(f"--resume: no checkpoint {path} of level {level}; run without --resume first")
         if resume[level]:
-            tolerances = {key: options[key] for key in ("rtol", "atol") if key in options}
-            _, _, dt, wanted = run_options(level, **{k: v for k, v in options.items() if k not in tolerances},
-                                           **({"start_dt": None} if tolerances else {}),
-                                           adaptive=bool(tolerances))  # (as run() does)
+            _, _, dt, wanted = planned[level]
             try:
                 resume_point(path, dt=dt, options=checkpoint_options(wanted, t_end=args.t_end, **tolerances))
             except (OSError, ValueError) as err:

@@ -499,6 +499,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "run" and "--" in extra:  # the separator of the demo's own options
         extra.remove("--")
+    who = f"skfiber {args.command}" + (f" {args.demo}" if args.command == "run" else "")  # (names the demo)
     try:
         if args.command == "list":
             return _cmd_list(args)
@@ -510,21 +511,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             return study_command.command(args)
         return _cmd_verify(args)
     except (UsageError, study_command.StudyUsageError) as err:
-        print(f"skfiber {args.command}: error: {err}", file=sys.stderr)
+        print(f"{who}: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print(f"skfiber {args.command}: interrupted", file=sys.stderr)
+        print(f"{who}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BAD_INPUT as err:  # skfiber's errors for bad input (arguments, paths, checkpoints)
         if debug:
             traceback.print_exc()
-        print(f"skfiber {args.command}: error: {_one_line(err)}", file=sys.stderr)
+        print(f"{who}: error: {_one_line(err)}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as err:
         if debug:
             traceback.print_exc()
         hint = "" if debug else " (skfiber --debug … shows the traceback)"
-        print(f"skfiber {args.command}: failed: {type(err).__name__}: {_one_line(err)}{hint}", file=sys.stderr)
+        print(f"{who}: failed: {type(err).__name__}: {_one_line(err)}{hint}", file=sys.stderr)
         return EXIT_FAILED
 
 

@@ -573,3 +573,12 @@ def test_a_run_of_more_steps_than_the_solver_takes_is_refused_before_it_starts(t
 
     with pytest.raises(ValueError, match="would take 3.2e\\+10 steps .* give a shorter t_end"):
         upper_limb.run_options(1, t_end=1e9)
+
+
+def test_a_run_too_long_for_the_solver_is_refused_by_the_demo_before_it_makes_its_folder(tmp_path, capsys):
+    """The upper limb's --t-end that needs more than 10⁹ steps: one line naming the demo, no folder made."""
+    code = cli.main(["run", "upper-limb", "--", "--t-end", "1e9", "--output", str(tmp_path / "out")])
+    err = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith("skfiber run upper-limb: error: t_end = 1e+09 s would take 3.2e+10 steps"), err
+    assert not (tmp_path / "out").exists()
