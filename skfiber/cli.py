@@ -24,6 +24,7 @@ run that did not converge, a bug); ``skfiber --debug …`` adds the traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import contextvars
 import importlib
 import math
@@ -32,6 +33,7 @@ import pkgutil
 import sys
 import time
 import traceback
+import warnings
 from pathlib import Path
 from typing import Sequence
 
@@ -470,6 +472,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _warnings_in_one_line(who: str, *, enabled: bool):
+    """While a command runs, a warning is shown as one line, ``<who>: warning: <message> (<category>)``,
+    without Python's file, line number and source line (``--debug`` keeps Python's format)."""
+    if not enabled:
+        yield
+        return
+    shown = warnings.formatwarning
+
+    def one_line(message, category, filename, lineno, line=None):
+        return f"{who}: warning: {' '.join(str(message).split())} ({category.__name__})\n"
+
+    warnings.formatwarning = one_line
+    try:
+        yield
+    finally:
+        warnings.formatwarning = shown
+
+
 def _demo_help_forwarded(argv: list[str]) -> list[str]:
     """``run DEMO … --help`` asks for the demo's help (its options), not for that of ``skfiber run``: the
     help flag goes to the demo, behind a ``--``.  ``run --help`` (no demo named first) stays the command's."""
@@ -501,15 +522,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         extra.remove("--")
     who = f"skfiber {args.command}" + (f" {args.demo}" if args.command == "run" else "")  # (names the demo)
     try:
-        if args.command == "list":
-            return _cmd_list(args)
-        if args.command == "run":
-            return _cmd_run(args, extra)
-        if args.command == "view":
-            return _cmd_view(args)
-        if args.command == "study":
-            return study_command.command(args)
-        return _cmd_verify(args)
+        with _warnings_in_one_line(who, enabled=not debug):
+            if args.command == "list":
+                return _cmd_list(args)
+            if args.command == "run":
+                return _cmd_run(args, extra)
+            if args.command == "view":
+                return _cmd_view(args)
+            if args.command == "study":
+                return study_command.command(args)
+            return _cmd_verify(args)
     except (UsageError, study_command.StudyUsageError) as err:
         print(f"{who}: error: {err}", file=sys.stderr)
         return EXIT_USAGE

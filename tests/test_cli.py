@@ -149,3 +149,22 @@ def test_level_only_for_demos_with_levels_and_usage_names_the_demo(capsys):
     assert "Traceback" not in err
     code, _, err = run_main(capsys, "run", "custom-law", "--bogus")
     assert code == 2 and "skfiber run custom-law: error: unrecognized arguments: --bogus" in err
+
+
+def test_a_warning_under_a_command_is_one_line_naming_it():
+    """Under a skfiber command a warning is shown as one line (no file, line number or source line);
+    --debug keeps Python's format, and the format is restored afterwards."""
+    import warnings
+
+    from skfiber.cli import _warnings_in_one_line
+    from skfiber.softening import SofteningWarning
+
+    before = warnings.formatwarning
+    with _warnings_in_one_line("skfiber run upper-limb", enabled=True):
+        shown = warnings.formatwarning("triceps1: material past\n the force peak", SofteningWarning, "demo.py", 7,
+                                       "run(level)")
+    assert shown == "skfiber run upper-limb: warning: triceps1: material past the force peak (SofteningWarning)\n"
+    assert warnings.formatwarning is before
+    with _warnings_in_one_line("skfiber run upper-limb", enabled=False):
+        shown = warnings.formatwarning("as Python shows it", RuntimeWarning, "demo.py", 7, "run(level)")
+    assert shown.startswith("demo.py:7: RuntimeWarning: as Python shows it")
