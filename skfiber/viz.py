@@ -138,9 +138,19 @@ def read_grid(path) -> pv.DataSet:
 
     Examples
     --------
+    >>> import pathlib, tempfile
+    >>> import meshio, numpy as np
     >>> from skfiber.viz import read_grid
-    >>> fibers = read_grid("out/result_fibers_000000.vtu")  # doctest: +SKIP
-    >>> fibers.n_points, list(fibers.point_data)  # doctest: +SKIP
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "line.vtu"
+    >>> meshio.write(path, meshio.Mesh(np.eye(3), [("line", [[0, 1], [1, 2]])]))
+    >>> read_grid(path).n_points
+    3
+    >>> path.write_bytes(b"")
+    0
+    >>> read_grid(path)
+    Traceback (most recent call last):
+    ...
+    ValueError: ...line.vtu holds no points: the file is empty or damaged (a copy cut short?); write it again (run the demo or simulation again)
     """
     import warnings
 
