@@ -264,6 +264,8 @@ def _cmd_list(args) -> int:
 
 def _cmd_run(args, extra: list[str]) -> int:
     module = _import_demo(args.demo)
+    if "-h" in extra or "--help" in extra:  # the demo's help: nothing else is done (no folder made)
+        return _call_main(module, ["--help"], prog=f"skfiber run {args.demo}")
     argv = []
     if args.level is not None:
         if args.level < 1:
@@ -283,7 +285,7 @@ def _cmd_run(args, extra: list[str]) -> int:
     print(f"skfiber run {args.demo} {' '.join(argv)}".rstrip(), file=sys.stderr, flush=True)
     tic = time.perf_counter()
     code = _call_main(module, argv, prog=f"skfiber run {args.demo}")
-    if code == EXIT_USAGE or "-h" in extra or "--help" in extra:  # the demo said what was wrong, or its help
+    if code == EXIT_USAGE:  # the demo said what was wrong, in one line
         return code
     wall = time.perf_counter() - tic
     lines = [f"skfiber run {args.demo}: {'finished' if code == 0 else f'exit code {code}'} in {wall:.1f} s"]
@@ -299,7 +301,7 @@ def _cmd_view(args) -> int:
     if not path.exists():
         raise UsageError(f"no such file: {path}")
     if path.is_dir():  # a demo's output folder: its one series
-        series = sorted(path.glob("*.pvd"))
+        series = sorted(p for p in path.glob("*.pvd") if not p.name.startswith("."))  # (not a write cut short)
         if len(series) != 1:
             found = f"{len(series)}: {', '.join(p.name for p in series)}" if series else "none"
             raise UsageError(f"{path} is a folder; name one .pvd series in it (.pvd files there: {found})")

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -130,6 +131,9 @@ class Series:
         return Frame(fibers, bodies, self.times[i])
 
 
+_QUIET_VTK = threading.Lock()
+
+
 def read_grid(path) -> pv.DataSet:
     """The grid of a ``.vtu`` file, or a ValueError naming the file when it holds nothing readable.
 
@@ -156,14 +160,15 @@ def read_grid(path) -> pv.DataSet:
 
     from vtkmodules.vtkCommonCore import vtkObject
 
-    shown = vtkObject.GetGlobalWarningDisplay()
-    vtkObject.GlobalWarningDisplayOff()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # (pyvista repeats VTK's errors as warnings)
-            grid = pv.read(path)
-    finally:
-        vtkObject.SetGlobalWarningDisplay(shown)
+    with _QUIET_VTK:  # (VTK's switch is global: one reader at a time turns it off and back)
+        shown = vtkObject.GetGlobalWarningDisplay()
+        vtkObject.GlobalWarningDisplayOff()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # (pyvista repeats VTK's errors as warnings)
+                grid = pv.read(path)
+        finally:
+            vtkObject.SetGlobalWarningDisplay(shown)
     if grid.n_points == 0:
         raise ValueError(f"{path} holds no points: the file is empty or damaged (a copy cut short?); "
                          "write it again (run the demo or simulation again)")

@@ -498,6 +498,15 @@ def test_skfiber_run_demo_help_is_the_demos_help(argv, capsys):
     assert out.startswith("usage: skfiber run [-h] [--level N] [--out DIR] DEMO")
 
 
+def test_asking_a_demo_for_its_help_does_nothing_else(tmp_path, capsys):
+    """'skfiber run DEMO --out DIR --help' shows the help and makes no folder; an option the demo would
+    refuse (--out for a demo that writes no files) does not stand in the way of its help."""
+    assert cli.main(["run", "hanging-bundle", "--out", str(tmp_path / "new"), "--help"]) == 0
+    assert "usage: skfiber run hanging-bundle" in capsys.readouterr().out and not (tmp_path / "new").exists()
+    assert cli.main(["run", "custom-law", "--out", str(tmp_path / "x"), "-h"]) == 0
+    assert "usage: skfiber run custom-law" in capsys.readouterr().out and not (tmp_path / "x").exists()
+
+
 def test_a_demo_is_named_without_sys_argv(monkeypatch, capsys):
     """'skfiber run DEMO' names the demo in its errors whatever ``sys.argv`` holds (argparse's own default
     program name comes from it, or from ``__main__``)."""
@@ -549,6 +558,10 @@ def test_api_calls_with_the_wrong_kind_of_argument_say_so():
         sf.simulate(None, t_end=0.1, dt=0.01)
     with pytest.raises(TypeError, match="progress must be True or False, got 'no'"):
         sf.simulate(model, t_end=0.1, dt=0.01, progress="no")
+    from skfiber.run import run_simulation
+
+    with pytest.raises(TypeError, match="progress must be True or False, got 0"):
+        run_simulation(model, t_end=0.1, dt=0.01, progress=0)
     for fibers in (None, 3, "fiber"):
         with pytest.raises(TypeError, match=f"Model takes a list of Fiber objects, got {type(fibers).__name__}"):
             sf.Model(fibers)

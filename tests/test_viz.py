@@ -122,11 +122,26 @@ def test_a_damaged_file_is_named_not_shown_empty(pvd, tmp_path):
     assert viz.load(series / "result.pvd").fibers.n_points > 0
 
 
+def test_reading_in_threads_leaves_vtks_warnings_as_they_were(pvd):
+    """read_grid turns VTK's global warning display off while it reads and back after, one reader at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from vtkmodules.vtkCommonCore import vtkObject
+
+    files = sorted(pvd.parent.glob("result_fibers_*.vtu"))
+    before = vtkObject.GetGlobalWarningDisplay()
+    with ThreadPoolExecutor(4) as pool:
+        sizes = list(pool.map(lambda f: viz.read_grid(f).n_points, files * 20))
+    assert vtkObject.GetGlobalWarningDisplay() == before and min(sizes) > 0
+
+
 def test_view_takes_a_folder_with_one_series(pvd, tmp_path):
     """'skfiber view FOLDER' shows the folder's one .pvd series; with none or several it names them."""
     from skfiber import cli
 
+    (pvd.parent / ".result.tmp4242.pvd").write_text(pvd.read_text())  # (a write cut short: not a series)
     assert cli.main(["view", str(pvd.parent), "--info"]) == 0
+    (pvd.parent / ".result.tmp4242.pvd").unlink()
     (tmp_path / "a.pvd").write_text(pvd.read_text())
     (tmp_path / "b.pvd").write_text(pvd.read_text())
     empty = tmp_path / "empty"

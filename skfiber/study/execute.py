@@ -100,15 +100,16 @@ def _clock(seconds: float) -> str:
 
 
 class _Progress:
-    """The study's progress line on stderr: done, failed, remaining, and an ETA from the pace since the
-    first run finished (the start-up of the workers and their first compilation are not a pace).  On a
-    terminal the line is redrawn in place; in a log a line is printed at most every
-    :data:`PROGRESS_SECONDS`, at once when a run fails, and at the end."""
+    """The study's progress on stderr: done, failed, remaining, and an ETA from the pace since the first run
+    finished (the start-up of the workers and their first compilation are not a pace).  A line is printed at
+    most every :data:`PROGRESS_SECONDS` (:data:`PROGRESS_SECONDS_TERMINAL` on a terminal), at once when a run
+    fails, and at the end: whole lines, so that a run's own messages never land inside one."""
 
     def __init__(self, total: int, skipped: int, enabled: bool, *, stream=None):
         self.total, self.skipped, self.enabled = total, skipped, enabled
         self.stream = sys.stderr if stream is None else stream
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        terminal = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.interval = PROGRESS_SECONDS_TERMINAL if terminal else PROGRESS_SECONDS
         self.first = None
         self.last_line = -math.inf
         self.done = self.failed = 0
@@ -122,20 +123,16 @@ class _Progress:
         if not self.enabled:
             return
         remaining = self.total - self.skipped - self.done
-        if remaining and ok and now - self.last_line < (0.1 if self.tty else PROGRESS_SECONDS):
+        if remaining and ok and now - self.last_line < self.interval:
             return
         self.last_line = now
         eta = (now - self.first) / (self.done - 1) * remaining if self.done > 1 else math.nan
-        line = (f"study: {self.skipped + self.done}/{self.total} done ({self.failed} failed), {remaining} remaining, "
-                f"ETA {_clock(eta) if remaining else '0:00:00'}")
-        if self.tty:
-            print("\r" + line + "\033[K", end="" if remaining else "\n", file=self.stream, flush=True)
-        else:
-            print(line, file=self.stream, flush=True)
+        print(f"study: {self.skipped + self.done}/{self.total} done ({self.failed} failed), {remaining} remaining, "
+              f"ETA {_clock(eta) if remaining else '0:00:00'}", file=self.stream, flush=True)
 
 
-#: in a log (not a terminal) the study's progress line is printed at most this often (s)
-PROGRESS_SECONDS = 10.0
+#: the study's progress line is printed at most this often (s) in a log, and on a terminal
+PROGRESS_SECONDS, PROGRESS_SECONDS_TERMINAL = 10.0, 2.0
 
 
 class _TableWriter:
