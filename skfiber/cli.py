@@ -495,15 +495,22 @@ def _warnings_in_one_line(who: str, *, enabled: bool):
 
 def _demo_help_forwarded(argv: list[str]) -> list[str]:
     """``run DEMO … --help`` asks for the demo's help (its options), not for that of ``skfiber run``: the
-    help flag goes to the demo, behind a ``--``.  ``run --help`` (no demo named first) stays the command's."""
+    help flag (``-h``, ``--help`` or an abbreviation such as ``--hel``) goes to the demo, behind a ``--``,
+    wherever it stands after ``run`` once a demo is named (``run --level 2 DEMO --help`` too).  ``run
+    --help`` with no demo named stays the command's own."""
     cut = argv.index("--") if "--" in argv else len(argv)
-    if len(argv) < 2 or argv[0] != "run" or argv[1].startswith("-"):
+    if len(argv) < 2 or argv[0] != "run":
         return argv
-    asked = [a for a in argv[2:cut] if a in ("-h", "--help")]
-    if not asked:
+    words, k = argv[1:cut], 0
+    while k < len(words) and words[k].startswith("-"):  # skfiber run's own options before the demo's name
+        k += 2 if words[k] in ("--level", "--out") else 1
+    if k >= len(words):
+        return argv  # no demo named
+    is_help = [w == "-h" or (len(w) >= 4 and "--help".startswith(w)) for w in words]
+    if not any(is_help):
         return argv
-    rest = [a for a in argv[2:cut] if a not in ("-h", "--help")]
-    return argv[:2] + rest + ["--"] + argv[cut + 1:] + ["--help"]
+    rest = [w for w, h in zip(words, is_help) if not h]
+    return argv[:1] + rest + ["--"] + argv[cut + 1:] + ["--help"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

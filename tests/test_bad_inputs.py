@@ -484,7 +484,8 @@ def test_a_demo_error_under_skfiber_run_points_to_its_help(capsys):
 
 
 @pytest.mark.parametrize("argv", [["run", "custom-law", "--help"], ["run", "custom-law", "--small", "-h"],
-                                  ["run", "custom-law", "--", "--help"]])
+                                  ["run", "custom-law", "--", "--help"], ["run", "custom-law", "--hel"],
+                                  ["run", "--out", "unused", "custom-law", "--help"]])
 def test_skfiber_run_demo_help_is_the_demos_help(argv, capsys):
     """'skfiber run DEMO --help' shows the demo's options (wherever the flag stands after the demo's name),
     and nothing after them; 'skfiber run --help' stays the command's own."""
@@ -492,10 +493,11 @@ def test_skfiber_run_demo_help_is_the_demos_help(argv, capsys):
     out, err = capsys.readouterr()
     assert code == 0
     assert "usage: skfiber run custom-law" in out and "--elements" in out and "finished" not in err
-    with pytest.raises(SystemExit):
-        cli.main(["run", "--help"])
-    out = capsys.readouterr().out
-    assert out.startswith("usage: skfiber run [-h] [--level N] [--out DIR] DEMO")
+    for own in (["run", "--help"], ["run", "--level", "2", "--help"]):  # no demo named
+        with pytest.raises(SystemExit):
+            cli.main(own)
+        out = capsys.readouterr().out
+        assert out.startswith("usage: skfiber run [-h] [--level N] [--out DIR] DEMO")
 
 
 def test_asking_a_demo_for_its_help_does_nothing_else(tmp_path, capsys):
