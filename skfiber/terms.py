@@ -86,17 +86,19 @@ class Term:
     name: str = "term"
 
     def __post_init__(self):
-        if not callable(form_function(self.residual)) or not _takes(form_function(self.residual), 2):
+        if not _takes(form_function(self.residual), 2):
             raise TypeError(f"Term {self.name!r}: residual must be a LinearForm or a function (v, w), got "
                             f"{_described(self.residual)}")
-        if self.tangent is not None and not (callable(form_function(self.tangent))
-                                             and _takes(form_function(self.tangent), 3)):
+        if self.tangent is not None and not _takes(form_function(self.tangent), 3):
             raise TypeError(f"Term {self.name!r}: tangent must be a BilinearForm, a function (u, v, w) or None, got "
                             f"{_described(self.tangent)}")
 
 
 def _takes(function, n: int) -> bool:
-    """Whether ``function`` can be called with ``n`` positional arguments (True when Python cannot tell)."""
+    """Whether ``function`` is callable with ``n`` positional arguments (callable and True when Python cannot
+    tell the arguments)."""
+    if not callable(function):
+        return False
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError):

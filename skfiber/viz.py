@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -156,8 +157,6 @@ def read_grid(path) -> pv.DataSet:
     ...
     ValueError: ...line.vtu holds no points: the file is empty or damaged (a copy cut short?); write it again (run the demo or simulation again)
     """
-    import warnings
-
     from vtkmodules.vtkCommonCore import vtkObject
 
     with _QUIET_VTK:  # (VTK's switch is global: one reader at a time turns it off and back)
