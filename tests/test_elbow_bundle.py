@@ -155,3 +155,47 @@ def test_the_skfiber_command_finds_and_imports_the_demo():
     module = importlib.import_module("skfiber.demos.elbow_bundle")
     assert module.drag_term.__module__ == "skfiber.demos.custom_term"
     assert module.__doc__.startswith("The elbow with a biceps of many fibers")
+
+
+@pytest.mark.parametrize("free_elbow", [True, False])
+def test_the_coupled_tangent_with_fibers_in_touch_matches_finite_differences(free_elbow):
+    """The whole coupled tangent of a bundle whose attached fibers touch each other, at t ≠ 0: with the
+    elbow a revolute joint (the rigid rows and columns) and with it prescribed (the insertions moving with
+    t); central differences along random directions.  The fiber–fiber contact's share of T·d is far above
+    the tolerance: a missing or wrong contact block would fail."""
+    from conftest import step_functions
+    from skfiber.coupling import CoupledProblem
+
+    def model_at(fiber_contact):
+        model, motion = eb.build_model(4, 4, free_elbow=free_elbow, fiber_contact=fiber_contact)
+        motion.activation = lambda t: eb.smooth_step(t / 0.05)
+        motion.angle = lambda t: math.radians(60.0 * t)
+        return model
+
+    model, dt = model_at(True), 0.01
+    state = sf.simulate(model, t_end=0.06, dt=dt, progress=False, max_halvings=eb.MAX_HALVINGS).final_state
+    problem = CoupledProblem(model)
+    fiber_state, rigid_state = step_functions(model, state, dt)
+    rng = np.random.default_rng(0)
+    z = np.concatenate([state.u + 1e-5 * rng.standard_normal(problem.N),
+                        state.q + 1e-4 * rng.standard_normal(problem.n)])
+    t = state.t + dt
+    contact = next(c for c in model.contacts if isinstance(c, FiberContact))
+    assert np.count_nonzero(contact.pairs(model, z[:problem.N]).gap < 0) >= 5  # fibers in touch
+    assert problem.n == (1 if free_elbow else 0)
+
+    def residual(zz, prob=problem):
+        return prob.evaluate(zz, t, fiber_state=fiber_state, rigid_state=rigid_state).residual
+
+    tangent = problem.tangent_matrix(problem.evaluate(z, t, fiber_state=fiber_state, rigid_state=rigid_state))
+    untouched = CoupledProblem(model_at(False))
+    without_contact = untouched.tangent_matrix(untouched.evaluate(z, t, fiber_state=fiber_state,
+                                                                  rigid_state=rigid_state))
+    free = np.concatenate([~problem.fiber_solver.fixed, np.ones(problem.n, dtype=bool)])
+    h = 1e-8
+    for _ in range(6):
+        d = rng.standard_normal(z.size) * free
+        Td = (tangent @ d)[free]
+        fd = ((residual(z + h * d) - residual(z - h * d)) / (2 * h))[free]
+        assert np.linalg.norm(Td - fd) <= 1e-6 * np.linalg.norm(fd)
+        assert np.linalg.norm(Td - (without_contact @ d)[free]) > 1e-3 * np.linalg.norm(Td)

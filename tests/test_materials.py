@@ -140,3 +140,19 @@ def test_dynamic_uniaxial_stretch_rate():
     np.testing.assert_allclose(fields.stretch, lam, rtol=1e-9)
     np.testing.assert_allclose(fields.stretch_rate, lamdot, rtol=1e-7)
     np.testing.assert_allclose(fields.stress, mu * (1 - lam**-3) + 3 * eta * lamdot / lam**3, rtol=1e-7)
+
+
+@pytest.mark.parametrize("wrong", ["stretch", "stretch_rate"])
+def test_check_law_derivatives_catches_a_wrong_partial(wrong):
+    """The check can fail: a hand-written law whose ∂S/∂λ or ∂S/∂λ̇ is 1 % off scores about 10⁻²."""
+    class Cubic:
+        def __call__(self, p):
+            lam, rate = np.asarray(p.stretch, float), np.asarray(p.stretch_rate, float)
+            d_lam, d_rate = 3e4 * (lam - 1) ** 2 + 1e3, 50.0 + 0 * lam
+            if wrong == "stretch":
+                d_lam = 1.01 * d_lam
+            else:
+                d_rate = 1.01 * d_rate
+            return sf.StressResponse(1e4 * (lam - 1) ** 3 + 1e3 * (lam - 1) + 50.0 * rate, d_lam, d_rate)
+
+    assert 5e-3 < sf.check_law_derivatives(Cubic()) < 2e-2

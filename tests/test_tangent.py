@@ -75,6 +75,24 @@ def test_check_tangent_detects_a_wrong_tangent():
     assert sf.check_tangent(model, parts=["spring"]) > 1e-3
 
 
+def test_check_tangent_detects_a_missing_tangent():
+    """A term whose tangent is left out (zero) scores 1, not 0: the finite differences are the scale."""
+    from skfem import BilinearForm, LinearForm
+    from skfem.helpers import dot
+
+    @LinearForm
+    def cubic_spring(v, w):
+        return 1e3 * dot(w.x, w.x) * dot(w.x, v) * w.J
+
+    @BilinearForm
+    def nothing(u, v, w):
+        return 0.0 * dot(u, v) * w.J
+
+    model, _ = straight_model(4)
+    model.add_term(cubic_spring, nothing, name="spring")
+    assert sf.check_tangent(model, parts=["spring"]) == pytest.approx(1.0)
+
+
 def test_fibers_with_different_laws_and_sizes():
     """Each fiber is evaluated with its own law (grouped by law object)."""
     f1 = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=3, law=LAWS["paper"], activation=0.4, muscle_fraction=GAMMA)
