@@ -35,20 +35,61 @@ def stretch_for_force(
 
     The axial force λ ↦ π r0² λ S(λ) must increase on ``bracket`` (true for
     tension-stiffening laws; not for pure active stress).
+
+    Raises
+    ------
+    ValueError
+        If a force lies outside the axial forces at the bracket's ends (no stretch in the bracket
+        carries it): widen ``bracket``.
+
+    Examples
+    --------
+    >>> import skfiber as sf
+    >>> from skfiber.reference import stretch_for_force
+    >>> law = sf.passive_kelvin_voigt(mu_muscle=1e5, mu_tendon=1e5, eta_muscle=0, eta_tendon=0)
+    >>> round(float(stretch_for_force(law, 0.0, radius=0.05)), 12)   # unloaded: unstretched
+    1.0
+    >>> stretch_for_force(law, 1e9, radius=0.05)
+    Traceback (most recent call last):
+    ...
+    ValueError: no stretch in bracket=(0.5, 3.0) carries the axial force 1e+09 N: the law gives -2748.89 N to 2268.93 N there; widen bracket=
     """
+    lam, at_ends, force = _stretch_in_bracket(law, force, radius=radius, theta=theta,
+                                              muscle_fraction=muscle_fraction, bracket=bracket)
+    _check_carried(force, at_ends, bracket)
+    return lam
+
+
+def _stretch_in_bracket(law, force, *, radius, theta, muscle_fraction, bracket):
+    """(λ, the axial forces at the bracket's ends, the force broadcast): λ by bisection, at a bracket end
+    where the force lies beyond it (the caller decides whether that may happen)."""
     force = np.asarray(force, dtype=float)
     shape = np.broadcast_shapes(force.shape, np.shape(theta), np.shape(muscle_fraction))
     area = math.pi * radius**2
     lo, hi = np.full(shape, float(bracket[0])), np.full(shape, float(bracket[1]))
+
+    def axial(lam):
+        return area * lam * law(MaterialPoint(lam, np.zeros_like(lam), theta, 0.0, muscle_fraction, 0.0)).stress
+
+    at_ends = (np.broadcast_to(axial(lo), shape), np.broadcast_to(axial(hi), shape))
     for _ in range(200):
         mid = 0.5 * (lo + hi)
-        point = MaterialPoint(mid, np.zeros_like(mid), theta, 0.0, muscle_fraction, 0.0)
-        too_big = area * mid * law(point).stress > force
+        too_big = axial(mid) > force
         hi = np.where(too_big, mid, hi)
         lo = np.where(too_big, lo, mid)
         if np.max(hi - lo) < 1e-15:
             break
-    return 0.5 * (lo + hi)
+    return 0.5 * (lo + hi), at_ends, np.broadcast_to(force, shape)
+
+
+def _check_carried(force, at_ends, bracket) -> None:
+    """Raise ValueError if a force lies outside the axial forces at the bracket's ends."""
+    outside = ~((at_ends[0] <= force) & (force <= at_ends[1]))
+    if np.any(outside):
+        k = np.flatnonzero(outside.ravel())[0]
+        raise ValueError(f"no stretch in bracket={tuple(bracket)} carries the axial force {force.ravel()[k]:g} N: "
+                         f"the law gives {at_ends[0].ravel()[k]:g} N to {at_ends[1].ravel()[k]:g} N there; "
+                         "widen bracket=")
 
 
 def hanging_cable(
@@ -83,8 +124,12 @@ def hanging_cable(
     gm = muscle_fraction(theta) if callable(muscle_fraction) else muscle_fraction
     V = q * (s - 0.5 * length)
 
-    def stretch(N):
-        return stretch_for_force(law, N, radius=radius, theta=theta, muscle_fraction=gm)
+    def stretch(N, check=False):  # the root search may try forces past the bracket: λ is its end there
+        lam, at_ends, N = _stretch_in_bracket(law, N, radius=radius, theta=theta, muscle_fraction=gm,
+                                              bracket=(0.5, 3.0))
+        if check:
+            _check_carried(N, at_ends, (0.5, 3.0))
+        return lam
 
     def span_error(H):
         N = np.hypot(H, V)
@@ -93,5 +138,5 @@ def hanging_cable(
     scale = abs(q) * length
     H = brentq(span_error, 1e-6 * scale, 1e6 * scale, xtol=1e-14, rtol=1e-15)
     N = np.hypot(H, V)
-    sag = -float(weights @ (stretch(N) * V / N))
+    sag = -float(weights @ (stretch(N, check=True) * V / N))  # the solution's forces carried in the bracket
     return sag, float(math.hypot(H, 0.5 * q * length))

@@ -134,10 +134,15 @@ def _perturbed(field: DiscreteField, direction: DiscreteField, scale: complex) -
 def complex_step_tangent(residual, assembler: BatchedAssembler, w) -> np.ndarray:
     """Element tangents (e, nb, nb) of a residual form by the complex step.
 
-    x → x + ih δ and ẋ → ẋ + ih c_v δ for every unit jet δ at once (on the
-    trial axis); the pointwise tangent is Im R / h, contracted like any
-    bilinear form by :meth:`BatchedAssembler.contract`.
+    x → x + ih δ, ẋ → ẋ + ih c_v δ and ẍ → ẍ + ih c_a δ for every unit jet δ
+    at once (on the trial axis), and with them what ``w`` derives from x and ẋ:
+    x_s, ẋ_s, λ, λ̇ (:func:`skfiber.forms.cable_kinematics` on the perturbed
+    fields) and S (S + ∂S/∂λ Δλ + ∂S/∂λ̇ Δλ̇: exact in the imaginary part, which
+    is all the complex step reads).  The pointwise tangent is Im R / h,
+    contracted like any bilinear form by :meth:`BatchedAssembler.contract`.
     """
+    from .forms import cable_kinematics
+
     h = COMPLEX_STEP
     fn = form_function(residual)
 
@@ -146,6 +151,14 @@ def complex_step_tangent(residual, assembler: BatchedAssembler, w) -> np.ndarray
         wc = type(w)(w)
         wc["x"] = _perturbed(w["x"], jets, 1j * h)
         wc["xdot"] = _perturbed(w["xdot"], jets, 1j * h * w["c_v"])
+        if "xddot" in w:
+            wc["xddot"] = _perturbed(w["xddot"], jets, 1j * h * w["c_a"])
+        if "lam" in w:  # the kinematics and stress of the perturbed state, as the forms see them
+            kin = cable_kinematics(wc["x"], wc["xdot"], w["J"])
+            wc["x_s"], wc["xdot_s"], wc["lam"], wc["lamdot"] = kin.x_s, kin.xdot_s, kin.lam, kin.lamdot
+            if "S" in w:
+                wc["S"] = (w["S"] + w["dS_dlam"] * (kin.lam - w["lam"])
+                           + w["dS_dlamdot"] * (kin.lamdot - w["lamdot"]))
         return np.asarray(fn(assembler.probe(axis=0, naxes=2, hess=hess), wc))
 
     values, hess = assembler.call_form(residual, 2, run)

@@ -62,6 +62,41 @@ def test_term_tangent_against_fd(name, tangent_of):
     assert sf.check_tangent(model, dt=0.01, parts=[name], perturbation=0.05) < 1e-6
 
 
+@LinearForm
+def stretch_spring(v, w):  # reads λ (derived from x)
+    return 1e2 * w.lam**2 * dot(w.x, v) * w.J
+
+
+@LinearForm
+def stress_along(v, w):  # reads the fiber's stress S and x_s
+    return 1e-3 * w.S * dot(w.x_s, d1(v)) * w.J
+
+
+@LinearForm
+def stretch_rate_drag(v, w):  # reads λ̇ and ẋ_s
+    return 50.0 * w.lamdot * dot(w.xdot_s, d1(v)) * w.J
+
+
+@LinearForm
+def added_mass(v, w):  # reads ẍ
+    return 3.0 * dot(w.xddot, v) * w.J
+
+
+DERIVED = {"lam": stretch_spring, "S": stress_along, "lamdot": stretch_rate_drag, "xddot": added_mass}
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_derived_tangent_of_a_term_that_reads_the_kinematics(compiled):
+    """A term without a tangent that reads λ, λ̇, S or ẍ gets their dependence on u in its tangent on
+    both paths (the complex step perturbs them with x; before, it kept them fixed and scored 1)."""
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, law=sf.paper_law(), activation=0.3)
+    model = sf.Model([fiber], compiled=compiled)
+    for field, form in DERIVED.items():
+        model.add_term(form, name=field)
+    for field in DERIVED:
+        assert sf.check_tangent(model, dt=0.01, parts=[field], perturbation=0.05) < 1e-6, field
+
+
 @pytest.mark.parametrize("name", sorted(TERMS))
 def test_complex_step_equals_explicit_tangent(name, rng):
     residual, tangent = TERMS[name]
