@@ -305,6 +305,12 @@ def test_bad_inputs_give_clear_errors():
     other.add(GeneralizedForce([0.0]))
     with pytest.raises(ValueError, match="no force element of the system has internal states"):
         simulate_rigid(other, [0.0], [0.0], 0.01, 0.01, states0=[0.1])
+    # an activation function leaving [0, 1] is refused with its value and time (it was clipped silently)
+    s, _ = double_pendulum("rigid", excitation=False)
+    s.elements[-1].activation = lambda t: 1.0 + t
+    assert np.isfinite(s.generalized_forces([0.1, 0.2], [0.0, 0.0], t=0.0)).all()
+    with pytest.raises(ValueError, match=r"m: activation\(t\) must be a number in \[0, 1\]; it gave 1.5 at t = 0.5"):
+        s.generalized_forces([0.1, 0.2], [0.0, 0.0], t=0.5)
 
 
 def test_rigid_tendon_actuator_next_to_fibers_in_the_coupled_model():

@@ -57,6 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.jit import njit
+from .base import penalty_force
 
 __all__ = ["NF", "KernelData", "broad_phase", "contact_points", "contact_derivatives", "length_args",
            "broad_phase_loop", "contact_points_loop", "contact_derivatives_loop"]
@@ -336,16 +337,8 @@ def contact_points_loop(ref, u, dofs, S, dS, r0, A1, h, w, elements, y0, tt, ano
             pt[COL_D] = d
             pt[COL_RHO] = rho
             pt[COL_G] = g
-            # the penalty law (paper eq. 44): F = −κ g / (1 + γ g) for g < 0
-            sg = 1.0 + gamma * g
-            Fk = 0.0
-            dFk = 0.0
-            if sg <= 0.0:
-                Fk = np.nan
-                dFk = np.nan
-            elif g < 0.0:
-                Fk = -kappa * g / sg
-                dFk = -kappa / (sg * sg)
+            sg = 1.0 + gamma * g  # the admissibility margin
+            Fk, dFk = penalty_force(g, kappa, gamma)  # the penalty law (paper eq. 44)
             pt[COL_F] = Fk
             pt[COL_DF] = dFk
             wk = h[e] * w[q]

@@ -57,7 +57,6 @@ A pendulum held by a muscle from the ground to the middle of the rod:
 """
 from __future__ import annotations
 
-import math
 from typing import Callable, Sequence
 
 import numpy as np
@@ -243,19 +242,23 @@ class HillActuator:
         return np.broadcast_to(np.atleast_1d(np.asarray(ctx.t, dtype=float)), (B,))
 
     def _call(self, fn, t, what):
+        """The user's activation(t) or excitation(t) at the times t: finite and in [0, 1], or ValueError."""
         values = {ti: float(fn(float(ti))) for ti in np.unique(t)}
         out = np.array([values[ti] for ti in t])
-        if not np.all(np.isfinite(out)):
-            raise ValueError(f"{self.name}: {what}(t) is not finite at t = {t[~np.isfinite(out)][0]!r}")
+        bad = ~(np.isfinite(out) & (out >= 0.0) & (out <= 1.0))
+        if np.any(bad):
+            k = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{self.name}: {what}(t) must be a number in [0, 1]; it gave {float(out[k])!r} at "
+                             f"t = {float(t[k])!r} s")
         return out
 
     def _call_batch(self, fn, ctx, B, what):
         """fn(t) at the B configurations of ``ctx``: one call when they share one time (the usual step)."""
         if np.ndim(ctx.t) == 0:
             value = float(fn(float(ctx.t)))
-            if math.isfinite(value):
+            if 0.0 <= value <= 1.0:
                 return np.full(B, value)
-        return self._call(fn, self._times(ctx, B), what)  # (raises the error for a non-finite value)
+        return self._call(fn, self._times(ctx, B), what)  # (raises the error for a bad value)
 
     def _path(self, ctx):
         """ℓ (B,), ∂ℓ/∂q (B, n) and ℓ̇ (B,) (None without q̇), complex-step safe."""
