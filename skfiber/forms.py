@@ -12,8 +12,8 @@ on the numpy path evaluated with :class:`skfiber.assembly.BatchedAssembler`;
 they assemble unchanged with scikit-fem's own ``form.assemble(basis, **w)``
 (tested).  Edit them here, or replace one on a model
 (:meth:`skfiber.Model.replace_term`), and every model computes the new form.
-:func:`internal_tangent` and :func:`inertia_tangent` are their tangents
-written by hand, for the numpy path.
+Their tangents are derived, not written: symbolically by the compiler, by the
+complex step (:func:`skfiber.terms.complex_step_tangent`) on the numpy path.
 
 Coefficients arrive in ``w`` as arrays over (elements, quadrature points):
 
@@ -46,10 +46,8 @@ __all__ = [
     "CableKinematics",
     "cable_kinematics",
     "internal_force",
-    "internal_tangent",
     "mass",
     "inertia",
-    "inertia_tangent",
     "body_force",
     "line_load",
 ]
@@ -86,21 +84,6 @@ def internal_force(v, w):
 
 
 @BilinearForm
-def internal_tangent(u, v, w):
-    """Consistent linearization of :func:`internal_force` (Appendix A.1–A.2).
-
-    δS = ∂S/∂λ δλ + ∂S/∂λ̇ δλ̇ with δλ = x_s·δu_s/λ and
-    δλ̇ = (ẋ_s·δu_s + c_v x_s·δu_s)/λ − λ̇ δλ/λ (δv = c_v δu).
-    """
-    du_s, xi_s = ds(u, w), ds(v, w)
-    x_s_du = dot(w.x_s, du_s)
-    dlam = x_s_du / w.lam
-    dlamdot = (dot(w.xdot_s, du_s) + w.c_v * x_s_du) / w.lam - w.lamdot * dlam / w.lam
-    dS = w.dS_dlam * dlam + w.dS_dlamdot * dlamdot
-    return w.area * (w.S * dot(du_s, xi_s) + dS * dot(w.x_s, xi_s)) * w.J
-
-
-@BilinearForm
 def mass(u, v, w):
     """Consistent mass π r0² ∫ ρ0 u · ξ dS (eq. 55)."""
     return w.area * w.rho * dot(u, v) * w.J
@@ -108,14 +91,8 @@ def mass(u, v, w):
 
 @LinearForm
 def inertia(v, w):
-    """π r0² ∫ ρ0 ẍ · ξ dS (eq. 38, second term); its tangent is c_a :func:`mass`."""
+    """π r0² ∫ ρ0 ẍ · ξ dS (eq. 38, second term); its tangent is c_a :func:`mass` (derived)."""
     return w.area * w.rho * dot(w.xddot, v) * w.J
-
-
-@BilinearForm
-def inertia_tangent(u, v, w):
-    """∂(:func:`inertia`)/∂u = c_a π r0² ∫ ρ0 u · ξ dS (c_a = ∂a/∂u of the time scheme)."""
-    return w.c_a * w.area * w.rho * dot(u, v) * w.J
 
 
 @LinearForm

@@ -95,8 +95,8 @@ class Model:
         self._warned_untraced: set = set()
         self._all_parts = None  # (key, the names of all parts) (_part_names)
         self._default_terms = {
-            "internal_force": Term(forms.internal_force, forms.internal_tangent, "internal_force"),
-            "inertia": Term(forms.inertia, forms.inertia_tangent, "inertia"),
+            "internal_force": Term(forms.internal_force, None, "internal_force"),
+            "inertia": Term(forms.inertia, None, "inertia"),
         }
         self._builtin_terms = dict(self._default_terms)
         self._fiber_stress = None  # skfiber.law_kernels.FiberStress (the numpy path), made on first use
@@ -463,9 +463,7 @@ class Model:
     def form_kernel(self) -> FormKernel:
         """The compiled kernel of the residual terms (:mod:`skfiber.compile`), made on first use."""
         if self._form_kernel is None:
-            # the built-in terms' tangents are derived; their hand-written tangent forms serve the numpy path
-            builtin = {id(t) for t in self._default_terms.values()}
-            terms = [(t.name, t.residual, None if id(t) in builtin else t.tangent) for t in self.all_terms]
+            terms = [(t.name, t.residual, t.tangent) for t in self.all_terms]
             self._form_kernel = FormKernel(terms, self.discretization, kinematics=forms.cable_kinematics,
                                            law_symbols=SYMBOLS)
         kernel = self._form_kernel

@@ -44,6 +44,7 @@ from skfem import BilinearForm, LinearForm
 from skfem.element import DiscreteField
 
 from .assembly import BatchedAssembler, form_function
+from .forms import cable_kinematics
 
 __all__ = ["Term", "d1", "d2", "complex_step_tangent"]
 
@@ -141,8 +142,6 @@ def complex_step_tangent(residual, assembler: BatchedAssembler, w) -> np.ndarray
     is all the complex step reads).  The pointwise tangent is Im R / h,
     contracted like any bilinear form by :meth:`BatchedAssembler.contract`.
     """
-    from .forms import cable_kinematics
-
     h = COMPLEX_STEP
     fn = form_function(residual)
 

@@ -29,7 +29,14 @@ def _skfem_params(w):
     return {k: w[k] for k in keys}
 
 
-@pytest.mark.parametrize("form", [forms.internal_tangent, forms.mass])
+@BilinearForm
+def stress_stiffness(u, v, w):
+    """A bilinear form with arc-length derivatives and pointwise coefficients (S, ∂S/∂λ, x_s, λ)."""
+    du_s, xi_s = forms.ds(u, w), forms.ds(v, w)
+    return w.area * (w.S * dot(du_s, xi_s) + w.dS_dlam * dot(w.x_s, du_s) * dot(w.x_s, xi_s) / w.lam) * w.J
+
+
+@pytest.mark.parametrize("form", [stress_stiffness, forms.mass])
 def test_bilinear_equals_skfem(model_and_w, form):
     model, w = model_and_w
     basis = model.discretization.basis

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
+from scipy.integrate import solve_ivp
 
 from .system import RigidSystem
 
@@ -83,8 +84,6 @@ def ode_motion(system: RigidSystem, q0, p0, t_end: float, *, t0: float = 0.0, me
         raise ValueError(f"t_end must be > t0 = {t0}, got {t_end!r}")
     inner = sorted(float(b) for b in breaks if t0 < b < t_end)
     edges = np.array([t0, *inner, t_end], dtype=float)
-
-    from scipy.integrate import solve_ivp  # (imported here: 0.1 s that only a reference motion needs)
 
     def rhs(t, z):
         return np.concatenate([z[n:], system.accelerations(z[:n], z[n:], t)])
