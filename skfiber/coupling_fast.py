@@ -53,6 +53,7 @@ from .coupled_kernels import (IN_REACH, INADMISSIBLE, OK, coupled_increment, cou
                               cylinder_contact, newton_increment, scatter_dependent, trial_step)
 from .attachments import AttachmentKinematics
 from .evaluation_kernel import fused_evaluation
+from .fiber_part import sum_rows
 from .linalg import PIVOT_TOL, RESIDUAL_TOL
 from .core import ROUNDOFF_FACTOR, Evaluation, EulerRates, InadmissibleState
 from .rigid.integrate import EulerStep
@@ -362,17 +363,9 @@ class FastCoupling:
             v, a, c_v, c_a = fiber_state(u)
             v, a = (np.ascontiguousarray(w, dtype=float) for w in (v, a))
             out = self._kernel(u, v, a, t, alpha=model.activations(t).ravel(), c_v=c_v, c_a=c_a)
-            rows = out.residuals
-            R = rows[0].copy()
-            ref = _norm(rows[0])
-            for row in rows[1:]:
-                R += row
-                ref = max(ref, _norm(row))
-            if load_factor != 0.0:
-                F = float(load_factor) * model.external_force(t)
-                R -= F
-                ref = max(ref, _norm(F))
-            if not math.isfinite(R.dot(R)):
+            R, ref, _, _, finite = sum_rows(out.residuals, model.external_force(t), float(load_factor),
+                                            out.magnitude, out.stretch)
+            if not finite:
                 raise self._inadmissible(z, t, fiber_state, rigid_state, load_factor,
                                          "the fiber residual is not finite")
             forces = np.zeros((self._n_body_cylinders, 6))
