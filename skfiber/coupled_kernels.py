@@ -11,8 +11,9 @@ operations between the kernels of the general path —
   its residual added;
 * :func:`coupled_rows` — the rows of q: R_rb + Cᵀ G_D + Σ Jpᵀ R_pose.
 
-Safeguard: :func:`trial_step` is the ``safeguard="trial"`` step bound of one
-cylinder (:meth:`skfiber.contact.cylinder.CylinderContact.max_step`) in one call.
+Safeguard: the ``safeguard="trial"`` step bound of one cylinder is
+:func:`skfiber.contact.cylinder_safeguard.trial_step`, the same compiled call
+for this path and :meth:`skfiber.contact.cylinder.CylinderContact.max_step`.
 
 Increment:
 
@@ -35,11 +36,11 @@ import numpy as np
 from .core.jit import njit
 from . import block_tridiagonal as bt
 from .coupled_krylov import GMRES_ACCEPT, GMRES_MAX_ITERATIONS, GMRES_TOL, coupled_gmres
-from .contact.cylinder_kernels import COL_D, broad_phase_loop, contact_derivatives_loop, contact_points_loop
+from .contact.cylinder_kernels import broad_phase_loop, contact_derivatives_loop, contact_points_loop
 from .rigid.kernels import body_point_jets
 
 __all__ = ["coupled_positions", "cylinder_contact", "coupled_rows", "coupled_increment", "newton_increment",
-           "trial_step", "scatter_dependent", "scatter_dependent_blocks"]
+           "scatter_dependent", "scatter_dependent_blocks"]
 
 #: status of :func:`coupled_increment`
 OK, BLOCK_FAILED, OUTSIDE_PATTERN, SINGULAR_SCHUR, KRYLOV_FAILED = 0, 1, 2, 3, 4
@@ -441,65 +442,3 @@ def newton_increment(K, pts, elements, act,
                              block_diag_fixed, touch_flat, touch_rows, touch_cols, pos, C, H, G, R_q, rigid_tangent,
                              D, constrained, Jp, Hp, f, Dfib.reshape((1, N, 6))[:c], body_columns, offsets, body_dRu,
                              dp.reshape((1, 6, 6))[:c], pivot_tol, residual_tol, 0.0)
-
-
-@njit(cache=True)
-def trial_step(ref, u, du, dofs, S, dS, r0, A1, h, w, r0max, A1max, elements, point, axis, dy0, da, moving, radius,
-               finite, L, kappa, gamma, delta_bar):  # pragma: no cover - compiled
-    """:meth:`~skfiber.contact.cylinder.CylinderContact.max_step` of one cylinder with ``safeguard="trial"``.
-
-    The broad phase along the whole step (the cylinder moving as y0 + δ Δy0, a + δ Δa when ``moving``),
-    the narrow phase at u, then δ = 1, 1/2, 1/4, … until every point in reach keeps
-    1 + γ g > δ̄ min(1 + γ g(u), 1) at u + δ Δu — the arithmetic of the Python method.  The arguments are
-    those of :func:`cylinder_contact` with ``du``, ``dy0``, ``da`` and ``delta_bar`` added.  Returns δ; nan
-    where the Python method raises (an axis of zero length along the step: it says why).
-    """
-    axis_norm = np.sqrt(axis[0] * axis[0] + axis[1] * axis[1] + axis[2] * axis[2])
-    if not axis_norm > 0:
-        return np.nan
-    tangent = axis / axis_norm
-    dy0_abs = 0.0
-    tau = 0.0
-    if moving:
-        dy0_abs = np.sqrt(dy0[0] * dy0[0] + dy0[1] * dy0[1] + dy0[2] * dy0[2])
-        da_abs = np.sqrt(da[0] * da[0] + da[1] * da[1] + da[2] * da[2])
-        if not (np.isfinite(dy0_abs) and np.isfinite(da_abs)):
-            return np.nan
-        den = axis_norm - 1.0 * da_abs
-        tau = min(1.0 * da_abs / den, 2.0) if den > 0 else 2.0
-    el = elements
-    if el.size:
-        el = broad_phase_loop(ref, u, dofs, h, r0max, A1max, elements, point, tangent, radius, finite, L, du, moving, dy0_abs,
-                    tau)
-    if el.size == 0:
-        return 1.0
-    pts, adm, _, _, _, _, bad = contact_points_loop(ref, u, dofs, S, dS, r0, A1, h, w, el, point, tangent, axis_norm, radius,
-                                        finite, L, kappa, gamma)
-    if bad >= 0:
-        for r in range(adm.shape[0]):
-            for k in range(adm.shape[1]):
-                if not (pts[r, k, COL_D] > 0 and adm[r, k] > 0):
-                    return 0.0
-    target = delta_bar * np.minimum(adm, 1.0)
-    delta = 1.0
-    for _ in range(40):
-        p, t, n = point, tangent, axis_norm
-        if moving:
-            p = point + delta * dy0
-            a = axis + delta * da
-            n = np.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
-            if not n > 0:
-                return np.nan
-            t = a / n
-        _, adm_t, _, _, _, _, bad_t = contact_points_loop(ref, u + delta * du, dofs, S, dS, r0, A1, h, w, el, p, t, n, radius,
-                                              finite, L, kappa, gamma)
-        if bad_t < 0:
-            kept = True
-            for r in range(adm_t.shape[0]):
-                for k in range(adm_t.shape[1]):
-                    if not adm_t[r, k] > target[r, k]:
-                        kept = False
-            if kept:
-                return delta
-        delta *= 0.5
-    return 0.0

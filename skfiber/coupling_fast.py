@@ -47,10 +47,11 @@ from numba.core.errors import NumbaError
 
 from .contact import cylinder_kernels as ck
 from .contact.cylinder import CylinderContact
+from .contact.cylinder_safeguard import trial_step
 from .contact.fibers import FiberContact
 from .core.warn import warn
 from .coupled_kernels import (IN_REACH, INADMISSIBLE, OK, coupled_increment, coupled_positions, coupled_rows,
-                              cylinder_contact, newton_increment, scatter_dependent, trial_step)
+                              cylinder_contact, newton_increment, scatter_dependent)
 from .attachments import AttachmentKinematics
 from .evaluation_kernel import fused_evaluation
 from .fiber_part import sum_rows

@@ -588,11 +588,23 @@ class CylinderContact:
             el = self._search.broad(d, u, pose, el, du, pose_step)
         if el.size == 0:
             return 1.0
+        if self.safeguard == "trial":  # (its narrow phase at u and the check of it are the kernel's)
+            data = self.kernel_data(d)
+            finite, L = ck.length_args(self.length)
+            dy0, da = (np.zeros(3), np.zeros(3)) if pose_step is None else pose_step
+            step = trial_step(data.reference, np.ascontiguousarray(u, dtype=float),
+                              np.ascontiguousarray(du, dtype=float), data.dofs, data.S, data.dS, data.r0, data.A1,
+                              data.h, data.w, data.r0_max, data.A1_max, np.ascontiguousarray(el, dtype=np.int64),
+                              np.asarray(pose.point, dtype=float), np.asarray(pose.axis, dtype=float),
+                              np.asarray(dy0, dtype=float), np.asarray(da, dtype=float), pose_step is not None,
+                              float(self.radius), finite, L, float(self.law.stiffness), float(self.law.gamma),
+                              float(delta_bar))
+            if np.isnan(step):
+                raise ValueError(f"{self.name}: the cylinder's axis a + δ Δa has zero length within the step "
+                                 "(pose_step turns the axis through zero)")
+            return float(step)
         nar = self.contact_points(model, u, t, el)
         if nar.bad >= 0 and not (np.all(nar.d > 0) and np.all(nar.adm > 0)):
             return 0.0
-        if self.safeguard == "trial":
-            return trial_step(lambda v, moved: self._search.points_at(model, v, moved, el), u, du, self.pose_at(t),
-                              pose_step, nar.adm, delta_bar)
         return bound_step(nar, du, delta_bar, radius=self.radius, length=self.length, gamma=self.law.gamma,
                           pointwise=self.safeguard == "point", motion=motion)

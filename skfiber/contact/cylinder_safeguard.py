@@ -26,7 +26,8 @@ d(0) − δ (|Δu| + |Δy0| + ρ0 |Δa| / (|a| − δ |Δa|)) with ρ0 = max |x 
 τ(1) accordingly.
 
 **Trial** (:func:`trial_step`, ``safeguard="trial"``): eq. 71 checked
-exactly at the end of the step, δ halved until it holds.
+exactly at the end of the step, δ halved until it holds; one compiled call,
+the same for the general and the fast coupled path.
 
 Examples
 --------
@@ -40,8 +41,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.jit import njit
+from .cylinder_kernels import COL_D, broad_phase_loop, contact_points_loop
 from .cylinder_points import CylinderPoints
-from .cylinder_pose import make_pose, turn_bound
+from .cylinder_pose import turn_bound
 from .geometry import norm3
 
 __all__ = ["admissibility_estimate", "bound_step", "trial_step"]
@@ -148,45 +151,65 @@ def bound_step(points: CylinderPoints, du: np.ndarray, delta_bar: float, *, radi
     return float(lo.min())
 
 
-def trial_step(points_at, u: np.ndarray, du: np.ndarray, pose, pose_step, admissibility: np.ndarray,
-               delta_bar: float) -> float:
-    """``safeguard="trial"``: eq. 71 checked exactly at the end of the step.
+@njit(cache=True)
+def trial_step(ref, u, du, dofs, S, dS, r0, A1, h, w, r0max, A1max, elements, point, axis, dy0, da, moving, radius,
+               finite, L, kappa, gamma, delta_bar):  # pragma: no cover - compiled
+    """``safeguard="trial"``: eq. 71 checked exactly at the end of the step, compiled (one call).
 
-    δ = 1, 1/2, 1/4, … until every contact point of the elements in reach
-    has 1 + γ g(u + δ Δu) > δ̄ min(1 + γ g(u), 1) (the pose moved by
-    δ (Δy0, Δa)).  No bound in between: the residual is only evaluated
-    at the end of the step.
-
-    Parameters
-    ----------
-    points_at
-        ``points_at(u, pose) -> CylinderPoints``: the narrow phase on the
-        elements in reach at another state.
-    u, du
-        The state and the full Newton step of the fiber DOFs.
-    pose
-        The cylinder's pose at the start of the step.
-    pose_step
-        (Δy0, Δa) (validated), or None for a cylinder at rest.
-    admissibility
-        1 + γ g at the start of the step, per point.
-    delta_bar
-        δ̄ ∈ (0, 1).
-
-    Returns
-    -------
-    float
-        δ, or 0.0 after 40 halvings.
+    The broad phase along the whole step (the cylinder moving as y0 + δ Δy0, a + δ Δa when ``moving``),
+    the narrow phase at u, then δ = 1, 1/2, 1/4, … until every contact point in reach keeps
+    1 + γ g(u + δ Δu) > δ̄ min(1 + γ g(u), 1) (no bound in between: the residual is only evaluated at the
+    end of the step).  The arguments are those of :func:`skfiber.coupled_kernels.cylinder_contact` (the
+    cylinder's :class:`~skfiber.contact.cylinder_kernels.KernelData`, its pose and size, the law) with
+    ``du``, ``dy0``, ``da``, ``moving`` and ``delta_bar`` added.  Returns δ, 0.0 after 40 halvings or when a
+    point at u is not admissible, and nan where the axis a + δ Δa has zero length (the caller says why).
     """
-    target = delta_bar * np.minimum(admissibility, 1.0)
+    axis_norm = np.sqrt(axis[0] * axis[0] + axis[1] * axis[1] + axis[2] * axis[2])
+    if not axis_norm > 0:
+        return np.nan
+    tangent = axis / axis_norm
+    dy0_abs = 0.0
+    tau = 0.0
+    if moving:
+        dy0_abs = np.sqrt(dy0[0] * dy0[0] + dy0[1] * dy0[1] + dy0[2] * dy0[2])
+        da_abs = np.sqrt(da[0] * da[0] + da[1] * da[1] + da[2] * da[2])
+        if not (np.isfinite(dy0_abs) and np.isfinite(da_abs)):
+            return np.nan
+        den = axis_norm - 1.0 * da_abs
+        tau = min(1.0 * da_abs / den, 2.0) if den > 0 else 2.0
+    el = elements
+    if el.size:
+        el = broad_phase_loop(ref, u, dofs, h, r0max, A1max, elements, point, tangent, radius, finite, L, du, moving, dy0_abs,
+                    tau)
+    if el.size == 0:
+        return 1.0
+    pts, adm, _, _, _, _, bad = contact_points_loop(ref, u, dofs, S, dS, r0, A1, h, w, el, point, tangent, axis_norm, radius,
+                                        finite, L, kappa, gamma)
+    if bad >= 0:
+        for r in range(adm.shape[0]):
+            for k in range(adm.shape[1]):
+                if not (pts[r, k, COL_D] > 0 and adm[r, k] > 0):
+                    return 0.0
+    target = delta_bar * np.minimum(adm, 1.0)
     delta = 1.0
     for _ in range(40):
-        moved = pose if pose_step is None else make_pose(pose.point + delta * pose_step[0],
-                                                         pose.axis + delta * pose_step[1])
-        trial = points_at(u + delta * du, moved)
-        # target > 0, so the points pass when all of them keep their margin and none is flagged
-        # (d ≤ 0 or a non-finite radius: ``bad``)
-        if trial.bad < 0 and (trial.adm > target).all():
-            return delta
+        p, t, n = point, tangent, axis_norm
+        if moving:
+            p = point + delta * dy0
+            a = axis + delta * da
+            n = np.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
+            if not n > 0:
+                return np.nan
+            t = a / n
+        _, adm_t, _, _, _, _, bad_t = contact_points_loop(ref, u + delta * du, dofs, S, dS, r0, A1, h, w, el, p, t, n, radius,
+                                              finite, L, kappa, gamma)
+        if bad_t < 0:
+            kept = True
+            for r in range(adm_t.shape[0]):
+                for k in range(adm_t.shape[1]):
+                    if not adm_t[r, k] > target[r, k]:
+                        kept = False
+            if kept:
+                return delta
         delta *= 0.5
     return 0.0
