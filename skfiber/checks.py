@@ -65,7 +65,17 @@ def check_tangent(
     -------
     float
         The largest relative error over the directions: about 1e-8 or below for a consistent tangent
-        (the round-off and O(ε²) of the central differences), order 1 for a wrong one.
+        (the round-off and O(ε²) of the central differences), order 1 for a wrong one, 1 for a missing one.
+
+    Examples
+    --------
+    >>> import skfiber as sf
+    >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, law=sf.paper_law(), activation=0.3)
+    >>> model = sf.Model([fiber]); model.fix(fiber, "start")
+    >>> sf.check_tangent(model, dt=0.01) < 1e-6          # inertia, viscosity, the active law
+    True
+    >>> sf.check_tangent(model, parts=["internal_force"]) < 1e-6   # one term, statics
+    True
     """
     if dt is not None and not (isinstance(dt, (int, float, np.floating, np.integer)) and not isinstance(dt, bool)
                                and math.isfinite(dt) and dt > 0):

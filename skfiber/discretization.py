@@ -95,7 +95,7 @@ class Discretization:
             self.mesh, ElementVector(ElementLineHermite(), 3), intorder=2 * quadrature_points - 1
         )
         self.assembler = BatchedAssembler(self.basis)
-        self.n_dofs = self.basis.N
+        self.n_dofs = int(self.basis.N)  # (a Python int: skfem gives an np.int32)
         self.n_nodes = node0
         self.element_fiber = np.concatenate(
             [np.full(f.n_elements, k) for k, f in enumerate(self.fibers)]

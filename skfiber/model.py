@@ -74,6 +74,20 @@ class Model:
     The residual terms have names: ``"internal_force"`` (alias ``"cable"``),
     ``"inertia"`` and those given to :meth:`add_term`.  :meth:`replace_term`
     swaps the form of any of them, e.g. a researcher's own internal force.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import skfiber as sf
+    >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, law=sf.paper_law(sigma0=30.0))
+    >>> model = sf.Model([fiber])
+    >>> model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+    >>> model.n_dofs, model.term_names
+    (30, ['internal_force', 'inertia'])
+    >>> state = model.initial_state()                     # rest in the reference configuration
+    >>> ev = model.evaluate(state.u, state.v, state.a, 0.0, c_v=0.0, c_a=0.0)   # statics
+    >>> bool(np.abs(ev.residual).max() > 0)               # gravity is not balanced yet
+    True
     """
 
     def __init__(self, fibers: Sequence[Fiber], *, quadrature_points: int = 4, rigid=None, compiled: bool = True):

@@ -477,6 +477,19 @@ def run_simulation(
     -----
     Memory does not grow with the number of steps: each step is a call of
     :func:`skfiber.simulate` whose result is dropped once its state is written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import skfiber as sf
+    >>> from skfiber.run import run_simulation
+    >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, law=sf.paper_law(sigma0=30.0))
+    >>> model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     run = run_simulation(model, t_end=0.05, dt=0.01, out_dir=out, name="sag", checkpoint_every=2,
+    ...                          progress=False)
+    ...     run.steps, run.pvd.name, run.checkpoint.name
+    (5, 'sag.pvd', 'sag_checkpoint.npz')
     """
     for key, value in (("output_every", output_every), ("checkpoint_every", checkpoint_every)):
         if value is None and key == "checkpoint_every":
