@@ -12,7 +12,7 @@ Examples
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
@@ -74,6 +74,7 @@ class Fiber:
 
     curve: Callable[[np.ndarray], np.ndarray]
     n_elements: int
+    _: KW_ONLY  # the options by name only: Fiber(curve, 8, radius=0.01, law=…)
     radius: ScalarField = 0.05
     muscle_fraction: ScalarField = 1.0
     density: float = 900.0
