@@ -188,7 +188,7 @@ def uniaxial_stretch(law, *, stretch: float, n_elements: int = 8, length: float 
     if graded:
         exact = graded_stretch_force(law, stretch=stretch)
     else:
-        S = law(sf.MaterialPoint(np.array(stretch), np.array(0.0), 0.5, 0.0, 1.0, 0.0)).stress
+        S = law(sf.MaterialPoint(np.array(stretch), np.array(0.0), theta=0.5, t=0.0, muscle_fraction=1.0, activation=0.0)).stress
         exact = math.pi * RADIUS**2 * stretch * float(S)
     mean = float(np.mean(forces))
     return UniaxialCheck(stretch, mean, float(exact), float((forces.max() - forces.min()) / mean))
@@ -211,8 +211,8 @@ def graded_stretch_force(law, *, stretch: float, quadrature_points: int = 400) -
     theta = 0.5 * (nodes + 1.0)
     weights = 0.5 * weights
     N_hi = 1.01 * float(np.max(math.pi * RADIUS**2 * stretch * law(
-        sf.MaterialPoint(np.full_like(theta, stretch), np.zeros_like(theta), theta, 0.0,
-                         table1_muscle_fraction(theta), 0.0)).stress))
+        sf.MaterialPoint(np.full_like(theta, stretch), np.zeros_like(theta), theta=theta, t=0.0,
+                         muscle_fraction=table1_muscle_fraction(theta), activation=0.0)).stress))
     return float(brentq(lambda N: weights @ _local_stretch(law, N, theta) - stretch, 0.0, N_hi,
                         xtol=1e-13, rtol=1e-14))
 

@@ -532,7 +532,7 @@ def model_fingerprint(model: Model) -> str:
     lam, rate = np.meshgrid(np.linspace(0.6, 1.6, 6), np.linspace(-1.0, 1.0, 3))
     for fiber in d.fibers:
         for theta, gamma, alpha in ((0.3, 0.0, 0.0), (0.6, 1.0, 0.7)):
-            response = fiber.law(MaterialPoint(lam, rate, theta, 0.5, gamma, alpha))
+            response = fiber.law(MaterialPoint(lam, rate, theta=theta, t=0.5, muscle_fraction=gamma, activation=alpha))
             for value in (response.stress, response.d_stretch, response.d_stretch_rate):
                 add(np.broadcast_to(value, lam.shape))
     for t in FINGERPRINT_TIMES:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Callable, Protocol, runtime_checkable
 
 import numpy as np
@@ -65,6 +65,7 @@ class MaterialPoint:
 
     stretch: np.ndarray
     stretch_rate: np.ndarray
+    _: KW_ONLY  # the rest by name: MaterialPoint(λ, λ̇, theta=…, t=…) (θ and t are easily swapped)
     theta: np.ndarray | float = 0.0
     t: float = 0.0
     muscle_fraction: np.ndarray | float = 1.0
@@ -307,7 +308,7 @@ def prestress(sigma0: float) -> SymbolicLaw:
     --------
     >>> import skfiber as sf
     >>> law = sf.prestress(100.0)   # laws add up: sf.passive_kelvin_voigt(...) + sf.prestress(...)
-    >>> float(law(sf.MaterialPoint(2.0, 0.0, 0.5, 0.0, 1.0, 0.0)).stress)   # λ = 2: σ0/4
+    >>> float(law(sf.MaterialPoint(2.0, 0.0, theta=0.5, muscle_fraction=1.0)).stress)   # λ = 2: σ0/4
     25.0
     """
     _check_nonnegative(sigma0=sigma0)  # (it keeps the cable taut; a negative one would compress it everywhere)
@@ -330,7 +331,7 @@ def active_stress(
     --------
     >>> import skfiber as sf
     >>> law = sf.active_stress(3e5, lam_opt=1.0)
-    >>> float(law(sf.MaterialPoint(1.0, 0.0, 0.5, 0.0, 1.0, 0.5)).stress)   # at λopt, α = 0.5: α Smax
+    >>> float(law(sf.MaterialPoint(1.0, 0.0, theta=0.5, muscle_fraction=1.0, activation=0.5)).stress)   # at λopt, α = 0.5: α Smax
     150000.0
     """
     _check_nonnegative(s_max=s_max)
@@ -369,7 +370,7 @@ def passive_kelvin_voigt(
     >>> import numpy as np
     >>> import skfiber as sf
     >>> law = sf.passive_kelvin_voigt(mu_muscle=1e4, mu_tendon=1e6, eta_muscle=0.0, eta_tendon=0.0)
-    >>> point = sf.MaterialPoint(np.array([1.0, 2.0]), np.zeros(2), 0.5, 0.0, 1.0, 0.0)  # λ = 1, 2; γM = 1
+    >>> point = sf.MaterialPoint(np.array([1.0, 2.0]), np.zeros(2), theta=0.5, muscle_fraction=1.0)  # λ = 1, 2; γM = 1
     >>> law(point).stress.tolist()   # μM (1 − λ⁻³)
     [0.0, 8750.0]
     """
@@ -440,7 +441,7 @@ def check_law_derivatives(
     rate = np.linspace(-0.5, 0.5, lam.size) if stretch_rate is None else np.asarray(stretch_rate, float)
 
     def point(lam_, rate_):
-        return MaterialPoint(lam_, rate_, theta, t, muscle_fraction, activation)
+        return MaterialPoint(lam_, rate_, theta=theta, t=t, muscle_fraction=muscle_fraction, activation=activation)
 
     base = law(point(lam, rate))
     fd_lam = (law(point(lam + step, rate)).stress - law(point(lam - step, rate)).stress) / (2 * step)

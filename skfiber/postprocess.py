@@ -150,7 +150,7 @@ def fiber_fields(
     r0 = f.radius_at(theta)
     gm = f.muscle_fraction_at(theta)
     alpha = f.activation_at(state.t)
-    S = f.law(MaterialPoint(lam, lamdot, theta, state.t, gm, alpha)).stress
+    S = f.law(MaterialPoint(lam, lamdot, theta=theta, t=state.t, muscle_fraction=gm, activation=alpha)).stress
     return FiberFields(
         theta=theta,
         position=x,

@@ -69,7 +69,7 @@ def _stretch_in_bracket(law, force, *, radius, theta, muscle_fraction, bracket):
     lo, hi = np.full(shape, float(bracket[0])), np.full(shape, float(bracket[1]))
 
     def axial(lam):
-        return area * lam * law(MaterialPoint(lam, np.zeros_like(lam), theta, 0.0, muscle_fraction, 0.0)).stress
+        return area * lam * law(MaterialPoint(lam, np.zeros_like(lam), theta=theta, t=0.0, muscle_fraction=muscle_fraction, activation=0.0)).stress
 
     at_ends = (np.broadcast_to(axial(lo), shape), np.broadcast_to(axial(hi), shape))
     for _ in range(200):

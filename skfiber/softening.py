@@ -59,7 +59,7 @@ def force_slope(law: StressLaw, point: MaterialPoint) -> np.ndarray:
     30000.0
     """
     lam = np.asarray(point.stretch, dtype=float)
-    static = MaterialPoint(lam, np.zeros_like(lam), point.theta, point.t, point.muscle_fraction, point.activation)
+    static = MaterialPoint(lam, np.zeros_like(lam), theta=point.theta, t=point.t, muscle_fraction=point.muscle_fraction, activation=point.activation)
     response = law(static)
     return np.asarray(response.stress + lam * response.d_stretch, dtype=float)
 
@@ -93,8 +93,8 @@ def force_peak_stretch(law: StressLaw, *, muscle_fraction=1.0, activation=0.0, t
     fine = max(1, int(np.ceil((int(samples) - 1) / coarse)))
 
     def slope_at(lam, idx):  # lam (k, m) for the combinations idx (m,)
-        return force_slope(law, MaterialPoint(lam, 0.0, th.reshape(-1)[idx][None, :], t,
-                                              gm.reshape(-1)[idx][None, :], alpha.reshape(-1)[idx][None, :]))
+        return force_slope(law, MaterialPoint(lam, 0.0, theta=th.reshape(-1)[idx][None, :], t=t,
+                                              muscle_fraction=gm.reshape(-1)[idx][None, :], activation=alpha.reshape(-1)[idx][None, :]))
 
     every = np.arange(gm.size)
     lam = np.broadcast_to(np.linspace(stretch_min, stretch_max, coarse + 1)[:, None], (coarse + 1, gm.size))

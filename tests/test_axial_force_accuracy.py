@@ -30,7 +30,7 @@ def _coefficients(theta, constant):
 
 def _axial_force(lam, theta, constant):
     r0, gm = _coefficients(theta, constant)
-    S = LAW(MaterialPoint(lam, np.zeros_like(lam), theta, 1.0, gm, ALPHA)).stress
+    S = LAW(MaterialPoint(lam, np.zeros_like(lam), theta=theta, t=1.0, muscle_fraction=gm, activation=ALPHA)).stress
     return np.pi * r0**2 * lam * S
 
 

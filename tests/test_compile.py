@@ -325,7 +325,7 @@ def test_a_symbolic_law_compiles_to_numpy_when_first_called():
     part = SymbolicLaw(2e4 * (lam - 1), name="part")
     total = part + SymbolicLaw(1e3 * lam**2, name="other")
     assert "_compiled" not in vars(part) and "_compiled" not in vars(total)
-    point = MaterialPoint(np.array([1.1, 1.3]), np.zeros(2), np.zeros(2), 0.0, np.ones(2), np.zeros(2))
+    point = MaterialPoint(np.array([1.1, 1.3]), np.zeros(2), theta=np.zeros(2), t=0.0, muscle_fraction=np.ones(2), activation=np.zeros(2))
     response = total(point)
     assert np.allclose(response.stress, 2e4 * 0.1 * np.array([1, 3]) + 1e3 * np.array([1.1, 1.3]) ** 2, rtol=1e-14)
     assert np.allclose(response.d_stretch, 2e4 + 2e3 * np.array([1.1, 1.3]), rtol=1e-14)
@@ -340,8 +340,8 @@ def test_a_symbolic_law_pickles_before_and_after_its_first_call():
     from skfiber.materials import MaterialPoint
 
     law = sf.paper_law(sigma0=30.0)
-    point = MaterialPoint(np.array([1.1, 1.4]), np.array([0.0, 0.2]), np.array([0.3, 0.6]), 0.0, np.ones(2),
-                          np.array([0.0, 0.5]))
+    point = MaterialPoint(np.array([1.1, 1.4]), np.array([0.0, 0.2]), theta=np.array([0.3, 0.6]), t=0.0, muscle_fraction=np.ones(2),
+                          activation=np.array([0.0, 0.5]))
     before = pickle.loads(pickle.dumps(law))
     expected = law(point)
     after = pickle.loads(pickle.dumps(law))

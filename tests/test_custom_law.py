@@ -30,7 +30,7 @@ def test_small_strain_stiffness_equals_paper_law():
     custom, paper = custom_law.stiffening_law(), sf.paper_law()
     theta = np.array([0.0, 0.2, 0.5, 0.9])
     for gm in (0.0, 0.3, 1.0):
-        point = sf.MaterialPoint(np.ones(4), np.zeros(4), theta, 0.0, gm, 0.0)
+        point = sf.MaterialPoint(np.ones(4), np.zeros(4), theta=theta, t=0.0, muscle_fraction=gm, activation=0.0)
         expected = 3 * (gm * custom_law.MU_MUSCLE + (1 - gm) * custom_law.MU_TENDON) - 2 * custom_law.SIGMA0
         np.testing.assert_allclose(custom(point).d_stretch, expected, rtol=1e-12)
         np.testing.assert_allclose(paper(point).d_stretch, expected, rtol=1e-12)
@@ -40,9 +40,9 @@ def test_small_strain_stiffness_equals_paper_law():
 def test_law_stiffens_and_depends_on_theta():
     law = custom_law.stiffening_law()
     lam = np.full(2, 1.2)
-    ends_vs_middle = law(sf.MaterialPoint(lam, np.zeros(2), np.array([0.0, 0.5]), 0.0, 1.0, 0.0)).stress
+    ends_vs_middle = law(sf.MaterialPoint(lam, np.zeros(2), theta=np.array([0.0, 0.5]), t=0.0, muscle_fraction=1.0, activation=0.0)).stress
     assert ends_vs_middle[0] > 2 * ends_vs_middle[1]  # k(0) = 20 > k(½) = 5
-    paper = sf.paper_law()(sf.MaterialPoint(lam, np.zeros(2), 0.5, 0.0, 1.0, 0.0)).stress
+    paper = sf.paper_law()(sf.MaterialPoint(lam, np.zeros(2), theta=0.5, t=0.0, muscle_fraction=1.0, activation=0.0)).stress
     assert ends_vs_middle[1] > paper[1]
 
 
@@ -68,7 +68,7 @@ def test_graded_closed_form_bounds():
     law = sf.paper_law()
     N = custom_law.graded_stretch_force(law, stretch=1.05)
     def homogeneous(gm):
-        S = law(sf.MaterialPoint(np.array(1.05), np.array(0.0), 0.5, 0.0, gm, 0.0)).stress
+        S = law(sf.MaterialPoint(np.array(1.05), np.array(0.0), theta=0.5, t=0.0, muscle_fraction=gm, activation=0.0)).stress
         return math.pi * custom_law.RADIUS**2 * 1.05 * float(S)
     assert homogeneous(1.0) < N < homogeneous(0.0)
 

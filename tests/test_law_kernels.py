@@ -26,7 +26,7 @@ def _compiled(law, p, t=0.3):
 
 
 def _numpy(law, p, t=0.3):
-    r = law(MaterialPoint(p["lam"], p["lamdot"], p["theta"], t, p["gamma"], p["alpha"]))
+    r = law(MaterialPoint(p["lam"], p["lamdot"], theta=p["theta"], t=t, muscle_fraction=p["gamma"], activation=p["alpha"]))
     return r.stress, r.d_stretch, r.d_stretch_rate
 
 

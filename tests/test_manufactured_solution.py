@@ -38,7 +38,7 @@ def _axial(law, theta, t, *, static, dt=1e-4):
         lamdot = np.zeros_like(lam)
     else:
         lamdot = (np.linalg.norm(slope(t + dt), axis=0) - np.linalg.norm(slope(t - dt), axis=0)) / (2 * dt)
-    point = sf.MaterialPoint(lam, lamdot, theta, t, ms.muscle_fraction(theta), ms.activation(t))
+    point = sf.MaterialPoint(lam, lamdot, theta=theta, t=t, muscle_fraction=ms.muscle_fraction(theta), activation=ms.activation(t))
     return law(point).stress * x1
 
 

@@ -27,14 +27,14 @@ def closed_forms():
 @pytest.mark.parametrize("name", ["prestress", "active", "passive"])
 def test_paper_terms_closed_form(name):
     law, expected = closed_forms()[name]
-    out = law(MaterialPoint(LAM, RATE, 0.5, 0.0, GM, ALPHA))
+    out = law(MaterialPoint(LAM, RATE, theta=0.5, t=0.0, muscle_fraction=GM, activation=ALPHA))
     np.testing.assert_allclose(out.stress, expected, rtol=1e-14, atol=1e-9)
 
 
 def test_active_with_non_integer_exponent():
     law = materials.active_stress(1e5, lam_opt=1.2, delta_w=0.4, nu=2.5)
     z = (LAM / 1.2 - 1) / 0.4
-    out = law(MaterialPoint(LAM, 0.0, 0.5, 0.0, 1.0, 1.0))
+    out = law(MaterialPoint(LAM, 0.0, theta=0.5, t=0.0, muscle_fraction=1.0, activation=1.0))
     np.testing.assert_allclose(out.stress, 1e5 / LAM**2 * np.exp(-np.abs(z) ** 2.5), rtol=1e-13)
     assert sf.check_law_derivatives(law, stretch=np.linspace(0.7, 1.15, 20)) < 1e-6
 
@@ -43,7 +43,7 @@ def test_paper_law_is_sum_of_terms():
     laws = closed_forms()
     total = sum(v[1] for v in laws.values())
     law = materials.paper_law(eta_tendon=2e4)
-    out = law(MaterialPoint(LAM, RATE, 0.5, 0.0, GM, ALPHA))
+    out = law(MaterialPoint(LAM, RATE, theta=0.5, t=0.0, muscle_fraction=GM, activation=ALPHA))
     np.testing.assert_allclose(out.stress, total, rtol=1e-13)
 
 
@@ -66,7 +66,7 @@ def test_law_from_function_rejects_numpy_functions():
 
 def test_law_from_function_keywords():
     law = sf.law_from_function(lambda lam, lamdot, theta, t, muscle_fraction, activation: muscle_fraction * activation * lam)
-    out = law(MaterialPoint(np.array([2.0]), 0.0, 0.0, 0.0, 0.5, 0.25))
+    out = law(MaterialPoint(np.array([2.0]), 0.0, theta=0.0, t=0.0, muscle_fraction=0.5, activation=0.25))
     assert out.stress[0] == pytest.approx(0.25)
     assert out.d_stretch[0] == pytest.approx(0.125)
 
@@ -118,7 +118,7 @@ def test_static_uniaxial_stretch(name, stretch):
     model.prescribe(fiber, "end", lambda t: ((stretch - 1) * L, 0.0, 0.0))
     result = sf.solve_static(model, load_steps=2)
     fields = sf.fiber_fields(model, result.state, fiber)
-    S = law(MaterialPoint(np.array([stretch]), np.array([0.0]), 0.0, 0.0, GM, ALPHA)).stress[0]
+    S = law(MaterialPoint(np.array([stretch]), np.array([0.0]), theta=0.0, t=0.0, muscle_fraction=GM, activation=ALPHA)).stress[0]
     np.testing.assert_allclose(fields.stretch, stretch, rtol=1e-10)
     np.testing.assert_allclose(fields.stress, S, rtol=1e-9, atol=1e-9 * abs(S) + 1e-12)
     np.testing.assert_allclose(fields.force, np.pi * r0**2 * stretch * S, rtol=1e-9, atol=1e-12)

@@ -25,11 +25,11 @@ def test_slope_is_the_derivative_of_lambda_s():
     h = 1e-6
 
     def lam_s(x):
-        return x * TRICEPS(MaterialPoint(x, 0.0, 0.5, 0.0, 0.7, 0.01)).stress
+        return x * TRICEPS(MaterialPoint(x, 0.0, theta=0.5, t=0.0, muscle_fraction=0.7, activation=0.01)).stress
 
     fd = (lam_s(lam + h) - lam_s(lam - h)) / (2 * h)
     # a nonzero rate must not change the static slope
-    got = force_slope(TRICEPS, MaterialPoint(lam, 0.3, 0.5, 0.0, 0.7, 0.01))
+    got = force_slope(TRICEPS, MaterialPoint(lam, 0.3, theta=0.5, t=0.0, muscle_fraction=0.7, activation=0.01))
     np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-6 * np.abs(fd).max())
 
 
@@ -56,23 +56,23 @@ def test_table4_triceps_peak_and_the_old_geometrys_band():
     assert 1.13 < peak < 1.17
     # the peak is a maximum of λ S: larger than at stretches on either side
     lam = np.array([peak - 0.05, peak, peak + 0.05])
-    lam_s = lam * TRICEPS(MaterialPoint(lam, 0.0, 0.5, 0.0, 1.0, 0.016)).stress
+    lam_s = lam * TRICEPS(MaterialPoint(lam, 0.0, theta=0.5, t=0.0, muscle_fraction=1.0, activation=0.016)).stress
     assert lam_s[1] > lam_s[0] and lam_s[1] > lam_s[2]
-    old_band = MaterialPoint(np.array([1.0, 1.1, 3.3, 4.0]), 0.0, 0.5, 1.0, 1.0, 0.016)
+    old_band = MaterialPoint(np.array([1.0, 1.1, 3.3, 4.0]), 0.0, theta=0.5, t=1.0, muscle_fraction=1.0, activation=0.016)
     assert past_force_peak(TRICEPS, old_band).tolist() == [False, False, True, True]
-    assert not past_force_peak(TRICEPS, MaterialPoint(np.array([3.3, 4.0]), 0.0, 0.0, 1.0, 0.0, 0.016)).any()
-    assert not past_force_peak(TRICEPS, MaterialPoint(np.array([3.3, 4.0]), 0.0, 0.5, 1.0, 1.0, 0.0)).any()
+    assert not past_force_peak(TRICEPS, MaterialPoint(np.array([3.3, 4.0]), 0.0, theta=0.0, t=1.0, muscle_fraction=0.0, activation=0.016)).any()
+    assert not past_force_peak(TRICEPS, MaterialPoint(np.array([3.3, 4.0]), 0.0, theta=0.5, t=1.0, muscle_fraction=1.0, activation=0.0)).any()
     stiff = sf.paper_law(sigma0=16.0, s_max=1.4e7, mu_muscle=1e5, mu_tendon=1e6, eta_muscle=1e3, eta_tendon=1e3)
     assert 1.4 < float(force_peak_stretch(stiff, muscle_fraction=1.0, activation=0.016)) < 1.46   # measured 1.431
 
 
 def test_warning_names_the_fiber():
-    band = MaterialPoint(np.array([1.05, 3.3]), 0.0, 0.5, 1.0, 1.0, 0.016)
+    band = MaterialPoint(np.array([1.05, 3.3]), 0.0, theta=0.5, t=1.0, muscle_fraction=1.0, activation=0.016)
     with pytest.warns(SofteningWarning, match=r"triceps1: 1 material point\(s\) stretched past the force peak .*λ = 3\.3"):
         assert warn_if_past_force_peak("triceps1", TRICEPS, band)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert not warn_if_past_force_peak("triceps1", TRICEPS, MaterialPoint(np.array([1.05]), 0.0, 0.5, 1.0, 1.0, 0.016))
+        assert not warn_if_past_force_peak("triceps1", TRICEPS, MaterialPoint(np.array([1.05]), 0.0, theta=0.5, t=1.0, muscle_fraction=1.0, activation=0.016))
 
 
 @pytest.mark.parametrize("kwargs, message", [

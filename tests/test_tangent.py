@@ -98,10 +98,10 @@ def test_fibers_with_different_laws_and_sizes():
     state.u[model.discretization.fiber_dofs[1].nodes * 6] = 0.1 * model.discretization.node_theta[model.discretization.fiber_dofs[1].nodes]
     fields = sf.fiber_fields(model, state, f2)
     from skfiber.materials import MaterialPoint
-    expected = LAWS["custom"](MaterialPoint(fields.stretch, 0 * fields.stretch, fields.theta, 0.0, 1.0, 0.0)).stress
+    expected = LAWS["custom"](MaterialPoint(fields.stretch, 0 * fields.stretch, theta=fields.theta, t=0.0, muscle_fraction=1.0, activation=0.0)).stress
     np.testing.assert_allclose(fields.stress, expected, rtol=1e-12)
     w = model.coefficients(state.u, state.v, 0.0, c_v=0.0)
     fd = model.discretization.fiber_dofs[1]
     lam_q = w["lam"][fd.elements]
-    expected_q = LAWS["custom"](MaterialPoint(lam_q, 0 * lam_q, model.discretization.theta[fd.elements], 0.0, 1.0, 0.0)).stress
+    expected_q = LAWS["custom"](MaterialPoint(lam_q, 0 * lam_q, theta=model.discretization.theta[fd.elements], t=0.0, muscle_fraction=1.0, activation=0.0)).stress
     np.testing.assert_allclose(w["S"][fd.elements], expected_q, rtol=1e-12)

@@ -21,7 +21,7 @@ def test_a_library_warning_names_the_callers_file_and_line():
     """Direct, one library frame deep (softening), and several deep (a term the form compiler cannot trace,
     found when a simulation builds its kernel): each warning points at this file."""
     law = sf.paper_law(s_max=1e6)
-    point = sf.MaterialPoint(np.array([1.0, 3.0]), 0.0, 1.0, 0.0, 1.0, 1.0)
+    point = sf.MaterialPoint(np.array([1.0, 3.0]), 0.0, theta=1.0, t=0.0, muscle_fraction=1.0, activation=1.0)
     first = _caught(lambda: warn("plain", RuntimeWarning))
     assert first.filename == __file__ and first.category is RuntimeWarning
     soft = _caught(lambda: warn_if_past_force_peak("biceps", law, point))
