@@ -49,6 +49,8 @@ from .forms import cable_kinematics
 __all__ = ["Term", "d1", "d2", "complex_step_tangent"]
 
 COMPLEX_STEP = 1e-30
+#: what ``w`` holds that the complex step cannot perturb: the law's first partials (∂S/∂λ, ∂S/∂λ̇)
+SECOND_DERIVATIVE_KEYS = ("dS_dlam", "dS_dlamdot")
 
 
 def d1(v):
@@ -141,6 +143,12 @@ def complex_step_tangent(residual, assembler: BatchedAssembler, w) -> np.ndarray
     fields) and S (S + ∂S/∂λ Δλ + ∂S/∂λ̇ Δλ̇: exact in the imaginary part, which
     is all the complex step reads).  The pointwise tangent is Im R / h,
     contracted like any bilinear form by :meth:`BatchedAssembler.contract`.
+
+    Raises
+    ------
+    ValueError
+        If the form reads ``w.dS_dlam`` or ``w.dS_dlamdot``: their dependence on u
+        needs the law's second derivatives (give such a term its tangent form).
     """
     h = COMPLEX_STEP
     fn = form_function(residual)
@@ -158,7 +166,17 @@ def complex_step_tangent(residual, assembler: BatchedAssembler, w) -> np.ndarray
             if "S" in w:
                 wc["S"] = (w["S"] + w["dS_dlam"] * (kin.lam - w["lam"])
                            + w["dS_dlamdot"] * (kin.lamdot - w["lamdot"]))
-        return np.asarray(fn(assembler.probe(axis=0, naxes=2, hess=hess), wc))
+        for key in SECOND_DERIVATIVE_KEYS:  # their perturbation needs the law's second derivatives
+            wc.pop(key, None)
+        try:
+            return np.asarray(fn(assembler.probe(axis=0, naxes=2, hess=hess), wc))
+        except AttributeError as err:
+            if any(f"'{key}'" in str(err) for key in SECOND_DERIVATIVE_KEYS):
+                raise ValueError(
+                    f"the residual {_described(residual)} reads ∂S/∂λ or ∂S/∂λ̇ (w.dS_dlam, w.dS_dlamdot): on the "
+                    "numpy path its tangent cannot be derived (it needs the law's second derivatives); give the "
+                    "term its tangent form (Model.add_term(residual, tangent)), or use the compiled path") from None
+            raise
 
     values, hess = assembler.call_form(residual, 2, run)
     J = assembler.n_jets[hess]

@@ -114,8 +114,8 @@ def test_check_tangent_through_the_model():
 
 @pytest.mark.parametrize("dt", [None, 0.01])
 def test_numpy_path_tangent_against_fd(dt):
-    """The numpy path's own tangents (the forms' explicit BilinearForms and complex-step ones) pass the
-    finite-difference check directly, not only by agreeing with the compiled kernel."""
+    """The numpy path's own tangents (the complex step through the forms) pass the finite-difference check
+    directly, not only by agreeing with the compiled kernel."""
     model = make_model(bending, viscous_drag, compiled=False)
     model.fix(0, "start")
     model.fix(1, "end")

@@ -260,6 +260,38 @@ def test_safeguard_with_pose_step_is_a_lower_bound(length, safeguard, rng):
     assert shortened >= 3
 
 
+@pytest.mark.parametrize("length", [None, 0.8])
+def test_trial_safeguard_with_pose_step_keeps_the_margin_at_the_end(length, rng):
+    """safeguard="trial" on a moving cylinder: δ is 1 or a power of ½ at which eq. 71 holds for u + δ Δu at
+    the pose moved by δ (Δy0, Δa), and fails at 2δ — checked with the contact's own gaps, not the kernel."""
+    model, _ = fiber_model(16)
+    pose = np.r_[0.1, -0.4, -0.27, 0.2, 1.0, 0.1]
+    cyl = cylinder(pose, length, safeguard="trial")
+    shortened = 0
+    for _ in range(12):
+        u = 0.005 * rng.standard_normal(model.n_dofs)
+        du = 0.03 * rng.standard_normal(model.n_dofs)
+        step = (0.05 * rng.standard_normal(3) + (0, 0, 0.06), 0.15 * rng.standard_normal(3))
+        delta = cyl.max_step(model, u, du, 0.0, delta_bar=0.5, pose_step=step)
+        assert 0 < delta <= 1 and np.log2(delta) == int(np.log2(delta))
+        every = cyl.fiber_elements(model.discretization)  # all contact points, in one order
+
+        def margins(contact, state):
+            points = contact.contact_points(model, state, 0.0, every)
+            return np.where(points.d > 0, points.adm, -np.inf)
+
+        target = 0.5 * np.minimum(margins(cyl, u), 1.0)  # per contact point (eq. 71)
+        assert np.all(margins(moved(pose, step, delta, length), u + delta * du) > target)
+        if delta < 1:
+            shortened += 1  # δ is the largest power of ½ that keeps the margin: 2δ does not
+            assert not np.all(margins(moved(pose, step, 2 * delta, length), u + 2 * delta * du) > target)
+    assert shortened >= 3
+    turned_through_zero = ((0.0, 0.0, 0.0), tuple(-pose[3:]))  # a + Δa = 0 at δ = 1
+    with pytest.raises(ValueError, match="zero length"):
+        cyl.max_step(model, np.zeros(model.n_dofs), np.zeros(model.n_dofs), 0.0, delta_bar=0.5,
+                     pose_step=turned_through_zero)
+
+
 def test_bad_pose_step():
     model, _ = fiber_model(4)
     cyl = cylinder(np.r_[0.0, 0.0, -0.3, 0.0, 1.0, 0.0])

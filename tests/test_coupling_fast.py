@@ -56,7 +56,7 @@ def assert_same_solve(prob_fast, prob_general, fast, general, method="block"):
 
 def assert_same_safeguard(prob_fast, prob_general, z, steps, t):
     """The safeguard's δ for each step (the same contact arithmetic on the same poses; with
-    ``safeguard="trial"`` the fast path's is the compiled :func:`skfiber.coupled_kernels.trial_step`)."""
+    ``safeguard="trial"`` the fast path's is the compiled :func:`skfiber.contact.cylinder_safeguard.trial_step`)."""
     deltas = []
     for dz in steps:
         d = prob_fast.max_step(z, dz, t, delta_bar=0.25)
@@ -228,7 +228,7 @@ def test_fixed_and_moving_cylinders_next_to_body_ones():
 
 def test_trial_safeguard_in_one_call(monkeypatch):
     """``safeguard="trial"`` on a cylinder of a moving body, a fixed one and one moving with pose(t): the
-    compiled bound (coupled_kernels.trial_step) gives the contacts' own δ, halvings included."""
+    compiled bound (contact.cylinder_safeguard.trial_step) gives the contacts' own δ, halvings included."""
     from skfiber.contact import PenaltyLaw
     from skfiber.contact.cylinder import CylinderContact
 

@@ -97,6 +97,25 @@ def test_derived_tangent_of_a_term_that_reads_the_kinematics(compiled):
         assert sf.check_tangent(model, dt=0.01, parts=[field], perturbation=0.05) < 1e-6, field
 
 
+@LinearForm
+def stiffness_weighted(v, w):  # reads ∂S/∂λ
+    return 1e-5 * w.dS_dlam * dot(w.x_s, d1(v)) * w.J
+
+
+def test_a_term_reading_the_laws_partials_is_derived_compiled_and_refused_on_the_numpy_path():
+    """∂S/∂λ in w: the compiler derives its dependence on u; the complex step cannot (it needs the law's
+    second derivatives), so the numpy path refuses with what to do instead of a wrong tangent."""
+    def model(compiled):
+        fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, law=sf.paper_law(), activation=0.3)
+        m = sf.Model([fiber], compiled=compiled)
+        m.add_term(stiffness_weighted, name="k")
+        return m
+
+    assert sf.check_tangent(model(True), dt=0.01, parts=["k"], perturbation=0.05) < 1e-6
+    with pytest.raises(ValueError, match=r"reads ∂S/∂λ or ∂S/∂λ̇ .* give the term its tangent form"):
+        sf.check_tangent(model(False), dt=0.01, parts=["k"], perturbation=0.05)
+
+
 @pytest.mark.parametrize("name", sorted(TERMS))
 def test_complex_step_equals_explicit_tangent(name, rng):
     residual, tangent = TERMS[name]

@@ -97,7 +97,8 @@ from . import cylinder_kernels as ck
 from .base import ContactEvaluation, PenaltyLaw
 from .cylinder_body import CylinderBodyLoad, body_pose_function
 from .cylinder_line_force import penalty_line_force
-from .cylinder_points import CylinderGaps, CylinderPoints, CylinderState, check_admissible, state_vector
+from .cylinder_points import (CylinderGaps, CylinderPoints, CylinderState, check_admissible, kernel_vector,
+                              state_vector)
 from .cylinder_pose import CylinderPose, check_pose_step, make_pose, positive_number, vector_norm
 from .cylinder_safeguard import bound_step, trial_step
 from .cylinder_search import CylinderSearch
@@ -592,13 +593,12 @@ class CylinderContact:
             data = self.kernel_data(d)
             finite, L = ck.length_args(self.length)
             dy0, da = (np.zeros(3), np.zeros(3)) if pose_step is None else pose_step
-            step = trial_step(data.reference, np.ascontiguousarray(u, dtype=float),
-                              np.ascontiguousarray(du, dtype=float), data.dofs, data.S, data.dS, data.r0, data.A1,
-                              data.h, data.w, data.r0_max, data.A1_max, np.ascontiguousarray(el, dtype=np.int64),
-                              np.asarray(pose.point, dtype=float), np.asarray(pose.axis, dtype=float),
-                              np.asarray(dy0, dtype=float), np.asarray(da, dtype=float), pose_step is not None,
-                              float(self.radius), finite, L, float(self.law.stiffness), float(self.law.gamma),
-                              float(delta_bar))
+            vec3 = [np.require(a, dtype=float, requirements="CW") for a in (pose.point, pose.axis, dy0, da)]
+            step = trial_step(data.reference, kernel_vector(u, d.n_dofs), kernel_vector(du, d.n_dofs, "du"),
+                              data.dofs, data.S, data.dS, data.r0, data.A1, data.h, data.w, data.r0_max,
+                              data.A1_max, np.require(el, dtype=np.int64, requirements="CW"), *vec3,
+                              pose_step is not None, float(self.radius), finite, L, float(self.law.stiffness),
+                              float(self.law.gamma), float(delta_bar))
             if np.isnan(step):
                 raise ValueError(f"{self.name}: the cylinder's axis a + δ Δa has zero length within the step "
                                  "(pose_step turns the axis through zero)")
