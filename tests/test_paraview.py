@@ -121,6 +121,11 @@ def foreground(png: Path) -> np.ndarray:
     return np.any(np.abs(image - image[0, 0]) > 0.05, axis=-1)
 
 
+#: what VTK prints when the virtual display of ``xvfb-run`` did not answer (seen in 2 of about 15 runs on a
+#: loaded 2-core machine; a rerun succeeds): the host's, not the snippet's failure
+XVFB_NOT_READY = "bad X server connection"
+
+
 def test_snippet_renders_the_documented_view(series, tmp_path):
     """Side camera (the bone upright, not a disc), bones shown, fibers joined into one polyline each."""
     if PVBATCH is None:
@@ -134,7 +139,10 @@ def test_snippet_renders_the_documented_view(series, tmp_path):
     code = snippet()
     assert '"DIR/upper_limb.pvd"' in code
     (tmp_path / "script.py").write_text(code.replace("DIR", out.as_posix()) + CHECKS, encoding="utf-8")
-    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    for _ in range(3):  # a loaded machine: Xvfb not yet accepting connections when pvbatch starts
+        run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        if not (run.returncode != 0 and XVFB_NOT_READY in run.stderr):
+            break
     assert run.returncode == 0, run.stderr[-3000:]
     checks = json.loads(run.stdout.strip().splitlines()[-1])
     n_elements = sum(f.n_elements for f in model.fibers)
