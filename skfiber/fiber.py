@@ -70,6 +70,19 @@ class Fiber:
         ``curve``.
     name
         Used to refer to the fiber (boundary conditions, output).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import skfiber as sf
+    >>> arc = sf.Fiber(lambda th: np.array([np.cos(th), np.sin(th), 0 * th]), 8, radius=0.01, name="arc")
+    >>> np.round(arc.reference_position(np.array([0.0, 1.0])), 4)   # X(θ) at both ends, (3, n)
+    array([[1.    , 0.5403],
+           [0.    , 0.8415],
+           [0.    , 0.    ]])
+    >>> straight = sf.Fiber.straight((0, 0, 0), (0.3, 0, 0), n_elements=4, law=sf.paper_law(), activation=0.5)
+    >>> straight.activation_at(0.0)
+    0.5
     """
 
     curve: Callable[[np.ndarray], np.ndarray]

@@ -61,6 +61,17 @@ class MaterialPoint:
     t : time (s)
     muscle_fraction : γM(θ) ∈ [0, 1] (–)
     activation : α(t) ∈ [0, 1] (–)
+
+    All but the stretch and its rate are given by name.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import skfiber as sf
+    >>> point = sf.MaterialPoint(np.array([1.0, 1.2]), np.zeros(2), theta=0.5, muscle_fraction=1.0, activation=0.3)
+    >>> response = sf.paper_law()(point)       # S, ∂S/∂λ, ∂S/∂λ̇ at both points
+    >>> response.stress.shape
+    (2,)
     """
 
     stretch: np.ndarray
