@@ -104,7 +104,8 @@ class SampleChecker:
             theta = np.concatenate([self.fibers[k][1] for k in group])
             gm = np.concatenate([self.fibers[k][3] for k in group])
             alpha = np.concatenate([np.full(stretch[k].size, model.fibers[k].activation_at(state.t)) for k in group])
-            over = past_force_peak(f.law, MaterialPoint(lam, 0.0, theta=theta, t=state.t, muscle_fraction=gm, activation=alpha))
+            over = past_force_peak(f.law, MaterialPoint(lam, 0.0, theta=theta, t=state.t, muscle_fraction=gm,
+                                                        activation=alpha))
             bounds = np.cumsum([0] + [stretch[k].size for k in group])
             for j, k in enumerate(group):
                 past[k] = bool(over[bounds[j]:bounds[j + 1]].any())

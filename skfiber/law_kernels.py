@@ -145,10 +145,12 @@ class FiberStress:
             self.plan = []  # a law failed to compile (warned): numpy from now on
         if len(d.law_groups) == 1:  # one law for all fibers: no gather/scatter
             law = d.law_groups[0][0]
-            return checked_response(law, MaterialPoint(lam, lamdot, theta=d.theta, t=t, muscle_fraction=d.muscle_fraction, activation=alpha))
+            return checked_response(law, MaterialPoint(lam, lamdot, theta=d.theta, t=t,
+                                                       muscle_fraction=d.muscle_fraction, activation=alpha))
         S, dS, dSr = np.empty_like(lam), np.empty_like(lam), np.empty_like(lam)
         for law, mask in d.law_groups:
-            point = MaterialPoint(lam[mask], lamdot[mask], theta=d.theta[mask], t=t, muscle_fraction=d.muscle_fraction[mask], activation=alpha[mask])
+            point = MaterialPoint(lam[mask], lamdot[mask], theta=d.theta[mask], t=t,
+                                  muscle_fraction=d.muscle_fraction[mask], activation=alpha[mask])
             S[mask], dS[mask], dSr[mask] = checked_response(law, point)
         return S, dS, dSr
 

@@ -108,11 +108,10 @@ class Model:
         self._form_kernel = None  # skfiber.compile.kernel.FormKernel of the terms, made on first use
         self._warned_untraced: set = set()
         self._all_parts = None  # (key, the names of all parts) (_part_names)
-        self._default_terms = {
+        self._builtin_terms = {  # the cable's forms; their tangents are derived (replace_term swaps them)
             "internal_force": Term(forms.internal_force, None, "internal_force"),
             "inertia": Term(forms.inertia, None, "inertia"),
         }
-        self._builtin_terms = dict(self._default_terms)
         self._fiber_stress = None  # skfiber.law_kernels.FiberStress (the numpy path), made on first use
         self._activation_cache = None  # ((t, activations), α (e, 1)) of the last activations(t)
         self.fibers = self.discretization.fibers

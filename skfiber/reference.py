@@ -19,7 +19,10 @@ from scipy.optimize import brentq
 
 from .materials import MaterialPoint, StressLaw
 
-__all__ = ["stretch_for_force", "hanging_cable"]
+__all__ = ["stretch_for_force", "hanging_cable", "STRETCH_BRACKET"]
+
+#: the stretches searched for the one that carries a given axial force
+STRETCH_BRACKET = (0.5, 3.0)
 
 
 def stretch_for_force(
@@ -29,7 +32,7 @@ def stretch_for_force(
     radius: float,
     theta: np.ndarray | float = 0.5,
     muscle_fraction: np.ndarray | float = 1.0,
-    bracket: tuple[float, float] = (0.5, 3.0),
+    bracket: tuple[float, float] = STRETCH_BRACKET,
 ) -> np.ndarray:
     """λ with π r0² λ S(λ) = N in statics (λ̇ = 0, α = 0), by vectorized bisection.
 
@@ -69,7 +72,8 @@ def _stretch_in_bracket(law, force, *, radius, theta, muscle_fraction, bracket):
     lo, hi = np.full(shape, float(bracket[0])), np.full(shape, float(bracket[1]))
 
     def axial(lam):
-        return area * lam * law(MaterialPoint(lam, np.zeros_like(lam), theta=theta, t=0.0, muscle_fraction=muscle_fraction, activation=0.0)).stress
+        point = MaterialPoint(lam, np.zeros_like(lam), theta=theta, muscle_fraction=muscle_fraction)  # statics, α = 0
+        return area * lam * law(point).stress
 
     at_ends = (np.broadcast_to(axial(lo), shape), np.broadcast_to(axial(hi), shape))
     for _ in range(200):
@@ -126,9 +130,9 @@ def hanging_cable(
 
     def stretch(N, check=False):  # the root search may try forces past the bracket: λ is its end there
         lam, at_ends, N = _stretch_in_bracket(law, N, radius=radius, theta=theta, muscle_fraction=gm,
-                                              bracket=(0.5, 3.0))
+                                              bracket=STRETCH_BRACKET)
         if check:
-            _check_carried(N, at_ends, (0.5, 3.0))
+            _check_carried(N, at_ends, STRETCH_BRACKET)
         return lam
 
     def span_error(H):

@@ -34,6 +34,8 @@ inf
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .core.warn import warn
@@ -59,7 +61,7 @@ def force_slope(law: StressLaw, point: MaterialPoint) -> np.ndarray:
     30000.0
     """
     lam = np.asarray(point.stretch, dtype=float)
-    static = MaterialPoint(lam, np.zeros_like(lam), theta=point.theta, t=point.t, muscle_fraction=point.muscle_fraction, activation=point.activation)
+    static = dataclasses.replace(point, stretch=lam, stretch_rate=np.zeros_like(lam))
     response = law(static)
     return np.asarray(response.stress + lam * response.d_stretch, dtype=float)
 
@@ -94,7 +96,8 @@ def force_peak_stretch(law: StressLaw, *, muscle_fraction=1.0, activation=0.0, t
 
     def slope_at(lam, idx):  # lam (k, m) for the combinations idx (m,)
         return force_slope(law, MaterialPoint(lam, 0.0, theta=th.reshape(-1)[idx][None, :], t=t,
-                                              muscle_fraction=gm.reshape(-1)[idx][None, :], activation=alpha.reshape(-1)[idx][None, :]))
+                                              muscle_fraction=gm.reshape(-1)[idx][None, :],
+                                              activation=alpha.reshape(-1)[idx][None, :]))
 
     every = np.arange(gm.size)
     lam = np.broadcast_to(np.linspace(stretch_min, stretch_max, coarse + 1)[:, None], (coarse + 1, gm.size))

@@ -585,11 +585,7 @@ class CylinderContact:
             motion = (vector_norm(pose_step[0]), vector_norm(pose_step[1]), pose.axis_norm)
         d = model.discretization
         el = self.fiber_elements(d)
-        if el.size:
-            el = self._search.broad(d, u, pose, el, du, pose_step)
-        if el.size == 0:
-            return 1.0
-        if self.safeguard == "trial":  # (its narrow phase at u and the check of it are the kernel's)
+        if self.safeguard == "trial":  # one compiled call: broad phase along the step, narrow phase, halvings
             data = self.kernel_data(d)
             finite, L = ck.length_args(self.length)
             dy0, da = (np.zeros(3), np.zeros(3)) if pose_step is None else pose_step
@@ -603,6 +599,10 @@ class CylinderContact:
                 raise ValueError(f"{self.name}: the cylinder's axis a + δ Δa has zero length within the step "
                                  "(pose_step turns the axis through zero)")
             return float(step)
+        if el.size:
+            el = self._search.broad(d, u, pose, el, du, pose_step)
+        if el.size == 0:
+            return 1.0
         nar = self.contact_points(model, u, t, el)
         if nar.bad >= 0 and not (np.all(nar.d > 0) and np.all(nar.adm > 0)):
             return 0.0

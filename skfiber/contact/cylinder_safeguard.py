@@ -179,12 +179,12 @@ def trial_step(ref, u, du, dofs, S, dS, r0, A1, h, w, r0max, A1max, elements, po
         tau = min(1.0 * da_abs / den, 2.0) if den > 0 else 2.0
     el = elements
     if el.size:
-        el = broad_phase_loop(ref, u, dofs, h, r0max, A1max, elements, point, tangent, radius, finite, L, du, moving, dy0_abs,
-                    tau)
+        el = broad_phase_loop(ref, u, dofs, h, r0max, A1max, elements, point, tangent, radius, finite, L, du, moving,
+                              dy0_abs, tau)
     if el.size == 0:
         return 1.0
-    pts, adm, _, _, _, _, bad = contact_points_loop(ref, u, dofs, S, dS, r0, A1, h, w, el, point, tangent, axis_norm, radius,
-                                        finite, L, kappa, gamma)
+    pts, adm, _, _, _, _, bad = contact_points_loop(ref, u, dofs, S, dS, r0, A1, h, w, el, point, tangent, axis_norm,
+                                                    radius, finite, L, kappa, gamma)
     if bad >= 0:
         for r in range(adm.shape[0]):
             for k in range(adm.shape[1]):
@@ -201,8 +201,8 @@ def trial_step(ref, u, du, dofs, S, dS, r0, A1, h, w, r0max, A1max, elements, po
             if not n > 0:
                 return np.nan
             t = a / n
-        _, adm_t, _, _, _, _, bad_t = contact_points_loop(ref, u + delta * du, dofs, S, dS, r0, A1, h, w, el, p, t, n, radius,
-                                              finite, L, kappa, gamma)
+        _, adm_t, _, _, _, _, bad_t = contact_points_loop(ref, u + delta * du, dofs, S, dS, r0, A1, h, w, el, p, t, n,
+                                                          radius, finite, L, kappa, gamma)
         if bad_t < 0:
             kept = True
             for r in range(adm_t.shape[0]):
