@@ -28,6 +28,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .core.jit import njit
 from .fiber import Fiber
 
 __all__ = ["LAYOUTS", "INSERTION_LAYOUTS", "packing", "row_order", "bundle", "bundle_points", "bundle_curves",
@@ -155,18 +156,55 @@ def smallest_gap(starts: np.ndarray, ends: np.ndarray, r0: np.ndarray, pairs: np
     >>> round(smallest_gap(s, e, np.full(11, 0.1), np.array([[0, 1]])), 12)   # 0.3 / 0.2 − 1
     0.5
     """
-    theta = np.linspace(0.0, 1.0, r0.size)
-    weights = _lagrange(theta)
-    if middles is None:
-        middles = 0.5 * (np.asarray(starts) + np.asarray(ends))
-    rr = (r0[:, None] + r0[None, :]) ** 2
+    starts, ends = np.asarray(starts, dtype=float), np.asarray(ends, dtype=float)
+    middles = 0.5 * (starts + ends) if middles is None else np.asarray(middles, dtype=float)
+    r0 = np.asarray(r0, dtype=float)
+    weights = _lagrange(np.linspace(0.0, 1.0, r0.size))
+    inverse_rr = 1.0 / (r0[:, None] + r0[None, :]) ** 2
+    points = np.ascontiguousarray(np.stack([starts, middles, ends], axis=1))
+    return _smallest_gap_loop(points, weights, inverse_rr, np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2))
+
+
+@njit(cache=True)
+def _smallest_gap_loop(points, weights, inverse_rr, pairs):  # pragma: no cover - compiled
+    """:func:`smallest_gap` of the parabolas through ``points`` (n, 3, 3) (start, middle, end), sampled with
+    ``weights`` (s, 3), ``inverse_rr`` (s, s) = 1/(r0(θa) + r0(θb))²."""
+    s = weights.shape[0]
+    a = np.empty((s, 3))
+    b = np.empty((s, 3))
+    low = np.full((points.shape[0], 3), math.inf)  # the fibers' boxes, to skip pairs that cannot be the closest
+    high = np.full((points.shape[0], 3), -math.inf)
+    for i in range(points.shape[0]):
+        for p in range(s):
+            for c in range(3):
+                x = weights[p, 0] * points[i, 0, c] + weights[p, 1] * points[i, 1, c] + weights[p, 2] * points[i, 2, c]
+                low[i, c] = min(low[i, c], x)
+                high[i, c] = max(high[i, c], x)
+    smallest_inverse = inverse_rr.min()
     best = math.inf
-    for i, j in pairs:
-        mid = 0.5 * (starts[i] + starts[j])  # (distances from centred points: less cancellation below)
-        a = weights @ np.stack([starts[i] - mid, middles[i] - mid, ends[i] - mid])
-        b = weights @ np.stack([starts[j] - mid, middles[j] - mid, ends[j] - mid])
-        d2 = np.einsum("ij,ij->i", a, a)[:, None] + np.einsum("ij,ij->i", b, b)[None, :] - 2.0 * (a @ b.T)
-        best = min(best, math.sqrt(max(float(np.min(d2 / rr)), 0.0)) - 1.0)
+    for k in range(pairs.shape[0]):
+        i, j = pairs[k, 0], pairs[k, 1]
+        box = 0.0
+        for c in range(3):
+            apart = max(low[i, c] - high[j, c], low[j, c] - high[i, c], 0.0)
+            box += apart * apart
+        if box * smallest_inverse * (1.0 - 1e-9) > (best + 1.0) ** 2:
+            continue  # (the boxes are farther apart than the closest pair so far)
+        for c in range(3):
+            mid = 0.5 * (points[i, 0, c] + points[j, 0, c])  # (coordinates from a nearby point: less round-off)
+            for p in range(s):
+                a[p, c] = (weights[p, 0] * (points[i, 0, c] - mid) + weights[p, 1] * (points[i, 1, c] - mid)
+                           + weights[p, 2] * (points[i, 2, c] - mid))
+                b[p, c] = (weights[p, 0] * (points[j, 0, c] - mid) + weights[p, 1] * (points[j, 1, c] - mid)
+                           + weights[p, 2] * (points[j, 2, c] - mid))
+        smallest = math.inf
+        for p in range(s):
+            for q in range(s):
+                dx, dy, dz = a[p, 0] - b[q, 0], a[p, 1] - b[q, 1], a[p, 2] - b[q, 2]
+                ratio = (dx * dx + dy * dy + dz * dz) * inverse_rr[p, q]
+                if ratio < smallest:
+                    smallest = ratio
+        best = min(best, math.sqrt(smallest) - 1.0)
     return best
 
 
@@ -346,9 +384,10 @@ def bundle_curves(origin: Sequence[float], insertion: Sequence[float], n_fibers:
         last = np.column_stack([rank - 0.5 * (n_fibers - 1), np.zeros(n_fibers)])
     else:
         rank, last = np.zeros(n_fibers, dtype=np.int64), unit
-    near = np.array([(i, j) for i in range(n_fibers) for j in range(i + 1, n_fibers)
-                     if np.hypot(*(unit[i] - unit[j])) < _NEAR or 0 < abs(rank[i] - rank[j]) <= 3],
-                    dtype=np.int64).reshape(-1, 2)
+    i, j = np.triu_indices(n_fibers, k=1)
+    apart_in_row = np.abs(rank[i] - rank[j])
+    keep = (np.hypot(*(unit[i] - unit[j]).T) < _NEAR) | ((apart_in_row > 0) & (apart_in_row <= 3))
+    near = np.column_stack([i[keep], j[keep]]).astype(np.int64)
 
     def ends_at(S):
         start = a + origin_scale * S * (unit[:, :1] * e1 + unit[:, 1:] * e2)

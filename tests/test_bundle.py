@@ -269,6 +269,32 @@ def test_smallest_gap_of_curved_fibers_against_brute_force():
     assert got == pytest.approx(want, rel=1e-9, abs=1e-12)
 
 
+def test_smallest_gap_of_many_pairs_with_a_varying_radius_against_brute_force():
+    """Pairs far apart are skipped by their boxes: the result must still be the minimum over every pair."""
+    rng = np.random.default_rng(11)
+    n = 12
+    starts = rng.uniform(-0.1, 0.1, size=(n, 3))
+    ends = starts + [0, 0, -0.3] + rng.normal(size=(n, 3)) * 0.001
+    middles = 0.5 * (starts + ends) + rng.normal(size=(n, 3)) * 0.002  # thin boxes: many pairs skipped
+    theta = np.linspace(0, 1, 61)
+    r0 = 0.001 + 0.002 * np.sin(np.pi * theta)
+    L = np.column_stack([(1 - theta) * (1 - 2 * theta), 4 * theta * (1 - theta), theta * (2 * theta - 1)])
+    lines = [L @ np.stack([s, m, e]) for s, m, e in zip(starts, middles, ends)]
+    pairs = np.array([(a, b) for a in range(n) for b in range(a + 1, n) if rng.uniform() < 0.6])
+    gaps = [np.min(np.linalg.norm(lines[a][:, None] - lines[b][None], axis=2) / (r0[:, None] + r0[None, :])) - 1
+            for a, b in pairs]
+    got = smallest_gap(starts, ends, r0, pairs, middles=middles)
+    assert got == pytest.approx(min(gaps), rel=1e-9, abs=1e-12)
+    closest = pairs[int(np.argmin(gaps))]
+    assert smallest_gap(starts, ends, r0, closest[None], middles=middles) == pytest.approx(min(gaps), rel=1e-9)
+    assert smallest_gap(starts, ends, r0, np.zeros((0, 2), dtype=int), middles=middles) == np.inf
+    # parallel straight fibers at x = 0, 35, 60 mm, r0 = 5 mm: the farther pair first (d/2r0 = 6), the closer
+    # one (3.5) last, its box 3.5 apart: it must not be skipped
+    starts = np.array([[0.0, 0, 0], [0.035, 0, 0], [0.06, 0, 0]])
+    got = smallest_gap(starts, starts + [0, 0, -0.3], np.full(11, 0.005), np.array([(0, 2), (0, 1)]))
+    assert got == pytest.approx(2.5, rel=1e-12)
+
+
 def test_bundle_refuses_a_bad_insertion_layout_and_belly_scale():
     with pytest.raises(ValueError, match="insertion_layout"):
         bundle_points((0, 0, 0), (0, 0, 1), 3, radius=0.01, insertion_layout="ring")

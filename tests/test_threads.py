@@ -1,4 +1,5 @@
-"""Threads of the parallel kernels: the per-block setting, its restoration and bad counts."""
+"""Threads of the parallel kernels: the per-block setting, its restoration and bad counts; one BLAS thread
+during runs."""
 import os
 import subprocess
 import sys
@@ -7,7 +8,7 @@ import numba
 import pytest
 
 import skfiber  # noqa: F401  (sets the OpenMP wait policy)
-from skfiber.threads import kernel_threads, threads_for, threads_of_kernels
+from skfiber.threads import blas_threads, kernel_threads, threads_for, threads_of_kernels
 
 
 def test_the_setting_holds_within_the_block_and_is_restored():
@@ -26,10 +27,43 @@ def test_the_setting_holds_within_the_block_and_is_restored():
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
-def test_bad_counts_are_refused(bad):
+@pytest.mark.parametrize("setting", [threads_of_kernels, blas_threads])
+def test_bad_counts_are_refused(bad, setting):
     with pytest.raises(ValueError, match="count must be None or an integer"):
-        with threads_of_kernels(bad):
+        with setting(bad):
             pass
+
+
+BLAS_THREADS_IN_RUNS = """
+import skfiber as sf
+import skfiber.statics
+from skfiber.threads import blas_threads
+from threadpoolctl import threadpool_info
+
+def blas():
+    return sorted({p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"})
+
+fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
+model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+seen = []
+sf.simulate(model, t_end=0.02, dt=0.01, progress=False, callback=lambda state, info: seen.append(blas()))
+newton = skfiber.statics.newton
+skfiber.statics.newton = lambda *args, **kwargs: (seen.append(blas()), newton(*args, **kwargs))[1]
+skfiber.statics.solve_static(model)
+print(blas(), seen[0], seen[-1], blas())
+with blas_threads(1):
+    inside = blas()
+print(inside, blas())
+"""
+
+
+def test_runs_use_one_blas_thread_and_restore_the_setting():
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="2", MKL_NUM_THREADS="2")
+    out = subprocess.run([sys.executable, "-c", BLAS_THREADS_IN_RUNS], env=env, capture_output=True, text=True,
+                         check=True)
+    run_line, block_line = out.stdout.strip().splitlines()
+    assert run_line == "[2] [1] [1] [2]"  # before, during simulate and solve_static, after
+    assert block_line == "[1] [2]"
 
 
 @pytest.mark.parametrize("given, expected", [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
