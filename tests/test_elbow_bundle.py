@@ -148,6 +148,30 @@ def test_a_bundle_in_touch_is_solved_by_the_sparse_lu_with_the_same_steps_as_gmr
     assert np.max(np.abs(direct.u - krylov.u)) <= 1e-6 * scale
 
 
+def test_the_bundle_s_tangents_are_factorized_on_their_diagonal_in_minimum_degree_order(monkeypatch):
+    """SuperLU factorizes the tangents of a bundle in touch with threshold pivoting in the ordering of
+    SPLU_ORDERING: no solution is rejected by the residual test, and each agrees with partial pivoting in
+    SuperLU's default order (COLAMD)."""
+    import scipy.sparse.linalg as spla
+
+    import skfiber.linalg as la
+
+    calls = []
+    real = la.spla.splu
+    monkeypatch.setattr(la.spla, "splu", lambda A, **kw: calls.append((A.copy(), kw)) or real(A, **kw))
+    model, motion = eb.build_model(9, 4)
+    motion.activation = lambda t: eb.smooth_step(t / 0.05)
+    sf.simulate(model, t_end=0.03, dt=0.01, progress=False, max_halvings=8, newton_options=eb.newton_options())
+    assert len(calls) > 5
+    assert all(kw == {"permc_spec": la.SPLU_ORDERING, "diag_pivot_thresh": la.SPLU_PIVOT_THRESHOLD} for _, kw in calls)
+    rng = np.random.default_rng(2)
+    for A, kw in calls[::3]:
+        b = rng.normal(size=A.shape[0])
+        x = real(A, **kw).solve(b)
+        y = spla.splu(A).solve(b)
+        assert np.max(np.abs(x - y)) <= 1e-10 * np.max(np.abs(y))
+
+
 def test_the_skfiber_command_finds_and_imports_the_demo():
     """``skfiber run elbow-bundle`` imports it as a package module (its helper import must work there too)."""
     import importlib

@@ -306,7 +306,8 @@ def test_threshold_pivoting_of_superlu_is_checked_and_redone_with_partial_pivoti
     monkeypatch.setattr(la.spla, "splu", lambda A, **kw: calls.append(kw) or real_splu(A, **kw))
     solver = ConstrainedSolver(asm, np.array([], dtype=int))
     x = solver.solve(Ke, rhs, [far])
-    assert solver.last_method == "splu" and calls == [{"diag_pivot_thresh": la.SPLU_PIVOT_THRESHOLD}]
+    assert solver.last_method == "splu" and calls == [{"permc_spec": la.SPLU_ORDERING,
+                                                         "diag_pivot_thresh": la.SPLU_PIVOT_THRESHOLD}]
     assert rel_err(x, np.linalg.solve(K, rhs)) < 1e-12
     Ks = sps.csc_matrix(K)
     assert la._sparse_residual_ok(Ks, x, rhs)
