@@ -158,7 +158,17 @@ def smallest_gap(starts: np.ndarray, ends: np.ndarray, r0: np.ndarray, pairs: np
     """
     starts, ends = np.asarray(starts, dtype=float), np.asarray(ends, dtype=float)
     middles = 0.5 * (starts + ends) if middles is None else np.asarray(middles, dtype=float)
+    n = len(starts)
+    for name, value in (("starts", starts), ("ends", ends), ("middles", middles)):
+        if value.shape != (n, 3):
+            raise ValueError(f"{name} must be (n, 3) points like starts ({n} fibers), got shape {value.shape}")
     r0 = np.asarray(r0, dtype=float)
+    if r0.ndim != 1 or r0.size < 2:
+        raise ValueError(f"r0 must be the radii at 2 or more equally spaced θ, got shape {r0.shape}")
+    pairs = np.asarray(pairs)
+    if pairs.size and (pairs.dtype.kind not in "iu" or pairs.ndim != 2 or pairs.shape[1] != 2
+                       or pairs.min() < 0 or pairs.max() >= n):
+        raise ValueError(f"pairs must be (m, 2) integer indices of the {n} fibers (0 … {n - 1}), got {pairs!r}")
     weights = _lagrange(np.linspace(0.0, 1.0, r0.size))
     inverse_rr = 1.0 / (r0[:, None] + r0[None, :]) ** 2
     points = np.ascontiguousarray(np.stack([starts, middles, ends], axis=1))

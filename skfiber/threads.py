@@ -13,7 +13,7 @@ numba starts its OpenMP threads, at the first parallel kernel of the process; im
 this module (``import skfiber`` does) sets it.
 
 The BLAS under numpy and scipy (OpenBLAS in their wheels) runs on one thread during
-:func:`~skfiber.simulate` and :func:`~skfiber.statics.solve_static` (:func:`blas_threads`,
+:func:`~skfiber.simulate` and :func:`~skfiber.solve_static` (:func:`blas_threads`,
 by ``threadpoolctl``): skfiber's BLAS calls are matrix–vector sized, and OpenBLAS's
 threads keep spinning after each call, taking the cores from numba's threads and from
 the main thread (a 144-fiber bundle ran 1.6 times as long with them).
@@ -27,10 +27,12 @@ Examples
 from __future__ import annotations
 
 import os
+import threading
 from contextlib import contextmanager
 from functools import lru_cache
 
 import numba
+import threadpoolctl
 from threadpoolctl import ThreadpoolController
 
 __all__ = ["blas_threads", "kernel_threads", "threads_for", "threads_of_kernels"]
@@ -79,6 +81,11 @@ def threads_of_kernels(count: int | None):
         numba.set_num_threads(previous)
 
 
+_BLAS_LOCK = threading.Lock()
+_blas_open = 0  # blas_threads blocks open in the process (in any thread)
+_blas_limiter = None  # threadpoolctl's limit of the first of them, restored when the last closes
+
+
 @lru_cache(maxsize=1)
 def _blas_controller() -> ThreadpoolController:
     """threadpoolctl's view of the thread pools loaded in the process, made at the first :func:`blas_threads`
@@ -90,7 +97,10 @@ def _blas_controller() -> ThreadpoolController:
 def blas_threads(count: int | None):
     """Within the block, the BLAS libraries under numpy and scipy use ``count`` threads (None: unchanged).
 
-    :func:`~skfiber.simulate` and :func:`~skfiber.statics.solve_static` run with ``blas_threads(1)``.
+    :func:`~skfiber.simulate` and :func:`~skfiber.solve_static` run with ``blas_threads(1)`` (their callbacks
+    too).  The setting is the process's, not the calling thread's: while blocks are open in several threads
+    (runs side by side in a thread pool) the first block's count holds, and the last block to close restores
+    the count from before the first.
 
     Raises
     ------
@@ -103,10 +113,33 @@ def blas_threads(count: int | None):
     >>> with blas_threads(1):
     ...     _ = np.ones((200, 200)) @ np.ones(200)
     """
+    global _blas_open, _blas_limiter
     if count is None:
         yield
         return
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise ValueError(f"count must be None or an integer ≥ 1 (threads), got {count!r}")
-    with _blas_controller().limit(limits=count, user_api="blas"):
+    with _BLAS_LOCK:
+        if _blas_open == 0:
+            _release_openblas()
+            _blas_limiter = _blas_controller().limit(limits=count, user_api="blas")
+            _release_openblas()
+        _blas_open += 1
+    try:
         yield
+    finally:
+        with _BLAS_LOCK:
+            _blas_open -= 1
+            if _blas_open == 0:
+                _release_openblas()
+                _blas_limiter.restore_original_limits()
+                _release_openblas()
+                _blas_limiter = None
+
+
+def _release_openblas() -> None:
+    """Let any thread set OpenBLAS's threads next: recent threadpoolctl ignores the calls of every thread but
+    the first that set them, while a block may close in another thread than the one that opened it."""
+    release = getattr(threadpoolctl.OpenBLASController, "clear_controlling_thread", None)
+    if release is not None:
+        release(force=True)

@@ -295,6 +295,19 @@ def test_smallest_gap_of_many_pairs_with_a_varying_radius_against_brute_force():
     assert got == pytest.approx(2.5, rel=1e-12)
 
 
+@pytest.mark.parametrize("pairs, match", [(np.array([[0, 3]]), "indices of the 3 fibers"),
+                                          (np.array([[-1, 0]]), "indices of the 3 fibers"),
+                                          (np.array([[0.0, 1.0]]), "integer"), (np.array([0, 1, 2]), r"\(m, 2\)")])
+def test_smallest_gap_refuses_pairs_outside_the_fibers(pairs, match):
+    starts = np.array([[0.0, 0, 0], [0.1, 0, 0], [0.2, 0, 0]])
+    with pytest.raises(ValueError, match=match):
+        smallest_gap(starts, starts + [0, 0, 1], np.full(5, 0.01), pairs)
+    with pytest.raises(ValueError, match="middles must be"):
+        smallest_gap(starts, starts + [0, 0, 1], np.full(5, 0.01), np.array([[0, 1]]), middles=starts[:2])
+    with pytest.raises(ValueError, match="r0 must be"):
+        smallest_gap(starts, starts + [0, 0, 1], 0.01, np.array([[0, 1]]))
+
+
 def test_bundle_refuses_a_bad_insertion_layout_and_belly_scale():
     with pytest.raises(ValueError, match="insertion_layout"):
         bundle_points((0, 0, 0), (0, 0, 1), 3, radius=0.01, insertion_layout="ring")

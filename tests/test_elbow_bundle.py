@@ -163,6 +163,7 @@ def test_the_bundle_s_tangents_are_factorized_on_their_diagonal_in_minimum_degre
     motion.activation = lambda t: eb.smooth_step(t / 0.05)
     sf.simulate(model, t_end=0.03, dt=0.01, progress=False, max_halvings=8, newton_options=eb.newton_options())
     assert len(calls) > 5
+    assert la.SPLU_ORDERING == "MMD_AT_PLUS_A"  # SuperLU's minimum degree on A + Aᵀ
     assert all(kw == {"permc_spec": la.SPLU_ORDERING, "diag_pivot_thresh": la.SPLU_PIVOT_THRESHOLD} for _, kw in calls)
     rng = np.random.default_rng(2)
     for A, kw in calls[::3]:

@@ -57,13 +57,59 @@ print(inside, blas())
 """
 
 
-def test_runs_use_one_blas_thread_and_restore_the_setting():
+def run_with_two_blas_threads(script: str) -> list[str]:
+    """The script's output lines in a process whose BLAS starts with 2 threads (skipped where it cannot)."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="2", MKL_NUM_THREADS="2")
-    out = subprocess.run([sys.executable, "-c", BLAS_THREADS_IN_RUNS], env=env, capture_output=True, text=True,
-                         check=True)
-    run_line, block_line = out.stdout.strip().splitlines()
+    probe = subprocess.run([sys.executable, "-c", "import skfiber; from threadpoolctl import threadpool_info; "
+                            "print(sorted({p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas'}))"],
+                           env=env, capture_output=True, text=True, check=True)
+    if probe.stdout.strip() != "[2]":
+        pytest.skip(f"the BLAS here does not run on 2 threads (it reports {probe.stdout.strip()}: one CPU?)")
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    return out.stdout.strip().splitlines()
+
+
+def test_runs_use_one_blas_thread_and_restore_the_setting():
+    run_line, block_line = run_with_two_blas_threads(BLAS_THREADS_IN_RUNS)
     assert run_line == "[2] [1] [1] [2]"  # before, during simulate and solve_static, after
     assert block_line == "[1] [2]"
+
+
+BLAS_THREADS_OVERLAPPING = """
+import threading
+from skfiber.threads import blas_threads
+from threadpoolctl import threadpool_info
+
+def blas():
+    return sorted({p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"})
+
+a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+seen = {}
+
+def first():
+    with blas_threads(1):
+        a_in.set()
+        b_in.wait()
+    a_out.set()
+
+def second():
+    a_in.wait()
+    with blas_threads(1):
+        b_in.set()
+        a_out.wait()  # the first block has closed; this one is still open
+        seen["b"] = blas()
+
+threads = [threading.Thread(target=first), threading.Thread(target=second)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(seen["b"], blas())
+"""
+
+
+def test_blocks_open_in_two_threads_keep_one_blas_thread_until_the_last_closes():
+    assert run_with_two_blas_threads(BLAS_THREADS_OVERLAPPING) == ["[1] [2]"]
 
 
 @pytest.mark.parametrize("given, expected", [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
