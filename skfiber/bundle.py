@@ -169,27 +169,22 @@ def smallest_gap(starts: np.ndarray, ends: np.ndarray, r0: np.ndarray, pairs: np
     if pairs.size and (pairs.dtype.kind not in "iu" or pairs.ndim != 2 or pairs.shape[1] != 2
                        or pairs.min() < 0 or pairs.max() >= n):
         raise ValueError(f"pairs must be (m, 2) integer indices of the {n} fibers (0 … {n - 1}), got {pairs!r}")
-    weights = _lagrange(np.linspace(0.0, 1.0, r0.size))
+    samples = centerlines(np.stack([starts, middles, ends], axis=1), np.linspace(0.0, 1.0, r0.size))
     inverse_rr = 1.0 / (r0[:, None] + r0[None, :]) ** 2
-    points = np.ascontiguousarray(np.stack([starts, middles, ends], axis=1))
-    return _smallest_gap_loop(points, weights, inverse_rr, np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2))
+    return _smallest_gap_loop(samples, inverse_rr, np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2))
 
 
 @njit(cache=True)
-def _smallest_gap_loop(points, weights, inverse_rr, pairs):  # pragma: no cover - compiled
-    """:func:`smallest_gap` of the parabolas through ``points`` (n, 3, 3) (start, middle, end), sampled with
-    ``weights`` (s, 3), ``inverse_rr`` (s, s) = 1/(r0(θa) + r0(θb))²."""
-    s = weights.shape[0]
-    a = np.empty((s, 3))
-    b = np.empty((s, 3))
-    low = np.full((points.shape[0], 3), math.inf)  # the fibers' boxes, to skip pairs that cannot be the closest
-    high = np.full((points.shape[0], 3), -math.inf)
-    for i in range(points.shape[0]):
-        for p in range(s):
-            for c in range(3):
-                x = weights[p, 0] * points[i, 0, c] + weights[p, 1] * points[i, 1, c] + weights[p, 2] * points[i, 2, c]
-                low[i, c] = min(low[i, c], x)
-                high[i, c] = max(high[i, c], x)
+def _smallest_gap_loop(samples, inverse_rr, pairs):  # pragma: no cover - compiled
+    """:func:`smallest_gap` of the centerlines sampled at ``samples`` (n, s, 3), ``inverse_rr`` (s, s) =
+    1/(r0(θa) + r0(θb))²."""
+    n, s = samples.shape[0], samples.shape[1]
+    low = np.empty((n, 3))  # the fibers' boxes, to skip pairs that cannot be the closest
+    high = np.empty((n, 3))
+    for i in range(n):
+        for c in range(3):
+            low[i, c] = samples[i, :, c].min()
+            high[i, c] = samples[i, :, c].max()
     smallest_inverse = inverse_rr.min()
     best = math.inf
     for k in range(pairs.shape[0]):
@@ -200,17 +195,12 @@ def _smallest_gap_loop(points, weights, inverse_rr, pairs):  # pragma: no cover 
             box += apart * apart
         if box * smallest_inverse * (1.0 - 1e-9) > (best + 1.0) ** 2:
             continue  # (the boxes are farther apart than the closest pair so far)
-        for c in range(3):
-            mid = 0.5 * (points[i, 0, c] + points[j, 0, c])  # (coordinates from a nearby point: less round-off)
-            for p in range(s):
-                a[p, c] = (weights[p, 0] * (points[i, 0, c] - mid) + weights[p, 1] * (points[i, 1, c] - mid)
-                           + weights[p, 2] * (points[i, 2, c] - mid))
-                b[p, c] = (weights[p, 0] * (points[j, 0, c] - mid) + weights[p, 1] * (points[j, 1, c] - mid)
-                           + weights[p, 2] * (points[j, 2, c] - mid))
         smallest = math.inf
         for p in range(s):
             for q in range(s):
-                dx, dy, dz = a[p, 0] - b[q, 0], a[p, 1] - b[q, 1], a[p, 2] - b[q, 2]
+                dx = samples[i, p, 0] - samples[j, q, 0]
+                dy = samples[i, p, 1] - samples[j, q, 1]
+                dz = samples[i, p, 2] - samples[j, q, 2]
                 ratio = (dx * dx + dy * dy + dz * dz) * inverse_rr[p, q]
                 if ratio < smallest:
                     smallest = ratio

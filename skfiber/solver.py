@@ -38,7 +38,7 @@ from .newton import IterationMatrix, make_solver, newton
 from .progress import RemainingTime, format_duration
 from .simulation_result import MAX_STORED_STATES, SimulationResult, StateStore, StepInfo, compile_notice
 from .statics import StaticResult, check_admissible_start, check_finite_time, check_step_count, solve_static
-from .threads import blas_threads
+from .threads import one_blas_thread
 from .time_step import (METHODS, PREDICTOR_SMOOTHNESS, STEP_STAGNATION_WINDOW, backward_euler_step,
                         extrapolated_start, implicit_step, predicted_accelerations)
 
@@ -81,7 +81,7 @@ def adaptive_scheme(*, method: str, dt, rtol, atol) -> bool:
     return adaptive
 
 
-@blas_threads(1)  # (skfiber.threads: OpenBLAS's spinning threads take the cores from numba's)
+@one_blas_thread  # (skfiber.threads: OpenBLAS's spinning threads take the cores from numba's)
 def simulate(
     model: Model,
     *,

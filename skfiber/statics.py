@@ -25,7 +25,7 @@ from .model import Model
 from .newton import newton
 from .relaxation import relax
 from .rigid import rigid_static
-from .threads import blas_threads
+from .threads import one_blas_thread
 
 __all__ = ["StaticResult", "solve_static", "check_finite_time", "check_step_count", "MIN_INCREMENT",
            "ATTEMPTS_PER_STEP", "MAX_STEPS"]
@@ -48,7 +48,7 @@ class StaticResult:
     notes: list[str] = field(default_factory=list)
 
 
-@blas_threads(1)  # (skfiber.threads: OpenBLAS's spinning threads take the cores from numba's)
+@one_blas_thread  # (skfiber.threads: OpenBLAS's spinning threads take the cores from numba's)
 def solve_static(
     model: Model,
     *,

@@ -13,7 +13,7 @@ numba starts its OpenMP threads, at the first parallel kernel of the process; im
 this module (``import skfiber`` does) sets it.
 
 The BLAS under numpy and scipy (OpenBLAS in their wheels) runs on one thread during
-:func:`~skfiber.simulate` and :func:`~skfiber.solve_static` (:func:`blas_threads`,
+:func:`~skfiber.simulate` and :func:`~skfiber.solve_static` (:func:`one_blas_thread`,
 by ``threadpoolctl``): skfiber's BLAS calls are matrix–vector sized, and OpenBLAS's
 threads keep spinning after each call, taking the cores from numba's threads and from
 the main thread (a 144-fiber bundle ran 1.6 times as long with them).
@@ -26,16 +26,15 @@ Examples
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from contextlib import contextmanager
-from functools import lru_cache
 
 import numba
 import threadpoolctl
-from threadpoolctl import ThreadpoolController
 
-__all__ = ["blas_threads", "kernel_threads", "threads_for", "threads_of_kernels"]
+__all__ = ["blas_threads", "kernel_threads", "one_blas_thread", "threads_for", "threads_of_kernels"]
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # (numba reads it when it starts its threads, later)
 
@@ -56,6 +55,12 @@ def threads_for(work: int, min_work: int) -> int:
     return kernel_threads() if work >= min_work else 1
 
 
+def _check_count(count) -> None:
+    """Raise ValueError unless ``count`` (not None) is an integer ≥ 1."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"count must be None or an integer ≥ 1 (threads), got {count!r}")
+
+
 @contextmanager
 def threads_of_kernels(count: int | None):
     """Within the block, the parallel kernels use ``count`` threads (None: unchanged).
@@ -71,8 +76,7 @@ def threads_of_kernels(count: int | None):
     if count is None:
         yield
         return
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise ValueError(f"count must be None or an integer ≥ 1 (threads), got {count!r}")
+    _check_count(count)
     previous = numba.get_num_threads()
     numba.set_num_threads(min(count, numba.config.NUMBA_NUM_THREADS))
     try:
@@ -86,11 +90,11 @@ _blas_open = 0  # blas_threads blocks open in the process (in any thread)
 _blas_limiter = None  # threadpoolctl's limit of the first of them, restored when the last closes
 
 
-@lru_cache(maxsize=1)
-def _blas_controller() -> ThreadpoolController:
+@functools.lru_cache(maxsize=1)
+def _blas_controller() -> threadpoolctl.ThreadpoolController:
     """threadpoolctl's view of the thread pools loaded in the process, made at the first :func:`blas_threads`
     (``import skfiber`` has loaded numpy's and scipy's BLAS by then)."""
-    return ThreadpoolController()
+    return threadpoolctl.ThreadpoolController()
 
 
 @contextmanager
@@ -117,8 +121,7 @@ def blas_threads(count: int | None):
     if count is None:
         yield
         return
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise ValueError(f"count must be None or an integer ≥ 1 (threads), got {count!r}")
+    _check_count(count)
     with _BLAS_LOCK:
         if _blas_open == 0:
             _release_openblas()
@@ -135,6 +138,25 @@ def blas_threads(count: int | None):
                 _blas_limiter.restore_original_limits()
                 _release_openblas()
                 _blas_limiter = None
+
+
+def one_blas_thread(function):
+    """``function`` run within ``blas_threads(1)`` (a decorator: :func:`~skfiber.simulate`,
+    :func:`~skfiber.solve_static`).
+
+    Examples
+    --------
+    >>> @one_blas_thread
+    ... def run():
+    ...     return "done"
+    >>> run()
+    'done'
+    """
+    @functools.wraps(function)
+    def with_one_blas_thread(*args, **kwargs):
+        with blas_threads(1):
+            return function(*args, **kwargs)
+    return with_one_blas_thread
 
 
 def _release_openblas() -> None:

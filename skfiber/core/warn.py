@@ -17,7 +17,6 @@ Examples
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import warnings
@@ -26,21 +25,13 @@ __all__ = ["warn"]
 
 #: the folder of the skfiber package; frames of files in it are the library's
 PACKAGE_FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-#: the file of the standard library's contextlib: its frames call skfiber's functions decorated with a context
-#: manager (``skfiber.threads.blas_threads``), so they are the library's too
-CONTEXTLIB_FILE = os.path.abspath(contextlib.__file__)
-
-
-def _library_frame(frame) -> bool:
-    path = os.path.abspath(frame.f_code.co_filename)
-    return path.startswith(PACKAGE_FOLDER) or path == CONTEXTLIB_FILE
 
 
 def warn(message: str, category: type[Warning] = UserWarning) -> None:
     """``warnings.warn(message, category)`` attributed to the innermost caller outside the skfiber package."""
     frame = sys._getframe(1)  # the library's line that warns
     level = 2
-    while frame.f_back is not None and _library_frame(frame):
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(PACKAGE_FOLDER):
         frame = frame.f_back
         level += 1
     warnings.warn(message, category, stacklevel=level)
