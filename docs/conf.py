@@ -6,6 +6,7 @@ the environment variable ``SKFIBER_GALLERY_RUN=name,name`` runs only the demos n
 """
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import sys
@@ -16,6 +17,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gallery_demos import QUICK_DEMOS, DemoArguments, DemoFigures  # noqa: E402
+from skfem.assembly.form.form import Form  # noqa: E402
 
 project = "skfiber"
 author = "skfiber developers"
@@ -46,6 +48,28 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
 }
+
+# ---------------------------------------------------------------- scikit-fem forms in the API reference
+# A form declared with scikit-fem's @LinearForm / @BilinearForm is an instance of the form's class, whose
+# docstring and signature autodoc would show: the reference shows the decorated function's instead.
+
+
+def _form_docstring(app, what, name, obj, options, lines):
+    if isinstance(obj, Form):
+        lines[:] = [*(obj.form.__doc__ or "").splitlines(), "",
+                    f"A scikit-fem ``{type(obj).__name__}``: ``{name.rsplit('.', 1)[-1]}.assemble(basis, **w)``."]
+
+
+def _form_signature(app, what, name, obj, options, signature, return_annotation):
+    if isinstance(obj, Form):
+        return "(" + ", ".join(inspect.signature(obj.form).parameters) + ")", None
+    return None
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", _form_docstring)
+    app.connect("autodoc-process-signature", _form_signature)
+
 
 # ---------------------------------------------------------------- the demo gallery (sphinx-gallery)
 # The gallery runs the quick demos of gallery_demos.QUICK_DEMOS, each with its arguments, and

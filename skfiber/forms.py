@@ -2,7 +2,7 @@
 
     π r0² ∫ [ S (x_s · ξ_s) + ρ ẍ · ξ − b0 · ξ ] dS − ∫ q · ξ dS = 0
 
-with dS = |A1| dθ, x_s = a1/|A1| and ξ_s = ξ′/|A1| derivatives in
+with ``dS = |A1| dθ``, ``x_s = a1/|A1|`` and ``ξ_s = ξ′/|A1|`` derivatives in
 reference arc length, S the physical 2nd Piola–Kirchhoff stress of the fiber's
 law.  These forms are the single definition of the cable: the model's terms
 ``"internal_force"`` (:func:`internal_force`) and ``"inertia"``
@@ -18,12 +18,12 @@ complex step (:func:`skfiber.terms.complex_step_tangent`) on the numpy path.
 Coefficients arrive in ``w`` as arrays over (elements, quadrature points):
 
 =============  ======================================================
-``J``          |A1| = |X′| (reference arc length per unit θ)
+``J``          ``|A1| = |X′|`` (reference arc length per unit θ)
 ``area``       π r0² (m²)
 ``rho``        ρ0 (kg/m³)
 ``x_s``        current tangent x_s (3, e, q)
 ``xdot_s``     its rate ẋ_s (3, e, q)
-``lam``        stretch λ = |x_s|
+``lam``        stretch ``λ = |x_s|``
 ``lamdot``     stretch rate λ̇ = x_s · ẋ_s / λ
 ``S``          stress, ``dS_dlam`` ∂S/∂λ, ``dS_dlamdot`` ∂S/∂λ̇
 ``c_v``        ∂v/∂u of the time scheme (1/Δt backward Euler, 0 statics)
@@ -54,7 +54,7 @@ __all__ = [
 
 
 def ds(v, w):
-    """Derivative of a field with respect to reference arc length: v′ / |A1|."""
+    """Derivative of a field with respect to reference arc length: ``v′ / |A1|``."""
     return v.grad[:, 0] / w.J
 
 
@@ -69,7 +69,7 @@ class CableKinematics:
 
 
 def cable_kinematics(x, xdot, J: np.ndarray) -> CableKinematics:
-    """λ = |a1|/|A1| (eq. 33) and λ̇ = a1·ȧ1/(|a1||A1|) from interpolated fields."""
+    """``λ = |a1|/|A1|`` (eq. 33) and ``λ̇ = a1·ȧ1/(|a1||A1|)`` from interpolated fields."""
     x_s = x.grad[:, 0] / J
     xdot_s = xdot.grad[:, 0] / J
     lam = np.sqrt(np.einsum("i...,i...", x_s, x_s))

@@ -15,8 +15,8 @@ along every local basis function at once.  Terms see in ``w`` the current state:
 ``xddot``      its acceleration (same layout)
 ``X``          reference centerline
 ``theta``      fiber parameter θ; ``t`` time (s)
-``J``          |A1|; ``area`` π r0²; ``rho``; ``gamma_m`` γM; ``alpha`` α(t)
-``x_s``        x′/|A1|; ``lam``, ``lamdot`` λ, λ̇; ``S`` the fiber's stress
+``J``          ``|A1|``; ``area`` π r0²; ``rho``; ``gamma_m`` γM; ``alpha`` α(t)
+``x_s``        ``x′/|A1|``; ``lam``, ``lamdot`` λ, λ̇; ``S`` the fiber's stress
 ``c_v, c_a``   ∂v/∂u, ∂a/∂u of the time scheme (tangent forms only)
 =============  =====================================================
 

@@ -27,6 +27,10 @@ def test_site_builds_without_warnings(tmp_path):
     assert "t_end" in api  # the reference is made from the docstrings
     text = re.sub(r"<[^>]+>", "", api)
     assert "Examples" in text and "fiber = Fiber.straight" in text  # numpydoc kept the docstring's example
+    forms = re.sub(r"<[^>]+>", "", (html / "api" / "forms.html").read_text(encoding="utf-8"))
+    assert "skfiber.forms.internal_force(v, w)" in forms and "eq. 38, first term" in forms  # a form: its function's
+    assert "skfiber.forms.mass(u, v, w)" in forms and "A scikit-fem BilinearForm" in forms  # doc, not its class's
+    assert "skfiber.threads.blas_threads" in (html / "api" / "run.html").read_text(encoding="utf-8")
     demos = sorted(p.stem for p in (ROOT / "demos").glob("[a-z]*.py"))
     assert sorted(p.stem for p in (html / "demos").glob("[a-z]*.html") if p.stem not in ("index", "sg_execution_times")) == demos
     ran = (html / "demos" / "custom_law.html").read_text(encoding="utf-8")
