@@ -519,9 +519,13 @@ def main(argv: list[str] | None = None) -> dict:
     at = {p.angle_deg: p for p in points}
     csa_increase = 100.0 * (at[90.0].csa_m2 / at[0.0].csa_m2 - 1.0) if 90.0 in at else float("nan")
     fiber_increase = 100.0 * (at[90.0].csa_fibers_m2 / at[0.0].csa_fibers_m2 - 1.0) if 90.0 in at else float("nan")
-    print(f"swelling at mid-belly, 0° → 90°: enclosed area +{csa_increase:.1f} %, fibers' area +{fiber_increase:.1f} % "
-          "(the Cosserat-rod elbow of Zhang et al., Nat. Commun. 2019: about 28 %; measured in people, as they "
-          "report: 30–34 %)")
+    if 90.0 in at:
+        print(f"swelling at mid-belly, 0° → 90°: enclosed area +{csa_increase:.1f} %, fibers' area "
+              f"+{fiber_increase:.1f} % (the Cosserat-rod elbow of Zhang et al., Nat. Commun. 2019: about 28 %; "
+              "measured in people, as they report: 30–34 %)")
+    else:
+        print("swelling at mid-belly, 0° → 90°: not measured, --angles does not include 90 "
+              "(csa_increase_pct_90=nan in the summary)")
     start = at[START_DEG].state
     print(f"isokinetic test ({SPEED_DEG_S:g}°/s from {START_DEG:g}° for {args.isokinetic_time:g} s):")
     rows = isokinetic(model, motion, start, t_end=args.isokinetic_time, dt=args.dt, writer=writers[1])

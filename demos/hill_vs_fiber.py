@@ -427,6 +427,11 @@ class Comparison:
     files: list[Path]
 
     @property
+    def interrupted(self) -> bool:
+        """Whether Ctrl-C stopped the Hill model's run or the fiber model's."""
+        return bool(self.hill.interrupted or getattr(self.fiber, "interrupted", False))
+
+    @property
     def max_curve_error(self) -> float:
         if not self.curve_errors:
             return math.nan
@@ -500,4 +505,4 @@ def main(argv: list[str] | None = None) -> Comparison:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(130 if main(sys.argv[1:]).interrupted else 0)  # 130: interrupted (Ctrl-C), as skfiber run

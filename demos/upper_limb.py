@@ -1039,4 +1039,4 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(130 if main(sys.argv[1:])[-1].interrupted else 0)  # 130: interrupted (Ctrl-C), as skfiber run

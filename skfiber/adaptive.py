@@ -19,6 +19,7 @@ Examples
 from __future__ import annotations
 
 import math
+import numbers
 import sys
 import time as _time
 from typing import Callable
@@ -51,6 +52,9 @@ def error_control(*, rtol: float | None, atol: float | None, h_min: float | None
     >>> error_control(rtol=1e-3, atol=None, h_min=None, h_max=None, span=2.0, output_dt=0.1).h_initial
     0.01
     """
+    for name, value in (("rtol", rtol), ("atol", atol), ("h_min", h_min), ("h_max", h_max)):
+        if value is not None and (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real)):
+            raise TypeError(f"{name} must be a number or None, got {value!r}")
     return ErrorControl(rtol=0.0 if rtol is None else float(rtol), atol=0.0 if atol is None else float(atol),
                         h_min=H_MIN_FRACTION * span if h_min is None else float(h_min),
                         h_max=span if h_max is None else float(h_max),

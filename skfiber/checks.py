@@ -80,6 +80,8 @@ def check_tangent(
     if dt is not None and not (isinstance(dt, (int, float, np.floating, np.integer)) and not isinstance(dt, bool)
                                and math.isfinite(dt) and dt > 0):
         raise ValueError(f"dt must be a finite time step > 0 in s, or None for statics; got {dt!r}")
+    if isinstance(directions, bool) or not isinstance(directions, (int, np.integer)) or directions < 1:
+        raise ValueError(f"directions must be an integer ≥ 1 (random directions to check), got {directions!r}")
     rng = np.random.default_rng(seed)
     d = model.discretization
     n = model.n_dofs

@@ -201,10 +201,14 @@ def _import_demo(name: str):
 
 
 def _exit_code(value) -> int:
-    """A demo's ``main`` may return an exit code, None or a result object."""
-    if isinstance(value, bool) or value is None or not isinstance(value, int):
-        return EXIT_OK
-    return int(value)
+    """A demo's ``main`` may return an exit code, None, or a result object or a list of them: a result whose
+    ``interrupted`` is true (Ctrl-C, what was computed kept) gives :data:`EXIT_INTERRUPTED`."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)
+    results = value if isinstance(value, (list, tuple)) else [value]
+    if any(getattr(r, "interrupted", False) is True for r in results):
+        return EXIT_INTERRUPTED
+    return EXIT_OK
 
 
 def _call_main(module, argv: list[str], prog: str | None = None) -> int:
@@ -288,7 +292,8 @@ def _cmd_run(args, extra: list[str]) -> int:
     if code == EXIT_USAGE:  # the demo said what was wrong, in one line
         return code
     wall = time.perf_counter() - tic
-    lines = [f"skfiber run {args.demo}: {'finished' if code == 0 else f'exit code {code}'} in {wall:.1f} s"]
+    done = {EXIT_OK: "finished", EXIT_INTERRUPTED: "interrupted"}.get(code, f"exit code {code}")
+    lines = [f"skfiber run {args.demo}: {done} in {wall:.1f} s"]
     if args.out is not None and Path(args.out).is_dir():
         for pvd in sorted(Path(args.out).glob("*.pvd")):
             lines.append(f"  results: {pvd}  (ParaView, or: skfiber view {pvd} --screenshot shot.png)")
@@ -314,6 +319,10 @@ def _cmd_view(args) -> int:
         raise UsageError(f"--screenshot {args.screenshot}: pick a file ending in .png or .jpg")
     if args.movie is not None and path.suffix.lower() != ".pvd":
         raise UsageError("--movie needs a .pvd series")
+    for option, target in (("--screenshot", args.screenshot), ("--movie", args.movie)):
+        if target is not None and Path(target).is_dir():
+            raise UsageError(f"{option} {target} is a folder; give a file name, e.g. {option} "
+                             f"{Path(target) / ('shot' + Path(target).suffix)}")
     try:
         from . import viz
     except ImportError as err:

@@ -149,8 +149,12 @@ class Discretization:
             raise ValueError(f"fiber index {fiber} out of range; the model has {len(self.fibers)} fibers (0 … {len(self.fibers) - 1})")
         if isinstance(fiber, str):
             names = [f.name for f in self.fibers]
-            if fiber in names:
-                return names.index(fiber)
+            holders = [k for k, name in enumerate(names) if name == fiber]
+            if len(holders) == 1:
+                return holders[0]
+            if holders:
+                raise ValueError(f"the fiber name {fiber!r} is shared by fibers {holders}: give the fiber by its index "
+                                 "or object, or name the fibers apart (e.g. bundle(..., name=...) for each bundle)")
             known = [n for n in names if n]
             if not known:
                 raise ValueError(f"unknown fiber name {fiber!r}: the fibers have no names; give the fiber by its "

@@ -11,7 +11,9 @@ Examples
 """
 from __future__ import annotations
 
+import inspect
 import math
+import numbers
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Callable, Sequence
 
@@ -30,7 +32,13 @@ _SAMPLES = np.linspace(0.0, 1.0, 201)
 
 def _evaluate_scalar(value: ScalarField, theta: np.ndarray, name: str) -> np.ndarray:
     if callable(value):
-        out = np.asarray(value(theta), dtype=float)
+        try:
+            out = np.asarray(value(theta), dtype=float)
+        except (TypeError, ValueError) as err:
+            raise ValueError(
+                f"{name}(θ) failed when called with an array of θ ({err}); it must be vectorized: write it with "
+                "numpy (np.where, np.sin, …) instead of `if` or math.*, e.g. lambda th: np.where(th < 0.5, 1.0, 0.5)"
+            ) from err
         try:
             return np.broadcast_to(out, np.shape(theta)).copy()
         except ValueError as err:
@@ -41,6 +49,25 @@ def _evaluate_scalar(value: ScalarField, theta: np.ndarray, name: str) -> np.nda
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a number or a vectorized callable of θ, got {value!r}")
     return np.full(np.shape(theta), float(value))
+
+
+def _check_law(law) -> None:
+    """Raise TypeError unless ``law`` can be called with one :class:`~skfiber.MaterialPoint` (a plain function
+    of the stretch and the other variables belongs in :func:`~skfiber.law_from_function`)."""
+    if not isinstance(law, StressLaw):
+        raise TypeError(f"law must be a stress law (callable taking a MaterialPoint), got {law!r}")
+    try:
+        signature = inspect.signature(law)
+    except (TypeError, ValueError):  # (a builtin or an extension type: nothing to check)
+        return
+    try:
+        signature.bind(None)
+    except TypeError:
+        raise TypeError(
+            f"law must be called with one MaterialPoint, but {getattr(law, '__name__', law)!r} takes {signature}; "
+            "for a function of (λ, λ̇, θ, t) use skfiber.law_from_function(function), e.g. "
+            "law_from_function(lambda lam, lamdot, theta, t: 2e4 * sympy.log(lam))"
+        ) from None
 
 
 @dataclass(eq=False)
@@ -108,11 +135,9 @@ class Fiber:
                 "curve must be a callable X(θ) returning (3, n); use Fiber.straight "
                 "or Fiber.polyline for points"
             )
-        if not isinstance(self.law, StressLaw):
-            raise TypeError(
-                f"law must be a stress law (callable taking a MaterialPoint), got {self.law!r}"
-            )
-        if not isinstance(self.density, (int, float, np.floating)) or not math.isfinite(self.density) or self.density <= 0:
+        _check_law(self.law)
+        if (isinstance(self.density, (bool, np.bool_)) or not isinstance(self.density, numbers.Real)
+                or not math.isfinite(self.density) or self.density <= 0):
             raise ValueError(f"density must be a finite number > 0 (kg/m³), got {self.density!r}")
         r0 = _evaluate_scalar(self.radius, _SAMPLES, "radius")
         if not np.all(np.isfinite(r0)) or np.any(r0 <= 0):

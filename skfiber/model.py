@@ -24,7 +24,7 @@ from . import forms
 from .attachments import attachment_kinematics, new_attachment
 from .compile.kernel import FormKernel
 from .contact.base import Contact
-from .core import Evaluation, ResidualMemo, State
+from .core import Evaluation, ResidualMemo, State, check_state
 from .core.warn import warn
 from .discretization import Discretization
 from .fiber import Fiber
@@ -262,6 +262,7 @@ class Model:
         Called from a ``simulate`` callback it reuses the residual of the
         step's last Newton evaluation (same state, bit-identical result).
         """
+        check_state(state)
         if not self.attachments:
             return {}
         if self.rigid is not None:
@@ -417,6 +418,9 @@ class Model:
         >>> model.add_term(bending, name="bending").name
         'bending'
         """
+        if isinstance(residual, Term) and (tangent is not None or (name is not None and name != residual.name)):
+            raise ValueError(f"add_term got a Term ({residual.name!r}) with its own name and tangent: give "
+                             "tangent= and name= to Term(...), or give add_term the residual form instead")
         self.memo.clear()
         term = residual if isinstance(residual, Term) else Term(residual, tangent, name or f"term{len(self.terms)}")
         if term.name in self._taken_names():
@@ -628,6 +632,8 @@ class Model:
         names = self._all_parts[1]
         if parts is None:
             return names
+        if isinstance(parts, str):
+            raise TypeError(f"parts must be a list of names, got the string {parts!r}; e.g. parts=[{parts!r}]")
         chosen = {"internal_force" if p == "cable" else p for p in parts}
         unknown = chosen - names
         if unknown:

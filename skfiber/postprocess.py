@@ -25,7 +25,7 @@ from skfem import Basis, BilinearForm, ElementLineP2, LinearForm, MeshLine, asm
 
 from .fiber import Fiber
 from .materials import MaterialPoint
-from .core import State
+from .core import State, check_state
 from .model import Model
 
 __all__ = ["FiberFields", "fiber_fields", "recovered_axial_force"]
@@ -65,8 +65,7 @@ class FiberFields:
 def _check_state(state) -> None:
     """A TypeError unless ``state`` has a State's t, u and v."""
     if not all(hasattr(state, name) for name in ("t", "u", "v")):
-        raise TypeError(f"state must be a skfiber.State (t, u, v) of the model, e.g. model.initial_state() or "
-                        f"result.final; got {type(state).__name__}")
+        check_state(state)
 
 
 def _parameters(fiber: Fiber, theta: np.ndarray | None, points_per_element: int) -> np.ndarray:
@@ -98,7 +97,7 @@ def fiber_fields(
     model
         The model the state belongs to.
     state
-        A state of ``model`` (:class:`~skfiber.State`: t, u, v), e.g. ``result.final`` of
+        A state of ``model`` (:class:`~skfiber.State`: t, u, v), e.g. ``result.final_state`` of
         :func:`skfiber.simulate`.
     fiber
         The fiber: the object, its index or its name.

@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 
 from .adaptive import simulate_adaptive
-from .core import ConvergenceError, EulerRates, NewtonOptions, State, StepCounts
+from .core import ConvergenceError, EulerRates, NewtonOptions, State, StepCounts, check_state
 from .core.warn import warn
 from .fiber_step import decide_compiled_step
 from .model import Model
@@ -135,7 +135,7 @@ def simulate(
         The times (s) of the states of an error-controlled run (see ``rtol``).
     state
         The start (:class:`~skfiber.State`; default: the model at rest in its reference configuration
-        at t = 0, :meth:`Model.initial_state`); e.g. ``result.final`` of an earlier run to continue it.
+        at t = 0, :meth:`Model.initial_state`); e.g. ``result.final_state`` of an earlier run to continue it.
     store_every
         Keep every k-th state (step, or output time of an adaptive run) in
         the result (the last one always).  Default: all of them up to
@@ -184,6 +184,10 @@ def simulate(
         raise TypeError(f"simulate needs a skfiber.Model as its first argument, got {type(model).__name__}")
     if not isinstance(progress, (bool, np.bool_)):
         raise TypeError(f"progress must be True or False, got {progress!r}")
+    if state is not None:
+        check_state(state)
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be a function callback(state, info) or None, got {callback!r}")
     adaptive = adaptive_scheme(method=method, dt=dt, rtol=rtol, atol=atol)
     output_dt = dt
     if dt is None:  # adaptive without an output interval: dt stands for the whole span in the checks below
@@ -280,9 +284,10 @@ def simulate(
     except KeyboardInterrupt:
         interrupted = True
         its = its[:done]
-        warn(f"simulation interrupted at t = {state.t:.6g} s; returning the {len(store.times)} states computed so far")
         if store.times[-1] != state.t:
             store.add(state, [])
+        warn(f"simulation interrupted at t = {state.t:.6g} s after {done} of {n_steps} steps; the result keeps "
+             f"{len(store.times)} of their states (store_every={store_every})")
     except ConvergenceError as err:  # keep what was computed: the error carries it
         its = its[:done]
         if store.times[-1] != state.t:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .contact.base import STEP_HINT
-from .core import ConvergenceError, NewtonOptions, State
+from .core import ConvergenceError, NewtonOptions, State, check_state
 from .coupling import CoupledProblem
 from .linalg import ConstrainedSolver
 from .model import Model
@@ -131,6 +131,10 @@ def solve_static(
     >>> round(sag, 4), round(900 * 9.81 / (8 * 1e5), 4)
     (0.011, 0.011)
     """
+    if not isinstance(model, Model):
+        raise TypeError(f"solve_static needs a skfiber.Model as its first argument, got {type(model).__name__}")
+    if state is not None:
+        check_state(state)
     if not isinstance(load_steps, (int, np.integer)) or isinstance(load_steps, bool) or load_steps < 1:
         raise ValueError(f"load_steps must be an integer ≥ 1, got {load_steps!r}")
     if not isinstance(max_bisections, (int, np.integer)) or isinstance(max_bisections, bool) or max_bisections < 0:

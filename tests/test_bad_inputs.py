@@ -4,6 +4,7 @@ One table of bad API inputs and one of bad command lines; none may be accepted s
 """
 from __future__ import annotations
 
+import math
 import re
 import sys
 import traceback
@@ -198,6 +199,29 @@ API = [
     ("gravity 2D", lambda w: model().add_gravity((0, -9.81)), V, "g must have 3"),
     ("gravity NaN", lambda w: model().add_gravity((0, 0, np.nan)), V, "g must be finite"),
     ("gravity str", lambda w: model().add_gravity("down"), T, "g must be 3 numbers"),
+    # mistakes a new user makes (a law, a θ-function or a state of the wrong kind, a shared name)
+    ("law plain function", lambda w: fiber(law=lambda lam, ld, th, t: 1e4 * (lam - 1)), T, "law_from_function"),
+    ("density=True", lambda w: fiber(density=True), V, "density"),
+    ("muscle_fraction with if", lambda w: fiber(muscle_fraction=lambda th: 1.0 if 0.1 < th < 0.9 else 0.0), V,
+     "muscle_fraction.*vectorized"),
+    ("radius with math.sin", lambda w: fiber(radius=lambda th: 0.01 + 0.001 * math.sin(th)), V, "radius.*vectorized"),
+    ("PenaltyLaw(stiffness=True)", lambda w: PenaltyLaw(stiffness=True, gamma=2.0), V, "stiffness"),
+    ("fiber name shared", lambda w: sf.Model([fiber(name="a"), sf.Fiber.straight((0, 1, 0), (1, 1, 0), n_elements=2,
+                                                                                  name="a")]).fix("a", "start"), V,
+     "'a' is shared by fibers"),
+    ("check_tangent directions=0", lambda w: sf.check_tangent(model(), dt=0.01, directions=0), V, "directions"),
+    ("check_tangent parts=str", lambda w: sf.check_tangent(model(), dt=0.01, parts="internal_force"), T,
+     r"parts=\['internal_force'\]"),
+    ("solve_static(None)", lambda w: sf.solve_static(None), T, "solve_static needs a skfiber.Model"),
+    ("simulate state=0", lambda w: simulate(model(), state=0), T, "state must be a skfiber.State"),
+    ("solve_static state=0", lambda w: sf.solve_static(model(), state=0), T, "state must be a skfiber.State"),
+    ("attachment_forces(result)", lambda w: (lambda m: m.attachment_forces(simulate(m)))(model()), T,
+     "result.final_state"),
+    ("fiber_fields(result)", lambda w: (lambda m: fiber_fields(m, simulate(m), 0))(model()), T, "result.final_state"),
+    ("rtol=str", lambda w: simulate(model(), method="bdf2", rtol="a"), T, "rtol"),
+    ("callback=5", lambda w: simulate(model(), callback=5), T, "callback"),
+    ("add_term(Term, name=)", lambda w: model().add_term(sf.Term(lambda v, w: 0.0 * v[0] * w.J, name="a"), name="b"),
+     V, "Term"),
     ("check_tangent dt=-1", lambda w: sf.check_tangent(model(), dt=-1.0), V, "dt must be"),
     ("check_tangent dt=nan", lambda w: sf.check_tangent(model(), dt=np.nan), V, "dt must be"),
     ("Model(a fiber)", lambda w: sf.Model(fiber()), T, r"\[fiber\]"),
@@ -402,6 +426,8 @@ CLI = [
     ("view not pvd", ["view", "{file}"], ".pvd"),
     ("view movie suffix", ["view", "{out}/hanging_bundle.pvd", "--movie", "a.avi"], "--movie"),
     ("view screenshot suffix", ["view", "{out}/hanging_bundle.pvd", "--screenshot", "a.bmp"], "--screenshot"),
+    ("view screenshot folder", ["view", "{out}/hanging_bundle.pvd", "--screenshot", "{png_folder}"],
+     "--screenshot .* is a folder"),
     ("view window size 0", ["view", "{out}/hanging_bundle.pvd", "--screenshot", "{tmp}/a.png", "--window-size", "0",
                             "0"], "--window-size"),
     ("out of a demo without --out", ["run", "custom-law", "--out", "{tmp}/never"], "takes no --out"),
@@ -432,6 +458,8 @@ def cli_folders(tmp_path_factory):
     assert cli.main(["run", "hanging-bundle", "--out", str(out), "--t-end", "0.02", "--no-progress"]) == 0
     folders = {"out": out, "tmp": root / "empty", "file": root / "a_file.txt"}
     folders["tmp"].mkdir()
+    folders["png_folder"] = root / "shot.png"
+    folders["png_folder"].mkdir()
     folders["file"].write_text("not a folder")
     for key in ("cut", "foreign"):
         folders[key] = root / key

@@ -168,3 +168,19 @@ def test_a_warning_under_a_command_is_one_line_naming_it():
     with _warnings_in_one_line("skfiber run upper-limb", enabled=False):
         shown = warnings.formatwarning("as Python shows it", RuntimeWarning, "demo.py", 7, "run(level)")
     assert shown.startswith("demo.py:7: RuntimeWarning: as Python shows it")
+
+
+@pytest.mark.parametrize("returned, code", [
+    (type("Run", (), {"interrupted": True})(), 130),
+    ([type("Run", (), {"interrupted": False})(), type("Run", (), {"interrupted": True})()], 130),
+    (type("Run", (), {"interrupted": False})(), 0),
+    (None, 0),
+    (3, 3),
+])
+def test_a_demo_interrupted_exits_130(returned, code, capsys, monkeypatch):
+    """A demo whose main returns a result (or results) that Ctrl-C interrupted exits 130, not 0."""
+    module = __import__("skfiber.demos.custom_law", fromlist=["main"])
+    monkeypatch.setattr(module, "main", lambda argv: returned)
+    got, _, err = run_main(capsys, "run", "custom-law")
+    assert got == code
+    assert ("interrupted in" in err) == (code == 130)

@@ -10,7 +10,7 @@ from skfem.helpers import dot
 import skfiber as sf
 from skfiber import forms
 from skfiber.compile.codegen import branch_expressions
-from skfiber.compile.tracer import Untraceable, trace, traced_coefficients
+from skfiber.compile.tracer import InvalidForm, Untraceable, trace, traced_coefficients
 from skfiber.compile.cache import cache_folder
 from skfiber.terms import d1, d2
 
@@ -246,12 +246,28 @@ def test_a_law_that_is_not_symbolic_falls_back():
     (lambda v, w: np.maximum(w.J, 1.0) * v[0], "comparison or branch"),
     (lambda v, w: float(w.J) * v[0], "conversion to float"),
     (lambda v, w: w.nonsense * v[0], "nonsense"),
-    (lambda v, w: w.J * v, "values per point"),
-    (lambda v, w: w.J + v[0], "not linear in the test function"),
 ])
 def test_tracer_names_the_construct(form, construct):
     with pytest.raises(Untraceable, match=construct):
         trace(form, traced_coefficients())
+
+
+@pytest.mark.parametrize("form, mistake", [
+    (lambda v, w: w.J * v, "values per point, not one number: contract it with the test function"),
+    (lambda v, w: w.J + v[0], "not linear in the test function .* multiply every part by the test function"),
+])
+def test_a_wrong_form_is_an_error_naming_the_term_and_the_fix(form, mistake):
+    """A residual form that is wrong whatever evaluates it (not one number per point, a part without the
+    test function) is refused when the model compiles it, not run with numpy (which would crash inside
+    numpy, or run with wrong forces)."""
+    with pytest.raises(InvalidForm, match=mistake):
+        trace(form, traced_coefficients())
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=3)
+    model = sf.Model([fiber])
+    model.fix(fiber, "start")
+    model.add_term(sf.Term(LinearForm(form), name="mistake"))
+    with pytest.raises(ValueError, match="the term 'mistake': .*" + mistake):
+        sf.simulate(model, t_end=0.01, dt=0.01, progress=False)
 
 
 def test_traced_integrand_of_the_internal_force():

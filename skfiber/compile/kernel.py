@@ -37,7 +37,7 @@ from ..core.warn import warn
 from .cache import forget_module, load_module
 from .codegen import (abstract_numbers, basis_products, branch_expressions, gather_table, kernel_source,
                       product_layouts, tangent_pairs)
-from .tracer import Traced, Untraceable, trace, trace_tangent, traced_coefficients
+from .tracer import InvalidForm, Traced, Untraceable, trace, trace_tangent, traced_coefficients
 
 __all__ = ["FormKernel", "KernelOutput"]
 
@@ -174,6 +174,8 @@ class FormKernel:
                         w_t = type(w)(w)
                         w_t.update(c_v=Traced(sp.Symbol("c_v", real=True)), c_a=Traced(sp.Symbol("c_a", real=True)))
                         tangents[-1] = trace_tangent(tangent_form, w_t)
+                except InvalidForm as error:
+                    raise InvalidForm(f"the term {name!r}: {error}") from None
                 except Untraceable as error:
                     if law_error is not None and (_uses_stress(form) or _uses_stress(tangent_form)):
                         error = law_error  # the law, not the form, cannot be traced

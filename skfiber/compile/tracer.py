@@ -33,7 +33,7 @@ import sympy as sp
 from skfem.assembly.form.form import FormExtraParams
 from skfem.element import DiscreteField
 
-__all__ = ["Untraceable", "Traced", "JET_FIELDS", "SCALARS", "jet_symbols", "test_symbols", "trial_symbols",
+__all__ = ["Untraceable", "InvalidForm", "Traced", "JET_FIELDS", "SCALARS", "jet_symbols", "test_symbols", "trial_symbols",
            "symbolic_field", "traced_coefficients", "trace", "trace_tangent", "N_JETS"]
 
 #: jets of a 3-vector on a line: value (3), first (3) and second (3) θ-derivatives; jet j is order j // 3 of
@@ -51,6 +51,11 @@ class Untraceable(Exception):
     def __init__(self, construct: str):
         super().__init__(construct)
         self.construct = construct
+
+
+class InvalidForm(ValueError):
+    """A form that is wrong whatever evaluates it: a residual form that does not give one number per point
+    linear in the test function (a tangent form: bilinear in the trial and test functions)."""
 
 
 def _as_expr(value):
@@ -249,12 +254,15 @@ def trace(form, w: FormExtraParams, *, zero_without=()) -> sp.Expr:
         raise Untraceable(f"{type(error).__name__}: {error}") from error
     value = np.asarray(out, dtype=object)
     if value.size != 1:
-        raise Untraceable(f"the form returns {value.shape} values per point, not one number")
+        raise InvalidForm(f"the form returns {value.shape} values per point, not one number: contract it with the "
+                          "test function, e.g. dot(f, v) * w.J for a vector f")
     value = value.reshape(()).item()
     expr = _as_expr(value)
     if expr is NotImplemented:
         raise Untraceable(f"the form returns a {type(value).__name__}, not a number")
     for symbols, what in ((test_symbols(), "test function"), (list(zero_without), "trial function")):
         if symbols and expr.xreplace({s: 0 for s in symbols}) != 0:
-            raise Untraceable(f"the form is not linear in the {what} (it has a part without it)")
+            raise InvalidForm(f"the form is not linear in the {what} (it has a part without it): multiply every "
+                              f"part by the {what} ({'v' if what == 'test function' else 'u'}), e.g. "
+                              f"dot(f, {'v' if what == 'test function' else 'u'}) * w.J")
     return expr

@@ -45,7 +45,8 @@ class PenaltyLaw:
     def __post_init__(self):
         for name in ("stiffness", "gamma"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float, np.floating, np.integer)) or not math.isfinite(value) or value <= 0:
+            if (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.floating, np.integer))
+                    or not math.isfinite(value) or value <= 0):
                 symbol = "κ" if name == "stiffness" else "γ"
                 raise ValueError(f"contact {name} {symbol} must be a finite number > 0, got {value!r}")
 

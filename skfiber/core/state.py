@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["State", "Evaluation", "EulerRates", "ResidualMemo", "ROUNDOFF_FACTOR"]
+__all__ = ["State", "Evaluation", "EulerRates", "ResidualMemo", "ROUNDOFF_FACTOR", "check_state"]
 
 # Newton's residual floor: this many machine epsilons of the summed element force magnitudes
 ROUNDOFF_FACTOR = 1e4
@@ -98,6 +98,22 @@ class State:
         return State(self.t, self.u.copy(), self.v.copy(), self.a.copy(), self.q.copy(), self.p.copy(), self.b.copy(),
                      self.a_prev.copy(), self.b_prev.copy(), self.dt_last, self.u_prev.copy(), self.v_prev.copy(),
                      self.q_prev.copy(), self.p_prev.copy())
+
+
+def check_state(state, *, name: str = "state") -> None:
+    """Raise TypeError unless ``state`` is a :class:`State`, naming where one comes from.
+
+    Examples
+    --------
+    >>> check_state(State(0.0, np.zeros(6), np.zeros(6)))
+    >>> check_state(0)
+    Traceback (most recent call last):
+    ...
+    TypeError: state must be a skfiber.State, e.g. model.initial_state(), result.final_state of simulate or result.state of solve_static; got int
+    """
+    if not isinstance(state, State):
+        raise TypeError(f"{name} must be a skfiber.State, e.g. model.initial_state(), result.final_state of simulate "
+                        f"or result.state of solve_static; got {type(state).__name__}")
 
 
 class Evaluation:

@@ -106,9 +106,9 @@ class StepCounts:
     #: factorization: NewtonOptions.jacobian_reuse)
     tangent_builds: int = 0
     factorizations: int = 0
-    #: size and Newton iterations of each accepted step
-    step_sizes: array = field(default_factory=lambda: array("d"))
-    step_iterations: array = field(default_factory=lambda: array("i"))
+    #: size and Newton iterations of each accepted step (left out of the repr: a long run has many)
+    step_sizes: array = field(default_factory=lambda: array("d"), repr=False)
+    step_iterations: array = field(default_factory=lambda: array("i"), repr=False)
 
     def line(self) -> str:
         """The counts for a progress line."""
