@@ -411,9 +411,11 @@ def isometric(model: sf.Model, motion: Motion, angles_deg=ISOMETRIC_ANGLES, *, d
                       f"{point.force_N:7.1f} N, length {100 * point.length_m:5.2f} cm, mid-belly area "
                       f"{1e4 * enclosed:5.2f} cm²", flush=True)
 
-    sf.simulate(model, t_end=times[-1], dt=dt, newton_options=newton_options(),
-                callback=record, progress=False, store_every=10**9, max_halvings=MAX_HALVINGS,
-                keep_substeps=KEEP_SUBSTEPS)
+    result = sf.simulate(model, t_end=times[-1], dt=dt, newton_options=newton_options(),
+                         callback=record, progress=False, store_every=10**9, max_halvings=MAX_HALVINGS,
+                         keep_substeps=KEEP_SUBSTEPS)
+    if result.interrupted:  # Ctrl-C: simulate kept what it computed (the series has it); stop the tests
+        raise KeyboardInterrupt
     return out
 
 
@@ -442,9 +444,11 @@ def isokinetic(model: sf.Model, motion: Motion, start, *, start_deg: float = STA
         if progress and info.step % 50 == 0:
             print(f"  isokinetic t = {rows[-1][0]:5.2f} s, {rows[-1][1]:6.1f}°: force {rows[-1][2]:7.1f} N", flush=True)
 
-    sf.simulate(model, t_end=t0 + t_end, dt=dt, state=start, callback=record, progress=False, store_every=10**9,
-                max_halvings=MAX_HALVINGS, keep_substeps=KEEP_SUBSTEPS,
-                newton_options=newton_options())
+    result = sf.simulate(model, t_end=t0 + t_end, dt=dt, state=start, callback=record, progress=False,
+                         store_every=10**9, max_halvings=MAX_HALVINGS, keep_substeps=KEEP_SUBSTEPS,
+                         newton_options=newton_options())
+    if result.interrupted:  # Ctrl-C: simulate kept what it computed (the series has it); stop
+        raise KeyboardInterrupt
     return np.array(rows)
 
 
@@ -464,8 +468,8 @@ def hill_forces(points: list[Isometric]) -> np.ndarray:
                       .tendon_force)
 
 
-def main(argv: list[str] | None = None) -> dict:
-    """Run the three tests and print the tables and the summary line."""
+def main(argv: list[str] | None = None) -> dict | int:
+    """Run the three tests and print the tables and the summary line (130 when Ctrl-C stopped them)."""
     parser = ArgumentParser(description="The elbow with a biceps of many fibers (isometric, isokinetic "
                                         "and swelling tests).")
     parser.add_argument("--fibers", type=int, default=36, help="fibers of the biceps, two heads (default 36)")
@@ -506,6 +510,19 @@ def main(argv: list[str] | None = None) -> dict:
                              extra_fields=None if contact is None else fiber_contact_fields(contact))
                    for name in ("elbow_bundle_isometric", "elbow_bundle_isokinetic")]
     print(f"elbow with a biceps of {len(model.fibers)} fibers × {args.elements} elements ({model.n_dofs} d.o.f.)")
+    try:
+        return _tests(args, model, motion, writers, wall)
+    except KeyboardInterrupt:
+        wall = time.perf_counter() - wall
+        kept = "" if args.out is None else f"; the VTK series in {args.out} hold the steps computed so far"
+        print(f"interrupted (Ctrl-C) after {wall:.1f} s{kept}")
+        print(f"summary: fibers={len(model.fibers)} csa_increase_pct_90=nan peak_isometric_force_N=nan "
+              f"wall_s={wall:.1f} interrupted=1")
+        return 130
+
+
+def _tests(args, model: sf.Model, motion: Motion, writers, wall: float) -> dict:
+    """:func:`main`'s three tests, their tables and the summary line (``wall``: the start's perf_counter)."""
     print("isometric test (maximal activation):")
     points = isometric(model, motion, args.angles, dt=args.dt, writer=writers[0])
     hill = hill_forces(points)
@@ -519,7 +536,7 @@ def main(argv: list[str] | None = None) -> dict:
     at = {p.angle_deg: p for p in points}
     csa_increase = 100.0 * (at[90.0].csa_m2 / at[0.0].csa_m2 - 1.0) if 90.0 in at else float("nan")
     fiber_increase = 100.0 * (at[90.0].csa_fibers_m2 / at[0.0].csa_fibers_m2 - 1.0) if 90.0 in at else float("nan")
-    if 90.0 in at:
+    if 90.0 in at:  # (the angles held: --angles, and 0°)
         print(f"swelling at mid-belly, 0° → 90°: enclosed area +{csa_increase:.1f} %, fibers' area "
               f"+{fiber_increase:.1f} % (the Cosserat-rod elbow of Zhang et al., Nat. Commun. 2019: about 28 %; "
               "measured in people, as they report: 30–34 %)")
@@ -540,4 +557,5 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    code = main(sys.argv[1:])
+    sys.exit(code if isinstance(code, int) else 0)  # 130: interrupted (Ctrl-C), as skfiber run

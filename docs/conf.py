@@ -56,7 +56,7 @@ html_theme_options = {
 
 def _form_docstring(app, what, name, obj, options, lines):
     if isinstance(obj, Form):
-        lines[:] = [*(obj.form.__doc__ or "").splitlines(), "",
+        lines[:] = [*(inspect.getdoc(obj.form) or "").splitlines(), "",
                     f"A scikit-fem ``{type(obj).__name__}``: ``{name.rsplit('.', 1)[-1]}.assemble(basis, **w)``."]
 
 

@@ -53,6 +53,8 @@ def error_control(*, rtol: float | None, atol: float | None, h_min: float | None
     0.01
     """
     for name, value in (("rtol", rtol), ("atol", atol), ("h_min", h_min), ("h_max", h_max)):
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value.item()
         if value is not None and (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real)):
             raise TypeError(f"{name} must be a number or None, got {value!r}")
     return ErrorControl(rtol=0.0 if rtol is None else float(rtol), atol=0.0 if atol is None else float(atol),
@@ -163,7 +165,9 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
     except KeyboardInterrupt:
         interrupted = True
         counts = last_counts[0]
-        warn(f"simulation interrupted; returning the {len(store.times)} output states computed so far")
+        reached = info.get("last_state", start_state).t
+        warn(f"simulation interrupted at t = {reached:.6g} s; the result keeps {len(store.times)} output states "
+             f"(the start included; store_every={store_every})")
     except ConvergenceError as err:  # keep what was computed, and the last accepted step's state
         counts = last_counts[0]
         last = info.get("last_state", start_state)

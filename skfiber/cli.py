@@ -313,16 +313,17 @@ def _cmd_view(args) -> int:
         path = series[0]
     if path.suffix.lower() not in (".pvd", ".vtu"):
         raise UsageError(f"{path} is neither a .pvd series nor a .vtu file")
+    for option, target, example in (("--screenshot", args.screenshot, "shot.png"),
+                                    ("--movie", args.movie, "movie.mp4")):
+        if target is not None and Path(target).is_dir():
+            raise UsageError(f"{option} {target} is a folder; give a file name, e.g. "
+                             f"{option} {Path(target) / example}")
     if args.movie is not None and Path(args.movie).suffix.lower() not in (".gif", ".mp4"):
         raise UsageError(f"--movie {args.movie}: pick a file ending in .gif or .mp4")
     if args.screenshot is not None and Path(args.screenshot).suffix.lower() not in (".png", ".jpg", ".jpeg"):
         raise UsageError(f"--screenshot {args.screenshot}: pick a file ending in .png or .jpg")
     if args.movie is not None and path.suffix.lower() != ".pvd":
         raise UsageError("--movie needs a .pvd series")
-    for option, target in (("--screenshot", args.screenshot), ("--movie", args.movie)):
-        if target is not None and Path(target).is_dir():
-            raise UsageError(f"{option} {target} is a folder; give a file name, e.g. {option} "
-                             f"{Path(target) / ('shot' + Path(target).suffix)}")
     try:
         from . import viz
     except ImportError as err:

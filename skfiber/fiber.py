@@ -35,6 +35,10 @@ def _evaluate_scalar(value: ScalarField, theta: np.ndarray, name: str) -> np.nda
         try:
             out = np.asarray(value(theta), dtype=float)
         except (TypeError, ValueError) as err:
+            try:  # one θ at a time works: the function is not vectorized
+                float(value(float(np.ravel(theta)[0])))
+            except Exception:
+                raise type(err)(f"{name}(θ) failed: {err}") from err
             raise ValueError(
                 f"{name}(θ) failed when called with an array of θ ({err}); it must be vectorized: write it with "
                 "numpy (np.where, np.sin, …) instead of `if` or math.*, e.g. lambda th: np.where(th < 0.5, 1.0, 0.5)"
@@ -60,14 +64,14 @@ def _check_law(law) -> None:
         signature = inspect.signature(law)
     except (TypeError, ValueError):  # (a builtin or an extension type: nothing to check)
         return
-    try:
-        signature.bind(None)
-    except TypeError:
+    required = [p for p in signature.parameters.values() if p.default is p.empty
+                and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(required) >= 2:  # (one argument, or none that inspect sees, is left to the call)
         raise TypeError(
             f"law must be called with one MaterialPoint, but {getattr(law, '__name__', law)!r} takes {signature}; "
             "for a function of (λ, λ̇, θ, t) use skfiber.law_from_function(function), e.g. "
             "law_from_function(lambda lam, lamdot, theta, t: 2e4 * sympy.log(lam))"
-        ) from None
+        )
 
 
 @dataclass(eq=False)

@@ -287,7 +287,7 @@ def simulate(
         if store.times[-1] != state.t:
             store.add(state, [])
         warn(f"simulation interrupted at t = {state.t:.6g} s after {done} of {n_steps} steps; the result keeps "
-             f"{len(store.times)} of their states (store_every={store_every})")
+             f"{len(store.times)} states (the start included; store_every={store_every})")
     except ConvergenceError as err:  # keep what was computed: the error carries it
         its = its[:done]
         if store.times[-1] != state.t:

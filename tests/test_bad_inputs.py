@@ -218,7 +218,8 @@ API = [
     ("attachment_forces(result)", lambda w: (lambda m: m.attachment_forces(simulate(m)))(model()), T,
      "result.final_state"),
     ("fiber_fields(result)", lambda w: (lambda m: fiber_fields(m, simulate(m), 0))(model()), T, "result.final_state"),
-    ("rtol=str", lambda w: simulate(model(), method="bdf2", rtol="a"), T, "rtol"),
+    *[(f"{name}=str", lambda w, name=name: simulate(model(), method="bdf2", **{"rtol": 1e-3, name: "a"}), T, name)
+      for name in ("rtol", "atol", "h_min", "h_max")],
     ("callback=5", lambda w: simulate(model(), callback=5), T, "callback"),
     ("add_term(Term, name=)", lambda w: model().add_term(sf.Term(lambda v, w: 0.0 * v[0] * w.J, name="a"), name="b"),
      V, "Term"),

@@ -224,3 +224,18 @@ def test_the_coupled_tangent_with_fibers_in_touch_matches_finite_differences(fre
         fd = ((residual(z + h * d) - residual(z - h * d)) / (2 * h))[free]
         assert np.linalg.norm(Td - fd) <= 1e-6 * np.linalg.norm(fd)
         assert np.linalg.norm(Td - (without_contact @ d)[free]) > 1e-3 * np.linalg.norm(Td)
+
+
+def test_ctrl_c_stops_the_tests_and_exits_130(monkeypatch, capsys):
+    """Ctrl-C during the isometric test: simulate keeps what it computed, the demo runs no further test,
+    says so, ends with its summary line marked interrupted and returns 130 (skfiber run's exit code)."""
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(eb, "flexion_moment", ctrl_c)  # (called at the first isometric sample)
+    with pytest.warns(UserWarning, match="simulation interrupted"):
+        code = eb.main(["--fibers", "4", "--elements", "2", "--angles", "30", "90", "--isokinetic-time", "0.05"])
+    out = capsys.readouterr().out
+    assert code == 130
+    assert "interrupted (Ctrl-C)" in out and "isokinetic test" not in out
+    assert out.strip().splitlines()[-1].startswith("summary: fibers=4 ") and out.strip().endswith("interrupted=1")

@@ -402,3 +402,35 @@ def test_a_run_failing_in_its_first_step_keeps_its_start_without_saying_so():
     with pytest.raises(sf.ConvergenceError) as info:
         sf.simulate(model, t_end=0.1, method="bdf2", rtol=1e-14, atol=1e-16, h_min=0.01, progress=False)
     assert info.value.partial.times.tolist() == [0.0] and ".partial" not in str(info.value)
+
+
+@pytest.mark.parametrize("options, says", [
+    (dict(dt=0.01), "at t = 0.03 s after 3 of 100 steps; the result keeps 4 states (the start included; "
+                    "store_every=1)"),
+    (dict(dt=0.01, store_every=2), "after 3 of 100 steps; the result keeps 3 states (the start included; "
+                                   "store_every=2)"),
+    (dict(dt=0.01, method="bdf2", rtol=1e-3, atol=1e-6, store_every=2),
+     "the result keeps 2 output states (the start included; store_every=2)"),
+])
+def test_an_interrupted_run_says_how_far_it_got_and_what_it_keeps(options, says):
+    """Ctrl-C in the third step's callback: the warning names the steps done and the states the result
+    keeps (as many as it has), which store_every thins."""
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
+    model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+
+    def ctrl_c(state, info):
+        if info.step == 3:
+            raise KeyboardInterrupt
+
+    with pytest.warns(UserWarning, match="simulation interrupted") as caught:
+        result = sf.simulate(model, t_end=1.0, callback=ctrl_c, progress=False, **options)
+    assert result.interrupted
+    message = str(caught[0].message)
+    assert says in message and f"keeps {len(result.times)} " in message
+
+
+def test_step_counts_print_without_their_per_step_arrays():
+    from array import array
+    counts = sf.core.StepCounts(accepted=3, step_sizes=array("d", [0.1] * 3), step_iterations=array("i", [2] * 3))
+    assert repr(counts) == ("StepCounts(accepted=3, rejected=0, newton_failures=0, newton_iterations=0, "
+                            "tangent_builds=0, factorizations=0)")

@@ -220,8 +220,8 @@ def trace_tangent(form, w: FormExtraParams) -> sp.Expr:
 
     Raises
     ------
-    Untraceable
-        As :func:`trace`.
+    Untraceable, InvalidForm
+        As :func:`trace` (InvalidForm also for a part without the trial function).
     """
     du = symbolic_field(trial_symbols())
     return trace(lambda v, w_: (getattr(form, "form", None) or form)(du, v, w_), w, zero_without=trial_symbols())
@@ -235,6 +235,8 @@ def trace(form, w: FormExtraParams, *, zero_without=()) -> sp.Expr:
     ------
     Untraceable
         With the construct that stopped the evaluation.
+    InvalidForm
+        When the form does not give one number per point, or has a part without the test function.
     """
     fn = getattr(form, "form", None) or form
     v = symbolic_field(test_symbols())
@@ -262,7 +264,8 @@ def trace(form, w: FormExtraParams, *, zero_without=()) -> sp.Expr:
         raise Untraceable(f"the form returns a {type(value).__name__}, not a number")
     for symbols, what in ((test_symbols(), "test function"), (list(zero_without), "trial function")):
         if symbols and expr.xreplace({s: 0 for s in symbols}) != 0:
-            raise InvalidForm(f"the form is not linear in the {what} (it has a part without it): multiply every "
-                              f"part by the {what} ({'v' if what == 'test function' else 'u'}), e.g. "
-                              f"dot(f, {'v' if what == 'test function' else 'u'}) * w.J")
+            example = "dot(f, v) * w.J" if what == "test function" else "dot(K @ u, v) * w.J (u and v in every part)"
+            kind = "residual" if what == "test function" else "tangent"
+            raise InvalidForm(f"the {kind} form is not linear in the {what} (it has a part without it): multiply "
+                              f"every part by the {what}, e.g. {example}")
     return expr
