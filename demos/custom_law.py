@@ -304,6 +304,8 @@ def hanging_fiber(
 
     recovered = sf.recovered_axial_force(model, static, fiber)  # (N at a point wiggles on coarse meshes)
     sim = sf.simulate(model, t_end=t_end, dt=dt, state=stretched, progress=False)
+    if sim.interrupted:  # Ctrl-C: stop the demo (simulate kept the steps; the comparison needs the whole run)
+        raise KeyboardInterrupt
     # X_z = 0, so the vertical displacement is the height
     z_mid = np.array([d.evaluate(u, fiber, np.array([0.5]))[2, 0] for u in sim.displacements])
     return HangingFiber(

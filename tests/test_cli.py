@@ -184,3 +184,21 @@ def test_a_demo_interrupted_exits_130(returned, code, capsys, monkeypatch):
     got, _, err = run_main(capsys, "run", "custom-law")
     assert got == code
     assert ("interrupted in" in err) == (code == 130)
+
+
+@pytest.mark.parametrize("demo", ["custom-law", "custom-term", "manufactured-solution"])
+def test_ctrl_c_in_a_demo_s_simulation_stops_it_with_130(demo, capsys, monkeypatch):
+    """simulate keeps what it computed when Ctrl-C stops it; a demo that goes on to compare a whole run with
+    its closed form stops instead (no comparison of a part of the run), and skfiber run exits 130."""
+    import skfiber as sf
+    real = sf.simulate
+
+    def interrupted(model, **kwargs):
+        def ctrl_c(state, info):
+            raise KeyboardInterrupt
+        return real(model, **dict(kwargs, callback=ctrl_c))
+
+    monkeypatch.setattr(sf, "simulate", interrupted)
+    with pytest.warns(UserWarning, match="simulation interrupted"):
+        code, _, err = run_main(capsys, "run", demo, "--", "--small")
+    assert code == 130 and f"skfiber run {demo}: interrupted" in err
