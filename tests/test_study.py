@@ -133,7 +133,7 @@ def test_a_killed_worker_has_its_run_retried(tmp_path, monkeypatch, by_value):
 def test_command_line(tmp_path, capsys):
     out = tmp_path / "study"
     assert cli_main(["study", "quadratic", "--param", "a=-1:1", "--design", "grid", "--n", "3", "--out", str(out),
-                     "--serial"]) == 0
+                     "--serial"]) == 1  # a run failed
     assert "summary: runs=3 completed=2 failed=1 skipped=0" in capsys.readouterr().out
     assert cli_main(["study", str(out), "--summary"]) == 0
     printed = capsys.readouterr().out
@@ -221,3 +221,83 @@ def test_progress_is_a_line_now_and_then_not_one_per_run():
     for _ in range(5):
         progress.update(ok=False)
     assert quiet.getvalue() == "" and progress.failed == 5
+
+
+def test_a_failed_run_runs_again_when_the_study_resumes(tmp_path, monkeypatch):
+    """A failed run is recorded; resuming the study runs it again (a transient failure, a fixed bug) and the
+    table keeps its last record; the runs that succeeded are not run again."""
+    params = [Parameter("a", -1.0, 1.0)]
+    first = run_study(quadratic, params, design="grid", n=3, out=tmp_path, scheduler="serial", progress=False)
+    assert (first.completed, first.failed) == (2, 1) and StudyFolder(tmp_path).finished() == {1, 2}
+    again = run_study(lambda p: {"y": p["a"] ** 2}, params, design="grid", n=3, out=tmp_path, scheduler="serial",
+                      progress=False, target=first_target(tmp_path))
+    assert (again.skipped, again.completed, again.failed) == (2, 1, 0)
+    assert list(again.table["status"]) == ["ok"] * 3 and list(again.table["y"]) == [1.0, 0.0, 1.0]
+
+
+def first_target(folder) -> str:
+    """The target name a study folder records (to resume it with another function of the same study)."""
+    return StudyFolder(folder).plan()["target"]
+
+
+@pytest.mark.parametrize("outputs, says", [
+    ({"a": 99.0}, "output 'a' has the name of a parameter"),
+    ({"status": 1.0}, "output 'status' has the name of a parameter or of a column"),
+    ({"y": 1.0, "series": [1, 2, 3]}, "'series' must be a dict"),
+    ({"y": 1.0, "series": {"bad": [[1, 2], [3]]}}, "rectangular"),
+])
+def test_an_output_that_would_spoil_the_table_fails_its_run(outputs, says, tmp_path):
+    """Outputs named like a parameter or a column of the table would overwrite it; a malformed series would
+    stop the study: each fails its run (recorded, with the reason), and the study goes on."""
+    r = run_study(lambda p: outputs, [Parameter("a", 0.0, 1.0)], design="grid", n=2, out=tmp_path,
+                  scheduler="serial", progress=False)
+    assert (r.completed, r.failed) == (0, 2)
+    assert says in r.table["error"][0] and list(r.table["a"]) == [0.0, 1.0]
+
+
+@pytest.mark.parametrize("name", ["run", "status", "error", "wall_s", "worker", "series"])
+def test_a_parameter_may_not_take_a_column_s_name(name):
+    with pytest.raises(ValueError, match=f"may not be named '{name}'"):
+        Parameter(name, 0.0, 1.0)
+
+
+def test_ctrl_c_in_a_serial_study_writes_the_table_and_says_how_to_resume(tmp_path, capsys):
+    calls = []
+
+    def interrupted_third(p):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return {"y": p["a"]}
+
+    with pytest.raises(KeyboardInterrupt):
+        run_study(interrupted_third, [Parameter("a", 0.0, 1.0)], design="grid", n=5, out=tmp_path,
+                  scheduler="serial", progress=False)
+    assert "study: interrupted; 2 of 5 runs are recorded" in capsys.readouterr().err
+    table = tmp_path / "results.csv"
+    assert table.exists() or (tmp_path / "results.parquet").exists()
+    assert StudyFolder(tmp_path).finished() == {0, 1}
+
+
+@pytest.mark.parametrize("max_runs", [3, 6, 10])
+def test_calibration_runs_the_model_at_most_max_runs_times(max_runs):
+    from skfiber.study.calibrate import calibrate
+
+    target = 1.5 * np.exp(-0.7 * np.linspace(0.0, 1.0, 7))
+    r = calibrate(_decay, [Parameter("a", 0.5, 3.0), Parameter("k", 0.1, 2.0)], "y", target, scheduler="serial",
+                  max_runs=max_runs)
+    assert 1 <= r.runs <= max_runs
+
+
+@pytest.mark.parametrize("kwargs, says", [
+    (dict(fixed={"a": 1.0}), "'a' is both calibrated and fixed"),
+    (dict(start={"a": 7.0}), r"start a=7.0 lies outside its range \[0.5, 3\]"),
+    (dict(max_runs=2), "max_runs must be an integer ≥ 3"),
+])
+def test_calibration_refuses_contradictory_settings(kwargs, says):
+    from skfiber.study.calibrate import calibrate
+
+    target = 1.5 * np.exp(-0.7 * np.linspace(0.0, 1.0, 7))
+    with pytest.raises(ValueError, match=says):
+        calibrate(_decay, [Parameter("a", 0.5, 3.0), Parameter("k", 0.1, 2.0)], "y", target, scheduler="serial",
+                  **kwargs)

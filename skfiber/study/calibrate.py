@@ -80,7 +80,9 @@ def calibrate(run: Callable[[dict], dict], parameters, series: str, target, *, s
     step
         Forward-difference step in the scaled variables (a fraction of each range).
     max_runs, tolerance
-        Bounds of the search: runs of the model, and the relative change of the cost that ends it.
+        Bounds of the search: runs of the model (at most ``max_runs``: the search stops after
+        ``max_runs // (d + 1)`` evaluations of the residual, each with at most d runs of its Jacobian, d the
+        number of parameters), and the relative change of the cost that ends it.
 
     Raises
     ------
@@ -98,6 +100,15 @@ def calibrate(run: Callable[[dict], dict], parameters, series: str, target, *, s
     unknown = sorted(set(start) - {p.name for p in parameters})
     if unknown:
         raise ValueError(f"start names parameters that are not calibrated: {unknown}")
+    both = sorted(set(fixed) & {p.name for p in parameters})
+    if both:
+        raise ValueError(f"{both[0]!r} is both calibrated and fixed; leave it out of fixed= or of the parameters")
+    for p in parameters:
+        if p.name in start and not p.low <= float(start[p.name]) <= p.high:
+            raise ValueError(f"start {p.name}={start[p.name]!r} lies outside its range [{p.low:g}, {p.high:g}]")
+    if isinstance(max_runs, bool) or not isinstance(max_runs, (int, np.integer)) or max_runs < len(parameters) + 1:
+        raise ValueError(f"max_runs must be an integer ≥ {len(parameters) + 1} (one residual and its Jacobian's "
+                         f"{len(parameters)} runs), got {max_runs!r}")
 
     def values(s) -> dict:
         return {**fixed, **{p.name: float(p.scale(np.clip(si, 0.0, 1.0))) for p, si in zip(parameters, s)}}
@@ -144,7 +155,7 @@ def calibrate(run: Callable[[dict], dict], parameters, series: str, target, *, s
 
     try:
         opt = least_squares(residual, s0, jac=jacobian, bounds=(0.0, 1.0), x_scale=1.0, ftol=tolerance,
-                            xtol=tolerance, gtol=tolerance, max_nfev=max_runs)
+                            xtol=tolerance, gtol=tolerance, max_nfev=max_runs // (len(parameters) + 1))
     finally:
         if own:
             client.close()

@@ -3,7 +3,7 @@
     skfiber study cable-sag --param sigma0=10:60 --param mu=5e4:2e5 --design lhs --n 32 --out DIR
     skfiber study DIR --summary
 
-A study started again with the same command resumes (recorded runs are skipped).  ``--scheduler
+A study started again with the same command resumes (the runs that succeeded are skipped, failed ones run again).  ``--scheduler
 tcp://host:8786`` runs on an existing dask cluster instead of a local one.
 
 Examples
@@ -65,7 +65,8 @@ def command(args) -> int:
     from .execute import run_study
     from .targets import TARGETS
 
-    target = TARGETS.get(args.target.replace("_", "-"))
+    key = args.target.replace("_", "-")  # (the folder records this spelling: either one resumes it)
+    target = TARGETS.get(key)
     if target is None:
         hint = " (a study folder? add --summary)" if (Path(args.target) / PLAN).exists() else ""
         raise StudyUsageError(f"unknown target {args.target!r}{hint}; pick one of {', '.join(TARGETS)}")
@@ -82,14 +83,14 @@ def command(args) -> int:
     try:
         result = run_study(target.run, parameters, design=args.design, n=args.n, seed=args.seed, out=args.out,
                            scheduler="serial" if args.serial else args.scheduler, workers=args.workers,
-                           warmup=target.warmup, target=args.target)
+                           warmup=target.warmup, target=key)
     except ValueError as err:
         raise StudyUsageError(str(err)) from None
     print(f"study: {result.completed} runs done, {result.failed} failed, {result.skipped} recorded before; "
           f"table {result.table_path}")
     print(f"summary: runs={len(result.table)} completed={result.completed} failed={result.failed} "
           f"skipped={result.skipped} wall_s={result.wall_s:.2f}")
-    return 0
+    return 1 if result.failed else 0  # (skfiber's exit code 1: a run or study failed)
 
 
 def _summary(path: Path) -> int:

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .records import TABLE_COLUMNS
+
 __all__ = ["DESIGNS", "Parameter", "parse_parameter", "make_design", "sobol_problem"]
 
 #: the designs :func:`make_design` knows
@@ -48,6 +50,9 @@ class Parameter:
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.isidentifier():
             raise ValueError(f"a parameter name must be an identifier like 'smax_biceps', got {self.name!r}")
+        if self.name in TABLE_COLUMNS + ("series",):
+            raise ValueError(f"a parameter may not be named {self.name!r}: the results table has a column of that "
+                             f"name ({', '.join(TABLE_COLUMNS)}; 'series' holds a run's time series); rename it")
         try:
             low, high = float(self.low), float(self.high)
         except (TypeError, ValueError):

@@ -32,9 +32,11 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 from ..threads import threads_of_kernels
 from .design import Parameter, make_design
-from .records import StudyFolder
+from .records import TABLE_COLUMNS, StudyFolder
 
 __all__ = ["StudyResult", "run_study", "warmup_plugin", "connect"]
 
@@ -78,6 +80,17 @@ def execute_run(run: Callable, index: int, params: dict, *,
             raise TypeError(f"the run function must return a dict of named outputs, got {type(outputs).__name__}")
         outputs = dict(outputs)
         series = outputs.pop("series", None)
+        if series is not None:
+            if not isinstance(series, dict):
+                raise TypeError(f"'series' must be a dict of named arrays, got {type(series).__name__}")
+            try:
+                series = {str(k): np.asarray(v, dtype=float) for k, v in series.items()}
+            except (TypeError, ValueError) as err:
+                raise TypeError(f"every array under 'series' must be numeric and rectangular ({err})") from None
+        clash = sorted(set(map(str, outputs)) & (set(params) | set(TABLE_COLUMNS)))
+        if clash:
+            raise ValueError(f"output {clash[0]!r} has the name of a parameter or of a column of the results table "
+                             f"({', '.join(TABLE_COLUMNS)}); rename it")
         values = {}
         for name, value in outputs.items():
             try:
@@ -86,8 +99,9 @@ def execute_run(run: Callable, index: int, params: dict, *,
                 raise TypeError(f"output {name!r} must be a number, got {value!r} (time series go under "
                                 "'series': a dict of arrays)") from None
         rec = dict(status="ok", error="", outputs=values)
-    except Exception as err:  # a failed run is recorded, the study goes on
+    except (Exception, SystemExit) as err:  # a failed run is recorded, the study goes on
         rec = dict(status="failed", error=f"{type(err).__name__}: {err}", outputs={})
+        series = None
     rec.update(run=int(index), params=dict(params), wall_s=time.perf_counter() - start, worker=_worker_name())
     return rec, series
 
@@ -217,7 +231,8 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
     parameters, design, n, seed
         The design (:func:`skfiber.study.design.make_design`).
     out
-        The study folder: a new one, or the folder of the same study to resume (recorded runs are skipped).
+        The study folder: a new one, or the folder of the same study to resume (the runs that succeeded are
+        skipped, failed ones run again).
     scheduler
         None (a ``LocalCluster`` of ``workers`` processes, default one per core), the address of a running
         scheduler (``"tcp://host:8786"``), a ``distributed.Client``, or ``"serial"`` (in this process, no dask).
@@ -257,11 +272,17 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
     if todo and scheduler == "serial":
         if warmup is not None:
             warmup()
-        for k in todo:
-            rec, series = execute_run(run, k, rows[k])
-            folder.record(rec, series)
-            bar.update(rec["status"] == "ok")
-            table.update()
+        try:
+            for k in todo:
+                rec, series = execute_run(run, k, rows[k])
+                folder.record(rec, series)
+                bar.update(rec["status"] == "ok")
+                table.update()
+        except KeyboardInterrupt:
+            folder.write_table()
+            print(f"study: interrupted; {bar.skipped + bar.done} of {len(rows)} runs are recorded in "
+                  f"{str(folder.path)!r}; the same call resumes it", file=sys.stderr)
+            raise
     elif todo:
         from distributed import as_completed
 
@@ -282,6 +303,7 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
                 bar.update(rec["status"] == "ok")
                 table.update()
         except KeyboardInterrupt:
+            folder.write_table()
             print(f"study: interrupted; {bar.skipped + bar.done} of {len(rows)} runs are recorded in "
                   f"{str(folder.path)!r}; the same call resumes it", file=sys.stderr)
             raise

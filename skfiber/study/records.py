@@ -2,7 +2,7 @@
 
 ``plan.json`` holds what defines the study (the target, the parameters, the
 design, n, the seed) and its rows; a study started again in the same folder
-must have the same plan, and then skips the runs already recorded.
+must have the same plan, and then skips the runs that succeeded (a failed run is run again).
 ``runs.jsonl`` gets one line per finished run (ok or failed), appended and
 flushed as each result arrives, so a killed study loses at most the runs in
 flight; a line cut by the kill is ignored.  :func:`write_table` writes the
@@ -28,10 +28,12 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["StudyFolder", "PLAN", "RUNS"]
+__all__ = ["StudyFolder", "PLAN", "RUNS", "TABLE_COLUMNS"]
 
 PLAN = "plan.json"
 RUNS = "runs.jsonl"
+#: the table's own columns beside the parameters and the outputs: no parameter or output may take their names
+TABLE_COLUMNS = ("run", "status", "error", "wall_s", "worker")
 
 
 class StudyFolder:
@@ -101,8 +103,8 @@ class StudyFolder:
         return [out[k] for k in sorted(out)]
 
     def finished(self) -> set[int]:
-        """The runs with a record."""
-        return {int(r["run"]) for r in self.records()}
+        """The runs whose last record is a success (a failed run is run again when the study resumes)."""
+        return {int(r["run"]) for r in self.records() if r.get("status") == "ok"}
 
     def record(self, rec: dict, series: dict | None = None) -> None:
         """Append one run's record (and write its time series), flushed to the operating system."""
