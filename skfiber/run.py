@@ -44,6 +44,7 @@ from typing import Callable, Mapping, Sequence, TextIO
 import numpy as np
 
 from .adaptive import error_control, simulate_adaptive
+from .coupling import body_cylinders
 from .core import AdaptiveCursor, State, StepCounts, output_grid
 from .fiber_step import decide_compiled_step
 from .io import Checkpoint, VTKSeries, atomic_temporaries, load_checkpoint, model_fingerprint, save_checkpoint
@@ -430,7 +431,8 @@ def run_simulation(
         :func:`skfiber.simulate` (to stderr; ``progress_extra`` is not used),
         the messages and the summary go to the :class:`Progress`.
     points_per_element, bodies, extra_fields
-        Passed to :class:`skfiber.io.VTKSeries`.
+        Passed to :class:`skfiber.io.VTKSeries`.  ``bodies`` defaults to the bones of the model's rigid
+        system, if it has one (:func:`skfiber.coupling.body_cylinders`).
     callback
         ``callback(state, info)`` after every step, before its output and
         checkpoint; ``info.step`` and ``info.n_steps`` count from the start of
@@ -566,6 +568,8 @@ def run_simulation(
         # accepted step may lie before the last output handed out, after a Ctrl-C during the outputs)
         last_output = (state.t if not adaptive else t_start if step0 == 0
                        else float(output_grid(t_start, t_end, output_dt=dt)[step0 - 1]))
+        if bodies is None and model.rigid is not None:
+            bodies = body_cylinders(model)  # the bones move with q
         series = VTKSeries(
             out_dir, model, name=name, points_per_element=points_per_element, bodies=bodies,
             extra_fields=extra_fields, resume_time=last_output if resume else None,

@@ -147,6 +147,24 @@ def test_moving_bodies_written_every_step(tmp_path):
     assert z.min() == pytest.approx(-0.22 - 0.05)
 
 
+def test_a_model_s_bones_are_written_by_default(tmp_path):
+    """run_simulation on a model with a rigid system writes its bodies (the bones, at each step's q) without
+    being asked."""
+    from skfiber.rigid import Body, Revolute, RigidSystem
+
+    system = RigidSystem(gravity=(0.0, 0.0, -9.81))
+    system.add_body(Body("arm", start=(0, 0, 0), axis=(0.3, 0, 0), radius=0.03, mass=1.0),
+                    joint=Revolute(axis=(0, 1, 0)))
+    fiber = sf.Fiber.straight((0.0, 0, 0.1), (0.3, 0, 0.03), n_elements=2, law=sf.paper_law(sigma0=100.0))
+    model = sf.Model([fiber], rigid=system)
+    model.fix(fiber, "start")
+    model.attach(fiber, "end", "arm")
+    run_simulation(model, t_end=0.02, dt=0.01, out_dir=tmp_path, progress=False)
+    files = [e.file for e in sio.read_pvd(tmp_path / "result.pvd") if e.part == 1]
+    assert files == [f"result_bodies_{n:06d}.vtu" for n in range(3)]
+    assert meshio.read(tmp_path / files[-1]).points[:, 0].max() == pytest.approx(0.3, abs=0.05)
+
+
 def test_atomic_write_keeps_old_file(tmp_path, monkeypatch):
     model = build_model(1)
     path = tmp_path / "a.vtu"
