@@ -79,6 +79,7 @@ import numpy as np
 
 from .contact.cylinder import CylinderContact
 from .core import State
+from .core.warn import warn
 from .materials import MaterialPoint
 from .model import Model
 from .postprocess import fiber_fields, recovered_axial_force
@@ -414,6 +415,9 @@ class VTKSeries:
             self._remove_old_files()
         elif self.pvd_path.exists():
             self.entries = [e for e in read_pvd(self.pvd_path) if e.time <= resume_time]
+        elif any(self.directory.glob(f"{name}_fibers_*.vtu")):
+            warn(f"{self.pvd_path} is missing: the resumed series lists the steps from t = {resume_time:g} s on "
+                 "only (the earlier steps' .vtu files stay in the folder, unlisted)")
         if bodies is not None and not self._moving_bodies:
             self._static_bodies_file = f"{name}_bodies.vtu"
             self._write_mesh(self._static_bodies_file, cylinder_mesh(bodies))

@@ -521,3 +521,19 @@ def test_musculotendon_matches_opensim():
         model.realizeDynamics(state)
         _rigid_matches(mine, lmt, v, a, theirs.getFiberLength(state), theirs.getFiberVelocity(state),
                        theirs.getTendonForce(state))
+
+
+@pytest.mark.parametrize("call, says", [
+    (lambda m: m.static_equilibrium(activation=np.nan, musculotendon_length=0.3), "activation must be finite"),
+    (lambda m: m.static_equilibrium(activation=1.0, musculotendon_length=-0.3), "musculotendon_length must be > 0"),
+    (lambda m: m.static_equilibrium(activation=[1.0, 1.0, 1.0], musculotendon_length=[0.3, 0.3]),
+     r"do not broadcast together: activation \(3,\), musculotendon_length \(2,\)"),
+    (lambda m: m.evaluate(activation=1.0, musculotendon_length=0.3, fiber_length=-0.1), "fiber_length must be > 0"),
+    (lambda m: m.evaluate(activation=1.0, musculotendon_length=0.3, fiber_length=0.1,
+                          musculotendon_velocity=np.inf), "musculotendon_velocity must be finite"),
+])
+def test_inputs_that_are_not_a_muscle_state_are_refused_by_name(call, says):
+    """NaN, non-positive lengths and shapes that do not broadcast gave plausible-looking forces (a tendon force
+    of 3.5 F0 for a NaN activation): each is now a ValueError naming the argument."""
+    with pytest.raises(ValueError, match=says):
+        call(Millard2012Muscle(PARAMS))

@@ -216,3 +216,11 @@ def test_units_must_be_printable_ascii(tmp_path):
         sio.write_vtu(tmp_path / "x.vtu", mesh, units={"force": "N\x01"})
     sio.write_vtu(tmp_path / "y.vtu", mesh, units={"force": "N & <kN>"})  # escaped, read back as written
     assert "units: force [N & <kN>]" in meshio.read(tmp_path / "y.vtu").field_data
+
+
+def test_resuming_a_series_whose_pvd_is_missing_says_so(tmp_path):
+    model = build_model(1)
+    run_simulation(model, t_end=0.02, dt=0.01, out_dir=tmp_path, progress=False, checkpoint_every=1)
+    (tmp_path / "result.pvd").unlink()
+    with pytest.warns(UserWarning, match=r"result.pvd is missing: the resumed series lists the steps from t = 0.02 s"):
+        run_simulation(model, t_end=0.04, dt=0.01, out_dir=tmp_path, progress=False, checkpoint_every=1, resume=True)

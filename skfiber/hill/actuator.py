@@ -323,10 +323,10 @@ class HillActuator:
 
         if self._elastic:
             r_all = self.muscle.evaluate(activation=cat("a"), musculotendon_length=cat("ell"),
-                                         fiber_length=cat("lce"), musculotendon_velocity=cat("vmt"))
+                                         fiber_length=cat("lce"), musculotendon_velocity=cat("vmt"), checked=False)
         else:
             r_all = self.muscle.evaluate(activation=cat("a"), musculotendon_length=cat("ell"),
-                                         musculotendon_velocity=cat("vmt"))
+                                         musculotendon_velocity=cat("vmt"), checked=False)
         B = ctx.B
         for k, (e, inp) in enumerate(zip(group, inputs)):
             r = _slice_response(r_all, slice(k * B, (k + 1) * B))
@@ -405,6 +405,9 @@ class HillActuator:
             if s.shape != (B, self.n_states) or not np.all(np.isfinite(s)):
                 raise ValueError(f"{self.name}: states must be {self.n_states} finite values "
                                  f"{list(self.state_names)} per configuration, got shape {np.shape(states)}")
+            if self._elastic and not np.all(s[:, 0] > 0):
+                raise ValueError(f"{self.name}: the fiber length (states[..., 0]) must be > 0 (m), got "
+                                 f"{s[:, 0].min():g}")
             ctx.element_states = {self.name: s}
         return ctx, single
 

@@ -156,7 +156,7 @@ class Millard2012Muscle:
 
     # -- evaluation -----------------------------------------------------------
     def evaluate(self, *, activation, musculotendon_length, fiber_length=None,
-                 musculotendon_velocity=0.0, tol: float = 1e-12) -> MusculotendonResponse:
+                 musculotendon_velocity=0.0, tol: float = 1e-12, checked: bool = True) -> MusculotendonResponse:
         """Fiber velocity, forces and tangent at a state (all arguments broadcast).
 
         Parameters
@@ -168,7 +168,13 @@ class Millard2012Muscle:
         musculotendon_velocity : v^MT (m/s); the elastic formulations use it only
             for the tendon velocity.
         tol : damped formulation: tolerance on the normalized force residual of eq. (3).
+        checked : refuse values that are not finite, lengths ≤ 0 and shapes that do not broadcast
+            (ValueError naming the argument); False skips the checks (an integrator's trial states, which
+            may leave the domain before its Newton iteration steps back).
         """
+        if checked:
+            _checked_inputs(activation=activation, musculotendon_length=musculotendon_length,
+                            fiber_length=fiber_length, musculotendon_velocity=musculotendon_velocity)
         if self.formulation == "rigid":
             if fiber_length is not None:
                 raise ValueError("the rigid-tendon formulation computes the fiber length from "
@@ -329,6 +335,7 @@ class Millard2012Muscle:
         fiber velocity is zero (to the tolerance).  The rigid tendon needs no
         solve: this is then ``evaluate`` with v^MT = 0.
         """
+        _checked_inputs(activation=activation, musculotendon_length=musculotendon_length)
         if self.formulation == "rigid":
             return self.evaluate(activation=activation, musculotendon_length=musculotendon_length)
         p, c = self.parameters, self.curves
@@ -378,3 +385,26 @@ class Millard2012Muscle:
                                f"max_iter={max_iter}; increase max_iter or tol")
         return self.evaluate(activation=a_in, musculotendon_length=lmt,
                              fiber_length=lce.reshape(lmt.shape))
+
+
+def _checked_inputs(**values) -> None:
+    """ValueError naming the argument unless every given value (None: not given) is finite, the lengths are
+    > 0, and the shapes broadcast together."""
+    shapes = {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        try:
+            array = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be a number or an array of numbers, got {value!r}") from None
+        if not np.all(np.isfinite(array)):
+            raise ValueError(f"{name} must be finite, got {value!r}")
+        if name.endswith("length") and not np.all(array > 0):
+            raise ValueError(f"{name} must be > 0 (m), got {value!r}")
+        shapes[name] = array.shape
+    try:
+        np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        listing = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
+        raise ValueError(f"the arguments' shapes do not broadcast together: {listing}") from None
