@@ -768,7 +768,7 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
                       snapshot_times=SNAPSHOT_TIMES, sample_dt=SAMPLE_DT)
     if resume:  # what the run recorded before its checkpoint
         history.restore(resume_point(checkpoint, dt=dt, options=checkpoint_options(options, rtol=rtol, atol=atol,
-                                                                                  t_end=t_end)).extra)
+                                                                                  t_end=t_end, method=method)).extra)
     elif checkpoint is not None:
         Path(checkpoint).parent.mkdir(parents=True, exist_ok=True)
     # the throw-away step keeps the compilation out of the wall time
@@ -987,7 +987,8 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
         if resume[level]:
             _, _, dt, wanted = planned[level]
             try:
-                resume_point(path, dt=dt, options=checkpoint_options(wanted, t_end=args.t_end, **tolerances))
+                stored = checkpoint_options(wanted, t_end=args.t_end, method=wanted["method"], **tolerances)
+                resume_point(path, dt=dt, options=stored)
             except (OSError, ValueError) as err:
                 parser.error(f"--resume: {' '.join(str(err).split())}")
     if args.bending:

@@ -188,10 +188,11 @@ def _json_options(options: Mapping[str, object] | None) -> dict:
 
 def checkpoint_options(options: Mapping[str, object] | None, *, rtol: float | None = None,
                        atol: float | None = None, h_min: float | None = None, h_max: float | None = None,
-                       t_end: float | None = None) -> dict:
+                       t_end: float | None = None, method: str = "euler") -> dict:
     """The options a checkpoint of :func:`run_simulation` records (and a resume must repeat): ``options``
-    as JSON data, and with tolerances (an error-controlled run) ``error_control``: the tolerances, the step
-    limits and ``t_end`` (which fixes the output times).
+    as JSON data, with tolerances (an error-controlled run) ``error_control``: the tolerances, the step
+    limits and ``t_end`` (which fixes the output times), and ``time_scheme``: ``method`` when it is not
+    backward Euler (the default, which checkpoints written before it was recorded took).
 
     Examples
     --------
@@ -210,6 +211,11 @@ def checkpoint_options(options: Mapping[str, object] | None, *, rtol: float | No
             except (TypeError, ValueError):
                 raise TypeError(f"{key} must be a number, got {value!r}") from None
         stored["error_control"] = values
+    if method != "euler":
+        if "time_scheme" in stored:
+            raise ValueError("options may not name 'time_scheme': run_simulation records its method under that "
+                             "name; rename the option")
+        stored["time_scheme"] = str(method)
     return stored
 
 
@@ -515,7 +521,8 @@ def run_simulation(
                 else checkpoint_path(out_dir, name) if out_dir is not None else None)
     if resume and location is None:
         raise ValueError("resume=True needs out_dir (where the checkpoint is) or checkpoint_file")
-    stored_options = checkpoint_options(options, rtol=rtol, atol=atol, h_min=h_min, h_max=h_max, t_end=t_end)
+    stored_options = checkpoint_options(options, rtol=rtol, atol=atol, h_min=h_min, h_max=h_max, t_end=t_end,
+                                        method=method)
     if checkpoint_extra is not None and not callable(checkpoint_extra):
         raise TypeError(f"checkpoint_extra must be a function returning a dict of arrays, got {checkpoint_extra!r}")
     started = _time.perf_counter()

@@ -224,3 +224,20 @@ def test_resuming_a_series_whose_pvd_is_missing_says_so(tmp_path):
     (tmp_path / "result.pvd").unlink()
     with pytest.warns(UserWarning, match=r"result.pvd is missing: the resumed series lists the steps from t = 0.02 s"):
         run_simulation(model, t_end=0.04, dt=0.01, out_dir=tmp_path, progress=False, checkpoint_every=1, resume=True)
+
+
+def test_a_run_resumes_only_with_its_time_scheme(tmp_path):
+    """A checkpoint of a backward-Euler run does not continue as BDF2 (nor the other way round): the states
+    would differ from either run's."""
+    model = build_model(1)
+    run_simulation(model, t_end=0.02, dt=0.01, out_dir=tmp_path / "euler", progress=False, checkpoint_every=1)
+    with pytest.raises(ValueError, match="time_scheme='bdf2'"):
+        run_simulation(model, t_end=0.04, dt=0.01, out_dir=tmp_path / "euler", progress=False, checkpoint_every=1,
+                       resume=True, method="bdf2")
+    run_simulation(model, t_end=0.02, dt=0.01, out_dir=tmp_path / "bdf2", progress=False, checkpoint_every=1,
+                   method="bdf2")
+    with pytest.raises(ValueError, match="time_scheme='bdf2'"):
+        run_simulation(model, t_end=0.04, dt=0.01, out_dir=tmp_path / "bdf2", progress=False, checkpoint_every=1,
+                       resume=True)
+    run_simulation(model, t_end=0.04, dt=0.01, out_dir=tmp_path / "bdf2", progress=False, checkpoint_every=1,
+                   resume=True, method="bdf2")
