@@ -269,49 +269,51 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
     bar = _Progress(len(rows), len(rows) - len(todo), progress)
     table = _TableWriter(folder)
     start = time.perf_counter()
-    if todo and scheduler == "serial":
-        if warmup is not None:
-            warmup()
-        try:
+    try:
+        if todo and scheduler == "serial":
+            if warmup is not None:
+                warmup()
             for k in todo:
                 rec, series = execute_run(run, k, rows[k])
                 folder.record(rec, series)
                 bar.update(rec["status"] == "ok")
                 table.update()
-        except KeyboardInterrupt:
-            folder.write_table()
-            print(f"study: interrupted; {bar.skipped + bar.done} of {len(rows)} runs are recorded in "
-                  f"{str(folder.path)!r}; the same call resumes it", file=sys.stderr)
-            raise
-    elif todo:
-        from distributed import as_completed
-
-        client, own = connect(scheduler, workers)
-        try:
-            if warmup is not None:
-                client.register_plugin(warmup_plugin(warmup))
-            futures = {client.submit(execute_run, run, k, rows[k], kernel_threads=1, pure=False, retries=retries): k
-                       for k in todo}
-            for future in as_completed(futures):
-                k = futures[future]
-                try:
-                    rec, series = future.result()
-                except Exception as err:  # the task itself failed: its workers died more than allowed
-                    rec, series = dict(run=k, params=rows[k], status="failed", error=f"{type(err).__name__}: {err}",
-                                       outputs={}, wall_s=float("nan"), worker=""), None
-                folder.record(rec, series)
-                bar.update(rec["status"] == "ok")
-                table.update()
-        except KeyboardInterrupt:
-            folder.write_table()
-            print(f"study: interrupted; {bar.skipped + bar.done} of {len(rows)} runs are recorded in "
-                  f"{str(folder.path)!r}; the same call resumes it", file=sys.stderr)
-            raise
-        finally:
-            if own:
-                client.close()
-                if client.cluster is not None:
-                    client.cluster.close()
+        elif todo:
+            _run_on_dask(run, rows, todo, folder, bar, table, scheduler=scheduler, workers=workers,
+                         warmup=warmup, retries=retries)
+    except KeyboardInterrupt:
+        folder.write_table()
+        print(f"study: interrupted; {bar.skipped + bar.done} of {len(rows)} runs are recorded in "
+              f"{str(folder.path)!r}; the same call resumes it", file=sys.stderr)
+        raise
     path = folder.write_table()
     return StudyResult(bar.done - bar.failed, bar.failed, bar.skipped, time.perf_counter() - start,
                        folder.table(), path)
+
+
+def _run_on_dask(run, rows, todo, folder, bar, table, *, scheduler, workers, warmup, retries) -> None:
+    """:func:`run_study`'s runs ``todo`` on a dask cluster (a local one of ``workers`` processes, or
+    ``scheduler``), each recorded as it finishes."""
+    from distributed import as_completed
+
+    client, own = connect(scheduler, workers)
+    try:
+        if warmup is not None:
+            client.register_plugin(warmup_plugin(warmup))
+        futures = {client.submit(execute_run, run, k, rows[k], kernel_threads=1, pure=False, retries=retries): k
+                   for k in todo}
+        for future in as_completed(futures):
+            k = futures[future]
+            try:
+                rec, series = future.result()
+            except Exception as err:  # the task itself failed: its workers died more than allowed
+                rec, series = dict(run=k, params=rows[k], status="failed", error=f"{type(err).__name__}: {err}",
+                                   outputs={}, wall_s=float("nan"), worker=""), None
+            folder.record(rec, series)
+            bar.update(rec["status"] == "ok")
+            table.update()
+    finally:
+        if own:
+            client.close()
+            if client.cluster is not None:
+                client.cluster.close()
