@@ -404,6 +404,8 @@ class VTKSeries:
         self.points_per_element = int(points_per_element)
         self.extra_fields = extra_fields
         self.compression = compression
+        if bodies is not None and not callable(bodies) and len(bodies) == 0:
+            bodies = None  # (no bodies: no part for them)
         self._moving_bodies = callable(bodies)
         self._bodies = bodies
         self._static_bodies_file: str | None = None
@@ -416,8 +418,8 @@ class VTKSeries:
         elif self.pvd_path.exists():
             self.entries = [e for e in read_pvd(self.pvd_path) if e.time <= resume_time]
         elif any(self.directory.glob(f"{name}_fibers_*.vtu")):
-            warn(f"{self.pvd_path} is missing: the resumed series lists the steps from t = {resume_time:g} s on "
-                 "only (the earlier steps' .vtu files stay in the folder, unlisted)")
+            warn(f"{self.pvd_path} is missing: the resumed series lists only the steps after t = {resume_time:g} s "
+                 "(the earlier steps' .vtu files stay in the folder, unlisted)")
         if bodies is not None and not self._moving_bodies:
             self._static_bodies_file = f"{name}_bodies.vtu"
             self._write_mesh(self._static_bodies_file, cylinder_mesh(bodies))

@@ -191,8 +191,9 @@ def checkpoint_options(options: Mapping[str, object] | None, *, rtol: float | No
                        t_end: float | None = None, method: str = "euler") -> dict:
     """The options a checkpoint of :func:`run_simulation` records (and a resume must repeat): ``options``
     as JSON data, with tolerances (an error-controlled run) ``error_control``: the tolerances, the step
-    limits and ``t_end`` (which fixes the output times), and ``time_scheme``: ``method`` when it is not
-    backward Euler (the default, which checkpoints written before it was recorded took).
+    limits and ``t_end`` (which fixes the output times), and for a fixed-step run whose ``options`` do not
+    name its ``method`` already, ``time_scheme``: ``method`` when it is not backward Euler (the default; an
+    error-controlled run is BDF2).
 
     Examples
     --------
@@ -211,10 +212,10 @@ def checkpoint_options(options: Mapping[str, object] | None, *, rtol: float | No
             except (TypeError, ValueError):
                 raise TypeError(f"{key} must be a number, got {value!r}") from None
         stored["error_control"] = values
-    if method != "euler":
-        if "time_scheme" in stored:
-            raise ValueError("options may not name 'time_scheme': run_simulation records its method under that "
-                             "name; rename the option")
+    if "time_scheme" in stored:
+        raise ValueError("options may not name 'time_scheme': run_simulation records its method under that "
+                         "name; rename the option")
+    if method != "euler" and "error_control" not in stored and stored.get("method") != method:
         stored["time_scheme"] = str(method)
     return stored
 
@@ -438,7 +439,7 @@ def run_simulation(
         the messages and the summary go to the :class:`Progress`.
     points_per_element, bodies, extra_fields
         Passed to :class:`skfiber.io.VTKSeries`.  ``bodies`` defaults to the bones of the model's rigid
-        system, if it has one (:func:`skfiber.coupling.body_cylinders`).
+        system, if it has one (:func:`skfiber.coupling.body_cylinders`); ``bodies=()`` writes none.
     callback
         ``callback(state, info)`` after every step, before its output and
         checkpoint; ``info.step`` and ``info.n_steps`` count from the start of
@@ -575,7 +576,7 @@ def run_simulation(
         # accepted step may lie before the last output handed out, after a Ctrl-C during the outputs)
         last_output = (state.t if not adaptive else t_start if step0 == 0
                        else float(output_grid(t_start, t_end, output_dt=dt)[step0 - 1]))
-        if bodies is None and model.rigid is not None:
+        if bodies is None and model.rigid is not None and model.rigid.bodies:
             bodies = body_cylinders(model)  # the bones move with q
         series = VTKSeries(
             out_dir, model, name=name, points_per_element=points_per_element, bodies=bodies,

@@ -537,3 +537,8 @@ def test_inputs_that_are_not_a_muscle_state_are_refused_by_name(call, says):
     of 3.5 F0 for a NaN activation): each is now a ValueError naming the argument."""
     with pytest.raises(ValueError, match=says):
         call(Millard2012Muscle(PARAMS))
+
+
+def test_a_missing_activation_is_refused():
+    with pytest.raises(TypeError, match="activation must be a number"):
+        Millard2012Muscle(PARAMS).static_equilibrium(activation=None, musculotendon_length=0.3)

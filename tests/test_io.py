@@ -222,7 +222,7 @@ def test_resuming_a_series_whose_pvd_is_missing_says_so(tmp_path):
     model = build_model(1)
     run_simulation(model, t_end=0.02, dt=0.01, out_dir=tmp_path, progress=False, checkpoint_every=1)
     (tmp_path / "result.pvd").unlink()
-    with pytest.warns(UserWarning, match=r"result.pvd is missing: the resumed series lists the steps from t = 0.02 s"):
+    with pytest.warns(UserWarning, match=r"result.pvd is missing: the resumed series lists only the steps after t = 0.02 s"):
         run_simulation(model, t_end=0.04, dt=0.01, out_dir=tmp_path, progress=False, checkpoint_every=1, resume=True)
 
 
@@ -241,3 +241,30 @@ def test_a_run_resumes_only_with_its_time_scheme(tmp_path):
                        resume=True)
     run_simulation(model, t_end=0.04, dt=0.01, out_dir=tmp_path / "bdf2", progress=False, checkpoint_every=1,
                    resume=True, method="bdf2")
+
+
+def test_what_a_checkpoint_records_of_the_time_scheme():
+    """Backward Euler records nothing (as checkpoints always did), fixed-step BDF2 records it, and an
+    error-controlled run (BDF2, its tolerances recorded) or options naming the method already do not add it."""
+    from skfiber.run import checkpoint_options
+
+    assert "time_scheme" not in checkpoint_options({"level": 1})
+    assert checkpoint_options({"level": 1}, method="bdf2")["time_scheme"] == "bdf2"
+    assert "time_scheme" not in checkpoint_options({}, rtol=1e-3, atol=1e-5, t_end=1.0, method="bdf2")
+    assert "time_scheme" not in checkpoint_options({"method": "bdf2"}, method="bdf2")
+    with pytest.raises(ValueError, match="may not name 'time_scheme'"):
+        checkpoint_options({"time_scheme": "bdf2"})
+
+
+def test_a_rigid_system_without_bodies_writes_no_bones(tmp_path):
+    fiber = sf.Fiber.straight((0.0, 0, 0), (0.3, 0, 0), n_elements=2, law=sf.paper_law(sigma0=100.0))
+    model = sf.Model([fiber], rigid=sf.rigid.RigidSystem())
+    model.fix(fiber, "start"); model.fix(fiber, "end")
+    run_simulation(model, t_end=0.01, dt=0.01, out_dir=tmp_path, progress=False)
+    assert {e.part for e in sio.read_pvd(tmp_path / "result.pvd")} == {0}
+
+
+def test_bodies_empty_means_none(tmp_path):
+    model = build_model(1)
+    run_simulation(model, t_end=0.01, dt=0.01, out_dir=tmp_path, progress=False, bodies=())
+    assert {e.part for e in sio.read_pvd(tmp_path / "result.pvd")} == {0}

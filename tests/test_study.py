@@ -273,7 +273,7 @@ def test_ctrl_c_in_a_serial_study_writes_the_table_and_says_how_to_resume(tmp_pa
     with pytest.raises(KeyboardInterrupt):
         run_study(interrupted_third, [Parameter("a", 0.0, 1.0)], design="grid", n=5, out=tmp_path,
                   scheduler="serial", progress=False)
-    assert "study: interrupted; 2 of 5 runs are recorded" in capsys.readouterr().err
+    assert "study: interrupted; 2 of 5 runs have succeeded" in capsys.readouterr().err
     table = tmp_path / "results.csv"
     assert table.exists() or (tmp_path / "results.parquet").exists()
     assert StudyFolder(tmp_path).finished() == {0, 1}
@@ -301,3 +301,24 @@ def test_calibration_refuses_contradictory_settings(kwargs, says):
     with pytest.raises(ValueError, match=says):
         calibrate(_decay, [Parameter("a", 0.5, 3.0), Parameter("k", 0.1, 2.0)], "y", target, scheduler="serial",
                   **kwargs)
+
+
+def test_a_study_resumes_under_either_spelling_of_its_target(tmp_path, capsys):
+    """A folder that recorded ``cable_sag`` (as typed, in earlier versions) resumes as ``cable-sag`` and the
+    other way round."""
+    argv = ["--param", "sigma0=10:60", "--design", "grid", "--n", "2", "--serial"]
+    old = tmp_path / "old"
+    assert cli_main(["study", "cable-sag", "--out", str(old), *argv]) == 0
+    plan = StudyFolder(old).plan()
+    (old / "plan.json").write_text(json.dumps(dict(plan, target="cable_sag")))
+    for spelling in ("cable-sag", "cable_sag"):
+        assert cli_main(["study", spelling, "--out", str(old), *argv]) == 0
+        assert "0 runs done, 0 failed, 2 succeeded before" in capsys.readouterr().out
+
+
+def test_a_series_keeps_its_dtype(tmp_path):
+    r = run_study(lambda p: {"y": 1.0, "series": {"steps": np.arange(3), "on": np.array([True, False, True])}},
+                  [Parameter("a", 0.0, 1.0)], design="grid", n=2, out=tmp_path, scheduler="serial", progress=False)
+    assert r.completed == 2
+    saved = np.load(tmp_path / "series" / "run_00000.npz")
+    assert saved["steps"].dtype.kind == "i" and saved["on"].dtype == bool

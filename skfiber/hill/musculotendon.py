@@ -388,13 +388,15 @@ class Millard2012Muscle:
 
 
 def _checked_inputs(**values) -> None:
-    """ValueError naming the argument unless every given value (None: not given) is finite, the lengths are
-    > 0, and the shapes broadcast together."""
+    """ValueError naming the argument unless every value is finite (``fiber_length`` None: not given), the
+    lengths are > 0, and the shapes broadcast together."""
     shapes = {}
     for name, value in values.items():
-        if value is None:
+        if value is None and name == "fiber_length":
             continue
         try:
+            if value is None:
+                raise TypeError
             array = np.asarray(value, dtype=float)
         except (TypeError, ValueError):
             raise TypeError(f"{name} must be a number or an array of numbers, got {value!r}") from None

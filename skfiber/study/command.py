@@ -3,8 +3,8 @@
     skfiber study cable-sag --param sigma0=10:60 --param mu=5e4:2e5 --design lhs --n 32 --out DIR
     skfiber study DIR --summary
 
-A study started again with the same command resumes (the runs that succeeded are skipped, failed ones run again).  ``--scheduler
-tcp://host:8786`` runs on an existing dask cluster instead of a local one.
+A study started again with the same command resumes (the runs that succeeded are skipped, failed ones
+run again).  ``--scheduler tcp://host:8786`` runs on an existing dask cluster instead of a local one.
 
 Examples
 --------
@@ -65,7 +65,7 @@ def command(args) -> int:
     from .execute import run_study
     from .targets import TARGETS
 
-    key = args.target.replace("_", "-")  # (the folder records this spelling: either one resumes it)
+    key = args.target.replace("_", "-")
     target = TARGETS.get(key)
     if target is None:
         hint = " (a study folder? add --summary)" if (Path(args.target) / PLAN).exists() else ""
@@ -83,14 +83,25 @@ def command(args) -> int:
     try:
         result = run_study(target.run, parameters, design=args.design, n=args.n, seed=args.seed, out=args.out,
                            scheduler="serial" if args.serial else args.scheduler, workers=args.workers,
-                           warmup=target.warmup, target=key)
+                           warmup=target.warmup, target=_recorded_spelling(args.out, key))
     except ValueError as err:
         raise StudyUsageError(str(err)) from None
-    print(f"study: {result.completed} runs done, {result.failed} failed, {result.skipped} recorded before; "
+    print(f"study: {result.completed} runs done, {result.failed} failed, {result.skipped} succeeded before; "
           f"table {result.table_path}")
     print(f"summary: runs={len(result.table)} completed={result.completed} failed={result.failed} "
           f"skipped={result.skipped} wall_s={result.wall_s:.2f}")
     return 1 if result.failed else 0  # (skfiber's exit code 1: a run or study failed)
+
+
+def _recorded_spelling(out, key: str) -> str:
+    """The target's name as the study folder ``out`` records it, when it is ``key`` spelt with ``_`` (folders
+    of earlier versions recorded the name as typed), else ``key``: either spelling resumes a study."""
+    try:
+        plan = StudyFolder(out).plan() or {}
+    except (OSError, ValueError):
+        return key
+    recorded = str(plan.get("target", ""))
+    return recorded if recorded.replace("_", "-") == key else key
 
 
 def _summary(path: Path) -> int:

@@ -2,7 +2,7 @@
 
 :func:`run_study` starts a ``LocalCluster`` with one single-threaded worker
 process per core (or connects to the scheduler it is given), submits one task
-per run not yet recorded in the study folder, and records each result as it
+per run that has not succeeded yet in the study folder, and records each result as it
 arrives (:class:`~skfiber.study.records.StudyFolder`; the tidy table is rewritten
 every :data:`TABLE_SECONDS` while they finish), printing the completed, failed and
 remaining runs with an ETA.  The run function's exceptions are
@@ -43,8 +43,8 @@ __all__ = ["StudyResult", "run_study", "warmup_plugin", "connect"]
 
 @dataclass
 class StudyResult:
-    """What a study call did: runs ``completed`` and ``failed`` in this call, ``skipped`` (recorded before:
-    a resumed study), ``wall_s``, the ``table`` of all recorded runs (pandas) and its file ``table_path``."""
+    """What a study call did: runs ``completed`` and ``failed`` in this call, ``skipped`` (succeeded
+    before: a resumed study), ``wall_s``, the ``table`` of all recorded runs (pandas) and its file ``table_path``."""
 
     completed: int
     failed: int
@@ -84,9 +84,12 @@ def execute_run(run: Callable, index: int, params: dict, *,
             if not isinstance(series, dict):
                 raise TypeError(f"'series' must be a dict of named arrays, got {type(series).__name__}")
             try:
-                series = {str(k): np.asarray(v, dtype=float) for k, v in series.items()}
+                series = {str(k): np.asarray(v) for k, v in series.items()}
             except (TypeError, ValueError) as err:
-                raise TypeError(f"every array under 'series' must be numeric and rectangular ({err})") from None
+                raise TypeError(f"every array under 'series' must be rectangular ({err})") from None
+            ragged = [k for k, v in series.items() if v.dtype == object]
+            if ragged:
+                raise TypeError(f"the series {ragged[0]!r} is not a rectangular array of numbers")
         clash = sorted(set(map(str, outputs)) & (set(params) | set(TABLE_COLUMNS)))
         if clash:
             raise ValueError(f"output {clash[0]!r} has the name of a parameter or of a column of the results table "
@@ -282,9 +285,12 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
             _run_on_dask(run, rows, todo, folder, bar, table, scheduler=scheduler, workers=workers,
                          warmup=warmup, retries=retries)
     except KeyboardInterrupt:
-        folder.write_table()
-        print(f"study: interrupted; {bar.skipped + bar.done} of {len(rows)} runs are recorded in "
-              f"{str(folder.path)!r}; the same call resumes it", file=sys.stderr)
+        try:
+            folder.write_table()
+        except (OSError, ImportError) as err:  # (the hint below matters more)
+            print(f"study: the table could not be written ({err})", file=sys.stderr)
+        print(f"study: interrupted; {len(folder.finished())} of {len(rows)} runs have succeeded, recorded in "
+              f"{str(folder.path)!r}; the same call resumes it (and runs the failed ones again)", file=sys.stderr)
         raise
     path = folder.write_table()
     return StudyResult(bar.done - bar.failed, bar.failed, bar.skipped, time.perf_counter() - start,
