@@ -62,12 +62,6 @@ class FiberFields:
     muscle_fraction: np.ndarray
 
 
-def _check_state(state) -> None:
-    """A TypeError unless ``state`` has a State's t, u and v."""
-    if not all(hasattr(state, name) for name in ("t", "u", "v")):
-        check_state(state)
-
-
 def _parameters(fiber: Fiber, theta: np.ndarray | None, points_per_element: int) -> np.ndarray:
     """θ as a float array in [0, 1] (ValueError otherwise); None: ``points_per_element`` evenly spaced samples
     per element of ``fiber``."""
@@ -133,7 +127,7 @@ def fiber_fields(
     are far more accurate (6·10⁻⁴ there), and so is N recovered by
     :func:`recovered_axial_force`.  See ``docs/theory.md`` (upper limb).
     """
-    _check_state(state)
+    check_state(state)
     d = model.discretization
     k = d.fiber_index(fiber)
     f = d.fibers[k]
@@ -241,7 +235,7 @@ def recovered_axial_force(
     >>> bool(np.allclose(N, fiber_fields(model, state, fiber, theta=np.array([0.5])).force))   # N is constant
     True
     """
-    _check_state(state)
+    check_state(state)
     d = model.discretization
     k = d.fiber_index(fiber)
     f = d.fibers[k]

@@ -33,8 +33,8 @@ import sympy as sp
 from skfem.assembly.form.form import FormExtraParams
 from skfem.element import DiscreteField
 
-__all__ = ["Untraceable", "InvalidForm", "Traced", "JET_FIELDS", "SCALARS", "jet_symbols", "test_symbols", "trial_symbols",
-           "symbolic_field", "traced_coefficients", "trace", "trace_tangent", "N_JETS"]
+__all__ = ["Untraceable", "InvalidForm", "Traced", "JET_FIELDS", "SCALARS", "jet_symbols", "test_symbols",
+           "trial_symbols", "symbolic_field", "traced_coefficients", "trace", "trace_tangent", "N_JETS"]
 
 #: jets of a 3-vector on a line: value (3), first (3) and second (3) θ-derivatives; jet j is order j // 3 of
 #: component j % 3 (the order of :class:`skfiber.assembly.BatchedAssembler`)

@@ -272,18 +272,21 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
     bar = _Progress(len(rows), len(rows) - len(todo), progress)
     table = _TableWriter(folder)
     start = time.perf_counter()
+
+    def record(rec, series):
+        folder.record(rec, series)
+        bar.update(rec["status"] == "ok")
+        table.update()
+
     try:
         if todo and scheduler == "serial":
             if warmup is not None:
                 warmup()
             for k in todo:
-                rec, series = execute_run(run, k, rows[k])
-                folder.record(rec, series)
-                bar.update(rec["status"] == "ok")
-                table.update()
+                record(*execute_run(run, k, rows[k]))
         elif todo:
-            _run_on_dask(run, rows, todo, folder, bar, table, scheduler=scheduler, workers=workers,
-                         warmup=warmup, retries=retries)
+            _run_on_dask(run, rows, todo, record, scheduler=scheduler, workers=workers, warmup=warmup,
+                         retries=retries)
     except KeyboardInterrupt:
         try:
             folder.write_table()
@@ -297,9 +300,9 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
                        folder.table(), path)
 
 
-def _run_on_dask(run, rows, todo, folder, bar, table, *, scheduler, workers, warmup, retries) -> None:
+def _run_on_dask(run, rows, todo, record, *, scheduler, workers, warmup, retries) -> None:
     """:func:`run_study`'s runs ``todo`` on a dask cluster (a local one of ``workers`` processes, or
-    ``scheduler``), each recorded as it finishes."""
+    ``scheduler``), each handed to ``record(rec, series)`` as it finishes."""
     from distributed import as_completed
 
     client, own = connect(scheduler, workers)
@@ -315,9 +318,7 @@ def _run_on_dask(run, rows, todo, folder, bar, table, *, scheduler, workers, war
             except Exception as err:  # the task itself failed: its workers died more than allowed
                 rec, series = dict(run=k, params=rows[k], status="failed", error=f"{type(err).__name__}: {err}",
                                    outputs={}, wall_s=float("nan"), worker=""), None
-            folder.record(rec, series)
-            bar.update(rec["status"] == "ok")
-            table.update()
+            record(rec, series)
     finally:
         if own:
             client.close()
