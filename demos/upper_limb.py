@@ -224,7 +224,8 @@ Run::
     python demos/upper_limb.py --level 3 --out out --resume   # continue a stopped run from out/
 
 The last line of the output is ``summary: level=… dofs=… … ff_contacts_max=… softening=0|1 …
-bending_EI=…`` (``bending_EI=0`` without bending).
+bending_EI=…`` (``bending_EI=0`` without bending); a run stopped by Ctrl-C gives the steps it took and ends with
+``interrupted_at_s=… steps_planned=…``.
 """
 from __future__ import annotations
 
@@ -1029,13 +1030,15 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
               f"attachment forces {100 * force_difference(a, b):.2f} %")
     print("wrote " + ", ".join(str(f) for f in files))
     diff = f" max_angle_diff_deg={angle_difference(results[-2], r):.3f}" if len(results) > 1 else ""
-    print(f"summary: level={r.level} dofs={r.dofs} steps={r.n_steps} wall_s={r.wall_time:.2f} "
+    # an interrupted run: the steps it took (those it planned follow as steps_planned)
+    steps = len(r.newton_iterations) if r.interrupted else r.n_steps
+    print(f"summary: level={r.level} dofs={r.dofs} steps={steps} wall_s={r.wall_time:.2f} "
           f"paper_s={PAPER_TABLE5[r.level][1]} max_angle_deg={r.angle_deg.max():.2f} "
           f"final_angle_deg={r.angle_deg[-1]:.2f} newton_mean={np.mean(r.newton_iterations):.2f} "
           f"geometry={r.geometry} fiber_contact={int(r.fiber_contact)} "
           f"ff_contacts_max={r.checks.fiber_contacts.max()} softening={int(r.checks.softening)}{diff} "
           f"newton_rtol={r.newton_rtol:g} stretch_gradient_c={args.stretch_gradient:g} bending_EI={r.bending_EI:.12g}"
-          + (f" interrupted_at_s={r.times[-1]:.4g}" if r.interrupted else ""))
+          + (f" interrupted_at_s={r.times[-1]:.4g} steps_planned={r.n_steps}" if r.interrupted else ""))
     return results
 
 

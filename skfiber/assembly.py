@@ -29,17 +29,67 @@ True
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import scipy.sparse as sps
 from skfem.assembly.form.form import FormExtraParams
 from skfem.element import DiscreteField
 
-__all__ = ["BatchedAssembler", "form_function"]
+__all__ = ["BatchedAssembler", "InvalidForm", "form_function", "named_term", "not_linear", "not_one_number"]
 
 
 def form_function(form):
     """The plain function behind a decorated skfem form (or the function itself)."""
     return getattr(form, "form", None) or form
+
+
+class InvalidForm(ValueError):
+    """A form that is wrong whatever evaluates it: a residual form that does not give one number per point
+    linear in the test function (a tangent form: bilinear in the trial and test functions)."""
+
+
+def not_one_number(shape) -> str:
+    """The message of :class:`InvalidForm` for a form that gives ``shape`` values per point."""
+    return (f"the form returns {tuple(shape)} values per point, not one number: contract it with the test "
+            "function, e.g. dot(f, v) * w.J for a vector f")
+
+
+def not_linear(kind: str, what: str) -> str:
+    """The message of :class:`InvalidForm` for a ``kind`` ("residual", "tangent") form with a part without
+    ``what`` ("test function", "trial function")."""
+    example = "dot(f, v) * w.J" if what == "test function" else "dot(K @ u, v) * w.J (u and v in every part)"
+    return (f"the {kind} form is not linear in the {what} (it has a part without it): multiply every part by "
+            f"the {what}, e.g. {example}")
+
+
+@contextlib.contextmanager
+def named_term(name: str):
+    """Within it, an :class:`InvalidForm` names the term ``name`` it comes from."""
+    try:
+        yield
+    except InvalidForm as error:
+        raise InvalidForm(f"the term {name!r}: {error}") from None
+
+
+def _one_number(values: np.ndarray, shape: tuple) -> np.ndarray:
+    """``values`` of a form called with probes, broadcast to ``shape`` (probe axes, e, q), or InvalidForm when
+    the form gave more than one number per point (extra leading axes, or axes that do not broadcast)."""
+    try:
+        if values.ndim <= len(shape):
+            return np.broadcast_to(values, shape)
+    except ValueError:
+        pass
+    extra = values.shape[:max(values.ndim - len(shape), 0)] or values.shape[:1]
+    raise InvalidForm(not_one_number(extra))
+
+
+def _has_part(values: np.ndarray) -> bool:
+    """Whether a form's values at a zero probe are nonzero anywhere they are finite (a non-finite state is
+    reported by the residual's own check)."""
+    if not values.any():  # a correct form: exactly zero (the common case, one pass)
+        return False
+    return bool(np.any((values != 0) & np.isfinite(values)))
 
 
 class BatchedAssembler:
@@ -116,19 +166,21 @@ class BatchedAssembler:
         return self._B
 
     # --- unit jets ------------------------------------------------------------
-    def probe(self, *, axis: int, naxes: int, hess: bool) -> DiscreteField:
+    def probe(self, *, axis: int, naxes: int, hess: bool, zero: bool = False) -> DiscreteField:
         """Unit jets stacked on extra axis ``axis`` of ``naxes`` extra axes.
 
-        value (c, *extra, 1, 1), grad (c, d, *extra, 1, 1), hess (c, d, d, *extra, 1, 1).
+        value (c, *extra, 1, 1), grad (c, d, *extra, 1, 1), hess (c, d, d, *extra, 1, 1).  With ``zero``, a
+        last field whose jets are all zero follows the unit jets on that axis (a form's value there is its part
+        without the field: zero for a form linear in it).
         """
-        key = (axis, naxes, hess)
+        key = (axis, naxes, hess, zero)
         if key in self._probes:
             return self._probes[key]
         nc, dim = self.ncomp, self.dim
         J = self.n_jets[hess]
-        eye = np.eye(J)
+        eye = np.eye(J, J + 1) if zero else np.eye(J)
         extra = [1] * naxes
-        extra[axis] = J
+        extra[axis] = J + 1 if zero else J
 
         def block(start, shape):
             n = int(np.prod(shape))
@@ -197,17 +249,28 @@ class BatchedAssembler:
 
     # --- forms ----------------------------------------------------------------
     def pointwise_bilinear(self, form, w: FormExtraParams) -> tuple[np.ndarray, bool]:
-        """The coefficient matrix D (J_test, J_trial, e, q) of a bilinear form."""
+        """The coefficient matrix D (J_test, J_trial, e, q) of a bilinear form.
+
+        Raises
+        ------
+        InvalidForm
+            When the form does not give one number per point, or has a part without the test or the trial
+            function (checked at every call, at the points where that part is finite).
+        """
         fn = form_function(form)
 
         def run(hess):
-            u = self.probe(axis=1, naxes=2, hess=hess)
-            v = self.probe(axis=0, naxes=2, hess=hess)
+            u = self.probe(axis=1, naxes=2, hess=hess, zero=True)
+            v = self.probe(axis=0, naxes=2, hess=hess, zero=True)
             return np.asarray(fn(u, v, w))
 
         D, hess = self.call_form(form, 2, run)
         J = self.n_jets[hess]
-        return np.broadcast_to(D, (J, J, self.nelems, self.nqp)), hess
+        D = _one_number(D, (J + 1, J + 1, self.nelems, self.nqp))
+        for part, what in ((D[J], "test function"), (D[:, J], "trial function")):
+            if _has_part(part):
+                raise InvalidForm(not_linear("tangent", what))
+        return D[:J, :J], hess
 
     def contract(self, D: np.ndarray, hess: bool) -> np.ndarray:
         """Element matrices Kₑ = Σ_q Bᵀ D B dx from pointwise coefficients D."""
@@ -231,15 +294,25 @@ class BatchedAssembler:
         return self.contract(D, hess)
 
     def pointwise_linear(self, form, w: FormExtraParams) -> tuple[np.ndarray, bool]:
-        """The coefficients r (e, q, J) of a linear form times the quadrature weights."""
+        """The coefficients r (e, q, J) of a linear form times the quadrature weights.
+
+        Raises
+        ------
+        InvalidForm
+            When the form does not give one number per point, or has a part without the test function
+            (checked at every call, at the points where that part is finite).
+        """
         fn = form_function(form)
 
         def run(hess):
-            return np.asarray(fn(self.probe(axis=0, naxes=1, hess=hess), w))
+            return np.asarray(fn(self.probe(axis=0, naxes=1, hess=hess, zero=True), w))
 
         r, hess = self.call_form(form, 1, run)
         J = self.n_jets[hess]
-        r = np.broadcast_to(r, (J, self.nelems, self.nqp)) * self.dx
+        r = _one_number(r, (J + 1, self.nelems, self.nqp))
+        if _has_part(r[J]):
+            raise InvalidForm(not_linear("residual", "test function"))
+        r = r[:J] * self.dx
         return np.moveaxis(r, 0, 2), hess
 
     def linear(self, form, w: FormExtraParams | None = None, **kwargs) -> np.ndarray:

@@ -24,8 +24,9 @@ from __future__ import annotations
 import math
 import numpy as np
 
-from .core.jit import njit
+from .assembly import named_term
 from .core import ROUNDOFF_FACTOR
+from .core.jit import njit
 from .terms import complex_step_tangent
 
 __all__ = ["FiberPart", "fiber_part", "sum_rows", "vector_norm"]
@@ -103,8 +104,9 @@ def fiber_part(model, u, v, a, t: float, *, c_v: float, c_a: float, load_factor:
         else:
             Ke = np.zeros((asm.nelems,) + (asm.nbfun,) * 2)
         for term in numpy_terms:
-            Ke = Ke + (complex_step_tangent(term.residual, asm, w) if term.tangent is None
-                       else asm.bilinear(term.tangent, w))
+            with named_term(term.name):
+                Ke = Ke + (complex_step_tangent(term.residual, asm, w) if term.tangent is None
+                           else asm.bilinear(term.tangent, w))
         return Ke
 
     w = None
@@ -132,7 +134,8 @@ def fiber_part(model, u, v, a, t: float, *, c_v: float, c_a: float, load_factor:
             w = model.coefficients(u, v, t, c_v=c_v, a=a, c_a=c_a)
             lam = w["lam"]
         for term in numpy_terms:
-            Ft, Ft_magnitude = asm.linear_vector(term.residual, w, magnitude=True)
+            with named_term(term.name):
+                Ft, Ft_magnitude = asm.linear_vector(term.residual, w, magnitude=True)
             R += Ft
             magnitude = magnitude + Ft_magnitude
             ref = max(ref, vector_norm(Ft))

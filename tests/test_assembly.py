@@ -6,6 +6,7 @@ from skfem.helpers import dot
 
 import skfiber as sf
 from skfiber import forms
+from skfiber.assembly import InvalidForm
 from skfiber.terms import d2
 
 from conftest import straight_model
@@ -96,3 +97,37 @@ def test_interpolation_equals_skfem(model_and_w, rng):
 def test_tangent_is_banded():
     model, _ = straight_model(6, fibers=3)
     assert model.discretization.assembler.bandwidth == 11
+
+
+@pytest.mark.parametrize("form, mistake", [
+    (LinearForm(lambda v, w: w.J * v), r"returns \(3,\) values per point, not one number"),
+    (LinearForm(lambda v, w: w.J * (1.0 + v[0])), "residual form is not linear in the test function"),
+    (LinearForm(lambda v, w: w.J), "residual form is not linear in the test function"),
+])
+def test_a_linear_form_that_is_not_one_linear_number_is_refused(model_and_w, form, mistake):
+    """skfem's own assembly runs these forms (a constant part is integrated against every basis function as
+    if it were one); the batched evaluation refuses them, naming the fix."""
+    model, w = model_and_w
+    with pytest.raises(InvalidForm, match=mistake):
+        model.discretization.assembler.linear(form, w)
+
+
+@pytest.mark.parametrize("form, mistake", [
+    (BilinearForm(lambda u, v, w: dot(u, v) * w.J + v[0]), "tangent form is not linear in the trial function"),
+    (BilinearForm(lambda u, v, w: dot(u, v) * w.J + u[0]), "tangent form is not linear in the test function"),
+    (BilinearForm(lambda u, v, w: u * v), r"returns \(3,\) values per point"),
+])
+def test_a_bilinear_form_that_is_not_bilinear_is_refused(model_and_w, form, mistake):
+    model, w = model_and_w
+    with pytest.raises(InvalidForm, match=mistake):
+        model.discretization.assembler.bilinear(form, w)
+
+
+def test_a_part_without_the_test_function_is_found_where_it_is_finite(model_and_w):
+    """The check looks at the finite values only: a NaN state is the residual's own report, not the form's."""
+    model, w = model_and_w
+    asm = model.discretization.assembler
+    w_nan = type(w)(w)
+    w_nan["S"] = np.where(np.arange(w["S"].size).reshape(w["S"].shape) == 0, np.nan, w["S"])
+    r = asm.linear(forms.internal_force, w_nan)
+    assert np.isnan(r[0]).any() and np.isfinite(r[1:]).all()

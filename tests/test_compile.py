@@ -256,17 +256,30 @@ def test_tracer_names_the_construct(form, construct):
     (lambda v, w: w.J * v, "values per point, not one number: contract it with the test function"),
     (lambda v, w: w.J + v[0], "not linear in the test function .* multiply every part by the test function"),
 ])
-def test_a_wrong_form_is_an_error_naming_the_term_and_the_fix(form, mistake):
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_wrong_form_is_an_error_naming_the_term_and_the_fix(form, mistake, compiled):
     """A residual form that is wrong whatever evaluates it (not one number per point, a part without the
-    test function) is refused when the model compiles it, not run with numpy (which would crash inside
-    numpy, or run with wrong forces)."""
+    test function) is refused by the form compiler and by the numpy path alike (before the numpy check,
+    ``Model(compiled=False)`` crashed inside numpy, or ran with wrong forces)."""
     with pytest.raises(InvalidForm, match=mistake):
         trace(form, traced_coefficients())
     fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=3)
-    model = sf.Model([fiber])
+    model = sf.Model([fiber], compiled=compiled)
     model.fix(fiber, "start")
     model.add_term(sf.Term(LinearForm(form), name="mistake"))
-    with pytest.raises(ValueError, match="the term 'mistake': .*" + mistake):
+    with pytest.raises(InvalidForm, match="the term 'mistake': .*" + mistake):
+        sf.simulate(model, t_end=0.01, dt=0.01, progress=False)
+
+
+def test_an_untraceable_wrong_form_is_refused_on_the_numpy_path():
+    """A form the compiler cannot trace runs with numpy; a part of it without the test function is refused
+    there (it would add the same force to every d.o.f. of an element)."""
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=3)
+    model = sf.Model([fiber])
+    model.fix(fiber, "start")
+    model.add_term(sf.Term(LinearForm(lambda v, w: np.maximum(w.J, 0.5) * (1.0 + v[0])), name="untraceable"))
+    with pytest.warns(RuntimeWarning, match="'untraceable' cannot be compiled"), \
+            pytest.raises(InvalidForm, match="the term 'untraceable': the residual form is not linear"):
         sf.simulate(model, t_end=0.01, dt=0.01, progress=False)
 
 

@@ -33,11 +33,12 @@ import time
 import numpy as np
 import sympy as sp
 
+from ..assembly import named_term
 from ..core.warn import warn
 from .cache import forget_module, load_module
 from .codegen import (abstract_numbers, basis_products, branch_expressions, gather_table, kernel_source,
                       product_layouts, tangent_pairs)
-from .tracer import InvalidForm, Traced, Untraceable, trace, trace_tangent, traced_coefficients
+from .tracer import Traced, Untraceable, trace, trace_tangent, traced_coefficients
 
 __all__ = ["FormKernel", "KernelOutput"]
 
@@ -169,13 +170,12 @@ class FormKernel:
                 if name in self.untraced:
                     continue
                 try:
-                    integrands[-1] = trace(form, w)
-                    if tangent_form is not None:
-                        w_t = type(w)(w)
-                        w_t.update(c_v=Traced(sp.Symbol("c_v", real=True)), c_a=Traced(sp.Symbol("c_a", real=True)))
-                        tangents[-1] = trace_tangent(tangent_form, w_t)
-                except InvalidForm as error:
-                    raise InvalidForm(f"the term {name!r}: {error}") from None
+                    with named_term(name):
+                        integrands[-1] = trace(form, w)
+                        if tangent_form is not None:
+                            w_t = type(w)(w)
+                            w_t.update(c_v=Traced(sp.Symbol("c_v", real=True)), c_a=Traced(sp.Symbol("c_a", real=True)))
+                            tangents[-1] = trace_tangent(tangent_form, w_t)
                 except Untraceable as error:
                     if law_error is not None and (_uses_stress(form) or _uses_stress(tangent_form)):
                         error = law_error  # the law, not the form, cannot be traced

@@ -33,6 +33,8 @@ import sympy as sp
 from skfem.assembly.form.form import FormExtraParams
 from skfem.element import DiscreteField
 
+from ..assembly import InvalidForm, not_linear, not_one_number
+
 __all__ = ["Untraceable", "InvalidForm", "Traced", "JET_FIELDS", "SCALARS", "jet_symbols", "test_symbols",
            "trial_symbols", "symbolic_field", "traced_coefficients", "trace", "trace_tangent", "N_JETS"]
 
@@ -51,11 +53,6 @@ class Untraceable(Exception):
     def __init__(self, construct: str):
         super().__init__(construct)
         self.construct = construct
-
-
-class InvalidForm(ValueError):
-    """A form that is wrong whatever evaluates it: a residual form that does not give one number per point
-    linear in the test function (a tangent form: bilinear in the trial and test functions)."""
 
 
 def _as_expr(value):
@@ -256,16 +253,12 @@ def trace(form, w: FormExtraParams, *, zero_without=()) -> sp.Expr:
         raise Untraceable(f"{type(error).__name__}: {error}") from error
     value = np.asarray(out, dtype=object)
     if value.size != 1:
-        raise InvalidForm(f"the form returns {value.shape} values per point, not one number: contract it with the "
-                          "test function, e.g. dot(f, v) * w.J for a vector f")
+        raise InvalidForm(not_one_number(value.shape))
     value = value.reshape(()).item()
     expr = _as_expr(value)
     if expr is NotImplemented:
         raise Untraceable(f"the form returns a {type(value).__name__}, not a number")
     for symbols, what in ((test_symbols(), "test function"), (list(zero_without), "trial function")):
         if symbols and expr.xreplace({s: 0 for s in symbols}) != 0:
-            example = "dot(f, v) * w.J" if what == "test function" else "dot(K @ u, v) * w.J (u and v in every part)"
-            kind = "residual" if what == "test function" else "tangent"
-            raise InvalidForm(f"the {kind} form is not linear in the {what} (it has a part without it): multiply "
-                              f"every part by the {what}, e.g. {example}")
+            raise InvalidForm(not_linear("residual" if what == "test function" else "tangent", what))
     return expr
