@@ -3,6 +3,7 @@ import io
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -277,6 +278,81 @@ def test_ctrl_c_in_a_serial_study_writes_the_table_and_says_how_to_resume(tmp_pa
     table = tmp_path / "results.csv"
     assert table.exists() or (tmp_path / "results.parquet").exists()
     assert StudyFolder(tmp_path).finished() == {0, 1}
+
+
+_SLOW_STUDY = """
+import sys, time
+from skfiber.study import Parameter, run_study
+
+def slow(params):
+    time.sleep(1.0)
+    return {"y": params["a"]}
+
+try:
+    run_study(slow, [Parameter("a", 0.0, 1.0)], design="grid", n=40, out=sys.argv[1], workers=2, progress=False)
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="process groups and SIGINT are POSIX")
+def test_ctrl_c_in_a_study_on_a_local_cluster_stops_it_cleanly(tmp_path):
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) during a study on the local cluster:
+    the study writes its table, says how to resume and exits, and the workers print no tracebacks.  Before,
+    every worker died with its own traceback, and closing the cluster of dead workers could hang."""
+    import signal
+    import subprocess
+
+    out = tmp_path / "study"
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_STUDY, str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / "runs.jsonl").exists() or not (out / "runs.jsonl").read_text().strip():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no run finished within 120 s"
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, stderr
+    assert "study: interrupted;" in stderr and "the same call resumes it" in stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    done = len(StudyFolder(out).finished())
+    assert 1 <= done < 40 and (out / "results.csv").exists() or (out / "results.parquet").exists()
+
+
+def _nap(params):
+    time.sleep(1.0)
+    return {"y": params["a"]}
+
+
+def test_ctrl_c_in_a_study_on_the_user_s_cluster_cancels_its_runs(tmp_path):
+    """The user's cluster goes on after Ctrl-C; the study's runs still waiting on it are cancelled."""
+    from distributed import Client, LocalCluster
+
+    from skfiber.study.execute import _run_on_dask
+
+    rows = [{"a": float(a)} for a in range(12)]
+    seen = []
+
+    def record(rec, series):
+        seen.append(rec["run"])
+        raise KeyboardInterrupt  # Ctrl-C while the first finished run is recorded
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        with pytest.raises(KeyboardInterrupt):
+            _run_on_dask(_nap, rows, list(range(12)), record, scheduler=client, workers=None, warmup=None, retries=0)
+        for _ in range(40):  # 2 s: the 11 runs not yet recorded would take 11 s
+            left = client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
+            if left == 0:
+                break
+            time.sleep(0.05)
+        assert left == 0 and len(seen) == 1
 
 
 @pytest.mark.parametrize("max_runs", [3, 6, 10])

@@ -24,10 +24,13 @@ Examples
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import signal
 import socket
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -213,12 +216,51 @@ def local_cluster(workers: int):
     """The ``LocalCluster`` a study starts: ``workers`` single-threaded worker processes, no dashboard, and
     the settings :data:`QUIET_WORKERS`: the workers' statistical profiler off (it samples the running
     task's stack every 10 ms for a dashboard the study does not show, and slowed the tasks measurably)
-    and their other periodic wake-ups rarer (``docs/performance.md``)."""
+    and their other periodic wake-ups rarer (``docs/performance.md``).
+
+    The worker processes ignore Ctrl-C (SIGINT, which a terminal sends to every process of the job): the
+    study's own process stops them.  Before, each worker died with a traceback of its own, and closing
+    the cluster of dead workers could hang."""
     import dask
     from distributed import LocalCluster
 
-    with dask.config.set(QUIET_WORKERS):
+    with dask.config.set(QUIET_WORKERS), _sigint_ignored():
         return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+
+
+@contextlib.contextmanager
+def _sigint_sets(stop: threading.Event):
+    """Within it (in the main thread), Ctrl-C sets ``stop`` for the loop that waits for the runs to raise
+    KeyboardInterrupt where it can stop cleanly (a KeyboardInterrupt raised by Python's own handler can land
+    in dask's callbacks, which swallow it); a second Ctrl-C raises at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def on_sigint(signum, frame):
+        stop.set()
+        signal.signal(signal.SIGINT, previous)
+
+    signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    """SIGINT ignored within (in the main thread; elsewhere, where signals cannot be set, nothing changes):
+    processes started within inherit that, and Python leaves an ignored SIGINT ignored at their start."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, out, seed: int = 0,
@@ -306,19 +348,33 @@ def _run_on_dask(run, rows, todo, record, *, scheduler, workers, warmup, retries
     from distributed import as_completed
 
     client, own = connect(scheduler, workers)
+    stop = threading.Event()
+    futures: dict = {}
     try:
         if warmup is not None:
             client.register_plugin(warmup_plugin(warmup))
         futures = {client.submit(execute_run, run, k, rows[k], kernel_threads=1, pure=False, retries=retries): k
                    for k in todo}
-        for future in as_completed(futures):
-            k = futures[future]
-            try:
-                rec, series = future.result()
-            except Exception as err:  # the task itself failed: its workers died more than allowed
-                rec, series = dict(run=k, params=rows[k], status="failed", error=f"{type(err).__name__}: {err}",
-                                   outputs={}, wall_s=float("nan"), worker=""), None
-            record(rec, series)
+        finished = as_completed(futures)
+        with _sigint_sets(stop):
+            while not finished.is_empty():
+                if stop.is_set():
+                    raise KeyboardInterrupt
+                batch = finished.next_batch(block=False)
+                if not batch:
+                    stop.wait(0.1)
+                for future in batch:
+                    k = futures[future]
+                    try:
+                        rec, series = future.result()
+                    except Exception as err:  # the task itself failed: its workers died more than allowed
+                        rec, series = dict(run=k, params=rows[k], status="failed", outputs={}, worker="",
+                                           error=f"{type(err).__name__}: {err}", wall_s=float("nan")), None
+                    record(rec, series)
+    except KeyboardInterrupt:
+        if not own and futures:  # the user's cluster goes on: this study's runs on it stop
+            client.cancel(list(futures))
+        raise
     finally:
         if own:
             client.close()
