@@ -472,7 +472,9 @@ def main(argv: list[str] | None = None) -> dict | int:
     """Run the three tests and print the tables and the summary line (130 when Ctrl-C stopped them)."""
     parser = ArgumentParser(description="The elbow with a biceps of many fibers (isometric, isokinetic "
                                         "and swelling tests).")
-    parser.add_argument("--fibers", type=int, default=36, help="fibers of the biceps, two heads (default 36)")
+    parser.add_argument("--fibers", type=int, default=36,
+                        help="fibers of the biceps, two heads (default 36); each has a 2 mm belly radius, so the "
+                             "muscle grows with their number: 36 make about 4.5 cm² and 410 N, a biceps")
     parser.add_argument("--elements", type=positive_int, default=8, help="elements per fiber (default 8)")
     parser.add_argument("--dt", type=positive_float, default=0.01, help="time step (s, default 0.01)")
     parser.add_argument("--angles", type=float, nargs="+", default=list(ISOMETRIC_ANGLES),

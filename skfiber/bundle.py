@@ -29,6 +29,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .core.jit import njit
+from .core.numbers import checked_real
 from .fiber import Fiber
 
 __all__ = ["LAYOUTS", "INSERTION_LAYOUTS", "packing", "row_order", "bundle", "bundle_points", "bundle_curves",
@@ -346,9 +347,7 @@ def bundle_curves(origin: Sequence[float], insertion: Sequence[float], n_fibers:
     for label, value in (("clearance", clearance), ("origin_scale", origin_scale),
                          ("insertion_scale", insertion_scale)) + ((("belly_scale", belly_scale),)
                                                                   if belly_scale is not None else ()):
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
-                or not math.isfinite(value) or not value > 0:
-            raise ValueError(f"{label} must be a finite number > 0, got {value!r}")
+        checked_real(label, value, above=0)
     axis = line / length
     if up is None:
         up = np.eye(3)[int(np.argmin(np.abs(axis)))]

@@ -10,12 +10,12 @@ True
 """
 from __future__ import annotations
 
-import math
 from typing import Iterable
 
 import numpy as np
 
 from .core import State
+from .core.numbers import checked_real
 from .model import Model
 
 __all__ = ["check_tangent"]
@@ -77,9 +77,8 @@ def check_tangent(
     >>> sf.check_tangent(model, parts=["internal_force"]) < 1e-6   # one term, statics
     True
     """
-    if dt is not None and not (isinstance(dt, (int, float, np.floating, np.integer)) and not isinstance(dt, bool)
-                               and math.isfinite(dt) and dt > 0):
-        raise ValueError(f"dt must be a finite time step > 0 in s, or None for statics; got {dt!r}")
+    if dt is not None:
+        checked_real("dt", dt, above=0, unit="s", hint="; give a time step, or None for statics")
     if isinstance(directions, bool) or not isinstance(directions, (int, np.integer)) or directions < 1:
         raise ValueError(f"directions must be an integer ≥ 1 (random directions to check), got {directions!r}")
     rng = np.random.default_rng(seed)

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import inspect
 import math
-import numbers
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
 
+from .core.numbers import checked_real
 from .materials import StressLaw, paper_law
 
 __all__ = ["Fiber", "MIN_LENGTH"]
@@ -140,9 +140,7 @@ class Fiber:
                 "or Fiber.polyline for points"
             )
         _check_law(self.law)
-        if (isinstance(self.density, (bool, np.bool_)) or not isinstance(self.density, numbers.Real)
-                or not math.isfinite(self.density) or self.density <= 0):
-            raise ValueError(f"density must be a finite number > 0 (kg/m³), got {self.density!r}")
+        checked_real("density", self.density, above=0, unit="kg/m³")
         r0 = _evaluate_scalar(self.radius, _SAMPLES, "radius")
         if not np.all(np.isfinite(r0)) or np.any(r0 <= 0):
             raise ValueError(

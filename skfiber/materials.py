@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
 from dataclasses import KW_ONLY, dataclass
 from typing import Callable, Protocol, runtime_checkable
 
@@ -30,6 +29,7 @@ import numpy as np
 import sympy as sp
 
 from .compile.codegen import cse_products
+from .core.numbers import checked_real
 
 __all__ = [
     "MaterialPoint",
@@ -294,8 +294,7 @@ def law_from_function(function: Callable, *, name: str | None = None) -> Symboli
 
 def _check_finite(**params: float) -> None:
     for key, value in params.items():
-        if not isinstance(value, (int, float, np.floating, np.integer)) or not math.isfinite(value):
-            raise ValueError(f"{key} must be a finite number, got {value!r}")
+        checked_real(key, value)
 
 
 def _check_nonnegative(**params: float) -> None:

@@ -46,6 +46,7 @@ import numpy as np
 from .adaptive import error_control, simulate_adaptive
 from .coupling import body_cylinders
 from .core import AdaptiveCursor, State, StepCounts, output_grid
+from .core.numbers import checked_real
 from .fiber_step import decide_compiled_step
 from .io import Checkpoint, VTKSeries, atomic_temporaries, load_checkpoint, model_fingerprint, save_checkpoint
 from .model import Model
@@ -505,8 +506,7 @@ def run_simulation(
             continue
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{key} must be an integer ≥ 1, got {value!r}")
-    if not (isinstance(dt, (int, float, np.floating)) and math.isfinite(dt) and dt > 0):
-        raise ValueError(f"dt must be a finite number > 0, got {dt!r}")
+    checked_real("dt", dt, above=0)
     adaptive = adaptive_scheme(method=method, dt=dt, rtol=rtol, atol=atol)
     if not isinstance(newton_options, NewtonOptions):
         raise TypeError(f"newton_options must be a skfiber.NewtonOptions, got {type(newton_options).__name__}")

@@ -19,6 +19,7 @@ import numpy as np
 
 from .contact.base import STEP_HINT
 from .core import ConvergenceError, NewtonOptions, State, check_state
+from .core.numbers import checked_real
 from .coupling import CoupledProblem
 from .linalg import ConstrainedSolver
 from .model import Model
@@ -318,5 +319,4 @@ def check_supported(model: Model) -> None:
 def check_finite_time(**values: float) -> None:
     """ValueError naming the first of ``values`` that is not a finite number."""
     for key, value in values.items():
-        if not isinstance(value, (int, float, np.floating, np.integer)) or not math.isfinite(value):
-            raise ValueError(f"{key} must be a finite number, got {value!r}")
+        checked_real(key, value)

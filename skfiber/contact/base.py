@@ -11,13 +11,13 @@ Examples
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from ..core.jit import njit
+from ..core.numbers import checked_real
 
 __all__ = ["PenaltyLaw", "ContactEvaluation", "BlockContactEvaluation", "block_triplets", "Contact", "margins_kept",
            "penalty_force", "STEP_HINT"]
@@ -44,11 +44,7 @@ class PenaltyLaw:
 
     def __post_init__(self):
         for name in ("stiffness", "gamma"):
-            value = getattr(self, name)
-            if (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.floating, np.integer))
-                    or not math.isfinite(value) or value <= 0):
-                symbol = "κ" if name == "stiffness" else "γ"
-                raise ValueError(f"contact {name} {symbol} must be a finite number > 0, got {value!r}")
+            checked_real(f"contact {name} {'κ' if name == 'stiffness' else 'γ'}", getattr(self, name), above=0)
 
     def force(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """F(g) ≥ 0 and dF/dg; NaN where 1 + γ g ≤ 0 (inadmissible)."""

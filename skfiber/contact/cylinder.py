@@ -93,13 +93,14 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..core.numbers import checked_real
 from . import cylinder_kernels as ck
 from .base import ContactEvaluation, PenaltyLaw
 from .cylinder_body import CylinderBodyLoad, body_pose_function
 from .cylinder_line_force import penalty_line_force
 from .cylinder_points import (CylinderGaps, CylinderPoints, CylinderState, check_admissible, kernel_vector,
                               state_vector)
-from .cylinder_pose import CylinderPose, check_pose_step, make_pose, positive_number, vector_norm
+from .cylinder_pose import CylinderPose, check_pose_step, make_pose, vector_norm
 from .cylinder_safeguard import bound_step, trial_step
 from .cylinder_search import CylinderSearch
 from .geometry import gauss_legendre
@@ -165,12 +166,10 @@ class CylinderContact:
     ):
         if not isinstance(law, PenaltyLaw):
             raise TypeError(f"law must be a PenaltyLaw(stiffness=κ, gamma=γ), got {law!r}")
-        if not positive_number(radius):
-            raise ValueError(f"cylinder radius r_RB must be a finite number > 0 (m), got {radius!r}; "
-                             "give the radius of the rigid cylinder in metres")
-        if length is not None and not positive_number(length):
-            raise ValueError(f"cylinder length must be a finite number > 0 (m), or None for an infinite "
-                             f"cylinder; got {length!r}")
+        checked_real("cylinder radius r_RB", radius, above=0, unit="m",
+                     hint="; give the radius of the rigid cylinder in metres")
+        if length is not None:
+            checked_real("cylinder length", length, above=0, unit="m", hint="; or None for an infinite cylinder")
         if isinstance(quadrature_points, bool) or not isinstance(quadrature_points, (int, np.integer)) \
                 or not 1 <= quadrature_points <= 64:
             raise ValueError(f"contact quadrature_points must be an integer in 1 … 64 (the paper uses 5), "

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["CylinderPose", "make_pose", "pose_key", "vector_norm", "positive_number", "turn_bound",
+__all__ = ["CylinderPose", "make_pose", "pose_key", "vector_norm", "turn_bound",
            "check_pose_step"]
 
 
@@ -53,22 +53,6 @@ def _vector(value, name: str, fix: str) -> np.ndarray:
     if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
         raise ValueError(f"cylinder {name} must be finite, got {arr.tolist()}; {fix}")
     return arr
-
-
-def positive_number(value) -> bool:
-    """Whether ``value`` is a finite real number > 0 (not a bool).
-
-    Parameters
-    ----------
-    value
-        Anything.
-
-    Returns
-    -------
-    bool
-    """
-    return (not isinstance(value, bool) and isinstance(value, (int, float, np.floating, np.integer))
-            and math.isfinite(value) and value > 0)
 
 
 def vector_norm(v: np.ndarray) -> float:

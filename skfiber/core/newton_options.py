@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from .numbers import is_real
 
 __all__ = ["NewtonOptions", "with_window"]
 
@@ -103,8 +104,7 @@ class NewtonOptions:
         for key in ("rtol", "atol", "safeguard", "min_step", "line_search_decrease", "reuse_max_rate",
                     "reuse_max_change", "linear_fraction"):
             value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-                    or not math.isfinite(value):
+            if not is_real(value):
                 raise TypeError(f"{key} must be a finite number, got {value!r}")
         for key in ("max_iterations", "line_search"):
             value = getattr(self, key)

@@ -50,6 +50,7 @@ import numpy as np
 
 from .bdf import error_constant, error_weights, interpolate
 from .errors import ConvergenceError
+from .numbers import checked_real
 
 __all__ = ["ErrorControl", "StepCounts", "AdaptiveCursor", "run_adaptive", "output_grid", "DEFAULT_OUTPUT_INTERVALS"]
 
@@ -79,15 +80,13 @@ class ErrorControl:
 
     def __post_init__(self):
         for name in ("rtol", "atol", "h_min", "h_max"):
-            value = getattr(self, name)
-            if not (value >= 0 and math.isfinite(value)):
-                raise ValueError(f"{name} must be a finite number ≥ 0, got {value!r}")
+            checked_real(name, getattr(self, name), at_least=0)
         if not (self.rtol > 0 or self.atol > 0):
             raise ValueError("rtol and atol are both 0: give a positive tolerance (e.g. rtol=1e-4, atol=1e-7)")
         if not 0 < self.h_min <= self.h_max:
             raise ValueError(f"need 0 < h_min ≤ h_max, got h_min = {self.h_min!r}, h_max = {self.h_max!r}")
-        if self.h_initial is not None and not (self.h_initial > 0 and math.isfinite(self.h_initial)):
-            raise ValueError(f"h_initial must be > 0, got {self.h_initial!r}")
+        if self.h_initial is not None:
+            checked_real("h_initial", self.h_initial, above=0)
         if not 1.0 < self.max_growth < 1.0 + math.sqrt(2.0):
             raise ValueError(f"max_growth must lie in (1, 1 + √2) (BDF2's zero-stability), got {self.max_growth!r}")
 

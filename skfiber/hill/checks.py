@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 
+from ..core.numbers import is_real
+
 __all__ = ["ROOT_EPS", "SIGNIFICANT_REAL", "check_range", "check_positive"]
 
 #: √ε of doubles: the smallest gap the curve constructors accept between their points
@@ -35,14 +37,14 @@ def check_range(name: str, value: float, low: float, high: float, *, low_open: b
     low, high : the interval's ends; ``low_open`` / ``high_open`` exclude them.
     hint : text appended to the message (e.g. the interval in terms of other parameters).
     """
-    ok_low = value > low if low_open else value >= low
-    ok_high = value < high if high_open else value <= high
-    if not (ok_low and ok_high and math.isfinite(value)):
+    ok_low = is_real(value) and (value > low if low_open else value >= low)
+    ok_high = ok_low and (value < high if high_open else value <= high)
+    if not ok_high:
         interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
         raise ValueError(f"{name}={value!r} is outside the allowed range {interval}{hint}")
 
 
 def check_positive(name: str, value: float) -> None:
     """Raise ValueError unless `value` is a positive finite number."""
-    if not (math.isfinite(value) and value > 0):
+    if not (is_real(value) and value > 0):
         raise ValueError(f"{name}={value!r} must be a positive finite number")

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..core import ConvergenceError, ErrorControl, StepCounts, output_grid, run_adaptive
 from ..core.bdf import anchor
+from ..core.numbers import checked_real
 from ..core.warn import warn
 from .backward_euler import backward_euler_rigid
 from .element_states import check_states, element_state_names, initial_element_states, layout_size, state_layout
@@ -152,8 +153,8 @@ def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float | None =
         raise ValueError(f"error control (rtol/atol) needs method='bdf2', got method={method!r}")
     if dt is None and not adaptive:
         raise ValueError("give dt (fixed steps), or rtol and/or atol with method='bdf2' (adaptive steps)")
-    if dt is not None and not (dt > 0 and math.isfinite(dt)):
-        raise ValueError(f"dt must be > 0, got {dt!r}")
+    if dt is not None:
+        checked_real("dt", dt, above=0)
     if not t_end > t0:
         raise ValueError(f"t_end must be > t0 = {t0}, got {t_end!r}")
     layout = state_layout(system)

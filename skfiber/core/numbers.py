@@ -1,0 +1,75 @@
+"""Numbers given by users: one definition of "a finite real number", and the error that names a bad one.
+
+A finite real number is a Python or numpy integer or float, or a 0-d numpy array of one, that is finite;
+``True`` and ``False`` are not numbers here (``dt=True`` is a mistake, not a step of 1 s).
+
+Examples
+--------
+>>> from skfiber.core.numbers import checked_real, is_real
+>>> is_real(0.5), is_real(True), is_real(float("nan")), is_real("1")
+(True, False, False, False)
+>>> checked_real("density", 1060, above=0, unit="kg/m³")
+1060.0
+>>> checked_real("density", -1.0, above=0, unit="kg/m³")
+Traceback (most recent call last):
+    ...
+ValueError: density must be a finite number > 0 (kg/m³), got -1.0
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+__all__ = ["is_real", "checked_real"]
+
+
+def _scalar(value):
+    """A 0-d numpy array's item; anything else as is."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value.item()
+    return value
+
+
+def is_real(value) -> bool:
+    """Whether ``value`` is a finite real number (module notes): not a bool, not NaN or ±∞, not a string."""
+    value = _scalar(value)
+    return (not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real)
+            and math.isfinite(value))
+
+
+def checked_real(name: str, value, *, above: float | None = None, at_least: float | None = None,
+                 unit: str = "", hint: str = "") -> float:
+    """``value`` as a float, or a ValueError naming ``name`` and the value.
+
+    Parameters
+    ----------
+    name
+        What the value is, as the message names it (``"dt"``, ``"contact stiffness κ"``).
+    value
+        Anything.
+    above, at_least
+        The bound the value must keep: > ``above``, ≥ ``at_least`` (none by default).
+    unit
+        Its unit, shown after the condition (``"m"``, ``"kg/m³"``).
+    hint
+        Text appended to the message (the fix).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        "``name`` must be a finite number > ``above`` (``unit``), got ``value``" and the hint.
+    """
+    ok = is_real(value)
+    if ok:
+        number = float(_scalar(value))
+        ok = (above is None or number > above) and (at_least is None or number >= at_least)
+    if not ok:
+        bound = (f" > {above:g}" if above is not None else "") + (f" ≥ {at_least:g}" if at_least is not None else "")
+        raise ValueError(f"{name} must be a finite number{bound}{f' ({unit})' if unit else ''}, got {value!r}{hint}")
+    return number
