@@ -65,11 +65,16 @@ def not_linear(kind: str, what: str) -> str:
 
 @contextlib.contextmanager
 def named_term(name: str):
-    """Within it, an :class:`InvalidForm` names the term ``name`` it comes from."""
+    """Within it, an :class:`InvalidForm` names the term ``name`` it comes from, and any other error raised
+    by evaluating the term's forms gets a note naming it (Python ≥ 3.11)."""
     try:
         yield
     except InvalidForm as error:
         raise InvalidForm(f"the term {name!r}: {error}") from None
+    except Exception as error:
+        if hasattr(error, "add_note"):
+            error.add_note(f"(raised while skfiber evaluated the term {name!r})")
+        raise
 
 
 def _one_number(values: np.ndarray, shape: tuple) -> np.ndarray:

@@ -1,4 +1,5 @@
 """The form compiler (skfiber.compile): the generated kernel is the forms, its tangents are their derivatives."""
+import sys
 import warnings
 
 import numpy as np
@@ -378,3 +379,29 @@ def test_a_symbolic_law_pickles_before_and_after_its_first_call():
         response = copy(point)
         assert np.array_equal(response.stress, expected.stress)
         assert np.array_equal(response.d_stretch_rate, expected.d_stretch_rate)
+
+
+def test_a_form_that_returns_zero_is_accepted():
+    """``return 0.0`` is a sympy Float, not equal to the integer 0: it was refused as "not linear"."""
+    assert trace(lambda v, w: 0.0, traced_coefficients()).is_zero
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=3)
+    model = sf.Model([fiber])
+    model.fix(fiber, "start")
+    model.add_term(sf.Term(LinearForm(lambda v, w: 0.0), name="nothing"))
+    assert "nothing" in model.form_kernel.names
+
+
+def test_a_tangent_form_with_a_part_without_the_test_function_is_called_a_tangent_form():
+    with pytest.raises(InvalidForm, match="the tangent form is not linear in the test function"):
+        sf.compile.tracer.trace_tangent(lambda u, v, w: dot(u, v) * w.J + u[0], traced_coefficients())
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes are Python 3.11+")
+def test_an_error_inside_a_form_on_the_numpy_path_names_the_term():
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=3)
+    model = sf.Model([fiber], compiled=False)
+    model.fix(fiber, "start")
+    model.add_term(sf.Term(LinearForm(lambda v, w: w.xdot * v * w.J), name="elementwise"))
+    with pytest.raises(ValueError) as error:
+        sf.simulate(model, t_end=0.01, dt=0.01, progress=False)
+    assert "the term 'elementwise'" in " ".join(getattr(error.value, "__notes__", []))

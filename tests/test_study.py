@@ -281,48 +281,120 @@ def test_ctrl_c_in_a_serial_study_writes_the_table_and_says_how_to_resume(tmp_pa
 
 
 _SLOW_STUDY = """
-import sys, time
+import os, sys, time
+from pathlib import Path
 from skfiber.study import Parameter, run_study
 
 def slow(params):
-    time.sleep(1.0)
+    marker = Path(sys.argv[2])
+    if params["a"] == 0.0 and not marker.exists():   # "restarted": this run kills its worker once
+        marker.write_text("")
+        os._exit(1)
+    time.sleep(0.5)
     return {"y": params["a"]}
 
-try:
-    run_study(slow, [Parameter("a", 0.0, 1.0)], design="grid", n=40, out=sys.argv[1], workers=2, progress=False)
-except KeyboardInterrupt:
-    sys.exit(130)
+if __name__ == "__main__":
+    try:
+        run_study(slow, [Parameter("a", 0.0, 1.0)], design="grid", n=12, out=sys.argv[1], workers=2, progress=False)
+    except KeyboardInterrupt:
+        sys.exit(130)
 """
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="process groups and SIGINT are POSIX")
-def test_ctrl_c_in_a_study_on_a_local_cluster_stops_it_cleanly(tmp_path):
-    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) during a study on the local cluster:
-    the study writes its table, says how to resume and exits, and the workers print no tracebacks.  Before,
-    every worker died with its own traceback, and closing the cluster of dead workers could hang."""
+@pytest.mark.parametrize("when", ["running", "starting", "restarted", "background"])
+def test_ctrl_c_in_a_study_on_a_local_cluster_stops_it_cleanly(tmp_path, when):
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) during a study on the local cluster,
+    while runs are under way, while the cluster starts, or after a worker was restarted: the study writes its
+    table, says how to resume and exits with 130, and the workers print no tracebacks.  Before, every worker
+    died with its own traceback, and closing the cluster of dead workers could hang.  A study started with
+    SIGINT ignored (a background job) ignores it and runs to its end."""
     import signal
     import subprocess
 
-    out = tmp_path / "study"
-    proc = subprocess.Popen([sys.executable, "-c", _SLOW_STUDY, str(out)], stdout=subprocess.PIPE,
+    out, marker = tmp_path / "study", tmp_path / "crashed"
+    if when != "restarted":
+        marker.write_text("")
+    sigint = signal.SIG_IGN if when == "background" else signal.SIG_DFL
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_STUDY, str(out), str(marker)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, sigint))
+    runs = out / "runs.jsonl"
+
+    def workers_done():  # the workers that have recorded a run
+        return {json.loads(line)["worker"] for line in runs.read_text().splitlines()} if runs.exists() else set()
+
+    def there():
+        if when == "starting":
+            return (out / "plan.json").exists()
+        # after a restart: the new worker has recorded a run (the crashed one never did)
+        return len(workers_done()) >= (2 if when == "restarted" else 1)
+
+    try:
+        deadline = time.monotonic() + 120
+        while not there():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the study did not get there within 120 s"
+            time.sleep(0.02)
+        if when == "starting":
+            time.sleep(0.5)  # the cluster's workers are starting
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    done = len(StudyFolder(out).finished())
+    if when == "background":
+        assert proc.returncode == 0 and done == 12, stderr
+        return
+    assert proc.returncode == 130, stderr
+    assert "study: interrupted;" in stderr and "the same call resumes it" in stderr
+    assert done < 12 and ((out / "results.csv").exists() or (out / "results.parquet").exists())
+    assert marker.exists()
+
+
+_SLOW_CALIBRATION = """
+import sys, time
+from pathlib import Path
+import numpy as np
+from skfiber.study import Parameter, calibrate
+
+def line(params):
+    Path(sys.argv[1]).write_text("")   # a run has started
+    time.sleep(0.5)
+    return {"series": {"y": params["a"] * np.linspace(0.0, 1.0, 5)}}
+
+if __name__ == "__main__":
+    try:
+        calibrate(line, [Parameter("a", 0.0, 5.0)], "y", 2.0 * np.linspace(0.0, 1.0, 5), scheduler=None)
+    except KeyboardInterrupt:
+        sys.exit(130)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="process groups and SIGINT are POSIX")
+def test_ctrl_c_in_a_calibration_on_a_local_cluster_stops_it_cleanly(tmp_path):
+    import signal
+    import subprocess
+
+    started = tmp_path / "started"
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_CALIBRATION, str(started)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
-        while not (out / "runs.jsonl").exists() or not (out / "runs.jsonl").read_text().strip():
+        while not started.exists():
             assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "no run finished within 120 s"
-            time.sleep(0.1)
+            assert time.monotonic() < deadline, "no run started within 120 s"
+            time.sleep(0.02)
         os.killpg(proc.pid, signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130, stderr
-    assert "study: interrupted;" in stderr and "the same call resumes it" in stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
-    done = len(StudyFolder(out).finished())
-    assert 1 <= done < 40 and (out / "results.csv").exists() or (out / "results.parquet").exists()
 
 
 def _nap(params):

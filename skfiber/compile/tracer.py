@@ -258,7 +258,9 @@ def trace(form, w: FormExtraParams, *, zero_without=()) -> sp.Expr:
     expr = _as_expr(value)
     if expr is NotImplemented:
         raise Untraceable(f"the form returns a {type(value).__name__}, not a number")
+    kind = "tangent" if zero_without else "residual"
     for symbols, what in ((test_symbols(), "test function"), (list(zero_without), "trial function")):
-        if symbols and expr.xreplace({s: 0 for s in symbols}) != 0:
-            raise InvalidForm(not_linear("residual" if what == "test function" else "tangent", what))
+        part = expr.xreplace({s: 0 for s in symbols}) if symbols else sp.S.Zero
+        if not (part == 0 or part.is_zero):  # (a float 0.0 is a sympy Float, not equal to the integer 0)
+            raise InvalidForm(not_linear(kind, what))
     return expr

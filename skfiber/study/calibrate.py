@@ -22,6 +22,8 @@ Examples
 """
 from __future__ import annotations
 
+import contextlib
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -29,6 +31,8 @@ import numpy as np
 
 from ..threads import threads_of_kernels
 from .design import Parameter
+from .execute import close_own, connect
+from .interrupts import CtrlC, ctrl_c_flag
 
 __all__ = ["CalibrationResult", "calibrate"]
 
@@ -120,12 +124,22 @@ def calibrate(run: Callable[[dict], dict], parameters, series: str, target, *, s
 
     s0 = np.array([unit(p, float(start[p.name])) if p.name in start else 0.5 for p in parameters])
     client, own = None, False
-    if scheduler != "serial":
-        from .execute import connect
-
-        client, own = connect(scheduler)
     count = [0]
     cache: dict = {}
+    interrupt = CtrlC()
+
+    def on_cluster(points: list[dict]) -> list[np.ndarray]:
+        """The series of runs at ``points`` on the cluster; Ctrl-C (:mod:`skfiber.study.interrupts`) cancels
+        them on the user's cluster and raises KeyboardInterrupt."""
+        futures = client.map(_run_series, [run] * len(points), points, [series] * len(points), kernel_threads=1,
+                             pure=False)
+        while not interrupt.requested and not all(f.done() for f in futures):
+            time.sleep(0.05)
+        if interrupt.requested:
+            if not own:
+                client.cancel(futures)
+            raise KeyboardInterrupt
+        return client.gather(futures)
 
     def batch(points) -> list[np.ndarray]:
         todo = [tuple(np.round(s, 15)) for s in points]
@@ -133,8 +147,7 @@ def calibrate(run: Callable[[dict], dict], parameters, series: str, target, *, s
         if client is None:
             results = [_run_series(run, values(np.array(k)), series) for k in new]
         else:
-            results = client.gather(client.map(_run_series, [run] * len(new), [values(np.array(k)) for k in new],
-                                               [series] * len(new), kernel_threads=1, pure=False))
+            results = on_cluster([values(np.array(k)) for k in new])
         count[0] += len(new)
         for k, y in zip(new, results):
             if y.shape != target.shape:
@@ -153,13 +166,13 @@ def calibrate(run: Callable[[dict], dict], parameters, series: str, target, *, s
 
     from scipy.optimize import least_squares
 
-    try:
+    with contextlib.ExitStack() as stack:
+        if scheduler != "serial":  # a serial run stops at Ctrl-C as any Python code does
+            interrupt = stack.enter_context(ctrl_c_flag())
+            client, own = connect(scheduler)
+            if own:
+                stack.callback(close_own, client)
         opt = least_squares(residual, s0, jac=jacobian, bounds=(0.0, 1.0), x_scale=1.0, ftol=tolerance,
                             xtol=tolerance, gtol=tolerance, max_nfev=max_runs // (len(parameters) + 1))
-    finally:
-        if own:
-            client.close()
-            if client.cluster is not None:
-                client.cluster.close()
     found = {p.name: float(p.scale(np.clip(si, 0.0, 1.0))) for p, si in zip(parameters, opt.x)}
     return CalibrationResult(found, float(np.linalg.norm(opt.fun)), count[0], opt)

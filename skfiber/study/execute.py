@@ -24,13 +24,11 @@ Examples
 """
 from __future__ import annotations
 
-import contextlib
 import math
+import multiprocessing
 import os
-import signal
 import socket
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -39,9 +37,10 @@ import numpy as np
 
 from ..threads import threads_of_kernels
 from .design import Parameter, make_design
+from .interrupts import PRELOAD, ctrl_c_flag, forkserver_ignoring_ctrl_c
 from .records import TABLE_COLUMNS, StudyFolder
 
-__all__ = ["StudyResult", "run_study", "warmup_plugin", "connect"]
+__all__ = ["StudyResult", "run_study", "warmup_plugin", "connect", "close_own", "local_cluster"]
 
 
 @dataclass
@@ -201,6 +200,13 @@ def connect(scheduler, workers: int | None = None):
     return Client(scheduler), True
 
 
+def close_own(client) -> None:
+    """Close a client that :func:`connect` made, and the local cluster it started."""
+    client.close()
+    if client.cluster is not None:
+        client.cluster.close()
+
+
 #: dask settings of the clusters a study starts: what wakes a worker while it runs a task, for a dashboard or
 #: diagnostics a study does not show, less often (or never) — the statistical profiler (every 10 ms), the
 #: event-loop health tick (20 ms), the system monitor (0.5 s) and the nanny's memory check (0.1 s)
@@ -216,51 +222,25 @@ def local_cluster(workers: int):
     """The ``LocalCluster`` a study starts: ``workers`` single-threaded worker processes, no dashboard, and
     the settings :data:`QUIET_WORKERS`: the workers' statistical profiler off (it samples the running
     task's stack every 10 ms for a dashboard the study does not show, and slowed the tasks measurably)
-    and their other periodic wake-ups rarer (``docs/performance.md``).
-
-    The worker processes ignore Ctrl-C (SIGINT, which a terminal sends to every process of the job): the
-    study's own process stops them.  Before, each worker died with a traceback of its own, and closing
-    the cluster of dead workers could hang."""
+    and their other periodic wake-ups rarer (``docs/performance.md``).  Its workers ignore Ctrl-C, which
+    the study's process handles (:mod:`skfiber.study.interrupts`)."""
     import dask
     from distributed import LocalCluster
+    from distributed.utils import get_mp_context
 
-    with dask.config.set(QUIET_WORKERS), _sigint_ignored():
-        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
-
-
-@contextlib.contextmanager
-def _sigint_sets(stop: threading.Event):
-    """Within it (in the main thread), Ctrl-C sets ``stop`` for the loop that waits for the runs to raise
-    KeyboardInterrupt where it can stop cleanly (a KeyboardInterrupt raised by Python's own handler can land
-    in dask's callbacks, which swallow it); a second Ctrl-C raises at once."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.getsignal(signal.SIGINT)
-
-    def on_sigint(signum, frame):
-        stop.set()
-        signal.signal(signal.SIGINT, previous)
-
-    signal.signal(signal.SIGINT, on_sigint)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-@contextlib.contextmanager
-def _sigint_ignored():
-    """SIGINT ignored within (in the main thread; elsewhere, where signals cannot be set, nothing changes):
-    processes started within inherit that, and Python leaves an ignored SIGINT ignored at their start."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    settings = {**QUIET_WORKERS, "distributed.worker.preload": [PRELOAD]}
+    env = None
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        # the workers are forked by the fork server, which started with Ctrl-C ignored; it keeps the
+        # environment it started with, so the workers are given this process's (as a spawned worker has it)
+        settings["distributed.worker.multiprocessing-method"] = "forkserver"
+        os.environ.update({k: str(v) for k, v in dask.config.get("distributed.nanny.pre-spawn-environ").items()})
+        env = dict(os.environ)
+    with dask.config.set(settings):
+        if env is not None:
+            get_mp_context()  # dask's choice of the modules the fork server imports, made before it starts
+            forkserver_ignoring_ctrl_c()
+        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, env=env)
 
 
 def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, out, seed: int = 0,
@@ -344,25 +324,25 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
 
 def _run_on_dask(run, rows, todo, record, *, scheduler, workers, warmup, retries) -> None:
     """:func:`run_study`'s runs ``todo`` on a dask cluster (a local one of ``workers`` processes, or
-    ``scheduler``), each handed to ``record(rec, series)`` as it finishes."""
+    ``scheduler``), each handed to ``record(rec, series)`` as it finishes.  Ctrl-C, from the start of the
+    cluster on, stops the study where it waits (:mod:`skfiber.study.interrupts`): KeyboardInterrupt, the
+    runs on the user's cluster cancelled, the study's own cluster closed."""
     from distributed import as_completed
 
-    client, own = connect(scheduler, workers)
-    stop = threading.Event()
-    futures: dict = {}
-    try:
-        if warmup is not None:
-            client.register_plugin(warmup_plugin(warmup))
-        futures = {client.submit(execute_run, run, k, rows[k], kernel_threads=1, pure=False, retries=retries): k
-                   for k in todo}
-        finished = as_completed(futures)
-        with _sigint_sets(stop):
-            while not finished.is_empty():
-                if stop.is_set():
-                    raise KeyboardInterrupt
+    with ctrl_c_flag() as interrupt:
+        client, own = connect(scheduler, workers)
+        futures: dict = {}
+        try:
+            if warmup is not None and not interrupt.requested:
+                client.register_plugin(warmup_plugin(warmup))
+            if not interrupt.requested:
+                futures = {client.submit(execute_run, run, k, rows[k], kernel_threads=1, pure=False,
+                                         retries=retries): k for k in todo}
+            finished = as_completed(futures)
+            while not (interrupt.requested or finished.is_empty()):
                 batch = finished.next_batch(block=False)
                 if not batch:
-                    stop.wait(0.1)
+                    time.sleep(0.1)
                 for future in batch:
                     k = futures[future]
                     try:
@@ -371,12 +351,12 @@ def _run_on_dask(run, rows, todo, record, *, scheduler, workers, warmup, retries
                         rec, series = dict(run=k, params=rows[k], status="failed", outputs={}, worker="",
                                            error=f"{type(err).__name__}: {err}", wall_s=float("nan")), None
                     record(rec, series)
-    except KeyboardInterrupt:
-        if not own and futures:  # the user's cluster goes on: this study's runs on it stop
-            client.cancel(list(futures))
-        raise
-    finally:
-        if own:
-            client.close()
-            if client.cluster is not None:
-                client.cluster.close()
+            if interrupt.requested:
+                raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            if not own and futures:  # the user's cluster goes on: this study's runs on it stop
+                client.cancel(list(futures))
+            raise
+        finally:
+            if own:
+                close_own(client)
