@@ -1,7 +1,10 @@
 """One definition of "a finite real number" for the numbers users give (skfiber.core.numbers), and the
 inputs it refuses where skfiber takes numbers."""
+import fractions
+
 import numpy as np
 import pytest
+import sympy as sp
 
 import skfiber as sf
 from skfiber.contact import PenaltyLaw
@@ -9,14 +12,15 @@ from skfiber.core import ErrorControl
 from skfiber.core.numbers import checked_real, is_real
 
 
-@pytest.mark.parametrize("value", [0, 1, -2.5, 1e300, np.float32(0.5), np.int64(3), np.array(2.0)])
+@pytest.mark.parametrize("value", [0, 1, -2.5, 1e300, 10**300, np.float32(0.5), np.int64(3)])
 def test_real_numbers(value):
     assert is_real(value)
     assert checked_real("x", value) == float(value)
 
 
 @pytest.mark.parametrize("value", [True, False, np.bool_(True), float("nan"), float("inf"), -np.inf, "1", None,
-                                   [1.0], np.array([1.0]), 1 + 0j])
+                                   [1.0], np.array([1.0]), np.array(2.0), 1 + 0j, 10**400, fractions.Fraction(1, 2),
+                                   sp.Float(0.01), sp.Integer(2)])
 def test_not_real_numbers(value):
     assert not is_real(value)
     with pytest.raises(ValueError, match="x must be a finite number, got"):

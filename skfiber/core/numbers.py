@@ -1,7 +1,8 @@
 """Numbers given by users: one definition of "a finite real number", and the error that names a bad one.
 
-A finite real number is a Python or numpy integer or float, or a 0-d numpy array of one, that is finite;
-``True`` and ``False`` are not numbers here (``dt=True`` is a mistake, not a step of 1 s).
+A finite real number is a Python or numpy integer or float that is finite; ``True`` and ``False`` are not
+numbers here (``dt=True`` is a mistake, not a step of 1 s), nor are other number types (sympy numbers,
+fractions, decimals, 0-d arrays), which would travel on unconverted into compiled code.
 
 Examples
 --------
@@ -18,25 +19,21 @@ ValueError: density must be a finite number > 0 (kg/m³), got -1.0
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
 __all__ = ["is_real", "checked_real"]
 
 
-def _scalar(value):
-    """A 0-d numpy array's item; anything else as is."""
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        return value.item()
-    return value
-
-
 def is_real(value) -> bool:
-    """Whether ``value`` is a finite real number (module notes): not a bool, not NaN or ±∞, not a string."""
-    value = _scalar(value)
-    return (not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real)
-            and math.isfinite(value))
+    """Whether ``value`` is a finite real number (module notes): a Python or numpy int or float, not a bool,
+    not NaN or ±∞ (nor an int too large for a float)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def checked_real(name: str, value, *, above: float | None = None, at_least: float | None = None,
@@ -67,7 +64,7 @@ def checked_real(name: str, value, *, above: float | None = None, at_least: floa
     """
     ok = is_real(value)
     if ok:
-        number = float(_scalar(value))
+        number = float(value)
         ok = (above is None or number > above) and (at_least is None or number >= at_least)
     if not ok:
         bound = (f" > {above:g}" if above is not None else "") + (f" ≥ {at_least:g}" if at_least is not None else "")

@@ -169,10 +169,13 @@ def calibrate(run: Callable[[dict], dict], parameters, series: str, target, *, s
     with contextlib.ExitStack() as stack:
         if scheduler != "serial":  # a serial run stops at Ctrl-C as any Python code does
             interrupt = stack.enter_context(ctrl_c_flag())
-            client, own = connect(scheduler)
+            with interrupt.raising():  # the cluster's start: Ctrl-C stops it at once
+                client, own = connect(scheduler)
             if own:
                 stack.callback(close_own, client)
         opt = least_squares(residual, s0, jac=jacobian, bounds=(0.0, 1.0), x_scale=1.0, ftol=tolerance,
                             xtol=tolerance, gtol=tolerance, max_nfev=max_runs // (len(parameters) + 1))
+        if interrupt.requested:  # after the last batch
+            raise KeyboardInterrupt
     found = {p.name: float(p.scale(np.clip(si, 0.0, 1.0))) for p, si in zip(parameters, opt.x)}
     return CalibrationResult(found, float(np.linalg.norm(opt.fun)), count[0], opt)

@@ -25,7 +25,6 @@ Examples
 from __future__ import annotations
 
 import math
-import multiprocessing
 import os
 import socket
 import sys
@@ -37,7 +36,7 @@ import numpy as np
 
 from ..threads import threads_of_kernels
 from .design import Parameter, make_design
-from .interrupts import PRELOAD, ctrl_c_flag, forkserver_ignoring_ctrl_c
+from .interrupts import PRELOAD, ctrl_c_flag
 from .records import TABLE_COLUMNS, StudyFolder
 
 __all__ = ["StudyResult", "run_study", "warmup_plugin", "connect", "close_own", "local_cluster"]
@@ -226,21 +225,12 @@ def local_cluster(workers: int):
     the study's process handles (:mod:`skfiber.study.interrupts`)."""
     import dask
     from distributed import LocalCluster
-    from distributed.utils import get_mp_context
 
-    settings = {**QUIET_WORKERS, "distributed.worker.preload": [PRELOAD]}
-    env = None
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        # the workers are forked by the fork server, which started with Ctrl-C ignored; it keeps the
-        # environment it started with, so the workers are given this process's (as a spawned worker has it)
-        settings["distributed.worker.multiprocessing-method"] = "forkserver"
-        os.environ.update({k: str(v) for k, v in dask.config.get("distributed.nanny.pre-spawn-environ").items()})
-        env = dict(os.environ)
-    with dask.config.set(settings):
-        if env is not None:
-            get_mp_context()  # dask's choice of the modules the fork server imports, made before it starts
-            forkserver_ignoring_ctrl_c()
-        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, env=env)
+    preload = list(dask.config.get("distributed.worker.preload", None) or [])  # the user's, kept
+    if PRELOAD not in preload:
+        preload.append(PRELOAD)
+    with dask.config.set({**QUIET_WORKERS, "distributed.worker.preload": preload}):
+        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
 
 
 def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, out, seed: int = 0,
@@ -330,11 +320,13 @@ def _run_on_dask(run, rows, todo, record, *, scheduler, workers, warmup, retries
     from distributed import as_completed
 
     with ctrl_c_flag() as interrupt:
-        client, own = connect(scheduler, workers)
+        with interrupt.raising():  # the cluster's start: Ctrl-C stops it at once
+            client, own = connect(scheduler, workers)
         futures: dict = {}
         try:
-            if warmup is not None and not interrupt.requested:
-                client.register_plugin(warmup_plugin(warmup))
+            if warmup is not None:
+                with interrupt.raising():  # the workers' warm-up, which may be long
+                    client.register_plugin(warmup_plugin(warmup))
             if not interrupt.requested:
                 futures = {client.submit(execute_run, run, k, rows[k], kernel_threads=1, pure=False,
                                          retries=retries): k for k in todo}

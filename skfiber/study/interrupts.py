@@ -4,13 +4,13 @@ A terminal sends Ctrl-C (SIGINT) to every process of the job: the study's own an
 cluster's workers.  Left to Python's default handler, each worker died with a traceback of its own, and the
 study's ``KeyboardInterrupt`` could land in one of dask's callbacks, which swallow it.  So:
 
-* the workers of the clusters a study starts ignore SIGINT from their start: they are forked by
-  multiprocessing's fork server, started with SIGINT ignored (:func:`forkserver_ignoring_ctrl_c`), a worker
-  that a nanny restarts after a crash included; where there is no fork server, a dask preload
-  (:func:`dask_setup`) makes them ignore it once they have imported dask;
+* the workers of the clusters a study starts ignore SIGINT (:func:`dask_setup`, a dask preload that runs in
+  every worker process once it has imported dask, a worker that the nanny restarts after a crash
+  included; a Ctrl-C while a worker is starting still ends it, with its traceback);
 * while a study waits for its runs, Ctrl-C sets a flag (:func:`ctrl_c_flag`) that the waiting loop reads,
   so that the study stops where it can: it writes its table, cancels its runs on a cluster of the user's
-  and closes its own.
+  and closes its own.  Within calls that block (starting the cluster, its warm-up), Ctrl-C raises
+  ``KeyboardInterrupt`` at once, as Python's own handler does (:meth:`CtrlC.raising`).
 
 A process that was started with SIGINT ignored (a background job, ``cmd &``) keeps ignoring it.
 
@@ -24,34 +24,46 @@ False
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import signal
 import threading
-from multiprocessing import forkserver
 
-__all__ = ["CtrlC", "ctrl_c_flag", "forkserver_ignoring_ctrl_c", "dask_setup", "PRELOAD"]
+__all__ = ["CtrlC", "ctrl_c_flag", "dask_setup", "PRELOAD"]
 
 #: the dask preload of the clusters a study starts (``distributed.worker.preload``): this module
 PRELOAD = __name__
 
 
 class CtrlC:
-    """Whether Ctrl-C was pressed within :func:`ctrl_c_flag` (``requested``)."""
+    """Whether Ctrl-C was pressed within :func:`ctrl_c_flag` (``requested``), and whether it raises
+    ``KeyboardInterrupt`` too (within :meth:`raising`)."""
 
-    __slots__ = ("requested",)
+    __slots__ = ("requested", "raise_now")
 
     def __init__(self):
         self.requested = False
+        self.raise_now = False
+
+    @contextlib.contextmanager
+    def raising(self):
+        """Within it, Ctrl-C raises ``KeyboardInterrupt`` as well (a call that blocks, and does not read the
+        flag, stops at once), and a Ctrl-C that came before raises on entry."""
+        if self.requested:
+            raise KeyboardInterrupt
+        self.raise_now = True
+        try:
+            yield
+        finally:
+            self.raise_now = False
 
 
 @contextlib.contextmanager
 def ctrl_c_flag():
     """Within it, Ctrl-C sets ``requested`` of the :class:`CtrlC` it gives instead of raising
-    ``KeyboardInterrupt``; the handler before it is put back at its end.
+    ``KeyboardInterrupt`` (but within :meth:`CtrlC.raising`); the handler before it is put back at its end.
 
     Nothing changes (``requested`` stays False) outside the main thread, where signals cannot be handled, and
-    where SIGINT is ignored or has a handler that Python cannot put back.  The handler only sets a flag: it
-    takes no lock, which the interrupted code might hold.
+    where SIGINT is ignored or has a handler that Python cannot put back.  Outside :meth:`CtrlC.raising` the
+    handler only sets a flag: it takes no lock, which the interrupted code might hold.
     """
     flag = CtrlC()
     if threading.current_thread() is not threading.main_thread():
@@ -64,30 +76,14 @@ def ctrl_c_flag():
 
     def on_sigint(signum, frame):
         flag.requested = True
+        if flag.raise_now:
+            raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, on_sigint)
     try:
         yield flag
     finally:
         signal.signal(signal.SIGINT, previous)
-
-
-def forkserver_ignoring_ctrl_c() -> bool:
-    """Start multiprocessing's fork server, if it is not running, with SIGINT ignored for the moment it is
-    forked: the processes it forks later (a cluster's workers, and a worker that a nanny restarts) ignore
-    Ctrl-C from their first instruction on (the fork server gives them the SIGINT handler it started with).
-    False where there is no fork server (Windows) or this is not the main thread (it is then started, if at
-    all, as multiprocessing does)."""
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return False
-    if threading.current_thread() is not threading.main_thread():
-        return False
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        forkserver.ensure_running()
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    return True
 
 
 def dask_setup(worker) -> None:
