@@ -68,3 +68,13 @@ def test_rigid_simulation_names_a_bad_step():
     for dt in ("0.01", True, -1.0):
         with pytest.raises(ValueError, match="dt must be a finite number > 0"):
             simulate_rigid(system, np.zeros(1), np.zeros(1), 0.1, dt)
+
+
+@pytest.mark.parametrize("value", [True, "0.5", float("nan")])
+def test_a_hill_curve_parameter_that_is_not_a_number_is_called_so(value):
+    from skfiber.hill.checks import check_range
+
+    with pytest.raises(ValueError, match=r"curviness=.* must be a finite number in \[0, 1\]"):
+        check_range("curviness", value, 0.0, 1.0)
+    with pytest.raises(ValueError, match="is outside the allowed range"):
+        check_range("curviness", 1.5, 0.0, 1.0)

@@ -37,10 +37,12 @@ def check_range(name: str, value: float, low: float, high: float, *, low_open: b
     low, high : the interval's ends; ``low_open`` / ``high_open`` exclude them.
     hint : text appended to the message (e.g. the interval in terms of other parameters).
     """
-    ok_low = is_real(value) and (value > low if low_open else value >= low)
-    ok_high = ok_low and (value < high if high_open else value <= high)
-    if not ok_high:
-        interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    if not is_real(value):
+        raise ValueError(f"{name}={value!r} must be a finite number in {interval}{hint}")
+    ok_low = value > low if low_open else value >= low
+    ok_high = value < high if high_open else value <= high
+    if not (ok_low and ok_high):
         raise ValueError(f"{name}={value!r} is outside the allowed range {interval}{hint}")
 
 
