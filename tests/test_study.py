@@ -408,7 +408,7 @@ def test_ctrl_c_in_a_study_on_the_user_s_cluster_cancels_its_runs(tmp_path):
     """The user's cluster goes on after Ctrl-C; the study's runs still waiting on it are cancelled."""
     from distributed import Client, LocalCluster
 
-    from skfiber.study.execute import _run_on_dask
+    from skfiber.study.execute import run_on_dask
 
     rows = [{"a": float(a)} for a in range(12)]
     seen = []
@@ -420,7 +420,7 @@ def test_ctrl_c_in_a_study_on_the_user_s_cluster_cancels_its_runs(tmp_path):
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
             Client(cluster) as client:
         with pytest.raises(KeyboardInterrupt):
-            _run_on_dask(_nap, rows, list(range(12)), record, scheduler=client, workers=None, warmup=None, retries=0)
+            run_on_dask(_nap, rows, list(range(12)), record, scheduler=client, workers=None, warmup=None, retries=0)
         for _ in range(40):  # 2 s: the 11 runs not yet recorded would take 11 s
             left = client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
             if left == 0:

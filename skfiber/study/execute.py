@@ -39,7 +39,7 @@ from .design import Parameter, make_design
 from .interrupts import PRELOAD, ctrl_c_flag
 from .records import TABLE_COLUMNS, StudyFolder
 
-__all__ = ["StudyResult", "run_study", "warmup_plugin", "connect", "close_own", "local_cluster"]
+__all__ = ["StudyResult", "run_study", "run_on_dask", "warmup_plugin", "connect", "close_own", "local_cluster"]
 
 
 @dataclass
@@ -297,7 +297,7 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
             for k in todo:
                 record(*execute_run(run, k, rows[k]))
         elif todo:
-            _run_on_dask(run, rows, todo, record, scheduler=scheduler, workers=workers, warmup=warmup,
+            run_on_dask(run, rows, todo, record, scheduler=scheduler, workers=workers, warmup=warmup,
                          retries=retries)
     except KeyboardInterrupt:
         try:
@@ -312,7 +312,7 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
                        folder.table(), path)
 
 
-def _run_on_dask(run, rows, todo, record, *, scheduler, workers, warmup, retries) -> None:
+def run_on_dask(run, rows, todo, record, *, scheduler, workers, warmup, retries) -> None:
     """:func:`run_study`'s runs ``todo`` on a dask cluster (a local one of ``workers`` processes, or
     ``scheduler``), each handed to ``record(rec, series)`` as it finishes.  Ctrl-C, from the start of the
     cluster on, stops the study where it waits (:mod:`skfiber.study.interrupts`): KeyboardInterrupt, the
