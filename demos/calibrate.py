@@ -14,9 +14,10 @@ Ends with ``summary: smax_biceps=… smax_triceps=… biceps_error=… triceps_e
 """
 from __future__ import annotations
 
+import sys
 import time
 
-from skfiber.cli import ArgumentParser, positive_float, positive_int
+from skfiber.cli import ArgumentParser, positive_float, positive_int, run_script
 from skfiber.study import Parameter, calibrate
 
 #: the hidden parameters of the target run, and the ranges searched
@@ -83,4 +84,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

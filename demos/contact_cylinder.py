@@ -69,13 +69,14 @@ studies).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 import skfiber as sf
-from skfiber.cli import ArgumentParser, output_file
+from skfiber.cli import ArgumentParser, output_file, run_script
 from skfiber.contact import PenaltyLaw
 from skfiber.contact.cylinder import CylinderContact
 
@@ -321,4 +322,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(run_script(main))

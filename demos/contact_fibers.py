@@ -75,13 +75,14 @@ deformed fibers and the convergence plot).  The last line is ``summary: rate=<fi
 """
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 import skfiber as sf
-from skfiber.cli import ArgumentParser, output_file
+from skfiber.cli import ArgumentParser, output_file, run_script
 from skfiber.contact import PenaltyLaw
 from skfiber.contact.fibers import FiberContact
 
@@ -160,6 +161,14 @@ def run(*, small: bool = False, levels=None, load: float = STUDY_LOAD) -> Contac
     if len(levels) < 3:
         raise ValueError(f"give at least 3 levels (the finest is the reference), got {levels}")
     uz, lower, its, steps, active, adm, secs, states = [], [], [], [], [], [], [], {}
+    # the first solve compiles the numba kernels on the first run on a machine (later runs load them from
+    # numba's cache): done once apart, so that the table's times are those of the solves
+    notice = sf.solver.compile_notice("  compiling the numba kernels (the first run on this machine only; cached "
+                                      "for later runs) …", delay=2.0)
+    try:
+        solve(build_model(levels[0], load=load)[0])
+    finally:
+        notice.cancel()
     for n in levels:
         t0 = time.perf_counter()
         model, upper, _, contact = build_model(n, load=load)
@@ -243,4 +252,4 @@ def main(argv=None) -> ContactFibersResult:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

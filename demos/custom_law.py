@@ -43,6 +43,7 @@ of the output is ``summary: law_derivative_error=… midpoint_sag_custom_m=… �
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,7 +51,7 @@ import sympy as sp
 from scipy.optimize import brentq
 
 import skfiber as sf
-from skfiber.cli import ArgumentParser, nonnegative_float, output_file, positive_float, positive_int
+from skfiber.cli import ArgumentParser, nonnegative_float, output_file, positive_float, positive_int, run_script
 from skfiber.reference import hanging_cable, stretch_for_force
 
 __all__ = [
@@ -364,12 +365,16 @@ class CustomLawResult:
         )
 
 
+#: the dynamic run's length (s), and with ``small``
+T_END, SMALL_T_END = 1.0, 0.3
+
+
 def run(
     *,
-    n_elements: int = 16,
+    n_elements: int | None = None,
     prestretch: float = 0.02,
     stretches: tuple[float, ...] = (1.05, 1.1, 1.2),
-    t_end: float = 1.0,
+    t_end: float | None = None,
     dt: float = 0.01,
     small: bool = False,
 ) -> CustomLawResult:
@@ -378,18 +383,20 @@ def run(
     Parameters
     ----------
     n_elements
-        Elements of the hanging fiber (the stretch checks use half of them).
+        Elements of the hanging fiber (the stretch checks use half of them; default 16, 8 with ``small``).
     prestretch
         Relative end displacement of the hanging fiber before gravity.
     stretches
         Mean stretches of the homogeneous uniaxial checks.
     t_end, dt
-        Length and step of the dynamic run.
+        Length (default 1 s, 0.3 s with ``small``) and step of the dynamic run.
     small
-        Quick version for tests: 8 elements, t_end = 0.3 s.
+        Quick version for tests: 8 elements and t_end = 0.3 s unless given.
     """
-    if small:
-        n_elements, t_end = 8, 0.3
+    n_elements = (8 if small else 16) if n_elements is None else n_elements
+    t_end = (SMALL_T_END if small else T_END) if t_end is None else t_end
+    if not dt < t_end:
+        raise ValueError(f"the time step dt = {dt:g} s must be shorter than t_end = {t_end:g} s")
     custom = stiffening_law()
     homogeneous = stiffening_law(k_end=5.0)  # k(θ) = k_mid: no θ-dependence left
     paper = sf.paper_law()
@@ -447,14 +454,20 @@ def plot(result: CustomLawResult, filename: str) -> None:
 def main(argv=None) -> CustomLawResult:
     """Command line: print the tables, end with the ``summary:`` line."""
     parser = ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--elements", type=positive_int, default=16, help="elements of the hanging fiber (default 16)")
+    parser.add_argument("--elements", type=positive_int, default=None,
+                        help="elements of the hanging fiber (default 16, 8 with --small)")
     parser.add_argument("--prestretch", type=nonnegative_float, default=0.02,
                         help="relative end displacement before gravity (default 0.02)")
-    parser.add_argument("--t-end", type=positive_float, default=1.0, help="length of the dynamic run in s (default 1)")
+    parser.add_argument("--t-end", type=positive_float, default=None,
+                        help="length of the dynamic run in s (default 1, 0.3 with --small)")
     parser.add_argument("--dt", type=positive_float, default=0.01, help="time step in s (default 0.01)")
-    parser.add_argument("--small", action="store_true", help="quick run (8 elements, 0.3 s)")
+    parser.add_argument("--small", action="store_true",
+                        help="quick run (8 elements and 0.3 s, unless --elements or --t-end is given)")
     parser.add_argument("--plot", metavar="FILE.png", help="save the static sag curves (needs matplotlib)")
     args = parser.parse_args(argv)
+    t_end = args.t_end if args.t_end is not None else (SMALL_T_END if args.small else T_END)
+    if not args.dt < t_end:
+        parser.error(f"argument --dt: must be shorter than the run's {t_end:g} s (--t-end), got {args.dt:g}")
     if args.plot:
         output_file(parser, "--plot", args.plot, figure=True)
     result = run(n_elements=args.elements, prestretch=args.prestretch, t_end=args.t_end, dt=args.dt, small=args.small)
@@ -467,4 +480,4 @@ def main(argv=None) -> CustomLawResult:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

@@ -51,6 +51,7 @@ of the output is ``summary: tangent_error_explicit=… sag_bending_m=… …``.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,7 +59,7 @@ from skfem import BilinearForm, LinearForm
 from skfem.helpers import dot
 
 import skfiber as sf
-from skfiber.cli import ArgumentParser, output_file, positive_int
+from skfiber.cli import ArgumentParser, output_file, positive_int, run_script
 from skfiber.reference import hanging_cable
 from skfiber.terms import Term, d2
 
@@ -625,4 +626,4 @@ def main(argv=None) -> CustomTermResult:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

@@ -65,7 +65,7 @@ from typing import Callable
 import numpy as np
 
 import skfiber as sf
-from skfiber.cli import ArgumentParser, output_folder, positive_float, positive_int
+from skfiber.cli import ArgumentParser, output_folder, positive_float, positive_int, run_script
 from skfiber.bundle import bundle, bundle_curves, smallest_gap, smallest_spacing
 from skfiber.contact import CylinderContact, FiberContact, PenaltyLaw
 from skfiber.postprocess import fiber_fields
@@ -559,5 +559,4 @@ def _tests(args, model: sf.Model, motion: Motion, writers, wall: float) -> dict:
 
 
 if __name__ == "__main__":
-    code = main(sys.argv[1:])
-    sys.exit(code if isinstance(code, int) else 0)  # 130: interrupted (Ctrl-C), as skfiber run
+    sys.exit(run_script(main))

@@ -23,6 +23,7 @@ Run ``python demos/hanging_bundle.py --out results/bundle`` or
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,7 @@ import meshio
 import numpy as np
 
 import skfiber as sf
-from skfiber.cli import ArgumentParser, output_folder, positive_float, positive_int
+from skfiber.cli import ArgumentParser, output_folder, positive_float, positive_int, run_script
 from skfiber.io import load_checkpoint, read_pvd
 from skfiber.progress import PROGRESS_TERMS
 from skfiber.run import RunResult, checkpoint_path, run_simulation
@@ -172,10 +173,12 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.level < 1:
         parser.error(f"--level must be ≥ 1, got {args.level}")
-    if args.out is not None:
-        output_folder(parser, "--out", args.out)
     if args.resume and args.out is None:
         parser.error("--resume needs --out (the folder with the checkpoint)")
+    if args.resume and not checkpoint_path(args.out, NAME).is_file():
+        parser.error(f"--resume: no checkpoint at {checkpoint_path(args.out, NAME)}; run without --resume first")
+    if args.out is not None:
+        output_folder(parser, "--out", args.out)
     tic = time.perf_counter()
     res = run(
         level=args.level, out=args.out, t_end=args.t_end, checkpoint_every=args.checkpoint_every,
@@ -203,4 +206,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(run_script(main))

@@ -101,7 +101,7 @@ from pathlib import Path
 
 import numpy as np
 
-from skfiber.cli import ArgumentParser, output_folder, positive_float
+from skfiber.cli import ArgumentParser, output_folder, positive_float, run_script
 from skfiber.demos import upper_limb
 from skfiber.hill import (
     ActiveForceLengthCurve,
@@ -505,4 +505,4 @@ def main(argv: list[str] | None = None) -> Comparison:
 
 
 if __name__ == "__main__":
-    sys.exit(130 if main(sys.argv[1:]).interrupted else 0)  # 130: interrupted (Ctrl-C), as skfiber run
+    sys.exit(run_script(main))

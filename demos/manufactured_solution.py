@@ -90,7 +90,7 @@ import numpy as np
 import sympy as sp
 
 import skfiber as sf
-from skfiber.cli import ArgumentParser, output_file
+from skfiber.cli import ArgumentParser, output_file, run_script
 from skfiber.materials import SYMBOLS, SymbolicLaw
 
 __all__ = [
@@ -682,4 +682,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

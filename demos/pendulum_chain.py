@@ -76,6 +76,7 @@ difference, rad, between the skfiber-ODE and sympy-ODE reference solutions).
 """
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -83,7 +84,7 @@ from typing import Sequence
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from skfiber.cli import ArgumentParser, output_file
+from skfiber.cli import ArgumentParser, output_file, run_script
 from skfiber.rigid import (
     Body,
     Characteristic,
@@ -201,6 +202,8 @@ def energy_study(links: Sequence[int], steps: Sequence[int], *, t_end: float = T
         q0, p0 = initial_state(n)
         for j, N in enumerate(steps):
             res = simulate_rigid(system, q0, p0, t_end, t_end / N, method=method)
+            if res.interrupted:  # Ctrl-C: a part of the run would give a wrong drift; stop the demo
+                raise KeyboardInterrupt
             # no prescribed motion: energies of all steps in one batched call
             T = system.relative_kinetic_energy(res.q, res.p)
             E = T + system.potential_energy(res.q)
@@ -291,6 +294,8 @@ def driven_study(links: Sequence[int], steps: Sequence[int], *, t_end: float = T
         its = []
         for j, N in enumerate(steps):
             res = simulate_rigid(system, q0, p0, t_end, t_end / N, method=method)
+            if res.interrupted:  # Ctrl-C: a part of the run would give a wrong residual; stop the demo
+                raise KeyboardInterrupt
             results[(n, N)] = res
             its.append(np.mean(res.newton_iterations))
             balance = work_balance(system, res.times, res.q, res.p)   # the backward-Euler rule
@@ -520,4 +525,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(run_script(main))

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import csv
 import math
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from skfiber.cli import ArgumentParser, nonnegative_int, output_folder, positive_int
+from skfiber.cli import ArgumentParser, nonnegative_int, output_folder, positive_int, run_script
 from skfiber.study import run_study
 from skfiber.study.sensitivity import sobol_indices
 from skfiber.study.targets import ISHIGAMI_INDICES, TARGETS
@@ -147,4 +148,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

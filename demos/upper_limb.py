@@ -245,7 +245,7 @@ from skfem import LinearForm
 from skfem.helpers import dot
 
 import skfiber as sf
-from skfiber.cli import ArgumentParser, nonnegative_float, output_folder, positive_float, positive_int
+from skfiber.cli import ArgumentParser, nonnegative_float, output_folder, positive_float, positive_int, run_script
 from skfiber.contact import FiberContact, PenaltyLaw
 from skfiber.contact.cylinder import CylinderContact
 from skfiber.coupling import body_cylinders
@@ -543,6 +543,8 @@ def study_run(params: dict, *, level: int = 1, t_end: float = T_END, fiber_conta
         warnings.simplefilter("always", SofteningWarning)
         result = run(level, t_end=t_end, progress=False, geometry=geometry, fiber_contact=fiber_contact,
                      biceps_law_changes=biceps, triceps_law_changes=triceps)
+    if result.interrupted:  # Ctrl-C: a part of the run is no outcome of these parameters; stop the study
+        raise KeyboardInterrupt
     for w in caught:
         if not issubclass(w.category, SofteningWarning):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -776,7 +778,11 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     start = time.perf_counter()
     try:
         state0 = model.initial_state()
-        sf.simulate(model, t_end=dt, dt=dt, state=state0, progress=False)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="simulation interrupted", category=UserWarning)
+            warm = sf.simulate(model, t_end=dt, dt=dt, state=state0, progress=False)
+        if warm.interrupted:
+            raise KeyboardInterrupt  # Ctrl-C while the kernels compile: nothing of the run to keep
     finally:
         notice.cancel()
     warmup = time.perf_counter() - start
@@ -933,7 +939,9 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                         help="steps by local error control at this relative tolerance (BDF2; atol = rtol/100 unless "
                              "--atol is given); the level's step is then the output interval (the summary's steps, "
                              "newton_mean and --checkpoint-every count output intervals; default: none, fixed steps)")
-    parser.add_argument("--atol", type=positive_float, default=None, help="absolute tolerance of the error control (default: rtol/100)")
+    parser.add_argument("--atol", type=positive_float, default=None,
+                        help="absolute tolerance of the error control (default: rtol/100); alone, without --rtol, "
+                             "the error control has no relative tolerance")
     parser.add_argument("--newton-rtol", type=positive_float, default=None, metavar="R",
                         help="Newton's relative tolerance: ‖G‖ ≤ R × the largest force term (default 1e-5 at fixed "
                              "steps, which changes the elbow angle by at most 7.1e-5° against 1e-9 at levels 1–4; "
@@ -978,9 +986,8 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                                          adaptive=bool(tolerances))  # (as run() does)
         except ValueError as err:
             parser.error(str(err))
-    output_folder(parser, "--output", args.output)  # (the checkpoints go there during the runs)
     resume = {}
-    for k, level in enumerate(levels):  # check the checkpoints before anything runs
+    for k, level in enumerate(levels):  # check the checkpoints before anything runs (or a folder is made)
         path = checkpoint_file(args.output, level)
         resume[level] = args.resume and path.exists()
         if args.resume and k == 0 and not resume[level]:
@@ -992,6 +999,7 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                 resume_point(path, dt=dt, options=stored)
             except (OSError, ValueError) as err:
                 parser.error(f"--resume: {' '.join(str(err).split())}")
+    output_folder(parser, "--output", args.output)  # (the checkpoints go there during the runs)
     if args.bending:
         print(f"bending stiffness EI = {args.bending:g} N·m² on every fiber "
               "(user term, tangent derived automatically)", flush=True)
@@ -1017,8 +1025,10 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
           + f"; Newton to ‖G‖ ≤ {r.newton_rtol:g} × the largest force")
     print("elbow angle (deg) at t = 0, 0.5, 1, 2, 4, 8 s:",
           ", ".join(f"{np.interp(tp, r.times, r.angle_deg):.2f}" for tp in (0, 0.5, 1, 2, 4, 8) if tp <= r.times[-1]))
-    print(f"flexion range: {r.angle_deg.min():.2f} … {r.angle_deg.max():.2f} deg; largest change in one "
-          f"{SAMPLE_DT:g} s sample: {np.abs(np.diff(np.interp(np.arange(0, r.times[-1] + 1e-9, SAMPLE_DT), r.times, r.angle_deg))).max():.2f} deg")
+    samples = np.interp(np.arange(0, r.times[-1] + 1e-9, SAMPLE_DT), r.times, r.angle_deg)
+    print(f"flexion range: {r.angle_deg.min():.2f} … {r.angle_deg.max():.2f} deg"
+          + (f"; largest change in one {SAMPLE_DT:g} s sample: {np.abs(np.diff(samples)).max():.2f} deg"
+             if samples.size > 1 else ""))
     for line in describe_checks(r):
         print(line)
     for res in results:   # N(θ) of every level: its wiggles fall like h³ (docs/theory.md)
@@ -1043,4 +1053,4 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
 
 
 if __name__ == "__main__":
-    sys.exit(130 if main(sys.argv[1:])[-1].interrupted else 0)  # 130: interrupted (Ctrl-C), as skfiber run
+    sys.exit(run_script(main))

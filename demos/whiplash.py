@@ -57,7 +57,7 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy.optimize import brentq
 
-from skfiber.cli import ArgumentParser, output_folder, positive_float, positive_int
+from skfiber.cli import ArgumentParser, output_folder, positive_float, positive_int, run_script
 from skfiber.rigid import (
     Body,
     Characteristic,
@@ -224,6 +224,8 @@ def _simulate_rigid_method(method: str, rule: str, tolerances: tuple[float, floa
             res = simulate_rigid(system, q0, p0, t_end, dt, method=method, rtol=rtol, atol=atol)
             setting = f"rtol = {rtol:g}"
             cost = f"{res.step_counts.accepted} steps + {res.step_counts.rejected} rejected"
+        if res.interrupted:  # Ctrl-C: a part of a trajectory compares with nothing
+            raise KeyboardInterrupt
         return Trajectory(method, setting, res.times, res.q, res.p, time.perf_counter() - tic, rule,
                           f"{cost}, {sum(res.newton_iterations)} Newton its")
     return run_method
@@ -606,8 +608,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-plots", action="store_true", help="write the CSV files only")
     parser.add_argument("--progress", action="store_true", help="one line per run on stderr")
     args = parser.parse_args(argv)
-    output_folder(parser, "--out", args.out)
     dt = (SMALL_DT if args.small else DT) / 2 ** (args.level - 1)
+    if args.t_end is not None and args.t_end <= dt:
+        parser.error(f"argument --t-end: must be longer than the step Δt = {dt:g} s of --level {args.level}"
+                     + (" with --small" if args.small else "") + f", got {args.t_end:g}")
+    output_folder(parser, "--out", args.out)
     result = run(t_end=args.t_end, dt=dt, small=args.small, methods=args.methods, progress=args.progress)
     print(result.tables())
     files = write_csv(result, args.out)
@@ -619,4 +624,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(run_script(main))

@@ -35,12 +35,12 @@ import time
 import traceback
 import warnings
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from .study import command as study_command
 
 __all__ = ["main", "demo_names", "VERIFY", "ArgumentParser", "positive_float", "positive_int", "nonnegative_float",
-           "nonnegative_int", "output_folder", "output_file", "BAD_INPUT"]
+           "nonnegative_int", "output_folder", "output_file", "BAD_INPUT", "run_script"]
 
 #: Demos that are verification studies, run as ``main(["--small"])`` by ``skfiber verify``.
 VERIFY = ("manufactured-solution", "pendulum-chain")
@@ -211,6 +211,15 @@ def _exit_code(value) -> int:
     return EXIT_OK
 
 
+def _called(main: Callable, argv: list[str]) -> int:
+    """``main(argv)``'s exit code (:func:`_exit_code`), also when it leaves by ``SystemExit`` (argparse's
+    errors and ``--help``, or ``sys.exit`` in the demo)."""
+    try:
+        return _exit_code(main(argv))
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_FAILED)
+
+
 def _call_main(module, argv: list[str], prog: str | None = None) -> int:
     """``module.main(argv)``'s exit code; with ``prog``, the demo's usage and error lines name it (the
     default ``prog`` of :class:`ArgumentParser`, and ``sys.argv[0]`` for a plain argparse parser)."""
@@ -221,9 +230,7 @@ def _call_main(module, argv: list[str], prog: str | None = None) -> int:
     if prog is not None and sys.argv:
         sys.argv[0] = prog  # (a demo's parser that is plain argparse's)
     try:
-        return _exit_code(module.main(argv))
-    except SystemExit as exc:  # argparse errors (2) or sys.exit in the demo
-        return exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_FAILED)
+        return _called(module.main, argv)
     finally:
         if token is not None:
             _DEMO_PROG.reset(token)
@@ -318,6 +325,8 @@ def _cmd_view(args) -> int:
         if target is not None and Path(target).is_dir():
             raise UsageError(f"{option} {target} is a folder; give a file name, e.g. "
                              f"{option} {Path(target) / example}")
+        if target is not None:
+            _make_folder(option, Path(target).parent)  # (its folder, or an error naming the option)
     if args.movie is not None and Path(args.movie).suffix.lower() not in (".gif", ".mp4"):
         raise UsageError(f"--movie {args.movie}: pick a file ending in .gif or .mp4")
     if args.screenshot is not None and Path(args.screenshot).suffix.lower() not in (".png", ".jpg", ".jpeg"):
@@ -540,17 +549,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run" and "--" in extra:  # the separator of the demo's own options
         extra.remove("--")
     who = f"skfiber {args.command}" + (f" {args.demo}" if args.command == "run" else "")  # (names the demo)
+
+    def command() -> int:
+        if args.command == "list":
+            return _cmd_list(args)
+        if args.command == "run":
+            return _cmd_run(args, extra)
+        if args.command == "view":
+            return _cmd_view(args)
+        if args.command == "study":
+            return study_command.command(args)
+        return _cmd_verify(args)
+
+    return _reported(who, command, debug=debug, hint="skfiber --debug … shows the traceback")
+
+
+def _reported(who: str, call, *, debug: bool, hint: str) -> int:
+    """``call()``'s exit code, with the module's rules for what goes wrong: bad input is one line
+    ``<who>: error: …`` (exit code 2), Ctrl-C ``<who>: interrupted`` (130), any other exception one line
+    ``<who>: failed: …`` (1); ``debug`` adds the traceback and keeps Python's format of warnings."""
     try:
         with _warnings_in_one_line(who, enabled=not debug):
-            if args.command == "list":
-                return _cmd_list(args)
-            if args.command == "run":
-                return _cmd_run(args, extra)
-            if args.command == "view":
-                return _cmd_view(args)
-            if args.command == "study":
-                return study_command.command(args)
-            return _cmd_verify(args)
+            return call()
     except (UsageError, study_command.StudyUsageError) as err:
         print(f"{who}: error: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -565,10 +585,59 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:
         if debug:
             traceback.print_exc()
-        hint = "" if debug else " (skfiber --debug … shows the traceback)"
-        print(f"{who}: failed: {type(err).__name__}: {_one_line(err)}{hint}", file=sys.stderr)
+        if _caused_by_ctrl_c(err):  # (numba's compiled functions report a Ctrl-C in them as a SystemError)
+            print(f"{who}: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        print(f"{who}: failed: {type(err).__name__}: {_one_line(err)}" + ("" if debug else f" ({hint})"),
+              file=sys.stderr)
         return EXIT_FAILED
 
+
+def _caused_by_ctrl_c(err: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is in the chain of exceptions that led to ``err``."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, KeyboardInterrupt):
+            return True
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return False
+
+
+def run_script(main: Callable, argv: Sequence[str] | None = None) -> int:
+    """Run a demo's ``main(argv)`` as a script, with the exit codes and one-line messages of ``skfiber run``.
+
+    A demo's ``if __name__ == "__main__":`` block calls ``sys.exit(run_script(main))``.  ``--debug``
+    (anywhere before a ``--``) is taken out of ``argv`` and shows the traceback of an error.
+
+    Parameters
+    ----------
+    main : callable
+        The demo's ``main(argv)``: it returns an exit code, None, or a result (or a list of them) whose
+        ``interrupted`` is true after Ctrl-C.
+    argv : sequence of str, optional
+        The arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 done, 1 failed, 2 bad arguments or paths, 130 interrupted.
+
+    Examples
+    --------
+    >>> def main(argv):
+    ...     raise ValueError(f"--t-end must be > 0, got {argv[1]}")
+    >>> run_script(main, ["--t-end", "-1"])  # doctest: +SKIP
+    demo.py: error: --t-end must be > 0, got -1
+    2
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cut = argv.index("--") if "--" in argv else len(argv)
+    debug = "--debug" in argv[:cut]
+    argv = [a for a in argv[:cut] if a != "--debug"] + argv[cut:]
+    who = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "demo"
+
+    return _reported(who, lambda: _called(main, argv), debug=debug, hint="--debug shows the traceback")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -117,6 +117,28 @@ def test_ctrl_c_checkpoints_the_last_step(tmp_path, reference):
     assert _diff(resumed.final_state, ref.final_state) <= 1e-12
 
 
+def test_ctrl_c_while_the_pvd_is_written_keeps_the_series_and_the_checkpoint_in_step(tmp_path, monkeypatch):
+    """Ctrl-C inside the .pvd's rewrite of step 6: the series, rewritten at the interrupt, lists every step up
+    to the checkpoint's, and the resumed run continues it without a gap."""
+    model = build_model(1)
+    real, calls = sio.write_pvd, []
+
+    def interrupted_in_step_six(path, entries):
+        calls.append(max(e.time for e in entries))
+        if len(calls) == 7:  # t = 0 is the first
+            raise KeyboardInterrupt
+        return real(path, entries)
+
+    monkeypatch.setattr(sio, "write_pvd", interrupted_in_step_six)
+    run = run_simulation(model, t_end=0.1, dt=DT, out_dir=tmp_path, checkpoint_every=4, progress=False)
+    assert run.interrupted and run.steps == 6
+    assert sio.load_checkpoint(checkpoint_path(tmp_path)).step == 6
+    assert sorted({e.time for e in sio.read_pvd(tmp_path / "result.pvd")}) == pytest.approx(np.arange(7) * DT)
+    monkeypatch.setattr(sio, "write_pvd", real)
+    run_simulation(model, t_end=0.1, dt=DT, out_dir=tmp_path, resume=True, progress=False)
+    assert sorted({e.time for e in sio.read_pvd(tmp_path / "result.pvd")}) == pytest.approx(np.arange(11) * DT)
+
+
 def test_failed_step_checkpoints_the_last_good_one(tmp_path, monkeypatch):
     model = build_model(1)
     calls = {"n": 0}

@@ -120,6 +120,10 @@ def test_view(bundle, tmp_path, capsys, monkeypatch):
     assert code == 2 and "outside the series" in err
     code, _, err = run_main(capsys, "view", pvd)
     assert code == 2 and "--screenshot" in err  # no display: say what to do instead
+    (tmp_path / "afile").touch()
+    for option, name in (("--screenshot", "x.png"), ("--movie", "x.gif")):
+        code, _, err = run_main(capsys, "view", pvd, option, tmp_path / "afile" / name)
+        assert code == 2 and f"error: {option} {tmp_path / 'afile'} exists and is not a folder" in err
     ok = skfiber("view", pvd, "--screenshot", tmp_path / "a.png", "--movie", tmp_path / "a.gif",
                  "--field", "force", "--time", 0.03, "--window-size", 320, 240, env=headless_env())
     assert ok.returncode == 0, ok.stderr
@@ -202,3 +206,83 @@ def test_ctrl_c_in_a_demo_s_simulation_stops_it_with_130(demo, capsys, monkeypat
     with pytest.warns(UserWarning, match="simulation interrupted"):
         code, _, err = run_main(capsys, "run", demo, "--", "--small")
     assert code == 130 and f"skfiber run {demo}: interrupted" in err
+
+
+@pytest.mark.parametrize("demo, module_name", [("whiplash", "skfiber.demos.whiplash"),
+                                               ("pendulum-chain", "skfiber.demos.pendulum_chain")])
+def test_ctrl_c_in_a_rigid_simulation_stops_a_comparing_demo_with_130(demo, module_name, capsys, monkeypatch):
+    """A demo that compares rigid runs (integrators, step sizes) stops when Ctrl-C stops one of them, instead
+    of comparing a part of a trajectory (and finishing with exit code 0)."""
+    import dataclasses
+
+    module = __import__(module_name, fromlist=["simulate_rigid"])
+    real = module.simulate_rigid
+    monkeypatch.setattr(module, "simulate_rigid",
+                        lambda *args, **kwargs: dataclasses.replace(real(*args, **kwargs), interrupted=True))
+    code, out, err = run_main(capsys, "run", demo, "--", "--small")
+    assert code == 130 and f"skfiber run {demo}: interrupted" in err and "summary:" not in out
+
+
+def _raises(error):
+    def main(argv):
+        raise error
+    return main
+
+
+def _numba_s_ctrl_c(argv):
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as err:
+        raise SystemError("CPUDispatcher(<function f>) returned a result with an exception set") from err
+
+
+@pytest.mark.parametrize("main, code, message", [
+    (_raises(ValueError("--t-end must be > 0, got -1")), 2, "demo.py: error: --t-end must be > 0, got -1"),
+    (_raises(FileNotFoundError("no checkpoint at out/x.npz")), 2, "demo.py: error: no checkpoint at out/x.npz"),
+    (_raises(RuntimeError("Newton failed\n at t = 1")), 1,
+     "demo.py: failed: RuntimeError: Newton failed at t = 1 (--debug shows the traceback)"),
+    (_raises(KeyboardInterrupt()), 130, "demo.py: interrupted"),
+    (_numba_s_ctrl_c, 130, "demo.py: interrupted"),
+    (lambda argv: type("Run", (), {"interrupted": True})(), 130, ""),
+    (lambda argv: sys.exit(2), 2, ""),
+    (lambda argv: None, 0, ""),
+])
+def test_a_demo_run_as_a_script_reports_like_skfiber_run(main, code, message, capsys, monkeypatch):
+    """run_script, a demo's ``__main__``: the exit codes and the one-line messages of skfiber run."""
+    monkeypatch.setattr(sys, "argv", ["demos/demo.py"])
+    assert cli.run_script(main, ["--level", "2"]) == code
+    err = capsys.readouterr().err
+    assert err.strip() == message and "Traceback" not in err
+
+
+def test_debug_shows_the_traceback_of_a_demo_run_as_a_script(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["demos/demo.py"])
+    seen = []
+
+    def main(argv):
+        seen.append(argv)
+        raise RuntimeError("bug")
+
+    assert cli.run_script(main, ["--level", "2", "--debug", "--", "--debug"]) == 1
+    err = capsys.readouterr().err
+    assert seen == [["--level", "2", "--", "--debug"]]
+    assert "Traceback" in err and err.strip().endswith("demo.py: failed: RuntimeError: bug")
+
+
+@pytest.mark.parametrize("script, args, message", [
+    ("hanging_bundle.py", ["--resume", "--t-end", "0.02"], "hanging_bundle.py: error: --resume: no checkpoint at "),
+    ("whiplash.py", ["--small", "--t-end", "0.0001"],
+     "whiplash.py: error: argument --t-end: must be longer than the step Δt = 0.0004 s of --level 1 with --small, "
+     "got 0.0001; see whiplash.py --help"),
+])
+def test_a_demo_script_s_bad_input_is_one_line_without_a_folder(script, args, message, tmp_path):
+    """A demo run as a script (python demos/….py), bad input: one line naming what is wrong, exit code 2,
+    and no empty output folder left behind."""
+    out = tmp_path / "out"
+    demo = Path(__file__).resolve().parents[1] / "demos" / script
+    proc = subprocess.run([sys.executable, str(demo), "--out", str(out), *args], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().startswith(message) and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not out.exists()

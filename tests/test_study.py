@@ -472,3 +472,27 @@ def test_a_series_keeps_its_dtype(tmp_path):
     assert r.completed == 2
     saved = np.load(tmp_path / "series" / "run_00000.npz")
     assert saved["steps"].dtype.kind == "i" and saved["on"].dtype == bool
+
+
+@pytest.mark.parametrize("target", ["cable-sag", "upper-limb"])
+def test_ctrl_c_in_a_target_s_simulation_stops_the_study(target, tmp_path, monkeypatch):
+    """simulate keeps what it computed when Ctrl-C stops it; a study's run is no outcome of its parameters
+    then: the serial study stops (KeyboardInterrupt) with nothing recorded for that run, instead of
+    recording a part of the run as its result (a calibration failed on a series of the wrong length)."""
+    import skfiber as sf
+    import skfiber.run
+
+    real = sf.simulate
+
+    def interrupted(model, **kwargs):
+        def ctrl_c(state, info):
+            if state.t > 0.05:
+                raise KeyboardInterrupt
+        return real(model, **dict(kwargs, callback=ctrl_c))
+
+    monkeypatch.setattr(sf, "simulate", interrupted)
+    monkeypatch.setattr(skfiber.run, "simulate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_study(TARGETS[target].run, TARGETS[target].defaults[:1], design="lhs", n=2, out=tmp_path / "s",
+                  scheduler="serial", progress=False)
+    assert list(StudyFolder(tmp_path / "s").records()) == []  # neither a success nor a failure recorded

@@ -142,6 +142,37 @@ def test_out_puts_every_file_in_one_folder(tmp_path, capsys):
     assert "unrecognized arguments: --outp" in capsys.readouterr().err
 
 
+def test_ctrl_c_after_the_first_step_or_in_the_warm_up_is_reported_with_exit_code_130(monkeypatch, capsys,
+                                                                                      tmp_path):
+    """Ctrl-C after one step: the report of that step and the summary, exit code 130 as a script; Ctrl-C in
+    the warm-up step (where the kernels compile on a first run): nothing to report, exit code 130."""
+    import types
+
+    import skfiber
+    import skfiber.run
+    from skfiber.cli import run_script
+
+    real, calls = skfiber.run.simulate, []
+
+    def interrupted_in_step_two(model, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(model, **kwargs)
+
+    monkeypatch.setattr(skfiber.run, "simulate", interrupted_in_step_two)
+    argv = ["--levels", "2", "--t-end", "0.25", "--quiet", "--output", str(tmp_path)]  # a step < one sample
+    assert run_script(upper_limb.main, argv) == 130
+    captured = capsys.readouterr()
+    assert "level 2 was interrupted at t = 0.01562 s (1 of 16 steps)" in captured.out
+    assert captured.out.strip().splitlines()[-1].startswith("summary: level=2 ")
+    assert "Traceback" not in captured.err
+    monkeypatch.setattr(skfiber, "simulate", lambda *args, **kwargs: types.SimpleNamespace(interrupted=True))
+    assert run_script(upper_limb.main, argv) == 130
+    captured = capsys.readouterr()
+    assert captured.err.strip().endswith(": interrupted") and "summary:" not in captured.out
+
+
 def test_interrupted_run_is_reported_as_partial_and_resumes(monkeypatch, capsys, tmp_path, quarter_second):
     """Ctrl-C during the run: the steps done are written, marked as partial and checkpointed, no further level
     runs; --resume finishes level 1 from its checkpoint, equal bit for bit to the uninterrupted run, and runs

@@ -100,6 +100,8 @@ def cable_sag(params: dict, *, t_end: float = 0.5, n_elements: int = 16) -> dict
     model.fix(fiber, "end")
     model.add_gravity()
     result = sf.simulate(model, t_end=t_end, dt=0.01, progress=False)
+    if result.interrupted:  # Ctrl-C: a part of the run is no outcome of these parameters; stop the study
+        raise KeyboardInterrupt
     d = model.discretization
     z = np.array([d.evaluate(u, 0, 0.5)[2, 0] for u in result.displacements])
     fields = sf.fiber_fields(model, result.final_state, fiber)
