@@ -83,14 +83,15 @@ def coupled_tangent_and_differences(prob, cev, z, t, *, fiber_state, rigid_state
     return T, FD, free
 
 
-def perturbed_step(model, seed, dt=0.01):
-    """A backward-Euler step of ``two_link_model`` from a random state near rest to a random trial z.
+def perturbed_step(model, seed, dt=0.01, *, fast=True):
+    """A backward-Euler step of ``two_link_model`` from a random state near rest to a random trial z
+    (``fast``: the problem's compiled coupling, or its general path).
 
     Returns (problem, state, z, fiber_state, rigid_state).
     """
     from skfiber.coupling import CoupledProblem
 
-    prob = CoupledProblem(model)
+    prob = CoupledProblem(model, fast=fast)
     rng = np.random.default_rng(seed)
     N = prob.N
     s0 = model.initial_state()

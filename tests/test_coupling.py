@@ -12,11 +12,13 @@ from skfiber.rigid import Body, Fixed, Revolute, RigidSystem
 from conftest import coupled_tangent_and_differences, perturbed_step, step_functions, two_link_model
 
 
-def test_coupled_tangent_matches_finite_differences():
-    """Fiber + contact with a moving body cylinder + attachments + rigid dynamics: the whole tangent."""
+@pytest.mark.parametrize("fast", [True, False])
+def test_coupled_tangent_matches_finite_differences(fast):
+    """Fiber + contact with a moving body cylinder + attachments + rigid dynamics: the whole tangent, of the
+    compiled coupling and of the general path."""
     model = two_link_model()
     dt = 0.01
-    prob, state, z, fs, rs = perturbed_step(model, 1, dt)
+    prob, state, z, fs, rs = perturbed_step(model, 1, dt, fast=fast)
     N = prob.N
     cev = prob.evaluate(z, dt, fiber_state=fs, rigid_state=rs)
     assert cev.n_active_contacts > 10  # the contact with the moving cylinder is active

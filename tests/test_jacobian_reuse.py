@@ -281,6 +281,27 @@ def test_compiled_step_equals_the_python_step(case, reuse, monkeypatch):
     assert fast.residual_histories == slow.residual_histories
 
 
+@pytest.mark.parametrize("method", ["euler", "bdf2"])
+def test_compiled_step_takes_activation_and_loads_at_the_step_s_end(method, monkeypatch):
+    """Activations and a line load that change in time: the compiled step evaluates both at the end of the
+    step, as the Python step does (the same states bit for bit); a step that took them at its start would
+    lag by one step, and the states differ from the first step on."""
+    fibers = [sf.Fiber.straight((0, 0.15 * k, 0), (1, 0.15 * k, 0), n_elements=6, law=sf.paper_law(),
+                                activation=lambda t, k=k: 0.5 * (1 + k) * min(1.0, t / 0.04)) for k in range(2)]
+    model = sf.Model(fibers)
+    for f in fibers:
+        model.fix(f, "start"); model.fix(f, "end")
+    model.add_line_load(lambda theta, t: np.multiply.outer([0.0, 2.0, -5.0], np.sin(np.pi * theta) * (1 + 40 * t)))
+    kw = dict(t_end=0.05, dt=5e-3, method=method, progress=False,
+              newton_options=sf.NewtonOptions(compiled_step=True))
+    fast, slow, counts = compiled_and_python_runs(model, kw, monkeypatch)
+    assert counts["done"] > 0 and counts["declined"] == 0
+    np.testing.assert_array_equal(np.array(fast.displacements), np.array(slow.displacements))
+    lagged = model.activations(0.0).ravel(), model.external_force(0.0)
+    assert np.any(lagged[0] != model.activations(kw["dt"]).ravel())
+    assert np.any(lagged[1] != model.external_force(kw["dt"]))
+
+
 def test_compiled_step_equals_the_python_step_in_adaptive_runs(monkeypatch):
     """Adaptive BDF2 (its steps are implicit_step's too): the same accepted and rejected steps and states."""
     model = stiff_tendon(8)
