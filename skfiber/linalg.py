@@ -47,10 +47,10 @@ PIVOT_TOL = 16 * np.finfo(float).eps
 #: A backward-stable solve stays far below (block and gbsv both ≈ 0.03 ε on the upper-limb tangents); a
 #: block LU with element growth g has a backward error ≈ g ε and is rejected once g ≳ 10³
 RESIDUAL_TOL = 1e3 * np.finfo(float).eps
-#: SuperLU first factorizes with threshold pivoting (a diagonal pivot is kept while it is at least this fraction
-#: of the largest in its column), checked like the block LU (:data:`RESIDUAL_TOL`); a rejected solution is
-#: redone with partial pivoting.  On a tangent of a 36-fiber bundle in touch it cuts the fill by 27 % (5.8·10⁵
-#: entries of L + U instead of 8.0·10⁵) and the factorization time by 37 % (21 ms instead of 34 ms)
+#: SuperLU first factorizes the matrix, scaled to a unit diagonal (:func:`symmetric_scaling`), with threshold
+#: pivoting (a diagonal pivot is kept while it is at least this fraction of the largest in its column), checked
+#: like the block LU (:data:`RESIDUAL_TOL`); a rejected solution is redone with partial pivoting.  On the
+#: tangents of bundles in touch the pivots then rarely leave the diagonal (docs/performance.md)
 SPLU_PIVOT_THRESHOLD = 0.01
 #: … in the column ordering of a minimum degree on A + Aᵀ, which suits pivots kept on the diagonal (COLAMD, the
 #: default, orders for any row pivoting): on the tangents of a 72-fiber bundle in touch 27 % less fill and
@@ -250,14 +250,43 @@ class ConstrainedSolver:
             rows.append(r[keep]); cols.append(c[keep]); vals.append(v[keep])
         K = sps.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(self.N, self.N))
         self.last_method = "splu"
-        lu = spla.splu(K, permc_spec=SPLU_ORDERING, diag_pivot_thresh=SPLU_PIVOT_THRESHOLD)
-        factorization = Factorization("splu", (lu,), self.constrained)
+        scale = symmetric_scaling(K)
+        scaled = K.copy()
+        scaled.data *= scale[scaled.indices] * np.repeat(scale, np.diff(scaled.indptr))
+        lu = spla.splu(scaled, permc_spec=SPLU_ORDERING, diag_pivot_thresh=SPLU_PIVOT_THRESHOLD)
+        factorization = Factorization("splu", (lu, scale), self.constrained)
         x = factorization.solve(rhs)
         if _sparse_residual_ok(K, x, rhs):
             return x, factorization
         self.splu_fallbacks += 1
-        factorization = Factorization("splu", (spla.splu(K),), self.constrained)  # partial pivoting
+        factorization = Factorization("splu", (spla.splu(scaled), scale), self.constrained)  # partial pivoting
         return factorization.solve(rhs, overwrite=True), factorization
+
+
+def symmetric_scaling(K: sps.csc_matrix) -> np.ndarray:
+    """The scaling s of the rows and columns of ``K`` that gives diag(s) K diag(s) a diagonal of ±1.
+
+    Threshold pivoting keeps a diagonal pivot while it is a fraction :data:`SPLU_PIVOT_THRESHOLD` of the
+    largest entry of its column.  Unscaled, the Hermite slope d.o.f. (the basis functions of the
+    derivatives are multiplied by the element's length h in θ) have diagonal entries about h² times
+    those of the positions they couple to in the same column, below that fraction at 16 elements a
+    fiber, and SuperLU would leave the diagonal order.  A row with a zero diagonal is scaled by its
+    largest entry instead (1 for an empty row).
+
+    Examples
+    --------
+    >>> import scipy.sparse as sps
+    >>> K = sps.csc_matrix([[4.0, 1.0], [1.0, 0.01]])
+    >>> s = symmetric_scaling(K)
+    >>> (sps.diags(s) @ K @ sps.diags(s)).toarray().round(3).tolist()
+    [[1.0, 5.0], [5.0, 1.0]]
+    """
+    size = np.abs(K.diagonal())
+    empty = size == 0
+    if empty.any():
+        size[empty] = np.asarray(abs(K[empty.nonzero()[0]]).max(axis=1).todense()).ravel()
+        size[size == 0] = 1.0
+    return 1.0 / np.sqrt(size)
 
 
 def _sparse_residual_ok(K, x: np.ndarray, rhs: np.ndarray) -> bool:
@@ -318,7 +347,9 @@ class Factorization:
             if info < 0:
                 raise ValueError(f"illegal value in argument {-info} of gbtrs")
             return x
-        return f[0].solve(rhs)
+        lu, scale = f
+        scale = scale.reshape(-1, *([1] * (rhs.ndim - 1)))
+        return lu.solve(rhs * scale) * scale
 
 
 @njit(cache=True)

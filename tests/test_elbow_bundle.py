@@ -149,28 +149,38 @@ def test_a_bundle_in_touch_is_solved_by_the_sparse_lu_with_the_same_steps_as_gmr
 
 
 def test_the_bundle_s_tangents_are_factorized_on_their_diagonal_in_minimum_degree_order(monkeypatch):
-    """SuperLU factorizes the tangents of a bundle in touch with threshold pivoting in the ordering of
-    SPLU_ORDERING: no solution is rejected by the residual test, and each agrees with partial pivoting in
-    SuperLU's default order (COLAMD)."""
+    """SuperLU factorizes the tangents of a bundle in touch (16 elements a fiber), scaled to a unit diagonal,
+    with threshold pivoting in the ordering of SPLU_ORDERING: no solution is rejected by the residual test, each
+    agrees with partial pivoting in SuperLU's default order (COLAMD), and the pivots leave the diagonal far less
+    often, with less fill, than those of the same tangents unscaled (the Hermite slopes' small diagonal)."""
     import scipy.sparse.linalg as spla
 
     import skfiber.linalg as la
 
-    calls = []
+    calls, unscaled = [], []
     real = la.spla.splu
     monkeypatch.setattr(la.spla, "splu", lambda A, **kw: calls.append((A.copy(), kw)) or real(A, **kw))
-    model, motion = eb.build_model(9, 4)
+    real_scaling = la.symmetric_scaling
+    monkeypatch.setattr(la, "symmetric_scaling", lambda K: unscaled.append(K.copy()) or real_scaling(K))
+    model, motion = eb.build_model(9, 16)
     motion.activation = lambda t: eb.smooth_step(t / 0.05)
-    sf.simulate(model, t_end=0.03, dt=0.01, progress=False, max_halvings=8, newton_options=eb.newton_options())
-    assert len(calls) > 5
+    result = sf.simulate(model, t_end=0.03, dt=0.01, progress=False, max_halvings=8,
+                         newton_options=eb.newton_options())
+    assert len(calls) > 5 and len(unscaled) == len(calls)  # no fallback to partial pivoting
+    assert result.times[-1] == pytest.approx(0.03)
     assert la.SPLU_ORDERING == "MMD_AT_PLUS_A"  # SuperLU's minimum degree on A + Aᵀ
     assert all(kw == {"permc_spec": la.SPLU_ORDERING, "diag_pivot_thresh": la.SPLU_PIVOT_THRESHOLD} for _, kw in calls)
     rng = np.random.default_rng(2)
-    for A, kw in calls[::3]:
+    off_diagonal, fill = np.zeros(2, dtype=int), np.zeros(2, dtype=int)  # scaled, unscaled
+    for (A, kw), K in list(zip(calls, unscaled))[::3]:
+        assert np.allclose(np.abs(A.diagonal()), 1.0)
+        for k, lu in enumerate((real(A, **kw), real(K, **kw))):
+            off_diagonal[k] += np.sum(lu.perm_r != lu.perm_c)
+            fill[k] += lu.L.nnz + lu.U.nnz
         b = rng.normal(size=A.shape[0])
-        x = real(A, **kw).solve(b)
         y = spla.splu(A).solve(b)
-        assert np.max(np.abs(x - y)) <= 1e-10 * np.max(np.abs(y))
+        assert np.max(np.abs(real(A, **kw).solve(b) - y)) <= 1e-10 * np.max(np.abs(y))
+    assert off_diagonal[0] * 4 < off_diagonal[1] and fill[0] < fill[1]
 
 
 def test_the_skfiber_command_finds_and_imports_the_demo():

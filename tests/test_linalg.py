@@ -321,3 +321,32 @@ def test_threshold_pivoting_of_superlu_is_checked_and_redone_with_partial_pivoti
     x = solver.solve(Ke, rhs, [far])
     assert len(calls) == 2 and calls[1] == {} and solver.splu_fallbacks == 1  # then partial pivoting
     assert rel_err(x, np.linalg.solve(K, rhs)) < 1e-12
+
+
+def test_superlu_factorizes_the_matrix_scaled_to_a_unit_diagonal(asm):
+    """The sparse path factorizes diag(s) K diag(s) with s = |diag K|^(-1/2) (a zero diagonal scaled by its
+    row's largest entry): the solutions of the scaled factors, for one and for several right-hand sides, are
+    those of K itself, and rows whose diagonal is small beside their column's entries (as the Hermite slopes')
+    keep their pivots on the diagonal."""
+    import skfiber.linalg as la
+
+    N = asm.N
+    rng = np.random.default_rng(5)
+    Ke = element_matrices(asm, rng)
+    far = (np.array([0, 5 * B]), np.array([5 * B, 0]), np.array([1.0, 1.0]))  # outside the band: SuperLU
+    size = np.where(np.arange(N) % B >= 3, 1e-4, 1.0)[asm.element_dofs.T]  # "slopes" 10⁻⁴ times "positions"
+    Ke = Ke * size[:, :, None] * size[:, None, :]  # a slope's diagonal 2·10⁻³ times its column's largest
+    K = dense(asm, Ke, [far])
+    unscaled = spla.splu(sps.csc_matrix(K), permc_spec=la.SPLU_ORDERING, diag_pivot_thresh=la.SPLU_PIVOT_THRESHOLD)
+    assert not np.array_equal(unscaled.perm_r, unscaled.perm_c)
+    solver = ConstrainedSolver(asm, np.array([], dtype=int))
+    rhs = rng.normal(size=(N, 3))
+    x, factorization = solver.factor_solve(Ke, rhs, [far])
+    assert solver.last_method == "splu" and solver.splu_fallbacks == 0
+    assert rel_err(x, np.linalg.solve(K, rhs)) < 1e-10
+    assert rel_err(factorization.solve(rhs[:, 1]), np.linalg.solve(K, rhs[:, 1])) < 1e-10
+    lu, scale = factorization.factors
+    np.testing.assert_allclose(scale, 1 / np.sqrt(np.abs(np.diag(K))))
+    assert np.array_equal(lu.perm_r, lu.perm_c)
+    Z = sps.csc_matrix(np.array([[0.0, 4.0, 0.0], [4.0, 1.0, 0.0], [0.0, 0.0, 0.0]]))
+    np.testing.assert_allclose(la.symmetric_scaling(Z), [0.5, 1.0, 1.0])  # by the row's largest; empty: 1
