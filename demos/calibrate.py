@@ -14,7 +14,6 @@ Ends with ``summary: smax_biceps=… smax_triceps=… biceps_error=… triceps_e
 """
 from __future__ import annotations
 
-import sys
 import time
 
 from skfiber.cli import ArgumentParser, positive_float, positive_int, run_script
@@ -84,4 +83,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    sys.exit(run_script(main))
+    run_script(main)

@@ -69,7 +69,6 @@ studies).
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -322,4 +321,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_script(main))
+    run_script(main)

@@ -75,7 +75,6 @@ deformed fibers and the convergence plot).  The last line is ``summary: rate=<fi
 """
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -252,4 +251,4 @@ def main(argv=None) -> ContactFibersResult:
 
 
 if __name__ == "__main__":
-    sys.exit(run_script(main))
+    run_script(main)

@@ -43,7 +43,6 @@ of the output is ``summary: law_derivative_error=… midpoint_sag_custom_m=… �
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -480,4 +479,4 @@ def main(argv=None) -> CustomLawResult:
 
 
 if __name__ == "__main__":
-    sys.exit(run_script(main))
+    run_script(main)

@@ -51,7 +51,6 @@ of the output is ``summary: tangent_error_explicit=… sag_bending_m=… …``.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -626,4 +625,4 @@ def main(argv=None) -> CustomTermResult:
 
 
 if __name__ == "__main__":
-    sys.exit(run_script(main))
+    run_script(main)

@@ -56,7 +56,6 @@ Run ``python demos/elbow_bundle.py --help``.  The output ends with
 from __future__ import annotations
 
 import math
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -559,4 +558,4 @@ def _tests(args, model: sf.Model, motion: Motion, writers, wall: float) -> dict:
 
 
 if __name__ == "__main__":
-    sys.exit(run_script(main))
+    run_script(main)

@@ -23,7 +23,6 @@ Run ``python demos/hanging_bundle.py --out results/bundle`` or
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -206,4 +205,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_script(main))
+    run_script(main)

@@ -94,7 +94,6 @@ from __future__ import annotations
 import argparse
 import csv
 import math
-import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -505,4 +504,4 @@ def main(argv: list[str] | None = None) -> Comparison:
 
 
 if __name__ == "__main__":
-    sys.exit(run_script(main))
+    run_script(main)

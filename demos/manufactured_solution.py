@@ -682,4 +682,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(run_script(main))
+    run_script(main)

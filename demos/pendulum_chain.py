@@ -76,7 +76,6 @@ difference, rad, between the skfiber-ODE and sympy-ODE reference solutions).
 """
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -525,4 +524,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_script(main))
+    run_script(main)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import csv
 import math
-import sys
 import time
 from pathlib import Path
 
@@ -119,7 +118,9 @@ def summary(result: dict) -> str:
 
 
 def main(argv=None) -> dict:
-    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0],
+                            epilog="The summary's speedup is the runs' summed time over the wall time: nan for a "
+                                   "study in one process (--scheduler serial, --small).")
     parser.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(TARGETS),
                         help=f"the model whose outputs are analysed (default {DEFAULT_TARGET})")
     parser.add_argument("--n", type=positive_int, default=64,
@@ -148,4 +149,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    sys.exit(run_script(main))
+    run_script(main)

@@ -1053,4 +1053,4 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
 
 
 if __name__ == "__main__":
-    sys.exit(run_script(main))
+    run_script(main)

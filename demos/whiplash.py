@@ -624,4 +624,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_script(main))
+    run_script(main)

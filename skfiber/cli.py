@@ -607,8 +607,10 @@ def _caused_by_ctrl_c(err: BaseException) -> bool:
 def run_script(main: Callable, argv: Sequence[str] | None = None) -> int:
     """Run a demo's ``main(argv)`` as a script, with the exit codes and one-line messages of ``skfiber run``.
 
-    A demo's ``if __name__ == "__main__":`` block calls ``sys.exit(run_script(main))``.  ``--debug``
-    (anywhere before a ``--``) is taken out of ``argv`` and shows the traceback of an error.
+    A demo ends with ``if __name__ == "__main__": run_script(main)``.  ``--debug`` (anywhere before a
+    ``--``) is taken out of ``argv`` and shows the traceback of an error.  A demo that succeeds returns
+    here (the script ends; sphinx-gallery, which runs the demos as ``__main__`` in its own process, goes
+    on); any other outcome leaves by ``SystemExit`` with its exit code.
 
     Parameters
     ----------
@@ -621,7 +623,12 @@ def run_script(main: Callable, argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        0 done, 1 failed, 2 bad arguments or paths, 130 interrupted.
+        0 (done).
+
+    Raises
+    ------
+    SystemExit
+        With 1 (failed), 2 (bad arguments or paths) or 130 (interrupted).
 
     Examples
     --------
@@ -629,7 +636,8 @@ def run_script(main: Callable, argv: Sequence[str] | None = None) -> int:
     ...     raise ValueError(f"--t-end must be > 0, got {argv[1]}")
     >>> run_script(main, ["--t-end", "-1"])  # doctest: +SKIP
     demo.py: error: --t-end must be > 0, got -1
-    2
+    Traceback (most recent call last):
+    SystemExit: 2
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     cut = argv.index("--") if "--" in argv else len(argv)
@@ -637,7 +645,10 @@ def run_script(main: Callable, argv: Sequence[str] | None = None) -> int:
     argv = [a for a in argv[:cut] if a != "--debug"] + argv[cut:]
     who = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "demo"
 
-    return _reported(who, lambda: _called(main, argv), debug=debug, hint="--debug shows the traceback")
+    code = _reported(who, lambda: _called(main, argv), debug=debug, hint="--debug shows the traceback")
+    if code != EXIT_OK:
+        raise SystemExit(code)
+    return code
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -162,13 +162,13 @@ def test_ctrl_c_after_the_first_step_or_in_the_warm_up_is_reported_with_exit_cod
 
     monkeypatch.setattr(skfiber.run, "simulate", interrupted_in_step_two)
     argv = ["--levels", "2", "--t-end", "0.25", "--quiet", "--output", str(tmp_path)]  # a step < one sample
-    assert run_script(upper_limb.main, argv) == 130
+    assert pytest.raises(SystemExit, run_script, upper_limb.main, argv).value.code == 130
     captured = capsys.readouterr()
     assert "level 2 was interrupted at t = 0.01562 s (1 of 16 steps)" in captured.out
     assert captured.out.strip().splitlines()[-1].startswith("summary: level=2 ")
     assert "Traceback" not in captured.err
     monkeypatch.setattr(skfiber, "simulate", lambda *args, **kwargs: types.SimpleNamespace(interrupted=True))
-    assert run_script(upper_limb.main, argv) == 130
+    assert pytest.raises(SystemExit, run_script, upper_limb.main, argv).value.code == 130
     captured = capsys.readouterr()
     assert captured.err.strip().endswith(": interrupted") and "summary:" not in captured.out
 
