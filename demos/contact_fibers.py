@@ -165,7 +165,7 @@ def run(*, small: bool = False, levels=None, load: float = STUDY_LOAD) -> Contac
     notice = sf.solver.compile_notice("  compiling the numba kernels (the first run on this machine only; cached "
                                       "for later runs) …", delay=2.0)
     try:
-        solve(build_model(levels[0], load=load)[0])
+        solve(build_model(min(levels), load=load)[0])
     finally:
         notice.cancel()
     for n in levels:

@@ -325,14 +325,15 @@ def _cmd_view(args) -> int:
         if target is not None and Path(target).is_dir():
             raise UsageError(f"{option} {target} is a folder; give a file name, e.g. "
                              f"{option} {Path(target) / example}")
-        if target is not None:
-            _make_folder(option, Path(target).parent)  # (its folder, or an error naming the option)
     if args.movie is not None and Path(args.movie).suffix.lower() not in (".gif", ".mp4"):
         raise UsageError(f"--movie {args.movie}: pick a file ending in .gif or .mp4")
     if args.screenshot is not None and Path(args.screenshot).suffix.lower() not in (".png", ".jpg", ".jpeg"):
         raise UsageError(f"--screenshot {args.screenshot}: pick a file ending in .png or .jpg")
     if args.movie is not None and path.suffix.lower() != ".pvd":
         raise UsageError("--movie needs a .pvd series")
+    for option, target in (("--screenshot", args.screenshot), ("--movie", args.movie)):
+        if target is not None:
+            _make_folder(option, Path(target).parent)  # (its folder, or an error naming the option)
     try:
         from . import viz
     except ImportError as err:
@@ -610,7 +611,8 @@ def run_script(main: Callable, argv: Sequence[str] | None = None) -> int:
     A demo ends with ``if __name__ == "__main__": run_script(main)``.  ``--debug`` (anywhere before a
     ``--``) is taken out of ``argv`` and shows the traceback of an error.  A demo that succeeds returns
     here (the script ends; sphinx-gallery, which runs the demos as ``__main__`` in its own process, goes
-    on); any other outcome leaves by ``SystemExit`` with its exit code.
+    on); any other outcome leaves by ``SystemExit`` with its exit code.  Under sphinx-gallery an error
+    in the demo propagates, for the gallery to record.
 
     Parameters
     ----------
@@ -640,6 +642,8 @@ def run_script(main: Callable, argv: Sequence[str] | None = None) -> int:
     SystemExit: 2
     """
     argv = list(sys.argv[1:] if argv is None else argv)
+    if "sphinx_gallery" in sys.modules:  # the documentation's gallery runs the demo: it records an error itself
+        return _exit_code(main(argv))
     cut = argv.index("--") if "--" in argv else len(argv)
     debug = "--debug" in argv[:cut]
     argv = [a for a in argv[:cut] if a != "--debug"] + argv[cut:]

@@ -466,7 +466,8 @@ class VTKSeries:
         elif self._static_bodies_file is not None:
             files.append((BODIES_PART, self._static_bodies_file, "bodies"))
         t = float(state.t)
-        entries = [e for e in self.entries if e.time != t] + [PvdEntry(t, part, file, name) for part, file, name in files]
+        entries = ([e for e in self.entries if e.time != t]
+                   + [PvdEntry(t, part, file, name) for part, file, name in files])
         write_pvd(self.pvd_path, entries)
         self.entries = entries  # only once the .pvd lists them (a Ctrl-C in write_pvd leaves both as they were)
         return [self.directory / f for _, f, _ in files]

@@ -258,8 +258,8 @@ class ConstrainedSolver:
         x = factorization.solve(rhs)
         if _sparse_residual_ok(K, x, rhs):
             return x, factorization
-        self.splu_fallbacks += 1
-        factorization = Factorization("splu", (spla.splu(scaled), scale), self.constrained)  # partial pivoting
+        self.splu_fallbacks += 1  # partial pivoting, on K itself (backward stable for K)
+        factorization = Factorization("splu", (spla.splu(K), np.ones(self.N)), self.constrained)
         return factorization.solve(rhs, overwrite=True), factorization
 
 
@@ -271,7 +271,8 @@ def symmetric_scaling(K: sps.csc_matrix) -> np.ndarray:
     derivatives are multiplied by the element's length h in θ) have diagonal entries about h² times
     those of the positions they couple to in the same column, below that fraction at 16 elements a
     fiber, and SuperLU would leave the diagonal order.  A row with a zero diagonal is scaled by its
-    largest entry instead (1 for an empty row).
+    largest entry instead (1 for an empty row), and no diagonal counts as smaller than ε times the
+    largest (a tiny one would overflow the scaled entries).
 
     Examples
     --------
@@ -286,7 +287,7 @@ def symmetric_scaling(K: sps.csc_matrix) -> np.ndarray:
     if empty.any():
         size[empty] = np.asarray(abs(K[empty.nonzero()[0]]).max(axis=1).todense()).ravel()
         size[size == 0] = 1.0
-    return 1.0 / np.sqrt(size)
+    return 1.0 / np.sqrt(np.maximum(size, np.finfo(float).eps * size.max()))
 
 
 def _sparse_residual_ok(K, x: np.ndarray, rhs: np.ndarray) -> bool:

@@ -124,6 +124,8 @@ def test_view(bundle, tmp_path, capsys, monkeypatch):
     for option, name in (("--screenshot", "x.png"), ("--movie", "x.gif")):
         code, _, err = run_main(capsys, "view", pvd, option, tmp_path / "afile" / name)
         assert code == 2 and f"error: {option} {tmp_path / 'afile'} exists and is not a folder" in err
+        code, _, err = run_main(capsys, "view", pvd, option, tmp_path / "new" / "x.bmp")  # a bad suffix
+        assert code == 2 and "pick a file ending in" in err and not (tmp_path / "new").exists()
     ok = skfiber("view", pvd, "--screenshot", tmp_path / "a.png", "--movie", tmp_path / "a.gif",
                  "--field", "force", "--time", 0.03, "--window-size", 320, 240, env=headless_env())
     assert ok.returncode == 0, ok.stderr
@@ -265,6 +267,17 @@ def test_a_demo_run_as_a_script_reports_like_skfiber_run(main, code, message, ca
     assert script_exit_code(main, ["--level", "2"]) == code
     err = capsys.readouterr().err
     assert err.strip() == message and "Traceback" not in err
+
+
+def test_under_sphinx_gallery_a_demo_s_error_propagates(monkeypatch):
+    """The documentation's gallery runs the demos as __main__ and records an exception itself (and goes on
+    with the next demo): run_script neither reports it nor exits."""
+    import types
+
+    monkeypatch.setitem(sys.modules, "sphinx_gallery", types.ModuleType("sphinx_gallery"))
+    with pytest.raises(RuntimeError, match="a failing demo"):
+        cli.run_script(_raises(RuntimeError("a failing demo")), [])
+    assert cli.run_script(lambda argv: None, []) == 0
 
 
 def test_debug_shows_the_traceback_of_a_demo_run_as_a_script(capsys, monkeypatch):

@@ -10,10 +10,10 @@ energy, a force the balance does not count, a viscous force of the wrong sign, o
 consistent would each leave a residue that does not vanish; the schemes leave one of order Δt (backward
 Euler) and Δt² (BDF2), measured here by its rate.  The balance cannot see the size of the mass matrix or
 of the viscosity: the kinetic energy and the dissipation are computed from the same parts of the residual
-(those are checked against closed forms in test_closed_forms.py and test_materials.py).  Measured (2026-11-30; 50, 100, 200 steps over 0.2 s, by
-then 91–98 % of the initial kinetic energy is elastic): backward Euler 5.0·10⁻², 2.5·10⁻², 1.3·10⁻² of
-E(0), rates 0.97–0.99; BDF2 8.5·10⁻⁴, 2.1·10⁻⁴, 5.2·10⁻⁵ (η = 0) and 7.9·10⁻⁴ … 4.8·10⁻⁵ (η = 500 Pa·s),
-rates 2.01–2.02.
+(those are checked against closed forms in test_closed_forms.py and test_materials.py).  Measured
+(2026-11-30; 50, 100, 200 steps over 0.2 s, by then 91–98 % of the initial kinetic energy is elastic):
+backward Euler 5.0·10⁻², 2.5·10⁻², 1.3·10⁻² of E(0), rates 0.97–0.99; BDF2 8.5·10⁻⁴, 2.1·10⁻⁴, 5.2·10⁻⁵
+(η = 0) and 7.9·10⁻⁴ … 4.8·10⁻⁵ (η = 500 Pa·s), rates 2.01–2.02.
 """
 from __future__ import annotations
 

@@ -350,3 +350,6 @@ def test_superlu_factorizes_the_matrix_scaled_to_a_unit_diagonal(asm):
     assert np.array_equal(lu.perm_r, lu.perm_c)
     Z = sps.csc_matrix(np.array([[0.0, 4.0, 0.0], [4.0, 1.0, 0.0], [0.0, 0.0, 0.0]]))
     np.testing.assert_allclose(la.symmetric_scaling(Z), [0.5, 1.0, 1.0])  # by the row's largest; empty: 1
+    T = sps.csc_matrix(np.array([[1e-320, 1.0], [1.0, 4.0]]))  # a subnormal diagonal: no overflow
+    s = la.symmetric_scaling(T)
+    assert np.all(np.isfinite((sps.diags(s) @ T @ sps.diags(s)).toarray()))
