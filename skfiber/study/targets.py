@@ -18,6 +18,7 @@ Examples
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -99,7 +100,9 @@ def cable_sag(params: dict, *, t_end: float = 0.5, n_elements: int = 16) -> dict
     model.fix(fiber, "start")
     model.fix(fiber, "end")
     model.add_gravity()
-    result = sf.simulate(model, t_end=t_end, dt=0.01, progress=False)
+    with warnings.catch_warnings():  # (the study says what was kept when Ctrl-C stops it)
+        warnings.filterwarnings("ignore", message="simulation interrupted", category=UserWarning)
+        result = sf.simulate(model, t_end=t_end, dt=0.01, progress=False)
     if result.interrupted:  # Ctrl-C: a part of the run is no outcome of these parameters; stop the study
         raise KeyboardInterrupt
     d = model.discretization
