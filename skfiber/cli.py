@@ -611,8 +611,9 @@ def run_script(main: Callable, argv: Sequence[str] | None = None) -> int:
     A demo ends with ``if __name__ == "__main__": run_script(main)``.  ``--debug`` (anywhere before a
     ``--``) is taken out of ``argv`` and shows the traceback of an error.  A demo that succeeds returns
     here (the script ends; sphinx-gallery, which runs the demos as ``__main__`` in its own process, goes
-    on); any other outcome leaves by ``SystemExit`` with its exit code.  Under sphinx-gallery an error
-    in the demo propagates, for the gallery to record.
+    on); any other outcome leaves by ``SystemExit`` with its exit code.  A ``main`` defined in code run
+    without a file (sphinx-gallery, a notebook) is called plainly: its errors propagate, for the gallery
+    to record or the notebook to show.
 
     Parameters
     ----------
@@ -642,7 +643,9 @@ def run_script(main: Callable, argv: Sequence[str] | None = None) -> int:
     SystemExit: 2
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    if "sphinx_gallery" in sys.modules:  # the documentation's gallery runs the demo: it records an error itself
+    if "__file__" not in getattr(main, "__globals__", {"__file__": None}):
+        # code run without a file: the documentation's gallery (sphinx-gallery never gives the demo a
+        # __file__), which records an error itself, or a notebook, where the traceback is what helps
         return _exit_code(main(argv))
     cut = argv.index("--") if "--" in argv else len(argv)
     debug = "--debug" in argv[:cut]
