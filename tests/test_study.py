@@ -496,3 +496,11 @@ def test_ctrl_c_in_a_target_s_simulation_stops_the_study(target, tmp_path, monke
         run_study(TARGETS[target].run, TARGETS[target].defaults[:1], design="lhs", n=2, out=tmp_path / "s",
                   scheduler="serial", progress=False)
     assert list(StudyFolder(tmp_path / "s").records()) == []  # neither a success nor a failure recorded
+
+
+def test_a_bad_scheduler_address_is_named_with_what_to_give():
+    pytest.importorskip("distributed")
+    from skfiber.study.execute import connect
+
+    with pytest.raises(ValueError, match="cannot connect to the dask scheduler 'foo': .*tcp://host:8786.*'serial'"):
+        connect("foo")

@@ -196,7 +196,13 @@ def connect(scheduler, workers: int | None = None):
         return scheduler, False
     if scheduler is None:
         return Client(local_cluster((os.cpu_count() or 1) if workers is None else workers)), True
-    return Client(scheduler), True
+    try:
+        return Client(scheduler), True
+    except (OSError, ValueError, TypeError) as err:  # (dask's messages do not say which address failed)
+        kind = next(k for k in (OSError, ValueError, TypeError) if isinstance(err, k))
+        raise kind(f"cannot connect to the dask scheduler {scheduler!r}: {' '.join(str(err).split())}; give "
+                        "the address of a running scheduler (tcp://host:8786), or 'serial' to run without "
+                        "dask") from err
 
 
 def close_own(client) -> None:
