@@ -201,8 +201,7 @@ def connect(scheduler, workers: int | None = None):
     except (OSError, ValueError, TypeError) as err:  # (dask's messages do not say which address failed)
         kind = next(k for k in (OSError, ValueError, TypeError) if isinstance(err, k))
         raise kind(f"cannot connect to the dask scheduler {scheduler!r}: {' '.join(str(err).split())}; give "
-                        "the address of a running scheduler (tcp://host:8786), or 'serial' to run without "
-                        "dask") from err
+                   "the address of a running scheduler (tcp://host:8786), or 'serial' to run without dask") from err
 
 
 def close_own(client) -> None:
