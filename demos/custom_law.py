@@ -303,9 +303,8 @@ def hanging_fiber(
     sag_exact, end_force_exact = hanging_cable_sag(law, q=q, span=stretch)
 
     recovered = sf.recovered_axial_force(model, static, fiber)  # (N at a point wiggles on coarse meshes)
-    sim = sf.simulate(model, t_end=t_end, dt=dt, state=stretched, progress=False)
-    if sim.interrupted:  # Ctrl-C: stop the demo (simulate kept the steps; the comparison needs the whole run)
-        raise KeyboardInterrupt
+    sim = sf.simulate(model, t_end=t_end, dt=dt, state=stretched, progress=False,
+                      on_interrupt="raise")  # the comparison needs the whole run
     # X_z = 0, so the vertical displacement is the height
     z_mid = np.array([d.evaluate(u, fiber, np.array([0.5]))[2, 0] for u in sim.displacements])
     return HangingFiber(

@@ -458,9 +458,7 @@ def falling_fiber(*, c: float, t_end: float = 0.5, dt: float = 0.01, n_elements:
     model = sf.Model([fiber])
     model.add_gravity((0.0, 0.0, -GRAVITY))
     model.add_term(drag_term(c, automatic=automatic))
-    sim = sf.simulate(model, t_end=t_end, dt=dt, progress=False)
-    if sim.interrupted:  # Ctrl-C: stop the demo (the comparison needs the whole run)
-        raise KeyboardInterrupt
+    sim = sf.simulate(model, t_end=t_end, dt=dt, progress=False, on_interrupt="raise")  # the comparison needs it all
     v = sim.velocities[-1].reshape(-1, 6)[:, 2]  # vertical value DOFs
     m = DENSITY * AREA
     v_exact = 0.0

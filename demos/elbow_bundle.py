@@ -443,11 +443,10 @@ def isokinetic(model: sf.Model, motion: Motion, start, *, start_deg: float = STA
         if progress and info.step % 50 == 0:
             print(f"  isokinetic t = {rows[-1][0]:5.2f} s, {rows[-1][1]:6.1f}°: force {rows[-1][2]:7.1f} N", flush=True)
 
-    result = sf.simulate(model, t_end=t0 + t_end, dt=dt, state=start, callback=record, progress=False,
-                         store_every=10**9, max_halvings=MAX_HALVINGS, keep_substeps=KEEP_SUBSTEPS,
-                         newton_options=newton_options())
-    if result.interrupted:  # Ctrl-C: simulate kept what it computed (the series has it); stop
-        raise KeyboardInterrupt
+    # Ctrl-C stops the demo; the VTK series keeps the steps done
+    sf.simulate(model, t_end=t0 + t_end, dt=dt, state=start, callback=record, progress=False, store_every=10**9,
+                max_halvings=MAX_HALVINGS, keep_substeps=KEEP_SUBSTEPS, newton_options=newton_options(),
+                on_interrupt="raise")
     return np.array(rows)
 
 

@@ -200,9 +200,7 @@ def energy_study(links: Sequence[int], steps: Sequence[int], *, t_end: float = T
         system = build_chain(n, damped=False, driven=False)
         q0, p0 = initial_state(n)
         for j, N in enumerate(steps):
-            res = simulate_rigid(system, q0, p0, t_end, t_end / N, method=method)
-            if res.interrupted:  # Ctrl-C: a part of the run would give a wrong drift; stop the demo
-                raise KeyboardInterrupt
+            res = simulate_rigid(system, q0, p0, t_end, t_end / N, method=method, on_interrupt="raise")
             # no prescribed motion: energies of all steps in one batched call
             T = system.relative_kinetic_energy(res.q, res.p)
             E = T + system.potential_energy(res.q)
@@ -292,9 +290,7 @@ def driven_study(links: Sequence[int], steps: Sequence[int], *, t_end: float = T
         ref = library_reference(system, q0, p0, t_end)
         its = []
         for j, N in enumerate(steps):
-            res = simulate_rigid(system, q0, p0, t_end, t_end / N, method=method)
-            if res.interrupted:  # Ctrl-C: a part of the run would give a wrong residual; stop the demo
-                raise KeyboardInterrupt
+            res = simulate_rigid(system, q0, p0, t_end, t_end / N, method=method, on_interrupt="raise")
             results[(n, N)] = res
             its.append(np.mean(res.newton_iterations))
             balance = work_balance(system, res.times, res.q, res.p)   # the backward-Euler rule

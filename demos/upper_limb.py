@@ -778,11 +778,8 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     start = time.perf_counter()
     try:
         state0 = model.initial_state()
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="simulation interrupted", category=UserWarning)
-            warm = sf.simulate(model, t_end=dt, dt=dt, state=state0, progress=False)
-        if warm.interrupted:
-            raise KeyboardInterrupt  # Ctrl-C while the kernels compile: nothing of the run to keep
+        # Ctrl-C while the kernels compile: nothing of the run to keep
+        sf.simulate(model, t_end=dt, dt=dt, state=state0, progress=False, on_interrupt="raise")
     finally:
         notice.cancel()
     warmup = time.perf_counter() - start
@@ -917,7 +914,7 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     parser.add_argument("--contact-gap", choices=("closest_point", "smallest"), default=None,
                         help="gap of fiber–fiber contact: closest_point (the paper's eqs. 40, 66; jumps where two "
                              "closest points of different radius swap) or smallest (the smallest gap over the "
-                             "partner fiber, continuous; about 1.5 times the run time). Default: smallest with "
+                             "partner fiber, continuous; slower, docs/performance.md). Default: smallest with "
                              "--rtol/--atol (error control stops at such jumps), else closest_point")
     parser.add_argument("--stretch-gradient", type=nonnegative_float, default=0.0, metavar="C",
                         help="gradient-of-stretch regularization (c/2) ∫ (dλ/dS)² dS with c in N·m² (default 0: "
@@ -929,8 +926,9 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                              "failed step) to upper_limb_levelL_checkpoint.npz in the --output/--out folder "
                              "(default 50)")
     parser.add_argument("--no-checkpoints", action="store_true",
-                        help="write no checkpoints: all steps in one solver call, 3–8 %% faster (each step of a run "
-                             "with checkpoints is a call of its own, which makes its resume exact); no --resume")
+                        help="write no checkpoints: all steps in one solver call, faster (docs/performance.md; each step "
+                             "of a run with checkpoints is a call of its own, which makes its resume exact); no "
+                             "--resume")
     parser.add_argument("--method", choices=("euler", "bdf2"), default=None,
                         help="time scheme: backward Euler (the paper's; the default at fixed steps) or variable-step "
                              "BDF2 (order 2; the default with --rtol/--atol); at fixed steps BDF2 runs levels 1–3, and "

@@ -69,7 +69,8 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
                       newton_options: NewtonOptions = NewtonOptions(),
                       callback: Callable[[State, StepInfo], None] | None = None,
                       progress: bool = True, t_start: float | None = None, cursor: AdaptiveCursor | None = None,
-                      on_accept: Callable[[State, AdaptiveCursor], bool] | None = None) -> SimulationResult:
+                      on_accept: Callable[[State, AdaptiveCursor], bool] | None = None,
+                      on_interrupt: str = "keep") -> SimulationResult:
     """The adaptive branch of :func:`skfiber.simulate` (arguments checked there; see its docstring).
 
     For :func:`skfiber.run.run_simulation`'s checkpoints: ``on_accept(state, cursor)`` is called after each
@@ -163,6 +164,8 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
                                                   done_before[1] + matrix.factorizations),
                                     cursor=cursor, on_accept=None if on_accept is None else accepted)
     except KeyboardInterrupt:
+        if on_interrupt == "raise":
+            raise
         interrupted = True
         counts = last_counts[0]
         reached = info.get("last_state", start_state).t

@@ -31,6 +31,7 @@ import numpy as np
 
 from .adaptive import simulate_adaptive
 from .core import ConvergenceError, EulerRates, NewtonOptions, State, StepCounts, check_state
+from .core.interrupt import check_on_interrupt
 from .core.warn import warn
 from .fiber_step import decide_compiled_step
 from .model import Model
@@ -100,6 +101,7 @@ def simulate(
     newton_options: NewtonOptions = NewtonOptions(),
     callback: Callable[[State, StepInfo], None] | None = None,
     progress: bool = True,
+    on_interrupt: str = "keep",
 ) -> SimulationResult:
     """Integrate from ``state`` (default: rest at t = 0) to ``t_end``: backward Euler or BDF2, fixed or adaptive steps.
 
@@ -164,6 +166,10 @@ def simulate(
         Newton iterations, …).  Writers of output and checkpoints hook in here.
     progress
         Print progress (time, step, Newton iterations, ETA) to stderr.
+    on_interrupt
+        What Ctrl-C does: ``"keep"`` (default) ends the run with a warning and returns the states computed so
+        far (``result.interrupted`` is True); ``"raise"`` lets ``KeyboardInterrupt`` through to the caller,
+        for code that needs the whole run (:mod:`skfiber.core.interrupt`).
 
     Returns
     -------
@@ -188,6 +194,7 @@ def simulate(
         check_state(state)
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be a function callback(state, info) or None, got {callback!r}")
+    check_on_interrupt(on_interrupt)
     adaptive = adaptive_scheme(method=method, dt=dt, rtol=rtol, atol=atol)
     output_dt = dt
     if dt is None:  # adaptive without an output interval: dt stands for the whole span in the checks below
@@ -223,7 +230,8 @@ def simulate(
                              "steps choose their sizes themselves")
         return simulate_adaptive(model, state, t_end=t_end, method=method, rtol=rtol, atol=atol, h_min=h_min,
                                  h_max=h_max, output_times=output_times, output_dt=output_dt, store_every=store_every,
-                                 newton_options=newton_options, callback=callback, progress=progress)
+                                 newton_options=newton_options, callback=callback, progress=progress,
+                                 on_interrupt=on_interrupt)
     if output_times is not None or h_min is not None or h_max is not None:
         raise ValueError("output_times, h_min and h_max belong to adaptive runs: give rtol and/or atol too "
                          "(fixed steps store every store_every-th step)")
@@ -282,6 +290,8 @@ def simulate(
                     file=sys.stderr, flush=True,
                 )
     except KeyboardInterrupt:
+        if on_interrupt == "raise":
+            raise
         interrupted = True
         its = its[:done]
         if store.times[-1] != state.t:

@@ -9,6 +9,7 @@ from the kinetic energy alone, the pendulum against closed forms and
 solve_ivp, the demo at small size.
 """
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -639,6 +640,30 @@ def test_simulate_rigid_keeps_the_steps_done_when_interrupted():
     assert part.interrupted and not full.interrupted
     assert part.times.shape == (4,) and part.q.shape == (4, 1) and len(part.newton_iterations) == 3
     assert np.array_equal(part.q, full.q[:4])
+
+
+@pytest.mark.parametrize("schedule", [dict(dt=0.01), dict(dt=0.01, method="bdf2", rtol=1e-6, atol=1e-8)])
+def test_simulate_rigid_lets_ctrl_c_through_when_asked(schedule):
+    """on_interrupt="raise": the callback's KeyboardInterrupt reaches the caller, with no warning of a kept
+    part (fixed and error-controlled steps); a bad value is named."""
+    system = RigidSystem(gravity=(0, 0, -9.81))
+    system.add_body(Body("rod", start=(0, 0, 0), axis=(0, 0, -0.5), radius=0.01, mass=1.0),
+                    joint=Revolute(axis=(0, 1, 0)))
+    calls = []
+
+    def stop_after_three(t, q, p):
+        calls.append(t)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a "rigid simulation interrupted" warning would fail the test
+        with pytest.raises(KeyboardInterrupt):
+            simulate_rigid(system, [0.3], [0.0], t_end=0.1, callback=stop_after_three, on_interrupt="raise",
+                           **schedule)
+    assert len(calls) == 3
+    with pytest.raises(ValueError, match="on_interrupt must be 'keep' .* or 'raise' .*, got 'stop'"):
+        simulate_rigid(system, [0.3], [0.0], t_end=0.1, dt=0.01, on_interrupt="stop")
 
 
 # --------------------------------------------------------------------------- fast paths

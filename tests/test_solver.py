@@ -1,4 +1,6 @@
 """Static and dynamic solvers: independent solutions, failure reporting, retries."""
+import warnings
+
 import numpy as np
 import pytest
 from scipy.integrate import quad
@@ -424,6 +426,36 @@ def test_an_interrupted_run_says_how_far_it_got_and_what_it_keeps(options, says)
     assert result.interrupted
     message = str(caught[0].message)
     assert says in message and f"keeps {len(result.times)} " in message
+
+
+@pytest.mark.parametrize("options", [dict(dt=0.01), dict(dt=0.01, method="bdf2", rtol=1e-3, atol=1e-6)])
+def test_simulate_lets_ctrl_c_through_when_asked(options):
+    """on_interrupt="raise": the callback's KeyboardInterrupt reaches the caller, with no warning of a kept
+    part (fixed and error-controlled steps), and the model is left as after a finished run."""
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
+    model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+    steps = []
+
+    def ctrl_c(state, info):
+        steps.append(info.step)
+        if len(steps) == 3:
+            raise KeyboardInterrupt
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a "simulation interrupted" warning would fail the test
+        with pytest.raises(KeyboardInterrupt):
+            sf.simulate(model, t_end=1.0, callback=ctrl_c, progress=False, on_interrupt="raise", **options)
+    assert len(steps) == 3 and not model.memo.enabled
+    again = sf.simulate(model, t_end=0.03, dt=0.01, progress=False, on_interrupt="raise")
+    assert not again.interrupted and again.times.size == 4
+
+
+@pytest.mark.parametrize("value", ["stop", True, None])
+def test_simulate_names_a_bad_on_interrupt(value):
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)
+    model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end")
+    with pytest.raises(ValueError, match=f"on_interrupt must be 'keep' .* or 'raise' .*, got {value!r}"):
+        sf.simulate(model, t_end=0.1, dt=0.05, progress=False, on_interrupt=value)
 
 
 def test_step_counts_print_without_their_per_step_arrays():

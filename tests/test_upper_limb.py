@@ -146,8 +146,6 @@ def test_ctrl_c_after_the_first_step_or_in_the_warm_up_is_reported_with_exit_cod
                                                                                       tmp_path):
     """Ctrl-C after one step: the report of that step and the summary, exit code 130 as a script; Ctrl-C in
     the warm-up step (where the kernels compile on a first run): nothing to report, exit code 130."""
-    import types
-
     import skfiber
     import skfiber.run
     from skfiber.cli import run_script
@@ -167,7 +165,14 @@ def test_ctrl_c_after_the_first_step_or_in_the_warm_up_is_reported_with_exit_cod
     assert "level 2 was interrupted at t = 0.01562 s (1 of 16 steps)" in captured.out
     assert captured.out.strip().splitlines()[-1].startswith("summary: level=2 ")
     assert "Traceback" not in captured.err
-    monkeypatch.setattr(skfiber, "simulate", lambda *args, **kwargs: types.SimpleNamespace(interrupted=True))
+    real_simulate = skfiber.simulate
+
+    def ctrl_c_in_the_warm_up(model, **kwargs):
+        def ctrl_c(state, info):
+            raise KeyboardInterrupt
+        return real_simulate(model, **dict(kwargs, callback=ctrl_c))
+
+    monkeypatch.setattr(skfiber, "simulate", ctrl_c_in_the_warm_up)
     assert pytest.raises(SystemExit, run_script, upper_limb.main, argv).value.code == 130
     captured = capsys.readouterr()
     assert captured.err.strip().endswith(": interrupted") and "summary:" not in captured.out

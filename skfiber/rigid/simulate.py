@@ -26,6 +26,7 @@ import numpy as np
 
 from ..core import ConvergenceError, ErrorControl, StepCounts, output_grid, run_adaptive
 from ..core.bdf import anchor
+from ..core.interrupt import check_on_interrupt
 from ..core.numbers import checked_real
 from ..core.warn import warn
 from .backward_euler import backward_euler_rigid
@@ -103,7 +104,7 @@ def _extrapolated_start(system, point: _Point, t_prev: float, h: float, options,
 def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float | None = None, *, t0: float = 0.0,
                    options=None, max_bisections: int = 6, callback=None, states0=None, method: str = "euler",
                    rtol: float | None = None, atol: float | None = None, h_min: float | None = None,
-                   h_max: float | None = None, output_times=None) -> RigidResult:
+                   h_max: float | None = None, output_times=None, on_interrupt: str = "keep") -> RigidResult:
     """Integrate the rigid system from (q0, p0) at t0 to t_end: backward Euler or BDF2, fixed or adaptive steps.
 
     Fixed steps (``dt``, no tolerances): Δt = (t_end − t0)/N with
@@ -129,7 +130,8 @@ def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float | None =
     ``result.states`` holds their time series.
 
     Ctrl-C stops the run with a warning and returns the steps done so far
-    (``result.interrupted``).
+    (``result.interrupted``); with ``on_interrupt="raise"`` it raises ``KeyboardInterrupt`` to the caller
+    instead, for code that needs the whole run (:mod:`skfiber.core.interrupt`).
 
     Examples
     --------
@@ -141,6 +143,7 @@ def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float | None =
     >>> r.times.round(3).tolist(), r.step_counts.accepted > 5
     ([0.0, 0.1, 0.2], True)
     """
+    check_on_interrupt(on_interrupt)
     q0 = np.asarray(q0, dtype=float)
     p0 = np.asarray(p0, dtype=float)
     n = system.n
@@ -169,6 +172,7 @@ def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float | None =
     start = _Point(t0, q0, p0, s0, np.zeros(n), np.zeros(m))
     if adaptive:
         return _simulate_adaptive(system, start, t_end, m, method=method, options=options, callback=callback,
+                                  on_interrupt=on_interrupt,
                                   control=ErrorControl(rtol=0.0 if rtol is None else float(rtol),
                                                        atol=0.0 if atol is None else float(atol),
                                                        h_min=H_MIN_FRACTION * (t_end - t0) if h_min is None else h_min,
@@ -207,6 +211,8 @@ def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float | None =
             if callback is not None:
                 callback(times[i + 1], pt.q, pt.p)
     except KeyboardInterrupt:
+        if on_interrupt == "raise":
+            raise
         done = len(iterations)
         warn(f"rigid simulation interrupted at t = {times[done]:.6g} s; returning the {done + 1} states "
              "computed so far")
@@ -226,7 +232,7 @@ def _fixed_result(system, times, Q, P, S, iterations, retries, done, n_steps) ->
 
 
 def _simulate_adaptive(system, start: _Point, t_end: float, m: int, *, method, options, callback, control,
-                       outputs) -> RigidResult:
+                       outputs, on_interrupt: str = "keep") -> RigidResult:
     """The adaptive branch of :func:`simulate_rigid`: BDF2 steps by :func:`~skfiber.core.run_adaptive`."""
     n = start.q.shape[0]
     rows = {"t": [start.t], "q": [start.q], "p": [start.p], "s": [start.s]}
@@ -252,6 +258,8 @@ def _simulate_adaptive(system, start: _Point, t_end: float, m: int, *, method, o
                                  lambda pt: np.concatenate([pt.q, pt.p, pt.s]), start, t0=start.t, t_end=t_end,
                                  control=control, n_positions=n, output_times=outputs, emit=emit, on_step=on_step)
     except KeyboardInterrupt:
+        if on_interrupt == "raise":
+            raise
         interrupted = True
         warn(f"rigid simulation interrupted; returning the {len(rows['t'])} output states computed so far")
     except ConvergenceError as err:  # keep the output states and the last accepted step's

@@ -18,7 +18,6 @@ Examples
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -100,11 +99,8 @@ def cable_sag(params: dict, *, t_end: float = 0.5, n_elements: int = 16) -> dict
     model.fix(fiber, "start")
     model.fix(fiber, "end")
     model.add_gravity()
-    with warnings.catch_warnings():  # (the study says what was kept when Ctrl-C stops it)
-        warnings.filterwarnings("ignore", message="simulation interrupted", category=UserWarning)
-        result = sf.simulate(model, t_end=t_end, dt=0.01, progress=False)
-    if result.interrupted:  # Ctrl-C: a part of the run is no outcome of these parameters; stop the study
-        raise KeyboardInterrupt
+    # Ctrl-C: a part of the run is no outcome of these parameters; it stops the study
+    result = sf.simulate(model, t_end=t_end, dt=0.01, progress=False, on_interrupt="raise")
     d = model.discretization
     z = np.array([d.evaluate(u, 0, 0.5)[2, 0] for u in result.displacements])
     fields = sf.fiber_fields(model, result.final_state, fiber)
