@@ -607,13 +607,14 @@ def plot(result: CustomTermResult, filename: str) -> None:
 def main(argv=None) -> CustomTermResult:
     """Command line: print the tables, end with the ``summary:`` line."""
     parser = ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--elements", type=positive_int, default=16, help="elements per fiber (default 16)")
-    parser.add_argument("--small", action="store_true", help="quick run (8 elements)")
+    parser.add_argument("--elements", type=positive_int, default=None,
+                        help="elements per fiber (default 16, 8 with --small)")
+    parser.add_argument("--small", action="store_true", help="quick run (8 elements unless --elements says)")
     parser.add_argument("--plot", metavar="FILE.png", help="save the gravity sag curves (needs matplotlib)")
     args = parser.parse_args(argv)
     if args.plot:
         output_file(parser, "--plot", args.plot, figure=True)
-    result = run(n_elements=args.elements, small=args.small)
+    result = run(n_elements=args.elements or (8 if args.small else 16))
     _print_report(result)
     if args.plot:
         plot(result, args.plot)

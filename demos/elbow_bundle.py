@@ -507,22 +507,25 @@ def main(argv: list[str] | None = None) -> dict | int:
         from skfiber.io import VTKSeries
         contact = next((c for c in model.contacts if isinstance(c, FiberContact)), None)
         writers = [VTKSeries(args.out, model, name=name, bodies=body_cylinders(model),
-                             extra_fields=None if contact is None else fiber_contact_fields(contact))
+                             extra_fields=None if contact is None else fiber_contact_fields(contact),
+                             extra_units={"fiber_contact_force": "N/m"})
                    for name in ("elbow_bundle_isometric", "elbow_bundle_isokinetic")]
     print(f"elbow with a biceps of {len(model.fibers)} fibers × {args.elements} elements ({model.n_dofs} d.o.f.)")
+    found = dict(csa_increase_pct_90=math.nan, peak_isometric_force_N=math.nan)  # (what a Ctrl-C leaves)
     try:
-        return _tests(args, model, motion, writers, wall)
+        return _tests(args, model, motion, writers, wall, found)
     except KeyboardInterrupt:
         wall = time.perf_counter() - wall
         kept = "" if args.out is None else f"; the VTK series in {args.out} hold the steps computed so far"
         print(f"interrupted (Ctrl-C) after {wall:.1f} s{kept}")
-        print(f"summary: fibers={len(model.fibers)} csa_increase_pct_90=nan peak_isometric_force_N=nan "
-              f"wall_s={wall:.1f} interrupted=1")
+        print(f"summary: fibers={len(model.fibers)} csa_increase_pct_90={found['csa_increase_pct_90']:.1f} "
+              f"peak_isometric_force_N={found['peak_isometric_force_N']:.1f} wall_s={wall:.1f} interrupted=1")
         return 130
 
 
-def _tests(args, model: sf.Model, motion: Motion, writers, wall: float) -> dict:
-    """:func:`main`'s three tests, their tables and the summary line (``wall``: the start's perf_counter)."""
+def _tests(args, model: sf.Model, motion: Motion, writers, wall: float, found: dict) -> dict:
+    """:func:`main`'s three tests, their tables and the summary line (``wall``: the start's perf_counter);
+    ``found`` receives the summary's figures as the tests find them."""
     print("isometric test (maximal activation):")
     points = isometric(model, motion, args.angles, dt=args.dt, writer=writers[0])
     hill = hill_forces(points)
@@ -536,6 +539,8 @@ def _tests(args, model: sf.Model, motion: Motion, writers, wall: float) -> dict:
     at = {p.angle_deg: p for p in points}
     csa_increase = 100.0 * (at[90.0].csa_m2 / at[0.0].csa_m2 - 1.0) if 90.0 in at else float("nan")
     fiber_increase = 100.0 * (at[90.0].csa_fibers_m2 / at[0.0].csa_fibers_m2 - 1.0) if 90.0 in at else float("nan")
+    peak = max(p.force_N for p in points)
+    found.update(csa_increase_pct_90=csa_increase, peak_isometric_force_N=peak)
     if 90.0 in at:  # (the angles held: --angles, and 0°)
         print(f"swelling at mid-belly, 0° → 90°: enclosed area +{csa_increase:.1f} %, fibers' area "
               f"+{fiber_increase:.1f} % (the Cosserat-rod elbow of Zhang et al., Nat. Commun. 2019: about 28 %; "
@@ -546,7 +551,6 @@ def _tests(args, model: sf.Model, motion: Motion, writers, wall: float) -> dict:
     start = at[START_DEG].state
     print(f"isokinetic test ({SPEED_DEG_S:g}°/s from {START_DEG:g}° for {args.isokinetic_time:g} s):")
     rows = isokinetic(model, motion, start, t_end=args.isokinetic_time, dt=args.dt, writer=writers[1])
-    peak = max(p.force_N for p in points)
     wall = time.perf_counter() - wall
     print(f"isokinetic force: {rows[0, 2]:.1f} N at {rows[0, 1]:.0f}° … {rows[-1, 2]:.1f} N at {rows[-1, 1]:.0f}°; "
           f"the tissue drag at most {np.max(rows[:, 4]):.2f} N ({100 * np.max(rows[:, 4] / rows[:, 2]):.2f} % of "

@@ -28,6 +28,8 @@ from skfiber.study.sensitivity import sobol_indices
 from skfiber.study.targets import ISHIGAMI_INDICES, TARGETS
 
 DEFAULT_TARGET = "upper-limb"
+#: Sobol base samples when --n is not given
+DEFAULT_N = 64
 
 
 def run(*, target: str = DEFAULT_TARGET, n: int = 64, out: Path = Path("sensitivity_output"), seed: int = 0,
@@ -121,9 +123,9 @@ def main(argv=None) -> dict:
     parser = ArgumentParser(description=__doc__.splitlines()[0],
                             epilog="The summary's speedup is the runs' summed time over the wall time: nan for a "
                                    "study in one process (--scheduler serial, --small).")
-    parser.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(TARGETS),
+    parser.add_argument("--target", default=None, choices=sorted(TARGETS),
                         help=f"the model whose outputs are analysed (default {DEFAULT_TARGET})")
-    parser.add_argument("--n", type=positive_int, default=64,
+    parser.add_argument("--n", type=positive_int, default=None,
                         help="base samples, a power of 2 (runs: n (d + 2) for d parameters; default 64)")
     parser.add_argument("--out", type=Path, default=Path("sensitivity_output"),
                         help="output folder: the study's table, the indices as CSV and the bar plot "
@@ -135,7 +137,13 @@ def main(argv=None) -> dict:
     parser.add_argument("--small", action="store_true", help="the Ishigami check at n = 256, in this process")
     args = parser.parse_args(argv)
     if args.small:
+        given = [o for o, v in (("--target", args.target), ("--n", args.n), ("--scheduler", args.scheduler)) if v]
+        if given:
+            parser.error(f"--small is the Ishigami check at n = 256 in this process; leave out {', '.join(given)} "
+                         "(or --small)")
         args.target, args.n, args.scheduler = "ishigami", 256, "serial"
+    args.target = args.target or DEFAULT_TARGET
+    args.n = args.n or DEFAULT_N
     if args.n & (args.n - 1):
         parser.error(f"--n must be a power of 2 (Sobol base samples), got {args.n}")
     output_folder(parser, "--out", args.out)

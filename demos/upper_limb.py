@@ -286,6 +286,8 @@ SAMPLE_DT = T_END / LEVELS[1][1]
 #: transient is integrated with the same step at every level (level 4 is unchanged)
 START_TIME = 4 * SAMPLE_DT
 START_DT = T_END / LEVELS[4][1]
+#: a run saves its checkpoint every CHECKPOINT_EVERY steps (and at its end, on Ctrl-C and after a failed step)
+CHECKPOINT_EVERY = 50
 #: Newton's relative tolerance at fixed steps: ‖G‖ ≤ NEWTON_RTOL × the largest force term (the library's
 #: default is 1e-9).  Against 1e-9 the elbow angle moves by at most 7.1e-5° and the attachment forces by
 #: 1.3e-5 of their largest, about 600 times below the smallest difference between levels, with 26–41 % fewer
@@ -706,7 +708,7 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
         progress: bool = True, vtk: Path | None = None, vtk_every: int = 1, bending: float | None = None,
         geometry: Geometry | str = TABLE4, fiber_contact: bool | None = None, method: str = "euler",
         rtol: float | None = None, atol: float | None = None, checkpoint: Path | None = None,
-        checkpoint_every: int = 50, resume: bool = False, start_dt: float | None = START_DT,
+        checkpoint_every: int = CHECKPOINT_EVERY, resume: bool = False, start_dt: float | None = START_DT,
         newton_rtol: float | None = None, **model_options) -> UpperLimbResult:
     """Simulate one level (or explicit ``n_elements``/``n_steps`` over ``t_end``).
 
@@ -921,7 +923,7 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                              "none; e.g. 20 with --geometry softening makes its localized band mesh-independent)")
     parser.add_argument("--snapshots", action="store_true",
                         help="also render snapshots.png (paper Fig. 13, needs pyvista)")
-    parser.add_argument("--checkpoint-every", type=positive_int, default=50, metavar="K",
+    parser.add_argument("--checkpoint-every", type=positive_int, default=None, metavar="K",
                         help="save the run's state and records every K steps (and at the end, on Ctrl-C and after a "
                              "failed step) to upper_limb_levelL_checkpoint.npz in the --output/--out folder "
                              "(default 50)")
@@ -955,6 +957,8 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
         args.output, args.vtk = args.out, args.out
     if args.resume and args.no_checkpoints:
         parser.error("--resume continues from a checkpoint; leave out --no-checkpoints")
+    if args.no_checkpoints and args.checkpoint_every is not None:
+        parser.error("--no-checkpoints writes none; leave out --checkpoint-every (or --no-checkpoints)")
     if args.level is not None and args.levels is not None:
         parser.error(f"--level {args.level} and --levels {' '.join(map(str, args.levels))} both name the levels to "
                      "run; give one of them")
@@ -997,6 +1001,8 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                 resume_point(path, dt=dt, options=stored)
             except (OSError, ValueError) as err:
                 parser.error(f"--resume: {' '.join(str(err).split())}")
+    if args.vtk is not None and args.out is None:  # (the series is written into it from the first step on)
+        output_folder(parser, "--vtk", args.vtk)
     output_folder(parser, "--output", args.output)  # (the checkpoints go there during the runs)
     if args.bending:
         print(f"bending stiffness EI = {args.bending:g} N·m² on every fiber "
@@ -1008,7 +1014,7 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
         vtk = None if args.vtk is None else (args.vtk if len(levels) == 1 else args.vtk / f"level{level}")
         results.append(run(level, progress=not args.quiet, vtk=vtk, vtk_every=args.vtk_every,
                            checkpoint=None if args.no_checkpoints else checkpoint_file(args.output, level),
-                           checkpoint_every=args.checkpoint_every,
+                           checkpoint_every=args.checkpoint_every or CHECKPOINT_EVERY,
                            resume=resume[level], **options))
         if results[-1].interrupted:  # Ctrl-C: keep what was computed, run no further level
             if not args.no_checkpoints:
@@ -1021,8 +1027,9 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     print(f"geometry {r.geometry}, fiber–fiber contact "
           + (f"on (gap: {contact_gap})" if r.fiber_contact else "off")
           + f"; Newton to ‖G‖ ≤ {r.newton_rtol:g} × the largest force")
-    print("elbow angle (deg) at t = 0, 0.5, 1, 2, 4, 8 s:",
-          ", ".join(f"{np.interp(tp, r.times, r.angle_deg):.2f}" for tp in (0, 0.5, 1, 2, 4, 8) if tp <= r.times[-1]))
+    shown = [tp for tp in (0, 0.5, 1, 2, 4, 8) if tp <= r.times[-1] + 1e-9]  # (a shorter or interrupted run: fewer)
+    print(f"elbow angle (deg) at t = {', '.join(f'{tp:g}' for tp in shown)} s:",
+          ", ".join(f"{np.interp(tp, r.times, r.angle_deg):.2f}" for tp in shown))
     samples = np.interp(np.arange(0, r.times[-1] + 1e-9, SAMPLE_DT), r.times, r.angle_deg)
     print(f"flexion range: {r.angle_deg.min():.2f} … {r.angle_deg.max():.2f} deg"
           + (f"; largest change in one {SAMPLE_DT:g} s sample: {np.abs(np.diff(samples)).max():.2f} deg"

@@ -80,6 +80,7 @@ PULSE_END = 0.105            # s, t₂
 PULSE_PEAK = PULSE_END / 2   # s, t₁
 T_END = 0.3                  # s
 DT = 1e-4                    # s, level 1
+MAX_LEVEL = 8                # the finest level: Δt = DT / 128, 384,000 steps over T_END for each integrator
 SMALL_T_END, SMALL_DT = 0.09, 4e-4
 
 #: from T1 upward: body, joint spacing to the next joint (m), inclination from vertical (deg, + = forward)
@@ -597,7 +598,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--small", action="store_true",
                         help=f"a short run for a check: T = {SMALL_T_END} s, Δt = {SMALL_DT} s (a few seconds of wall time)")
-    parser.add_argument("--level", type=positive_int, default=1, help="Δt = 1e-4 s / 2^(level − 1) (default 1)")
+    parser.add_argument("--level", type=positive_int, default=1,
+                        help=f"Δt = 1e-4 s / 2^(level − 1), level 1 … {MAX_LEVEL} (default 1)")
     parser.add_argument("--t-end", type=positive_float, default=None, help=f"simulated time in s (default {T_END})")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS),
                         help="integrators to compare (default all)")
@@ -606,6 +608,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-plots", action="store_true", help="write the CSV files only")
     parser.add_argument("--progress", action="store_true", help="one line per run on stderr")
     args = parser.parse_args(argv)
+    if args.level > MAX_LEVEL:
+        parser.error(f"--level must be 1 … {MAX_LEVEL} (level {MAX_LEVEL}: Δt = {DT / 2 ** (MAX_LEVEL - 1):g} s, "
+                     f"{round(T_END / DT) * 2 ** (MAX_LEVEL - 1):,} steps for each integrator), got {args.level}")
     dt = (SMALL_DT if args.small else DT) / 2 ** (args.level - 1)
     if args.t_end is not None and args.t_end <= dt:
         parser.error(f"argument --t-end: must be longer than the step Δt = {dt:g} s of --level {args.level}"

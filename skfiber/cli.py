@@ -30,6 +30,7 @@ import importlib
 import math
 import os
 import pkgutil
+import re
 import sys
 import time
 import traceback
@@ -46,6 +47,11 @@ __all__ = ["main", "demo_names", "VERIFY", "ArgumentParser", "positive_float", "
 VERIFY = ("manufactured-solution", "pendulum-chain")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: the reader of the output went away (``skfiber list | head -1``): the shell's code of a SIGPIPE, no message
+EXIT_BROKEN_PIPE = 128 + 13
+#: the largest side (pixels) of ``skfiber view --window-size``: an image of that size is rendered with gigabytes
+#: of memory (software rendering, 8× anti-aliasing), and far larger ones abort the process inside VTK
+MAX_WINDOW_SIDE = 4096
 
 
 #: exceptions that mean bad input (arguments, files, checkpoints) when they reach the command: exit code 2
@@ -103,6 +109,17 @@ def positive_int(text: str) -> int:
     return _number(text, int, "an integer", lambda n: n >= 1, "an integer ≥ 1")
 
 
+def finite_float(text: str) -> float:
+    """An argparse type: a finite number."""
+    return _number(text, float, "a number", math.isfinite, "a finite number")
+
+
+def window_side(text: str) -> int:
+    """An argparse type: a side of a window in pixels, 1 … :data:`MAX_WINDOW_SIDE`."""
+    return _number(text, int, "an integer", lambda n: 1 <= n <= MAX_WINDOW_SIDE,
+                   f"an integer from 1 to {MAX_WINDOW_SIDE} (pixels)")
+
+
 def nonnegative_int(text: str) -> int:
     """An argparse type: an integer ≥ 0."""
     return _number(text, int, "an integer", lambda n: n >= 0, "an integer ≥ 0")
@@ -126,11 +143,20 @@ def output_folder(parser: argparse.ArgumentParser, option: str, folder: str | os
         parser.error(str(err))
 
 
-def _make_folder(option: str, folder: str | os.PathLike) -> Path:
-    """``folder`` made (with its parents) and writable, or a :class:`UsageError` naming ``option``."""
+def _folder_name(option: str, folder: str | os.PathLike) -> Path:
+    """``folder`` as a path, or a :class:`UsageError` naming ``option`` when it is empty (which would be the
+    current folder) or an existing file."""
+    if not str(folder).strip():
+        raise UsageError(f"{option} is empty; name a folder, e.g. {option} results")
     path = Path(folder)
     if path.exists() and not path.is_dir():
         raise UsageError(f"{option} {path} exists and is not a folder; give a folder")
+    return path
+
+
+def _make_folder(option: str, folder: str | os.PathLike) -> Path:
+    """``folder`` made (with its parents) and writable, or a :class:`UsageError` naming ``option``."""
+    path = _folder_name(option, folder)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -291,9 +317,8 @@ def _cmd_run(args, extra: list[str]) -> int:
         if args.demo.replace("_", "-") not in writers:
             raise UsageError(f"{args.demo} takes no --out; the demos that write files there are {', '.join(writers)} "
                              f"(see 'skfiber run {args.demo} --help' for its options)")
-        argv += ["--out", str(_make_folder("--out", args.out))]
+        argv += ["--out", str(_folder_name("--out", args.out))]  # (the demo makes it once it has checked its options)
     argv += extra
-    print(f"skfiber run {args.demo} {' '.join(argv)}".rstrip(), file=sys.stderr, flush=True)
     tic = time.perf_counter()
     code = _call_main(module, argv, prog=f"skfiber run {args.demo}")
     if code == EXIT_USAGE:  # the demo said what was wrong, in one line
@@ -375,9 +400,15 @@ def _print_info(viz, path: Path) -> int:
         frame = viz.load(path)
         print(f"{path}: one data set")
     print(f"fibers: {frame.fibers.n_points} points, {frame.fibers.n_cells} line cells")
+    written = {}  # the units the file states ("units: name [unit]" field data; extra fields' too)
+    for label in frame.fibers.field_data.keys():
+        found = re.fullmatch(r"units: (.+) \[(.*)\]", label)
+        if found:
+            written[found.group(1)] = found.group(2)
+    width = max([16] + [len(name) for name in frame.fields])
     for name in frame.fields:
-        unit, meaning = ALL_FIBER_FIELDS.get(name, ("?", "extra field"))
-        print(f"  {name:16s} {'[' + unit + ']':6s} {meaning}")
+        unit, meaning = ALL_FIBER_FIELDS.get(name, (written.get(name, "?"), "extra field"))
+        print(f"  {name:{width}s} {'[' + unit + ']':6s} {meaning}")
     if frame.bodies is not None:
         print(f"bodies: {frame.bodies.n_points} points, {frame.bodies.n_cells} triangles; arrays: "
               + ", ".join(f"{n} [{BODY_FIELDS.get(n, ('?',))[0]}]" for n in frame.bodies.point_data.keys()))
@@ -473,12 +504,13 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--movie", metavar="F.mp4|F.gif", help="save a movie of all time points (MP4 via imageio-ffmpeg, or GIF)")
     view.add_argument("--field", default="stress", metavar="NAME",
                       help="point field for the colors (default stress); see --info for the choices")
-    view.add_argument("--time", type=float, metavar="T", help="time in s of the screenshot/window (nearest step; default: last)")
+    view.add_argument("--time", type=finite_float, metavar="T",
+                      help="time in s of the screenshot/window (nearest step; default: last)")
     view.add_argument("--view", default="front", choices=["front", "iso", "xy", "xz", "yz"],
                       help="camera direction (default front: the xz plane seen from slightly above)")
     view.add_argument("--fps", type=positive_float, default=15.0, help="movie frames per second (default 15)")
     view.add_argument("--every", type=positive_int, default=1, metavar="K", help="movie: use every K-th time point (default 1)")
-    view.add_argument("--window-size", type=positive_int, nargs=2, default=[960, 720], metavar=("W", "H"),
+    view.add_argument("--window-size", type=window_side, nargs=2, default=[960, 720], metavar=("W", "H"),
                       help="image size in pixels (default 960 720)")
     view.add_argument("--info", action="store_true", help="print the time points and the fields with units, and exit")
 
@@ -578,6 +610,9 @@ def _reported(who: str, call, *, debug: bool, hint: str) -> int:
     except KeyboardInterrupt:
         print(f"{who}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader stopped reading: nothing more to say, nowhere to say it
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except BAD_INPUT as err:  # skfiber's errors for bad input (arguments, paths, checkpoints)
         if debug:
             traceback.print_exc()
@@ -592,6 +627,15 @@ def _reported(who: str, call, *, debug: bool, hint: str) -> int:
         print(f"{who}: failed: {type(err).__name__}: {_one_line(err)}" + ("" if debug else f" ({hint})"),
               file=sys.stderr)
         return EXIT_FAILED
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so that Python's flush at exit finds no closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # (a stdout without a file descriptor: a test's capture)
+        pass
 
 
 def _caused_by_ctrl_c(err: BaseException) -> bool:

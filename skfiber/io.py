@@ -72,7 +72,7 @@ import zlib
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import meshio
 import numpy as np
@@ -374,6 +374,10 @@ class VTKSeries:
         that move (written every step at their current pose).
     extra_fields
         Extra fiber point data, see :func:`fiber_mesh`.
+    extra_units
+        The units of ``extra_fields``' arrays ({name: unit}, e.g. ``{"fiber_contact_force": "N/m"}``), written
+        into each file beside those of the built-in fields (ParaView and ``skfiber view --info`` show
+        them); an array without one is shown with ``[?]``.
     resume_time
         None: start a new series (old files of this series are removed).
         A time t: continue the series in the folder, keeping its steps up to t.
@@ -388,6 +392,7 @@ class VTKSeries:
         points_per_element: int = 4,
         bodies: Sequence | Callable[[State], Sequence] | None = None,
         extra_fields: ExtraFields | None = None,
+        extra_units: Mapping[str, str] | None = None,
         resume_time: float | None = None,
         compression: str | None = "zlib",
     ):
@@ -403,6 +408,14 @@ class VTKSeries:
         self.name = name
         self.points_per_element = int(points_per_element)
         self.extra_fields = extra_fields
+        self._units = dict(_UNITS)
+        for field, unit in (extra_units or {}).items():
+            if not (isinstance(field, str) and isinstance(unit, str) and unit.isprintable() and unit.isascii()):
+                raise ValueError(f"extra_units maps array names to units in printable ASCII (e.g. 'N/m'), got "
+                                 f"{field!r}: {unit!r}")
+            if field in _UNITS:
+                raise ValueError(f"extra_units: {field!r} is a built-in field, whose unit is {_UNITS[field]!r}")
+            self._units[field] = unit
         self.compression = compression
         if bodies is not None and not callable(bodies) and len(bodies) == 0:
             bodies = None  # (no bodies: no part for them)
@@ -448,7 +461,7 @@ class VTKSeries:
 
     def _write_mesh(self, file: str, mesh: meshio.Mesh) -> None:
         path = self.directory / file
-        write_vtu(path, mesh, compression=self.compression, units=_UNITS)
+        write_vtu(path, mesh, compression=self.compression, units=self._units)
         self.bytes_written += path.stat().st_size
         self.files_written += 1
 

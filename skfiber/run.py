@@ -384,6 +384,7 @@ def run_simulation(
     points_per_element: int = 4,
     bodies: Sequence | Callable[[State], Sequence] | None = None,
     extra_fields=None,
+    extra_units: Mapping[str, str] | None = None,
     callback: Callable[[State, StepInfo], None] | None = None,
     progress_extra: Callable[[State], str] | None = None,
     newton_options: NewtonOptions = NewtonOptions(),
@@ -438,7 +439,7 @@ def run_simulation(
         :class:`Progress`).  With tolerances the progress lines are those of
         :func:`skfiber.simulate` (to stderr; ``progress_extra`` is not used),
         the messages and the summary go to the :class:`Progress`.
-    points_per_element, bodies, extra_fields
+    points_per_element, bodies, extra_fields, extra_units
         Passed to :class:`skfiber.io.VTKSeries`.  ``bodies`` defaults to the bones of the model's rigid
         system, if it has one (:func:`skfiber.coupling.body_cylinders`); ``bodies=()`` writes none.
     callback
@@ -580,7 +581,7 @@ def run_simulation(
             bodies = body_cylinders(model)  # the bones move with q
         series = VTKSeries(
             out_dir, model, name=name, points_per_element=points_per_element, bodies=bodies,
-            extra_fields=extra_fields, resume_time=last_output if resume else None,
+            extra_fields=extra_fields, extra_units=extra_units, resume_time=last_output if resume else None,
         )
         if not resume:
             series.write(state, 0)

@@ -449,6 +449,24 @@ CLI = [
     ("study grid n 1", ["study", "upper-limb", "--design", "grid", "--n", "1", "--out", "{tmp}/study"], "n must"),
     ("verify unknown study", ["verify", "--only", "nonsense"], "nonsense"),
     ("unknown command", ["bogus"], "bogus"),
+    ("out empty", ["run", "hanging-bundle", "--out", ""], "--out is empty"),
+    ("level beyond the finest", ["run", "hanging-bundle", "--level", "40"], "--level must be 1 … 8"),
+    ("whiplash level beyond the finest", ["run", "whiplash", "--level", "40"], "--level must be 1 … 8"),
+    ("view window too large", ["view", "{out}/hanging_bundle.pvd", "--screenshot", "{tmp}/a.png", "--window-size",
+                               "100000", "100"], "--window-size: must be an integer from 1 to 4096"),
+    ("view time nan", ["view", "{out}/hanging_bundle.pvd", "--info", "--time", "nan"], "--time: must be a finite"),
+    ("study serial and workers", ["study", "quadratic", "--serial", "--workers", "2", "--out", "{tmp}/study"],
+     "--serial .* leave out --workers"),
+    ("study serial and scheduler", ["study", "quadratic", "--serial", "--scheduler", "tcp://127.0.0.1:1", "--out",
+                                    "{tmp}/study"], "--serial .* leave out --scheduler"),
+    ("study summary with run options", ["study", "{tmp}", "--summary", "--n", "99", "--out", "{tmp}/zz"],
+     "--summary .* leave out --n, --out"),
+    ("sensitivity small and target", ["run", "sensitivity", "--", "--small", "--target", "upper-limb"],
+     "--small is the Ishigami check .* leave out --target"),
+    ("upper-limb no checkpoints but an interval", ["run", "upper-limb", "--", "--no-checkpoints",
+                                                   "--checkpoint-every", "5"], "--no-checkpoints writes none"),
+    ("upper-limb vtk uncreatable", ["run", "upper-limb", "--", "--vtk", "/proc/skfiber-nope/x", "--output",
+                                    "{tmp}/ul"], "--vtk /proc/skfiber-nope/x: cannot create"),
 ]
 
 
@@ -480,9 +498,7 @@ def test_bad_command_line(case, cli_folders, capsys):
     except SystemExit as exc:  # argparse of the skfiber command itself
         code = exc.code
     err = capsys.readouterr().err
-    # (the command's echo of a demo's arguments, "skfiber run DEMO ARGS", is not an error line)
-    lines = [line for line in err.splitlines()
-             if line.strip() and not (line.startswith("skfiber run ") and "error:" not in line)]
+    lines = [line for line in err.splitlines() if line.strip()]
     assert code == 2, err
     assert "Traceback" not in err
     assert len(lines) == 1 and "error:" in lines[0], err
@@ -502,6 +518,49 @@ def test_bad_input_makes_no_folder(cli_folders, capsys):
     assert cli.main(["run", "custom-law", "--out", str(tmp / "c")]) == 2
     capsys.readouterr()
     assert not (tmp / "s").exists() and not (tmp / "c").exists()
+
+
+@pytest.mark.parametrize("argv", [["run", "hanging-bundle", "--out", "{new}", "--checkpoint-every", "0"],
+                                  ["run", "hanging-bundle", "--out", "{new}", "--resume"],
+                                  ["run", "upper-limb", "--out", "{new}", "--output", "{tmp}/other"],
+                                  ["run", "elbow-bundle", "--out", "{new}", "--", "--elements", "0"],
+                                  ["run", "whiplash", "--out", "{new}", "--", "--t-end", "nan"]])
+def test_skfiber_run_leaves_no_out_folder_when_the_demo_refuses_its_options(argv, tmp_path, capsys):
+    """'skfiber run DEMO --out DIR' with an option the demo refuses: one error line, and no DIR (the demo makes
+    it once its options are checked, as when it runs as a script)."""
+    new = tmp_path / "new"
+    code = cli.main([a.format(new=new, tmp=tmp_path) for a in argv])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(err) == 1 and "error:" in err[0]
+    assert not new.exists() and not (tmp_path / "other").exists()
+
+
+def test_a_closed_pipe_ends_the_command_quietly(monkeypatch, capsys):
+    """'skfiber list | head -1': the reader stops reading; the command exits with the shell's code of a SIGPIPE
+    (141) and prints no error (a closed pipe is no bad input)."""
+    def closed(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(cli, "_cmd_list", closed)
+    assert cli.main(["list"]) == cli.EXIT_BROKEN_PIPE == 141
+    assert capsys.readouterr().err == ""
+
+
+def test_custom_term_small_keeps_an_explicit_element_count(monkeypatch, capsys):
+    """custom_term --small --elements 4 runs 4 elements (--small sets what the command line leaves open)."""
+    from skfiber.demos import custom_term
+
+    seen = []
+
+    def run(*, n_elements):
+        seen.append(n_elements)
+        raise KeyboardInterrupt  # (stops the demo here: only the element count is looked at)
+
+    monkeypatch.setattr(custom_term, "run", run)
+    for argv, elements in ((["--small", "--elements", "4"], 4), (["--small"], 8), ([], 16)):
+        with pytest.raises(KeyboardInterrupt):
+            custom_term.main(argv)
+        assert seen[-1] == elements
 
 
 def test_a_demo_error_under_skfiber_run_points_to_its_help(capsys):

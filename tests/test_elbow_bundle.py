@@ -1,6 +1,7 @@
 """The elbow with a biceps of many fibers (demos/elbow_bundle.py)."""
 import itertools
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -249,3 +250,24 @@ def test_ctrl_c_stops_the_tests_and_exits_130(monkeypatch, capsys):
     assert code == 130
     assert "interrupted (Ctrl-C)" in out and "isokinetic test" not in out
     assert out.strip().splitlines()[-1].startswith("summary: fibers=4 ") and out.strip().endswith("interrupted=1")
+
+
+def test_ctrl_c_in_the_isokinetic_test_keeps_the_isometric_figures(monkeypatch, capsys):
+    """Ctrl-C in the isokinetic test: the summary keeps the swelling and the peak force that the isometric
+    test found (not nan), marked interrupted."""
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(eb, "drag_force", ctrl_c)  # (called at the isokinetic test's first step)
+    code = eb.main(["--fibers", "4", "--elements", "2", "--angles", "30", "90", "--isokinetic-time", "0.05"])
+    out = capsys.readouterr().out
+    assert code == 130 and "isokinetic test" in out and "interrupted (Ctrl-C)" in out
+    summary = dict(item.split("=") for item in out.strip().splitlines()[-1].split()[1:])
+    assert summary["interrupted"] == "1" and summary["fibers"] == "4"
+    swelling = re.search(r"enclosed area \+(-?[0-9.]+) %", out)
+    assert swelling and summary["csa_increase_pct_90"] == swelling.group(1)
+    lines = out.splitlines()
+    header = next(k for k, line in enumerate(lines) if "force N" in line)
+    table = lines[header + 1:next(k for k, line in enumerate(lines) if line.startswith("force–length shape"))]
+    forces = [float(line.split()[2]) for line in table]  # (0°, where the continuation starts, 30° and 90°)
+    assert len(forces) == 3 and float(summary["peak_isometric_force_N"]) == pytest.approx(max(forces), abs=0.05)

@@ -69,6 +69,32 @@ def test_extra_fields_hook():
         sio.fiber_mesh(model, model.initial_state(), extra_fields=lambda m, s, k, th: {"x": th[:-1]})
 
 
+def test_a_series_writes_the_units_of_extra_fields(tmp_path, capsys):
+    """VTKSeries(extra_units=…) writes an extra array's unit beside the built-in ones; a unit that is not
+    printable ASCII, or one for a built-in field, is refused when the series is made; ``skfiber view --info``
+    shows the unit the file states."""
+    model = build_model(1)
+
+    def tension(model, state, k, theta):
+        return {"tension": np.full(theta.size, 2.0)}
+
+    series = sio.VTKSeries(tmp_path, model, name="x", extra_fields=tension, extra_units={"tension": "N"})
+    files = series.write(model.initial_state(), 0)
+    mesh = meshio.read(files[0])
+    assert "units: tension [N]" in mesh.field_data and "units: force [N]" in mesh.field_data
+    plain = sio.VTKSeries(tmp_path / "plain", model, name="x", extra_fields=tension)
+    assert not any("tension" in name for name in meshio.read(plain.write(model.initial_state(), 0)[0]).field_data)
+    pytest.importorskip("pyvista")
+    from skfiber import cli
+    assert cli.main(["view", str(series.pvd_path), "--info"]) == 0
+    listed = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip().startswith("tension")]
+    assert listed and listed[0][:2] == ["tension", "[N]"]
+    with pytest.raises(ValueError, match="printable ASCII .* got 'tension': 'N.n'"):
+        sio.VTKSeries(tmp_path, model, name="y", extra_fields=tension, extra_units={"tension": "N\n"})
+    with pytest.raises(ValueError, match="'radius' is a built-in field, whose unit is 'm'"):
+        sio.VTKSeries(tmp_path, model, name="y", extra_fields=tension, extra_units={"radius": "mm"})
+
+
 def test_files_read_back_with_meshio(series):
     model, result, out = series
     entries = sio.read_pvd(out / "hb.pvd")

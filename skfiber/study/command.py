@@ -24,6 +24,9 @@ from .records import PLAN, StudyFolder
 
 __all__ = ["add_parser", "command"]
 
+#: the design, its size and its seed when the command names none (its help says so)
+DEFAULT_DESIGN, DEFAULT_N, DEFAULT_SEED = "lhs", 16, 0
+
 
 class StudyUsageError(ValueError):
     """A bad argument of ``skfiber study`` (exit 2, one line)."""
@@ -44,11 +47,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
     parser.add_argument("target", metavar="TARGET|DIR", help=f"one of {', '.join(TARGETS)}, or a study folder with --summary")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=LOW:HIGH[:log]",
                         help="a parameter and its range (repeat for more; default: the target's own)")
-    parser.add_argument("--design", default="lhs", choices=DESIGNS, help="grid, random, lhs (default) or sobol")
-    parser.add_argument("--n", type=positive_int, default=16, metavar="N",
+    parser.add_argument("--design", default=None, choices=DESIGNS, help="grid, random, lhs (default) or sobol")
+    parser.add_argument("--n", type=positive_int, default=None, metavar="N",
                         help="runs (random, lhs), points per parameter (grid), base samples, a power of 2 (sobol); "
                              "default 16")
-    parser.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the random designs (default 0)")
+    parser.add_argument("--seed", type=nonnegative_int, default=None, help="seed of the random designs (default 0)")
     parser.add_argument("--out", metavar="DIR", help="the study folder (new, or the same study's to resume)")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="a running dask scheduler, e.g. tcp://host:8786")
     parser.add_argument("--workers", type=positive_int, metavar="K", help="local workers (default: one per core)")
@@ -60,8 +63,21 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def command(args) -> int:
     """Run ``skfiber study`` with parsed ``args``; returns the exit code.  Raises :class:`StudyUsageError`
     for bad arguments."""
+    run_options = [name for name, given in (("--param", args.param), ("--design", args.design), ("--n", args.n),
+                                            ("--seed", args.seed), ("--out", args.out),
+                                            ("--scheduler", args.scheduler), ("--workers", args.workers),
+                                            ("--serial", args.serial)) if given not in (None, [], False)]
     if args.summary:
+        if run_options:
+            raise StudyUsageError(f"--summary prints the table of the study folder {args.target}; it runs nothing, "
+                                  f"so leave out {', '.join(run_options)}")
         return _summary(Path(args.target))
+    if args.serial and (args.scheduler or args.workers is not None):
+        given = " and ".join(o for o in ("--scheduler", "--workers") if o in run_options)
+        raise StudyUsageError(f"--serial runs the study in this process, without dask; leave out {given}")
+    design = DEFAULT_DESIGN if args.design is None else args.design
+    n = DEFAULT_N if args.n is None else args.n
+    seed = DEFAULT_SEED if args.seed is None else args.seed
     from .execute import run_study
     from .targets import TARGETS
 
@@ -75,13 +91,13 @@ def command(args) -> int:
     try:
         parameters = [parse_parameter(p) for p in args.param] or list(target.defaults)
         target.check(parameters)
-        make_design(parameters, args.design, n=args.n, seed=args.seed)  # (a bad n: an error before the folder)
+        make_design(parameters, design, n=n, seed=seed)  # (a bad n: an error before the folder)
         folder = StudyFolder(args.out)  # (unwritable: a clear error before the cluster starts)
         del folder
     except ValueError as err:
         raise StudyUsageError(str(err)) from None
     try:
-        result = run_study(target.run, parameters, design=args.design, n=args.n, seed=args.seed, out=args.out,
+        result = run_study(target.run, parameters, design=design, n=n, seed=seed, out=args.out,
                            scheduler="serial" if args.serial else args.scheduler, workers=args.workers,
                            warmup=target.warmup, target=_recorded_spelling(args.out, key))
     except ValueError as err:
