@@ -9,6 +9,18 @@ def rng():
     return np.random.default_rng(1234)
 
 
+def interrupted_at_first_step(simulate):
+    """``simulate`` (or ``simulate_rigid``) as Ctrl-C meets it: its callback raises KeyboardInterrupt after the
+    first step, and the caller's other arguments (``on_interrupt`` among them) are passed on."""
+    def ctrl_c(*args):
+        raise KeyboardInterrupt
+
+    def interrupted(*args, **kwargs):
+        return simulate(*args, **dict(kwargs, callback=ctrl_c))
+
+    return interrupted
+
+
 def straight_model(n_elements=8, *, law=None, fibers=1, **fiber_kwargs):
     """A model with `fibers` parallel straight fibers of unit length."""
     law = law if law is not None else sf.paper_law()

@@ -11,6 +11,8 @@ import pytest
 from skfiber import cli
 from skfiber.io import read_pvd
 
+from conftest import interrupted_at_first_step
+
 
 def skfiber(*args, env=None, timeout=180):
     return subprocess.run(
@@ -196,14 +198,8 @@ def test_ctrl_c_in_a_demo_s_simulation_stops_it_with_130(demo, capsys, monkeypat
     """A demo that goes on to compare a whole run with its closed form asks simulate to let Ctrl-C through
     (instead of keeping a part of the run, which it would compare): skfiber run exits 130."""
     import skfiber as sf
-    real = sf.simulate
 
-    def interrupted(model, **kwargs):
-        def ctrl_c(state, info):
-            raise KeyboardInterrupt
-        return real(model, **dict(kwargs, callback=ctrl_c))
-
-    monkeypatch.setattr(sf, "simulate", interrupted)
+    monkeypatch.setattr(sf, "simulate", interrupted_at_first_step(sf.simulate))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         code, out, err = run_main(capsys, "run", demo, "--", "--small")
@@ -217,14 +213,7 @@ def test_ctrl_c_in_a_rigid_simulation_stops_a_comparing_demo_with_130(demo, modu
     """A demo that compares rigid runs (integrators, step sizes) stops when Ctrl-C stops one of them, instead
     of comparing a part of a trajectory (and finishing with exit code 0)."""
     module = __import__(module_name, fromlist=["simulate_rigid"])
-    real = module.simulate_rigid
-
-    def interrupted(*args, **kwargs):
-        def ctrl_c(t, q, p):
-            raise KeyboardInterrupt
-        return real(*args, **dict(kwargs, callback=ctrl_c))
-
-    monkeypatch.setattr(module, "simulate_rigid", interrupted)
+    monkeypatch.setattr(module, "simulate_rigid", interrupted_at_first_step(module.simulate_rigid))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         code, out, err = run_main(capsys, "run", demo, "--", "--small")

@@ -7,6 +7,8 @@ from skfiber.contact import FiberContact
 from skfiber.demos import upper_limb
 from skfiber.postprocess import fiber_fields
 
+from conftest import interrupted_at_first_step
+
 
 @pytest.fixture(scope="module")
 def quarter_second(tmp_path_factory):
@@ -165,14 +167,7 @@ def test_ctrl_c_after_the_first_step_or_in_the_warm_up_is_reported_with_exit_cod
     assert "level 2 was interrupted at t = 0.01562 s (1 of 16 steps)" in captured.out
     assert captured.out.strip().splitlines()[-1].startswith("summary: level=2 ")
     assert "Traceback" not in captured.err
-    real_simulate = skfiber.simulate
-
-    def ctrl_c_in_the_warm_up(model, **kwargs):
-        def ctrl_c(state, info):
-            raise KeyboardInterrupt
-        return real_simulate(model, **dict(kwargs, callback=ctrl_c))
-
-    monkeypatch.setattr(skfiber, "simulate", ctrl_c_in_the_warm_up)
+    monkeypatch.setattr(skfiber, "simulate", interrupted_at_first_step(skfiber.simulate))  # (the warm-up step)
     assert pytest.raises(SystemExit, run_script, upper_limb.main, argv).value.code == 130
     captured = capsys.readouterr()
     assert captured.err.strip().endswith(": interrupted") and "summary:" not in captured.out
