@@ -58,13 +58,12 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 import skfiber as sf
-from skfiber.cli import ArgumentParser, output_folder, positive_float, positive_int, run_script
+from skfiber.cli import ArgumentParser, folder_path, output_folder, positive_float, positive_int, run_script
 from skfiber.bundle import bundle, bundle_curves, smallest_gap, smallest_spacing
 from skfiber.contact import CylinderContact, FiberContact, PenaltyLaw
 from skfiber.postprocess import fiber_fields
@@ -410,11 +409,9 @@ def isometric(model: sf.Model, motion: Motion, angles_deg=ISOMETRIC_ANGLES, *, d
                       f"{point.force_N:7.1f} N, length {100 * point.length_m:5.2f} cm, mid-belly area "
                       f"{1e4 * enclosed:5.2f} cm²", flush=True)
 
-    result = sf.simulate(model, t_end=times[-1], dt=dt, newton_options=newton_options(),
-                         callback=record, progress=False, store_every=10**9, max_halvings=MAX_HALVINGS,
-                         keep_substeps=KEEP_SUBSTEPS)
-    if result.interrupted:  # Ctrl-C: simulate kept what it computed (the series has it); stop the tests
-        raise KeyboardInterrupt
+    # Ctrl-C stops the tests; the VTK series keeps the steps done
+    sf.simulate(model, t_end=times[-1], dt=dt, newton_options=newton_options(), callback=record, progress=False,
+                store_every=10**9, max_halvings=MAX_HALVINGS, keep_substeps=KEEP_SUBSTEPS, on_interrupt="raise")
     return out
 
 
@@ -480,12 +477,10 @@ def main(argv: list[str] | None = None) -> dict | int:
                              "swelling needs 90 and the isokinetic test starts from 30)")
     parser.add_argument("--isokinetic-time", type=float, default=T_ISOKINETIC,
                         help=f"duration of the isokinetic test (s, default {T_ISOKINETIC:g})")
-    parser.add_argument("--out", type=Path, default=None,
+    parser.add_argument("--out", type=folder_path, default=None,
                         help="folder of the VTK series elbow_bundle_isometric.pvd and elbow_bundle_isokinetic.pvd "
                              "(none by default)")
     args = parser.parse_args(argv)
-    if args.out is not None:
-        output_folder(parser, "--out", args.out)
     if not (args.isokinetic_time > 0 and START_DEG + SPEED_DEG_S * args.isokinetic_time <= 160.0):
         parser.error(f"--isokinetic-time must be > 0 and keep the elbow within 160° "
                      f"(at most {(160.0 - START_DEG) / SPEED_DEG_S:g} s), got {args.isokinetic_time!r}")
@@ -496,6 +491,8 @@ def main(argv: list[str] | None = None) -> dict | int:
     if not all(abs(t / args.dt - round(t / args.dt)) < 1e-6 for t in sample_times):
         parser.error(f"--dt must divide {T_SETTLE:g} s and {T_TURN + T_HOLD:g} s (the isometric schedule's "
                      f"settle and turn + hold), e.g. 0.01 or 0.025; got {args.dt!r}")
+    if args.out is not None:  # (once the options are checked: a refused option leaves no folder)
+        output_folder(parser, "--out", args.out)
     wall = time.perf_counter()
     try:
         model, motion = build_model(args.fibers, args.elements)

@@ -100,7 +100,7 @@ from pathlib import Path
 
 import numpy as np
 
-from skfiber.cli import ArgumentParser, output_folder, positive_float, run_script
+from skfiber.cli import ArgumentParser, folder_path, output_folder, positive_float, run_script
 from skfiber.demos import upper_limb
 from skfiber.hill import (
     ActiveForceLengthCurve,
@@ -441,7 +441,7 @@ def main(argv: list[str] | None = None) -> Comparison:
     parser = ArgumentParser(description=__doc__.splitlines()[0], epilog=PROGRESS_TERMS,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--t-end", type=positive_float, default=T_END, help="end time in s (default 8)")
-    parser.add_argument("--output", "--out", type=Path, default=Path("hill_vs_fiber_output"),
+    parser.add_argument("--output", "--out", type=folder_path, default=Path("hill_vs_fiber_output"),
                         help="directory for CSV/PNG files (default hill_vs_fiber_output)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines of the fiber model")
     args = parser.parse_args(argv)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from skfiber.cli import ArgumentParser, nonnegative_int, output_folder, positive_int, run_script
+from skfiber.cli import ArgumentParser, folder_path, nonnegative_int, output_folder, positive_int, run_script
 from skfiber.study import run_study
 from skfiber.study.sensitivity import sobol_indices
 from skfiber.study.targets import ISHIGAMI_INDICES, TARGETS
@@ -127,7 +127,7 @@ def main(argv=None) -> dict:
                         help=f"the model whose outputs are analysed (default {DEFAULT_TARGET})")
     parser.add_argument("--n", type=positive_int, default=None,
                         help="base samples, a power of 2 (runs: n (d + 2) for d parameters; default 64)")
-    parser.add_argument("--out", type=Path, default=Path("sensitivity_output"),
+    parser.add_argument("--out", type=folder_path, default=Path("sensitivity_output"),
                         help="output folder: the study's table, the indices as CSV and the bar plot "
                              "(default sensitivity_output)")
     parser.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the Sobol sampling (default 0)")
@@ -136,6 +136,9 @@ def main(argv=None) -> dict:
                         help="a running dask scheduler (tcp://host:8786), or 'serial' (default: a local cluster)")
     parser.add_argument("--small", action="store_true", help="the Ishigami check at n = 256, in this process")
     args = parser.parse_args(argv)
+    if args.workers is not None and (args.small or args.scheduler is not None):
+        parser.error(f"--workers starts local dask workers; it does not go with "
+                     f"{'--small' if args.small else '--scheduler'} (leave it out)")
     if args.small:
         given = [o for o, v in (("--target", args.target), ("--n", args.n), ("--scheduler", args.scheduler)) if v]
         if given:

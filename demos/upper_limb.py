@@ -201,8 +201,8 @@ names the options that differ. ``--t-end`` may be later than the first run's (fi
 the same (Δt is t_end over the level's steps scaled to t_end: 1/32 s at level 1 for t_end a
 multiple of 1/32 s). With ``--levels`` the first level must have a checkpoint; a later one
 without a checkpoint starts afresh. With checkpoints every step is a solver call of its own
-(what makes the resume exact), ≈ 1 ms more per step: 3–8 % of the run at levels 1–3 with
-fiber–fiber contact (2-core shared VM); ``--no-checkpoints`` runs all steps in one call. The
+(what makes the resume exact), which costs time (measured in ``docs/performance.md``, Upper
+limb); ``--no-checkpoints`` runs all steps in one call. The
 reported wall time covers the time steps only (not the VTK files, checkpoints and run
 checks), of the steps after the checkpoint when resumed (then not compared with the paper's).
 
@@ -245,7 +245,8 @@ from skfem import LinearForm
 from skfem.helpers import dot
 
 import skfiber as sf
-from skfiber.cli import ArgumentParser, nonnegative_float, output_folder, positive_float, positive_int, run_script
+from skfiber.cli import (ArgumentParser, folder_path, nonnegative_float, output_folders, positive_float, positive_int,
+                         run_script)
 from skfiber.contact import FiberContact, PenaltyLaw
 from skfiber.contact.cylinder import CylinderContact
 from skfiber.coupling import body_cylinders
@@ -719,8 +720,8 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     a failed step; ``resume=True`` continues from it (same options and Δt, :func:`run_options`;
     the VTK series keeps its steps up to the checkpoint), and the outputs equal an uninterrupted
     run's bit for bit.  Each step is then a call of :func:`skfiber.simulate` of its own (what
-    makes the resume exact), which costs ≈ 1 ms more per step (3–8 % of the run at levels 1–3
-    with fiber–fiber contact); without ``checkpoint`` one call takes all steps.  ``bending``: bending stiffness EI (N·m²) of the
+    makes the resume exact), which costs time (``docs/performance.md``, Upper limb); without
+    ``checkpoint`` one call takes all steps.  ``bending``: bending stiffness EI (N·m²) of the
     fibers (see the module notes); ``None`` or 0: none.  ``geometry``, ``fiber_contact`` and
     ``model_options``: as for :func:`build_model`.
 
@@ -894,14 +895,14 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     parser.add_argument("--level", type=int, default=None, choices=sorted(LEVELS), help="one level (default 1)")
     parser.add_argument("--levels", type=int, nargs="+", choices=sorted(LEVELS), help="several levels to compare")
     parser.add_argument("--t-end", type=positive_float, default=T_END, help="end time in s (default 8)")
-    parser.add_argument("--output", type=Path, default=Path("upper_limb_output"),
+    parser.add_argument("--output", type=folder_path, default=Path("upper_limb_output"),
                         help="directory for CSV/PNG files (default upper_limb_output)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
-    parser.add_argument("--vtk", type=Path, default=None,
+    parser.add_argument("--vtk", type=folder_path, default=None,
                         help="also write a VTK series (every step, or every --vtk-every-th) to this folder")
     parser.add_argument("--vtk-every", type=positive_int, default=1, metavar="K",
                         help="write every K-th step of the VTK series (default 1; the last step always)")
-    parser.add_argument("--out", type=Path, default=None,
+    parser.add_argument("--out", type=folder_path, default=None,
                         help="one folder for everything: the CSV/PNG files and the VTK series upper_limb.pvd "
                              "(what 'skfiber run upper-limb --out DIR' passes; --output/--vtk go to other folders)")
     parser.add_argument("--bending", type=nonnegative_float, default=None, metavar="EI",
@@ -1001,9 +1002,9 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                 resume_point(path, dt=dt, options=stored)
             except (OSError, ValueError) as err:
                 parser.error(f"--resume: {' '.join(str(err).split())}")
-    if args.vtk is not None and args.out is None:  # (the series is written into it from the first step on)
-        output_folder(parser, "--vtk", args.vtk)
-    output_folder(parser, "--output", args.output)  # (the checkpoints go there during the runs)
+    # the checkpoints go to --output during the runs, the series to --vtk from the first step on: both or neither
+    output_folders(parser, *((("--vtk", args.vtk),) if args.vtk is not None and args.out is None else ()),
+                   ("--output", args.output))
     if args.bending:
         print(f"bending stiffness EI = {args.bending:g} N·m² on every fiber "
               "(user term, tangent derived automatically)", flush=True)

@@ -57,7 +57,7 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy.optimize import brentq
 
-from skfiber.cli import ArgumentParser, output_folder, positive_float, positive_int, run_script
+from skfiber.cli import ArgumentParser, folder_path, output_folder, positive_float, positive_int, run_script
 from skfiber.rigid import (
     Body,
     Characteristic,
@@ -603,7 +603,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--t-end", type=positive_float, default=None, help=f"simulated time in s (default {T_END})")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS),
                         help="integrators to compare (default all)")
-    parser.add_argument("--out", type=Path, default=Path("whiplash_output"),
+    parser.add_argument("--out", type=folder_path, default=Path("whiplash_output"),
                         help="folder for the PNG and CSV files (default whiplash_output)")
     parser.add_argument("--no-plots", action="store_true", help="write the CSV files only")
     parser.add_argument("--progress", action="store_true", help="one line per run on stderr")

@@ -14,14 +14,14 @@ Examples
 >>> model.add_gravity()
 >>> result = sf.simulate(model, t_end=0.05, dt=0.01, progress=False)
 """
-from __future__ import annotations
+import importlib as _importlib
+import pkgutil as _pkgutil
+import typing as _typing
 
-import importlib
-from typing import TYPE_CHECKING
+# importing skfiber.threads sets numba's OpenMP wait policy, which must be set before any kernel starts threads
+_importlib.import_module(".threads", __name__)
 
-from . import threads  # noqa: F401  (its import sets numba's OpenMP wait policy before any kernel starts threads)
-
-if TYPE_CHECKING:  # (for type checkers and editors; at run time the names are imported when first used)
+if _typing.TYPE_CHECKING:  # (for type checkers and editors; at run time the names are imported when first used)
     from .checks import check_tangent
     from .core import ConvergenceError, NewtonOptions, State
     from .fiber import Fiber
@@ -62,8 +62,8 @@ __all__ = [
 ]
 
 
-#: where each public name lives: ``import skfiber`` imports none of them (numpy, scipy, numba, sympy and
-#: scikit-fem take about a second); the first use of a name imports its module
+#: where each public name lives: ``import skfiber`` imports none of these modules (nor sympy, scikit-fem and the
+#: model layer that they import); the first use of a name imports its module
 _HOME = {
     "check_tangent": ".checks",
     "ConvergenceError": ".core", "NewtonOptions": ".core", "State": ".core",
@@ -81,21 +81,24 @@ _HOME = {
 
 def __getattr__(name: str):
     """The public names, imported from their modules when first used (and kept); ``skfiber.<module>`` for a
-    module of the package that is not imported yet."""
+    module of the package that is not imported yet (but :mod:`skfiber.viz`, which needs the optional pyvista and
+    is imported explicitly)."""
     home = _HOME.get(name)
     if home is not None:
-        value = getattr(importlib.import_module(home, __name__), name)
+        value = getattr(_importlib.import_module(home, __name__), name)
         globals()[name] = value
         return value
-    if not name.startswith("_"):
-        try:
-            return importlib.import_module(f".{name}", __name__)
-        except ModuleNotFoundError as err:
-            if err.name != f"{__name__}.{name}":
-                raise
+    if name in _modules():
+        return _importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'skfiber' has no attribute {name!r}")
 
 
+def _modules() -> set[str]:
+    """The package's modules that ``skfiber.<module>`` imports on first use (all but ``viz`` and private ones)."""
+    return {m.name for m in _pkgutil.iter_modules(__path__) if not m.name.startswith("_") and m.name != "viz"}
+
+
 def __dir__() -> list[str]:
-    """The module's names with the lazily imported ones (tab completion offers ``run_simulation`` too)."""
-    return sorted(set(globals()) | set(__all__))
+    """The public names and modules, imported or not (tab completion offers them all)."""
+    return sorted(name for name in set(globals()) | set(__all__) | _modules() if not name.startswith("_")
+                  or name in ("__version__", "__all__"))

@@ -16,7 +16,8 @@ A demo is a verification study when it is listed in :data:`VERIFY` (run as
 ``main(["--small"])``) or defines ``verify()`` (called without arguments).
 
 Exit codes: 0 success, 1 a run or study failed, 2 bad arguments or paths,
-130 interrupted (Ctrl-C).  An error is one line on stderr, ``skfiber COMMAND:
+130 interrupted (Ctrl-C), 141 the reader of the output went away
+(``skfiber list | head -1``).  An error is one line on stderr, ``skfiber COMMAND:
 error: …`` (bad arguments, paths, checkpoints: the ValueError, TypeError or
 OSError skfiber raises for bad input) or ``skfiber COMMAND: failed: …`` (a
 run that did not converge, a bug); ``skfiber --debug …`` adds the traceback.
@@ -31,6 +32,7 @@ import math
 import os
 import pkgutil
 import re
+import select
 import sys
 import time
 import traceback
@@ -125,6 +127,13 @@ def nonnegative_int(text: str) -> int:
     return _number(text, int, "an integer", lambda n: n >= 0, "an integer ≥ 0")
 
 
+def folder_path(text: str) -> Path:
+    """An argparse type: a folder's path, not empty (``Path("")`` would be the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty; name a folder, e.g. results")
+    return Path(text)
+
+
 def output_folder(parser: argparse.ArgumentParser, option: str, folder: str | os.PathLike) -> Path:
     """Make a demo's output ``folder`` (and its parents) before anything runs, or stop with the parser's
     one-line error naming ``option``: a run's results are not lost to a folder that cannot be written.
@@ -137,10 +146,34 @@ def output_folder(parser: argparse.ArgumentParser, option: str, folder: str | os
     ...     output_folder(parser, "--out", Path(tmp) / "results").is_dir()
     True
     """
+    return output_folders(parser, (option, folder))[0]
+
+
+def output_folders(parser: argparse.ArgumentParser, *folders: tuple[str, str | os.PathLike]) -> list[Path]:
+    """:func:`output_folder` for several (option, folder) pairs, all or none: when one cannot be made, the
+    folders this call made for the others are removed again (if still empty) before the parser's error.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> parser = ArgumentParser(prog="demo")
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     [p.name for p in output_folders(parser, ("--vtk", Path(tmp) / "vtk"), ("--output", Path(tmp) / "csv"))]
+    ['vtk', 'csv']
+    """
+    made: list[Path] = []
     try:
-        return _make_folder(option, folder)
+        for option, folder in folders:
+            new = not Path(folder).exists()
+            path = _make_folder(option, folder)
+            if new:
+                made.append(path)
     except UsageError as err:
+        for path in reversed(made):
+            with contextlib.suppress(OSError):  # (not empty, or gone: left as it is)
+                path.rmdir()
         parser.error(str(err))
+    return [Path(folder) for _, folder in folders]
 
 
 def _folder_name(option: str, folder: str | os.PathLike) -> Path:
@@ -610,9 +643,15 @@ def _reported(who: str, call, *, debug: bool, hint: str) -> int:
     except KeyboardInterrupt:
         print(f"{who}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except BrokenPipeError:  # the reader stopped reading: nothing more to say, nowhere to say it
-        _silence_stdout()
-        return EXIT_BROKEN_PIPE
+    except BrokenPipeError as err:
+        if _stdout_closed():  # the reader of the output stopped reading: nothing more to say, nowhere to say it
+            _silence_stdout()
+            return EXIT_BROKEN_PIPE
+        if debug:
+            traceback.print_exc()
+        print(f"{who}: failed: {type(err).__name__}: {_one_line(err)}" + ("" if debug else f" ({hint})"),
+              file=sys.stderr)
+        return EXIT_FAILED
     except BAD_INPUT as err:  # skfiber's errors for bad input (arguments, paths, checkpoints)
         if debug:
             traceback.print_exc()
@@ -627,6 +666,16 @@ def _reported(who: str, call, *, debug: bool, hint: str) -> int:
         print(f"{who}: failed: {type(err).__name__}: {_one_line(err)}" + ("" if debug else f" ({hint})"),
               file=sys.stderr)
         return EXIT_FAILED
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader has gone (``poll`` reports an error on its end)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # (no file descriptor: a test's capture; no poll)
+        return False
 
 
 def _silence_stdout() -> None:

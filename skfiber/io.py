@@ -410,12 +410,14 @@ class VTKSeries:
         self.extra_fields = extra_fields
         self._units = dict(_UNITS)
         for field, unit in (extra_units or {}).items():
-            if not (isinstance(field, str) and isinstance(unit, str) and unit.isprintable() and unit.isascii()):
-                raise ValueError(f"extra_units maps array names to units in printable ASCII (e.g. 'N/m'), got "
-                                 f"{field!r}: {unit!r}")
+            if not all(isinstance(text, str) and text and text.isprintable() and text.isascii()
+                       for text in (field, unit)):
+                raise ValueError(f"extra_units maps array names to units, both in printable ASCII (e.g. "
+                                 f"{{'fiber_contact_force': 'N/m'}}), got {field!r}: {unit!r}")
             if field in _UNITS:
                 raise ValueError(f"extra_units: {field!r} is a built-in field, whose unit is {_UNITS[field]!r}")
             self._units[field] = unit
+        self._unmatched_units = set(extra_units or ()) if extra_units else set()  # (warned about once)
         self.compression = compression
         if bodies is not None and not callable(bodies) and len(bodies) == 0:
             bodies = None  # (no bodies: no part for them)
@@ -469,10 +471,13 @@ class VTKSeries:
         """Write one step (all parts) and rewrite the .pvd; returns the files written."""
         step = int(step)
         files = [(FIBERS_PART, f"{self.name}_fibers_{step:06d}.vtu", "fibers")]
-        self._write_mesh(
-            files[0][1],
-            fiber_mesh(self.model, state, points_per_element=self.points_per_element, extra_fields=self.extra_fields),
-        )
+        mesh = fiber_mesh(self.model, state, points_per_element=self.points_per_element, extra_fields=self.extra_fields)
+        if self._unmatched_units:
+            unmatched, self._unmatched_units = sorted(self._unmatched_units - set(mesh.point_data)), set()
+            if unmatched:
+                warn(f"extra_units names {', '.join(map(repr, unmatched))}, which extra_fields does not return "
+                     f"(it returns {', '.join(sorted(set(mesh.point_data) - set(_UNITS)) or ['nothing'])}): a typo?")
+        self._write_mesh(files[0][1], mesh)
         if self._moving_bodies:
             files.append((BODIES_PART, f"{self.name}_bodies_{step:06d}.vtu", "bodies"))
             self._write_mesh(files[-1][1], cylinder_mesh(self._bodies(state)))

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 import re
+import shutil
+import subprocess
 import sys
 import traceback
 from pathlib import Path
@@ -467,6 +469,11 @@ CLI = [
                                                    "--checkpoint-every", "5"], "--no-checkpoints writes none"),
     ("upper-limb vtk uncreatable", ["run", "upper-limb", "--", "--vtk", "/proc/skfiber-nope/x", "--output",
                                     "{tmp}/ul"], "--vtk /proc/skfiber-nope/x: cannot create"),
+    ("whiplash out empty", ["run", "whiplash", "--", "--out", ""], "--out: is empty"),
+    ("upper-limb output empty", ["run", "upper-limb", "--", "--output", ""], "--output: is empty"),
+    ("study summary with seed 0", ["study", "{tmp}", "--summary", "--seed", "0"], "leave out --seed"),
+    ("sensitivity small and workers", ["run", "sensitivity", "--", "--small", "--workers", "2"],
+     "--workers starts local dask workers"),
 ]
 
 
@@ -524,6 +531,8 @@ def test_bad_input_makes_no_folder(cli_folders, capsys):
                                   ["run", "hanging-bundle", "--out", "{new}", "--resume"],
                                   ["run", "upper-limb", "--out", "{new}", "--output", "{tmp}/other"],
                                   ["run", "elbow-bundle", "--out", "{new}", "--", "--elements", "0"],
+                                  ["run", "elbow-bundle", "--out", "{new}", "--", "--angles", "200"],
+                                  ["run", "upper-limb", "--", "--vtk", "{new}", "--output", "/proc/skfiber-nope/x"],
                                   ["run", "whiplash", "--out", "{new}", "--", "--t-end", "nan"]])
 def test_skfiber_run_leaves_no_out_folder_when_the_demo_refuses_its_options(argv, tmp_path, capsys):
     """'skfiber run DEMO --out DIR' with an option the demo refuses: one error line, and no DIR (the demo makes
@@ -535,15 +544,27 @@ def test_skfiber_run_leaves_no_out_folder_when_the_demo_refuses_its_options(argv
     assert not new.exists() and not (tmp_path / "other").exists()
 
 
-def test_a_closed_pipe_ends_the_command_quietly(monkeypatch, capsys):
-    """'skfiber list | head -1': the reader stops reading; the command exits with the shell's code of a SIGPIPE
-    (141) and prints no error (a closed pipe is no bad input)."""
-    def closed(args):
+@pytest.mark.parametrize("argv", [["list"], ["verify", "--list"]])
+def test_a_closed_pipe_ends_the_command_quietly(argv):
+    """'skfiber list | head -1': the reader of the output has gone; the command exits with the shell's code of a
+    SIGPIPE (141) and prints nothing (a closed pipe is no bad input)."""
+    exe = shutil.which("skfiber") or str(Path(sys.executable).with_name("skfiber"))
+    proc = subprocess.Popen([exe, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # (before the command writes: it starts in a fraction of a second)
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == cli.EXIT_BROKEN_PIPE == 141 and err == ""
+
+
+def test_a_broken_pipe_elsewhere_is_a_failure(monkeypatch, capsys):
+    """A BrokenPipeError that is not stdout's (a socket, a pipe to another process) is a failure: one line,
+    exit code 1."""
+    def broken(args):
         raise BrokenPipeError(32, "Broken pipe")
 
-    monkeypatch.setattr(cli, "_cmd_list", closed)
-    assert cli.main(["list"]) == cli.EXIT_BROKEN_PIPE == 141
-    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(cli, "_cmd_list", broken)
+    assert cli.main(["list"]) == cli.EXIT_FAILED
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("skfiber list: failed: BrokenPipeError")
 
 
 def test_custom_term_small_keeps_an_explicit_element_count(monkeypatch, capsys):

@@ -1,4 +1,5 @@
 """VTK output through meshio: fiber polylines, cylinders, .pvd collections, atomic writes."""
+import warnings
 import xml.etree.ElementTree as ET
 
 import meshio
@@ -93,6 +94,15 @@ def test_a_series_writes_the_units_of_extra_fields(tmp_path, capsys):
         sio.VTKSeries(tmp_path, model, name="y", extra_fields=tension, extra_units={"tension": "N\n"})
     with pytest.raises(ValueError, match="'radius' is a built-in field, whose unit is 'm'"):
         sio.VTKSeries(tmp_path, model, name="y", extra_fields=tension, extra_units={"radius": "mm"})
+    with pytest.raises(ValueError, match="printable ASCII .* got 'Spannung µ': 'N'"):
+        sio.VTKSeries(tmp_path, model, name="y", extra_fields=tension, extra_units={"Spannung µ": "N"})
+    typo = sio.VTKSeries(tmp_path / "typo", model, name="x", extra_fields=tension, extra_units={"tensoin": "N"})
+    with pytest.warns(UserWarning, match="extra_units names 'tensoin', which extra_fields does not return "
+                                         r"\(it returns tension\): a typo\?"):
+        typo.write(model.initial_state(), 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (said once)
+        typo.write(model.initial_state(), 1)
 
 
 def test_files_read_back_with_meshio(series):

@@ -63,10 +63,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def command(args) -> int:
     """Run ``skfiber study`` with parsed ``args``; returns the exit code.  Raises :class:`StudyUsageError`
     for bad arguments."""
-    run_options = [name for name, given in (("--param", args.param), ("--design", args.design), ("--n", args.n),
-                                            ("--seed", args.seed), ("--out", args.out),
-                                            ("--scheduler", args.scheduler), ("--workers", args.workers),
-                                            ("--serial", args.serial)) if given not in (None, [], False)]
+    run_options = [name for name, given in (("--param", bool(args.param)), ("--design", args.design is not None),
+                                            ("--n", args.n is not None), ("--seed", args.seed is not None),
+                                            ("--out", args.out is not None),
+                                            ("--scheduler", args.scheduler is not None),
+                                            ("--workers", args.workers is not None), ("--serial", args.serial))
+                   if given]
     if args.summary:
         if run_options:
             raise StudyUsageError(f"--summary prints the table of the study folder {args.target}; it runs nothing, "
