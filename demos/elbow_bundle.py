@@ -484,6 +484,8 @@ def main(argv: list[str] | None = None) -> dict | int:
     if not (args.isokinetic_time > 0 and START_DEG + SPEED_DEG_S * args.isokinetic_time <= 160.0):
         parser.error(f"--isokinetic-time must be > 0 and keep the elbow within 160° "
                      f"(at most {(160.0 - START_DEG) / SPEED_DEG_S:g} s), got {args.isokinetic_time!r}")
+    if len(set(args.angles)) != len(args.angles):
+        parser.error(f"--angles must be different angles, got {args.angles}")
     if not all(0.0 < a <= 160.0 for a in args.angles) or START_DEG not in args.angles:
         parser.error(f"--angles must lie in (0, 160] and include {START_DEG:g} (the isokinetic test starts "
                      f"there), got {args.angles}")
@@ -491,13 +493,13 @@ def main(argv: list[str] | None = None) -> dict | int:
     if not all(abs(t / args.dt - round(t / args.dt)) < 1e-6 for t in sample_times):
         parser.error(f"--dt must divide {T_SETTLE:g} s and {T_TURN + T_HOLD:g} s (the isometric schedule's "
                      f"settle and turn + hold), e.g. 0.01 or 0.025; got {args.dt!r}")
-    if args.out is not None:  # (once the options are checked: a refused option leaves no folder)
-        output_folder(parser, "--out", args.out)
     wall = time.perf_counter()
     try:
         model, motion = build_model(args.fibers, args.elements)
     except ValueError as error:
         parser.error(str(error))
+    if args.out is not None:  # (once the options and the model are checked: a refused option leaves no folder)
+        output_folder(parser, "--out", args.out)
     writers = [None, None]  # the isometric and the isokinetic series
     if args.out is not None:
         from skfiber.coupling import body_cylinders

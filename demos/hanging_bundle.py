@@ -31,7 +31,7 @@ import meshio
 import numpy as np
 
 import skfiber as sf
-from skfiber.cli import ArgumentParser, output_folder, positive_float, positive_int, run_script
+from skfiber.cli import ArgumentParser, folder_path, output_folder, positive_float, positive_int, run_script
 from skfiber.io import load_checkpoint, read_pvd
 from skfiber.progress import PROGRESS_TERMS
 from skfiber.run import RunResult, checkpoint_path, run_simulation
@@ -167,7 +167,8 @@ def main(argv=None) -> int:
     parser.add_argument("--level", type=int, default=1,
                         help=f"refinement level N = 1 … {MAX_LEVEL}: 8·2^(N−1) elements per fiber, "
                              "Δt = 0.01/2^(N−1) s (default 1)")
-    parser.add_argument("--out", default=None, help="output folder for the VTK series hanging_bundle.pvd and the checkpoint (default: no files)")
+    parser.add_argument("--out", type=folder_path, default=None,
+                        help="output folder for the VTK series hanging_bundle.pvd and the checkpoint (default: no files)")
     parser.add_argument("--t-end", type=positive_float, default=0.5, help="end time in s (default 0.5)")
     parser.add_argument("--checkpoint-every", type=positive_int, default=50, help="save the full state every K steps (default 50)")
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")

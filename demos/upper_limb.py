@@ -1004,7 +1004,7 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                 parser.error(f"--resume: {' '.join(str(err).split())}")
     # the checkpoints go to --output during the runs, the series to --vtk from the first step on: both or neither
     output_folders(parser, *((("--vtk", args.vtk),) if args.vtk is not None and args.out is None else ()),
-                   ("--output", args.output))
+                   ("--output" if args.out is None else "--out", args.output))
     if args.bending:
         print(f"bending stiffness EI = {args.bending:g} N·m² on every fiber "
               "(user term, tangent derived automatically)", flush=True)

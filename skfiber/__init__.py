@@ -90,15 +90,25 @@ def __getattr__(name: str):
         return value
     if name in _modules():
         return _importlib.import_module(f".{name}", __name__)
+    if name == "viz":
+        raise AttributeError("skfiber.viz is imported explicitly: import skfiber.viz (it needs pyvista: "
+                             "pip install 'skfiber[viz]')")
     raise AttributeError(f"module 'skfiber' has no attribute {name!r}")
 
 
+_MODULES: set[str] = set()
+
+
 def _modules() -> set[str]:
-    """The package's modules that ``skfiber.<module>`` imports on first use (all but ``viz`` and private ones)."""
-    return {m.name for m in _pkgutil.iter_modules(__path__) if not m.name.startswith("_") and m.name != "viz"}
+    """The package's modules that ``skfiber.<module>`` imports on first use: all but ``viz`` and private ones,
+    and ``demos`` (the repository's folder, mapped into the package).  Looked up once."""
+    if not _MODULES:
+        _MODULES.update({m.name for m in _pkgutil.iter_modules(__path__) if not m.name.startswith("_")} - {"viz"})
+        _MODULES.add("demos")
+    return _MODULES
 
 
 def __dir__() -> list[str]:
-    """The public names and modules, imported or not (tab completion offers them all)."""
-    return sorted(name for name in set(globals()) | set(__all__) | _modules() if not name.startswith("_")
-                  or name in ("__version__", "__all__"))
+    """The module's names with the public names and modules not imported yet (tab completion offers them)."""
+    return sorted(name for name in set(globals()) | set(__all__) | _modules()
+                  if not name.startswith("_") or name.startswith("__"))

@@ -161,16 +161,15 @@ def output_folders(parser: argparse.ArgumentParser, *folders: tuple[str, str | o
     ...     [p.name for p in output_folders(parser, ("--vtk", Path(tmp) / "vtk"), ("--output", Path(tmp) / "csv"))]
     ['vtk', 'csv']
     """
-    made: list[Path] = []
+    made: list[Path] = []  # the folders this call made, parents first
     try:
         for option, folder in folders:
-            new = not Path(folder).exists()
-            path = _make_folder(option, folder)
-            if new:
-                made.append(path)
+            path = Path(folder).absolute()
+            made += [p for p in reversed((path, *path.parents)) if not p.exists() and p not in made]
+            _make_folder(option, folder)
     except UsageError as err:
-        for path in reversed(made):
-            with contextlib.suppress(OSError):  # (not empty, or gone: left as it is)
+        for path in reversed(made):  # deepest first; one that is not empty, or is gone, is left as it is
+            with contextlib.suppress(OSError):
                 path.rmdir()
         parser.error(str(err))
     return [Path(folder) for _, folder in folders]
@@ -475,7 +474,7 @@ def _cmd_verify(args) -> int:
             else:
                 code = _call_main(module, ["--small"])
             status = "ok" if code == 0 else f"failed (exit code {code})"
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, BrokenPipeError):  # (Ctrl-C, or the output's reader gone: the command's to say)
             raise
         except Exception:
             traceback.print_exc()

@@ -377,7 +377,9 @@ class VTKSeries:
     extra_units
         The units of ``extra_fields``' arrays ({name: unit}, e.g. ``{"fiber_contact_force": "N/m"}``), written
         into each file beside those of the built-in fields (ParaView and ``skfiber view --info`` show
-        them); an array without one is shown with ``[?]``.
+        them); an array without one is shown with ``[?]``.  A name that the first step's ``extra_fields``
+        does not return is warned about (a typo?); give the units of arrays that appear only later
+        when they appear.
     resume_time
         None: start a new series (old files of this series are removed).
         A time t: continue the series in the folder, keeping its steps up to t.
@@ -409,11 +411,14 @@ class VTKSeries:
         self.points_per_element = int(points_per_element)
         self.extra_fields = extra_fields
         self._units = dict(_UNITS)
+        if extra_units and extra_fields is None:
+            raise ValueError(f"extra_units ({', '.join(map(repr, extra_units))}) gives the units of extra_fields' "
+                             "arrays; give extra_fields too, or leave extra_units out")
         for field, unit in (extra_units or {}).items():
-            if not all(isinstance(text, str) and text and text.isprintable() and text.isascii()
+            if not all(isinstance(text, str) and text.strip() and text.isprintable() and text.isascii()
                        for text in (field, unit)):
-                raise ValueError(f"extra_units maps array names to units, both in printable ASCII (e.g. "
-                                 f"{{'fiber_contact_force': 'N/m'}}), got {field!r}: {unit!r}")
+                raise ValueError(f"extra_units maps array names to units, both non-empty and in printable ASCII "
+                                 f"(e.g. {{'fiber_contact_force': 'N/m'}}), got {field!r}: {unit!r}")
             if field in _UNITS:
                 raise ValueError(f"extra_units: {field!r} is a built-in field, whose unit is {_UNITS[field]!r}")
             self._units[field] = unit

@@ -533,12 +533,16 @@ def test_bad_input_makes_no_folder(cli_folders, capsys):
                                   ["run", "elbow-bundle", "--out", "{new}", "--", "--elements", "0"],
                                   ["run", "elbow-bundle", "--out", "{new}", "--", "--angles", "200"],
                                   ["run", "upper-limb", "--", "--vtk", "{new}", "--output", "/proc/skfiber-nope/x"],
+                                  ["run", "upper-limb", "--", "--vtk", "{new}/a/b", "--output", "{file}/x"],
+                                  ["run", "elbow-bundle", "--out", "{new}", "--", "--fibers", "1"],
+                                  ["run", "elbow-bundle", "--out", "{new}", "--", "--angles", "30", "30"],
                                   ["run", "whiplash", "--out", "{new}", "--", "--t-end", "nan"]])
 def test_skfiber_run_leaves_no_out_folder_when_the_demo_refuses_its_options(argv, tmp_path, capsys):
     """'skfiber run DEMO --out DIR' with an option the demo refuses: one error line, and no DIR (the demo makes
     it once its options are checked, as when it runs as a script)."""
     new = tmp_path / "new"
-    code = cli.main([a.format(new=new, tmp=tmp_path) for a in argv])
+    (tmp_path / "a_file").write_text("not a folder")
+    code = cli.main([a.format(new=new, tmp=tmp_path, file=tmp_path / "a_file") for a in argv])
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(err) == 1 and "error:" in err[0]
     assert not new.exists() and not (tmp_path / "other").exists()
@@ -555,16 +559,32 @@ def test_a_closed_pipe_ends_the_command_quietly(argv):
     assert proc.wait(timeout=120) == cli.EXIT_BROKEN_PIPE == 141 and err == ""
 
 
-def test_a_broken_pipe_elsewhere_is_a_failure(monkeypatch, capsys):
-    """A BrokenPipeError that is not stdout's (a socket, a pipe to another process) is a failure: one line,
-    exit code 1."""
-    def broken(args):
-        raise BrokenPipeError(32, "Broken pipe")
+BROKEN_ELSEWHERE = """
+import sys
+from skfiber import cli
 
-    monkeypatch.setattr(cli, "_cmd_list", broken)
-    assert cli.main(["list"]) == cli.EXIT_FAILED
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("skfiber list: failed: BrokenPipeError")
+def broken(args):
+    raise BrokenPipeError(32, "Broken pipe")
+
+cli._cmd_list = broken
+sys.exit(cli.main(["list"]))
+"""
+
+
+@pytest.mark.parametrize("stdout", ["file", "pipe"])
+def test_a_broken_pipe_elsewhere_is_a_failure(stdout, tmp_path):
+    """A BrokenPipeError that is not stdout's (a socket, a pipe to another process) is a failure: one line,
+    exit code 1, whether stdout is a file or a pipe that is still read."""
+    target = open(tmp_path / "out.txt", "w") if stdout == "file" else subprocess.PIPE
+    try:
+        proc = subprocess.run([sys.executable, "-c", BROKEN_ELSEWHERE], stdout=target, stderr=subprocess.PIPE,
+                              text=True, timeout=120)
+    finally:
+        if stdout == "file":
+            target.close()
+    err = proc.stderr.strip().splitlines()
+    assert proc.returncode == cli.EXIT_FAILED and len(err) == 1
+    assert err[0].startswith("skfiber list: failed: BrokenPipeError")
 
 
 def test_custom_term_small_keeps_an_explicit_element_count(monkeypatch, capsys):

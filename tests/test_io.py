@@ -94,6 +94,10 @@ def test_a_series_writes_the_units_of_extra_fields(tmp_path, capsys):
         sio.VTKSeries(tmp_path, model, name="y", extra_fields=tension, extra_units={"tension": "N\n"})
     with pytest.raises(ValueError, match="'radius' is a built-in field, whose unit is 'm'"):
         sio.VTKSeries(tmp_path, model, name="y", extra_fields=tension, extra_units={"radius": "mm"})
+    with pytest.raises(ValueError, match="give extra_fields too"):
+        sio.VTKSeries(tmp_path, model, name="y", extra_units={"tension": "N"})
+    with pytest.raises(ValueError, match="non-empty and in printable ASCII .* got 'tension': ' '"):
+        sio.VTKSeries(tmp_path, model, name="y", extra_fields=tension, extra_units={"tension": " "})
     with pytest.raises(ValueError, match="printable ASCII .* got 'Spannung µ': 'N'"):
         sio.VTKSeries(tmp_path, model, name="y", extra_fields=tension, extra_units={"Spannung µ": "N"})
     typo = sio.VTKSeries(tmp_path / "typo", model, name="x", extra_fields=tension, extra_units={"tensoin": "N"})
