@@ -84,6 +84,7 @@ import skfiber as sf
 from skfiber.cli import ArgumentParser, output_file, run_script
 from skfiber.contact import PenaltyLaw
 from skfiber.contact.fibers import FiberContact
+from skfiber.simulation_result import compile_notice
 
 __all__ = ["build_model", "midpoint_uz", "solve", "ContactFibersResult", "run", "main"]
 
@@ -162,8 +163,8 @@ def run(*, small: bool = False, levels=None, load: float = STUDY_LOAD) -> Contac
     uz, lower, its, steps, active, adm, secs, states = [], [], [], [], [], [], [], {}
     # the first solve compiles the numba kernels on the first run on a machine (later runs load them from
     # numba's cache): done once apart, so that the table's times are those of the solves
-    notice = sf.solver.compile_notice("  compiling the numba kernels (the first run on this machine only; cached "
-                                      "for later runs) …", delay=2.0)
+    notice = compile_notice("  compiling the numba kernels (the first run on this machine only; cached for later "
+                            "runs) …", delay=2.0)
     try:
         solve(build_model(min(levels), load=load)[0])
     finally:

@@ -646,25 +646,29 @@ def _reported(who: str, call, *, debug: bool, hint: str) -> int:
         if _stdout_closed():  # the reader of the output stopped reading: nothing more to say, nowhere to say it
             _silence_stdout()
             return EXIT_BROKEN_PIPE
-        if debug:
-            traceback.print_exc()
-        print(f"{who}: failed: {type(err).__name__}: {_one_line(err)}" + ("" if debug else f" ({hint})"),
-              file=sys.stderr)
-        return EXIT_FAILED
+        return _failed(who, err, debug=debug, hint=hint)  # (another pipe's: a failure, not bad input)
     except BAD_INPUT as err:  # skfiber's errors for bad input (arguments, paths, checkpoints)
         if debug:
             traceback.print_exc()
         print(f"{who}: error: {_one_line(err)}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as err:
+        if not _caused_by_ctrl_c(err):  # (numba's compiled functions report a Ctrl-C in them as a SystemError)
+            return _failed(who, err, debug=debug, hint=hint)
         if debug:
             traceback.print_exc()
-        if _caused_by_ctrl_c(err):  # (numba's compiled functions report a Ctrl-C in them as a SystemError)
-            print(f"{who}: interrupted", file=sys.stderr)
-            return EXIT_INTERRUPTED
-        print(f"{who}: failed: {type(err).__name__}: {_one_line(err)}" + ("" if debug else f" ({hint})"),
-              file=sys.stderr)
-        return EXIT_FAILED
+        print(f"{who}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _failed(who: str, err: BaseException, *, debug: bool, hint: str) -> int:
+    """Report the exception being handled, ``err``, as a failure: ``<who>: failed: …`` in one line (``debug``:
+    after its traceback); returns :data:`EXIT_FAILED`."""
+    if debug:
+        traceback.print_exc()
+    print(f"{who}: failed: {type(err).__name__}: {_one_line(err)}" + ("" if debug else f" ({hint})"),
+          file=sys.stderr)
+    return EXIT_FAILED
 
 
 def _stdout_closed() -> bool:

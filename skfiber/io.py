@@ -422,7 +422,7 @@ class VTKSeries:
             if field in _UNITS:
                 raise ValueError(f"extra_units: {field!r} is a built-in field, whose unit is {_UNITS[field]!r}")
             self._units[field] = unit
-        self._unmatched_units = set(extra_units or ()) if extra_units else set()  # (warned about once)
+        self._unmatched_units = set(extra_units or ())  # (warned about once)
         self.compression = compression
         if bodies is not None and not callable(bodies) and len(bodies) == 0:
             bodies = None  # (no bodies: no part for them)

@@ -560,14 +560,13 @@ def test_a_closed_pipe_ends_the_command_quietly(argv):
 
 
 BROKEN_ELSEWHERE = """
-import sys
-from skfiber import cli
+from skfiber.cli import run_script
 
-def broken(args):
+def main(argv):
+    print("started", flush=True)
     raise BrokenPipeError(32, "Broken pipe")
 
-cli._cmd_list = broken
-sys.exit(cli.main(["list"]))
+run_script(main)
 """
 
 
@@ -575,16 +574,18 @@ sys.exit(cli.main(["list"]))
 def test_a_broken_pipe_elsewhere_is_a_failure(stdout, tmp_path):
     """A BrokenPipeError that is not stdout's (a socket, a pipe to another process) is a failure: one line,
     exit code 1, whether stdout is a file or a pipe that is still read."""
+    script = tmp_path / "demo.py"
+    script.write_text(BROKEN_ELSEWHERE)
     target = open(tmp_path / "out.txt", "w") if stdout == "file" else subprocess.PIPE
     try:
-        proc = subprocess.run([sys.executable, "-c", BROKEN_ELSEWHERE], stdout=target, stderr=subprocess.PIPE,
-                              text=True, timeout=120)
+        proc = subprocess.run([sys.executable, str(script)], stdout=target, stderr=subprocess.PIPE, text=True,
+                              timeout=120)
     finally:
         if stdout == "file":
             target.close()
     err = proc.stderr.strip().splitlines()
     assert proc.returncode == cli.EXIT_FAILED and len(err) == 1
-    assert err[0].startswith("skfiber list: failed: BrokenPipeError")
+    assert err[0].startswith("demo.py: failed: BrokenPipeError")
 
 
 def test_custom_term_small_keeps_an_explicit_element_count(monkeypatch, capsys):
