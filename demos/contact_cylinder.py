@@ -24,8 +24,8 @@ is extremely soft (axial stiffness π r0² (3μ − σ0) ≈ 0.16 N, prestress f
 the first 0.1 % of 1000 N/m.  Neither reading gives a small deformation.
 Under 7.85 N/m the fiber drapes over the cylinder and hangs in two loops
 about 12.3 m deep, stretched up to λ ≈ 50 at the fixed ends and λ ≈ 20–35
-next to the cylinder.  The paper's Figs. 4b/5 are not in the text we have,
-so we cannot compare the picture.  What the paper claims can be checked,
+next to the cylinder.  The paper's Figs. 4b/5 (the deformed fiber and its
+displacement against the contact points) are not compared with here.  What the paper claims can be checked,
 and holds (see below).
 
 **Why the rule matters so much here**: next to the cylinder an element

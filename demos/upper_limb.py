@@ -51,11 +51,8 @@ ours, chosen for the reasons given):
   (ΔW = 0.3 around λopt = 1.3): a 15 cm lever shortens the biceps by 15 cm per
   radian, and at 20° its belly is already far from λopt.  The paper's Fig. 10
   cannot be compared quantitatively (its geometry is unknown).
-* **Levels agree** (measured, ``docs/theory.md``, 2-core shared VM): largest
-  elbow-angle difference over the 8 s 0.044° (levels 1–2), 0.13° (2–3) and
-  0.052° (3–4); attachment forces within 0.33 %, 1.6 % (level 2's mesh in the
-  start transient) and 0.15 % of the fiber's largest force; from t = 0.25 s on
-  within 0.33 %, 0.055 % and 0.080 %.
+* **Levels agree**: ``docs/theory.md`` (upper limb) has the measured
+  differences of the elbow angle and the attachment forces between levels 1–4.
 
 **Strain softening.**  The axial force of a fiber is N = π r0² λ S.  Where the
 active stress (eq. 32) dominates the passive one, N(λ) rises, peaks and falls

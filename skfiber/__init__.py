@@ -15,11 +15,14 @@ Examples
 >>> result = sf.simulate(model, t_end=0.05, dt=0.01, progress=False)
 """
 import importlib as _importlib
+import os as _os
 import pkgutil as _pkgutil
 import typing as _typing
 
-# importing skfiber.threads sets numba's OpenMP wait policy, which must be set before any kernel starts threads
-_importlib.import_module(".threads", __name__)
+# OpenMP's waiting threads sleep instead of spinning (see skfiber.threads): numba reads the policy when it starts
+# its threads, at the first parallel kernel, so it is set here, before any module of the package can start one
+# (and without importing numba, which takes about a tenth of a second: ``import skfiber`` stays instant)
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 if _typing.TYPE_CHECKING:  # (for type checkers and editors; at run time the names are imported when first used)
     from .checks import check_tangent

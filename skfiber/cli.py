@@ -598,7 +598,7 @@ def _demo_help_forwarded(argv: list[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``skfiber`` console script; returns the exit code."""
+    """The ``skfiber`` command; returns the exit code (the console script calls it via ``skfiber.__main__``)."""
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     cut = argv.index("--") if "--" in argv else len(argv)

@@ -18,10 +18,10 @@ for this path and :meth:`skfiber.contact.cylinder.CylinderContact.max_step`.
 Increment:
 
 :meth:`skfiber.coupling.CoupledProblem.solve_newton` builds the blocks of the
-coupled tangent (W = ∂G/∂q, ∂R_q/∂u, ∂R_q/∂q), solves the fiber block for
-the n + 1 right-hand sides [−G, W] and the n × n Schur complement for Δq.  For
-a few hundred DOFs that is some thirty small numpy operations around the
-kernels; :func:`coupled_increment` does the same arithmetic in one pass (the
+coupled tangent (W = ∂G/∂q, ∂R_q/∂u, ∂R_q/∂q; the chain rule is
+:func:`coupled_chain_rule`), solves the fiber block for the n + 1 right-hand
+sides [−G, W] and the n × n Schur complement for Δq with numpy;
+:func:`coupled_increment` does the same arithmetic in one pass (the
 fast path, :mod:`skfiber.coupling_fast`), with the fiber block solved by the
 block-tridiagonal LU of :mod:`skfiber.block_tridiagonal` and its checks.
 :func:`newton_increment` computes the derivatives of at most one contact in
@@ -39,8 +39,8 @@ from .coupled_krylov import GMRES_ACCEPT, GMRES_MAX_ITERATIONS, GMRES_TOL, coupl
 from .contact.cylinder_kernels import broad_phase_loop, contact_derivatives_loop, contact_points_loop
 from .rigid.kernels import body_point_jets
 
-__all__ = ["coupled_positions", "cylinder_contact", "coupled_rows", "coupled_increment", "newton_increment",
-           "scatter_dependent", "scatter_dependent_blocks"]
+__all__ = ["coupled_positions", "cylinder_contact", "coupled_rows", "coupled_chain_rule", "coupled_increment",
+           "newton_increment", "scatter_dependent", "scatter_dependent_blocks", "stacked_pose_terms"]
 
 #: status of :func:`coupled_increment`
 OK, BLOCK_FAILED, OUTSIDE_PATTERN, SINGULAR_SCHUR, KRYLOV_FAILED = 0, 1, 2, 3, 4
@@ -209,6 +209,121 @@ def coupled_rows(R, rigid_residual, C, D, P, forces, fixed):  # pragma: no cover
 
 
 @njit(cache=True)
+def coupled_chain_rule(W, Rq_u, rigid_tangent, C, H, G, D, pos, Jp, Hp, force, Gp, columns, offsets, dRu,
+                       d_pose):  # pragma: no cover - compiled
+    """The coupled tangent's blocks by the chain rule through u_D = c(q) and the poses of the cylinders on
+    bodies (paper eq. 64 with eqs. 59 and 51; the tangent of :func:`coupled_rows`): the one definition that
+    the general path, the fast path and :func:`coupled_increment` share.
+
+    On entry ``W`` (N, n) = K X and ``Rq_u`` (n, N) = Xᵀ K, X = ∂u/∂q (C on the rows D, zero elsewhere),
+    K the fiber tangent (:func:`scatter_dependent`); on return W = ∂G/∂q and Rq_u = ∂R_q/∂u with the
+    cylinders' terms added:
+
+        W    += Σ_c Gp_c Jp_c
+        Rq_u += Σ_c Jp_cᵀ ∂R_pose,c/∂u
+        ∂R_q/∂q = dR_rb/dq + Σ_a G_D,a ∂²c_a/∂q² + Σ_c [Jp_cᵀ (∂R_pose,c/∂u X + ∂R_pose,c/∂pose Jp_c)
+                  + Σ_k R_pose,c,k ∂²pose_k/∂q²] + Xᵀ W      (returned, (n, n))
+
+    Parameters
+    ----------
+    W, Rq_u : (N, n), (n, N)
+        Changed in place (see above).
+    rigid_tangent : (n, n)
+        dR_rb/dq.
+    C, H : (nD, n), (nD, n, n)
+        ∂c/∂q and ∂²c/∂q² of the dependent DOFs ``D`` (nD,); ``G`` (N,) the fiber residual; ``pos`` (N,)
+        the position of each DOF in D (−1 if not dependent).
+    Jp, Hp, force, Gp : (c, 6, n), (c, 6, n, n), (c, 6), (c, N, 6)
+        Per contact cylinder on a body: the pose (y0, a) Jacobian and Hessian, R_pose and ∂G/∂pose;
+        ``columns[offsets[c]:offsets[c + 1]]`` and ``dRu[:, offsets[c]:offsets[c + 1]]`` its ∂R_pose/∂u,
+        ``d_pose`` (c, 6, 6) its ∂R_pose/∂pose.
+
+    Returns
+    -------
+    Rq_q : (n, n)
+        ∂R_q/∂q.
+    """
+    N, n = W.shape
+    Rq_q = rigid_tangent.copy()
+    nD = D.shape[0]
+    for a in range(nD):
+        g = G[D[a]]
+        for i in range(n):
+            for j in range(n):
+                Rq_q[i, j] += g * H[a, i, j]
+    for c in range(Jp.shape[0]):  # contact cylinders on bodies
+        J = Jp[c]
+        for r in range(N):
+            for i in range(n):
+                s = 0.0
+                for k in range(6):
+                    s += Gp[c, r, k] * J[k, i]
+                W[r, i] += s
+        for m in range(offsets[c], offsets[c + 1]):
+            col = columns[m]
+            pc = pos[col]
+            for i in range(n):
+                s = 0.0
+                for k in range(6):
+                    s += J[k, i] * dRu[k, m]
+                Rq_u[i, col] += s
+                if pc >= 0:  # Jpᵀ ∂R_pose/∂u X
+                    for j in range(n):
+                        Rq_q[i, j] += s * C[pc, j]
+        for i in range(n):
+            for j in range(n):
+                s = 0.0
+                for k in range(6):
+                    t = 0.0
+                    for l in range(6):
+                        t += d_pose[c, k, l] * J[l, j]
+                    s += J[k, i] * t + force[c, k] * Hp[c, k, i, j]
+                Rq_q[i, j] += s
+    for a in range(nD):  # Xᵀ W
+        r = D[a]
+        for i in range(n):
+            for j in range(n):
+                Rq_q[i, j] += C[a, i] * W[r, j]
+    return Rq_q
+
+
+def stacked_pose_terms(N: int, n: int, jets, forces, derivatives) -> tuple:
+    """The pose arguments ``(Jp, Hp, force, Gp, columns, offsets, dRu, d_pose)`` of :func:`coupled_chain_rule` and
+    :func:`coupled_increment` from per-cylinder lists (one entry per contact cylinder on a body).
+
+    Parameters
+    ----------
+    N, n : int
+        The numbers of fiber DOFs and of rigid coordinates.
+    jets : list of (Jp (6, n), Hp (6, n, n))
+        The pose's Jacobian and Hessian in q.
+    forces : list of (6,)
+        R_pose, the contact's reaction conjugate to the pose.
+    derivatives : list of (Gp (N, 6), columns (k,), dRu (6, k), d_pose (6, 6))
+        ∂G/∂pose, ∂R_pose/∂u on its columns, ∂R_pose/∂pose.
+
+    Returns
+    -------
+    tuple
+        Jp (c, 6, n), Hp (c, 6, n, n), force (c, 6), Gp (c, N, 6), columns (k₁ + … + k_c,), offsets (c + 1,),
+        dRu (6, k₁ + … + k_c), d_pose (c, 6, 6), C-contiguous, float64 and int64.
+    """
+    if not jets:
+        return (np.zeros((0, 6, n)), np.zeros((0, 6, n, n)), np.zeros((0, 6)), np.zeros((0, N, 6)),
+                np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros((6, 0)), np.zeros((0, 6, 6)))
+    Jp = np.array([jp for jp, _ in jets], dtype=float)
+    Hp = np.array([hp for _, hp in jets], dtype=float).reshape(len(jets), 6, n, n)
+    force = np.array(forces, dtype=float).reshape(len(jets), 6)
+    Gp = np.array([d[0] for d in derivatives], dtype=float)
+    columns = np.concatenate([np.asarray(d[1], dtype=np.int64) for d in derivatives])
+    offsets = np.cumsum([0] + [len(d[1]) for d in derivatives]).astype(np.int64)
+    dRu = np.ascontiguousarray(np.concatenate([np.asarray(d[2], dtype=float).reshape(6, -1) for d in derivatives],
+                                              axis=1))
+    d_pose = np.array([d[3] for d in derivatives], dtype=float)
+    return Jp, Hp, force, Gp, columns, offsets, dRu, d_pose
+
+
+@njit(cache=True)
 def coupled_increment(K, rows, cols, vals, block_rows, block_cols, blocks, block_index, block_fixed, block_diag_fixed, touch_flat, touch_rows,
                       touch_cols, pos, C, H, G, R_q, rigid_tangent, D, constrained, Jp, Hp, force, Gp, columns,
                       offsets, dRu, d_pose, pivot_tol, residual_tol, linear_tol):  # pragma: no cover - compiled
@@ -286,46 +401,8 @@ def coupled_increment(K, rows, cols, vals, block_rows, block_cols, blocks, block
     scatter_dependent(K.reshape(-1), touch_flat, touch_rows, touch_cols, pos, C, W, Rq_u)
     scatter_dependent(vals, touch_flat[:0], rows, cols, pos, C, W, Rq_u)
     scatter_dependent_blocks(block_rows, block_cols, blocks, pos, C, W, Rq_u)
-    Rq_q = rigid_tangent.copy()
-    nD = D.shape[0]
-    for a in range(nD):
-        g = G[D[a]]
-        for i in range(n):
-            for j in range(n):
-                Rq_q[i, j] += g * H[a, i, j]
-    for c in range(Jp.shape[0]):  # contact cylinders on bodies
-        J = Jp[c]
-        for r in range(N):
-            for i in range(n):
-                s = 0.0
-                for k in range(6):
-                    s += Gp[c, r, k] * J[k, i]
-                W[r, i] += s
-        for m in range(offsets[c], offsets[c + 1]):
-            col = columns[m]
-            pc = pos[col]
-            for i in range(n):
-                s = 0.0
-                for k in range(6):
-                    s += J[k, i] * dRu[k, m]
-                Rq_u[i, col] += s
-                if pc >= 0:  # Jpᵀ ∂R_pose/∂u X
-                    for j in range(n):
-                        Rq_q[i, j] += s * C[pc, j]
-        for i in range(n):
-            for j in range(n):
-                s = 0.0
-                for k in range(6):
-                    t = 0.0
-                    for l in range(6):
-                        t += d_pose[c, k, l] * J[l, j]
-                    s += J[k, i] * t + force[c, k] * Hp[c, k, i, j]
-                Rq_q[i, j] += s
-    for a in range(nD):  # Xᵀ W
-        r = D[a]
-        for i in range(n):
-            for j in range(n):
-                Rq_q[i, j] += C[a, i] * W[r, j]
+    Rq_q = coupled_chain_rule(W, Rq_u, rigid_tangent, C, H, G, D, pos, Jp, Hp, force, Gp, columns, offsets, dRu,
+                              d_pose)
     # the fiber block for [−G, W], then the Schur complement for Δq
     rhs = np.empty((N, n + 1))
     for r in range(N):
@@ -384,7 +461,7 @@ def coupled_increment(K, rows, cols, vals, block_rows, block_cols, blocks, block
             return dz, KRYLOV_FAILED, iterations
         for i in range(n):
             dq[i] = dz[N + i]
-    for a in range(nD):
+    for a in range(D.shape[0]):
         s = 0.0
         for i in range(n):
             s += C[a, i] * dq[i]

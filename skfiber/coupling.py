@@ -60,7 +60,7 @@ import numpy as np
 
 from .attachments import Attachment, AttachmentKinematics, attachment_kinematics
 from .core import Evaluation
-from .coupled_kernels import scatter_dependent
+from .coupled_kernels import coupled_chain_rule, coupled_rows, scatter_dependent, stacked_pose_terms
 from .coupling_fast import FastCoupling
 from .linalg import ConstrainedSolver
 from .rigid import Cylinder, CylinderPose, evaluate_points
@@ -277,21 +277,20 @@ class CoupledProblem:
         model.set_coordinates(q)
         v, a, c_v, c_a = fiber_state(u)
         ev = model.evaluate(u, v, a, t, c_v=c_v, c_a=c_a, load_factor=load_factor)
-        G = ev.residual
         rs = rigid_state(q)
-        R_q = rs.residual + kin.jacobian.T @ G[self.D]
-        ref = max(ev.reference_force, rs.reference_force)
+        n, P = self.n, len(self.D) // 3
         pose_terms = []
         for contact, (Jp, Hp) in zip(self.body_contacts, jets):  # Jp (6, n), Hp (6, n, n)
             load = contact.body_load(model, u, t, tangent=False)  # derivatives on demand (tangent_blocks)
-            R_q = R_q + Jp.T @ load.force
-            f = load.force[:3]
-            ref = max(ref, math.sqrt(float(f @ f)))
             pose_terms.append((contact, Jp, Hp, load))
-        residual = np.empty(N + self.n)
-        residual[:N] = G
-        residual[N:] = R_q
-        residual[self.fixed_index] = 0.0
+        # ∂c/∂q of the attachments (P, 3, n) and of the poses (y0, a) of the cylinders on bodies (2, 3, n) each
+        C = np.concatenate([np.reshape(kin.jacobian, (P, 3, n))] + [np.reshape(Jp, (2, 3, n)) for _, Jp, _, _
+                                                                      in pose_terms]).astype(float)
+        forces = np.array([load.force for *_, load in pose_terms], dtype=float).reshape(len(pose_terms), 6)
+        residual, body_force = coupled_rows(np.ascontiguousarray(ev.residual, dtype=float),
+                                            np.ascontiguousarray(rs.residual, dtype=float), C, self.D, P, forces,
+                                            self.fixed_index)
+        ref = max(ev.reference_force, rs.reference_force, body_force)
         blocks = dict(u=u, q=q, kin=kin, rigid=rs, pose_terms=pose_terms, t=t)
         return CoupledEvaluation(residual, fiber=ev, blocks=blocks, reference_force=ref, roundoff=ev.roundoff)
 
@@ -336,25 +335,23 @@ class CoupledProblem:
         b = cev.blocks
         ev = cev.fiber
         kin, n, D = b["kin"], self.n, self.D
-        C = kin.jacobian  # X = ∂u/∂q is C on the rows D and zero elsewhere
+        C = np.ascontiguousarray(kin.jacobian, dtype=float)  # X = ∂u/∂q is C on the rows D and zero elsewhere
         W, Rq_u = self._dependent_products(ev, C)
-        G_D = ev.residual[D]
-        # Σ_a G_D,a ∂²c_a/∂q² (a matrix product: einsum costs more than the work on these tiny arrays)
-        Rq_q = b["rigid"].tangent + (G_D @ kin.hessian.reshape(len(G_D), n * n)).reshape(n, n)
         if b["pose_terms"]:
             self.kinematics(b["q"], b["t"])
             self.model.set_coordinates(b["q"])  # the body cylinders where this evaluation saw them
-            X = np.zeros((self.N, n))
-            X[D] = C
+        jets, forces, derivatives = [], [], []
         for contact, Jp, Hp, load in b["pose_terms"]:
             load = contact.body_load(self.model, b["u"], b["t"], tangent=True)
             Gp = contact.pose_derivative(self.model, b["u"], b["t"])  # (N, 6)
-            W = W + Gp @ Jp
-            cols, dRu = load.columns, load.d_u_values  # ∂R_pose/∂u is nonzero on the few columns (k,) only
-            Rq_u[:, cols] += Jp.T @ dRu
-            dRu_X = dRu @ X[cols]
-            Rq_q = Rq_q + Jp.T @ (dRu_X + load.d_pose @ Jp) + (load.force @ Hp.reshape(6, n * n)).reshape(n, n)
-        Rq_q = Rq_q + C.T @ W[D]  # Xᵀ W, the pose terms of W included
+            jets.append((Jp, Hp))
+            forces.append(load.force)
+            # ∂R_pose/∂u is nonzero on the few columns (k,) only
+            derivatives.append((Gp, load.columns, load.d_u_values, load.d_pose))
+        Rq_q = coupled_chain_rule(W, Rq_u, np.ascontiguousarray(b["rigid"].tangent, dtype=float), C,
+                                  np.ascontiguousarray(kin.hessian, dtype=float).reshape(len(D), n, n),
+                                  np.ascontiguousarray(ev.residual, dtype=float), D, self.dependent_rows,
+                                  *stacked_pose_terms(self.N, n, jets, forces, derivatives))
         return W, Rq_u, Rq_q
 
     def tangent_matrix(self, cev: CoupledEvaluation) -> np.ndarray:

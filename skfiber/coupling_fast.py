@@ -32,8 +32,9 @@ The evaluation is one compiled call (:mod:`skfiber.evaluation_kernel`: the
 fibers, the body points, the rigid step and one cylinder) and, after it in
 the model's order of contacts, the fiber–fiber contacts; otherwise a few
 compiled calls around the form kernel (:mod:`skfiber.coupled_kernels`).  The kernels and the order of the sums of the
-fiber rows are those of the general path, so those rows agree bit for bit; the
-rows of q and the increments agree to round-off (``tests/test_coupling_fast.py``).
+fiber rows are those of the general path, and the rows of q are the same compiled
+:func:`~skfiber.coupled_kernels.coupled_rows` on both paths, so the residual agrees bit
+for bit; the increments agree to round-off (``tests/test_coupling_fast.py``).
 Where the general path raises (a non-finite residual, an inadmissible contact
 point) the fast path raises :class:`InadmissibleState`, whose message is the
 general path's diagnosis, made when read.
@@ -50,8 +51,8 @@ from .contact.cylinder import CylinderContact
 from .contact.cylinder_safeguard import trial_step
 from .contact.fibers import FiberContact
 from .core.warn import warn
-from .coupled_kernels import (IN_REACH, INADMISSIBLE, OK, coupled_increment, coupled_positions, coupled_rows,
-                              cylinder_contact, newton_increment, scatter_dependent)
+from .coupled_kernels import (IN_REACH, INADMISSIBLE, OK, coupled_chain_rule, coupled_increment, coupled_positions,
+                              coupled_rows, cylinder_contact, newton_increment, scatter_dependent, stacked_pose_terms)
 from .attachments import AttachmentKinematics
 from .evaluation_kernel import fused_evaluation
 from .fiber_part import sum_rows
@@ -566,26 +567,9 @@ class FastCoupling:
             if c.active:
                 r, cc, vals = c.triplets()
                 scatter_dependent(vals, _NO_INDEX, r, cc, p.dependent_rows, C, W, Rq_u)
-        G_D = ev.fiber_residual[D]
-        Rq_q = ev.rigid_tangent + (G_D @ kin.hessian.reshape(len(G_D), n * n)).reshape(n, n)
-        X = None
-        for c in ev.contacts:
-            if c.cylinder.row < 0:
-                continue
-            Jp, Hp = ev.pose_jets(c)
-            if c.active:
-                _, _, _, Gp, cols, dRu, d_pose = c.derivatives(N)
-            else:
-                Gp, cols, dRu, d_pose = np.zeros((N, 6)), _NO_INDEX, np.zeros((6, 0)), np.zeros((6, 6))
-            force = c.force
-            if X is None:
-                X = np.zeros((N, n))
-                X[D] = C
-            W = W + Gp @ Jp
-            Rq_u[:, cols] += Jp.T @ dRu
-            dRu_X = dRu @ X[cols]
-            Rq_q = Rq_q + Jp.T @ (dRu_X + d_pose @ Jp) + (force @ Hp.reshape(6, n * n)).reshape(n, n)
-        Rq_q = Rq_q + C.T @ W[D]
+        Rq_q = coupled_chain_rule(W, Rq_u, np.ascontiguousarray(ev.rigid_tangent, dtype=float), C,
+                                  np.ascontiguousarray(kin.hessian), ev.fiber_residual, D, p.dependent_rows,
+                                  *self._pose_arrays(ev))
         return W, Rq_u, Rq_q
 
     def solve_newton(self, ev: FastEvaluation, *, linear_tolerance: float = 0.0) -> np.ndarray:
@@ -643,6 +627,18 @@ class FastCoupling:
         blocks = [c.blocks() for c in ev.fiber_contacts if c.active]
         block_rows, block_cols, block_values = _joined(blocks, (_NO_BLOCK_DOFS, _NO_BLOCK_DOFS, _NO_BLOCKS))
         rows, cols, vals = _joined(triplets, (_NO_INDEX, _NO_INDEX, _NO_VALUE))
+        _, C_all, H_all = ev._points
+        return coupled_increment(
+            K, rows, cols, vals, block_rows, block_cols, block_values, fs.block_index, fs.block_fixed, fs.block_diag_fixed, flat, trows, tcols,
+            p.dependent_rows, C_all[:P].reshape(3 * P, n), H_all[:P].reshape(3 * P, n, n), ev.fiber_residual,
+            ev.residual[N:], ev.rigid_tangent, p.D,
+            fs.constrained, *self._pose_arrays(ev), PIVOT_TOL, RESIDUAL_TOL, linear_tolerance)
+
+    def _pose_arrays(self, ev: FastEvaluation) -> tuple:
+        """(Jp, Hp, force, Gp, columns, offsets, dRu, d_pose): the cylinders on bodies in touch at ``ev``, stacked
+        as :func:`~skfiber.coupled_kernels.coupled_chain_rule` takes them."""
+        p = self.problem
+        N, n = p.N, p.n
         pose = [c for c in ev.contacts if c.cylinder.row >= 0 and c.active]
         _, C_all, H_all = ev._points
         if len(pose) == 1:  # views, no copies
@@ -652,27 +648,9 @@ class FastCoupling:
             Jp, Hp = C_all[j:j + 2].reshape(1, 6, n), H_all[j:j + 2].reshape(1, 6, n, n)
             force, Gp, d_pose = c.force.reshape(1, 6), Gp.reshape(1, N, 6), d_pose.reshape(1, 6, 6)
             offsets = np.array([0, columns.size], dtype=np.int64)
-        elif pose:
-            derivs = [c.derivatives(N) for c in pose]
-            jets = [ev.pose_jets(c) for c in pose]
-            Jp = np.array([jp for jp, _ in jets])
-            Hp = np.array([hp for _, hp in jets])
-            force = np.array([c.force for c in pose])
-            Gp = np.array([d[3] for d in derivs])
-            columns = np.concatenate([d[4] for d in derivs])
-            offsets = np.cumsum([0] + [d[4].size for d in derivs]).astype(np.int64)
-            dRu = np.concatenate([d[5] for d in derivs], axis=1)
-            d_pose = np.array([d[6] for d in derivs])
-        else:
-            Jp, Hp, force, Gp = (np.zeros((0, 6, n)), np.zeros((0, 6, n, n)), np.zeros((0, 6)),
-                                 np.zeros((0, N, 6)))
-            columns, offsets, dRu, d_pose = _NO_INDEX, np.zeros(1, dtype=np.int64), np.zeros((6, 0)), np.zeros((0, 6, 6))
-        dRu = np.ascontiguousarray(dRu)
-        return coupled_increment(
-            K, rows, cols, vals, block_rows, block_cols, block_values, fs.block_index, fs.block_fixed, fs.block_diag_fixed, flat, trows, tcols,
-            p.dependent_rows, C_all[:P].reshape(3 * P, n), H_all[:P].reshape(3 * P, n, n), ev.fiber_residual,
-            ev.residual[N:], ev.rigid_tangent, p.D,
-            fs.constrained, Jp, Hp, force, Gp, columns, offsets, dRu, d_pose, PIVOT_TOL, RESIDUAL_TOL, linear_tolerance)
+            return Jp, Hp, force, Gp, columns, offsets, np.ascontiguousarray(dRu), d_pose
+        return stacked_pose_terms(N, n, [ev.pose_jets(c) for c in pose], [c.force for c in pose],
+                                  [c.derivatives(N)[3:] for c in pose])
 
     def solve_blocks(self, ev: FastEvaluation) -> np.ndarray:
         """:meth:`CoupledProblem.solve_newton` for a fast evaluation, with numpy and the fiber solver

@@ -9,8 +9,8 @@ contact point and every tangent block is computed by one thread, in one order.
 Waiting threads sleep (``OMP_WAIT_POLICY=PASSIVE`` unless the environment sets it): with
 OpenMP's default of spinning, the upper limb at level 1 took 4–9× as long on a 2-core
 machine whose other core was busy (see ``docs/performance.md``).  The setting acts when
-numba starts its OpenMP threads, at the first parallel kernel of the process; importing
-this module (``import skfiber`` does) sets it.
+numba starts its OpenMP threads, at the first parallel kernel of the process;
+``import skfiber`` sets it.
 
 The BLAS under numpy and scipy (OpenBLAS in their wheels) runs on one thread during
 :func:`~skfiber.simulate` and :func:`~skfiber.solve_static` (:func:`one_blas_thread`,
@@ -27,7 +27,6 @@ Examples
 from __future__ import annotations
 
 import functools
-import os
 import threading
 from contextlib import contextmanager
 
@@ -35,8 +34,6 @@ import numba
 import threadpoolctl
 
 __all__ = ["blas_threads", "kernel_threads", "one_blas_thread", "threads_for", "threads_of_kernels"]
-
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # (numba reads it when it starts its threads, later)
 
 
 def kernel_threads() -> int:

@@ -35,13 +35,17 @@ def straight_model(n_elements=8, *, law=None, fibers=1, **fiber_kwargs):
 LAW_COUPLED = sf.passive_kelvin_voigt(mu_muscle=2e4, mu_tendon=1e5, eta_muscle=50, eta_tendon=50) + sf.prestress(1e3)
 
 
-def two_link_model(*, body_gravity=True, elements=()):
-    """Two hinged links, three fibers (one from the ground), a contact cylinder on the second link.
+def two_link_model(*, body_gravity=True, elements=(), fiber_contact=None):
+    """Two hinged links, two fibers (one from the ground), a contact cylinder on the second link.
 
     ``elements``: functions ``system -> force element`` added to the rigid system (e.g. a muscle).
+    ``fiber_contact``: a gap (``"closest_point"`` or ``"smallest"``) adds a third fiber ``c`` beside ``b``,
+    pressed into it (their centerlines 0.017 m apart, radii 0.01 m), with fiber–fiber contact between them,
+    and lays both over the cylinders of both links (two contact cylinders on bodies).
     """
     from skfiber.contact import PenaltyLaw
     from skfiber.contact.cylinder import CylinderContact
+    from skfiber.contact.fibers import FiberContact
     from skfiber.rigid import Body, JointSpringDamper, Revolute, RigidSystem
 
     system = RigidSystem(gravity=(0, 0, -9.81) if body_gravity else (0, 0, 0))
@@ -54,13 +58,24 @@ def two_link_model(*, body_gravity=True, elements=()):
     fa = sf.Fiber.straight((0.2, 0, 0.3), (0.2, 0, 0.0), n_elements=4, radius=0.01, law=LAW_COUPLED, name="a")
     fb = sf.Fiber.polyline([(0.3, 0.0, 0.07), (0.5, 0.0, 0.052), (0.65, 0, 0.07)], n_elements=6, radius=0.01,
                            law=LAW_COUPLED, name="b")
-    model = sf.Model([fa, fb], rigid=system)
+    fibers = [fa, fb]
+    if fiber_contact is not None:  # b and c dip onto b1's cylinder too
+        fibers[1:] = [sf.Fiber.polyline([(0.22, y, 0.07), (0.3, y, 0.037), (0.4, y, 0.057), (0.5, y, 0.053),
+                                         (0.65, y, 0.07)], n_elements=8, radius=0.01, law=LAW_COUPLED, name=name)
+                      for y, name in ((0.0, "b"), (0.017, "c"))]
+    model = sf.Model(fibers, rigid=system)
     model.fix(fa, "start")
     model.attach(fa, "end", "b1")
-    model.attach(fb, "start", "b1")
-    model.attach(fb, "end", "b2")
+    for f in fibers[1:]:
+        model.attach(f, "start", "b1")
+        model.attach(f, "end", "b2")
     model.add_gravity()
-    model.add_contact(CylinderContact.on_body(system, "b2", law=PenaltyLaw(stiffness=500.0, gamma=4.0), fibers=["b"]))
+    model.add_contact(CylinderContact.on_body(system, "b2", law=PenaltyLaw(stiffness=500.0, gamma=4.0),
+                                              fibers=[f.name for f in fibers[1:]]))
+    if fiber_contact is not None:
+        model.add_contact(CylinderContact.on_body(system, "b1", law=PenaltyLaw(stiffness=500.0, gamma=4.0),
+                                                  fibers=["b", "c"]))
+        model.add_contact(FiberContact(PenaltyLaw(stiffness=1000.0, gamma=2.0), fibers=["b", "c"], gap=fiber_contact))
     return model
 
 
@@ -95,9 +110,10 @@ def coupled_tangent_and_differences(prob, cev, z, t, *, fiber_state, rigid_state
     return T, FD, free
 
 
-def perturbed_step(model, seed, dt=0.01, *, fast=True):
+def perturbed_step(model, seed, dt=0.01, *, fast=True, scale=1.0):
     """A backward-Euler step of ``two_link_model`` from a random state near rest to a random trial z
-    (``fast``: the problem's compiled coupling, or its general path).
+    (``fast``: the problem's compiled coupling, or its general path; ``scale`` scales the random
+    displacements, of 2 and 1 mm).
 
     Returns (problem, state, z, fiber_state, rigid_state).
     """
@@ -107,8 +123,8 @@ def perturbed_step(model, seed, dt=0.01, *, fast=True):
     rng = np.random.default_rng(seed)
     N = prob.N
     s0 = model.initial_state()
-    state = sf.State(0.0, s0.u + 0.002 * rng.standard_normal(N), 0.01 * rng.standard_normal(N),
+    state = sf.State(0.0, s0.u + scale * 0.002 * rng.standard_normal(N), 0.01 * rng.standard_normal(N),
                      q=s0.q, p=np.array([0.1, -0.2]))
     fs, rs = step_functions(model, state, dt)
-    z = np.concatenate([state.u + 0.001 * rng.standard_normal(N), state.q + [0.003, -0.004]])
+    z = np.concatenate([state.u + scale * 0.001 * rng.standard_normal(N), state.q + [0.003, -0.004]])
     return prob, state, z, fs, rs

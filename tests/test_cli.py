@@ -67,6 +67,32 @@ def test_console_script_is_installed():
     assert proc.returncode == 0 and proc.stdout.startswith("skfiber ")
 
 
+def test_python_m_skfiber_is_the_command():
+    proc = subprocess.run([sys.executable, "-m", "skfiber", "--version"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.startswith("skfiber ")
+
+
+CTRL_C_WHILE_LOADING = """
+import importlib, sys
+import skfiber.__main__ as entry
+
+def interrupted(name, *args):
+    if name == "skfiber.cli":  # the command's module, as Ctrl-C reaches it while numpy and numba load
+        raise KeyboardInterrupt
+    return importlib.import_module(name, *args)
+
+entry.importlib = type(sys)("importlib")
+entry.importlib.import_module = interrupted
+sys.argv = ["skfiber", "list"]
+sys.exit(entry.main())
+"""
+
+
+def test_ctrl_c_while_the_command_loads_is_one_line_and_130():
+    proc = subprocess.run([sys.executable, "-c", CTRL_C_WHILE_LOADING], capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stderr, proc.stdout) == (130, "skfiber: interrupted\n", "")
+
+
 def test_run_demo_end_to_end(bundle):
     proc, out = bundle
     assert proc.returncode == 0, proc.stderr

@@ -604,3 +604,24 @@ def test_wrong_size_state_raises_before_the_compiled_loops():
     for v in (strided[::2], frozen):
         cyl.clear_cache()  # evaluate again, not from the last state
         np.testing.assert_array_equal(cyl.evaluate(model, v, 0.0).residual, ref)
+
+
+@pytest.mark.parametrize("stretch", [1.0, 1.2])
+def test_stretched_fiber_on_a_parallel_cylinder_is_pressed_with_the_law_over_its_current_length(stretch):
+    """A straight fiber stretched by λ lying along a cylinder's axis, inside its reach: the current radius
+    r0/√λ enters the gap and the force per current length F(g) acts over the current length λ L (eq. 50, an
+    integral over the deformed centerline), in closed form."""
+    r0, R, distance, length, n = 0.05, 0.2, 0.24, 1.0, 4
+    fiber = sf.Fiber.straight((0, 0, 0), (length, 0, 0), n_elements=n, radius=r0, law=sf.prestress(100.0))
+    model = sf.Model([fiber])
+    cyl = CylinderContact(point=(0.0, -distance, 0.0), axis=(1, 0, 0), radius=R, law=LAW)
+    u = np.zeros(model.n_dofs)
+    per_node = u.reshape(-1, 6)
+    per_node[:, 0] = (stretch - 1) * length * np.linspace(0.0, 1.0, n + 1)
+    per_node[:, 3] = (stretch - 1) * length
+    ev = cyl.evaluate(model, u, 0.0)
+    g = distance / (R + r0 / np.sqrt(stretch)) - 1
+    assert g < 0 and ev.n_active == n * cyl.quadrature_points
+    force = -500.0 * g / (1 + 4.0 * g) * stretch * length  # F(g) = −κ g/(1 + γ g) over λ L, along +y
+    np.testing.assert_allclose(ev.residual[1::6].sum(), -force, rtol=1e-12)  # G = internal − external
+    np.testing.assert_allclose(ev.residual[0::6].sum(), 0.0, atol=1e-12 * force)

@@ -902,3 +902,28 @@ def test_point_forces_are_the_force_density_of_the_contact_residual():
     # the fibers push each other apart: a (below) down, b (above) up (the two half passes are not exactly
     # equal and opposite on a coarse mesh, eq. 65 per fiber)
     assert force[fiber == 0, 2].sum() < 0 < force[fiber == 1, 2].sum()
+
+
+def uniformly_stretched(model, stretch, n_elements, length=1.0):
+    """The displacement that stretches straight fibers along x by ``stretch`` about θ = 0."""
+    u = np.zeros(model.n_dofs)
+    per_node = u.reshape(-1, 6)
+    per_node[:, 0] = (stretch - 1) * length * np.tile(np.linspace(0.0, 1.0, n_elements + 1), len(model.fibers))
+    per_node[:, 3] = (stretch - 1) * length
+    return u
+
+
+@pytest.mark.parametrize("stretch", [1.0, 1.2, 0.9])
+def test_stretched_parallel_fibers_press_with_the_law_over_their_current_length(stretch):
+    """Two parallel fibers stretched by λ: the current radius r0/√λ enters the gap, and the force per current
+    length F(g) acts over the current length λ L (eq. 39, an integral over the deformed centerline), in
+    closed form."""
+    a = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, radius=0.05, law=LAW)
+    b = sf.Fiber.straight((0, 0.09, 0), (1, 0.09, 0), n_elements=4, radius=0.05, law=LAW)
+    model = sf.Model([a, b])
+    ev = FiberContact(contact_law()).evaluate(model, uniformly_stretched(model, stretch, 4), 0.0)
+    g = 0.09 / (2 * 0.05 / np.sqrt(stretch)) - 1
+    force = -1000.0 * g / (1 + 2.0 * g) * stretch * 1.0  # F(g) = −κ g/(1 + γ g) over λ L
+    Ry = ev.residual[1::6]
+    np.testing.assert_allclose([Ry[:5].sum(), Ry[5:].sum()], [force, -force], rtol=1e-12)
+    np.testing.assert_allclose(ev.admissibility, 1 + 2.0 * g, rtol=1e-12)

@@ -156,3 +156,27 @@ def test_check_law_derivatives_catches_a_wrong_partial(wrong):
             return sf.StressResponse(1e4 * (lam - 1) ** 3 + 1e3 * (lam - 1) + 50.0 * rate, d_lam, d_rate)
 
     assert 5e-3 < sf.check_law_derivatives(Cubic()) < 2e-2
+
+
+@pytest.mark.parametrize("length", [0.37, 2.0])
+def test_end_force_is_the_physical_stress_times_the_area_whatever_the_fiber_s_length(length):
+    """The assembled residual of a straight fiber at uniform stretch λ pulls its end nodes with
+    N = π r0² λ S(λ) for the active and the prestress terms, whatever its reference length L = |A1|:
+    the active term of the law is a physical stress (a literal reading of the paper's eqs. 31/36 with
+    θ ∈ [0, 1] would scale it by L²)."""
+    law = materials.active_stress(3e5) + materials.prestress(30.0)
+    r0, lam, n = 0.01, 1.2, 4
+    fiber = sf.Fiber.straight((0, 0, 0), (length, 0, 0), n_elements=n, law=law, radius=r0, muscle_fraction=GM,
+                              activation=ALPHA)
+    model = sf.Model([fiber])
+    u = np.zeros(model.n_dofs)
+    per_node = u.reshape(-1, 6)  # (u1, u2, u3, u1', u2', u3') at each node, ′ = d/dθ
+    per_node[:, 0] = (lam - 1) * length * np.linspace(0.0, 1.0, n + 1)
+    per_node[:, 3] = (lam - 1) * length
+    zero = np.zeros_like(u)
+    residual = model.evaluate(u, zero, zero, 0.0, c_v=0.0, c_a=0.0).residual.reshape(-1, 6)
+    z = (lam / 1.3 - 1) / 0.3  # active_stress's defaults: λopt = 1.3, ΔW = 0.3, ν = 4
+    S = 30.0 / lam**2 + GM * ALPHA * 3e5 / lam**2 * np.exp(-abs(z) ** 4)
+    N = np.pi * r0**2 * lam * S
+    np.testing.assert_allclose(residual[[0, -1], 0], [-N, N], rtol=1e-12)
+    np.testing.assert_allclose(residual[1:-1, :3], 0.0, atol=1e-12 * N)

@@ -60,7 +60,7 @@ print(inside, blas())
 def run_with_two_blas_threads(script: str) -> list[str]:
     """The script's output lines in a process whose BLAS starts with 2 threads (skipped where it cannot)."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="2", MKL_NUM_THREADS="2")
-    probe = subprocess.run([sys.executable, "-c", "import skfiber; from threadpoolctl import threadpool_info; "
+    probe = subprocess.run([sys.executable, "-c", "import numpy; from threadpoolctl import threadpool_info; "
                             "print(sorted({p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas'}))"],
                            env=env, capture_output=True, text=True, check=True)
     if probe.stdout.strip() != "[2]":
