@@ -30,6 +30,7 @@ True
 from __future__ import annotations
 
 import contextlib
+import re
 
 import numpy as np
 import scipy.sparse as sps
@@ -63,6 +64,34 @@ def not_linear(kind: str, what: str) -> str:
             f"the {what}, e.g. {example}")
 
 
+#: the coefficients a form reads from ``w`` (skfiber.terms lists what they hold)
+COEFFICIENTS = ("x", "xdot", "xddot", "X", "theta", "t", "J", "area", "rho", "gamma_m", "alpha", "x_s", "xdot_s",
+                "lam", "lamdot", "S", "dS_dlam", "dS_dlamdot", "h", "c_v", "c_a")
+
+
+def unknown_coefficient(name: str) -> str:
+    """The message for a form that reads ``w.<name>``, which skfiber does not provide."""
+    return (f"the form reads w.{name}, which skfiber does not provide (w holds {', '.join(COEFFICIENTS)}); a "
+            "parameter of your own is a Python number the form closes over, e.g. EI = 1e-4 defined above it")
+
+
+def returns_no_number(value) -> str:
+    """The message of :class:`InvalidForm` for a form that returned ``value`` (None, a string, …), not numbers."""
+    return (f"the form returns {value!r} ({type(value).__name__}), not a number per point: return its integrand, "
+            "e.g. dot(f, v) * w.J")
+
+
+def not_linear_degree(kind: str, what: str) -> str:
+    """The message of :class:`InvalidForm` for a ``kind`` form with a part of degree 2 or more in ``what``."""
+    return (f"the {kind} form is not linear in the {what} (a part of it is of degree 2 or more in it, e.g. an "
+            f"energy written in place of its variation): every part must hold the {what} once, e.g. "
+            "a · dot(d2(w.x), d2(v)) for the variation of (a/2) |d2(w.x)|²")
+
+
+#: scikit-fem's message for a coefficient that ``w`` does not hold
+_MISSING = re.compile(r"Attribute '(\w+)' not found in 'w'")
+
+
 @contextlib.contextmanager
 def named_term(name: str):
     """Within it, an :class:`InvalidForm` names the term ``name`` it comes from, and any other error raised
@@ -71,15 +100,30 @@ def named_term(name: str):
         yield
     except InvalidForm as error:
         raise InvalidForm(f"the term {name!r}: {error}") from None
+    except AttributeError as error:
+        missing = _MISSING.match(str(error))
+        if missing is not None and missing.group(1) not in COEFFICIENTS:
+            raise InvalidForm(f"the term {name!r}: {unknown_coefficient(missing.group(1))}") from None
+        if hasattr(error, "add_note"):
+            error.add_note(f"(raised while skfiber evaluated the term {name!r})")
+        raise
     except Exception as error:
         if hasattr(error, "add_note"):
             error.add_note(f"(raised while skfiber evaluated the term {name!r})")
         raise
 
 
+def _scaled(field: DiscreteField, factor: float) -> DiscreteField:
+    """``factor`` times a probe field, its derivatives included."""
+    return DiscreteField(*(None if a is None else factor * np.asarray(a) for a in field.astuple))
+
+
 def _one_number(values: np.ndarray, shape: tuple) -> np.ndarray:
     """``values`` of a form called with probes, broadcast to ``shape`` (probe axes, e, q), or InvalidForm when
-    the form gave more than one number per point (extra leading axes, or axes that do not broadcast)."""
+    the form gave more than one number per point (extra leading axes, or axes that do not broadcast) or
+    something else than numbers (None: a form without ``return``)."""
+    if values.dtype == object:
+        raise InvalidForm(returns_no_number(values.flat[0] if values.size else None))
     try:
         if values.ndim <= len(shape):
             return np.broadcast_to(values, shape)
@@ -150,6 +194,7 @@ class BatchedAssembler:
         self.nelems, self.nqp, self.nbfun = ne, nq, nb
         self._probes = {}
         self._uses_hess: dict = {}
+        self._degree_checked: set = set()  # the residual forms checked to be of degree 1 in v (their first call)
         rows = np.broadcast_to(self.element_dofs.T[:, :, None], (ne, nb, nb)).ravel()
         cols = np.broadcast_to(self.element_dofs.T[:, None, :], (ne, nb, nb)).ravel()
         self.rows, self.cols = rows, cols
@@ -317,6 +362,13 @@ class BatchedAssembler:
         r = _one_number(r, (J + 1, self.nelems, self.nqp))
         if _has_part(r[J]):
             raise InvalidForm(not_linear("residual", "test function"))
+        if fn not in self._degree_checked:  # once per form: its values at 2v are twice those at v
+            doubled = _scaled(self.probe(axis=0, naxes=1, hess=hess, zero=True), 2.0)
+            r2 = _one_number(np.asarray(fn(doubled, w)), r.shape)
+            finite = np.isfinite(r) & np.isfinite(r2)
+            if np.any(np.abs(r2 - 2 * r)[finite] > 1e-9 * np.maximum(np.abs(r2), np.abs(2 * r))[finite]):
+                raise InvalidForm(not_linear_degree("residual", "test function"))
+            self._degree_checked.add(fn)
         r = r[:J] * self.dx
         return np.moveaxis(r, 0, 2), hess
 

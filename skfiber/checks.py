@@ -10,6 +10,7 @@ True
 """
 from __future__ import annotations
 
+import warnings
 from typing import Iterable
 
 import numpy as np
@@ -31,6 +32,7 @@ def check_tangent(
     perturbation: float = 1e-3,
     step: float = 1e-6,
     seed: int = 0,
+    t: float | None = None,
 ) -> float:
     """Relative error of the assembled tangent against central differences.
 
@@ -44,7 +46,7 @@ def check_tangent(
         The model whose assembled tangent (:meth:`Model.tangent_matrix`) is checked.
     state
         Where to check; default: the reference configuration perturbed by a
-        random displacement and velocity of relative size ``perturbation``.
+        random displacement and velocity of relative size ``perturbation``, at time ``t``.
     dt
         Step size (s) of the backward-Euler residual (inertia and viscosity with c_a = 1/Δt², c_v = 1/Δt);
         None (default): the static residual.
@@ -60,12 +62,17 @@ def check_tangent(
         ε relative to the size of u.
     seed
         Seed of the random state and directions.
+    t
+        Time (s) of the default state (default 0): a law or term that acts only later (an activation that
+        rises from 0, a load switched on) is checked where it acts.  With ``state``, its own time is used.
 
     Returns
     -------
     float
         The largest relative error over the directions: about 1e-8 or below for a consistent tangent
         (the round-off and O(ε²) of the central differences), order 1 for a wrong one, 1 for a missing one.
+        Where the checked parts do not depend on u at all (neither the tangent nor the differences move
+        along any direction), 0 with a ``UserWarning`` saying that the check says nothing there.
 
     Examples
     --------
@@ -81,6 +88,11 @@ def check_tangent(
         checked_real("dt", dt, above=0, unit="s", hint="; give a time step, or None for statics")
     if isinstance(directions, bool) or not isinstance(directions, (int, np.integer)) or directions < 1:
         raise ValueError(f"directions must be an integer ≥ 1 (random directions to check), got {directions!r}")
+    if t is not None:
+        if state is not None:
+            raise ValueError(f"t={t!r} is the time of the default state; a given state has its own (state.t = "
+                             f"{state.t!r}): give one or the other")
+        checked_real("t", t, unit="s")
     rng = np.random.default_rng(seed)
     d = model.discretization
     n = model.n_dofs
@@ -88,7 +100,7 @@ def check_tangent(
         size = np.max(np.abs(d.reference_dofs))
         u = perturbation * size * rng.standard_normal(n)
         v = perturbation * size * rng.standard_normal(n)
-        state = State(0.0, u, v)
+        state = State(0.0 if t is None else float(t), u, v)
     u_n = state.u - (0.0 if dt is None else dt) * state.v
     v_n = state.v * 0.5
 
@@ -103,6 +115,7 @@ def check_tangent(
     K = model.tangent_matrix(ev)
     eps = step * max(np.max(np.abs(state.u + d.reference_dofs)), 1e-300)
     worst = 0.0
+    checked = 0
     for _ in range(directions):
         direction = rng.standard_normal(n)
         Kd = K @ direction
@@ -110,5 +123,11 @@ def check_tangent(
         scale = max(np.linalg.norm(Kd), np.linalg.norm(fd))  # a missing tangent (Kd = 0) scores 1, not 0
         if scale == 0:  # neither depends on u along d (e.g. parts without a u-dependence): nothing to check
             continue
+        checked += 1
         worst = max(worst, float(np.linalg.norm(Kd - fd) / scale))
+    if not checked:
+        which = "the model" if parts is None else f"the parts {sorted(parts)}"
+        warnings.warn(f"check_tangent: {which} do not depend on u at this state (t = {state.t:g} s): neither the "
+                      "tangent nor the differences change along any direction, so the check says nothing here; "
+                      "check where they act (a state=, or t= for a term or law that acts later)", stacklevel=2)
     return worst

@@ -28,7 +28,7 @@ from typing import Callable, Protocol, runtime_checkable
 import numpy as np
 import sympy as sp
 
-from .compile.codegen import cse_products
+from .compile.codegen import cse_products, unsupported_function
 from .core.numbers import checked_real
 
 __all__ = [
@@ -131,7 +131,7 @@ def _numpy_law(expression: sp.Expr):
     """(S, ∂S/∂λ, ∂S/∂λ̇) of an expression as one numpy function of :data:`ARGUMENTS` (one per expression and
     process: a model built again, e.g. by every run of a parameter study, reuses it)."""
     return sp.lambdify(ARGUMENTS, [expression, sp.diff(expression, LAM), sp.diff(expression, LAMDOT)],
-                       modules="numpy", cse=cse_products)
+                       modules=["numpy", "scipy"], cse=cse_products)
 
 
 class SymbolicLaw:
@@ -165,8 +165,21 @@ class SymbolicLaw:
                 f"{sorted(map(str, unknown))}; use only {[str(s) for s in ARGUMENTS]} "
                 "(see skfiber.materials.SYMBOLS) and numbers for parameters."
             )
+        non_finite = [a for a in expression.atoms(sp.Number) if not a.is_finite or a is sp.nan]
+        if non_finite or expression.has(sp.zoo, sp.oo, -sp.oo, sp.nan):
+            raise ValueError(f"{name}: the expression holds a non-finite number ({sorted(map(str, non_finite))}): a "
+                             "parameter of the law is nan or infinite; give finite numbers")
         self.expression = expression
         self.name = name
+        for what, part in (("the stress", expression), ("its derivative ∂S/∂λ", self.d_stretch),
+                           ("its derivative ∂S/∂λ̇", self.d_rate)):
+            function = unsupported_function(part)
+            if function is not None:
+                raise ValueError(
+                    f"{name}: {what} uses {function}, which skfiber cannot evaluate in its kernels"
+                    + (" (the derivative of sympy.sign or Heaviside)" if function == "DiracDelta" else "")
+                    + "; write kinks and switches with sympy.Piecewise, sympy.Max or sympy.Min, and smooth parts "
+                    "with elementary functions (exp, log, powers, trigonometric and hyperbolic ones)")
 
     @functools.cached_property
     def d_stretch(self) -> sp.Expr:
@@ -280,8 +293,10 @@ def law_from_function(function: Callable, *, name: str | None = None) -> Symboli
         raise TypeError(
             f"{name}: calling the law with sympy symbols failed ({err}). Write it with "
             "arithmetic and sympy functions (sympy.exp, not numpy.exp; sympy.Piecewise "
-            "instead of if/else), with signature f(lam, lamdot, theta, t)."
+            "instead of if/else), with signature f(lam, lamdot, theta, t) and, if it needs them, the keywords "
+            "muscle_fraction and activation."
         ) from err
+    returned = expression
     try:
         expression = sp.sympify(expression)
     except (sp.SympifyError, TypeError) as err:
@@ -289,6 +304,9 @@ def law_from_function(function: Callable, *, name: str | None = None) -> Symboli
             f"{name}: the law returned {type(expression).__name__}, not a sympy "
             "expression; use sympy functions (sympy.exp, …) instead of numpy ones."
         ) from err
+    if not isinstance(expression, sp.Expr):
+        raise TypeError(f"{name}: the law returned {returned!r} ({type(returned).__name__}), not a number or a "
+                        "sympy expression: return the stress S(lam, lamdot, theta, t) (Pa)")
     return SymbolicLaw(expression, name=name)
 
 

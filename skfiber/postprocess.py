@@ -17,6 +17,7 @@ Examples
 from __future__ import annotations
 
 import functools
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +25,7 @@ import scipy.sparse.linalg as spla
 from skfem import Basis, BilinearForm, ElementLineP2, LinearForm, MeshLine, asm
 
 from .fiber import Fiber
+from .forms import internal_force
 from .materials import MaterialPoint
 from .core import State, check_state
 from .model import Model
@@ -74,6 +76,16 @@ def _parameters(fiber: Fiber, theta: np.ndarray | None, points_per_element: int)
         raise ValueError(f"theta (the fiber parameter θ) must lie in [0, 1], got values in "
                          f"[{np.min(theta):g}, {np.max(theta):g}]")
     return theta
+
+
+def _warn_if_cable_replaced(model: Model) -> None:
+    """Warn when the model's ``internal_force`` is not :func:`skfiber.forms.internal_force`: the stress and the
+    axial force computed here are the law's, not what a replaced form assembles."""
+    term = next((t for t in model.all_terms if t.name == "internal_force"), None)
+    if term is not None and term.residual is not internal_force:
+        warnings.warn("the model's internal_force is a replaced form: the stress and the axial force here are the "
+                      "law's S and π r0² λ S, not what that form assembles (its forces at the attached ends are "
+                      "in the residual: Model.attachment_forces)", stacklevel=3)
 
 
 def fiber_fields(
@@ -128,6 +140,12 @@ def fiber_fields(
     :func:`recovered_axial_force`.  See ``docs/theory.md`` (upper limb).
     """
     check_state(state)
+    _warn_if_cable_replaced(model)
+    return _fields(model, state, fiber, theta, points_per_element)
+
+
+def _fields(model: Model, state: State, fiber, theta, points_per_element: int) -> FiberFields:
+    """:func:`fiber_fields` without its checks and warning."""
     d = model.discretization
     k = d.fiber_index(fiber)
     f = d.fibers[k]
@@ -236,6 +254,7 @@ def recovered_axial_force(
     True
     """
     check_state(state)
+    _warn_if_cable_replaced(model)
     d = model.discretization
     k = d.fiber_index(fiber)
     f = d.fibers[k]
@@ -245,6 +264,6 @@ def recovered_axial_force(
              np.ascontiguousarray(W, dtype=float).tobytes())
     basis, mass = _recovery_space(*space)
     points = basis.mapping.F(basis.X)[0]  # (elements, quadrature points): θ of the quadrature points
-    N = fiber_fields(model, state, k, theta=points.ravel()).force.reshape(points.shape)
+    N = _fields(model, state, k, points.ravel(), points_per_element).force.reshape(points.shape)
     coefficients = mass.solve(asm(_force_load, basis, N=N))
     return _probes(*space, theta.tobytes()) @ coefficients

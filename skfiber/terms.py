@@ -16,9 +16,13 @@ along every local basis function at once.  Terms see in ``w`` the current state:
 ``X``          reference centerline
 ``theta``      fiber parameter θ; ``t`` time (s)
 ``J``          ``|A1|``; ``area`` π r0²; ``rho``; ``gamma_m`` γM; ``alpha`` α(t)
-``x_s``        ``x′/|A1|``; ``lam``, ``lamdot`` λ, λ̇; ``S`` the fiber's stress
+``x_s``        ``x′/|A1|``; ``xdot_s`` ``ẋ′/|A1|``; ``lam``, ``lamdot`` λ, λ̇; ``S`` the fiber's stress
+``dS_dlam``    ∂S/∂λ, and ``dS_dlamdot`` ∂S/∂λ̇ (a term reading them needs the compiled path or its tangent)
+``h``          the element's length in θ (scikit-fem's)
 ``c_v, c_a``   ∂v/∂u, ∂a/∂u of the time scheme (tangent forms only)
 =============  =====================================================
+
+(:data:`skfiber.assembly.COEFFICIENTS`; a form that reads another name is an ``InvalidForm``.)
 
 Sign convention: the residual is what stands on the left of "= 0" in the
 weak form (internal minus external), e.g. a bending term EI ∫ x_ss · ξ_ss dS.
@@ -89,6 +93,8 @@ class Term:
     name: str = "term"
 
     def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"a term's name must be a non-empty string (for parts= and reports), got {self.name!r}")
         if not _takes(form_function(self.residual), 2):
             raise TypeError(f"Term {self.name!r}: residual must be a LinearForm or a function (v, w), got "
                             f"{_described(self.residual)}")
@@ -134,6 +140,22 @@ def _perturbed(field: DiscreteField, direction: DiscreteField, scale: complex) -
     return DiscreteField(value, grad=grad, hess=hess)
 
 
+#: the fields the complex step perturbs or derives again from the perturbed ones (the others only gain the jet axes)
+_PERTURBED_KEYS = ("x", "xdot", "xddot", "x_s", "xdot_s", "lam", "lamdot", "S")
+
+
+def _jet_axes(value):
+    """A coefficient of ``w`` with the two jet axes of the perturbed fields inserted before its last two axes
+    (elements, quadrature points), so that it broadcasts against them: a DiscreteField field by field (X and
+    its derivatives), an array with axes of its own before (e, q) likewise; others as they are."""
+    if isinstance(value, DiscreteField):
+        parts = value.astuple
+        return DiscreteField(*(None if a is None else _jet_axes(np.asarray(a)) for a in parts))
+    if isinstance(value, np.ndarray) and value.ndim >= 2:
+        return value.reshape(value.shape[:-2] + (1, 1) + value.shape[-2:])
+    return value
+
+
 def complex_step_tangent(residual, assembler: BatchedAssembler, w) -> np.ndarray:
     """Element tangents (e, nb, nb) of a residual form by the complex step.
 
@@ -155,7 +177,7 @@ def complex_step_tangent(residual, assembler: BatchedAssembler, w) -> np.ndarray
 
     def run(hess):
         jets = assembler.probe(axis=1, naxes=2, hess=hess)
-        wc = type(w)(w)
+        wc = type(w)({key: value if key in _PERTURBED_KEYS else _jet_axes(value) for key, value in w.items()})
         wc["x"] = _perturbed(w["x"], jets, 1j * h)
         wc["xdot"] = _perturbed(w["xdot"], jets, 1j * h * w["c_v"])
         if "xddot" in w:

@@ -246,11 +246,17 @@ def test_a_law_that_is_not_symbolic_falls_back():
 @pytest.mark.parametrize("form, construct", [
     (lambda v, w: np.maximum(w.J, 1.0) * v[0], "comparison or branch"),
     (lambda v, w: float(w.J) * v[0], "conversion to float"),
-    (lambda v, w: w.nonsense * v[0], "nonsense"),
 ])
 def test_tracer_names_the_construct(form, construct):
     with pytest.raises(Untraceable, match=construct):
         trace(form, traced_coefficients())
+
+
+def test_tracer_refuses_a_coefficient_skfiber_does_not_give_and_a_nan_constant():
+    with pytest.raises(InvalidForm, match=r"reads w\.nonsense, which skfiber does not provide"):
+        trace(lambda v, w: w.nonsense * v[0], traced_coefficients())
+    with pytest.raises(InvalidForm, match="nan constant"):
+        trace(lambda v, w: float("nan") * v[0] * w.J, traced_coefficients())
 
 
 @pytest.mark.parametrize("form, mistake", [
@@ -405,3 +411,59 @@ def test_an_error_inside_a_form_on_the_numpy_path_names_the_term():
     with pytest.raises(ValueError) as error:
         sf.simulate(model, t_end=0.01, dt=0.01, progress=False)
     assert "the term 'elementwise'" in " ".join(getattr(error.value, "__notes__", []))
+
+
+@LinearForm
+def bending_energy_in_place_of_its_variation(v, w):  # ½ EI ξ''·ξ'': quadratic in the test function
+    return 0.05 * dot(d2(v), d2(v)) / w.J**3
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_residual_quadratic_in_the_test_function_is_refused(compiled):
+    """An energy written in place of its variation has no part without v, and was assembled as a constant
+    load that check_tangent scored 0: both paths refuse it, naming the term."""
+    model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, law=sf.paper_law())], compiled=compiled)
+    model.add_term(bending_energy_in_place_of_its_variation, name="bending")
+    with pytest.raises(InvalidForm, match="the term 'bending'.*degree 2 or more"):
+        sf.check_tangent(model, parts=["bending"])
+
+
+@LinearForm
+def reads_a_parameter_from_w(v, w):  # EI is not a coefficient skfiber gives
+    return w.EI * dot(d2(w.x), d2(v)) / w.J**3
+
+
+@LinearForm
+def without_return(v, w):
+    dot(w.x, v)
+
+
+@pytest.mark.parametrize("form, message", [(reads_a_parameter_from_w, r"reads w\.EI, which skfiber does not provide"),
+                                           (without_return, r"returns None")])
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_form_that_is_wrong_whatever_runs_it_is_an_invalid_form(form, message, compiled):
+    """Not 'cannot be compiled' and then a traceback from scikit-fem or numpy on the numpy path: one InvalidForm
+    naming the term and the fix, on both paths."""
+    model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2, law=sf.paper_law())], compiled=compiled)
+    model.add_term(form, name="mine")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no fallback warning first)
+        with pytest.raises(InvalidForm, match="the term 'mine': .*" + message):
+            sf.check_tangent(model, dt=0.01)
+
+
+def test_the_documented_coefficients_are_those_the_numpy_path_gives():
+    from skfiber.assembly import COEFFICIENTS
+
+    seen = set()
+
+    @LinearForm
+    def probe(v, w):
+        seen.update(w.keys())
+        return 0.0 * v[0] * w.J
+
+    model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2, law=sf.paper_law())], compiled=False)
+    model.add_term(probe, name="probe")
+    zero = np.zeros(model.n_dofs)
+    model.tangent_matrix(model.evaluate(zero, zero, zero, 0.0, c_v=100.0, c_a=1e4))  # the residual and the tangent
+    assert seen == set(COEFFICIENTS)

@@ -1,4 +1,6 @@
 """Stress laws: closed forms, composition, and homogeneous uniaxial stretch."""
+import math
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -180,3 +182,24 @@ def test_end_force_is_the_physical_stress_times_the_area_whatever_the_fiber_s_le
     N = np.pi * r0**2 * lam * S
     np.testing.assert_allclose(residual[[0, -1], 0], [-N, N], rtol=1e-12)
     np.testing.assert_allclose(residual[1:-1, :3], 0.0, atol=1e-12 * N)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda lam: float("nan") * (1 - lam**-3), "non-finite number"),
+    (lambda lam: sp.oo * lam, "non-finite number"),
+    (lambda lam: 1e4 * sp.sign(lam - 1) * (lam - 1) ** 2, "DiracDelta.*sympy.Piecewise"),
+    (lambda lam: 1e4 * sp.LambertW(lam - 1), "LambertW"),
+    (lambda lam: None, "returned None"),
+])
+def test_a_law_the_kernels_cannot_evaluate_is_refused_when_it_is_made(make, message):
+    """A nan parameter, a function without a kernel (in the law or in its derivatives) or a law that returns no
+    expression: a ValueError or TypeError naming it, instead of a wrong diagnosis or a traceback deep in sympy."""
+    with pytest.raises((ValueError, TypeError), match=message):
+        sf.law_from_function(lambda lam, lamdot, theta, t: make(lam))
+
+
+def test_a_law_with_a_scipy_special_function_runs_on_the_numpy_path():
+    law = sf.law_from_function(lambda lam, lamdot, theta, t: 1e4 * sp.erf(lam - 1) + 30 / lam**2)
+    assert sf.check_law_derivatives(law) < 1e-6
+    stress = law(MaterialPoint(LAM, RATE, theta=0.5, t=0.0, muscle_fraction=GM, activation=ALPHA)).stress
+    np.testing.assert_allclose(stress, 1e4 * np.array([math.erf(x - 1) for x in LAM]) + 30 / LAM**2, rtol=1e-13)

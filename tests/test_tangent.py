@@ -84,6 +84,29 @@ def test_check_tangent_detects_a_wrong_or_missing_tangent(tangent, low, high):
     assert low < sf.check_tangent(model, parts=["spring"]) <= high
 
 
+@LinearForm
+def late_spring(v, w):  # acts from t = 0.5 s on
+    return 1e3 * (w.t > 0.5) * dot(w.x, w.x) * dot(w.x, v) * w.J
+
+
+@BilinearForm
+def wrong_late_spring_tangent(u, v, w):  # misses the 2 (x·u) x·v part
+    return 1e3 * (w.t > 0.5) * dot(w.x, w.x) * dot(u, v) * w.J
+
+
+@pytest.mark.filterwarnings("ignore:the term 'spring' cannot be compiled:RuntimeWarning")
+def test_check_tangent_at_a_time_and_where_the_parts_do_nothing():
+    """``t=`` puts the default state where a term acts: before, its wrong tangent went unseen at t = 0, where
+    the check says, with a warning, that it checked nothing; a state and a time together are refused."""
+    model, _ = straight_model(4)
+    model.add_term(late_spring, wrong_late_spring_tangent, name="spring")
+    with pytest.warns(UserWarning, match="do not depend on u at this state"):
+        assert sf.check_tangent(model, parts=["spring"]) == 0.0
+    assert sf.check_tangent(model, parts=["spring"], t=1.0) > 1e-3
+    with pytest.raises(ValueError, match="a given state has its own"):
+        sf.check_tangent(model, model.initial_state(), t=1.0)
+
+
 def test_fibers_with_different_laws_and_sizes():
     """Each fiber is evaluated with its own law (grouped by law object)."""
     f1 = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=3, law=LAWS["paper"], activation=0.4, muscle_fraction=GAMMA)

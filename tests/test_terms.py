@@ -1,4 +1,6 @@
 """User terms: explicit and complex-step tangents against finite differences."""
+import warnings
+
 import numpy as np
 import pytest
 from skfem import BilinearForm, LinearForm
@@ -98,6 +100,34 @@ def test_derived_tangent_of_a_term_that_reads_the_kinematics(compiled):
 
 
 @LinearForm
+def foundation(v, w):  # reads the displacement x − X (and its derivative): the reference X as well
+    return 5e3 * (dot(w.x - w.X, v) + dot(d1(w.x) - d1(w.X), d1(v)) / w.J**2) * w.J
+
+
+@LinearForm
+def one_sided_foundation(v, w):  # x − X under a branch on a value: the numpy path only
+    return 5e3 * np.maximum(w.X[2] - w.x[2], 0.0) * (-v[2]) * w.J
+
+
+@pytest.mark.parametrize("form", [foundation, one_sided_foundation])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_term_that_reads_the_reference_configuration_has_its_tangent_on_both_paths(form, compiled):
+    """w.X beside w.x in a term without a tangent: the complex step perturbs x and gives X the same axes (before,
+    x − X did not broadcast on the numpy path); the branch on a value runs on the numpy path either way."""
+    model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, law=sf.paper_law())], compiled=compiled)
+    model.fix(model.fibers[0], "start")
+    model.add_gravity()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (the one-sided term cannot be compiled: it says so)
+        model.add_term(form, name="foundation")
+        state = model.initial_state()
+        u = state.u.copy()
+        u[2::6] = -0.01 * np.arange(u[2::6].size)  # the fiber below its reference: the one-sided term acts
+        error = sf.check_tangent(model, sf.State(0.0, u, state.v), dt=0.01, parts=["foundation"], perturbation=0.05)
+    assert error < 1e-6
+
+
+@LinearForm
 def stiffness_weighted(v, w):  # reads ∂S/∂λ
     return 1e-5 * w.dS_dlam * dot(w.x_s, d1(v)) * w.J
 
@@ -126,3 +156,40 @@ def test_complex_step_equals_explicit_tangent(name, rng):
     v = rng.standard_normal(model.n_dofs)
     Ks = [model.evaluate(u, v, v, 0.0, c_v=30.0, c_a=0.0, parts=[p]).element_matrices for p in ("explicit", "auto")]
     assert np.max(np.abs(Ks[0] - Ks[1])) <= 1e-10 * np.max(np.abs(Ks[0]))
+
+
+@LinearForm
+def stiffer_internal_force(v, w):  # the cable's internal force plus a linear spring in the stretch
+    return w.area * (w.S + 1e5 * (w.lam - 1)) * dot(w.x_s, sf.forms.ds(v, w)) * w.J
+
+
+def test_the_output_of_a_model_with_a_replaced_internal_force_says_whose_force_it_is():
+    """fiber_fields and recovered_axial_force give the law's π r0² λ S: with internal_force replaced they warn,
+    and the end force of the replaced form is the residual's (here larger than the law's)."""
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, radius=0.05, law=sf.paper_law())
+    model = sf.Model([fiber])
+    model.fix(fiber, "start")
+    model.prescribe(fiber, "end", lambda t: (0.1, 0.0, 0.0))
+    state = sf.solve_static(model, load_steps=1).state
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sf.fiber_fields(model, state, fiber)  # the library's own internal force: no warning
+    model.replace_term("internal_force", stiffer_internal_force)
+    state = sf.solve_static(model, load_steps=1).state
+    with pytest.warns(UserWarning, match="internal_force is a replaced form"):
+        law_force = sf.fiber_fields(model, state, fiber).force.max()
+    with pytest.warns(UserWarning, match="internal_force is a replaced form"):
+        sf.recovered_axial_force(model, state, fiber)
+    zero = np.zeros_like(state.u)
+    end_force = model.evaluate(state.u, zero, zero, 0.0, c_v=0.0, c_a=0.0).residual.reshape(-1, 6)[-1, 0]
+    assert end_force == pytest.approx(law_force + np.pi * 0.05**2 * 1.1 * 1e5 * 0.1, rel=1e-6)
+
+
+@pytest.mark.parametrize("name, message", [(3, "non-empty string"), ("", "non-empty string"),
+                                           ("loads", r"names in use: \[.*'loads'")])
+def test_a_term_s_name_is_checked_when_it_is_added(name, message):
+    model = numpy_model(2)
+    with pytest.raises(ValueError, match=message):
+        model.add_term(bending, name=name)
+    with pytest.raises(ValueError, match="non-empty string"):
+        sf.Term(bending, None, 3)

@@ -34,11 +34,13 @@ x0
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 import sympy as sp
 from sympy.codegen.rewriting import create_expand_pow_optimization, optimize
+from sympy.printing.codeprinter import PrintMethodNotImplementedError
 from sympy.printing.pycode import PythonCodePrinter
 
 from .tracer import JET_FIELDS, N_JETS, SCALARS, jet_symbols, test_symbols, trial_symbols
@@ -238,6 +240,17 @@ _PRINTER = _Printer({"fully_qualified_modules": True})
 
 def _code(e: sp.Expr) -> str:
     return _PRINTER.doprint(e)
+
+
+def unsupported_function(e: sp.Expr) -> str | None:
+    """The name of a function in ``e`` that the generated kernels cannot evaluate (e.g. ``DiracDelta``, the
+    derivative of ``sympy.sign`` or ``Heaviside``), or None."""
+    try:
+        _PRINTER.doprint(e)
+    except PrintMethodNotImplementedError as err:
+        name = str(err).splitlines()[0].rsplit(": ", 1)[-1]
+        return re.sub(r"<class '(?:[\w]+\.)*(\w+)'>", r"\1", name)  # (a class is named by its own name)
+    return None
 
 
 def _dependencies(replacements, roots) -> set:

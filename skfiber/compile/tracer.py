@@ -27,13 +27,15 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 
 import numpy as np
 import sympy as sp
 from skfem.assembly.form.form import FormExtraParams
 from skfem.element import DiscreteField
 
-from ..assembly import InvalidForm, not_linear, not_one_number
+from ..assembly import (COEFFICIENTS, InvalidForm, not_linear, not_linear_degree, not_one_number, returns_no_number,
+                        unknown_coefficient)
 
 __all__ = ["Untraceable", "InvalidForm", "Traced", "JET_FIELDS", "SCALARS", "jet_symbols", "test_symbols",
            "trial_symbols", "symbolic_field", "traced_coefficients", "trace", "trace_tangent", "N_JETS"]
@@ -64,6 +66,8 @@ def _as_expr(value):
     if isinstance(value, numbers.Integral):
         return sp.Integer(int(value))
     if isinstance(value, numbers.Real):
+        if math.isnan(float(value)):  # (wrong whatever runs the form: its residual would be nan)
+            raise InvalidForm(f"the form holds a nan constant ({value!r}): a parameter of it is nan; give a number")
         if not math.isfinite(float(value)):
             raise Untraceable(f"a non-finite constant ({value!r})")
         return sp.Float(float(value))
@@ -240,12 +244,15 @@ def trace(form, w: FormExtraParams, *, zero_without=()) -> sp.Expr:
     try:
         with np.errstate(all="ignore"):
             out = fn(v, w)
-    except Untraceable:
+    except (Untraceable, InvalidForm):
         raise
     except KeyError as error:
         raise Untraceable(f"the coefficient w.{error.args[0]} (the compiled path provides "
                           f"{', '.join(sorted(w))})") from error
     except AttributeError as error:
+        missing = re.match(r"Attribute '(\w+)' not found in 'w'", str(error))
+        if missing is not None and missing.group(1) not in COEFFICIENTS:
+            raise InvalidForm(unknown_coefficient(missing.group(1))) from None
         raise Untraceable(f"{error}") from error
     except TypeError as error:
         raise Untraceable(f"a numpy function without a symbolic counterpart ({error})") from error
@@ -255,6 +262,8 @@ def trace(form, w: FormExtraParams, *, zero_without=()) -> sp.Expr:
     if value.size != 1:
         raise InvalidForm(not_one_number(value.shape))
     value = value.reshape(()).item()
+    if value is None or isinstance(value, (str, bytes)):
+        raise InvalidForm(returns_no_number(value))
     expr = _as_expr(value)
     if expr is NotImplemented:
         raise Untraceable(f"the form returns a {type(value).__name__}, not a number")
@@ -263,4 +272,28 @@ def trace(form, w: FormExtraParams, *, zero_without=()) -> sp.Expr:
         part = expr.xreplace({s: 0 for s in symbols}) if symbols else sp.S.Zero
         if not (part == 0 or part.is_zero):  # (a float 0.0 is a sympy Float, not equal to the integer 0)
             raise InvalidForm(not_linear(kind, what))
+        if symbols and not _homogeneous(expr, symbols):
+            raise InvalidForm(not_linear_degree(kind, what))
     return expr
+
+
+def _homogeneous(expr: sp.Expr, symbols) -> bool:
+    """Whether ``expr`` is of degree 1 in ``symbols`` (it has no part without them, checked before): f(2s) = 2 f(s)
+    at two points of the other symbols' values in [0.5, 1.5] (a part of degree 2 or more, or one under a
+    nonlinear function, breaks it at almost every point; round-off is allowed for)."""
+    rng = np.random.default_rng(0)
+    chosen = set(symbols)
+    others = sorted(expr.free_symbols - chosen, key=str)
+    for _ in range(2):
+        values = {s: sp.Float(rng.uniform(0.5, 1.5)) for s in others}
+        at = {s: sp.Float(rng.uniform(-1.0, 1.0)) for s in symbols}
+        try:
+            one = complex(expr.xreplace({**values, **at}).evalf())
+            two = complex(expr.xreplace({**values, **{s: 2 * x for s, x in at.items()}}).evalf())
+        except (TypeError, ValueError):  # (not a number there: nothing to say)
+            return True
+        if not (math.isfinite(abs(one)) and math.isfinite(abs(two))):
+            return True
+        if abs(two - 2 * one) > 1e-9 * max(abs(two), abs(2 * one), 1e-300):
+            return False
+    return True
