@@ -28,7 +28,7 @@ from typing import Callable, Protocol, runtime_checkable
 import numpy as np
 import sympy as sp
 
-from .compile.codegen import cse_products, unsupported_function
+from .compile.codegen import cse_products
 from .core.numbers import checked_real
 
 __all__ = [
@@ -134,6 +134,28 @@ def _numpy_law(expression: sp.Expr):
                        modules=["numpy", "scipy"], cse=cse_products)
 
 
+def _non_finite_numbers(expression: sp.Expr) -> list[str]:
+    """The nan and infinite numbers of ``expression`` but the values of Piecewise branches (a branch that is
+    nan or infinite marks where a law is not defined; a nan parameter makes sympy's whole product nan)."""
+    found = []
+
+    def visit(e, branch_value=False):
+        if e.is_Number or e in (sp.zoo, sp.oo, -sp.oo, sp.nan):
+            if not branch_value and (e is sp.nan or e in (sp.zoo, sp.oo, -sp.oo) or not e.is_finite):
+                found.append(str(e))
+            return
+        if isinstance(e, sp.Piecewise):
+            for value, condition in e.args:
+                visit(value, branch_value=True)
+                visit(condition)
+            return
+        for arg in e.args:
+            visit(arg)
+
+    visit(expression)
+    return found
+
+
 class SymbolicLaw:
     """A stress law given by a sympy expression.
 
@@ -165,21 +187,18 @@ class SymbolicLaw:
                 f"{sorted(map(str, unknown))}; use only {[str(s) for s in ARGUMENTS]} "
                 "(see skfiber.materials.SYMBOLS) and numbers for parameters."
             )
-        non_finite = [a for a in expression.atoms(sp.Number) if not a.is_finite or a is sp.nan]
-        if non_finite or expression.has(sp.zoo, sp.oo, -sp.oo, sp.nan):
-            raise ValueError(f"{name}: the expression holds a non-finite number ({sorted(map(str, non_finite))}): a "
-                             "parameter of the law is nan or infinite; give finite numbers")
+        non_finite = _non_finite_numbers(expression)
+        if non_finite:
+            raise ValueError(f"{name}: the expression holds a non-finite number ({', '.join(non_finite)}) outside "
+                             "a branch of a Piecewise: a parameter of the law is nan or infinite; give finite numbers")
         self.expression = expression
         self.name = name
-        for what, part in (("the stress", expression), ("its derivative ∂S/∂λ", self.d_stretch),
-                           ("its derivative ∂S/∂λ̇", self.d_rate)):
-            function = unsupported_function(part)
-            if function is not None:
-                raise ValueError(
-                    f"{name}: {what} uses {function}, which skfiber cannot evaluate in its kernels"
-                    + (" (the derivative of sympy.sign or Heaviside)" if function == "DiracDelta" else "")
-                    + "; write kinks and switches with sympy.Piecewise, sympy.Max or sympy.Min, and smooth parts "
-                    "with elementary functions (exp, log, powers, trigonometric and hyperbolic ones)")
+        for what, part in (("its derivative ∂S/∂λ", self.d_stretch), ("its derivative ∂S/∂λ̇", self.d_rate)):
+            if part.has(sp.DiracDelta) or part.has(sp.Derivative):
+                cause = ("DiracDelta (the derivative of sympy.sign or Heaviside)" if part.has(sp.DiracDelta) else
+                         "a derivative sympy cannot take (of floor, ceiling or a function it does not know)")
+                raise ValueError(f"{name}: {what} holds {cause}, which no path can evaluate; write kinks and "
+                                 "switches with sympy.Piecewise, sympy.Max or sympy.Min")
 
     @functools.cached_property
     def d_stretch(self) -> sp.Expr:

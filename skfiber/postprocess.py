@@ -17,7 +17,6 @@ Examples
 from __future__ import annotations
 
 import functools
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +27,7 @@ from .fiber import Fiber
 from .forms import internal_force
 from .materials import MaterialPoint
 from .core import State, check_state
+from .core.warn import warn
 from .model import Model
 
 __all__ = ["FiberFields", "fiber_fields", "recovered_axial_force"]
@@ -83,9 +83,9 @@ def _warn_if_cable_replaced(model: Model) -> None:
     axial force computed here are the law's, not what a replaced form assembles."""
     term = next((t for t in model.all_terms if t.name == "internal_force"), None)
     if term is not None and term.residual is not internal_force:
-        warnings.warn("the model's internal_force is a replaced form: the stress and the axial force here are the "
-                      "law's S and π r0² λ S, not what that form assembles (its forces at the attached ends are "
-                      "in the residual: Model.attachment_forces)", stacklevel=3)
+        warn("the model's internal_force is a replaced form: the stress and the axial force here are the law's S and "
+             "π r0² λ S, not what that form assembles (its forces at the attached ends are in the residual: "
+             "Model.attachment_forces)")
 
 
 def fiber_fields(
