@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import numbers
 from dataclasses import KW_ONLY, dataclass
 from typing import Callable, Protocol, runtime_checkable
 
@@ -256,6 +257,31 @@ class SymbolicLaw:
             return SumLaw((self, other))
         return NotImplemented
 
+    def __radd__(self, other):
+        """``0 + law`` (``sum([law1, law2])`` starts from 0) and ``hand_written + law``."""
+        if _is_zero(other):
+            return self
+        if isinstance(other, StressLaw):
+            return SumLaw((other, self))
+        return NotImplemented
+
+    def __mul__(self, factor) -> "SymbolicLaw":
+        """A law scaled by a real number, e.g. ``0.5 * law``."""
+        if isinstance(factor, (bool, np.bool_)) or not isinstance(factor, numbers.Real):
+            return NotImplemented
+        checked_real("the factor of a law", factor)
+        return SymbolicLaw(_num(factor) * self.expression, name=f"{factor:g} × {self.name}")
+
+    __rmul__ = __mul__
+
+    def __neg__(self) -> "SymbolicLaw":
+        return self * -1.0
+
+    def __sub__(self, other):
+        if isinstance(other, SymbolicLaw):
+            return self + (-other)
+        return NotImplemented
+
     def __repr__(self) -> str:
         return f"SymbolicLaw({self.name}: S = {self.expression})"
 
@@ -278,6 +304,18 @@ class SumLaw:
         if isinstance(other, StressLaw):
             return SumLaw(self.laws + (other,))
         return NotImplemented
+
+    def __radd__(self, other):
+        if _is_zero(other):
+            return self
+        if isinstance(other, StressLaw):
+            return SumLaw((other,) + self.laws)
+        return NotImplemented
+
+
+def _is_zero(value) -> bool:
+    """Whether ``value`` is the number 0 (the start of ``sum``)."""
+    return isinstance(value, numbers.Number) and not isinstance(value, (bool, np.bool_)) and value == 0
 
 
 def law_from_function(function: Callable, *, name: str | None = None) -> SymbolicLaw:

@@ -62,6 +62,27 @@ def test_mixed_sum_with_handwritten_law():
     assert sf.check_law_derivatives(law) < 1e-6
 
 
+def test_laws_add_with_sum_scale_and_subtract():
+    """``sum(laws)`` (which starts from 0), a hand-written law on the left, ``c * law``, ``-law`` and ``a - b``."""
+    class Linear:
+        def __call__(self, p):
+            lam = np.asarray(p.stretch, float)
+            return sf.StressResponse(1e3 * (lam - 1), 1e3 + 0 * lam, 0 * lam)
+
+    prestress, passive = materials.prestress(10.0), closed_forms()["passive"][0]
+    point = MaterialPoint(LAM, RATE, theta=0.5, t=0.0, muscle_fraction=GM, activation=ALPHA)
+    expected = {"sum": 10 / LAM**2 + closed_forms()["passive"][1], "scaled": 2.5 * 10 / LAM**2,
+                "difference": closed_forms()["passive"][1] - 10 / LAM**2, "hand first": 1e3 * (LAM - 1) + 10 / LAM**2}
+    laws = {"sum": sum([prestress, passive]), "scaled": 2.5 * prestress, "difference": passive - prestress,
+            "hand first": Linear() + prestress}
+    for name, law in laws.items():
+        np.testing.assert_allclose(law(point).stress, expected[name], rtol=1e-12, err_msg=name)
+        assert sf.check_law_derivatives(law) < 1e-6, name
+    assert isinstance(laws["sum"], materials.SymbolicLaw) and isinstance(-prestress, materials.SymbolicLaw)
+    with pytest.raises(ValueError, match="the factor of a law must be a finite number, got nan"):
+        float("nan") * prestress
+
+
 def test_law_from_function_rejects_numpy_functions():
     with pytest.raises(TypeError, match="sympy"):
         sf.law_from_function(lambda lam, lamdot, theta, t: np.exp(lam))
