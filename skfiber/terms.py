@@ -82,8 +82,9 @@ class Term:
         ``BilinearForm`` (or function ``(u, v, w)``) giving ∂residual/∂u in
         direction u, including c_v ∂/∂ẋ for rate-dependent terms.  ``None``:
         derived — symbolically by the form compiler, or by the complex step
-        on the numpy path (use arithmetic, ``np.sqrt``, ``np.exp``; a form with
-        ``np.maximum`` or comparisons cannot be compiled and runs with numpy).
+        on the numpy path (use arithmetic, ``np.sqrt``, ``np.exp``, and for branches ``np.maximum``,
+        ``np.minimum``, ``np.abs``, ``np.clip``, ``np.where`` or a comparison read as 1 or 0; an ``if`` on
+        a value cannot be compiled and runs with numpy).
     name
         Shown in reports and usable in :func:`skfiber.check_tangent`.
     """

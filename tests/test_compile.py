@@ -205,14 +205,15 @@ def test_the_source_is_the_cache_key(rng):
 
 
 def test_untraceable_term_falls_back_with_a_warning(rng):
-    """A value-dependent branch cannot be traced: the term runs with numpy (warned, naming the term and the
-    construct), with the right numbers; the other terms stay compiled."""
+    """A value-dependent branch the tracer cannot follow (np.minimum of a whole vector: numpy's loop over its
+    components asks for the truth of each comparison): the term runs with numpy (warned, naming the term and
+    the construct), with the right numbers; the other terms stay compiled."""
     @LinearForm
     def one_sided(v, w):  # a spring acting only in compression of z
-        return 1e3 * np.minimum(w.x[2], 0.0) * v[2] * w.J
+        return 1e3 * np.minimum(w.x, 0.0)[2] * v[2] * w.J
 
     model = make_model(one_sided)
-    with pytest.warns(RuntimeWarning, match=r"'t0' cannot be compiled \(a comparison or branch on a value"):
+    with pytest.warns(RuntimeWarning, match=r"'t0' cannot be compiled \(a branch on a value"):
         kernel = model.form_kernel
     assert kernel.names == ("internal_force", "inertia") and "t0" in kernel.untraced
     slow = make_model(one_sided, compiled=False)
@@ -225,6 +226,40 @@ def test_untraceable_term_falls_back_with_a_warning(rng):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # warned once
         model.evaluate(u, v, a, 0.3, c_v=5.0, c_a=25.0)
+
+
+BRANCHES = {
+    "maximum": lambda v, w: 5e3 * np.maximum(w.X[2] - w.x[2], 0.0) * (-v[2]) * w.J,
+    "minimum": lambda v, w: 5e3 * np.minimum(w.x[2] - w.X[2], 0.0) * v[2] * w.J,
+    "abs": lambda v, w: 5e3 * np.abs(w.x[2] - w.X[2]) * (w.x[2] - w.X[2]) * v[2] * w.J,
+    "clip": lambda v, w: 5e3 * np.clip(w.x[2] - w.X[2], -0.01, 0.0) * v[2] * w.J,
+    "where": lambda v, w: 5e3 * np.where((w.x[2] < w.X[2]) & (w.t > 0.5), w.X[2] - w.x[2], 0.0) * (-v[2]) * w.J,
+    "switch": lambda v, w: 1e3 * (w.t > 0.5) * dot(w.x, w.x) * dot(w.x, v) * w.J,
+}
+
+
+@pytest.mark.parametrize("name", sorted(BRANCHES))
+def test_branches_on_numbers_are_compiled(name):
+    """np.maximum, np.minimum, np.abs, np.clip and np.where of numbers, and a comparison read as 1 or 0, are
+    traced (sympy's Max, Min, Abs, Piecewise): the term compiles, its residual equals the numpy path's and its
+    derived tangent the finite differences, at a state on both sides of the branches."""
+    models = []
+    for compiled in (True, False):
+        model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, law=sf.paper_law())],
+                         compiled=compiled)
+        model.add_term(LinearForm(BRANCHES[name]), name=name)
+        models.append(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # compiled: no fallback warning
+        assert name in models[0].form_kernel.names
+    state = models[0].initial_state()
+    u = state.u.copy()
+    u[2::6] = 0.004 - 0.01 * np.arange(u[2::6].size)  # the fiber crosses its reference: both sides of the branch
+    u[0::6] += 0.001
+    zero = np.zeros_like(u)
+    fast, slow = (m.evaluate(u, zero, zero, 1.0, c_v=0.0, c_a=0.0, parts=[name]).residual for m in models)
+    assert np.linalg.norm(fast) > 0 and relative(fast, slow) <= 1e-12
+    assert sf.check_tangent(models[0], sf.State(1.0, u, state.v), dt=0.01, parts=[name]) < 1e-6
 
 
 def test_a_law_that_is_not_symbolic_falls_back():
@@ -244,7 +279,8 @@ def test_a_law_that_is_not_symbolic_falls_back():
 
 
 @pytest.mark.parametrize("form, construct", [
-    (lambda v, w: np.maximum(w.J, 1.0) * v[0], "comparison or branch"),
+    (lambda v, w: np.maximum(w.x, 1.0)[0] * v[0], "branch on a value"),
+    (lambda v, w: (1.0 if w.t > 0.5 else 0.0) * v[0], "branch on a value"),
     (lambda v, w: float(w.J) * v[0], "conversion to float"),
 ])
 def test_tracer_names_the_construct(form, construct):
@@ -284,7 +320,7 @@ def test_an_untraceable_wrong_form_is_refused_on_the_numpy_path():
     fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=3)
     model = sf.Model([fiber])
     model.fix(fiber, "start")
-    model.add_term(sf.Term(LinearForm(lambda v, w: np.maximum(w.J, 0.5) * (1.0 + v[0])), name="untraceable"))
+    model.add_term(sf.Term(LinearForm(lambda v, w: np.maximum(w.x, 0.5)[0] * (1.0 + v[0])), name="untraceable"))
     with pytest.warns(RuntimeWarning, match="'untraceable' cannot be compiled"), \
             pytest.raises(InvalidForm, match="the term 'untraceable': the residual form is not linear"):
         sf.simulate(model, t_end=0.01, dt=0.01, progress=False)

@@ -94,7 +94,6 @@ def wrong_late_spring_tangent(u, v, w):  # misses the 2 (x·u) x·v part
     return 1e3 * (w.t > 0.5) * dot(w.x, w.x) * dot(u, v) * w.J
 
 
-@pytest.mark.filterwarnings("ignore:the term 'spring' cannot be compiled:RuntimeWarning")
 def test_check_tangent_at_a_time_and_where_the_parts_do_nothing():
     """``t=`` puts the default state where a term acts: before, its wrong tangent went unseen at t = 0, where
     the check says, with a warning, that it checked nothing; a state and a time together are refused."""

@@ -105,7 +105,7 @@ def foundation(v, w):  # reads the displacement x − X (and its derivative): th
 
 
 @LinearForm
-def one_sided_foundation(v, w):  # x − X under a branch on a value: the numpy path only
+def one_sided_foundation(v, w):  # x − X in a branch (np.maximum: compiled; complex step on the numpy path)
     return 5e3 * np.maximum(w.X[2] - w.x[2], 0.0) * (-v[2]) * w.J
 
 
@@ -113,7 +113,7 @@ def one_sided_foundation(v, w):  # x − X under a branch on a value: the numpy 
 @pytest.mark.parametrize("compiled", [False, True])
 def test_a_term_that_reads_the_reference_configuration_has_its_tangent_on_both_paths(form, compiled):
     """w.X beside w.x in a term without a tangent: the complex step perturbs x and gives X the same axes (before,
-    x − X did not broadcast on the numpy path); the branch on a value runs on the numpy path either way."""
+    x − X did not broadcast on the numpy path); compiled, the tangent is derived."""
     model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, law=sf.paper_law())], compiled=compiled)
     model.fix(model.fibers[0], "start")
     model.add_gravity()

@@ -142,15 +142,50 @@ class Traced:
         return Traced(sp.Abs(self.expr))
 
     def _value_needed(self, *_):
-        raise Untraceable("a comparison or branch on a value (np.maximum, np.where, np.clip, `if`, …)")
+        raise Untraceable(BRANCH)
 
-    __lt__ = __le__ = __gt__ = __ge__ = __bool__ = _value_needed
+    __bool__ = _value_needed
+
+    def _compared(self, other, relation):
+        o = _as_expr(other)
+        if o is NotImplemented:
+            return NotImplemented
+        return TracedCondition(relation(self.expr, o))
+
+    def __lt__(self, other):
+        return self._compared(other, sp.Lt)
+
+    def __le__(self, other):
+        return self._compared(other, sp.Le)
+
+    def __gt__(self, other):
+        return self._compared(other, sp.Gt)
+
+    def __ge__(self, other):
+        return self._compared(other, sp.Ge)
 
     def __eq__(self, other):
         self._value_needed()
 
     __ne__ = __eq__
     __hash__ = object.__hash__
+
+    def clip(self, a_min, a_max, out=None, **kwargs):
+        """``np.clip`` of a traced value: Max(a_min, Min(x, a_max))."""
+        if out is not None or kwargs:
+            raise Untraceable("np.clip with out= or other options")
+        return _elementwise(lambda x, lo, hi: sp.Max(lo, sp.Min(x, hi)), (self, a_min, a_max))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """np.maximum, np.minimum (and fmax, fmin), np.abs and np.clip of traced values as sympy's Max, Min and
+        Abs; every other ufunc as numpy's object loop runs it (the methods and operators of this class)."""
+        if method == "__call__" and not kwargs and ufunc in _TRACED_UFUNCS:
+            return _elementwise(_TRACED_UFUNCS[ufunc], inputs)
+        if method == "__call__" and not kwargs and ufunc.__name__ == "clip" and len(inputs) == 3:
+            return _elementwise(lambda x, lo, hi: sp.Max(lo, sp.Min(x, hi)), inputs)
+        out = getattr(ufunc, method)(*(np.asarray(x, dtype=object) if isinstance(x, (Traced, TracedCondition))
+                                       else x for x in inputs), **kwargs)
+        return out.item() if isinstance(out, np.ndarray) and out.ndim == 0 else out
 
     def __float__(self):
         raise Untraceable("a conversion to float (float(), math.*, np.float64(), …)")
@@ -180,8 +215,96 @@ class Traced:
     def conjugate(self):  # real quantities
         return self
 
+    @property
+    def real(self):  # (a form written for the numpy path's complex step reads a.real in its conditions)
+        return self
+
     def __repr__(self):
         return f"Traced({self.expr})"
+
+
+#: the message of a branch the tracer cannot follow
+BRANCH = ("a branch on a value (`if`, `and`, `or`, `==`, a comparison inside np.maximum of arrays, …; np.maximum, "
+          "np.minimum, np.abs, np.clip and np.where of numbers are traced)")
+
+
+class TracedCondition:
+    """A comparison of traced values.  Its truth is not known (``if``, ``bool``: :class:`Untraceable`), but
+    ``np.where`` takes it (a sympy Piecewise), ``&``, ``|`` and ``~`` combine it, and arithmetic reads it as 1
+    or 0 (``(w.t > 0.5) * f``)."""
+
+    __slots__ = ("condition",)
+
+    def __init__(self, condition):
+        self.condition = condition
+
+    def __bool__(self):
+        raise Untraceable(BRANCH)
+
+    def as_number(self) -> Traced:
+        return Traced(sp.Piecewise((sp.S.One, self.condition), (sp.S.Zero, True)))
+
+    def _combined(self, other, combine):
+        if not isinstance(other, TracedCondition):
+            return NotImplemented
+        return TracedCondition(combine(self.condition, other.condition))
+
+    def __and__(self, other):
+        return self._combined(other, sp.And)
+
+    def __or__(self, other):
+        return self._combined(other, sp.Or)
+
+    def __invert__(self):
+        return TracedCondition(sp.Not(self.condition))
+
+    def __mul__(self, other):
+        return self.as_number() * other
+
+    def __rmul__(self, other):
+        return other * self.as_number()
+
+    def __add__(self, other):
+        return self.as_number() + other
+
+    def __radd__(self, other):
+        return other + self.as_number()
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        inputs = tuple(x.as_number() if isinstance(x, TracedCondition) else x for x in inputs)
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func is np.where and len(args) == 3 and not kwargs:
+            condition, a, b = args
+            return _elementwise(lambda c, x, y: sp.Piecewise((x, c), (y, True)), (condition, a, b))
+        return NotImplemented
+
+    def __repr__(self):
+        return f"TracedCondition({self.condition})"
+
+
+def _operand(value):
+    """A sympy operand of a traced branch: a traced value's or condition's expression, or a number."""
+    if isinstance(value, TracedCondition):
+        return value.condition
+    expr = _as_expr(value)
+    if expr is NotImplemented:
+        raise Untraceable(f"a {type(value).__name__} inside a traced np.maximum, np.minimum or np.where")
+    return expr
+
+
+def _elementwise(function, inputs):
+    """``function`` of the sympy operands of ``inputs`` (traced values, conditions, numbers, or object arrays of
+    them, broadcast), as traced values."""
+    apply = np.frompyfunc(lambda *args: Traced(function(*map(_operand, args))), len(inputs), 1)
+    out = apply(*(x if isinstance(x, np.ndarray) else np.asarray(x, dtype=object) for x in inputs))  # (no dispatch)
+    return out.item() if isinstance(out, np.ndarray) and out.ndim == 0 else out
+
+
+_TRACED_UFUNCS = {np.maximum: lambda a, b: sp.Max(a, b), np.fmax: lambda a, b: sp.Max(a, b),
+                  np.minimum: lambda a, b: sp.Min(a, b), np.fmin: lambda a, b: sp.Min(a, b),
+                  np.absolute: sp.Abs}
 
 
 def jet_symbols(field: str) -> list[sp.Symbol]:
