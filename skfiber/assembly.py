@@ -362,13 +362,14 @@ class BatchedAssembler:
         r = _one_number(r, (J + 1, self.nelems, self.nqp))
         if _has_part(r[J]):
             raise InvalidForm(not_linear("residual", "test function"))
-        if fn not in self._degree_checked:  # once per form: its values at 2v are twice those at v
-            doubled = _scaled(self.probe(axis=0, naxes=1, hess=hess, zero=True), 2.0)
-            r2 = _one_number(np.asarray(fn(doubled, w)), r.shape)
-            finite = np.isfinite(r) & np.isfinite(r2)
-            scale = np.max(np.abs(r[finite]), initial=0.0)
-            if np.max(np.abs(r2 - 2 * r)[finite], initial=0.0) > 1e-6 * 2 * scale:  # (quadratic: r2 = 4 r)
-                raise InvalidForm(not_linear_degree("residual", "test function"))
+        if fn not in self._degree_checked:  # once per form: its values at 2v and −v are 2 and −1 times those at v
+            for factor in (2.0, -1.0):
+                scaled = _scaled(self.probe(axis=0, naxes=1, hess=hess, zero=True), factor)
+                r2 = _one_number(np.asarray(fn(scaled, w)), r.shape)
+                finite = np.isfinite(r) & np.isfinite(r2)
+                scale = np.max(np.abs(r[finite]), initial=0.0)
+                if np.max(np.abs(r2 - factor * r)[finite], initial=0.0) > 1e-6 * 2 * scale:  # (quadratic: 4 r, r)
+                    raise InvalidForm(not_linear_degree("residual", "test function"))
             self._degree_checked.add(fn)
         r = r[:J] * self.dx
         return np.moveaxis(r, 0, 2), hess

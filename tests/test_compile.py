@@ -235,6 +235,10 @@ BRANCHES = {
     "clip": lambda v, w: 5e3 * np.clip(w.x[2] - w.X[2], -0.01, 0.0) * v[2] * w.J,
     "where": lambda v, w: 5e3 * np.where((w.x[2] < w.X[2]) & (w.t > 0.5), w.X[2] - w.x[2], 0.0) * (-v[2]) * w.J,
     "switch": lambda v, w: 1e3 * (w.t > 0.5) * dot(w.x, w.x) * dot(w.x, v) * w.J,
+    "clip, crossed bounds": lambda v, w: 5e3 * np.clip(w.x[2], 0.01, -0.01) * v[2] * w.J,  # numpy: the upper one
+    "clip, one bound": lambda v, w: 5e3 * (np.clip(w.x[2], None, 0.0) + np.clip(w.x[2], -np.inf, 0.0)) * v[2] * w.J,
+    "conditions as values": lambda v, w: 5e3 * np.where(w.t > 0.5, w.x[2] < 0, 1 - (w.x[2] > 0.1)) * w.x[2] * v[2] * w.J,
+    "abs of a square root": lambda v, w: 50.0 * np.abs(np.sqrt(dot(w.x_s, w.x_s)) - 1.0) * dot(w.x_s, d1(v)) * w.J,
 }
 
 
@@ -259,7 +263,36 @@ def test_branches_on_numbers_are_compiled(name):
     zero = np.zeros_like(u)
     fast, slow = (m.evaluate(u, zero, zero, 1.0, c_v=0.0, c_a=0.0, parts=[name]).residual for m in models)
     assert np.linalg.norm(fast) > 0 and relative(fast, slow) <= 1e-12
-    assert sf.check_tangent(models[0], sf.State(1.0, u, state.v), dt=0.01, parts=[name]) < 1e-6
+    with warnings.catch_warnings():
+        if name == "clip, crossed bounds":  # (a constant: nothing to check, as check_tangent says)
+            warnings.simplefilter("ignore", UserWarning)
+        assert sf.check_tangent(models[0], sf.State(1.0, u, state.v), dt=0.01, parts=[name]) < 1e-6
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("form", [lambda v, w: np.maximum(dot(w.x, v), 0.0) * w.J,
+                                  lambda v, w: (v[2] > 0) * v[2] * w.J], ids=["max(x·v, 0)", "(v > 0) v"])
+def test_a_branch_on_the_test_function_is_refused(form, compiled):
+    """max(x·ξ, 0) doubles with ξ but is not odd in it: not linear, refused on both paths."""
+    model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2, law=sf.paper_law())], compiled=compiled)
+    model.add_term(LinearForm(form), name="one_sided")
+    with pytest.raises(InvalidForm, match="the term 'one_sided'.*not linear in the test function"):
+        sf.check_tangent(model, dt=0.01)
+
+
+def test_an_equality_of_conditions_falls_back_with_the_right_numbers():
+    """``cond == True`` is a branch the tracer cannot follow (not an identity that is always false)."""
+    form = LinearForm(lambda v, w: np.where((w.t > 0.5) == True, 1.0, 0.0) * w.x[2] * v[2] * w.J)  # noqa: E712
+    models = [sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2, law=sf.paper_law())], compiled=c)
+              for c in (True, False)]
+    with pytest.warns(RuntimeWarning, match="cannot be compiled"):
+        for model in models:
+            model.add_term(form, name="switch")
+        models[0].form_kernel
+    u = np.zeros(models[0].n_dofs)
+    u[2::6] = 0.01
+    fast, slow = (m.evaluate(u, 0 * u, 0 * u, 1.0, c_v=0.0, c_a=0.0, parts=["switch"]).residual for m in models)
+    assert np.linalg.norm(fast) > 0 and relative(fast, slow) == 0
 
 
 def test_a_law_that_is_not_symbolic_falls_back():

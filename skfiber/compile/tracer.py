@@ -139,7 +139,7 @@ class Traced:
         return self
 
     def __abs__(self):
-        return Traced(sp.Abs(self.expr))
+        return Traced(_absolute(self.expr))
 
     def _value_needed(self, *_):
         raise Untraceable(BRANCH)
@@ -174,7 +174,7 @@ class Traced:
         """``np.clip`` of a traced value: Max(a_min, Min(x, a_max))."""
         if out is not None or kwargs:
             raise Untraceable("np.clip with out= or other options")
-        return _elementwise(lambda x, lo, hi: sp.Max(lo, sp.Min(x, hi)), (self, a_min, a_max))
+        return _clip_traced(self, _bound(a_min), _bound(a_max))
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """np.maximum, np.minimum (and fmax, fmin), np.abs and np.clip of traced values as sympy's Max, Min and
@@ -182,7 +182,10 @@ class Traced:
         if method == "__call__" and not kwargs and ufunc in _TRACED_UFUNCS:
             return _elementwise(_TRACED_UFUNCS[ufunc], inputs)
         if method == "__call__" and not kwargs and ufunc.__name__ == "clip" and len(inputs) == 3:
-            return _elementwise(lambda x, lo, hi: sp.Max(lo, sp.Min(x, hi)), inputs)
+            return _clip_traced(inputs[0], _bound(inputs[1]), _bound(inputs[2]))
+        if method == "__call__" and not kwargs and ufunc in _RELATIONS and len(inputs) == 2 \
+                and not any(isinstance(x, np.ndarray) and x.ndim for x in inputs):
+            return TracedCondition(_RELATIONS[ufunc](*map(_operand, inputs)))
         out = getattr(ufunc, method)(*(np.asarray(x, dtype=object) if isinstance(x, (Traced, TracedCondition))
                                        else x for x in inputs), **kwargs)
         return out.item() if isinstance(out, np.ndarray) and out.ndim == 0 else out
@@ -241,6 +244,12 @@ class TracedCondition:
     def __bool__(self):
         raise Untraceable(BRANCH)
 
+    def __eq__(self, other):
+        raise Untraceable(BRANCH)
+
+    __ne__ = __eq__
+    __hash__ = object.__hash__
+
     def as_number(self) -> Traced:
         return Traced(sp.Piecewise((sp.S.One, self.condition), (sp.S.Zero, True)))
 
@@ -270,6 +279,21 @@ class TracedCondition:
     def __radd__(self, other):
         return other + self.as_number()
 
+    def __sub__(self, other):
+        return self.as_number() - other
+
+    def __rsub__(self, other):
+        return other - self.as_number()
+
+    def __truediv__(self, other):
+        return self.as_number() / other
+
+    def __pow__(self, other):
+        return self.as_number() ** other
+
+    def __neg__(self):
+        return -self.as_number()
+
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         inputs = tuple(x.as_number() if isinstance(x, TracedCondition) else x for x in inputs)
         return getattr(ufunc, method)(*inputs, **kwargs)
@@ -277,6 +301,7 @@ class TracedCondition:
     def __array_function__(self, func, types, args, kwargs):
         if func is np.where and len(args) == 3 and not kwargs:
             condition, a, b = args
+            a, b = (x.as_number() if isinstance(x, TracedCondition) else x for x in (a, b))
             return _elementwise(lambda c, x, y: sp.Piecewise((x, c), (y, True)), (condition, a, b))
         return NotImplemented
 
@@ -286,8 +311,12 @@ class TracedCondition:
 
 def _operand(value):
     """A sympy operand of a traced branch: a traced value's or condition's expression, or a number."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
     if isinstance(value, TracedCondition):
         return value.condition
+    if isinstance(value, (bool, np.bool_)):
+        return sp.true if value else sp.false
     expr = _as_expr(value)
     if expr is NotImplemented:
         raise Untraceable(f"a {type(value).__name__} inside a traced np.maximum, np.minimum or np.where")
@@ -302,9 +331,42 @@ def _elementwise(function, inputs):
     return out.item() if isinstance(out, np.ndarray) and out.ndim == 0 else out
 
 
+def _absolute(e: sp.Expr) -> sp.Expr:
+    """|e| as a Piecewise: its derivative is ±e′ (sympy's Abs of an expression it cannot prove real, a square
+    root or a logarithm, differentiates through re and im and divides by |e|: nan where e = 0)."""
+    return sp.Piecewise((-e, e < 0), (e, True))
+
+
+def _clipped(x, lo, hi):
+    """numpy's clip, min(max(x, lo), hi), a missing (None) or infinite bound left out."""
+    if lo is not None:
+        x = sp.Max(x, lo)
+    if hi is not None:
+        x = sp.Min(x, hi)
+    return x
+
+
+def _bound(value):
+    """A bound of np.clip: None for None or ±inf (no bound), else itself."""
+    if value is None:
+        return None
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) and math.isinf(float(value)):
+        return None
+    return value
+
+
+def _clip_traced(x, lo, hi):
+    """np.clip of traced values (a bound None: none)."""
+    def clip(value, *given):
+        bounds = iter(given)
+        return _clipped(value, None if lo is None else next(bounds), None if hi is None else next(bounds))
+    return _elementwise(clip, (x,) + tuple(b for b in (lo, hi) if b is not None))
+
+
 _TRACED_UFUNCS = {np.maximum: lambda a, b: sp.Max(a, b), np.fmax: lambda a, b: sp.Max(a, b),
                   np.minimum: lambda a, b: sp.Min(a, b), np.fmin: lambda a, b: sp.Min(a, b),
-                  np.absolute: sp.Abs}
+                  np.absolute: _absolute}
+_RELATIONS = {np.less: sp.Lt, np.less_equal: sp.Le, np.greater: sp.Gt, np.greater_equal: sp.Ge}
 
 
 def jet_symbols(field: str) -> list[sp.Symbol]:
@@ -402,8 +464,9 @@ def trace(form, w: FormExtraParams, *, zero_without=()) -> sp.Expr:
 
 def _homogeneous(expr: sp.Expr, symbols) -> bool:
     """Whether ``expr`` is of degree 1 in ``symbols`` (it has no part without them, checked before): f(2s) = 2 f(s)
-    at two points of the other symbols' values in [0.5, 1.5] (a part of degree 2 or more, or one under a
-    nonlinear function, breaks it at almost every point; round-off is allowed for)."""
+    and f(−s) = −f(s) at two points of the other symbols' values in [0.5, 1.5] (a part of degree 2 or more, or
+    one under a nonlinear function such as max(ξ·a, 0), breaks it at almost every point; round-off is allowed
+    for)."""
     rng = np.random.default_rng(0)
     chosen = set(symbols)
     others = sorted(expr.free_symbols - chosen, key=str)
@@ -411,12 +474,13 @@ def _homogeneous(expr: sp.Expr, symbols) -> bool:
         values = {s: sp.Float(rng.uniform(0.5, 1.5)) for s in others}
         at = {s: sp.Float(rng.uniform(-1.0, 1.0)) for s in symbols}
         try:
-            one = complex(expr.xreplace({**values, **at}).evalf())
-            two = complex(expr.xreplace({**values, **{s: 2 * x for s, x in at.items()}}).evalf())
-        except (TypeError, ValueError):  # (not a number there: nothing to say)
+            one, two, minus = (complex(expr.xreplace({**values, **{s: c * x for s, x in at.items()}}).evalf())
+                               for c in (1, 2, -1))
+        except Exception:  # (not a number there — a relational, a value outside a function's domain: no verdict)
             return True
-        if not (math.isfinite(abs(one)) and math.isfinite(abs(two))):
+        if not all(math.isfinite(abs(z)) for z in (one, two, minus)):
             return True
-        if abs(two - 2 * one) > 1e-9 * max(abs(two), abs(2 * one), 1e-300):
+        scale = max(abs(two), abs(2 * one), 1e-300)
+        if abs(two - 2 * one) > 1e-9 * scale or abs(minus + one) > 1e-9 * scale:  # (degree 1: odd and doubling)
             return False
     return True
