@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import re
+import sys
 
 import numpy as np
 import sympy as sp
@@ -36,6 +38,7 @@ from skfem.element import DiscreteField
 
 from ..assembly import (COEFFICIENTS, InvalidForm, not_linear, not_linear_degree, not_one_number, returns_no_number,
                         unknown_coefficient)
+from ..core.warn import PACKAGE_FOLDER
 
 __all__ = ["Untraceable", "InvalidForm", "Traced", "JET_FIELDS", "SCALARS", "jet_symbols", "test_symbols",
            "trial_symbols", "symbolic_field", "traced_coefficients", "trace", "trace_tangent", "N_JETS"]
@@ -429,20 +432,22 @@ def trace(form, w: FormExtraParams, *, zero_without=()) -> sp.Expr:
     try:
         with np.errstate(all="ignore"):
             out = fn(v, w)
-    except (Untraceable, InvalidForm):
+    except InvalidForm:
         raise
+    except Untraceable as error:
+        raise Untraceable(error.construct + _form_line(error)) from None
     except KeyError as error:
         raise Untraceable(f"the coefficient w.{error.args[0]} (the compiled path provides "
-                          f"{', '.join(sorted(w))})") from error
+                          f"{', '.join(sorted(w))}){_form_line(error)}") from error
     except AttributeError as error:
         missing = re.match(r"Attribute '(\w+)' not found in 'w'", str(error))
         if missing is not None and missing.group(1) not in COEFFICIENTS:
             raise InvalidForm(unknown_coefficient(missing.group(1))) from None
-        raise Untraceable(f"{error}") from error
+        raise Untraceable(f"{error}{_form_line(error)}") from error
     except TypeError as error:
-        raise Untraceable(f"a numpy function without a symbolic counterpart ({error})") from error
+        raise Untraceable(f"a numpy function without a symbolic counterpart ({error}){_form_line(error)}") from error
     except Exception as error:
-        raise Untraceable(f"{type(error).__name__}: {error}") from error
+        raise Untraceable(f"{type(error).__name__}: {error}{_form_line(error)}") from error
     value = np.asarray(out, dtype=object)
     if value.size != 1:
         raise InvalidForm(not_one_number(value.shape))
@@ -460,6 +465,21 @@ def trace(form, w: FormExtraParams, *, zero_without=()) -> sp.Expr:
         if symbols and not _homogeneous(expr, symbols):
             raise InvalidForm(not_linear_degree(kind, what))
     return expr
+
+
+def _form_line(error: BaseException) -> str:
+    """`` at FILE:LINE``: the innermost line of ``error``'s traceback in the user's code (not in skfiber, the
+    standard library or an installed package), where the form did what stopped the tracer; or ''."""
+    libraries = tuple({os.path.abspath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+                      | {os.path.dirname(os.path.abspath(np.__file__)), PACKAGE_FOLDER.rstrip(os.sep)})
+    found = ""
+    tb = error.__traceback__
+    while tb is not None:
+        name = os.path.abspath(tb.tb_frame.f_code.co_filename)
+        if not name.startswith(libraries) and "site-packages" not in name and not name.startswith("<"):
+            found = f" at {os.path.basename(name)}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return found
 
 
 def _homogeneous(expr: sp.Expr, symbols) -> bool:
