@@ -92,6 +92,13 @@ def not_linear_degree(kind: str, what: str) -> str:
 _MISSING = re.compile(r"Attribute '(\w+)' not found in 'w'")
 
 
+def missing_coefficient(error: AttributeError) -> str | None:
+    """The name of the coefficient a form read from ``w`` that skfiber does not give (``error`` scikit-fem's),
+    or None (another AttributeError, or a coefficient this ``w`` lacks but skfiber gives elsewhere)."""
+    missing = _MISSING.match(str(error))
+    return None if missing is None or missing.group(1) in COEFFICIENTS else missing.group(1)
+
+
 @contextlib.contextmanager
 def named_term(name: str):
     """Within it, an :class:`InvalidForm` names the term ``name`` it comes from, and any other error raised
@@ -100,14 +107,10 @@ def named_term(name: str):
         yield
     except InvalidForm as error:
         raise InvalidForm(f"the term {name!r}: {error}") from None
-    except AttributeError as error:
-        missing = _MISSING.match(str(error))
-        if missing is not None and missing.group(1) not in COEFFICIENTS:
-            raise InvalidForm(f"the term {name!r}: {unknown_coefficient(missing.group(1))}") from None
-        if hasattr(error, "add_note"):
-            error.add_note(f"(raised while skfiber evaluated the term {name!r})")
-        raise
     except Exception as error:
+        missing = missing_coefficient(error) if isinstance(error, AttributeError) else None
+        if missing is not None:
+            raise InvalidForm(f"the term {name!r}: {unknown_coefficient(missing)}") from None
         if hasattr(error, "add_note"):
             error.add_note(f"(raised while skfiber evaluated the term {name!r})")
         raise

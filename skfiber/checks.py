@@ -10,13 +10,13 @@ True
 """
 from __future__ import annotations
 
-import warnings
 from typing import Iterable
 
 import numpy as np
 
 from .core import State
 from .core.numbers import checked_real
+from .core.warn import warn
 from .model import Model
 
 __all__ = ["check_tangent"]
@@ -127,7 +127,7 @@ def check_tangent(
         worst = max(worst, float(np.linalg.norm(Kd - fd) / scale))
     if not checked:
         which = "the model" if parts is None else f"the parts {sorted(parts)}"
-        warnings.warn(f"check_tangent: {which} do not depend on u at this state (t = {state.t:g} s): neither the "
-                      "tangent nor the differences change along any direction, so the check says nothing here; "
-                      "check where they act (a state=, or t= for a term or law that acts later)", stacklevel=2)
+        warn(f"check_tangent: {which} do not depend on u at this state (t = {state.t:g} s): neither the tangent "
+             "nor the differences change along any direction, so the check says nothing here; check where they "
+             "act (a state=, or t= for a term or law that acts later)")
     return worst

@@ -38,7 +38,7 @@ import numpy as np
 import sympy as sp
 
 from .compile.cache import GeneratedKernel
-from .compile.codegen import abstract_numbers, cse_products, numba_module, unsupported_function
+from .compile.codegen import abstract_numbers, cse_products, numba_module
 from .core.warn import warn
 from .materials import ARGUMENTS, MaterialPoint, StressResponse, SymbolicLaw
 
@@ -97,18 +97,18 @@ def law_kernel(law) -> LawKernel | None:
         return None
     kernel = _KERNELS.get(law)
     if kernel is None:
-        missing = next(filter(None, map(unsupported_function, (law.expression, law.d_stretch, law.d_rate))), None)
-        try:
-            if missing is not None:
-                raise ValueError(f"it uses {missing}, which has no compiled kernel")
-            source, params = _source([law.expression, law.d_stretch, law.d_rate])
-        except Exception as error:  # a sympy function the Python code printer does not know
+        reason = None if law.uncompilable is None else f"it uses {law.uncompilable}, which has no compiled kernel"
+        if reason is None:
+            try:
+                source, params = _source([law.expression, law.d_stretch, law.d_rate])
+            except Exception as error:  # (what else numba or the generated module refuses)
+                reason = f"{type(error).__name__}: {str(error).splitlines()[0]}"
+        if reason is None:
+            kernel = LawKernel(source, params, law.name)
+        else:
             kernel = LawKernel("", np.zeros(0), law.name)
             kernel.failed = True
-            reason = str(error).splitlines()[0] if missing else f"{type(error).__name__}: {str(error).splitlines()[0]}"
             warn(f"the stress law {law.name!r} could not be compiled ({reason}); it runs with numpy", RuntimeWarning)
-        else:
-            kernel = LawKernel(source, params, law.name)
         _KERNELS[law] = kernel
     return kernel
 

@@ -29,7 +29,7 @@ from typing import Callable, Protocol, runtime_checkable
 import numpy as np
 import sympy as sp
 
-from .compile.codegen import cse_products
+from .compile.codegen import cse_products, unsupported_function
 from .core.numbers import checked_real
 
 __all__ = [
@@ -141,8 +141,8 @@ def _non_finite_numbers(expression: sp.Expr) -> list[str]:
     found = []
 
     def visit(e, branch_value=False):
-        if e.is_Number or e in (sp.zoo, sp.oo, -sp.oo, sp.nan):
-            if not branch_value and (e is sp.nan or e in (sp.zoo, sp.oo, -sp.oo) or not e.is_finite):
+        if e.is_Number or e is sp.zoo:
+            if not branch_value and e.is_finite is not True:  # (nan's is None)
                 found.append(str(e))
             return
         if isinstance(e, sp.Piecewise):
@@ -200,6 +200,12 @@ class SymbolicLaw:
                          "a derivative sympy cannot take (of floor, ceiling or a function it does not know)")
                 raise ValueError(f"{name}: {what} holds {cause}, which no path can evaluate; write kinks and "
                                  "switches with sympy.Piecewise, sympy.Max or sympy.Min")
+
+    @functools.cached_property
+    def uncompilable(self) -> str | None:
+        """The function in S or its derivatives that the generated kernels cannot evaluate (the law then runs
+        with numpy), or None."""
+        return next(filter(None, map(unsupported_function, (self.expression, self.d_stretch, self.d_rate))), None)
 
     @functools.cached_property
     def d_stretch(self) -> sp.Expr:

@@ -422,9 +422,8 @@ class Model:
             raise ValueError(f"add_term got a Term ({residual.name!r}) with its own name and tangent: give "
                              "tangent= and name= to Term(...), or give add_term the residual form instead")
         self.memo.clear()
-        if name is not None and (not isinstance(name, str) or not name.strip()):
-            raise ValueError(f"name must be a non-empty string (the term's name in parts= and reports), got {name!r}")
-        term = residual if isinstance(residual, Term) else Term(residual, tangent, name or f"term{len(self.terms)}")
+        term = (residual if isinstance(residual, Term)
+                else Term(residual, tangent, f"term{len(self.terms)}" if name is None else name))  # (Term checks it)
         if term.name in self._taken_names():
             raise ValueError(f"the name {term.name!r} is taken (names in use: {sorted(self._taken_names())}); give "
                              "another name, or use replace_term to change an existing term")

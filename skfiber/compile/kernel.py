@@ -37,7 +37,7 @@ from ..assembly import named_term
 from ..core.warn import warn
 from .cache import forget_module, load_module
 from .codegen import (abstract_numbers, basis_products, branch_expressions, gather_table, kernel_source,
-                      product_layouts, tangent_pairs, unsupported_function)
+                      product_layouts, tangent_pairs)
 from .tracer import Traced, Untraceable, trace, trace_tangent, traced_coefficients
 
 __all__ = ["FormKernel", "KernelOutput"]
@@ -91,11 +91,9 @@ def _law_coefficients(law, w, law_symbols: dict) -> dict:
     exprs = [getattr(law, name, None) for name in ("expression", "d_stretch", "d_rate")]
     if not all(isinstance(e, sp.Basic) for e in exprs):
         raise Untraceable(f"the stress law {law!r} is not symbolic (no expression to inline)")
-    for e in exprs:
-        function = unsupported_function(e)
-        if function is not None:
-            raise Untraceable(f"the stress law {getattr(law, 'name', law)!r} uses {function}, which has no compiled "
-                              "kernel")
+    function = getattr(law, "uncompilable", None)
+    if function is not None:
+        raise Untraceable(f"the stress law {getattr(law, 'name', law)!r} uses {function}, which has no compiled kernel")
     values: list[float] = []
     exprs = [abstract_numbers(e, values) for e in exprs]
     at = dict(stretch="lam", stretch_rate="lamdot", theta="theta", t="t", muscle_fraction="gamma_m",

@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 import numbers
 import os
-import re
 import sys
 
 import numpy as np
@@ -36,8 +35,8 @@ import sympy as sp
 from skfem.assembly.form.form import FormExtraParams
 from skfem.element import DiscreteField
 
-from ..assembly import (COEFFICIENTS, InvalidForm, not_linear, not_linear_degree, not_one_number, returns_no_number,
-                        unknown_coefficient)
+from ..assembly import (InvalidForm, missing_coefficient, not_linear, not_linear_degree, not_one_number,
+                        returns_no_number, unknown_coefficient)
 from ..core.warn import PACKAGE_FOLDER
 
 __all__ = ["Untraceable", "InvalidForm", "Traced", "JET_FIELDS", "SCALARS", "jet_symbols", "test_symbols",
@@ -341,7 +340,7 @@ def _absolute(e: sp.Expr) -> sp.Expr:
 
 
 def _clipped(x, lo, hi):
-    """numpy's clip, min(max(x, lo), hi), a missing (None) or infinite bound left out."""
+    """numpy's clip, min(max(x, lo), hi), a bound None left out (:func:`_bound`)."""
     if lo is not None:
         x = sp.Max(x, lo)
     if hi is not None:
@@ -440,9 +439,9 @@ def trace(form, w: FormExtraParams, *, zero_without=()) -> sp.Expr:
         raise Untraceable(f"the coefficient w.{error.args[0]} (the compiled path provides "
                           f"{', '.join(sorted(w))}){_form_line(error)}") from error
     except AttributeError as error:
-        missing = re.match(r"Attribute '(\w+)' not found in 'w'", str(error))
-        if missing is not None and missing.group(1) not in COEFFICIENTS:
-            raise InvalidForm(unknown_coefficient(missing.group(1))) from None
+        missing = missing_coefficient(error)
+        if missing is not None:
+            raise InvalidForm(unknown_coefficient(missing)) from None
         raise Untraceable(f"{error}{_form_line(error)}") from error
     except TypeError as error:
         raise Untraceable(f"a numpy function without a symbolic counterpart ({error}){_form_line(error)}") from error
