@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse.linalg as spla
 from skfem import Basis, BilinearForm, ElementLineP2, LinearForm, MeshLine, asm
 
+from .contact.gap import current_radius
 from .fiber import Fiber
 from .forms import internal_force
 from .materials import MaterialPoint
@@ -165,7 +166,7 @@ def _fields(model: Model, state: State, fiber, theta, points_per_element: int) -
     return FiberFields(
         theta=theta,
         position=x,
-        radius=r0 / np.sqrt(lam),
+        radius=current_radius(r0, nA1, na1),
         stretch=lam,
         stretch_rate=lamdot,
         stress=S,

@@ -237,3 +237,69 @@ def test_a_kernel_cached_inside_another_and_by_itself_keeps_its_environment(tmp_
         outputs.append(proc.stdout.split("\n")[:-1])
     expected_arrays = "[[0.0, 1.0, 2.0], [0, 0], [1.0, 2.0, 3.0], [1, 1, 1]]"
     assert outputs == [["12.0"], ["12.0", expected_arrays], ["12.0", expected_arrays]]
+
+
+CALLEE = """\
+from skfiber.core.jit import njit
+
+
+@njit(inline="always", cache=True)
+def law(x):
+    return {factor} * x
+"""
+
+USER = """\
+from skfiber.core.jit import njit
+from callee import law
+
+
+@njit(cache=True)
+def force(x):
+    return law(x) + 1.0
+"""
+
+DIGEST = """\
+import sys
+import skfiber.core.jit as jit
+jit.package_digest = lambda: sys.argv[1]  # the package's modules as they are in this process
+import user
+print(user.force(2.0), sum(user.force.stats.cache_hits.values()))
+"""
+
+
+def test_an_edit_of_a_called_function_in_another_file_recompiles_its_callers(tmp_path):
+    # numba's cache keeps `force` while user.py is unchanged, though its machine code holds `law` of
+    # callee.py; skfiber keys the cache on the package's digest as well, so an edit of the package (here
+    # standing for callee.py, which the test's processes are told by the digest) compiles `force` anew
+    (tmp_path / "user.py").write_text(USER)
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+
+    def run_with(factor, digest):
+        (tmp_path / "callee.py").write_text(CALLEE.format(factor=factor))
+        proc = subprocess.run([sys.executable, "-c", DIGEST, digest], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        value, hits = proc.stdout.split()
+        return float(value), int(hits)
+
+    assert run_with(3.0, "first") == (7.0, 0)   # compiled and cached
+    assert run_with(3.0, "first") == (7.0, 1)   # loaded
+    assert run_with(3.0, "second") == (7.0, 0)  # another package: compiled again
+    assert run_with(5.0, "third") == (11.0, 0)  # the edited law: compiled again, the new value
+    assert run_with(5.0, "third") == (11.0, 1)
+
+
+def test_source_digest_follows_the_text_and_names_of_the_files(tmp_path):
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "a.py").write_text("x = 1\n")
+    (tmp_path / "pkg" / "sub" / "b.py").write_text("y = 2\n")
+    (tmp_path / "pkg" / "notes.txt").write_text("not a module")
+    first = jit.source_digest(tmp_path / "pkg")
+    (tmp_path / "pkg" / "notes.txt").write_text("changed")
+    assert jit.source_digest(tmp_path / "pkg") == first  # only the modules count
+    (tmp_path / "pkg" / "sub" / "b.py").write_text("y = 3\n")
+    second = jit.source_digest(tmp_path / "pkg")
+    assert second != first
+    (tmp_path / "pkg" / "sub" / "b.py").rename(tmp_path / "pkg" / "sub" / "c.py")
+    assert jit.source_digest(tmp_path / "pkg") not in (first, second)
+    assert jit.package_digest() == jit.source_digest(os.path.dirname(os.path.dirname(jit.__file__)))

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..core.jit import njit
 from ..core.numbers import checked_real
+from .gap import admissibility
 
 __all__ = ["PenaltyLaw", "ContactEvaluation", "BlockContactEvaluation", "block_triplets", "Contact", "margins_kept",
            "penalty_force", "STEP_HINT"]
@@ -56,7 +57,7 @@ class PenaltyLaw:
 @njit(inline="always", cache=True, error_model="numpy")
 def penalty_force(g, kappa, gamma):  # pragma: no cover - compiled
     """(F, dF/dg) of the rational penalty law at one gap g: −κg/(1 + γg) for g < 0, 0 for g ≥ 0, NaN if 1 + γg ≤ 0."""
-    s = 1.0 + gamma * g
+    s = admissibility(g, gamma)
     if s <= 0:
         return np.nan, np.nan
     if g < 0:

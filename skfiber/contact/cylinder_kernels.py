@@ -58,6 +58,7 @@ import numpy as np
 
 from ..core.jit import njit
 from .base import penalty_force
+from .gap import admissibility, current_radius, normalized_gap
 
 __all__ = ["NF", "KernelData", "broad_phase", "contact_points", "contact_derivatives", "length_args",
            "broad_phase_loop", "contact_points_loop", "contact_derivatives_loop"]
@@ -244,7 +245,7 @@ def broad_phase_loop(ref, u, dofs, h, r0max, A1max, elements, y0, tt, radius, fi
         for j in range(nh):
             proj = min(proj, (Hd[j, 0] * mean0 + Hd[j, 1] * mean1 + Hd[j, 2] * mean2) / nm)
         speed = max(proj, 0.0)
-        rbar = r0max[e] * np.sqrt(A1max[e] / speed) if speed > 0 else np.inf
+        rbar = current_radius(r0max[e], A1max[e], speed) if speed > 0 else np.inf
         # distance of the box centre to the axis (segment) and half diagonal of the box
         ball2 = 0.0
         p0 = 0.0
@@ -307,7 +308,7 @@ def contact_points_loop(ref, u, dofs, S, dS, r0, A1, h, w, elements, y0, tt, ano
                 pt[COL_A1 + i] = ai
             a1n = np.sqrt(pt[COL_A1] ** 2 + pt[COL_A1 + 1] ** 2 + pt[COL_A1 + 2] ** 2)
             lam = a1n / A1[e, q]
-            rad = r0[e, q] / np.sqrt(lam)
+            rad = current_radius(r0[e, q], A1[e, q], a1n)
             pt[COL_A1N] = a1n
             pt[COL_LAM] = lam
             pt[COL_RAD] = rad
@@ -333,11 +334,11 @@ def contact_points_loop(ref, u, dofs, S, dS, r0, A1, h, w, elements, y0, tt, ano
             for i in range(3):
                 pt[COL_NU + i] /= d
             rho = radius + rad
-            g = d / rho - 1.0
+            g = normalized_gap(d, radius, rad)
             pt[COL_D] = d
             pt[COL_RHO] = rho
             pt[COL_G] = g
-            sg = 1.0 + gamma * g  # the admissibility margin
+            sg = admissibility(g, gamma)
             Fk, dFk = penalty_force(g, kappa, gamma)  # the penalty law (paper eq. 44)
             pt[COL_F] = Fk
             pt[COL_DF] = dFk

@@ -23,6 +23,7 @@ import numpy as np
 
 from .base import PenaltyLaw
 from .cylinder_pose import CylinderPose
+from .gap import normalized_gap
 from .geometry import norm3
 
 __all__ = ["penalty_line_force", "OUT_OF_RANGE_MARGIN"]
@@ -66,7 +67,7 @@ def penalty_line_force(pose: CylinderPose, x: np.ndarray, r: np.ndarray, *, cyli
         s = np.clip(s, 0.0, length)
     w = x - (pose.point + s[:, None] * pose.tangent)
     d = norm3(w)
-    g = np.maximum(d / (cylinder_radius + r) - 1.0, (OUT_OF_RANGE_MARGIN - 1.0) / law.gamma)
+    g = np.maximum(normalized_gap(d, cylinder_radius, r), (OUT_OF_RANGE_MARGIN - 1.0) / law.gamma)
     F, _ = law.force(g)
     with np.errstate(divide="ignore", invalid="ignore"):
         f = (F / d)[:, None] * w

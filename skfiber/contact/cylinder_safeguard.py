@@ -45,6 +45,7 @@ from ..core.jit import njit
 from .cylinder_kernels import COL_D, broad_phase_loop, contact_points_loop
 from .cylinder_points import CylinderPoints
 from .cylinder_pose import turn_bound
+from .gap import admissibility, current_radius, normalized_gap
 from .geometry import norm3
 
 __all__ = ["admissibility_estimate", "bound_step", "trial_step"]
@@ -89,9 +90,9 @@ def admissibility_estimate(dmin, du, r0max, A1max, a1min, dup, *rest, radius: fl
         dlow = dmin - delta * move - arm * turn_bound(delta, da_abs, a_norm)
     speed = a1min - delta * dup
     ok = speed > 0
-    chi = r0max * np.sqrt(A1max / np.where(ok, speed, 1.0))
-    ratio = np.where(ok, np.maximum(dlow, 0.0) / (radius + chi), 0.0)
-    return 1.0 + gamma * (ratio - 1.0)
+    chi = current_radius(r0max, A1max, np.where(ok, speed, 1.0))
+    gap = normalized_gap(np.where(ok, np.maximum(dlow, 0.0), 0.0), radius, chi)  # −1 where |x′| may vanish
+    return admissibility(gap, gamma)
 
 
 def bound_step(points: CylinderPoints, du: np.ndarray, delta_bar: float, *, radius: float, length: float | None,

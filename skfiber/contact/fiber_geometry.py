@@ -37,6 +37,7 @@ from ..core.jit import njit
 from ..discretization import hermite_shape
 from .closest_point import BEZIER_FROM_HERMITE, POWER_FROM_HERMITE
 from .fiber_kernels import RADIUS_SAFETY, chord_distance
+from .gap import current_radius
 from .geometry import gauss_legendre
 from .radius_kernel import RadiusKernel, radius_kernel
 from .smallest_gap import radius_polynomials
@@ -330,7 +331,7 @@ def state_loop(X, u, dofs, scale, power, bez, H0, H1, Hs1, r0, Xp, r0_s, Xp_s, s
                     x[k, m] += H0[j, a] * Qs[e, a, m]
                     xp[k, m] += H1[j, a] * Qs[e, a, m]
             xp_norm[k] = np.sqrt(xp[k, 0] ** 2 + xp[k, 1] ** 2 + xp[k, 2] ** 2)
-            rx[k] = r0[e, j] * np.sqrt(Xp[e, j] / xp_norm[k])
+            rx[k] = current_radius(r0[e, j], Xp[e, j], xp_norm[k])
             r_max = max(r_max, rx[k])
         s_min = np.inf
         for j in range(ns):
@@ -340,7 +341,7 @@ def state_loop(X, u, dofs, scale, power, bez, H0, H1, Hs1, r0, Xp, r0_s, Xp_s, s
                     v[m] += Hs1[j, a] * Qs[e, a, m]
             speed = np.sqrt(v[0] ** 2 + v[1] ** 2 + v[2] ** 2)
             s_min = min(s_min, speed)
-            r_max = max(r_max, r0_s[e, j] * np.sqrt(Xp_s[e, j] / speed))
+            r_max = max(r_max, current_radius(r0_s[e, j], Xp_s[e, j], speed))
         reach[e] = safety * r_max
         min_speed[e] = s_min
         deviation[e] = max(chord_distance(P[e], P[e, 1]), chord_distance(P[e], P[e, 2]))

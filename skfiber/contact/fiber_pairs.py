@@ -46,6 +46,7 @@ from .base import STEP_HINT
 from .broadphase import NeighbourList
 from .fiber_geometry import FiberSetup, FiberState, fiber_label, reference_radius
 from .fiber_kernels import neighbours_of, pairs_loop, pairs_loop_parallel
+from .gap import admissibility, current_radius, normalized_gap
 from .smallest_gap import polynomial_radius
 
 __all__ = ["ContactPairs", "find_pairs", "check_pairs", "PARALLEL_SEARCH_WORK"]
@@ -149,9 +150,9 @@ def _gaps(k, eB, nq, fiber, x_points, rx_points, r0y, dr0y, yp_norm, Yp_norm, di
         fiber_x[i] = fiber[eA[i]]
         fiber_y[i] = fiber[eB[i]]
         rx[i] = rx_points[k[i]]
-        ry[i] = r0y[i] * np.sqrt(Yp_norm[i] / yp_norm[i])
-        g[i] = dist[i] / (rx[i] + ry[i]) - 1.0
-        adm[i] = 1.0 + gamma * g[i]
+        ry[i] = current_radius(r0y[i], Yp_norm[i], yp_norm[i])
+        g[i] = normalized_gap(dist[i], rx[i], ry[i])
+        adm[i] = admissibility(g[i], gamma)
         slope[i] = dr0y[i] / r0y[i]
     return eA, x, rx, ry, g, adm, slope, fiber_x, fiber_y
 

@@ -44,6 +44,7 @@ from ..core.jit import njit
 from .closest_point import BEZIER_FROM_HERMITE, closest_point_one
 from .fiber_geometry import RADIUS_SAFETY, FiberSetup, FiberState, fiber_state, reference_radius
 from .fiber_kernels import chord_distance, neighbours_of, power_point
+from .gap import admissibility, current_radius, normalized_gap
 
 __all__ = ["SAFEGUARD_ROUNDS", "SHORT_STEP", "StepData", "step_bound", "step_motion", "short_step",
            "end_state_kept", "end_check_decides", "short_fractions", "partner_distances", "partner_loop",
@@ -88,9 +89,9 @@ def _estimate(data, i, gamma, delta):  # pragma: no cover - compiled
         return -np.inf
     sx = J[i] - delta * dJ[i]
     sy = vmin[i] - delta * dv[i]
-    r_x = rx[i] * np.sqrt(J[i] / sx) if sx > 0 else np.inf
-    chi = rmax[i] * np.sqrt(Xmax[i] / sy) if sy > 0 else np.inf
-    e = 1.0 + gamma * ((d[i] - delta * move[i]) / (r_x + chi) - 1.0)
+    r_x = current_radius(rx[i], J[i], sx) if sx > 0 else np.inf
+    chi = current_radius(rmax[i], Xmax[i], sy) if sy > 0 else np.inf
+    e = admissibility(normalized_gap(d[i] - delta * move[i], r_x, chi), gamma)
     return e if np.isfinite(e) else -np.inf
 
 
@@ -174,8 +175,8 @@ def step_geometry(du, dofs, scale, bez, H0, H1, P, min_speed, r0_s, Xp_s, safety
                 lo[e, m] = min(lo[e, m], min(P[e, i, m], P[e, i, m] + dP[e, i, m]))
                 hi[e, m] = max(hi[e, m], max(P[e, i, m], P[e, i, m] + dP[e, i, m]))
         speed1 = min_speed[e] - top  # radius bound over the whole step
-        chi0 = r0_s[e].max() * np.sqrt(Xp_s[e].max() / min_speed[e])
-        chi1 = r0_s[e].max() * np.sqrt(Xp_s[e].max() / speed1)
+        chi0 = current_radius(r0_s[e].max(), Xp_s[e].max(), min_speed[e])
+        chi1 = current_radius(r0_s[e].max(), Xp_s[e].max(), speed1)
         reach[e] = safety * (max(chi1, chi0) if speed1 > 0 else 2 * chi0)
     return lo, hi, reach, dP, dx, dxp, dUp
 
@@ -399,7 +400,7 @@ def _end_kept(point0, fiber0, adm0, dist0, rx0, point1, fiber1, adm1, dist1, rad
             # for every partner point y, d(y) ≥ φ_min (r_x + r_y(y)) at both ends, so along the step
             # d(y)/(r_x + r_y(y)) ≥ √(φ_min² − (M/r_x)²), φ_min the smaller smallest gap + 1 of the two ends
             phi = 1.0 + (min(before_i, adm1[i]) - 1.0) / gamma
-            lowest = 1.0 + gamma * (np.sqrt(max(phi * phi - m2 / (rx1[i] * rx1[i]), 0.0)) - 1.0)
+            lowest = admissibility(np.sqrt(max(phi * phi - m2 / (rx1[i] * rx1[i]), 0.0)) - 1.0, gamma)
         else:
             if not dist1[i] > motion:
                 return False
@@ -561,6 +562,6 @@ def partner_distances(model, s: FiberSetup, st: FiberState, k: np.ndarray, eB: n
     if near.size:
         r0y, _ = reference_radius(model, s, eB[near], xi[near])
         with np.errstate(divide="ignore", invalid="ignore"):
-            ry = r0y * np.sqrt(Yp_norm[near] / yp_norm[near])
-            eps[near] = 1.0 + gamma * (dist[near] / (st.rx[k[near]] + ry) - 1.0)
+            ry = current_radius(r0y, Yp_norm[near], yp_norm[near])
+            eps[near] = admissibility(normalized_gap(dist[near], st.rx[k[near]], ry), gamma)
     return dist, eps

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..discretization import hermite_shape
+from .gap import current_radius
 
 __all__ = [
     "gauss_legendre",
@@ -190,7 +191,7 @@ def sample_centerline(discretization, u: np.ndarray, xi: np.ndarray, w: np.ndarr
     A1 = shapes.A1[el]
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = a1_norm / A1
-        radius = shapes.r0[el] / np.sqrt(lam)
+        radius = current_radius(shapes.r0[el], A1, a1_norm)
     return CenterlineSample(
         elements=el, dofs=shapes.dofs[el], fiber=discretization.element_fiber[el], theta=shapes.theta[el],
         S=S, dS=dS, x=x, a1=a1, a1_norm=a1_norm, A1_norm=A1, r0=shapes.r0[el], stretch=lam,

@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.jit import njit
+from .gap import current_radius
 
 __all__ = ["POWER_FROM_QUINTIC_HERMITE", "SAMPLES", "radius_polynomials", "polynomial_radius", "radius_derivatives",
            "phi_derivatives", "smallest_on_element", "xi_sensitivity"]
@@ -178,7 +179,7 @@ def phi_derivatives(c, c_ref, rp, x, rx, t):  # pragma: no cover - compiled
     d1 = P / D
     d2 = s2 / D - P * P / (D2 * D)
     rho, rho1, rho2 = radius_derivatives(rp, t)
-    ry = rho * np.sqrt(np.sqrt(a / b))
+    ry = current_radius(rho, np.sqrt(a), np.sqrt(b))  # a = |Y′|², b = |y′|²
     L = rho1 / rho + 0.25 * (a1 / a - b1 / b)
     L1 = rho2 / rho - (rho1 / rho) ** 2 + 0.25 * (a2 / a - (a1 / a) ** 2 - b2 / b + (b1 / b) ** 2)
     R = rx + ry

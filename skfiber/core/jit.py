@@ -1,7 +1,8 @@
 """numba's ``njit`` with a disk cache that processes can share.
 
 numba's ``cache=True`` has two hazards when several processes compile and cache the same functions
-(test workers, the processes of a parameter study, two first runs on a fresh install):
+(test workers, the processes of a parameter study, two first runs on a fresh install), and a third
+after the package's files change:
 
 * **Saving races.**  numba keeps one index file per function (signature → data file) and one data
   file per signature.  Saving reads the index, picks the first free data file name, writes the index
@@ -15,10 +16,15 @@ numba's ``cache=True`` has two hazards when several processes compile and cache 
   that calls it, and by itself) can find the second environment's name taken and reuse the first,
   whose objects may be numbered otherwise: ``SystemError: CPUDispatcher(...) returned a result with
   an exception set``, caused by ``RuntimeError: In 'NRT_adapt_ndarray_to_python', 'descr' is NULL``.
+* **Stale callers.**  numba keeps a function's machine code while the function's own file is unchanged,
+  but the code holds the functions it calls from other files too (a contact kernel calls the penalty
+  law of another module): after an edit of the called function, or an update of an editable install,
+  the caller would run the old code.
 
 :func:`njit` is ``numba.njit`` whose cache holds a file lock on its folder while it saves (exclusive)
 and while it reads (shared), so an index and its data files are always written together, and which
-numbers the compilations of each process from a random start (:func:`distinct_function_ids`).  Every
+numbers the compilations of each process from a random start (:func:`distinct_function_ids`), and
+whose cache entries hold for skfiber's modules as they were when compiled (:func:`package_digest`).  Every
 compiled function of skfiber, and every module it generates, is made by it.  The lock is POSIX
 ``flock``; where that is missing (Windows, file systems without it) the cache saves as numba's own.
 
@@ -37,11 +43,14 @@ Examples
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import inspect
 import itertools
 import os
 import threading
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Callable, Iterator
 
 import numba
@@ -54,7 +63,7 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
-__all__ = ["njit", "cache_lock", "distinct_function_ids", "LOCK_NAME"]
+__all__ = ["njit", "cache_lock", "distinct_function_ids", "package_digest", "source_digest", "LOCK_NAME"]
 
 LOCK_NAME = ".skfiber-numba-cache.lock"
 """The lock file in each folder of numba's cache (one lock for the functions of that folder)."""
@@ -170,9 +179,47 @@ def distinct_function_ids() -> None:
         _FUNCTION_IDS[:] = [counter]
 
 
+@functools.cache
+def package_digest() -> str:
+    """A hash of the text of all of skfiber's modules, computed once per process (about 10 ms).
+
+    numba's cache keeps a compiled function's machine code valid as long as the function's own file is
+    unchanged, but that code holds the functions it calls, inlined or linked in, from other files too: after
+    an edit of a called function (or a ``git pull`` into an editable install) the caller would load the old
+    machine code.  skfiber's cache therefore also keys every entry on this digest, so that any change of the
+    package compiles its kernels anew.
+
+    Examples
+    --------
+    >>> from skfiber.core.jit import package_digest
+    >>> len(package_digest())
+    20
+    """
+    return source_digest(Path(__file__).resolve().parents[1])
+
+
+def source_digest(root: str | os.PathLike) -> str:
+    """A hash of the names and text of the ``.py`` files under ``root`` (:func:`package_digest`'s)."""
+    root = Path(root)
+    digest = hashlib.sha1()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:20]
+
+
 class _LockedIndexDataCacheFile(IndexDataCacheFile):
     """numba's index and data files, read under the folder's shared lock and saved under its
-    exclusive lock."""
+    exclusive lock, and valid for the function's own file as it is (numba's stamp) and for skfiber's
+    modules as they are (:func:`package_digest`)."""
+
+    @property
+    def _source_stamp(self):
+        return self._own_stamp, package_digest()  # computed on the first load or save, not at import
+
+    @_source_stamp.setter
+    def _source_stamp(self, stamp) -> None:  # numba's __init__ sets it
+        self._own_stamp = stamp
 
     def save(self, key, data) -> None:
         # the index read, the choice of a free data file name and both writes are one step for
