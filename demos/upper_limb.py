@@ -247,6 +247,7 @@ from skfiber.cli import (ArgumentParser, folder_path, nonnegative_float, output_
 from skfiber.contact import FiberContact, PenaltyLaw
 from skfiber.contact.cylinder import CylinderContact
 from skfiber.coupling import body_cylinders
+from skfiber.demos import custom_term
 from skfiber.io import VTKSeries
 from skfiber.progress import PROGRESS_TERMS
 from skfiber.rigid import Body, Fixed, Revolute, RigidSystem
@@ -372,14 +373,9 @@ def bending_form(EI: float) -> LinearForm:
     (straight reference fibers).
 
     Added with ``model.add_term(bending_form(EI), name="bending")``, without a tangent (derived by skfiber).
+    The form is :func:`skfiber.demos.custom_term.bending`, with EI checked here.
     """
-    EI = bending_stiffness(EI)
-
-    @LinearForm
-    def bending(v, w):   # EI ∫ x_ss · ξ_ss dS
-        return EI * dot(d2(w.x), d2(v)) / w.J**3
-
-    return bending
+    return custom_term.bending(bending_stiffness(EI))
 
 
 def stretch_gradient_form(c: float) -> LinearForm:

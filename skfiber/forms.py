@@ -45,6 +45,7 @@ __all__ = [
     "ds",
     "CableKinematics",
     "cable_kinematics",
+    "stretch_and_rate",
     "internal_force",
     "mass",
     "inertia",
@@ -72,9 +73,20 @@ def cable_kinematics(x, xdot, J: np.ndarray) -> CableKinematics:
     """``λ = |a1|/|A1|`` (eq. 33) and ``λ̇ = a1·ȧ1/(|a1||A1|)`` from interpolated fields."""
     x_s = x.grad[:, 0] / J
     xdot_s = xdot.grad[:, 0] / J
+    return CableKinematics(x_s, xdot_s, *stretch_and_rate(x_s, xdot_s))
+
+
+def stretch_and_rate(x_s: np.ndarray, xdot_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``λ = |x_s|`` and ``λ̇ = x_s · ẋ_s / λ`` from the derivatives along the reference arc length (3, ...).
+
+    Examples
+    --------
+    >>> lam, lamdot = stretch_and_rate(np.array([[1.2], [0.0], [0.0]]), np.array([[0.6], [0.0], [0.0]]))
+    >>> float(lam[0]), float(lamdot[0])
+    (1.2, 0.6)
+    """
     lam = np.sqrt(np.einsum("i...,i...", x_s, x_s))
-    lamdot = np.einsum("i...,i...", x_s, xdot_s) / lam
-    return CableKinematics(x_s, xdot_s, lam, lamdot)
+    return lam, np.einsum("i...,i...", x_s, xdot_s) / lam
 
 
 @LinearForm

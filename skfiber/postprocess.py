@@ -25,7 +25,7 @@ from skfem import Basis, BilinearForm, ElementLineP2, LinearForm, MeshLine, asm
 
 from .contact.gap import current_radius
 from .fiber import Fiber
-from .forms import internal_force
+from .forms import internal_force, stretch_and_rate
 from .materials import MaterialPoint
 from .core import State, check_state
 from .core.warn import warn
@@ -156,9 +156,7 @@ def _fields(model: Model, state: State, fiber, theta, points_per_element: int) -
     A1 = d.evaluate(d.reference_dofs, k, theta, 1)
     a1dot = d.evaluate(state.v, k, theta, 1)
     nA1 = np.linalg.norm(A1, axis=0)
-    na1 = np.linalg.norm(a1, axis=0)
-    lam = na1 / nA1
-    lamdot = np.einsum("i...,i...", a1, a1dot) / (na1 * nA1)
+    lam, lamdot = stretch_and_rate(a1 / nA1, a1dot / nA1)  # the cable form's λ and λ̇ (eq. 33)
     r0 = f.radius_at(theta)
     gm = f.muscle_fraction_at(theta)
     alpha = f.activation_at(state.t)
@@ -166,12 +164,12 @@ def _fields(model: Model, state: State, fiber, theta, points_per_element: int) -
     return FiberFields(
         theta=theta,
         position=x,
-        radius=current_radius(r0, nA1, na1),
+        radius=current_radius(r0, 1.0, lam),
         stretch=lam,
         stretch_rate=lamdot,
         stress=S,
         force=np.pi * r0**2 * lam * S,
-        tangent=a1 / na1,
+        tangent=a1 / np.linalg.norm(a1, axis=0),
         activation=alpha,
         muscle_fraction=gm,
     )

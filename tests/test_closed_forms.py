@@ -78,6 +78,12 @@ def inertia(n_elements: int, a, *, tangent: bool) -> np.ndarray:
     return value_sums(model.tangent_matrix(ev) @ A if tangent else ev.residual)
 
 
+def mass_matrix(n_elements: int, a) -> np.ndarray:
+    """The forces M A of a uniform acceleration a with the model's mass matrix (the relaxation's)."""
+    model = sf.Model([fiber(n_elements)])
+    return value_sums(model.mass_matrix @ translation(model, a))
+
+
 G = np.array([0.3, -1.2, -9.81])
 Q = np.array([2.0, 0.0, -5.0])
 ACCELERATION = np.array([1.5, -0.4, 2.0])
@@ -86,6 +92,7 @@ CASES = {
     "line load": (lambda n: line_load(n, Q), LENGTH * Q),
     "inertia": (lambda n: inertia(n, ACCELERATION, tangent=False), MASS * ACCELERATION),
     "inertia tangent": (lambda n: inertia(n, ACCELERATION, tangent=True), MASS * ACCELERATION),
+    "mass matrix": (lambda n: mass_matrix(n, ACCELERATION), MASS * ACCELERATION),
 }
 
 

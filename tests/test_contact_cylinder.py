@@ -6,6 +6,7 @@ import scipy.sparse as sps
 import skfiber as sf
 from skfiber.contact import Contact, PenaltyLaw
 from skfiber.contact.cylinder import CylinderContact
+from skfiber.contact.cylinder_safeguard import admissibility_estimate
 from skfiber.contact.geometry import control_points, element_coefficients, gauss_legendre, sample_centerline
 from skfiber.linalg import ConstrainedSolver
 from skfiber.solver import ConvergenceError, NewtonOptions, newton
@@ -625,3 +626,18 @@ def test_stretched_fiber_on_a_parallel_cylinder_is_pressed_with_the_law_over_its
     force = -500.0 * g / (1 + 4.0 * g) * stretch * length  # F(g) = −κ g/(1 + γ g) over λ L, along +y
     np.testing.assert_allclose(ev.residual[1::6].sum(), -force, rtol=1e-12)  # G = internal − external
     np.testing.assert_allclose(ev.residual[0::6].sum(), 0.0, atol=1e-12 * force)
+
+
+def test_safeguard_estimate_bounds_a_fiber_that_shortens_beside_the_cylinder():
+    # a short straight fiber (length 0.02, |A1| = 0.02) parallel to the axis at D = 0.3 is compressed about its
+    # centre, x(δ) = X − δ c (X − X_c) along the axis: its distance to the axis stays D while its radius grows
+    # as r0/√(1 − δ c) (eq. 21); the estimate must stay below the true margin 1 + γ (D/(R + r(δ)) − 1)
+    D, R, r0, gamma, length, c = 0.3, 0.2, 0.05, 4.0, 0.02, 0.5
+    delta = np.linspace(0.0, 1.0, 21)
+    true_margin = 1.0 + gamma * (D / (R + r0 / np.sqrt(1.0 - delta * c)) - 1.0)
+    estimate = admissibility_estimate(D, c * length / 2, r0, length, length, c * length, delta, radius=R,
+                                      length=None, gamma=gamma)
+    assert np.all(estimate <= true_margin + 1e-12)
+    # at the start only the distance bound D − δ|Δu| is conservative, and at δ = 0 it is exact
+    assert estimate[0] == pytest.approx(true_margin[0], rel=1e-12)
+    assert true_margin[-1] < true_margin[0] - 0.3  # the growing radius matters along this step

@@ -1,4 +1,5 @@
-"""skfiber.contact.gap: the current radius (incompressibility, eq. 21) and the normalized gap (eq. 40)."""
+"""skfiber.contact.gap: the current radius (incompressibility, eq. 21) and the normalized gap (eq. 40); the
+output's radius, stretch and stretch rate (eq. 33) against closed forms."""
 import numpy as np
 import pytest
 
@@ -37,4 +38,18 @@ def test_output_radius_of_a_stretched_fiber():
     u = 0.2 * model.discretization.reference_dofs
     fields = fiber_fields(model, sf.State(t=0.0, u=u, v=np.zeros_like(u)), 0)
     np.testing.assert_allclose(fields.stretch, 1.2, rtol=1e-12)
+    np.testing.assert_allclose(fields.radius, 0.01 / np.sqrt(1.2), rtol=1e-12)
+
+
+def test_output_stretch_rate_of_a_fiber_of_length_two():
+    # a straight fiber of length L = 2 (|A1| = 2) scaled by 1.2 and pulled apart at speed V at its far end,
+    # x(θ) = 1.2 X(θ), ẋ = V θ e: λ = 1.2, λ̇ = V/L, r = r0/√1.2
+    fiber = sf.Fiber.straight((0.0, 0.0, 0.0), (2.0, 0.0, 0.0), n_elements=4, radius=0.01)
+    model = sf.Model([fiber])
+    X = model.discretization.reference_dofs
+    u = 0.2 * X
+    v = 0.35 * X / 2.0  # the velocity field V θ e with V = 0.35 m/s: values V X/L, slopes V A1/L
+    fields = fiber_fields(model, sf.State(t=0.0, u=u, v=v), 0)
+    np.testing.assert_allclose(fields.stretch, 1.2, rtol=1e-12)
+    np.testing.assert_allclose(fields.stretch_rate, 0.35 / 2.0, rtol=1e-12)
     np.testing.assert_allclose(fields.radius, 0.01 / np.sqrt(1.2), rtol=1e-12)

@@ -830,3 +830,16 @@ def test_compiled_point_data_of_the_context_matches_the_numpy_formulas(system):
                     ctx.velocity(i)
             else:
                 np.testing.assert_allclose(ctx.velocity(i), np.einsum("bkc,bk->bc", S[:, i], kin.zeta_rate), **close)
+
+
+@pytest.mark.parametrize("characteristic", [Characteristic.linear(2.5), Characteristic.tan_sec(3.0)],
+                         ids=["linear", "tan_sec"])
+def test_characteristic_slope_and_energy_against_finite_differences(characteristic):
+    # f′ against the central difference of f, and f against that of the energy ∫₀^x f, across |x| < π
+    x = np.linspace(-2.8, 2.8, 15)
+    h = 1e-6
+    np.testing.assert_allclose(characteristic.slope(x), (characteristic(x + h) - characteristic(x - h)) / (2 * h),
+                               rtol=1e-7, atol=1e-7)
+    energy_slope = (characteristic.energy(x + h) - characteristic.energy(x - h)) / (2 * h)
+    np.testing.assert_allclose(characteristic(x), energy_slope, rtol=1e-7, atol=1e-7)
+    assert characteristic.energy(0.0) == 0.0
