@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 import skfiber as sf
+from skfiber.cli import positive_int
 from skfiber.fiber_step import decide_compiled_step
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -120,7 +121,7 @@ class KernelClock:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3, help="alternations of full and modified Newton (default 3)")
+    parser.add_argument("--rounds", type=positive_int, default=3, help="alternations of full and modified Newton (default 3)")
     parser.add_argument("--split", action="store_true", help="also split the time into kernels and the rest")
     parser.add_argument("--quick", action="store_true", help="a fifth of the simulated time")
     parser.add_argument("--python-step", action="store_true",

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from skfiber.cli import positive_int
 from skfiber.study import run_study
 from skfiber.study.design import make_design
 from skfiber.study.execute import execute_run
@@ -41,9 +42,9 @@ from skfiber.study.targets import TARGETS
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=64, help="runs of the study, serially and in parallel (default 64)")
-    parser.add_argument("--workers", type=int, default=2, help="worker processes of the local cluster (default 2)")
-    parser.add_argument("--rounds", type=int, default=3,
+    parser.add_argument("--runs", type=positive_int, default=64, help="runs of the study, serially and in parallel (default 64)")
+    parser.add_argument("--workers", type=positive_int, default=2, help="worker processes of the local cluster (default 2)")
+    parser.add_argument("--rounds", type=positive_int, default=3,
                         help="rounds of serial, cluster and pool, their order alternated (default 3)")
     parser.add_argument("--target", default="upper-limb", choices=sorted(TARGETS),
                         help="the model run by the study (default upper-limb: the upper limb at level 1)")

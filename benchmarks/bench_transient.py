@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 import skfiber as sf
+from skfiber.cli import positive_int
 from skfiber.materials import SYMBOLS, SymbolicLaw
 
 LENGTH, RADIUS, DENSITY = 1.0, 0.05, 900.0
@@ -255,15 +256,16 @@ def time_cheapest(model, n_elements: int, best: dict, *, repeats: int) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer settings, coarser reference")
-    parser.add_argument("--elements", type=int, default=20, help="elements of the fiber and the rod (a multiple of 5; default 20)")
-    parser.add_argument("--repeats", type=int, default=5,
+    parser.add_argument("--elements", type=positive_int, default=20, help="elements of the fiber and the rod (a multiple of 5; default 20)")
+    parser.add_argument("--repeats", type=positive_int, default=5,
                         help="runs of each code's cheapest setting, alternated between the codes; the least CPU time "
                              "counts (default 5)")
     parser.add_argument("--plot", type=Path, default=None, metavar="PNG",
                         help="also draw the error against CPU time of every setting into this file")
     args = parser.parse_args(argv)
-    if args.repeats < 1:
-        parser.error(f"--repeats {args.repeats}: give at least 1 run per code")
+    if args.elements % 5:
+        parser.error(f"argument --elements: must be a multiple of 5 (the tendons take a fifth of the fiber at each "
+                     f"end), got {args.elements}")
     ne = args.elements
     model = build_model(ne)
     print(f"stiff tendon: Ne = {ne}, T = {T_END} s, error of the midpoint z(t) on the 10 ms grid, 1 % target")

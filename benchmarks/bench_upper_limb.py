@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 
+from skfiber.cli import nonnegative_float, positive_float
 from skfiber.demos import upper_limb
 
 
@@ -37,9 +38,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--fiber-contact", choices=["on", "off"], default="on",
                         help="fiber–fiber contact (default on, as the demo; off: the paper's Table 5 comparison "
                              "as measured before the contact was compiled)")
-    parser.add_argument("--bending", type=float, default=1e-4, metavar="EI",
+    parser.add_argument("--bending", type=nonnegative_float, default=1e-4, metavar="EI",
                         help="also run level 1 with a bending term EI (N·m², default 1e-4; 0: skip)")
-    parser.add_argument("--newton-rtol", type=float, default=None, metavar="R",
+    parser.add_argument("--newton-rtol", type=positive_float, default=None, metavar="R",
                         help="Newton's relative tolerance (default: the demo's, 1e-5 at its fixed steps; 1e-9 was "
                              "the default before)")
     args = parser.parse_args(argv)

@@ -243,8 +243,8 @@ def main(argv=None) -> int:
         child(Path(argv[1]), argv[2], int(argv[3]), int(argv[4]))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kills", type=int, default=20, help="number of kills (default 20)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random moments (default 0)")
+    parser.add_argument("--kills", type=cli.positive_int, default=20, help="number of kills (default 20)")
+    parser.add_argument("--seed", type=cli.nonnegative_int, default=0, help="seed of the random moments (default 0)")
     parser.add_argument("--writers", nargs="+", choices=sorted(WRITERS), default=sorted(WRITERS),
                         help="the writers to kill (default all)")
     args = parser.parse_args(argv)

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import skfiber as sf
+from skfiber.cli import nonnegative_int, positive_int
 from skfiber.contact import CylinderContact, FiberContact, PenaltyLaw
 from skfiber.relaxation import MAX_PSEUDO_STEPS
 from skfiber.statics import ATTEMPTS_PER_STEP
@@ -195,8 +196,8 @@ def run_case(case: Case) -> Outcome:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=300, help="number of cases (default 300)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the first case (default 0)")
+    parser.add_argument("--cases", type=positive_int, default=300, help="number of cases (default 300)")
+    parser.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the first case (default 0)")
     parser.add_argument("--verbose", action="store_true", help="one line per case")
     args = parser.parse_args(argv)
     tic = time.perf_counter()

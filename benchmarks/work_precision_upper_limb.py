@@ -78,6 +78,7 @@ import warnings
 import numpy as np
 
 import skfiber
+from skfiber.cli import positive_float, positive_int
 
 try:   # the checkout's demos (PYTHONPATH with the repository root), else the installed ones
     from demos import upper_limb
@@ -216,29 +217,29 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--level", type=int, default=1, choices=sorted(upper_limb.LEVELS),
                         help="refinement level of the mesh (default 1)")
-    parser.add_argument("--t-end", type=float, default=2.0, help="simulated time in s (default 2; the paper: 8)")
-    parser.add_argument("--ref-steps-per-s", type=int, default=4096,
+    parser.add_argument("--t-end", type=positive_float, default=2.0, help="simulated time in s (default 2; the paper: 8)")
+    parser.add_argument("--ref-steps-per-s", type=positive_int, default=4096,
                         help="steps per second of the fixed-step BDF2 reference (default 4096)")
     parser.add_argument("--no-ref-check", action="store_true",
                         help="skip the run with twice the reference's step (its convergence check)")
     parser.add_argument("--euler-start", choices=["scaled", "demo", "none"], default="scaled",
                         help="backward Euler's start substeps: start_dt = 1/256 s divided by the factor (scaled, "
                              "default), 1/256 s (demo), none")
-    parser.add_argument("--euler-factors", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32],
+    parser.add_argument("--euler-factors", type=positive_int, nargs="+", default=[1, 2, 4, 8, 16, 32],
                         help="backward Euler with these multiples of the level's Table-5 steps (default 1 2 4 8 16 32)")
-    parser.add_argument("--euler-start-divisors", type=int, nargs="*", default=[8, 32],
+    parser.add_argument("--euler-start-divisors", type=positive_int, nargs="*", default=[8, 32],
                         help="backward Euler at the Table-5 step, the start substeps 1/256 s divided by these "
                              "(default 8 32; none: skip)")
-    parser.add_argument("--rtols", type=float, nargs="+", default=[3e-2, 1e-2, 1e-3],
+    parser.add_argument("--rtols", type=positive_float, nargs="+", default=[3e-2, 1e-2, 1e-3],
                         help="relative tolerances of the adaptive BDF2 runs (default 3e-2 1e-2 1e-3)")
-    parser.add_argument("--atol-ratio", type=float, default=0.01, help="atol = rtol × this (default 0.01)")
+    parser.add_argument("--atol-ratio", type=positive_float, default=0.01, help="atol = rtol × this (default 0.01)")
     parser.add_argument("--fiber-contact", choices=["on", "off"], default="off",
                         help="fiber–fiber contact (default off: the smooth model)")
     parser.add_argument("--contact-gap", choices=["closest_point", "smallest"], default="closest_point",
                         help="gap of fiber–fiber contact in every run (default: the paper's closest_point; smallest "
                              "is continuous, which error control needs)")
-    parser.add_argument("--target", type=float, default=0.1, help="the accuracy of the summary, deg (default 0.1)")
-    parser.add_argument("--newton-rtol", type=float, default=1e-9,
+    parser.add_argument("--target", type=positive_float, default=0.1, help="the accuracy of the summary, deg (default 0.1)")
+    parser.add_argument("--newton-rtol", type=positive_float, default=1e-9,
                         help="Newton's relative tolerance of every run (default 1e-9, the library's; the demo's "
                              "default at fixed steps is 1e-5)")
     args = parser.parse_args(argv)

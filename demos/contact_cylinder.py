@@ -78,6 +78,7 @@ import skfiber as sf
 from skfiber.cli import ArgumentParser, output_file, run_script
 from skfiber.contact import PenaltyLaw
 from skfiber.contact.cylinder import CylinderContact
+from skfiber.core.interrupt import CTRL_C, caused_by_ctrl_c
 
 __all__ = ["build_model", "min_vertical_displacement", "solve", "ContactCylinderResult", "run", "main"]
 
@@ -245,14 +246,21 @@ class ContactCylinderResult:
         return float("nan")
 
 
-def run(*, small: bool = False) -> ContactCylinderResult:
-    """Both studies at 32 elements / 5 points; ``small``: 5 and 8 points, 16 … 64 elements."""
+def run(*, small: bool = False, solved: list[Case] | None = None) -> ContactCylinderResult:
+    """Both studies at 32 elements / 5 points; ``small``: 5 and 8 points, 16 … 64 elements.  Each case is
+    appended to ``solved`` (if given) as it is solved, so that a caller keeps them when Ctrl-C stops the run."""
     tic = time.perf_counter()
     points = QP_SMALL if small else QP_LEVELS
     element_levels = ELEMENTS_SMALL if small else ELEMENT_LEVELS
-    base = solve(BASE_ELEMENTS, BASE_POINTS)
-    by_points = [base if p == BASE_POINTS else solve(BASE_ELEMENTS, p) for p in points]
-    by_elements = [base if n == BASE_ELEMENTS else solve(n, BASE_POINTS) for n in element_levels]
+    solved = [] if solved is None else solved
+
+    def solved_case(n_elements: int, n_points: int) -> Case:
+        solved.append(solve(n_elements, n_points))
+        return solved[-1]
+
+    base = solved_case(BASE_ELEMENTS, BASE_POINTS)
+    by_points = [base if p == BASE_POINTS else solved_case(BASE_ELEMENTS, p) for p in points]
+    by_elements = [base if n == BASE_ELEMENTS else solved_case(n, BASE_POINTS) for n in element_levels]
     return ContactCylinderResult(by_points, by_elements, BASE_ELEMENTS, time.perf_counter() - tic)
 
 
@@ -304,7 +312,19 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.plot:
         output_file(parser, "--plot", args.plot, figure=True)
-    res = run(small=args.small)
+    solved: list[Case] = []
+    tic = time.perf_counter()
+    try:
+        res = run(small=args.small, solved=solved)
+    except CTRL_C as err:
+        if not caused_by_ctrl_c(err):
+            raise
+        print(f"interrupted (Ctrl-C) after {time.perf_counter() - tic:.1f} s; the cases solved so far:")
+        print(f"  {'elements':>8}  {'points':>6}  {'min u_z (m)':>12}  {'Newton it':>9}  {'time (s)':>8}")
+        for c in solved:
+            print(f"  {c.n_elements:>8}  {c.points:>6}  {c.min_uz:12.5f}  {c.newton_iterations:9d}  {c.seconds:8.2f}")
+        print("summary: qp4_change_pct=nan ne32_error_pct=nan interrupted=1")
+        return 130
     print("fiber over a rigid cylinder (paper §5.2, Table 2): both ends fixed, "
           f"b0 = (0, 0, {LOAD:g}) N/m³ per volume (= {np.pi * RADIUS**2 * LOAD:.3f} N/m), κ = {KAPPA:g} N/m, γ = {GAMMA:g}")
     lines = _table(f"min vertical displacement vs contact points per element ({res.points_elements} elements):",

@@ -66,6 +66,7 @@ import skfiber as sf
 from skfiber.cli import ArgumentParser, folder_path, output_folder, positive_float, positive_int, run_script
 from skfiber.bundle import bundle, bundle_curves, smallest_gap, smallest_spacing
 from skfiber.contact import CylinderContact, FiberContact, PenaltyLaw
+from skfiber.core.interrupt import CTRL_C, caused_by_ctrl_c
 from skfiber.postprocess import fiber_fields
 from skfiber.rigid import Body, Fixed, Prescribed, Revolute, RigidSystem
 from skfiber.rigid.joints import rotation_about
@@ -374,13 +375,14 @@ def isometric_schedule(angles_deg) -> tuple[Callable[[float], float], Callable[[
 
 
 def isometric(model: sf.Model, motion: Motion, angles_deg=ISOMETRIC_ANGLES, *, dt: float = 0.01,
-              progress: bool = True, writer=None) -> list[Isometric]:
+              progress: bool = True, writer=None, out: list | None = None) -> list[Isometric]:
     """Isometric equilibria at maximal activation with the elbow held at ``angles_deg`` (and at 0°, first).
 
     One run (backward Euler, step ``dt``): the activation rises to 1 at 0°, then the elbow turns from
     angle to angle in increasing order (:func:`isometric_schedule`), held still at each long enough for the
     muscle to settle (the fibers' viscous stress relaxes in milliseconds; the step damps their transverse
-    vibrations); each point is the state at the end of its hold.
+    vibrations); each point is the state at the end of its hold.  The points are appended to ``out`` (a
+    new list if None) as they are reached, so that a caller keeps them when Ctrl-C stops the run.
     """
     angles = sorted(float(a) for a in angles_deg)
     if not angles or not all(0.0 < a <= 160.0 for a in angles) or len(set(angles)) < len(angles):
@@ -390,7 +392,7 @@ def isometric(model: sf.Model, motion: Motion, angles_deg=ISOMETRIC_ANGLES, *, d
         raise ValueError(f"dt must divide the schedule's sample times {[round(t, 6) for t in times]} s (its "
                          f"settle {T_SETTLE:g} s and its turn + hold {T_TURN + T_HOLD:g} s), got {dt!r}")
     samples = {round(t / dt): (t, a) for t, a in zip(times, [0.0] + angles)}
-    out: list[Isometric] = []
+    out = [] if out is None else out
     newton = [0]
 
     def record(state, info):
@@ -467,7 +469,7 @@ def main(argv: list[str] | None = None) -> dict | int:
     """Run the three tests and print the tables and the summary line (130 when Ctrl-C stopped them)."""
     parser = ArgumentParser(description="The elbow with a biceps of many fibers (isometric, isokinetic "
                                         "and swelling tests).")
-    parser.add_argument("--fibers", type=int, default=36,
+    parser.add_argument("--fibers", type=positive_int, default=36,
                         help="fibers of the biceps, two heads (default 36); each has a 2 mm belly radius, so the "
                              "muscle grows with their number: 36 make about 4.5 cm² and 410 N, a biceps")
     parser.add_argument("--elements", type=positive_int, default=8, help="elements per fiber (default 8)")
@@ -489,6 +491,8 @@ def main(argv: list[str] | None = None) -> dict | int:
     if not all(0.0 < a <= 160.0 for a in args.angles) or START_DEG not in args.angles:
         parser.error(f"--angles must lie in (0, 160] and include {START_DEG:g} (the isokinetic test starts "
                      f"there), got {args.angles}")
+    if args.fibers < 2:
+        parser.error(f"argument --fibers: must be at least 2 (one fiber a head, two heads), got {args.fibers}")
     _, _, sample_times = isometric_schedule(args.angles)
     if not all(abs(t / args.dt - round(t / args.dt)) < 1e-6 for t in sample_times):
         parser.error(f"--dt must divide {T_SETTLE:g} s and {T_TURN + T_HOLD:g} s (the isometric schedule's "
@@ -510,23 +514,38 @@ def main(argv: list[str] | None = None) -> dict | int:
                              extra_units={"fiber_contact_force": "N/m"})
                    for name in ("elbow_bundle_isometric", "elbow_bundle_isokinetic")]
     print(f"elbow with a biceps of {len(model.fibers)} fibers × {args.elements} elements ({model.n_dofs} d.o.f.)")
-    found = dict(csa_increase_pct_90=math.nan, peak_isometric_force_N=math.nan)  # (what a Ctrl-C leaves)
+    points: list[Isometric] = []  # the isometric points as they are reached (what a Ctrl-C leaves)
     try:
-        return _tests(args, model, motion, writers, wall, found)
-    except KeyboardInterrupt:
+        return _tests(args, model, motion, writers, wall, points)
+    except CTRL_C as err:
+        if not caused_by_ctrl_c(err):
+            raise
         wall = time.perf_counter() - wall
         kept = "" if args.out is None else f"; the VTK series in {args.out} hold the steps computed so far"
         print(f"interrupted (Ctrl-C) after {wall:.1f} s{kept}")
-        print(f"summary: fibers={len(model.fibers)} csa_increase_pct_90={found['csa_increase_pct_90']:.1f} "
-              f"peak_isometric_force_N={found['peak_isometric_force_N']:.1f} wall_s={wall:.1f} interrupted=1")
+        csa_increase, _, peak = isometric_figures(points)
+        print(f"summary: fibers={len(model.fibers)} csa_increase_pct_90={csa_increase:.1f} "
+              f"peak_isometric_force_N={peak:.1f} wall_s={wall:.1f} interrupted=1")
         return 130
 
 
-def _tests(args, model: sf.Model, motion: Motion, writers, wall: float, found: dict) -> dict:
+def isometric_figures(points: list[Isometric]) -> tuple[float, float, float]:
+    """(the enclosed mid-belly area's increase from 0° to 90° in %, the fibers' area's increase in %, the
+    largest isometric force in N) of the points reached; nan for what they do not hold."""
+    at = {p.angle_deg: p for p in points}
+    if 0.0 in at and 90.0 in at:
+        csa_increase = 100.0 * (at[90.0].csa_m2 / at[0.0].csa_m2 - 1.0)
+        fiber_increase = 100.0 * (at[90.0].csa_fibers_m2 / at[0.0].csa_fibers_m2 - 1.0)
+    else:
+        csa_increase = fiber_increase = math.nan
+    return csa_increase, fiber_increase, max((p.force_N for p in points), default=math.nan)
+
+
+def _tests(args, model: sf.Model, motion: Motion, writers, wall: float, points: list) -> dict:
     """:func:`main`'s three tests, their tables and the summary line (``wall``: the start's perf_counter);
-    ``found`` receives the summary's figures as the tests find them."""
+    ``points`` receives the isometric points as they are reached."""
     print("isometric test (maximal activation):")
-    points = isometric(model, motion, args.angles, dt=args.dt, writer=writers[0])
+    isometric(model, motion, args.angles, dt=args.dt, writer=writers[0], out=points)
     hill = hill_forces(points)
     print(f"{'angle °':>8} {'length cm':>10} {'force N':>9} {'moment N·m':>11} {'Hill N':>8} {'area cm²':>9}")
     for p, h in zip(points, hill):
@@ -536,10 +555,7 @@ def _tests(args, model: sf.Model, motion: Motion, writers, wall: float, found: d
     print(f"force–length shape against the Hill muscle: largest difference {100 * np.max(np.abs(shape)):.1f} % "
           "of the peak")
     at = {p.angle_deg: p for p in points}
-    csa_increase = 100.0 * (at[90.0].csa_m2 / at[0.0].csa_m2 - 1.0) if 90.0 in at else float("nan")
-    fiber_increase = 100.0 * (at[90.0].csa_fibers_m2 / at[0.0].csa_fibers_m2 - 1.0) if 90.0 in at else float("nan")
-    peak = max(p.force_N for p in points)
-    found.update(csa_increase_pct_90=csa_increase, peak_isometric_force_N=peak)
+    csa_increase, fiber_increase, peak = isometric_figures(points)
     if 90.0 in at:  # (the angles held: --angles, and 0°)
         print(f"swelling at mid-belly, 0° → 90°: enclosed area +{csa_increase:.1f} %, fibers' area "
               f"+{fiber_increase:.1f} % (the Cosserat-rod elbow of Zhang et al., Nat. Commun. 2019: about 28 %; "

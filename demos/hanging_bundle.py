@@ -154,6 +154,7 @@ def run(
         model, t_end=t_end, dt=time_step(level), out_dir=out, name=NAME,
         checkpoint_every=checkpoint_every if out is not None else None, resume=resume,
         progress=progress, points_per_element=points_per_element, callback=record,
+        options={"level": level},  # (a resume with another --level is refused by name)
     )
     static = sf.solve_static(model, load_steps=10).state
     return HangingBundleResult(np.array(times), np.array(history), sags(model, static), result)

@@ -44,13 +44,14 @@ def run(*, target: str = DEFAULT_TARGET, n: int = 64, out: Path = Path("sensitiv
                       workers=workers, warmup=t.warmup, target=target, progress=progress)
     names = [p.name for p in params]
     outputs = [c for c in study.table.columns if c not in names + ["run", "status", "error", "wall_s", "worker"]]
-    indices = sobol_indices(study.table, params, outputs, seed=seed)
+    # Saltelli's estimator needs every run: with failed runs the indices are left out (and main exits with 1)
+    indices = {} if study.failed else sobol_indices(study.table, params, outputs, seed=seed)
     wall = time.perf_counter() - start
     task_s = float(study.table["wall_s"].sum())
     result = dict(target=target, runs=len(study.table), failed=study.failed, names=names, indices=indices,
                   wall_s=wall, speedup=task_s / wall if wall > 0 and scheduler != "serial" else float("nan"),
                   out=Path(out))
-    if target == "ishigami":
+    if target == "ishigami" and indices:
         y = indices["y"]
         result["max_index_error"] = float(max(np.abs(y["S1"] - ISHIGAMI_INDICES["S1"]).max(),
                                               np.abs(y["ST"] - ISHIGAMI_INDICES["ST"]).max()))
@@ -106,10 +107,10 @@ def report(result: dict) -> str:
 
 
 def summary(result: dict) -> str:
-    best_value, best = -math.inf, "nan"
+    best_value, best = math.nan, "nan"
     for idx in result["indices"].values():
         k = int(np.argmax(idx["ST"]))
-        if idx["ST"][k] > best_value:
+        if not idx["ST"][k] <= best_value:  # (the first, or a larger one)
             best_value, best = float(idx["ST"][k]), result["names"][k]
     line = (f"summary: runs={result['runs']} failed={result['failed']} wall_s={result['wall_s']:.1f} "
             f"speedup={result['speedup']:.2f} top_parameter={best} max_st={best_value:.3f} "
@@ -119,7 +120,7 @@ def summary(result: dict) -> str:
     return line
 
 
-def main(argv=None) -> dict:
+def main(argv=None) -> dict | int:
     parser = ArgumentParser(description=__doc__.splitlines()[0],
                             epilog="The summary's speedup is the runs' summed time over the wall time: nan for a "
                                    "study in one process (--scheduler serial, --small).")
@@ -152,6 +153,12 @@ def main(argv=None) -> dict:
     output_folder(parser, "--out", args.out)
     result = run(target=args.target, n=args.n, out=args.out, seed=args.seed, workers=args.workers,
                  scheduler=args.scheduler)
+    if result["failed"]:
+        print(f"Sobol indices not computed: {result['failed']} of {result['runs']} runs failed (their errors are in "
+              f"{result['out'] / 'study' / 'runs.jsonl'}); Saltelli's estimator needs every run. The same command "
+              "resumes the study and runs the failed ones again.")
+        print(summary(result))
+        return 1
     files = write_outputs(result)
     print(report(result))
     print("wrote " + ", ".join(str(f) for f in files))

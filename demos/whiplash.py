@@ -58,6 +58,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from skfiber.cli import ArgumentParser, folder_path, output_folder, positive_float, positive_int, run_script
+from skfiber.core.interrupt import CTRL_C, caused_by_ctrl_c
 from skfiber.rigid import (
     Body,
     Characteristic,
@@ -430,7 +431,7 @@ class WhiplashResult:
 
 
 def run(*, t_end: float | None = None, dt: float | None = None, small: bool = False, methods: Sequence[str] = tuple(METHODS),
-        residual_levels: int = 3, progress: bool = False) -> WhiplashResult:
+        residual_levels: int = 3, progress: bool = False, rows: list[MethodRow] | None = None) -> WhiplashResult:
     """Simulate the whiplash and compare the methods (see the module text).
 
     Parameters
@@ -447,6 +448,9 @@ def run(*, t_end: float | None = None, dt: float | None = None, small: bool = Fa
         Backward-Euler runs at Δt, 2Δt, 4Δt, … for the order of the energy–work residual.
     progress
         One line per run on stderr.
+    rows
+        A list that receives each method's row as it is computed (a new one if None), so that a caller
+        keeps them when Ctrl-C stops the run.
     """
     start = time.perf_counter()
     t_end = (SMALL_T_END if small else T_END) if t_end is None else t_end
@@ -465,8 +469,8 @@ def run(*, t_end: float | None = None, dt: float | None = None, small: bool = Fa
     reference, reference_wall = reference_solution(system, q0, p0, t_end,
                                                    tolerances=SMALL_REFERENCE_TOLERANCES if small else REFERENCE_TOLERANCES)
     say(f"reference solution: {reference_wall:.1f} s")
-    rows, euler = [], None
-    head_ref = None
+    rows = [] if rows is None else rows
+    euler, head_ref = None, None
     for name in methods:
         traj = METHODS[name](system, q0, p0, t_end, dt)
         if head_ref is None:
@@ -616,7 +620,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"argument --t-end: must be longer than the step Δt = {dt:g} s of --level {args.level}"
                      + (" with --small" if args.small else "") + f", got {args.t_end:g}")
     output_folder(parser, "--out", args.out)
-    result = run(t_end=args.t_end, dt=dt, small=args.small, methods=args.methods, progress=args.progress)
+    rows: list[MethodRow] = []
+    tic = time.perf_counter()
+    try:
+        result = run(t_end=args.t_end, dt=dt, small=args.small, methods=args.methods, progress=args.progress,
+                     rows=rows)
+    except CTRL_C as err:
+        if not caused_by_ctrl_c(err):
+            raise
+        wall = time.perf_counter() - tic
+        print(f"interrupted (Ctrl-C) after {wall:.1f} s; the methods compared so far (error against the Radau "
+              "reference):" if rows else f"interrupted (Ctrl-C) after {wall:.1f} s, before any method was compared")
+        for m in rows:
+            print(f"  {m.name:8s} {m.setting:18s} max|q−q_ref| {m.error:.3e} rad, head {m.head_error:.3e} m, "
+                  f"e_R {m.energy_work:.3e}, {m.wall:.2f} s")
+        bdf2 = next((m.error for m in rows if m.name == "bdf2"), math.nan)
+        print(f"summary: max_head_disp_m=nan energy_work_residual=nan bdf2_vs_radau_err={bdf2:.2e} wall_s={wall:.1f} "
+              "interrupted=1")
+        return 130
     print(result.tables())
     files = write_csv(result, args.out)
     if not args.no_plots:

@@ -82,10 +82,12 @@ def returns_no_number(value) -> str:
 
 
 def not_linear_degree(kind: str, what: str) -> str:
-    """The message of :class:`InvalidForm` for a ``kind`` form with a part of degree 2 or more in ``what``."""
-    return (f"the {kind} form is not linear in the {what} (a part of it is of degree 2 or more in it, e.g. an "
-            f"energy written in place of its variation): every part must hold the {what} once, e.g. "
-            "a · dot(d2(w.x), d2(v)) for the variation of (a/2) |d2(w.x)|²")
+    """The message of :class:`InvalidForm` for a ``kind`` form that is not of degree 1 in ``what``."""
+    return (f"the {kind} form is not linear in the {what} (its value at twice or minus the {what} is not twice or "
+            f"minus its value): a part of degree 2 or more in it (e.g. an energy written in place of its variation), "
+            f"or the {what} inside a branch or a nonlinear function (np.maximum, np.abs, np.where of an expression "
+            f"holding it; a one-sided law branches on the state, not on the {what}); every part must hold the "
+            f"{what} once, linearly, e.g. a · dot(d2(w.x), d2(v)) for the variation of (a/2) |d2(w.x)|²")
 
 
 #: scikit-fem's message for a coefficient that ``w`` does not hold

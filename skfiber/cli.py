@@ -40,6 +40,7 @@ import warnings
 from pathlib import Path
 from typing import Callable, Sequence
 
+from .core.interrupt import caused_by_ctrl_c
 from .study import command as study_command
 
 __all__ = ["main", "demo_names", "VERIFY", "ArgumentParser", "positive_float", "positive_int", "nonnegative_float",
@@ -201,10 +202,15 @@ def _make_folder(option: str, folder: str | os.PathLike) -> Path:
 def output_file(parser: argparse.ArgumentParser, option: str, file: str | os.PathLike, *,
                 figure: bool = False) -> Path:
     """Check a demo's output file (e.g. ``--plot FILE.png``) before anything runs: not a folder, its folder
-    made (:func:`output_folder`), and with ``figure`` a format matplotlib writes (matplotlib installed), or
-    the parser's one-line error naming ``option``."""
+    made (:func:`output_folder`), the file writable (tried: made and removed again, or an existing one opened
+    for appending, which leaves it as it is), and with ``figure`` a format matplotlib writes (matplotlib
+    installed), or the parser's one-line error naming ``option``."""
     path = Path(file)
-    if path.is_dir():
+    try:
+        folder = path.is_dir()
+    except OSError as err:  # (a name the file system does not take)
+        parser.error(f"{option} {path}: cannot write the file ({err.strerror or err}); pick a writable place")
+    if folder:
         parser.error(f"{option} {path} is a folder; give a file name")
     if figure:
         try:
@@ -216,6 +222,16 @@ def output_file(parser: argparse.ArgumentParser, option: str, file: str | os.Pat
             parser.error(f"{option} {path}: matplotlib writes no {path.suffix or 'extension-less'} files; end the "
                          f"name in one of .{', .'.join(formats)}")
     output_folder(parser, option, path.parent)
+    try:  # (permissions alone do not tell: root passes every access check, a special file system refuses)
+        if path.exists():
+            with open(path, "a"):
+                pass
+        else:
+            with open(path, "x"):
+                pass
+            path.unlink()
+    except OSError as err:
+        parser.error(f"{option} {path}: cannot write the file ({err.strerror or err}); pick a writable place")
     return path
 
 
@@ -653,7 +669,7 @@ def _reported(who: str, call, *, debug: bool, hint: str) -> int:
         print(f"{who}: error: {_one_line(err)}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as err:
-        if not _caused_by_ctrl_c(err):  # (numba's compiled functions report a Ctrl-C in them as a SystemError)
+        if not caused_by_ctrl_c(err):  # (numba's compiled functions report a Ctrl-C in them as a SystemError)
             return _failed(who, err, debug=debug, hint=hint)
         if debug:
             traceback.print_exc()
@@ -688,17 +704,6 @@ def _silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):  # (a stdout without a file descriptor: a test's capture)
         pass
-
-
-def _caused_by_ctrl_c(err: BaseException) -> bool:
-    """Whether a KeyboardInterrupt is in the chain of exceptions that led to ``err``."""
-    seen = set()
-    while err is not None and id(err) not in seen:
-        if isinstance(err, KeyboardInterrupt):
-            return True
-        seen.add(id(err))
-        err = err.__cause__ or err.__context__
-    return False
 
 
 def run_script(main: Callable, argv: Sequence[str] | None = None) -> int:

@@ -181,12 +181,20 @@ class SymbolicLaw:
 
     def __init__(self, expression: sp.Expr, *, name: str = "symbolic law"):
         expression = sp.sympify(expression)
+        if getattr(expression, "is_Matrix", False) or not isinstance(expression, sp.Expr):
+            raise TypeError(f"{name}: the law is {type(expression).__name__} {expression}, not one scalar "
+                            "expression: return the stress S (Pa), a single number at each point")
         unknown = expression.free_symbols - set(ARGUMENTS)
         if unknown:
+            names = {str(s) for s in ARGUMENTS}
+            twins = sorted(str(s) for s in unknown if str(s) in names)
             raise ValueError(
                 f"{name}: the expression uses unknown symbols "
                 f"{sorted(map(str, unknown))}; use only {[str(s) for s in ARGUMENTS]} "
                 "(see skfiber.materials.SYMBOLS) and numbers for parameters."
+                + (f" {twins} share a name with skfiber's symbols but are other symbols (made from a string, or by "
+                   "sympy.Symbol without skfiber's assumptions): take them from skfiber.materials.SYMBOLS or from "
+                   "the arguments the law's function receives." if twins else "")
             )
         non_finite = _non_finite_numbers(expression)
         if non_finite:
@@ -360,6 +368,9 @@ def law_from_function(function: Callable, *, name: str | None = None) -> Symboli
             "muscle_fraction and activation."
         ) from err
     returned = expression
+    if isinstance(returned, str):
+        raise TypeError(f"{name}: the law returned the string {returned!r}, not a number or a sympy expression: "
+                        "compute the stress from the law's arguments (lam, lamdot, theta, t)")
     try:
         expression = sp.sympify(expression)
     except (sp.SympifyError, TypeError) as err:

@@ -46,6 +46,7 @@ import numpy as np
 from .adaptive import error_control, simulate_adaptive
 from .coupling import body_cylinders
 from .core import AdaptiveCursor, State, StepCounts, output_grid
+from .core.interrupt import CTRL_C, caused_by_ctrl_c
 from .core.numbers import checked_real
 from .fiber_step import decide_compiled_step
 from .io import Checkpoint, VTKSeries, atomic_temporaries, load_checkpoint, model_fingerprint, save_checkpoint
@@ -618,11 +619,8 @@ def run_simulation(
             result = simulate(
                 model, t_end=t_next, dt=dt / parts, state=state, max_halvings=max_halvings,
                 newton_options=newton_options, progress=False, method=method,
-                callback=lambda _s, info: inner.__setitem__(0, info),
+                callback=lambda _s, info: inner.__setitem__(0, info), on_interrupt="raise",  # (said below)
             )
-            if result.interrupted:
-                interrupted = True
-                break
             state, step = result.final_state, step + 1
             n_it = int(sum(result.newton_iterations))
             totals["newton_iterations"] += n_it
@@ -644,7 +642,9 @@ def run_simulation(
                     extra = f"contacts {contacts}" + (f"  {extra}" if extra else "")
                 bar.update(step=step, n_steps=n_steps, t=state.t, t_end=t_end, newton=n_it,
                            retries=totals["retries"], extra=extra)
-    except KeyboardInterrupt:
+    except CTRL_C as err:
+        if not caused_by_ctrl_c(err):
+            raise
         interrupted = True
     except ConvergenceError as err:
         if saved != step:

@@ -31,7 +31,7 @@ import numpy as np
 
 from .adaptive import simulate_adaptive
 from .core import ConvergenceError, EulerRates, NewtonOptions, State, StepCounts, check_state
-from .core.interrupt import check_on_interrupt
+from .core.interrupt import CTRL_C, caused_by_ctrl_c, check_on_interrupt, reraise_as_interrupt
 from .core.warn import warn
 from .fiber_step import decide_compiled_step
 from .model import Model
@@ -289,9 +289,11 @@ def simulate(
                     + (f"  ETA {format_duration(eta)}" if eta is not None and k < n_steps else ""),
                     file=sys.stderr, flush=True,
                 )
-    except KeyboardInterrupt:
-        if on_interrupt == "raise":
+    except CTRL_C as err:
+        if not caused_by_ctrl_c(err):
             raise
+        if on_interrupt == "raise":
+            reraise_as_interrupt(err)
         interrupted = True
         its = its[:done]
         if store.times[-1] != state.t:

@@ -367,6 +367,12 @@ API = [
     ("law_from_function(numpy)", lambda w: sf.law_from_function(lambda lam, lamdot, theta, t: np.exp(lam)), T,
      "sympy"),
     ("SymbolicLaw unknown symbol", lambda w: sf.SymbolicLaw(__import__("sympy").Symbol("x") * 2), V, "unknown symbols"),
+    ("law_from_function(matrix)", lambda w: sf.law_from_function(
+        lambda lam, lamdot, theta, t: __import__("sympy").Matrix([lam, lam])), T, "not one scalar expression"),
+    ("law_from_function(string)", lambda w: sf.law_from_function(lambda lam, lamdot, theta, t: "lam"), T,
+     "returned the string 'lam'"),
+    ("SymbolicLaw twin symbol", lambda w: sf.SymbolicLaw(__import__("sympy").Symbol("lam") * 2), V,
+     "share a name with skfiber's symbols but are other symbols"),
     ("Term(residual=3)", lambda w: sf.Term(residual=3.0), T, "residual"),
     ("replace_term unknown", lambda w: model().replace_term("springs", lambda v, w_: 0 * v), V, "springs"),
 ]
@@ -419,7 +425,7 @@ CLI = [
     ("resume without out", ["run", "hanging-bundle", "--resume"], "--resume"),
     ("--resume without checkpoint", ["run", "hanging-bundle", "--resume", "--out", "{tmp}"], "checkpoint"),
     ("--resume at another level", ["run", "hanging-bundle", "--level", "2", "--resume", "--out", "{out}"],
-     "another model"),
+     "written with level=1; this run has level=2"),
     ("resume truncated checkpoint", ["run", "hanging-bundle", "--resume", "--out", "{cut}"], "truncated"),
     ("resume foreign checkpoint", ["run", "hanging-bundle", "--resume", "--out", "{foreign}"], "not a skfiber"),
     ("out under a file", ["run", "hanging-bundle", "--out", "{file}/sub"], "--out"),
@@ -653,6 +659,21 @@ def test_a_plot_file_is_checked_before_the_run(cli_folders, capsys):
     code = cli.main(["run", "custom-law", "--", "--plot", str(cli_folders["file"] / "sag.png")])
     err = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
     assert code == 2 and len(err) == 1 and "--plot" in err[0]
+
+
+def test_a_plot_file_that_cannot_be_made_is_refused_before_the_run(tmp_path, capsys):
+    """The file is tried, not only its folder's permissions (which pass for root): a name longer than the file
+    system takes is refused before the demo runs, naming --plot; an existing file is left as it was."""
+    code = cli.main(["run", "custom-law", "--", "--plot", str(tmp_path / ("s" * 300 + ".png"))])
+    err = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert code == 2 and len(err) == 1 and "--plot" in err[0] and "cannot write the file" in err[0]
+    assert list(tmp_path.iterdir()) == []
+    kept = tmp_path / "kept.png"
+    kept.write_bytes(b"old figure")
+    parser = cli.ArgumentParser(prog="demo")
+    assert cli.output_file(parser, "--plot", kept, figure=True) == kept and kept.read_bytes() == b"old figure"
+    fresh = tmp_path / "fresh.png"
+    assert cli.output_file(parser, "--plot", fresh, figure=True) == fresh and not fresh.exists()
 
 
 @pytest.mark.parametrize("demo", ["custom-law", "manufactured-solution", "contact-fibers"])

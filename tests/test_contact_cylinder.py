@@ -641,3 +641,24 @@ def test_safeguard_estimate_bounds_a_fiber_that_shortens_beside_the_cylinder():
     # at the start only the distance bound D − δ|Δu| is conservative, and at δ = 0 it is exact
     assert estimate[0] == pytest.approx(true_margin[0], rel=1e-12)
     assert true_margin[-1] < true_margin[0] - 0.3  # the growing radius matters along this step
+
+
+def test_demo_interrupted_reports_the_cases_solved(capsys, monkeypatch):
+    """Ctrl-C during the third solve: the two cases solved are printed, the summary line ends the output marked
+    interrupted, and main returns 130."""
+    from skfiber.demos import contact_cylinder
+
+    solve, calls = contact_cylinder.solve, []
+
+    def stop_at_the_third(n_elements, points):
+        calls.append((n_elements, points))
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return solve(n_elements, points)
+
+    monkeypatch.setattr(contact_cylinder, "solve", stop_at_the_third)
+    assert contact_cylinder.main(["--small"]) == 130
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("interrupted (Ctrl-C) after ") and len(lines) == 5
+    assert [tuple(int(v) for v in line.split()[:2]) for line in lines[2:4]] == calls[:2]
+    assert lines[-1] == "summary: qp4_change_pct=nan ne32_error_pct=nan interrupted=1"

@@ -274,3 +274,29 @@ def test_ctrl_c_in_the_isokinetic_test_keeps_the_isometric_figures(monkeypatch, 
     table = lines[header + 1:next(k for k, line in enumerate(lines) if line.startswith("force–length shape"))]
     forces = [float(line.split()[2]) for line in table]  # (0°, where the continuation starts, 30° and 90°)
     assert len(forces) == 3 and float(summary["peak_isometric_force_N"]) == pytest.approx(max(forces), abs=0.05)
+
+
+def test_ctrl_c_in_a_kernel_during_the_isometric_test_keeps_the_points_reached(monkeypatch, capsys):
+    """Ctrl-C as numba reports it from a compiled kernel (a SystemError caused by the KeyboardInterrupt) at the
+    second isometric point: the summary's peak force is that of the first point (0°), printed as it was
+    reached, not nan; the swelling needs 90° and stays nan."""
+    calls = []
+    moment = eb.flexion_moment
+
+    def ctrl_c_at_the_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as cause:
+                raise SystemError("CPUDispatcher(<function f>) returned a result with an exception set") from cause
+        return moment(*args, **kwargs)
+
+    monkeypatch.setattr(eb, "flexion_moment", ctrl_c_at_the_second)
+    code = eb.main(["--fibers", "4", "--elements", "2", "--angles", "30", "90", "--isokinetic-time", "0.05"])
+    out = capsys.readouterr().out
+    assert code == 130 and "interrupted (Ctrl-C)" in out
+    first = re.search(r"isometric +0\.0°: .*force +([0-9.]+) N", out)
+    summary = dict(item.split("=") for item in out.strip().splitlines()[-1].split()[1:])
+    assert first and summary["peak_isometric_force_N"] == first.group(1)
+    assert summary["csa_increase_pct_90"] == "nan" and summary["interrupted"] == "1"

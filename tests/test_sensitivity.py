@@ -23,3 +23,18 @@ def test_ishigami_indices_within_their_confidence_intervals(tmp_path, capsys):
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("summary: runs=1280 failed=0 wall_s=") and " top_parameter=x" in last
     assert "target=ishigami" in last and "max_index_error=" in last
+
+
+def test_a_study_with_failed_runs_ends_with_its_summary_and_exit_code_1(tmp_path, capsys, monkeypatch):
+    # y = a² fails for a < 0: on [−1, 1] about half of the runs fail, and Saltelli's estimator needs them all
+    from skfiber.study import Parameter
+    from skfiber.study.targets import Target, quadratic
+
+    monkeypatch.setitem(sensitivity.TARGETS, "quadratic",
+                        Target(quadratic, None, (Parameter("a", -1.0, 1.0),), ("a",), "y = a², failing for a < 0"))
+    code = sensitivity.main(["--target", "quadratic", "--n", "8", "--scheduler", "serial", "--out", str(tmp_path)])
+    assert code == 1
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-2].startswith("Sobol indices not computed: ") and "runs failed" in out[-2]
+    assert out[-1].startswith("summary: runs=24 failed=") and "top_parameter=nan max_st=nan" in out[-1]
+    assert not (tmp_path / "indices.csv").exists()

@@ -18,10 +18,46 @@ ValueError: on_interrupt must be 'keep' (Ctrl-C ends the run and returns the ste
 """
 from __future__ import annotations
 
-__all__ = ["ON_INTERRUPT", "check_on_interrupt"]
+__all__ = ["ON_INTERRUPT", "CTRL_C", "check_on_interrupt", "caused_by_ctrl_c", "reraise_as_interrupt"]
 
 #: the values of ``on_interrupt``
 ON_INTERRUPT = ("keep", "raise")
+
+#: what a Ctrl-C arrives as: ``KeyboardInterrupt``, or the ``SystemError`` numba raises around it when the
+#: signal lands while a compiled function calls back into Python (``CPUDispatcher(…) returned a result with
+#: an exception set``, the KeyboardInterrupt its cause).  Catch these, then ask :func:`caused_by_ctrl_c`.
+CTRL_C = (KeyboardInterrupt, SystemError)
+
+
+def caused_by_ctrl_c(err: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is ``err`` or in the chain of exceptions that led to it.
+
+    Examples
+    --------
+    >>> try:
+    ...     try:
+    ...         raise KeyboardInterrupt
+    ...     except KeyboardInterrupt as cause:
+    ...         raise SystemError("returned a result with an exception set") from cause
+    ... except SystemError as err:
+    ...     caused_by_ctrl_c(err), caused_by_ctrl_c(SystemError("another"))
+    (True, False)
+    """
+    seen = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, KeyboardInterrupt):
+            return True
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return False
+
+
+def reraise_as_interrupt(err: BaseException) -> None:
+    """Raise ``err`` again if it is a KeyboardInterrupt, else a KeyboardInterrupt from it (numba's
+    SystemError around a Ctrl-C), so that callers see Ctrl-C as Python's ``KeyboardInterrupt``."""
+    if isinstance(err, KeyboardInterrupt):
+        raise err
+    raise KeyboardInterrupt from err
 
 
 def check_on_interrupt(value: object) -> str:

@@ -34,6 +34,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..core.interrupt import caused_by_ctrl_c, reraise_as_interrupt
 from ..threads import threads_of_kernels
 from .design import Parameter, make_design
 from .interrupts import PRELOAD, ctrl_c_flag
@@ -104,6 +105,8 @@ def execute_run(run: Callable, index: int, params: dict, *,
                                 "'series': a dict of arrays)") from None
         rec = dict(status="ok", error="", outputs=values)
     except (Exception, SystemExit) as err:  # a failed run is recorded, the study goes on
+        if caused_by_ctrl_c(err):  # (numba's SystemError around a Ctrl-C in a compiled function: not a failure)
+            reraise_as_interrupt(err)
         rec = dict(status="failed", error=f"{type(err).__name__}: {err}", outputs={})
         series = None
     rec.update(run=int(index), params=dict(params), wall_s=time.perf_counter() - start, worker=_worker_name())
