@@ -138,10 +138,14 @@ def run(
 ) -> HangingBundleResult:
     """Run the demo; with ``out`` a VTK series ``hanging_bundle.pvd`` is written there."""
     model = build_model(level)
+    options = {"level": level}  # (a resume with another level is refused by name)
     if resume:  # the history before the checkpoint comes back from the VTK series
         if out is None:
             raise ValueError("resume needs out (the folder with the checkpoint)")
-        t_checkpoint = load_checkpoint(checkpoint_path(out, NAME)).state.t
+        checkpoint = load_checkpoint(checkpoint_path(out, NAME))
+        if "level" not in checkpoint.options:  # written by an earlier version: the model's fingerprint checks it
+            options = None
+        t_checkpoint = checkpoint.state.t
         times, history = sags_from_series(Path(out) / f"{NAME}.pvd", len(model.fibers), until=t_checkpoint)
     else:
         times, history = [0.0], [sags(model, model.initial_state())]
@@ -154,7 +158,7 @@ def run(
         model, t_end=t_end, dt=time_step(level), out_dir=out, name=NAME,
         checkpoint_every=checkpoint_every if out is not None else None, resume=resume,
         progress=progress, points_per_element=points_per_element, callback=record,
-        options={"level": level},  # (a resume with another --level is refused by name)
+        options=options,
     )
     static = sf.solve_static(model, load_steps=10).state
     return HangingBundleResult(np.array(times), np.array(history), sags(model, static), result)

@@ -107,11 +107,13 @@ def report(result: dict) -> str:
 
 
 def summary(result: dict) -> str:
-    best_value, best = math.nan, "nan"
+    best_value, best = -math.inf, "nan"
     for idx in result["indices"].values():
-        k = int(np.argmax(idx["ST"]))
-        if not idx["ST"][k] <= best_value:  # (the first, or a larger one)
-            best_value, best = float(idx["ST"][k]), result["names"][k]
+        finite = np.where(np.isfinite(idx["ST"]), idx["ST"], -np.inf)  # (a constant output has nan indices)
+        k = int(np.argmax(finite))
+        if finite[k] > best_value:
+            best_value, best = float(finite[k]), result["names"][k]
+    best_value = best_value if math.isfinite(best_value) else math.nan  # (no index, or none finite)
     line = (f"summary: runs={result['runs']} failed={result['failed']} wall_s={result['wall_s']:.1f} "
             f"speedup={result['speedup']:.2f} top_parameter={best} max_st={best_value:.3f} "
             f"target={result['target']}")

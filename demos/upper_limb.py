@@ -247,7 +247,6 @@ from skfiber.cli import (ArgumentParser, folder_path, nonnegative_float, output_
 from skfiber.contact import FiberContact, PenaltyLaw
 from skfiber.contact.cylinder import CylinderContact
 from skfiber.coupling import body_cylinders
-from skfiber.demos import custom_term
 from skfiber.io import VTKSeries
 from skfiber.progress import PROGRESS_TERMS
 from skfiber.rigid import Body, Fixed, Revolute, RigidSystem
@@ -264,12 +263,14 @@ if __package__:   # imported as demos.upper_limb / skfiber.demos.upper_limb
                                     run_checks)
     from ._upper_limb_figures import SNAPSHOT_TIMES
     from ._upper_limb_history import PROFILE_FIBERS, History, axial_force
+    from .custom_term import bending as readme_bending  # (the README's bending form)
 else:             # run as a script: demos/ is on sys.path
     from _upper_limb_checks import (RunChecks, angle_difference, check_sample, check_states,  # noqa: F401
                                    describe_checks, describe_wiggles, force_difference, profile_oscillation,
                                    run_checks)
     from _upper_limb_figures import SNAPSHOT_TIMES
     from _upper_limb_history import PROFILE_FIBERS, History, axial_force
+    from custom_term import bending as readme_bending
 
 T_END = 8.0
 #: level → (elements per fiber, time steps)   (paper Table 5)
@@ -375,7 +376,7 @@ def bending_form(EI: float) -> LinearForm:
     Added with ``model.add_term(bending_form(EI), name="bending")``, without a tangent (derived by skfiber).
     The form is :func:`skfiber.demos.custom_term.bending`, with EI checked here.
     """
-    return custom_term.bending(bending_stiffness(EI))
+    return readme_bending(bending_stiffness(EI))
 
 
 def stretch_gradient_form(c: float) -> LinearForm:

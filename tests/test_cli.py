@@ -235,10 +235,12 @@ def test_ctrl_c_in_a_demo_s_simulation_stops_it_with_130(demo, capsys, monkeypat
 
 @pytest.mark.parametrize("demo, module_name", [("whiplash", "skfiber.demos.whiplash"),
                                                ("pendulum-chain", "skfiber.demos.pendulum_chain")])
-def test_ctrl_c_in_a_rigid_simulation_stops_a_comparing_demo_with_130(demo, module_name, capsys, monkeypatch):
+def test_ctrl_c_in_a_rigid_simulation_stops_a_comparing_demo_with_130(demo, module_name, capsys, monkeypatch,
+                                                                       tmp_path):
     """A demo that compares rigid runs (integrators, step sizes) stops when Ctrl-C stops one of them, instead
     of comparing a part of a trajectory (and finishing with exit code 0); whiplash reports the methods it has
     compared (none here) and ends with its summary line, marked interrupted."""
+    monkeypatch.chdir(tmp_path)  # (whiplash's default output folder)
     module = __import__(module_name, fromlist=["simulate_rigid"])
     monkeypatch.setattr(module, "simulate_rigid", interrupted_at_first_step(module.simulate_rigid))
     with warnings.catch_warnings(record=True) as caught:

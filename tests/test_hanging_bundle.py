@@ -1,7 +1,9 @@
 """The hanging-bundle demo: the damped motion settles on the static equilibrium."""
 import numpy as np
+import pytest
 
 from skfiber.demos import hanging_bundle
+from skfiber.run import run_simulation
 
 
 def test_bundle_settles_on_static_equilibrium():
@@ -18,3 +20,15 @@ def test_main_prints_summary(capsys):
     assert hanging_bundle.main(["--t-end", "0.03", "--no-progress"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[-1].startswith("summary: max_sag_m=") and "steps=3" in lines[-1]
+
+
+def test_a_checkpoint_without_the_level_still_resumes(tmp_path):
+    """A checkpoint of an earlier version records no options: its resume is checked by the model's fingerprint
+    alone (the same level resumes), one that records the level is checked by it too."""
+    model = hanging_bundle.build_model(1)
+    run_simulation(model, t_end=0.02, dt=hanging_bundle.time_step(1), out_dir=tmp_path, name=hanging_bundle.NAME,
+                   checkpoint_every=1, progress=False)  # (no options, as before)
+    res = hanging_bundle.run(level=1, out=str(tmp_path), t_end=0.04, resume=True, progress=False)
+    assert res.run.steps == 4 and res.times[-1] == 0.04
+    with pytest.raises(ValueError, match="belongs to another model"):
+        hanging_bundle.run(level=2, out=str(tmp_path), t_end=0.06, resume=True, progress=False)

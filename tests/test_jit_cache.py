@@ -302,4 +302,68 @@ def test_source_digest_follows_the_text_and_names_of_the_files(tmp_path):
     assert second != first
     (tmp_path / "pkg" / "sub" / "b.py").rename(tmp_path / "pkg" / "sub" / "c.py")
     assert jit.source_digest(tmp_path / "pkg") not in (first, second)
-    assert jit.package_digest() == jit.source_digest(os.path.dirname(os.path.dirname(jit.__file__)))
+
+
+@pytest.fixture
+def package_at(monkeypatch):
+    """Point the package digest at another folder; the process's own digest and start state are recomputed
+    afterwards."""
+    def point(root):
+        monkeypatch.setattr(jit, "PACKAGE_ROOT", root)
+        jit.package_digest.cache_clear()
+        jit.sources_at_start.cache_clear()
+
+    yield point
+    jit.package_digest.cache_clear()
+    jit.sources_at_start.cache_clear()
+
+
+def test_a_package_changed_while_a_process_runs_gets_a_digest_of_that_process_alone(tmp_path, package_at):
+    # the process loaded its kernels from the files as they were; files edited since then (a pull, an edit
+    # during a long session) are not the code in memory: no cache entry may be loaded or saved under their
+    # digest
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "kernels.py").write_text("SCALE = 1.0\n")
+    package_at(pkg)
+    jit.sources_at_start()  # (what njit records when it makes the first cached kernel)
+    assert jit.package_digest() == jit.source_digest(pkg)  # unchanged: the shared digest
+    (pkg / "kernels.py").write_text("SCALE = 2.0  # edited\n")
+    jit.package_digest.cache_clear()
+    mine = jit.package_digest()
+    assert mine.startswith(jit.source_digest(pkg) + "-changed-while-running-")
+    jit.package_digest.cache_clear()
+    assert jit.package_digest() != mine  # (another process's, had it been asked the same)
+    jit.sources_at_start.cache_clear()
+    jit.package_digest.cache_clear()
+    assert jit.package_digest() == jit.source_digest(pkg)  # a process started after the edit shares it
+
+
+EDIT_WHILE_RUNNING = """\
+import pathlib, sys
+import skfiber.core.jit as jit
+jit.PACKAGE_ROOT = pathlib.Path.cwd()  # this folder stands for the package
+import user                              # the process loads its kernels (the law with factor 3)
+if sys.argv[1] == "edit":
+    pathlib.Path("callee.py").write_text(sys.argv[2])  # edited on disk while the process runs
+print(user.force(2.0), sum(user.force.stats.cache_hits.values()))
+"""
+
+
+def test_code_edited_while_a_process_runs_is_not_cached_under_the_new_files(tmp_path):
+    # process A imports the law (factor 3), the file is then edited (factor 5), A compiles its old code; a
+    # process B started after the edit must run the new law, not load A's machine code
+    (tmp_path / "user.py").write_text(USER)
+    (tmp_path / "callee.py").write_text(CALLEE.format(factor=3.0))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+
+    def run(*args):
+        proc = subprocess.run([sys.executable, "-c", EDIT_WHILE_RUNNING, *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        value, hits = proc.stdout.split()
+        return float(value), int(hits)
+
+    assert run("edit", CALLEE.format(factor=5.0)) == (7.0, 0)  # A: the code it loaded, compiled
+    assert run("keep") == (11.0, 0)  # B: the edited law, compiled (not A's machine code)
+    assert run("keep") == (11.0, 1)  # C: B's, loaded

@@ -38,3 +38,13 @@ def test_a_study_with_failed_runs_ends_with_its_summary_and_exit_code_1(tmp_path
     assert out[-2].startswith("Sobol indices not computed: ") and "runs failed" in out[-2]
     assert out[-1].startswith("summary: runs=24 failed=") and "top_parameter=nan max_st=nan" in out[-1]
     assert not (tmp_path / "indices.csv").exists()
+
+
+def test_summary_takes_the_largest_finite_total_index():
+    # a constant output has nan indices (its variance is 0): it neither wins nor resets the search
+    result = dict(names=["a", "b"], runs=8, failed=0, wall_s=1.0, speedup=float("nan"), target="x",
+                  indices={"y1": {"ST": np.array([0.2, 0.9])}, "y2": {"ST": np.array([np.nan, np.nan])},
+                           "y3": {"ST": np.array([0.1, 0.05])}})
+    assert "top_parameter=b max_st=0.900" in sensitivity.summary(result)
+    result["indices"] = {"y2": {"ST": np.array([np.nan, np.nan])}}
+    assert "top_parameter=nan max_st=nan" in sensitivity.summary(result)

@@ -63,7 +63,8 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
-__all__ = ["njit", "cache_lock", "distinct_function_ids", "package_digest", "source_digest", "LOCK_NAME"]
+__all__ = ["njit", "cache_lock", "distinct_function_ids", "package_digest", "sources_at_start", "source_state",
+           "source_digest", "PACKAGE_ROOT", "LOCK_NAME"]
 
 LOCK_NAME = ".skfiber-numba-cache.lock"
 """The lock file in each folder of numba's cache (one lock for the functions of that folder)."""
@@ -179,15 +180,22 @@ def distinct_function_ids() -> None:
         _FUNCTION_IDS[:] = [counter]
 
 
+#: the folder of skfiber's modules, whose text :func:`package_digest` hashes
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+
+
 @functools.cache
 def package_digest() -> str:
-    """A hash of the text of all of skfiber's modules, computed once per process (about 10 ms).
+    """A hash of the text of all of skfiber's modules, computed once per process (reading the package's files).
 
     numba's cache keeps a compiled function's machine code valid as long as the function's own file is
     unchanged, but that code holds the functions it calls, inlined or linked in, from other files too: after
     an edit of a called function (or a ``git pull`` into an editable install) the caller would load the old
     machine code.  skfiber's cache therefore also keys every entry on this digest, so that any change of the
-    package compiles its kernels anew.
+    package compiles its kernels anew.  When the files have changed since this process loaded its first
+    kernel module (:func:`sources_at_start`: an edit or a pull while it ran), the code in memory is not the
+    code on disk: the digest is then one of this process alone, which no cache entry matches, so that the
+    process neither loads machine code compiled from the new files nor leaves its own under their digest.
 
     Examples
     --------
@@ -195,7 +203,24 @@ def package_digest() -> str:
     >>> len(package_digest())
     20
     """
-    return source_digest(Path(__file__).resolve().parents[1])
+    digest = source_digest(PACKAGE_ROOT)
+    if source_state(PACKAGE_ROOT) != sources_at_start():
+        return f"{digest}-changed-while-running-{os.getpid()}-{os.urandom(4).hex()}"
+    return digest
+
+
+@functools.cache
+def sources_at_start() -> dict[str, tuple[int, int]]:
+    """:func:`source_state` of skfiber's modules when this process first made a cached kernel (or asked for
+    the digest): the code the process runs."""
+    return source_state(PACKAGE_ROOT)
+
+
+def source_state(root: str | os.PathLike) -> dict[str, tuple[int, int]]:
+    """{file: (modification time in ns, size)} of the ``.py`` files under ``root``."""
+    root = Path(root)
+    return {path.relative_to(root).as_posix(): (info.st_mtime_ns, info.st_size)
+            for path in root.rglob("*.py") for info in (path.stat(),)}
 
 
 def source_digest(root: str | os.PathLike) -> str:
@@ -287,6 +312,7 @@ def njit(function: Callable | None = None, /, **options):
         distinct_function_ids()
         compiled = numba.njit(**options)(python_function)
         if cache and isinstance(compiled, Dispatcher):  # not with NUMBA_DISABLE_JIT=1
+            sources_at_start()  # the package's files as this process loads them (once; a stat of each)
             # numba's Dispatcher.enable_caching() sets this attribute to a FunctionCache; the
             # subclass changes only how its files are written and read
             compiled._cache = _LockedFunctionCache(python_function)
