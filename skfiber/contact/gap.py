@@ -1,6 +1,6 @@
 """The current radius of a fiber and the normalized gap of contact (paper eqs. 21 and 40), written once.
 
-A fiber is incompressible: stretched by λ = |x′|/|X′| its radius becomes r = r0 √(|X′|/|x′|) = r0/√λ.
+A fiber is incompressible: stretched by λ = ‖x′‖/‖X′‖ its radius becomes r = r0 √(‖X′‖/‖x′‖) = r0/√λ.
 Two bodies of current radii r_a and r_b whose centerlines (or axis) lie a distance d apart have the
 normalized gap g = d/(r_a + r_b) − 1, and the rational penalty law (eq. 44) admits them while its
 margin 1 + γ g stays positive.  Every contact kernel (fiber–fiber and fiber–cylinder: search, residual,
@@ -31,10 +31,10 @@ __all__ = ["current_radius", "normalized_gap", "admissibility"]
 
 @njit(inline="always", cache=True, error_model="numpy")
 def current_radius(r0, reference_speed, speed):  # pragma: no cover - compiled
-    """r = r0 √(|X′|/|x′|) = r0/√λ: the radius of an incompressible fiber of reference radius r0 (eq. 21).
+    """r = r0 √(‖X′‖/‖x′‖) = r0/√λ: the radius of an incompressible fiber of reference radius r0 (eq. 21).
 
-    ``reference_speed`` |X′| and ``speed`` |x′| are the lengths of the reference and current tangents at the
-    same parameter; a lower bound of |x′| gives an upper bound of r.  Infinite where |x′| = 0.
+    ``reference_speed`` ‖X′‖ and ``speed`` ‖x′‖ are the lengths of the reference and current tangents at the
+    same parameter; a lower bound of ‖x′‖ gives an upper bound of r.  Infinite where ‖x′‖ = 0.
     """
     return r0 * np.sqrt(reference_speed / speed)
 
