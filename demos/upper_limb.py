@@ -534,6 +534,8 @@ def study_run(params: dict, *, level: int = 1, t_end: float = T_END, fiber_conta
     geometry = TABLE4
     if "biceps_lever" in params:
         x = float(params["biceps_lever"])
+        if not (math.isfinite(x) and x > 0):  # (at or behind the axis the biceps is no flexor: Newton stagnates)
+            raise ValueError(f"biceps_lever must be a distance > 0 in front of the elbow axis (m), got {x!r}")
         geometry = dataclasses.replace(TABLE4, name="table4",
                                        biceps=tuple(((x, a[1], a[2]), (x, b[1], b[2])) for a, b in TABLE4.biceps))
     with warnings.catch_warnings(record=True) as caught:  # softening is an output of a study, not a warning

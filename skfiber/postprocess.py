@@ -27,7 +27,7 @@ from .contact.gap import current_radius
 from .fiber import Fiber
 from .forms import internal_force, stretch_and_rate
 from .materials import MaterialPoint
-from .core import State, check_state
+from .core import State, check_state_of
 from .core.warn import warn
 from .model import Model
 
@@ -140,7 +140,7 @@ def fiber_fields(
     are far more accurate (6·10⁻⁴ there), and so is N recovered by
     :func:`recovered_axial_force`.  See ``docs/theory.md`` (upper limb).
     """
-    check_state(state)
+    check_state_of(state, model.n_dofs, 0 if model.rigid is None else model.rigid.n)
     _warn_if_cable_replaced(model)
     return _fields(model, state, fiber, theta, points_per_element)
 
@@ -252,7 +252,7 @@ def recovered_axial_force(
     >>> bool(np.allclose(N, fiber_fields(model, state, fiber, theta=np.array([0.5])).force))   # N is constant
     True
     """
-    check_state(state)
+    check_state_of(state, model.n_dofs, 0 if model.rigid is None else model.rigid.n)
     _warn_if_cable_replaced(model)
     d = model.discretization
     k = d.fiber_index(fiber)

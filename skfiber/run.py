@@ -45,7 +45,7 @@ import numpy as np
 
 from .adaptive import error_control, simulate_adaptive
 from .coupling import body_cylinders
-from .core import AdaptiveCursor, State, StepCounts, output_grid
+from .core import AdaptiveCursor, State, StepCounts, check_state_of, output_grid
 from .core.interrupt import CTRL_C, caused_by_ctrl_c
 from .core.numbers import checked_real
 from .fiber_step import decide_compiled_step
@@ -512,8 +512,8 @@ def run_simulation(
     adaptive = adaptive_scheme(method=method, dt=dt, rtol=rtol, atol=atol)
     if not isinstance(newton_options, NewtonOptions):
         raise TypeError(f"newton_options must be a skfiber.NewtonOptions, got {type(newton_options).__name__}")
-    if not isinstance(progress, (bool, np.bool_)):
-        raise TypeError(f"progress must be True or False, got {progress!r}")
+    if not isinstance(progress, (bool, np.bool_, Progress)):
+        raise TypeError(f"progress must be True, False or a skfiber.run.Progress, got {progress!r}")
     if adaptive and substeps is not None:
         raise ValueError("substeps belong to fixed steps; with rtol/atol the error control chooses the steps")
     if not adaptive and (h_min is not None or h_max is not None):
@@ -543,6 +543,8 @@ def run_simulation(
         if adaptive:
             cursor = AdaptiveCursor.from_arrays(ckpt.control)
     else:
+        if state is not None:  # (before step 0 is written)
+            check_state_of(state, model.n_dofs, 0 if model.rigid is None else model.rigid.n)
         state = model.initial_state() if state is None else state.copy()
         step0, t_start = 0, float(state.t)
     if not math.isfinite(t_end) or t_end < state.t or (t_end == state.t and not resume):
@@ -653,6 +655,17 @@ def run_simulation(
             bar.message(f"failed after step {step} (t = {state.t:.6g} s); "
                         + (f"checkpoint of that step in {ckpt_file}" if ckpt_file else "no checkpoint"))
         raise err.keep(None)  # (what the failing step's simulate call kept is the step's own substeps only)
+    except Exception:  # any other error (a load, a callback): the last finished step is kept as well
+        if ckpt_file is not None and saved != step:
+            try:
+                save(state, step)
+            except Exception:  # (the error itself may be the checkpoint's: the first one is the one to report)
+                pass
+            else:
+                if bar is not None:
+                    bar.message(f"stopped by an error after step {step} (t = {state.t:.6g} s); checkpoint of that "
+                                f"step in {ckpt_file}")
+        raise
     if interrupted and not adaptive:
         if series is not None and series.times and series.times[-1] != state.t:
             series.write(state, step)

@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 
 from .adaptive import simulate_adaptive
-from .core import ConvergenceError, EulerRates, NewtonOptions, State, StepCounts, check_state
+from .core import ConvergenceError, EulerRates, NewtonOptions, State, StepCounts, check_state, check_state_of
 from .core.interrupt import CTRL_C, caused_by_ctrl_c, check_on_interrupt, reraise_as_interrupt
 from .core.warn import warn
 from .fiber_step import decide_compiled_step
@@ -217,12 +217,7 @@ def simulate(
     keep_substeps = bool(keep_substeps)
     if not isinstance(newton_options, NewtonOptions):
         raise TypeError(f"newton_options must be a skfiber.NewtonOptions, got {type(newton_options).__name__}")
-    if state.u.shape != (model.n_dofs,) or state.v.shape != (model.n_dofs,):
-        raise ValueError(f"state arrays must have shape ({model.n_dofs},), got {state.u.shape} and {state.v.shape}")
-    n_q = 0 if model.rigid is None else model.rigid.n
-    if state.q.shape != (n_q,) or state.p.shape != (n_q,):
-        raise ValueError(f"state.q and state.p must have {n_q} entries (the rigid coordinates), "
-                         f"got shapes {state.q.shape} and {state.p.shape}")
+    check_state_of(state, model.n_dofs, 0 if model.rigid is None else model.rigid.n)
     check_admissible_start(model, state.u, state.t, state.q)
     if adaptive:
         if keep_substeps:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .contact.base import STEP_HINT
-from .core import ConvergenceError, NewtonOptions, State, check_state
+from .core import ConvergenceError, NewtonOptions, State, check_state, check_state_of
 from .core.numbers import checked_real
 from .coupling import CoupledProblem
 from .linalg import ConstrainedSolver
@@ -146,8 +146,8 @@ def solve_static(
     if not isinstance(newton_options, NewtonOptions):
         raise TypeError(f"newton_options must be a skfiber.NewtonOptions, got {type(newton_options).__name__}")
     check_finite_time(t=t)
-    if state is not None and state.u.shape != (model.n_dofs,):
-        raise ValueError(f"state.u must have shape ({model.n_dofs},), got {state.u.shape}")
+    if state is not None:  # (its velocities are not used)
+        check_state_of(state, model.n_dofs, 0 if model.rigid is None else model.rigid.n, velocities=False)
     check_supported(model)
     if state is not None or model.rigid is not None:
         start = model.initial_state(t) if state is None else state

@@ -219,3 +219,22 @@ def test_killed_run_leaves_valid_series_and_resumes(tmp_path, reference):
     assert _diff(final.state, ref.final_state) <= 1e-12
     assert [e.time for e in sio.read_pvd(out / "result.pvd")] == [n * DT for n in range(31)]
     assert not list(out.glob(".*tmp*")), "temporary files of the killed run were not cleaned up"
+
+
+def test_an_error_mid_run_keeps_the_last_finished_step(tmp_path):
+    """An error that is not a failed step (here a prescribed motion that returns nan after 0.3 s) keeps the
+    last finished step in the checkpoint, as a failed step does, though the next periodic checkpoint (every
+    50 steps) was far off: the run resumes from there."""
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
+
+    def model(bad: bool) -> sf.Model:
+        m = sf.Model([fiber]); m.fix(fiber, "start"); m.add_gravity()
+        m.prescribe(fiber, "end", lambda t: (np.nan if bad and 0.3 < t < 0.45 else 0.0, 0.0, 0.0))
+        return m
+
+    with pytest.raises(ValueError, match="returned"):
+        run_simulation(model(True), t_end=0.5, dt=0.01, out_dir=tmp_path, progress=False)
+    kept = sio.load_checkpoint(checkpoint_path(tmp_path))
+    assert kept.step == 30 and kept.state.t == pytest.approx(0.30)
+    resumed = run_simulation(model(False), t_end=0.5, dt=0.01, out_dir=tmp_path, progress=False, resume=True)
+    assert resumed.steps == 50 and resumed.resumed_from == 30

@@ -22,8 +22,11 @@ def test_quintic_hermite_matrix_reproduces_quintics():
     assert np.allclose(POWER_FROM_QUINTIC_HERMITE @ v, a, atol=1e-12)
 
 
-def test_radius_polynomials_interpolate_the_callable_and_are_c2_across_nodes():
-    r0 = lambda th: 0.06 * (1.0 + 16.0 * (1.0 - th) ** 2 * th**2)  # noqa: E731 - the upper limb's (quartic)
+@pytest.mark.parametrize("r0", [
+    lambda th: 0.06 * (1.0 + 16.0 * (1.0 - th) ** 2 * th**2),  # the upper limb's (quartic; flat at both ends)
+    lambda th: 0.01 + 0.14 * th - 0.05 * th**3,                # sloped at both ends (the one-sided differences)
+], ids=["quartic", "sloped cubic"])
+def test_radius_polynomials_interpolate_the_callable_and_are_c2_across_nodes(r0):
     f = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=5, radius=r0)
     d = sf.Model([f]).discretization
     a = radius_polynomials(d)

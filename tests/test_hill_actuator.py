@@ -343,3 +343,26 @@ def test_rigid_tendon_actuator_next_to_fibers_in_the_coupled_model():
     off = sf.simulate(model, t_end=0.1, dt=0.01, progress=False)
     assert np.all(np.isfinite(run.coordinates))
     assert np.abs(run.coordinates[-1] - off.coordinates[-1]).max() > 1e-3
+
+
+@pytest.mark.parametrize("formulation", ["damped", "rigid"])
+def test_step_tangent_while_the_muscle_deactivates_matches_finite_differences(formulation):
+    """The activation above the excitation (u < a: the deactivation branch of the activation dynamics, whose
+    derivative in a differs from the activation branch's), the step tangent against central differences."""
+    system, hill = double_pendulum(formulation, excitation=True)
+    q_n, p_n = np.array([0.18, -0.08]), np.array([0.5, -0.3])
+    s_n = initial_element_states(system, q_n, p_n, 0.0)
+    k = next(i for i, name in enumerate(hill.state_names) if "activation" in name)
+    s_n[k] = 0.9  # the excitation is 0.3 + 0.2 sin(5 t) ≤ 0.5
+    dt, t = 0.01, 0.01
+    q, s = np.array([0.2, -0.1]), s_n * 1.01
+    kw = dict(q_prev=q_n, p_prev=p_n, dt=dt, t=t, states_prev=s_n)
+    x = np.concatenate([q, s])
+
+    def residual(x):
+        return rigid_step(system, x[:2], tangent=False, states=x[2:], **kw).residual
+
+    step = rigid_step(system, q, states=s, **kw)
+    K_fd = central_difference(residual, x, 1e-7)
+    assert np.abs(step.tangent - K_fd).max() < 1e-8 * np.abs(step.tangent).max()
+    assert EXCITATION(t) < s[k]  # (the branch this test is for)

@@ -542,3 +542,35 @@ def test_inputs_that_are_not_a_muscle_state_are_refused_by_name(call, says):
 def test_a_missing_activation_is_refused():
     with pytest.raises(TypeError, match="activation must be a number"):
         Millard2012Muscle(PARAMS).static_equilibrium(activation=None, musculotendon_length=0.3)
+
+
+def test_rigid_tendon_just_slack_carries_nothing_while_lengthening():
+    # the path 0.5 mm shorter than the tendon's slack length plus the shortest fiber (its pennation from the
+    # fixed height h = l_opt sin α_o): the tendon is slack, so even a lengthening path pulls on nothing;
+    # 0.5 mm longer, the fiber is free and the lengthening active muscle pulls
+    muscle = Millard2012Muscle(PARAMS, formulation="rigid")
+    l_min = muscle.minimum_fiber_length
+    height = PARAMS.optimal_fiber_length * math.sin(PARAMS.pennation_angle_at_optimal)
+    threshold = PARAMS.tendon_slack_length + l_min * math.sqrt(1.0 - (height / l_min) ** 2)
+    slack = muscle.evaluate(activation=1.0, musculotendon_length=threshold - 5e-4, musculotendon_velocity=0.5)
+    assert slack.tendon_force == 0 and slack.fiber_velocity == 0
+    assert slack.tendon_length < PARAMS.tendon_slack_length
+    taut = muscle.evaluate(activation=1.0, musculotendon_length=threshold + 5e-4, musculotendon_velocity=0.5)
+    assert taut.tendon_force > 0 and taut.fiber_velocity > 0
+
+
+@pytest.mark.parametrize("formulation", ["damped", "equilibrium"])
+def test_tendon_velocity_is_the_rate_of_the_tendon_length(formulation):
+    # l^T = l^MT − l^M cos α with the fixed height h = l^M sin α: l^T(t) = l^MT(t) − √(l^M(t)² − h²) along the
+    # path's and the fiber's velocities, differentiated by a central difference in time
+    muscle = Millard2012Muscle(PARAMS, formulation=formulation)
+    height = PARAMS.optimal_fiber_length * math.sin(PARAMS.pennation_angle_at_optimal)
+    lmt, lce, vmt = 0.31, 0.11, 0.4
+    r = muscle.evaluate(activation=0.6, musculotendon_length=lmt, fiber_length=lce, musculotendon_velocity=vmt)
+    assert abs(float(r.fiber_velocity)) > 1e-3  # (the fiber moves: the α̇ term matters)
+
+    def tendon_length(t):
+        return (lmt + vmt * t) - math.sqrt((lce + float(r.fiber_velocity) * t) ** 2 - height**2)
+
+    h = 1e-6
+    assert float(r.tendon_velocity) == pytest.approx((tendon_length(h) - tendon_length(-h)) / (2 * h), rel=1e-7)

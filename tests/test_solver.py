@@ -463,3 +463,36 @@ def test_step_counts_print_without_their_per_step_arrays():
     counts = sf.core.StepCounts(accepted=3, step_sizes=array("d", [0.1] * 3), step_iterations=array("i", [2] * 3))
     assert repr(counts) == ("StepCounts(accepted=3, rejected=0, newton_failures=0, newton_iterations=0, "
                             "tangent_builds=0, factorizations=0)")
+
+
+def _fixed_fiber(n_elements):
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=n_elements)
+    model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+    return model
+
+
+def test_a_state_of_another_model_or_with_nan_is_refused_up_front(tmp_path):
+    """A state of another mesh is named as such by every entry point (not numpy's broadcast error after step 0
+    was written); a nan in u or v is named with its index (not blamed on the law after halving the step)."""
+    from skfiber.run import run_simulation
+
+    model, other = _fixed_fiber(4), _fixed_fiber(5)
+    foreign = other.initial_state()
+    says = "state has 36 fiber DOFs, the model 30: a state of another model"
+    for call in (lambda: sf.simulate(model, t_end=0.05, dt=0.01, state=foreign, progress=False),
+                 lambda: sf.solve_static(model, state=foreign),
+                 lambda: sf.fiber_fields(model, foreign, 0),
+                 lambda: sf.recovered_axial_force(model, foreign, 0),
+                 lambda: run_simulation(model, t_end=0.05, dt=0.01, out_dir=tmp_path, state=foreign, progress=False)):
+        with pytest.raises(ValueError, match=says):
+            call()
+    assert not any(tmp_path.iterdir())  # (refused before anything was written)
+    for field, index in (("v", 3), ("u", 5)):
+        state = model.initial_state()
+        getattr(state, field)[index] = np.nan
+        with pytest.raises(ValueError, match=rf"state\.{field} is not finite at index {index} \(nan\)"):
+            sf.simulate(model, t_end=0.05, dt=0.01, state=state, progress=False)
+    state = model.initial_state()
+    state.u[5] = np.inf
+    with pytest.raises(ValueError, match=r"state\.u is not finite at index 5 \(inf\)"):
+        sf.solve_static(model, state=state)

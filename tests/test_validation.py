@@ -117,7 +117,7 @@ def test_bad_time_arguments():
         sf.simulate(model, t_end=-1.0, dt=0.1, progress=False)
     with pytest.raises(ValueError, match="t_end"):
         sf.simulate(model, t_end=np.nan, dt=0.1, progress=False)
-    with pytest.raises(ValueError, match="shape"):
+    with pytest.raises(ValueError, match="state has 3 fiber DOFs, the model 30: a state of another model"):
         sf.simulate(model, t_end=1.0, dt=0.1, state=sf.State(0.0, np.zeros(3), np.zeros(3)), progress=False)
     with pytest.raises(ValueError, match="load_steps"):
         sf.solve_static(model, load_steps=0)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["State", "Evaluation", "EulerRates", "ResidualMemo", "ROUNDOFF_FACTOR", "check_state"]
+__all__ = ["State", "Evaluation", "EulerRates", "ResidualMemo", "ROUNDOFF_FACTOR", "check_state", "check_state_of"]
 
 # Newton's residual floor: this many machine epsilons of the summed element force magnitudes
 ROUNDOFF_FACTOR = 1e4
@@ -114,6 +114,35 @@ def check_state(state, *, name: str = "state") -> None:
     if not isinstance(state, State):
         raise TypeError(f"{name} must be a skfiber.State, e.g. model.initial_state(), result.final_state of simulate "
                         f"or result.state of solve_static; got {type(state).__name__}")
+
+
+def check_state_of(state, n_dofs: int, n_coordinates: int, *, name: str = "state",
+                   velocities: bool = True) -> None:
+    """:func:`check_state`, then the state's arrays against a model of ``n_dofs`` fiber DOFs and ``n_coordinates``
+    rigid coordinates (a state of another model is named as such), and finite (u, and with ``velocities`` v and
+    p, and q).
+
+    Examples
+    --------
+    >>> check_state_of(State(0.0, np.zeros(6), np.zeros(6)), 12, 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: state has 6 fiber DOFs, the model 12: a state of another model (e.g. another level or mesh); start from model.initial_state() or a state of this model
+    """
+    check_state(state, name=name)
+    arrays = [("u", state.u, n_dofs), ("q", state.q, n_coordinates)]
+    if velocities:
+        arrays += [("v", state.v, n_dofs), ("p", state.p, n_coordinates)]
+    for field, values, size in arrays:
+        if values.shape != (size,):
+            what = "fiber DOFs" if field in "uv" else "rigid coordinates"
+            raise ValueError(f"{name} has {values.size} {what}, the model {size}: a state of another model (e.g. "
+                             f"another level or mesh); start from model.initial_state() or a state of this model")
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            raise ValueError(f"{name}.{field} is not finite at index {int(bad[0])} ({complex(values[bad[0]]).real}"
+                             + (f", and {bad.size - 1} more" if bad.size > 1 else "")
+                             + "): give a state of finite numbers")
 
 
 class Evaluation:

@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 
 from ..threads import threads_of_kernels
-from .design import Parameter
+from .design import Parameter, parameter_list
 from .execute import close_own, connect
 from .interrupts import CtrlC, ctrl_c_flag
 
@@ -93,7 +93,7 @@ def calibrate(run: Callable[[dict], dict], parameters, series: str, target, *, s
     ValueError
         For a target that is not finite or whose length differs from the run's series.
     """
-    parameters = [p if isinstance(p, Parameter) else Parameter(*p) for p in parameters]
+    parameters = parameter_list(parameters)
     target = np.asarray(target, dtype=float)
     if target.ndim != 1 or not np.all(np.isfinite(target)):
         raise ValueError(f"target must be a finite 1-D array, got shape {target.shape}")

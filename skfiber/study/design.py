@@ -24,10 +24,14 @@ import numpy as np
 
 from .records import TABLE_COLUMNS
 
-__all__ = ["DESIGNS", "Parameter", "parse_parameter", "make_design", "sobol_problem"]
+__all__ = ["DESIGNS", "MAX_GRID_RUNS", "Parameter", "parameter_list", "parse_parameter", "make_design",
+           "sobol_problem"]
 
 #: the designs :func:`make_design` knows
 DESIGNS = ("grid", "random", "lhs", "sobol")
+#: the most runs a grid design may have (n to the power of the number of parameters: 16 values of 6 parameters
+#: are 16.8 million runs, whose table alone takes gigabytes)
+MAX_GRID_RUNS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,36 @@ def sobol_problem(parameters) -> dict:
             "bounds": [[0.0, 1.0]] * len(parameters)}
 
 
+def parameter_list(parameters) -> list[Parameter]:
+    """The parameters of a study or a calibration as a list of :class:`Parameter`: a list or tuple of them, or of
+    ``(name, low, high)`` / ``(name, low, high, log)`` tuples, at least one, with distinct names; else a ValueError
+    that says what was given and what is expected.
+
+    Examples
+    --------
+    >>> [p.name for p in parameter_list([("a", 0.0, 1.0), Parameter("b", 1.0, 2.0)])]
+    ['a', 'b']
+    """
+    example = "e.g. [Parameter('sigma0', 10.0, 60.0)] or [('sigma0', 10.0, 60.0)]"
+    if isinstance(parameters, (Parameter, str, dict)) or not isinstance(parameters, (list, tuple)):
+        raise ValueError(f"parameters must be a list of Parameter or of (name, low, high) tuples, {example}; got "
+                         f"{type(parameters).__name__} {parameters!r}")
+    out = []
+    for p in parameters:
+        if isinstance(p, Parameter):
+            out.append(p)
+        elif isinstance(p, (list, tuple)) and len(p) in (3, 4):
+            out.append(Parameter(*p))
+        else:
+            raise ValueError(f"a parameter must be a Parameter or a (name, low, high[, log]) tuple, {example}; got {p!r}")
+    if not out:
+        raise ValueError(f"a study needs at least one parameter, {example}")
+    names = [p.name for p in out]
+    if len(set(names)) != len(names):
+        raise ValueError(f"parameter names must be distinct, got {names}")
+    return out
+
+
 def make_design(parameters, design: str, *, n: int, seed: int = 0) -> list[dict]:
     """The parameter dicts of a study, in a fixed order.
 
@@ -125,17 +159,18 @@ def make_design(parameters, design: str, *, n: int, seed: int = 0) -> list[dict]
     ImportError
         For ``"sobol"`` without SALib (``pip install SALib``).
     """
-    parameters = list(parameters)
-    if not parameters or not all(isinstance(p, Parameter) for p in parameters):
-        raise ValueError("a study needs at least one Parameter (e.g. Parameter('sigma0', 10.0, 60.0))")
-    names = [p.name for p in parameters]
-    if len(set(names)) != len(names):
-        raise ValueError(f"parameter names must be distinct, got {names}")
+    parameters = parameter_list(parameters)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be an integer ≥ 0, got {seed!r}")
     if design not in DESIGNS:
         raise ValueError(f"unknown design {design!r}; pick one of {', '.join(DESIGNS)}")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < (2 if design == "grid" else 1):
         raise ValueError(f"n must be an integer ≥ {2 if design == 'grid' else 1} for the {design} design, got {n!r}")
     d = len(parameters)
+    if design == "grid" and int(n) ** d > MAX_GRID_RUNS:
+        raise ValueError(f"a grid of n = {n} values for each of the {d} parameters has {int(n) ** d:,} runs, more than "
+                         f"{MAX_GRID_RUNS:,}; give a smaller n (--n) or fewer parameters, or take the random, lhs or sobol "
+                         "design, whose size is n")
     if design == "grid":
         unit = np.array(list(itertools.product(np.linspace(0.0, 1.0, int(n)), repeat=d)))
     elif design == "random":
@@ -153,4 +188,5 @@ def make_design(parameters, design: str, *, n: int, seed: int = 0) -> list[dict]
             raise ImportError("the sobol design needs SALib: pip install SALib (or skfiber[study])") from err
         unit = sobol_sample.sample(sobol_problem(parameters), int(n), calc_second_order=False, seed=seed)
     values = np.column_stack([p.scale(unit[:, k]) for k, p in enumerate(parameters)])
+    names = [p.name for p in parameters]
     return [{name: float(v) for name, v in zip(names, row)} for row in values]

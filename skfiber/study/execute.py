@@ -36,11 +36,15 @@ import numpy as np
 
 from ..core.interrupt import caused_by_ctrl_c, reraise_as_interrupt
 from ..threads import threads_of_kernels
-from .design import Parameter, make_design
+from .design import make_design, parameter_list
 from .interrupts import PRELOAD, ctrl_c_flag
 from .records import TABLE_COLUMNS, StudyFolder
 
-__all__ = ["StudyResult", "run_study", "run_on_dask", "warmup_plugin", "connect", "close_own", "local_cluster"]
+__all__ = ["StudyResult", "run_study", "run_on_dask", "warmup_plugin", "connect", "close_own", "local_cluster",
+           "RESERVED_SERIES_NAMES"]
+
+#: names a run's series may not have: numpy.savez, which writes them, takes them as its own arguments
+RESERVED_SERIES_NAMES = frozenset({"file", "allow_pickle"})
 
 
 @dataclass
@@ -92,6 +96,10 @@ def execute_run(run: Callable, index: int, params: dict, *,
             ragged = [k for k, v in series.items() if v.dtype == object]
             if ragged:
                 raise TypeError(f"the series {ragged[0]!r} is not a rectangular array of numbers")
+            taken = sorted(set(series) & RESERVED_SERIES_NAMES)
+            if taken:  # (numpy.savez's own arguments: the array would be lost or the saving fail)
+                raise TypeError(f"a series may not be named {taken[0]!r} (numpy's .npz writer takes that name for "
+                                "itself); rename it")
         clash = sorted(set(map(str, outputs)) & (set(params) | set(TABLE_COLUMNS)))
         if clash:
             raise ValueError(f"output {clash[0]!r} has the name of a parameter or of a column of the results table "
@@ -264,7 +272,11 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
     target
         The study's name in its plan (default: the run function's qualified name).
     retries
-        Extra attempts of a task whose worker failed (exceptions of ``run`` are recorded, not retried).
+        dask's extra attempts of a task that raised outside ``run`` (the study's own code in the worker;
+        exceptions of ``run`` are recorded as failed runs, not retried).  A worker that dies is another matter:
+        dask runs its tasks again on other workers up to ``distributed.scheduler.allowed-failures`` times (3 by
+        default), and a finished run whose result was still held by the dead worker is run again too, or
+        recorded as failed (``KilledWorker``) once that count is spent.
 
     Returns
     -------
@@ -275,7 +287,7 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
     ValueError
         For bad parameters or design (before anything runs), or a folder that holds another study.
     """
-    parameters = [p if isinstance(p, Parameter) else Parameter(*p) for p in parameters]
+    parameters = parameter_list(parameters)
     rows = make_design(parameters, design, n=n, seed=seed)
     if not callable(run):
         raise TypeError(f"run must be a function from a parameter dict to a dict of outputs, got {run!r}")
