@@ -238,3 +238,14 @@ def test_an_error_mid_run_keeps_the_last_finished_step(tmp_path):
     assert kept.step == 30 and kept.state.t == pytest.approx(0.30)
     resumed = run_simulation(model(False), t_end=0.5, dt=0.01, out_dir=tmp_path, progress=False, resume=True)
     assert resumed.steps == 50 and resumed.resumed_from == 30
+
+
+def test_run_simulation_reports_to_a_progress_object(tmp_path):
+    """progress=Progress(stream=…): the run's lines go to that stream (the documented alternative to True)."""
+    import io
+
+    stream = io.StringIO()
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
+    model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+    result = run_simulation(model, t_end=0.03, dt=0.01, out_dir=tmp_path, progress=srun.Progress(stream=stream))
+    assert result.steps == 3 and "done: 3/3 steps" in stream.getvalue()

@@ -504,3 +504,47 @@ def test_a_bad_scheduler_address_is_named_with_what_to_give():
 
     with pytest.raises(ValueError, match="cannot connect to the dask scheduler 'foo': .*tcp://host:8786.*'serial'"):
         connect("foo")
+
+
+def test_a_grid_too_large_to_hold_is_refused_before_it_is_built():
+    from skfiber.study.design import MAX_GRID_RUNS
+
+    params = [Parameter(f"p{k}", 0.0, 1.0) for k in range(6)]
+    with pytest.raises(ValueError, match=r"n = 16 values for each of the 6 parameters has 16,777,216 runs, more "
+                                         r"than 1,000,000; give a smaller n"):
+        make_design(params, "grid", n=16)
+    assert MAX_GRID_RUNS == 1_000_000 and len(make_design(params[:2], "grid", n=4)) == 16
+
+
+@pytest.mark.parametrize("parameters, says", [
+    (Parameter("a", 0.0, 1.0), "parameters must be a list of Parameter or of .name, low, high. tuples"),
+    ({"a": (0.0, 1.0)}, "got dict"),
+    ([], "at least one parameter"),
+    ([("a", 0.0)], r"a \(name, low, high\[, log\]\) tuple"),
+    ([Parameter("a", 0.0, 1.0), ("a", 1.0, 2.0)], r"distinct, got \['a', 'a'\]"),
+])
+def test_bad_parameter_lists_are_named(parameters, says, tmp_path):
+    from skfiber.study.calibrate import calibrate
+
+    with pytest.raises(ValueError, match=says):
+        run_study(lambda p: {"y": 1.0}, parameters, design="random", n=2, out=tmp_path, scheduler="serial",
+                  progress=False)
+    with pytest.raises(ValueError, match=says):
+        calibrate(lambda p: {"series": {"y": np.zeros(2)}}, parameters, "y", np.zeros(2), scheduler="serial")
+
+
+@pytest.mark.parametrize("seed", [None, -1, 1.5, True])
+def test_a_bad_seed_is_named(seed):
+    with pytest.raises(ValueError, match=f"seed must be an integer ≥ 0, got {seed!r}"):
+        make_design([Parameter("a", 0.0, 1.0)], "random", n=2, seed=seed)
+
+
+@pytest.mark.parametrize("name", ["file", "allow_pickle"])
+def test_a_series_named_like_numpys_writer_arguments_fails_its_run_only(name, tmp_path):
+    def run(params):
+        return {"y": params["a"], "series": {name if params["a"] > 0.5 else "ok": np.arange(3.0)}}
+
+    study = run_study(run, [Parameter("a", 0.0, 1.0)], design="grid", n=2, out=tmp_path, scheduler="serial",
+                      progress=False)
+    assert list(study.table["status"]) == ["ok", "failed"]
+    assert f"a series may not be named {name!r}" in study.table["error"].iloc[1]

@@ -524,3 +524,9 @@ def test_fixed_step_bdf2_passes_the_start_at_level_2():
     r = upper_limb.run(2, t_end=0.25, n_steps=16, method="bdf2", progress=False)
     assert not r.interrupted and r.times[-1] == pytest.approx(0.25)
     assert np.all(np.isfinite(r.angle_deg))
+
+
+@pytest.mark.parametrize("lever", [0.0, -0.1, float("nan")])
+def test_study_target_refuses_a_biceps_lever_at_or_behind_the_axis(lever):
+    with pytest.raises(ValueError, match="biceps_lever must be a distance > 0 in front of the elbow axis"):
+        upper_limb.study_run({"biceps_lever": lever}, t_end=0.01)
