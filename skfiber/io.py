@@ -200,6 +200,9 @@ def fiber_mesh(
             data[name].append(value)
         if extra_fields is not None:
             more = extra_fields(model, state, k, f.theta)
+            if not isinstance(more, dict):
+                raise TypeError(f"extra_fields must return a dict of arrays (field name → values at the fiber's "
+                                f"points), got {type(more).__name__}")
             for name, value in more.items():
                 if name in builtin:
                     raise ValueError(f"extra field {name!r} clashes with a built-in field; pick another name")

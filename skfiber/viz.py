@@ -119,6 +119,8 @@ class Series:
         """Index of the time point nearest to ``time`` (None: the last)."""
         if time is None:
             return len(self.times) - 1
+        if isinstance(time, bool) or not isinstance(time, (int, float, np.integer, np.floating)) or time != time:
+            raise TypeError(f"time must be a number of seconds (or None: the last), got {time!r}")
         t0, t1 = self.times[0], self.times[-1]
         tol = 1e-9 * max(1.0, abs(t1))
         if not (t0 - tol <= time <= t1 + tol):

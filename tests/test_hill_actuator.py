@@ -366,3 +366,10 @@ def test_step_tangent_while_the_muscle_deactivates_matches_finite_differences(fo
     K_fd = central_difference(residual, x, 1e-7)
     assert np.abs(step.tangent - K_fd).max() < 1e-8 * np.abs(step.tangent).max()
     assert EXCITATION(t) < s[k]  # (the branch this test is for)
+
+
+@pytest.mark.parametrize("returned, says", [(lambda t: np.array([0.5, 0.5]), "array"), (lambda t: "high", "'high'")])
+def test_an_activation_that_is_not_one_number_is_named(returned, says):
+    system, _ = pendulum(Millard2012Muscle(), activation=returned)
+    with pytest.raises(ValueError, match=rf"m: activation\(t\) must return one number in \[0, 1\]; it gave .*{says}"):
+        simulate_rigid(system, [0.0], [0.0], t_end=0.02, dt=0.01)

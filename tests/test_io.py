@@ -68,6 +68,8 @@ def test_extra_fields_hook():
         sio.fiber_mesh(model, model.initial_state(), extra_fields=lambda m, s, k, th: {"radius": th})
     with pytest.raises(ValueError, match="shape"):
         sio.fiber_mesh(model, model.initial_state(), extra_fields=lambda m, s, k, th: {"x": th[:-1]})
+    with pytest.raises(TypeError, match="extra_fields must return a dict of arrays .*, got NoneType"):
+        sio.fiber_mesh(model, model.initial_state(), extra_fields=lambda m, s, k, th: None)
 
 
 def test_a_series_writes_the_units_of_extra_fields(tmp_path, capsys):

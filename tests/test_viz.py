@@ -157,3 +157,9 @@ def test_core_does_not_import_pyvista():
     code = "import sys, skfiber, skfiber.io, skfiber.run, skfiber.cli; print('pyvista' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("time", ["0.1", float("nan"), True])
+def test_a_time_that_is_not_a_number_is_named(pvd, time):
+    with pytest.raises(TypeError, match=r"time must be a number of seconds \(or None: the last\), got"):
+        viz.Series(pvd).index(time)

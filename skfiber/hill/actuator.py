@@ -241,9 +241,18 @@ class HillActuator:
     def _times(self, ctx, B):
         return np.broadcast_to(np.atleast_1d(np.asarray(ctx.t, dtype=float)), (B,))
 
+    def _number(self, fn, t: float, what: str) -> float:
+        """The user's activation(t) or excitation(t) at one time as a float, or a ValueError naming what it gave."""
+        value = fn(t)
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{self.name}: {what}(t) must return one number in [0, 1]; it gave {value!r} at "
+                             f"t = {t!r} s") from None
+
     def _call(self, fn, t, what):
         """The user's activation(t) or excitation(t) at the times t: finite and in [0, 1], or ValueError."""
-        values = {ti: float(fn(float(ti))) for ti in np.unique(t)}
+        values = {ti: self._number(fn, float(ti), what) for ti in np.unique(t)}
         out = np.array([values[ti] for ti in t])
         bad = ~(np.isfinite(out) & (out >= 0.0) & (out <= 1.0))
         if np.any(bad):
@@ -255,7 +264,7 @@ class HillActuator:
     def _call_batch(self, fn, ctx, B, what):
         """fn(t) at the B configurations of ``ctx``: one call when they share one time (the usual step)."""
         if np.ndim(ctx.t) == 0:
-            value = float(fn(float(ctx.t)))
+            value = self._number(fn, float(ctx.t), what)
             if 0.0 <= value <= 1.0:
                 return np.full(B, value)
         return self._call(fn, self._times(ctx, B), what)  # (raises the error for a bad value)
