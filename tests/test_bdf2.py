@@ -1,6 +1,8 @@
 """BDF2 and adaptive steps: the scheme's coefficients and error estimate, its order on the pendulum chain,
 a coupled fiber–body model and muscle states, error control with contact, output times, restarts, errors."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -310,3 +312,31 @@ def test_a_step_that_fails_down_to_h_min_says_what_made_it_shrink():
     assert "Most often (6 of 8, from 0.025 s down): inadmissible contact" in text
     assert "has usually met a jump of the model" in text and "gap='smallest'" in text
     assert "fixed steps (dt without rtol/atol) may" in text
+
+
+def test_dense_output_between_long_steps_is_of_second_order_at_least():
+    """y′ = −y stepped exactly (each step lands on e^(−t)) with steps up to h_max = 0.2 and an output every
+    5 ms: the outputs between the points are interpolated, and their error stays within the bound of a
+    quadratic through three of them, h³ max|y‴| / (9√3) (a linear one through two would be h² max|y″| / 8)."""
+    from skfiber.core import run_adaptive
+
+    def advance(payload, h, k):
+        t, _ = payload
+        return (t + h, math.exp(-(t + h))), 1
+
+    def flatten(payload):
+        return np.array([payload[1], -payload[1]])  # the position and its velocity
+
+    outputs = np.linspace(0.005, 2.0, 400)
+    errors = []
+
+    def emit(t, x, payload):
+        y = x[0] if x is not None else payload[1]
+        errors.append(abs(y - math.exp(-t)))
+
+    control = ErrorControl(rtol=1e-2, atol=1e-2, h_min=1e-4, h_max=0.2)
+    run_adaptive(advance, flatten, (0.0, 1.0), t0=0.0, t_end=2.0, control=control, n_positions=1,
+                 output_times=outputs, emit=emit)
+    assert len(errors) == outputs.size
+    assert max(errors) <= 0.2**3 / (9 * math.sqrt(3)) * 1.0, max(errors)
+    assert max(errors) > 1e-6  # (the steps are long: the outputs are interpolated, not landed on)
