@@ -78,7 +78,7 @@ import skfiber as sf
 from skfiber.cli import ArgumentParser, output_file, run_script
 from skfiber.contact import PenaltyLaw
 from skfiber.contact.cylinder import CylinderContact
-from skfiber.core.interrupt import CTRL_C, caused_by_ctrl_c
+from skfiber.core.interrupt import CTRL_C, handle_ctrl_c
 
 __all__ = ["build_model", "min_vertical_displacement", "solve", "ContactCylinderResult", "run", "main"]
 
@@ -317,8 +317,7 @@ def main(argv=None) -> int:
     try:
         res = run(small=args.small, solved=solved)
     except CTRL_C as err:
-        if not caused_by_ctrl_c(err):
-            raise
+        handle_ctrl_c(err)
         print(f"interrupted (Ctrl-C) after {time.perf_counter() - tic:.1f} s; the cases solved so far:")
         print(f"  {'elements':>8}  {'points':>6}  {'min u_z (m)':>12}  {'Newton it':>9}  {'time (s)':>8}")
         for c in solved:

@@ -66,7 +66,7 @@ import skfiber as sf
 from skfiber.cli import ArgumentParser, folder_path, output_folder, positive_float, positive_int, run_script
 from skfiber.bundle import bundle, bundle_curves, smallest_gap, smallest_spacing
 from skfiber.contact import CylinderContact, FiberContact, PenaltyLaw
-from skfiber.core.interrupt import CTRL_C, caused_by_ctrl_c
+from skfiber.core.interrupt import CTRL_C, handle_ctrl_c
 from skfiber.postprocess import fiber_fields
 from skfiber.rigid import Body, Fixed, Prescribed, Revolute, RigidSystem
 from skfiber.rigid.joints import rotation_about
@@ -518,8 +518,7 @@ def main(argv: list[str] | None = None) -> dict | int:
     try:
         return _tests(args, model, motion, writers, wall, points)
     except CTRL_C as err:
-        if not caused_by_ctrl_c(err):
-            raise
+        handle_ctrl_c(err)
         wall = time.perf_counter() - wall
         kept = "" if args.out is None else f"; the VTK series in {args.out} hold the steps computed so far"
         print(f"interrupted (Ctrl-C) after {wall:.1f} s{kept}")

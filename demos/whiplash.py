@@ -58,7 +58,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from skfiber.cli import ArgumentParser, folder_path, output_folder, positive_float, positive_int, run_script
-from skfiber.core.interrupt import CTRL_C, caused_by_ctrl_c
+from skfiber.core.interrupt import CTRL_C, handle_ctrl_c
 from skfiber.rigid import (
     Body,
     Characteristic,
@@ -626,8 +626,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = run(t_end=args.t_end, dt=dt, small=args.small, methods=args.methods, progress=args.progress,
                      rows=rows)
     except CTRL_C as err:
-        if not caused_by_ctrl_c(err):
-            raise
+        handle_ctrl_c(err)
         wall = time.perf_counter() - tic
         print(f"interrupted (Ctrl-C) after {wall:.1f} s; the methods compared so far (error against the Radau "
               "reference):" if rows else f"interrupted (Ctrl-C) after {wall:.1f} s, before any method was compared")

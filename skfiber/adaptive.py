@@ -27,7 +27,7 @@ from typing import Callable
 import numpy as np
 
 from .core import AdaptiveCursor, ConvergenceError, ErrorControl, NewtonOptions, State, output_grid, run_adaptive
-from .core.interrupt import CTRL_C, caused_by_ctrl_c, reraise_as_interrupt
+from .core.interrupt import CTRL_C, handle_ctrl_c
 from .core.warn import warn
 from .fiber_step import decide_compiled_step
 from .model import Model
@@ -165,10 +165,7 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
                                                   done_before[1] + matrix.factorizations),
                                     cursor=cursor, on_accept=None if on_accept is None else accepted)
     except CTRL_C as err:
-        if not caused_by_ctrl_c(err):
-            raise
-        if on_interrupt == "raise":
-            reraise_as_interrupt(err)
+        handle_ctrl_c(err, on_interrupt)
         interrupted = True
         counts = last_counts[0]
         reached = info.get("last_state", start_state).t

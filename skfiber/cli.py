@@ -206,10 +206,14 @@ def output_file(parser: argparse.ArgumentParser, option: str, file: str | os.Pat
     for appending, which leaves it as it is), and with ``figure`` a format matplotlib writes (matplotlib
     installed), or the parser's one-line error naming ``option``."""
     path = Path(file)
+
+    def unwritable(err: OSError):
+        parser.error(f"{option} {path}: cannot write the file ({err.strerror or err}); pick a writable place")
+
     try:
         folder = path.is_dir()
     except OSError as err:  # (a name the file system does not take)
-        parser.error(f"{option} {path}: cannot write the file ({err.strerror or err}); pick a writable place")
+        unwritable(err)
     if folder:
         parser.error(f"{option} {path} is a folder; give a file name")
     if figure:
@@ -231,7 +235,7 @@ def output_file(parser: argparse.ArgumentParser, option: str, file: str | os.Pat
                 pass
             path.unlink()
     except OSError as err:
-        parser.error(f"{option} {path}: cannot write the file ({err.strerror or err}); pick a writable place")
+        unwritable(err)
     return path
 
 

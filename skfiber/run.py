@@ -46,7 +46,7 @@ import numpy as np
 from .adaptive import error_control, simulate_adaptive
 from .coupling import body_cylinders
 from .core import AdaptiveCursor, State, StepCounts, check_state_of, output_grid
-from .core.interrupt import CTRL_C, caused_by_ctrl_c
+from .core.interrupt import CTRL_C, handle_ctrl_c
 from .core.numbers import checked_real
 from .fiber_step import decide_compiled_step
 from .io import Checkpoint, VTKSeries, atomic_temporaries, load_checkpoint, model_fingerprint, save_checkpoint
@@ -645,8 +645,7 @@ def run_simulation(
                 bar.update(step=step, n_steps=n_steps, t=state.t, t_end=t_end, newton=n_it,
                            retries=totals["retries"], extra=extra)
     except CTRL_C as err:
-        if not caused_by_ctrl_c(err):
-            raise
+        handle_ctrl_c(err)
         interrupted = True
     except ConvergenceError as err:
         if saved != step:

@@ -31,7 +31,7 @@ import numpy as np
 
 from .adaptive import simulate_adaptive
 from .core import ConvergenceError, EulerRates, NewtonOptions, State, StepCounts, check_state, check_state_of
-from .core.interrupt import CTRL_C, caused_by_ctrl_c, check_on_interrupt, reraise_as_interrupt
+from .core.interrupt import CTRL_C, check_on_interrupt, handle_ctrl_c
 from .core.warn import warn
 from .fiber_step import decide_compiled_step
 from .model import Model
@@ -285,10 +285,7 @@ def simulate(
                     file=sys.stderr, flush=True,
                 )
     except CTRL_C as err:
-        if not caused_by_ctrl_c(err):
-            raise
-        if on_interrupt == "raise":
-            reraise_as_interrupt(err)
+        handle_ctrl_c(err, on_interrupt)
         interrupted = True
         its = its[:done]
         if store.times[-1] != state.t:

@@ -18,7 +18,7 @@ ValueError: on_interrupt must be 'keep' (Ctrl-C ends the run and returns the ste
 """
 from __future__ import annotations
 
-__all__ = ["ON_INTERRUPT", "CTRL_C", "check_on_interrupt", "caused_by_ctrl_c", "reraise_as_interrupt"]
+__all__ = ["ON_INTERRUPT", "CTRL_C", "check_on_interrupt", "caused_by_ctrl_c", "reraise_as_interrupt", "handle_ctrl_c"]
 
 #: the values of ``on_interrupt``
 ON_INTERRUPT = ("keep", "raise")
@@ -66,3 +66,13 @@ def check_on_interrupt(value: object) -> str:
         raise ValueError("on_interrupt must be 'keep' (Ctrl-C ends the run and returns the steps done) or 'raise' "
                          f"(Ctrl-C raises KeyboardInterrupt to the caller), got {value!r}")
     return value
+
+
+def handle_ctrl_c(err: BaseException, on_interrupt: str = "keep") -> None:
+    """What ``except CTRL_C as err:`` does: ``err`` raised again unless a Ctrl-C caused it; a Ctrl-C raised on as
+    ``KeyboardInterrupt`` with ``on_interrupt="raise"``; with ``"keep"`` it returns, and the caller keeps the
+    steps done."""
+    if not caused_by_ctrl_c(err):
+        raise err
+    if on_interrupt == "raise":
+        reraise_as_interrupt(err)

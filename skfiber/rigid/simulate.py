@@ -26,7 +26,7 @@ import numpy as np
 
 from ..core import ConvergenceError, ErrorControl, StepCounts, output_grid, run_adaptive
 from ..core.bdf import anchor
-from ..core.interrupt import CTRL_C, caused_by_ctrl_c, check_on_interrupt, reraise_as_interrupt
+from ..core.interrupt import CTRL_C, check_on_interrupt, handle_ctrl_c
 from ..core.numbers import checked_real
 from ..core.warn import warn
 from .backward_euler import backward_euler_rigid
@@ -211,10 +211,7 @@ def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float | None =
             if callback is not None:
                 callback(times[i + 1], pt.q, pt.p)
     except CTRL_C as err:
-        if not caused_by_ctrl_c(err):
-            raise
-        if on_interrupt == "raise":
-            reraise_as_interrupt(err)
+        handle_ctrl_c(err, on_interrupt)
         done = len(iterations)
         warn(f"rigid simulation interrupted at t = {times[done]:.6g} s; returning the {done + 1} states "
              "computed so far")
@@ -260,10 +257,7 @@ def _simulate_adaptive(system, start: _Point, t_end: float, m: int, *, method, o
                                  lambda pt: np.concatenate([pt.q, pt.p, pt.s]), start, t0=start.t, t_end=t_end,
                                  control=control, n_positions=n, output_times=outputs, emit=emit, on_step=on_step)
     except CTRL_C as err:
-        if not caused_by_ctrl_c(err):
-            raise
-        if on_interrupt == "raise":
-            reraise_as_interrupt(err)
+        handle_ctrl_c(err, on_interrupt)
         interrupted = True
         warn(f"rigid simulation interrupted; returning the {len(rows['t'])} output states computed so far")
     except ConvergenceError as err:  # keep the output states and the last accepted step's
