@@ -32,7 +32,7 @@ from .core.warn import warn
 from .fiber_step import decide_compiled_step
 from .model import Model
 from .newton import IterationMatrix, make_solver
-from .progress import RemainingTime, format_duration
+from .progress import Progress
 from .simulation_result import MAX_STORED_STATES, SimulationResult, StateStore, StepInfo, compile_notice
 from .time_step import STEP_STAGNATION_WINDOW, implicit_step
 
@@ -69,7 +69,7 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
                       output_dt: float | None = None, store_every: int | None = None,
                       newton_options: NewtonOptions = NewtonOptions(),
                       callback: Callable[[State, StepInfo], None] | None = None,
-                      progress: bool = True, t_start: float | None = None, cursor: AdaptiveCursor | None = None,
+                      progress: bool | Progress = True, t_start: float | None = None, cursor: AdaptiveCursor | None = None,
                       on_accept: Callable[[State, AdaptiveCursor], bool] | None = None,
                       on_interrupt: str = "keep") -> SimulationResult:
     """The adaptive branch of :func:`skfiber.simulate` (arguments checked there; see its docstring).
@@ -110,7 +110,7 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
         return new, report.iterations
 
     store = StateStore(start_state)
-    info = {"output": 0, "contacts": 0, "last_print": _time.perf_counter(), "its": 0, "fails": 0}
+    info = {"output": 0, "contacts": 0, "its": 0, "fails": 0}
     if cursor is not None:
         info.update(output=cursor.next_output, its=cursor.counts.newton_iterations,
                     fails=cursor.counts.newton_failures)
@@ -132,7 +132,7 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
             store.add(s, None)
 
     last_counts = [None if cursor is None else cursor.counts]
-    remaining = RemainingTime()
+    bar = progress if isinstance(progress, Progress) else (Progress() if progress else None)
     fresh = IterationMatrix().snapshot()
 
     def accepted(s: State, position: AdaptiveCursor) -> None:
@@ -143,15 +143,10 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
     def on_step(s: State, counts, h: float) -> None:
         last_counts[0] = counts
         info["last_state"] = s
-        now = _time.perf_counter()
-        eta = remaining.update((s.t - t0) / span, now=now)
-        if progress and (now - info["last_print"] > 1.0 or s.t >= t_end):
-            info["last_print"] = now
-            print(f"  t = {s.t:.4g}/{t_end:.4g} s  h {h:.3g} s  {counts.line()}  "
-                  + (f"contacts {info['contacts']}  " if model.contacts else "")
-                  + f"elapsed {format_duration(now - start)}"
-                  + (f"  ETA {format_duration(eta)}" if eta is not None and s.t < t_end else ""),
-                  file=sys.stderr, flush=True)
+        if bar is not None:
+            bar.update(t=s.t, t_end=t_end, t_start=t0, newton=counts.step_iterations[-1] if len(counts.step_iterations) else None,
+                       extra=f"h {h:.3g} s  " + (f"contacts {info['contacts']}  " if model.contacts else "")
+                       + counts.line())
 
     notice = compile_notice("  the first step takes a while: on the first run on a machine numba compiles the "
                             "kernels (cached for later runs) …", enabled=progress, file=sys.stderr)
@@ -166,6 +161,8 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
                                     cursor=cursor, on_accept=None if on_accept is None else accepted)
     except CTRL_C as err:
         handle_ctrl_c(err, on_interrupt)
+        if bar is not None:
+            bar.end()
         interrupted = True
         counts = last_counts[0]
         reached = info.get("last_state", start_state).t
@@ -181,6 +178,8 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
                                     _time.perf_counter() - start, True, last, counts))
     finally:
         notice.cancel()
+        if bar is not None:
+            bar.end()
         model.memo.enabled = False
         model.memo.clear()
     iterations = np.zeros(0, dtype=np.int32) if counts is None else np.array(counts.step_iterations, dtype=np.int32)

@@ -323,7 +323,9 @@ def bundle_curves(origin: Sequence[float], insertion: Sequence[float], n_fibers:
     Raises
     ------
     ValueError
-        For bad points, counts, scales, radii or ``up`` (naming the value).
+        For bad points, counts, scales, radii or ``up`` (naming the value), and for a bundle wider at its
+        origin, belly or insertion than ten times the muscle's length (scales far apart: the spacing that keeps
+        the narrowest cross-section admissible spreads the widest one).
 
     Examples
     --------
@@ -406,6 +408,14 @@ def bundle_curves(origin: Sequence[float], insertion: Sequence[float], n_fibers:
         f"no spacing keeps the fibers {clearance:g} apart with origin_scale={origin_scale!r}, insertion_scale="
         f"{insertion_scale!r} and belly_scale={belly_scale!r} (smallest gap {gap + kept:.3g}); give closer scales"))
     start, end, middle = ends_at(spacing)
+    for where, points in (("origin", start), ("belly", middle), ("insertion", end)):
+        across = 2.0 * float(np.max(np.linalg.norm(points - points.mean(axis=0), axis=1)))
+        if across > 10.0 * length:  # (the outer fibers would run almost across the muscle)
+            raise ValueError(
+                f"the bundle would be {across:.3g} m across at its {where} for a muscle {length:.3g} m long "
+                f"({n_fibers} fibers, r0 up to {float(r0.max()):.3g} m, origin_scale={origin_scale!r}, "
+                f"insertion_scale={insertion_scale!r}, belly_scale={belly_scale!r}: the spacing follows the "
+                "narrowest cross-section); give scales closer to each other, or fewer or thinner fibers")
     return np.stack([start, middle, end], axis=1)
 
 

@@ -44,7 +44,7 @@ from .core.interrupt import caused_by_ctrl_c
 from .study import command as study_command
 
 __all__ = ["main", "demo_names", "VERIFY", "ArgumentParser", "positive_float", "positive_int", "nonnegative_float",
-           "nonnegative_int", "output_folder", "output_file", "BAD_INPUT", "run_script"]
+           "nonnegative_int", "output_folder", "output_file", "BAD_INPUT", "INTERRUPTED_SUMMARY", "run_script"]
 
 #: Demos that are verification studies, run as ``main(["--small"])`` by ``skfiber verify``.
 VERIFY = ("manufactured-solution", "pendulum-chain")
@@ -52,6 +52,8 @@ VERIFY = ("manufactured-solution", "pendulum-chain")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 #: the reader of the output went away (``skfiber list | head -1``): the shell's code of a SIGPIPE, no message
 EXIT_BROKEN_PIPE = 128 + 13
+#: the last line of a demo that Ctrl-C stopped before it printed its own ``summary:`` line
+INTERRUPTED_SUMMARY = "summary: interrupted=1"
 #: the largest side (pixels) of ``skfiber view --window-size``: an image of that size is rendered with gigabytes
 #: of memory (software rendering, 8× anti-aliasing), and far larger ones abort the process inside VTK
 MAX_WINDOW_SIDE = 4096
@@ -291,11 +293,17 @@ def _exit_code(value) -> int:
 
 def _called(main: Callable, argv: list[str]) -> int:
     """``main(argv)``'s exit code (:func:`_exit_code`), also when it leaves by ``SystemExit`` (argparse's
-    errors and ``--help``, or ``sys.exit`` in the demo)."""
+    errors and ``--help``, or ``sys.exit`` in the demo).  A Ctrl-C that leaves ``main`` (a demo that does not
+    report what it reached itself) is raised on after :data:`INTERRUPTED_SUMMARY` is printed: every demo's
+    output ends with a ``summary:`` line."""
     try:
         return _exit_code(main(argv))
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_FAILED)
+    except BaseException as err:
+        if caused_by_ctrl_c(err):
+            print(INTERRUPTED_SUMMARY, flush=True)
+        raise
 
 
 def _call_main(module, argv: list[str], prog: str | None = None) -> int:
@@ -713,7 +721,9 @@ def _silence_stdout() -> None:
 def run_script(main: Callable, argv: Sequence[str] | None = None) -> int:
     """Run a demo's ``main(argv)`` as a script, with the exit codes and one-line messages of ``skfiber run``.
 
-    A demo ends with ``if __name__ == "__main__": run_script(main)``.  ``--debug`` (anywhere before a
+    A demo ends with ``if __name__ == "__main__": run_script(main)``.  A Ctrl-C that leaves ``main`` (a demo
+    that does not report what it reached itself) ends the output with :data:`INTERRUPTED_SUMMARY`, so that
+    every demo's last line is a ``summary:`` line.  ``--debug`` (anywhere before a
     ``--``) is taken out of ``argv`` and shows the traceback of an error.  A demo that succeeds returns
     here (the script ends; sphinx-gallery, which runs the demos as ``__main__`` in its own process, goes
     on); any other outcome leaves by ``SystemExit`` with its exit code.  A ``main`` defined in code run

@@ -1,4 +1,8 @@
-"""The remaining time of a run, estimated from its recent pace, and what the progress lines say.
+"""The progress line of a run, the remaining time estimated from its recent pace, and what the line says.
+
+:class:`Progress` draws the one progress line of :func:`skfiber.simulate` (fixed steps and error
+control alike) and :func:`skfiber.run.run_simulation`: redrawn in place on a terminal, printed every
+few seconds in a log or a pipe.
 
 :class:`RemainingTime` gives no estimate until the run has shown its pace: the
 first step is left out (on a first run it includes numba's compilation, tens of
@@ -11,6 +15,11 @@ slows down when contact sets in, without jumping from step to step).
 
 Examples
 --------
+>>> import io
+>>> bar = Progress(stream=io.StringIO())
+>>> bar.update(step=4, n_steps=4, t=0.4, t_end=0.4, newton=3)   # the last line is always drawn
+>>> bar.stream.getvalue().split("  elapsed")[0]
+'[########################] 100%  t = 0.4/0.4 s  step 4/4  Newton 3 it'
 >>> eta = RemainingTime()
 >>> [eta.update(k / 8, now=0.5 * k) for k in range(1, 6)]   # 0.5 s per eighth of the run
 [None, None, None, 2.0, 1.5]
@@ -21,9 +30,11 @@ from __future__ import annotations
 
 import collections
 import math
+import sys
 import time
+from typing import TextIO
 
-__all__ = ["RemainingTime", "format_duration", "PROGRESS_TERMS", "MIN_STEPS", "MIN_SECONDS", "WINDOW_SECONDS"]
+__all__ = ["Progress", "RemainingTime", "format_duration", "PROGRESS_TERMS", "MIN_STEPS", "MIN_SECONDS", "WINDOW_SECONDS"]
 
 #: steps after the first one before an estimate is given
 MIN_STEPS = 3
@@ -35,18 +46,22 @@ WINDOW_SECONDS = 20.0
 #: the words of the progress lines of simulate, run_simulation and the demos (for their --help)
 PROGRESS_TERMS = """\
 progress line (on stderr; redrawn in place on a terminal, every few seconds in a log):
-  [####....] P%     the share of the time steps done
+  [####....] P%     the share of the run done (of its time steps; of its simulated time with error control)
   t = T/T_END s     simulated time reached, and the end time
-  step K/N          time steps done, and in all
+  step K/N          time steps done, and in all (fixed steps)
   Newton I it       Newton iterations of the last step (each: assemble the tangent, solve with it)
   retries R         failed Newton attempts so far: each one split its step into two halves that were
                     redone (nothing unconverged is kept); a few are normal in a fast transient
-  contacts C        active contact points (quadrature points with a gap g < 0) at the end of the last step
   elapsed, ETA      wall time so far, and the estimated time to the end from the pace of the recent
                     steps (s below a minute, m:ss or h:mm:ss above); no ETA during the first steps or
                     the first second (the first step may include compiling the numba kernels)
-  done: …           the last line: steps, Newton iterations (per step), retries, wall time (of it
-                    writing output files), and the files written"""
+  contacts C        active contact points (quadrature points with a gap g < 0) at the end of the last step
+  tangents, factorizations   tangents assembled and matrices factorized so far (fewer factorizations
+                    than Newton iterations when Newton keeps its factorization)
+  h H s, accepted, rejected, newton-failed   with error control: the last step's size, the steps accepted
+                    and rejected by the error test, and those whose Newton iteration failed (redone halved)
+  done: …           the last line of a run with output files: steps, Newton iterations (per step),
+                    retries, wall time (of it writing output files), and the files written"""
 
 
 class RemainingTime:
@@ -96,3 +111,87 @@ def format_duration(seconds: float | None) -> str:
     m, s = divmod(int(round(seconds)), 60)
     h, m = divmod(m, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class Progress:
+    """The one-line progress of a run on a stream (default stderr); its words are :data:`PROGRESS_TERMS`.
+
+    On a terminal the line is redrawn in place at most every 0.1 s; otherwise (logs, pipes) a line is
+    printed at most every ``interval`` seconds.  The last line of a run (its end time reached) is always
+    drawn, and ends the line.  The ETA comes from the pace of the recent steps and is left out until it is
+    known (:class:`RemainingTime`).
+
+    Parameters
+    ----------
+    stream
+        Where the lines go (default ``sys.stderr``, looked up when the bar is made).
+    width
+        Characters of the bar.
+    interval
+        Seconds between two lines in a log (a terminal's line is redrawn every 0.1 s).
+
+    Examples
+    --------
+    >>> import io
+    >>> bar = Progress(stream=io.StringIO(), interval=0.0)
+    >>> bar.update(t=0.05, t_end=0.1, newton=4, extra="h 0.01 s")   # error control: no step count
+    >>> "[############............]  50%  t = 0.05/0.1 s  Newton 4 it" in bar.stream.getvalue()
+    True
+    """
+
+    def __init__(self, *, stream: TextIO | None = None, width: int = 24, interval: float = 2.0):
+        self.stream = stream if stream is not None else sys.stderr
+        self.width = width
+        self.interval = interval
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._last = -math.inf
+        self._start = time.perf_counter()
+        self._remaining = RemainingTime()
+        self._open = False  # a terminal's line drawn without its newline yet
+
+    def update(self, *, t: float, t_end: float, newton: int | None, step: int | None = None,
+               n_steps: int | None = None, t_start: float = 0.0, retries: int | None = None,
+               extra: str = "") -> None:
+        """Record a finished step; draw the line when it is due.
+
+        ``step``/``n_steps``: steps done and in all (fixed steps); without them the share done is that of
+        the simulated time from ``t_start``.  ``newton``: iterations of the last step (None: not shown);
+        ``retries``: failed attempts so far (None: not shown); ``extra``: appended to the line.
+        """
+        now = time.perf_counter()
+        if step is not None and n_steps is not None:
+            frac, done = step / max(n_steps, 1), step >= n_steps
+        else:
+            span = t_end - t_start
+            frac = min(max((t - t_start) / span, 0.0), 1.0) if span > 0 else 1.0
+            done = t >= t_end
+        remaining = self._remaining.update(frac, now=now)
+        if not done and now - self._last < (0.1 if self.tty else self.interval):
+            return
+        self._last = now
+        filled = int(round(self.width * frac))
+        line = (f"[{'#' * filled}{'.' * (self.width - filled)}] {100 * frac:3.0f}%  t = {t:.4g}/{t_end:.4g} s"
+                + (f"  step {step}/{n_steps}" if step is not None and n_steps is not None else "")
+                + (f"  Newton {newton} it" if newton is not None else "")
+                + (f"  retries {retries}" if retries is not None else "")
+                + f"  elapsed {format_duration(now - self._start)}"
+                + (f"  ETA {format_duration(remaining)}" if remaining is not None and not done else "")
+                + (f"  {extra}" if extra else ""))
+        if self.tty:
+            print("\r" + line + "\033[K", end="\n" if done else "", file=self.stream, flush=True)
+            self._open = not done
+        else:
+            print(line, file=self.stream, flush=True)
+
+    def end(self) -> None:
+        """End a terminal's line drawn in place (before other text, e.g. a warning); nothing otherwise."""
+        if self._open:
+            print(file=self.stream, flush=True)
+            self._open = False
+
+    def message(self, text: str) -> None:
+        """Print ``text`` on a line of its own (on a terminal, in place of the progress line)."""
+        if self.tty:
+            print("\r\033[K", end="", file=self.stream)
+            self._open = False
+        print(text, file=self.stream, flush=True)

@@ -39,7 +39,7 @@ import time as _time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence, TextIO
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -51,11 +51,11 @@ from .core.numbers import checked_real
 from .fiber_step import decide_compiled_step
 from .io import Checkpoint, VTKSeries, atomic_temporaries, load_checkpoint, model_fingerprint, save_checkpoint
 from .model import Model
-from .progress import RemainingTime, format_duration
+from .progress import Progress
 from .solver import ConvergenceError, NewtonOptions, StepInfo, adaptive_scheme, simulate
 from .statics import check_admissible_start, check_step_count
 
-__all__ = ["RunResult", "Progress", "run_simulation", "checkpoint_path", "checkpoint_options", "resume_point"]
+__all__ = ["RunResult", "run_simulation", "checkpoint_path", "checkpoint_options", "resume_point"]
 
 
 @dataclass
@@ -118,56 +118,6 @@ class RunResult:
         if self.pvd is not None:
             text += f"; {self.output_files} files, {self.output_bytes / 1e6:.2f} MB -> {self.pvd}"
         return text
-
-
-class Progress:
-    """A one-line progress bar on a stream (default stderr).
-
-    On a terminal the line is redrawn in place; otherwise (logs, pipes) a
-    line is printed at most every ``interval`` seconds and at the end.
-    ``extra`` texts (e.g. active contact points) are appended to the line.
-    The ETA comes from the pace of the recent steps and is left out until it
-    is known (:class:`skfiber.progress.RemainingTime`); the words are
-    explained in :data:`skfiber.progress.PROGRESS_TERMS`.
-    """
-
-    def __init__(self, *, stream: TextIO | None = None, width: int = 24, interval: float = 2.0):
-        self.stream = stream if stream is not None else sys.stderr
-        self.width = width
-        self.interval = interval
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self._last = -math.inf
-        self._start = _time.perf_counter()
-        self._remaining = RemainingTime()
-
-    def update(self, *, step: int, n_steps: int, t: float, t_end: float, newton: int, retries: int | None = None,
-               extra: str = "") -> None:
-        now = _time.perf_counter()
-        frac = step / max(n_steps, 1)
-        remaining = self._remaining.update(frac, now=now)
-        done = step == n_steps
-        if not done and now - self._last < (0.1 if self.tty else self.interval):
-            return
-        self._last = now
-        filled = int(round(self.width * frac))
-        bar = "#" * filled + "." * (self.width - filled)
-        line = (
-            f"[{bar}] {100 * frac:3.0f}%  t = {t:.4g}/{t_end:.4g} s  step {step}/{n_steps}  Newton {newton} it  "
-            + (f"retries {retries}  " if retries is not None else "")
-            + f"elapsed {format_duration(now - self._start)}"
-            + (f"  ETA {format_duration(remaining)}" if remaining is not None and not done else "")
-        )
-        if extra:
-            line += "  " + extra
-        if self.tty:
-            print("\r" + line + "\033[K", end="\n" if done else "", file=self.stream, flush=True)
-        else:
-            print(line, file=self.stream, flush=True)
-
-    def message(self, text: str) -> None:
-        if self.tty:
-            print("\r\033[K", end="", file=self.stream)
-        print(text, file=self.stream, flush=True)
 
 
 def checkpoint_path(out_dir: str | Path, name: str = "result") -> Path:
@@ -329,7 +279,7 @@ def _error_controlled(model: Model, state: State, *, t_end: float, dt: float, t_
             warnings.filterwarnings("ignore", message="simulation interrupted", category=UserWarning)
             result = simulate_adaptive(model, state, t_end=t_end, method="bdf2", rtol=rtol, atol=atol, h_min=h_min,
                                        h_max=h_max, output_dt=dt, store_every=sys.maxsize,
-                                       newton_options=newton_options, callback=on_output, progress=bar is not None,
+                                       newton_options=newton_options, callback=on_output, progress=bar if bar is not None else False,
                                        t_start=t_start, cursor=cursor, on_accept=on_accept)
         interrupted = result.interrupted
         counts = result.step_counts
@@ -437,9 +387,9 @@ def run_simulation(
         saved with the state; read it back with ``resume_point(...).extra``.
     progress
         Print a progress bar and a final summary to stderr (or pass a
-        :class:`Progress`).  With tolerances the progress lines are those of
-        :func:`skfiber.simulate` (to stderr; ``progress_extra`` is not used),
-        the messages and the summary go to the :class:`Progress`.
+        :class:`skfiber.progress.Progress`, e.g. on another stream).  With
+        tolerances the line is that of :func:`skfiber.simulate`'s error control
+        (``progress_extra`` is not used).
     points_per_element, bodies, extra_fields, extra_units
         Passed to :class:`skfiber.io.VTKSeries`.  ``bodies`` defaults to the bones of the model's rigid
         system, if it has one (:func:`skfiber.coupling.body_cylinders`); ``bodies=()`` writes none.
@@ -513,7 +463,7 @@ def run_simulation(
     if not isinstance(newton_options, NewtonOptions):
         raise TypeError(f"newton_options must be a skfiber.NewtonOptions, got {type(newton_options).__name__}")
     if not isinstance(progress, (bool, np.bool_, Progress)):
-        raise TypeError(f"progress must be True, False or a skfiber.run.Progress, got {progress!r}")
+        raise TypeError(f"progress must be True, False or a skfiber.progress.Progress, got {progress!r}")
     if adaptive and substeps is not None:
         raise ValueError("substeps belong to fixed steps; with rtol/atol the error control chooses the steps")
     if not adaptive and (h_min is not None or h_max is not None):

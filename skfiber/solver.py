@@ -36,7 +36,7 @@ from .core.warn import warn
 from .fiber_step import decide_compiled_step
 from .model import Model
 from .newton import IterationMatrix, make_solver, newton
-from .progress import RemainingTime, format_duration
+from .progress import Progress
 from .simulation_result import MAX_STORED_STATES, SimulationResult, StateStore, StepInfo, compile_notice
 from .statics import StaticResult, check_admissible_start, check_finite_time, check_step_count, solve_static
 from .threads import one_blas_thread
@@ -100,7 +100,7 @@ def simulate(
     keep_substeps: bool = False,
     newton_options: NewtonOptions = NewtonOptions(),
     callback: Callable[[State, StepInfo], None] | None = None,
-    progress: bool = True,
+    progress: bool | Progress = True,
     on_interrupt: str = "keep",
 ) -> SimulationResult:
     """Integrate from ``state`` (default: rest at t = 0) to ``t_end``: backward Euler or BDF2, fixed or adaptive steps.
@@ -165,7 +165,9 @@ def simulate(
         time of an adaptive run), with :class:`StepInfo` (step number,
         Newton iterations, …).  Writers of output and checkpoints hook in here.
     progress
-        Print progress (time, step, Newton iterations, ETA) to stderr.
+        Draw the progress line (time, step, Newton iterations, ETA; redrawn in place on a terminal) on
+        stderr, or on the stream of a :class:`skfiber.progress.Progress` given here; its words are
+        :data:`skfiber.progress.PROGRESS_TERMS`.
     on_interrupt
         What Ctrl-C does: ``"keep"`` (default) ends the run with a warning and returns the states computed so
         far (``result.interrupted`` is True); ``"raise"`` lets ``KeyboardInterrupt`` through to the caller,
@@ -188,8 +190,8 @@ def simulate(
     """
     if not isinstance(model, Model):
         raise TypeError(f"simulate needs a skfiber.Model as its first argument, got {type(model).__name__}")
-    if not isinstance(progress, (bool, np.bool_)):
-        raise TypeError(f"progress must be True or False, got {progress!r}")
+    if not isinstance(progress, (bool, np.bool_, Progress)):
+        raise TypeError(f"progress must be True, False or a skfiber.progress.Progress, got {progress!r}")
     if state is not None:
         check_state(state)
     if callback is not None and not callable(callback):
@@ -244,8 +246,7 @@ def simulate(
     its = np.zeros(n_steps, dtype=np.int32)
     retries = 0
     start = _time.perf_counter()
-    last_print = start
-    remaining = RemainingTime()
+    bar = progress if isinstance(progress, Progress) else (Progress() if progress else None)
     interrupted = False
     t0 = state.t
     # the first step compiles the numba kernels on the first run on a machine: say so if it is slow
@@ -272,20 +273,14 @@ def simulate(
                 callback(state, StepInfo(k, n_steps, t_end, n_it, n_retry, _time.perf_counter() - start, n_contact))
             if k % store_every == 0 or k == n_steps:
                 store.add(state, hist)
-            now = _time.perf_counter()
-            eta = remaining.update(k / n_steps, now=now)
-            if progress and (now - last_print > 1.0 or k == n_steps):
-                last_print = now
-                print(
-                    f"  t = {state.t:.4g}/{t_end:.4g} s  step {k}/{n_steps}  Newton {n_it} it  "
-                    f"tangents {matrix.tangent_builds} factorizations {matrix.factorizations}  "
-                    + (f"contacts {n_contact}  " if model.contacts else "")
-                    + f"retries {retries}  elapsed {format_duration(now - start)}"
-                    + (f"  ETA {format_duration(eta)}" if eta is not None and k < n_steps else ""),
-                    file=sys.stderr, flush=True,
-                )
+            if bar is not None:
+                bar.update(step=k, n_steps=n_steps, t=state.t, t_end=t_end, newton=n_it, retries=retries,
+                           extra=(f"contacts {n_contact}  " if model.contacts else "")
+                           + f"tangents {matrix.tangent_builds} factorizations {matrix.factorizations}")
     except CTRL_C as err:
         handle_ctrl_c(err, on_interrupt)
+        if bar is not None:
+            bar.end()
         interrupted = True
         its = its[:done]
         if store.times[-1] != state.t:
@@ -301,6 +296,8 @@ def simulate(
         raise err.keep(store.result(its, retries, _time.perf_counter() - start, True, state, counts))
     finally:  # outside the run the model may change: evaluate afresh
         notice.cancel()
+        if bar is not None:
+            bar.end()
         model.memo.enabled = False
         model.memo.clear()
     counts = StepCounts(accepted=len(its), newton_failures=retries, newton_iterations=int(its.sum()),

@@ -709,11 +709,11 @@ def test_api_calls_with_the_wrong_kind_of_argument_say_so():
     model.fix(fiber, "start")
     with pytest.raises(TypeError, match="simulate needs a skfiber.Model as its first argument, got NoneType"):
         sf.simulate(None, t_end=0.1, dt=0.01)
-    with pytest.raises(TypeError, match="progress must be True or False, got 'no'"):
+    with pytest.raises(TypeError, match="progress must be True, False or a skfiber.progress.Progress, got .no."):
         sf.simulate(model, t_end=0.1, dt=0.01, progress="no")
     from skfiber.run import run_simulation
 
-    with pytest.raises(TypeError, match=r"progress must be True, False or a skfiber.run.Progress, got 0"):
+    with pytest.raises(TypeError, match=r"progress must be True, False or a skfiber.progress.Progress, got 0"):
         run_simulation(model, t_end=0.1, dt=0.01, progress=0)
     for fibers in (None, 3, "fiber"):
         with pytest.raises(TypeError, match=f"Model takes a list of Fiber objects, got {type(fibers).__name__}"):

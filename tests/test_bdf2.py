@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 import skfiber as sf
-from skfiber.core import ErrorControl
+from skfiber.core import AdaptiveCursor, ErrorControl, StepCounts, run_adaptive
 from skfiber.core.bdf import anchor, error_weights, interpolate
+from skfiber.core.step_control import _estimate
 from skfiber.demos import pendulum_chain as pc
 from skfiber.io import Checkpoint, load_checkpoint, save_checkpoint
 from skfiber.rigid import simulate_rigid
@@ -189,6 +190,116 @@ def test_relative_error_control_without_atol_says_why_it_gives_up():
     with pytest.raises(sf.ConvergenceError, match=r"with atol = 0 .* give atol > 0") as err:
         sf.simulate(model, t_end=0.1, method="bdf2", rtol=1e-3, h_min=1e-4, progress=False)
     assert "nan" not in str(err.value)
+
+
+# --------------------------------------------------------------------------- the step controller alone
+OMEGA, U0, V0 = np.array([2.0, 5.0]), np.array([0.3, -0.2]), np.array([0.5, 1.1])
+
+
+def _oscillators(t: float) -> np.ndarray:
+    """Two oscillators u'' = −ω² u in closed form, flattened as the driver sees a state: positions,
+    velocities, then one other unknown (held at 7)."""
+    u = U0 * np.cos(OMEGA * t) + V0 / OMEGA * np.sin(OMEGA * t)
+    v = -U0 * OMEGA * np.sin(OMEGA * t) + V0 * np.cos(OMEGA * t)
+    return np.concatenate([u, v, [7.0]])
+
+
+def _implicit_step(u_hat, v_hat, h_eff):
+    """u = û + ĥ v, v = v̂ − ĥ ω² u solved for (u, v): backward Euler from (û, v̂) with step ĥ."""
+    u = (u_hat + h_eff * v_hat) / (1.0 + (h_eff * OMEGA) ** 2)
+    return np.concatenate([u, v_hat - h_eff * OMEGA**2 * u, [7.0]])
+
+
+#: atol 1, rtol 0: the error norm is the RMS of the estimated position errors themselves
+ABSOLUTE = ErrorControl(rtol=0.0, atol=1.0, h_min=1e-12, h_max=1.0)
+
+
+def test_start_up_error_estimate_of_the_backward_euler_step_is_its_true_error():
+    """The first step (backward Euler, no history): the estimate against the true position error of that step
+    from the closed-form solution, RMS over two oscillators; ratio 1 + O(h) (measured 1.039 at h = 10⁻², 1.0035
+    at 10⁻³: 2 % allowed; a factor 2 off or the velocity of the step's end in place of its start fail)."""
+    ratios = []
+    for h in (1e-2, 1e-3):
+        x0 = _oscillators(0.0)
+        x1 = _implicit_step(x0[:2], x0[2:4], h)
+        estimate, order = _estimate([(0.0, x0)], h, x1, 2, ABSOLUTE)
+        assert order == 1  # backward Euler: local error O(h²), the next step scales with err^(−1/2)
+        ratios.append(estimate / math.sqrt(np.mean((x1[:2] - _oscillators(h)[:2]) ** 2)))
+    assert abs(ratios[1] - 1.0) < 0.02 and abs(ratios[1] - 1.0) < abs(ratios[0] - 1.0), ratios
+
+
+@pytest.mark.parametrize("ratio", [0.6, 1.0, 1.7])
+def test_start_up_error_estimate_of_the_second_step_is_its_true_error(ratio):
+    """The second step (BDF2 from two points, Hermite predictor through uₙ₋₁, uₙ, vₙ) from exact past states at
+    step ratio ω = h/hₙ₋₁: the estimate against the true position error of the BDF2 step, ratio 1 + O(h)
+    (measured 1.100–1.102 at h = 10⁻², 1.0085–1.009 at 10⁻³: 2 % allowed)."""
+    ratios = []
+    for h in (1e-2, 1e-3):
+        t0 = 0.4
+        tm, t1 = t0 - h / ratio, t0 + h
+        xm, x0 = _oscillators(tm), _oscillators(t0)
+        u_hat, h_eff = anchor(h, h / ratio, x0[:2], xm[:2])
+        v_hat, _ = anchor(h, h / ratio, x0[2:4], xm[2:4])
+        x1 = _implicit_step(u_hat, v_hat, h_eff)
+        estimate, order = _estimate([(t0, x0), (tm, xm)], t1, x1, 2, ABSOLUTE)
+        assert order == 2
+        ratios.append(estimate / math.sqrt(np.mean((x1[:2] - _oscillators(t1)[:2]) ** 2)))
+    assert abs(ratios[1] - 1.0) < 0.02 and abs(ratios[1] - 1.0) < abs(ratios[0] - 1.0), ratios
+
+
+class _Stop(Exception):
+    """Ends a run of the driver after the attempts a test looks at."""
+
+
+def _cubic_attempts(control: ErrorControl, n: int, *, t0: float = 0.0, cursor=None) -> list[float]:
+    """The first n step sizes run_adaptive attempts on u = t³ (v = 3t²), each step landing on the exact
+    solution (so that the local error estimates are known in closed form)."""
+    attempts = []
+
+    def advance(payload, h, k):
+        attempts.append(h)
+        if len(attempts) > n:
+            raise _Stop
+        return payload + h, 1
+
+    with pytest.raises(_Stop):
+        run_adaptive(advance, lambda t: np.array([t**3, 3.0 * t**2]), t0, t0=0.0, t_end=100.0, control=control,
+                     n_positions=1, output_times=np.array([100.0]), emit=lambda *a: None, cursor=cursor)
+    return attempts[:n]
+
+
+def test_a_rejected_start_is_redone_with_the_exponent_of_backward_euler_and_does_not_grow_next():
+    """First step from t = 0 on u = t³: the estimate (u₁ − u₀ − h v₀)/2 is h³/2, so with atol = h₀³/16 the
+    first attempt has err = 8 and is rejected; it is redone with h₀ · 0.9 · 8^(−1/2) (backward Euler's
+    exponent 1/(p + 1) = 1/2); that step passes (err = 0.26) with a proposed factor 0.9 err^(−1/2) = 1.77, but
+    the step after a rejection may not grow: the third attempt equals the second."""
+    h0, err0 = 0.1, 8.0
+    control = ErrorControl(rtol=0.0, atol=h0**3 / (2 * err0), h_min=1e-9, h_max=10.0, h_initial=h0)
+    attempts = _cubic_attempts(control, 3)
+    h1 = h0 * 0.9 * err0 ** (-1 / 2)
+    assert attempts[:2] == pytest.approx([h0, h1], rel=1e-12)  # (the same formula: equal to round-off)
+    err1 = h1**3 / (2 * control.atol)
+    assert err1 < 1 and 0.9 * err1 ** (-1 / 2) > 1.5  # (accepted, and the controller alone would grow it)
+    assert attempts[2] == pytest.approx(h1, rel=1e-12)
+
+
+@pytest.mark.parametrize("grow_ok", [True, False])
+@pytest.mark.parametrize("err", [0.1, 1e-3])
+def test_bdf2_step_size_follows_the_cube_root_of_the_error(grow_ok, err):
+    """Three exact points of u = t³ at t = 0.8, 0.9, 1.0 and a next step h = 0.1 (a cursor): the predictor
+    (quadratic through them) misses u(1.1) by u‴/6 · h·2h·3h = 6h³ and BDF2 at equal steps has Milne's
+    factor E = (2/9)/(2/9 + 1) = 2/11 (corrector error 2h³/9 · u‴, predictor −h³ · u‴); v = 3t² is quadratic
+    and predicted exactly. With atol set for an RMS error err over (u, v), the next step is
+    h · min(2, 0.9 err^(−1/3)) (1.94 h at err = 0.1, capped at 2 h at 10⁻³); after a rejection or failure
+    (grow_ok False) the step is kept once (h), then grows by that factor."""
+    h = 0.1
+    atol = 12 * h**3 / 11 / math.sqrt(2) / err
+    control = ErrorControl(rtol=0.0, atol=atol, h_min=1e-9, h_max=10.0)
+    points = [(t, np.array([t**3, 3 * t**2])) for t in (1.0, 0.9, 0.8)]
+    cursor = AdaptiveCursor(points, h, grow_ok, 3, 0, StepCounts())
+    factor = min(2.0, 0.9 * err ** (-1 / 3))
+    expected = [h, h * factor] if grow_ok else [h, h, h * factor]
+    assert _cubic_attempts(control, len(expected), t0=1.0, cursor=cursor) == pytest.approx(expected, rel=1e-10)
 
 
 # --------------------------------------------------------------------------- restart, inputs

@@ -94,19 +94,19 @@ def test_converging_bundle_starts_with_the_clearance_asked_for(scales, clearance
 
 
 def test_the_spacing_rule_at_equal_theta_alone_would_let_converging_fibers_overlap():
-    """Why the builder measures the gap: 36 fibers with patches of 1 and 0.05, spaced by the equal-θ rule
-    alone, overlap (the outer fibers pass each other near the narrow patch: gap −0.62, smallest_gap sees it);
+    """Why the builder measures the gap: 36 fibers with patches of 1 and 0.2, spaced by the equal-θ rule
+    alone, overlap (the outer fibers pass each other near the narrow patch: gap −0.05, smallest_gap sees it);
     the builder's bundle keeps the clearance (brute force)."""
     unit = packing(36)
     theta = np.linspace(0, 1, 201)
     r0 = np.full(201, 0.01)
-    S = float(np.max(2 * r0 * 1.1 / (1.0 - 0.95 * theta)))
+    S = float(np.max(2 * r0 * 1.1 / (1.0 - 0.8 * theta)))
     plane = np.column_stack([unit, np.zeros(36)]) * S
-    starts, ends = plane, np.array([0, 0, -0.3]) + 0.05 * plane
+    starts, ends = plane, np.array([0, 0, -0.3]) + 0.2 * plane
     pairs = np.array([(i, j) for i in range(36) for j in range(i + 1, 36)])
-    assert smallest_gap(starts, ends, r0, pairs) < -0.5
+    assert smallest_gap(starts, ends, r0, pairs) < -0.04
     fibers = bundle((0, 0, 0), (0, 0, -0.3), 36, radius=0.01, clearance=0.1, origin_scale=1.0,
-                    insertion_scale=0.05, n_elements=2, law=sf.paper_law())
+                    insertion_scale=0.2, n_elements=2, law=sf.paper_law())
     assert _brute_force_gap(fibers, 0.01, samples=201) == pytest.approx(0.1, rel=0.01)
 
 
@@ -316,3 +316,18 @@ def test_bundle_refuses_a_bad_insertion_layout_and_belly_scale():
     with pytest.raises(ValueError, match="belly_scale=0.01 .* pinches"):  # the parabolas' scale < 0 near θ = 1
         bundle_curves((0, 0, 0), (0, 0, 1), 3, radius=0.01, origin_scale=1.0, belly_scale=0.01, insertion_scale=0.01)
     bundle_curves((0, 0, 0), (0, 0, 1), 3, radius=0.01, origin_scale=1.0, belly_scale=0.2525, insertion_scale=0.01)
+
+
+def test_bundle_refuses_scales_that_spread_it_wider_than_ten_times_its_length():
+    """Patch scales far apart: the spacing keeping the narrow end admissible spreads the wide end; a bundle
+    0.3 m long with its origin patch 10⁶ times narrower would be kilometres across."""
+    with pytest.raises(ValueError, match=r"would be .* m across at its belly for a muscle 0.3 m long .*"
+                                         r"origin_scale=1e-06"):
+        bundle_points((0, 0, 0), (0, 0, -0.3), 7, radius=0.01, origin_scale=1e-6, insertion_scale=1.0)
+    with pytest.raises(ValueError, match="m across at its origin"):   # 36 converging fibers: 88 m across
+        bundle_points((0, 0, 0), (0, 0, -0.3), 36, radius=0.01, origin_scale=1.0, insertion_scale=0.1)
+    # the limit itself: the same 2.2 m wide insertion kept on a 0.3 m muscle, refused on a 0.2 m one
+    _, ends = bundle_points((0, 0, 0), (0, 0, -0.3), 7, radius=0.01, origin_scale=0.02, insertion_scale=1.0)
+    assert 2 * np.max(np.linalg.norm(ends - ends.mean(axis=0), axis=1)) == pytest.approx(2.2)
+    with pytest.raises(ValueError, match="2.2 m across at its insertion for a muscle 0.2 m long"):
+        bundle_points((0, 0, 0), (0, 0, -0.2), 7, radius=0.01, origin_scale=0.02, insertion_scale=1.0)

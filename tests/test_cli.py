@@ -222,14 +222,18 @@ def test_a_demo_interrupted_exits_130(returned, code, capsys, monkeypatch):
 @pytest.mark.parametrize("demo", ["custom-law", "custom-term", "manufactured-solution"])
 def test_ctrl_c_in_a_demo_s_simulation_stops_it_with_130(demo, capsys, monkeypatch):
     """A demo that goes on to compare a whole run with its closed form asks simulate to let Ctrl-C through
-    (instead of keeping a part of the run, which it would compare): skfiber run exits 130."""
+    (instead of keeping a part of the run, which it would compare): skfiber run exits 130, and the output
+    ends with the summary line of an interrupted demo."""
     import skfiber as sf
 
     monkeypatch.setattr(sf, "simulate", interrupted_at_first_step(sf.simulate))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         code, out, err = run_main(capsys, "run", demo, "--", "--small")
-    assert code == 130 and f"skfiber run {demo}: interrupted" in err and "summary:" not in out
+    assert code == 130 and f"skfiber run {demo}: interrupted" in err
+    # no summary of a part of a run: only the command's last line saying the demo was interrupted
+    assert [line for line in out.splitlines() if line.startswith("summary:")] == ["summary: interrupted=1"]
+    assert out.strip().splitlines()[-1] == "summary: interrupted=1"
     assert not [w for w in caught if "interrupted" in str(w.message)]  # no part of a run kept
 
 
@@ -251,8 +255,8 @@ def test_ctrl_c_in_a_rigid_simulation_stops_a_comparing_demo_with_130(demo, modu
     if demo == "whiplash":
         last = out.strip().splitlines()[-1]
         assert last.startswith("summary: max_head_disp_m=nan ") and last.endswith(" interrupted=1")
-    else:
-        assert f"skfiber run {demo}: interrupted" in err and "summary:" not in out
+    else:  # (it reports nothing of its own: the command ends its output with the interrupted summary)
+        assert f"skfiber run {demo}: interrupted" in err and out.strip().splitlines()[-1] == "summary: interrupted=1"
 
 
 def script_exit_code(main, argv):
@@ -295,8 +299,10 @@ def test_a_demo_run_as_a_script_reports_like_skfiber_run(main, code, message, ca
     leaves by SystemExit."""
     monkeypatch.setattr(sys, "argv", ["demos/demo.py"])
     assert script_exit_code(main, ["--level", "2"]) == code
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert err.strip() == message and "Traceback" not in err
+    # a Ctrl-C that left main (nothing reported by the demo) ends the output with a summary line; none else
+    assert out == ("summary: interrupted=1\n" if message == "demo.py: interrupted" else "")
 
 
 def test_under_sphinx_gallery_a_demo_s_error_propagates():

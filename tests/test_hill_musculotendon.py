@@ -574,3 +574,94 @@ def test_tendon_velocity_is_the_rate_of_the_tendon_length(formulation):
 
     h = 1e-6
     assert float(r.tendon_velocity) == pytest.approx((tendon_length(h) - tendon_length(-h)) / (2 * h), rel=1e-7)
+
+
+# ---------------------------------------------------------------------------
+# one-sided derivatives at the bounds, and the slope of the static equilibrium's Newton iteration
+# ---------------------------------------------------------------------------
+def _one_sided_differences(f, x, step):
+    """(left, right) difference quotients of f at the points x."""
+    return (f(x) - f(x - step)) / step, (f(x + step) - f(x)) / step
+
+
+@pytest.mark.parametrize("formulation, quantity", [("rigid", "tendon_force"), ("damped", "fiber_velocity")])
+def test_activation_derivative_is_one_sided_at_its_bounds(formulation, quantity):
+    """a is clamped to [a_min, 1]: below a_min and above 1 the derivative and both difference quotients are 0;
+    at a_min it is the right-hand quotient, at 1 the left-hand one (the side inside the range), inside the
+    central one. Quotients with δ = 10⁻⁷ (rigid: f linear in a; damped: error O(δ f″)), measured agreement
+    ≤ 7·10⁻⁸ relative, 10⁻⁵ allowed; the unclamped derivative outside, or 0 at a bound, fails."""
+    muscle = Millard2012Muscle(PARAMS, formulation=formulation)
+    a_min = PARAMS.minimum_activation
+    a = np.array([0.5 * a_min, a_min, 0.5, 1.0, 1.3])
+    state = dict(musculotendon_length=0.305, musculotendon_velocity=0.2)
+    if formulation != "rigid":
+        state["fiber_length"] = 0.1
+
+    def f(x):
+        return getattr(muscle.evaluate(activation=x, **state), quantity)
+
+    r = muscle.evaluate(activation=a, **state)
+    assert not r.clamped.any()
+    exact = getattr(r, f"d_{quantity}_d_activation")
+    left, right = _one_sided_differences(f, a, 1e-7)
+    assert exact[0] == left[0] == right[0] == 0 and exact[4] == left[4] == right[4] == 0
+    assert left[1] == 0 and right[3] == 0 and abs(right[1]) > 0.1 and abs(left[3]) > 0.1
+    np.testing.assert_allclose(exact[1:4], [right[1], 0.5 * (left[2] + right[2]), left[3]], rtol=1e-5)
+
+
+@pytest.mark.parametrize("formulation", ["damped", "equilibrium"])
+def test_fiber_length_derivatives_vanish_where_the_fiber_is_held_at_its_minimum_length(formulation):
+    """l^M is held at l_min: below it the tangent's fiber-length derivatives and both difference quotients
+    are 0, at l_min the tangent is that of the held side (0; the right-hand quotient is not), above it the
+    central quotient (δ = 10⁻⁹ m, measured agreement 10⁻⁹; 10⁻⁵ relative allowed). The fiber lengthens
+    (the tendon is stretched), so nothing is clamped by the velocity."""
+    muscle = Millard2012Muscle(PARAMS, formulation=formulation)
+    l_min = muscle.minimum_fiber_length
+    lce = np.array([0.9 * l_min, l_min, 1.1 * l_min])
+    state = dict(activation=0.5, musculotendon_length=1.02 * PARAMS.tendon_slack_length + l_min)
+    r = muscle.evaluate(fiber_length=lce, **state)
+    assert not r.clamped.any() and np.all(r.fiber_velocity > 0)
+    for quantity in ("tendon_force", "fiber_velocity"):
+        def f(x):
+            return getattr(muscle.evaluate(fiber_length=x, **state), quantity)
+
+        exact = getattr(r, f"d_{quantity}_d_fiber_length")
+        left, right = _one_sided_differences(f, lce, 1e-9)
+        assert exact[0] == left[0] == right[0] == 0, quantity
+        assert exact[1] == left[1] == 0 and abs(right[1]) > 1.0, quantity
+        assert exact[2] == pytest.approx(0.5 * (left[2] + right[2]), rel=1e-5), quantity
+
+
+def test_static_equilibrium_newton_steps_with_the_exact_slope_of_its_residual(monkeypatch):
+    """The static equilibrium solves r(l) = (a f^L + f^PE) cos α − f^T(l^T) = 0 (eq. 1 at f^V = 1) by Newton from
+    the bracket's midpoint; the fiber lengths it evaluates (spied on the geometry) give the slope it used,
+    −r(l₀)/(l₁ − l₀), which must equal a central difference of r (δ = 10⁻⁷ m, measured 10⁻¹⁰ relative; 10⁻⁶
+    allowed). At α ≈ 37°–55° the pennation part −g sin α α′ of the slope is 1.6–3.3 % of it."""
+    params = MuscleParameters(max_isometric_force=1000.0, optimal_fiber_length=0.1, tendon_slack_length=0.2,
+                              pennation_angle_at_optimal=0.5)
+    muscle = Millard2012Muscle(params)
+    curves, pen = muscle.curves, muscle.pennation
+    a, lmt = np.array([1.0, 0.6, 1.0]), np.array([0.27, 0.30, 0.25])
+    seen = []
+    geometry = Millard2012Muscle._geometry
+
+    def spy(self, lce):
+        seen.append(np.atleast_1d(np.array(lce, dtype=float)))
+        return geometry(self, lce)
+
+    monkeypatch.setattr(Millard2012Muscle, "_geometry", spy)
+    rest = muscle.static_equilibrium(activation=a, musculotendon_length=lmt)
+    lo, l0, l1 = seen[:3]
+    hi = pen.fiber_length(lmt, params.tendon_slack_length)
+    assert np.all(lo == muscle.minimum_fiber_length) and l0 == pytest.approx(0.5 * (lo + hi), rel=1e-14)
+    assert l1.shape == (3,) and np.all(np.abs(rest.fiber_length - l1) < np.abs(rest.fiber_length - l0))
+
+    def residual(lce):
+        cos = np.cos(pen.pennation_angle(lce))
+        lopt = params.optimal_fiber_length
+        return ((a * curves.active_force_length(lce / lopt) + curves.fiber_force_length(lce / lopt)) * cos
+                - curves.tendon_force_length((lmt - lce * cos) / params.tendon_slack_length))
+
+    assert np.all(pen.pennation_angle(l0) > 0.6)
+    slope = (residual(l0 + 1e-7) - residual(l0 - 1e-7)) / 2e-7
+    np.testing.assert_allclose(-residual(l0) / (l1 - l0), slope, rtol=1e-6)

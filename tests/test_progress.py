@@ -1,10 +1,14 @@
-"""The ETA of the progress lines: none until the pace is known, then the pace of the recent steps."""
+"""The progress line: its ETA (none until the pace is known, then the pace of the recent steps), and one
+line for simulate (fixed steps and error control) and run_simulation, redrawn in place on a terminal."""
 import io
+import re
 
 import pytest
 
+import skfiber as sf
+from skfiber import progress as progress_module
 from skfiber import run as run_module
-from skfiber.progress import MIN_SECONDS, PROGRESS_TERMS, RemainingTime, format_duration
+from skfiber.progress import MIN_SECONDS, PROGRESS_TERMS, Progress, RemainingTime, format_duration
 
 
 def _estimates(step_seconds, *, n_steps=None):
@@ -54,9 +58,9 @@ def test_durations():
 def test_the_progress_bar_shows_an_eta_only_once_it_is_known(monkeypatch):
     """run_simulation's bar in a log: 'elapsed' from the start, 'ETA' only when known, none on the last line."""
     clock = iter([0.0] + [40.0 + k / 16 for k in range(200)])   # the first step took 40 s, then 1/16 s each
-    monkeypatch.setattr(run_module._time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(progress_module.time, "perf_counter", lambda: next(clock))
     stream = io.StringIO()
-    bar = run_module.Progress(stream=stream, interval=0.0)
+    bar = Progress(stream=stream, interval=0.0)
     for step in range(1, 61):
         bar.update(step=step, n_steps=60, t=step * 0.01, t_end=0.6, newton=3, retries=1, extra="contacts 4")
     lines = stream.getvalue().splitlines()
@@ -70,3 +74,81 @@ def test_the_progress_bar_shows_an_eta_only_once_it_is_known(monkeypatch):
 def test_the_terms_are_explained():
     for word in ("Newton", "retries", "contacts", "ETA", "step K/N", "done:"):
         assert word in PROGRESS_TERMS
+
+
+class _Terminal(io.StringIO):
+    """A stream that says it is a terminal."""
+
+    def isatty(self):
+        return True
+
+
+def _fiber(n_elements=4):
+    return sf.Model([sf.Fiber.straight((0, 0, 0), (0.1, 0, 0), n_elements=n_elements, radius=0.005,
+                                       law=sf.paper_law(), activation=lambda t: 0.5 * t, name="f")])
+
+
+def test_run_simulation_bar_is_the_same_object_as_the_progress_module_bar():
+    assert run_module.Progress is Progress
+
+
+def test_simulate_redraws_its_line_in_place_on_a_terminal():
+    """Fixed steps on a terminal: every line starts with a carriage return, only the last one ends the line,
+    and it is the bar of PROGRESS_TERMS (share done, step K/N, Newton, retries, tangents, factorizations)."""
+    stream = _Terminal()
+    r = sf.simulate(_fiber(), t_end=0.05, dt=0.01, progress=Progress(stream=stream))
+    text = stream.getvalue()
+    assert text.startswith("\r") and text.endswith("\n") and text.count("\n") == 1
+    last = text.split("\r")[-1]
+    assert last.startswith("[########################] 100%  t = 0.05/0.05 s  step 5/5  Newton ")
+    assert "retries 0" in last and "ETA" not in last
+    assert f"tangents {r.step_counts.tangent_builds} factorizations {r.step_counts.factorizations}" in last
+
+
+def test_simulate_prints_lines_in_a_log_at_most_every_interval():
+    """In a log (not a terminal) a line is printed when the interval has passed, and the last line always."""
+    stream = io.StringIO()
+    sf.simulate(_fiber(), t_end=0.05, dt=0.01, progress=Progress(stream=stream, interval=1e9))
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2 and "\r" not in stream.getvalue()   # the first step's line, and the last
+    assert "step 1/5" in lines[0] and "step 5/5" in lines[1]
+
+
+def test_error_control_shows_the_share_of_the_simulated_time():
+    """With tolerances: no step count (the steps are not known ahead); the share is the simulated time's, the
+    step size and the counts of accepted and rejected steps are on the line."""
+    stream = io.StringIO()
+    sf.simulate(_fiber(), t_end=0.05, dt=0.01, method="bdf2", rtol=1e-3, atol=1e-6,
+                progress=Progress(stream=stream, interval=0.0))
+    lines = stream.getvalue().splitlines()
+    shares = [int(re.search(r"\] +(\d+)%", line).group(1)) for line in lines]
+    assert shares == sorted(shares) and shares[-1] == 100 and shares[0] < 100
+    assert all("step " not in line and " h " in line and "accepted " in line for line in lines)
+    assert lines[-1].split("]")[1].startswith(" 100%  t = 0.05/0.05 s  Newton ")
+
+
+def test_a_line_drawn_in_place_is_ended_before_other_text():
+    """end() closes a terminal's open line (Ctrl-C's warning then starts on a line of its own); nothing in a log
+    or when the line is closed already; message() replaces the open line."""
+    stream = _Terminal()
+    bar = Progress(stream=stream)
+    bar.update(step=1, n_steps=4, t=0.1, t_end=0.4, newton=2)
+    assert not stream.getvalue().endswith("\n")
+    bar.end()
+    assert stream.getvalue().endswith("\n")
+    bar.end()
+    assert stream.getvalue().count("\n") == 1
+    bar._last = -1e300   # (redraw now)
+    bar.update(step=2, n_steps=4, t=0.2, t_end=0.4, newton=2)
+    bar.message("resuming")
+    assert stream.getvalue().endswith("\r\033[Kresuming\n")
+    log = io.StringIO()
+    bar = Progress(stream=log)
+    bar.update(step=1, n_steps=4, t=0.1, t_end=0.4, newton=2)
+    bar.end()
+    assert log.getvalue().count("\n") == 1
+
+
+def test_simulate_refuses_a_progress_that_is_neither():
+    with pytest.raises(TypeError, match=r"progress must be True, False or a skfiber.progress.Progress, got 'yes'"):
+        sf.simulate(_fiber(), t_end=0.02, dt=0.01, progress="yes")
