@@ -8,7 +8,7 @@ Euler at Δt = 0.01 s (failing steps split and the substep kept for the next ste
 1. **36 fibers**, 2 s of that motion (0° → 120°);
 2. **scaling**: N = 9, 18, 36, 72, 144 fibers (``--sizes``), the first ``--scaling-time`` seconds (0.1 s:
    the activation, and the turn's first 6°); the exponent p of wall ∝ N^p is fitted by least squares
-   to log wall against log N;
+   to log wall against log N, and given between neighbouring sizes as well;
 3. **time split** of a Newton iteration (those of the attempts that failed and split a step included): contact (fiber–fiber and fiber–bone: search, forces,
    tangent, the admissibility safeguard), assembly (the rest of the residual and the tangent: the fibers'
    kernels, the coupling's blocks) and the linear solve (with fibers in touch: SuperLU on the assembled
@@ -196,6 +196,10 @@ def main(argv: list[str] | None = None) -> dict:
               f"{1e3 * run['wall'] / max(run['newton_all'], 1):.1f} ms per iteration", flush=True)
     exponent = fitted_exponent(args.sizes, walls)
     print(f"  fitted exponent of wall ∝ N^p: p = {exponent:.2f}")
+    ordered = sorted(zip(args.sizes, walls))
+    print("  between neighbouring sizes: " + ", ".join(
+        f"{n0}→{n1} p = {fitted_exponent([n0, n1], [w0, w1]):.2f}"
+        for (n0, w0), (n1, w1) in zip(ordered, ordered[1:]) if n1 != n0))
     elastica = None
     if args.elastica_wall > 0:
         elastica = run_elastica(n_main, args.elements, args.time, args.elastica_wall)
