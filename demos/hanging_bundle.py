@@ -210,7 +210,7 @@ def main(argv=None) -> int:
     print(
         f"summary: max_sag_m={res.max_sag:.5f} final_sag_m={res.final_sag.max():.5f} "
         f"steps={res.run.steps} newton={res.run.newton_iterations} wall_s={wall:.2f}"
-        + (f" interrupted_at_s={res.times[-1]:.4g}" if res.run.interrupted else "")
+        + (f" interrupted_at_s={res.times[-1]:.4g} interrupted=1" if res.run.interrupted else "")
     )
     return 130 if res.run.interrupted else 0
 

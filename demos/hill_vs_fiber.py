@@ -474,7 +474,7 @@ def main(argv: list[str] | None = None) -> Comparison:
         print(f"Hill model interrupted at t = {hill.times[-1]:.4g} s; the fiber model was not run")
         err = Comparison(hill, None, errors, []).max_curve_error
         print(f"summary: max_curve_err_vs_opensim={'nan' if math.isnan(err) else f'{err:.3g}'} "
-              f"hill_wall_s={hill.wall_time:.2f} fiber_wall_s=nan interrupted_at_s={hill.times[-1]:.4g}")
+              f"hill_wall_s={hill.wall_time:.2f} fiber_wall_s=nan interrupted_at_s={hill.times[-1]:.4g} interrupted=1")
         return Comparison(hill, None, errors, [])
     print("Fiber model: level 1", flush=True)
     fiber = upper_limb.run(1, t_end=args.t_end, progress=not args.quiet, geometry=GEOMETRY)
@@ -499,7 +499,7 @@ def main(argv: list[str] | None = None) -> Comparison:
     err = result.max_curve_error
     print(f"summary: max_curve_err_vs_opensim={'nan' if math.isnan(err) else f'{err:.3g}'} "
           f"hill_wall_s={hill.wall_time:.2f} fiber_wall_s={fiber.wall_time:.2f}"
-          + (f" interrupted_at_s={fiber.times[-1]:.4g}" if fiber.interrupted else ""))
+          + (f" interrupted_at_s={fiber.times[-1]:.4g} interrupted=1" if fiber.interrupted else ""))
     return result
 
 

@@ -222,7 +222,7 @@ Run::
 
 The last line of the output is ``summary: level=… dofs=… … ff_contacts_max=… softening=0|1 …
 bending_EI=…`` (``bending_EI=0`` without bending); a run stopped by Ctrl-C gives the steps it took and ends with
-``interrupted_at_s=… steps_planned=…``.
+``interrupted_at_s=… steps_planned=… interrupted=1``.
 """
 from __future__ import annotations
 
@@ -1050,7 +1050,8 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
           f"geometry={r.geometry} fiber_contact={int(r.fiber_contact)} "
           f"ff_contacts_max={r.checks.fiber_contacts.max()} softening={int(r.checks.softening)}{diff} "
           f"newton_rtol={r.newton_rtol:g} stretch_gradient_c={args.stretch_gradient:g} bending_EI={r.bending_EI:.12g}"
-          + (f" interrupted_at_s={r.times[-1]:.4g} steps_planned={r.n_steps}" if r.interrupted else ""))
+          + (f" interrupted_at_s={r.times[-1]:.4g} steps_planned={r.n_steps} interrupted=1" if r.interrupted
+             else ""))
     return results
 
 

@@ -1,4 +1,4 @@
-"""The ``skfiber`` command: run demos, view results, run the verification studies.
+"""The ``skfiber`` command: run demos, view results, run the verification studies and parameter studies.
 
 ::
 
@@ -6,6 +6,7 @@
     skfiber run DEMO [--level N] [--out DIR] ...   run a demo (other options go to the demo)
     skfiber view FILE.pvd [--screenshot F.png] [--movie F.mp4|F.gif] [--field NAME] [--time T]
     skfiber verify [--list] [--only NAME]          verification studies at small size
+    skfiber study TARGET|DIR ...                   a parameter study (on dask), or the table of one
 
 Demos are the modules of :mod:`skfiber.demos` (the repository's ``demos/``
 folder), named with dashes: ``demos/hanging_bundle.py`` is ``hanging-bundle``.
@@ -526,7 +527,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog="skfiber",
         description="skfiber: skeletal muscle fibers as 1D cables on scikit-fem. "
-        "Run demos, view their VTK output, run the verification studies.",
+        "Run demos, view their VTK output, run the verification studies and parameter studies.",
         epilog="Run 'skfiber COMMAND --help' for the options of a command.",
     )
     parser.add_argument("--version", action="version", version=f"skfiber {__version__}")

@@ -51,6 +51,7 @@ import numpy as np
 from . import block_tridiagonal as bt
 from .compile.cache import load_module
 from .core import Evaluation, NewtonOptions, ROUNDOFF_FACTOR, State
+from .core.jit import package_digest
 from .linalg import PIVOT_TOL, RESIDUAL_TOL, ConstrainedSolver, Factorization
 from .newton import REUSE_ITERATIONS, ROUNDOFF_UPDATE, STATIC_STAGNATION_WINDOW, IterationMatrix, NewtonReport
 
@@ -310,8 +311,9 @@ def _marker(module) -> Path:
 
 
 def _record() -> str:
-    """What the record holds: the versions whose change makes numba compile again."""
-    return f"numba {numba.__version__}, Python {sys.version.split()[0]}\n"
+    """What the record holds: what makes the step compile again when it changes, numba's and Python's versions
+    and the package's text (the cache keys its entries on it, :func:`skfiber.core.jit.package_digest`)."""
+    return f"numba {numba.__version__}, Python {sys.version.split()[0]}, skfiber {package_digest()}\n"
 
 
 def _numba_index(module) -> Path | None:
@@ -328,8 +330,9 @@ _RECORDED: set[str] = set()
 
 
 def compiled_before(model) -> bool:
-    """Whether a run on this machine compiled the step of ``model``'s forms (its machine code is then in
-    numba's disk cache and loads in about 0.1 s).
+    """Whether a run on this machine compiled the step of ``model``'s forms with this numba, Python and
+    skfiber (its machine code is then in numba's disk cache and loads in about 0.1 s; after an update of
+    any of them it compiles again, and the record does not count).
 
     Examples
     --------

@@ -359,6 +359,10 @@ def test_the_compiled_step_is_chosen_per_run(monkeypatch):
     with monkeypatch.context() as m:  # another numba compiles again: the record does not count
         m.setattr(numba, "__version__", "0.0.0")
         assert not fiber_step.compiled_before(model)
+    with monkeypatch.context() as m:  # nor after an update of skfiber (the cache is keyed on its text)
+        m.setattr(fiber_step, "package_digest", lambda: "another-version")
+        assert not fiber_step.compiled_before(model)
+    assert fiber_step.compiled_before(model)
     numpy_model = sf.Model(model.fibers, compiled=False)
     assert not fiber_step.compiled_before(numpy_model)
     assert fiber_step.decide_compiled_step(numpy_model, sf.NewtonOptions(), n_steps=10**6).compiled_step is False

@@ -198,7 +198,7 @@ def test_interrupted_run_is_reported_as_partial_and_resumes(monkeypatch, capsys,
     assert "level 1 was interrupted at t = 0.09375 s (3 of 8 steps): partial results" in out
     assert "continue with the same options and --resume" in out
     summary = out.strip().splitlines()[-1]
-    assert summary.endswith("interrupted_at_s=0.09375 steps_planned=8") and " steps=3 " in summary
+    assert summary.endswith("interrupted_at_s=0.09375 steps_planned=8 interrupted=1") and " steps=3 " in summary
     assert (tmp_path / "angle_level1.csv").exists()
     assert load_checkpoint(upper_limb.checkpoint_file(tmp_path, 1)).step == 3   # not a multiple of 5: Ctrl-C
     monkeypatch.setattr(skfiber.run, "simulate", real)

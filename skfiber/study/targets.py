@@ -4,8 +4,10 @@ default parameter ranges, for ``skfiber study TARGET`` and for trying the machin
 * ``upper-limb`` (:func:`upper_limb`): the upper-limb demo at level 1 (its default geometry, fiber–fiber
   contact off), with the parameters of ``demos/upper_limb.py``'s ``STUDY_PARAMETERS`` (Smax of biceps and
   triceps, σ0, μM, ηM, the biceps' lever); outputs the peak and final elbow angle and the peak biceps force.
-* ``cable-sag`` (:func:`cable_sag`): the README's first model — a fiber fixed at both ends sagging under
-  gravity with the paper's law — run for 0.5 s; outputs the midpoint's sag and the largest axial force.
+* ``cable-sag`` (:func:`cable_sag`): a fiber of 1 m fixed at both ends sagging under gravity (like the
+  README's first model, without its activation, with 16 elements and the paper's law with one passive
+  modulus and one viscosity for muscle and tendon), run for 0.5 s; outputs the midpoint's sag and the
+  largest axial force.
 * ``quadratic`` (:func:`quadratic`): y = a² in closed form, failing for a < 0 (the machinery's own check).
 * ``ishigami`` (:func:`ishigami`): the Ishigami function, whose Sobol indices are known in closed form
   (the sensitivity analysis's own check).
@@ -74,7 +76,8 @@ CABLE_KNOWN = ("sigma0", "mu", "eta", "density")
 
 
 def cable_sag(params: dict, *, t_end: float = 0.5, n_elements: int = 16) -> dict:
-    """The README's first model with the given parameters: a straight fiber of 1 m, r0 = 0.05 m, both ends
+    """A sagging cable with the given parameters (the README's first model without its activation): a
+    straight fiber of 1 m, r0 = 0.05 m, ``n_elements`` elements, both ends
     fixed, gravity, the paper's law with prestress ``sigma0`` (Pa, default 30), passive modulus ``mu``
     (Pa, muscle and tendon, default 1e5), viscosity ``eta`` (Pa·s, default 1e4) and ``density`` (kg/m³,
     default 900); backward Euler with Δt = 0.01 s to ``t_end``.  Outputs ``sag_m`` (the midpoint's downward
