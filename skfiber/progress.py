@@ -32,7 +32,9 @@ import collections
 import math
 import sys
 import time
-from typing import TextIO
+import warnings
+import weakref
+from typing import Callable, TextIO
 
 __all__ = ["Progress", "RemainingTime", "format_duration", "PROGRESS_TERMS", "MIN_STEPS", "MIN_SECONDS", "WINDOW_SECONDS"]
 
@@ -116,8 +118,8 @@ def format_duration(seconds: float | None) -> str:
 class Progress:
     """The one-line progress of a run on a stream (default stderr); its words are :data:`PROGRESS_TERMS`.
 
-    On a terminal the line is redrawn in place at most every 0.1 s; otherwise (logs, pipes) a line is
-    printed at most every ``interval`` seconds.  The last line of a run (its end time reached) is always
+    On a terminal the line is redrawn in place at most every 0.1 s (a warning shown meanwhile ends the line
+    first and keeps its own); otherwise (logs, pipes) a line is printed at most every ``interval`` seconds.  The last line of a run (its end time reached) is always
     drawn, and ends the line.  The ETA comes from the pace of the recent steps and is left out until it is
     known (:class:`RemainingTime`).
 
@@ -179,19 +181,47 @@ class Progress:
                 + (f"  {extra}" if extra else ""))
         if self.tty:
             print("\r" + line + "\033[K", end="\n" if done else "", file=self.stream, flush=True)
-            self._open = not done
+            self._set_open(not done)
         else:
             print(line, file=self.stream, flush=True)
 
     def end(self) -> None:
-        """End a terminal's line drawn in place (before other text, e.g. a warning); nothing otherwise."""
+        """End a terminal's line drawn in place (before other text); nothing otherwise.  A warning shown
+        while the line is open ends it first by itself."""
         if self._open:
             print(file=self.stream, flush=True)
-            self._open = False
+        self._set_open(False)
 
     def message(self, text: str) -> None:
         """Print ``text`` on a line of its own (on a terminal, in place of the progress line)."""
         if self.tty:
             print("\r\033[K", end="", file=self.stream)
-            self._open = False
+            self._set_open(False)
         print(text, file=self.stream, flush=True)
+
+    def _set_open(self, state: bool) -> None:
+        """Record whether a terminal's line is open (see :func:`_ending_open_lines`)."""
+        self._open = state
+        if state:
+            _OPEN_LINES.add(self)
+            if not getattr(warnings.showwarning, "ends_progress_lines", False):
+                warnings.showwarning = _ending_open_lines(warnings.showwarning)
+        else:
+            _OPEN_LINES.discard(self)
+
+
+#: the progress lines open on a terminal now
+_OPEN_LINES: weakref.WeakSet = weakref.WeakSet()
+
+
+def _ending_open_lines(show: Callable) -> Callable:
+    """``show`` (a ``warnings.showwarning``) after ending the open progress lines: a warning would otherwise run
+    on after a bar drawn in place.  Put in place once, when a terminal's line first opens; with no line open
+    it only calls ``show``."""
+    def ending_open_lines(*args, **kwargs):
+        for bar in list(_OPEN_LINES):
+            bar.end()
+        return show(*args, **kwargs)
+
+    ending_open_lines.ends_progress_lines = True
+    return ending_open_lines

@@ -2,6 +2,7 @@
 line for simulate (fixed steps and error control) and run_simulation, redrawn in place on a terminal."""
 import io
 import re
+import warnings
 
 import pytest
 
@@ -152,3 +153,29 @@ def test_a_line_drawn_in_place_is_ended_before_other_text():
 def test_simulate_refuses_a_progress_that_is_neither():
     with pytest.raises(TypeError, match=r"progress must be True, False or a skfiber.progress.Progress, got 'yes'"):
         sf.simulate(_fiber(), t_end=0.02, dt=0.01, progress="yes")
+
+
+def test_a_warning_while_the_line_is_open_starts_on_a_line_of_its_own(monkeypatch):
+    """On a terminal: a warning shown while the bar's line is open ends that line first and is then shown by the
+    handler from before (its own format); with no line open it is shown as before, and bars opened one after
+    the other do not stack handlers."""
+    stream = _Terminal()
+    shown = []
+    monkeypatch.setattr(warnings, "showwarning", lambda message, *args, **kwargs: shown.append(
+        (str(message), stream.getvalue())))
+    for run in range(3):
+        bar = Progress(stream=stream)
+        bar.update(step=1, n_steps=4, t=0.1, t_end=0.4, newton=2)
+        assert not stream.getvalue().endswith("\n")
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.warn(f"softening in fiber f{run}")
+        assert shown[-1] == (f"softening in fiber f{run}", stream.getvalue()) and stream.getvalue().endswith("\n")
+        bar._last = -1e300
+        bar.update(step=4, n_steps=4, t=0.4, t_end=0.4, newton=2)
+    assert len(shown) == 3 and stream.getvalue().count("\n") == 6
+    before = stream.getvalue()
+    with warnings.catch_warnings():  # no line open: shown once, nothing written to the stream
+        warnings.simplefilter("always")
+        warnings.warn("after the runs")
+    assert shown[-1] == ("after the runs", before) and len(shown) == 4
