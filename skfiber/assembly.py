@@ -325,7 +325,25 @@ class BatchedAssembler:
         for part, what in ((D[J], "test function"), (D[:, J], "trial function")):
             if _has_part(part):
                 raise InvalidForm(not_linear("tangent", what))
+        if fn not in self._degree_checked:  # once per form: 2 and −1 times the values at 2u, −u (and v)
+            self._check_degree(D, "tangent", lambda u, v: np.asarray(fn(u, v, w)), axes=2, hess=hess)
+            self._degree_checked.add(fn)
         return D[:J, :J], hess
+
+    def _check_degree(self, values: np.ndarray, kind: str, call, *, axes: int, hess: bool) -> None:
+        """InvalidForm unless a form's ``values`` at the probes double and change sign with each field: a
+        linear form's with the test function, a bilinear form's with the test and with the trial function
+        (a form quadratic in one, or with a branch on its sign, passes the check for a part without it)."""
+        fields = ("test function", "trial function")[:axes]
+        scale = np.max(np.abs(values[np.isfinite(values)]), initial=0.0)
+        for axis, what in enumerate(fields):
+            for factor in (2.0, -1.0):
+                probes = [self.probe(axis=a, naxes=axes, hess=hess, zero=True) for a in range(axes)]
+                probes[axis] = _scaled(probes[axis], factor)
+                scaled = _one_number(call(*reversed(probes)), values.shape)  # (trial, test): the form's order
+                finite = np.isfinite(values) & np.isfinite(scaled)
+                if np.max(np.abs(scaled - factor * values)[finite], initial=0.0) > 1e-6 * 2 * scale:
+                    raise InvalidForm(not_linear_degree(kind, what))
 
     def contract(self, D: np.ndarray, hess: bool) -> np.ndarray:
         """Element matrices Kₑ = Σ_q Bᵀ D B dx from pointwise coefficients D."""
@@ -368,13 +386,7 @@ class BatchedAssembler:
         if _has_part(r[J]):
             raise InvalidForm(not_linear("residual", "test function"))
         if fn not in self._degree_checked:  # once per form: its values at 2v and −v are 2 and −1 times those at v
-            for factor in (2.0, -1.0):
-                scaled = _scaled(self.probe(axis=0, naxes=1, hess=hess, zero=True), factor)
-                r2 = _one_number(np.asarray(fn(scaled, w)), r.shape)
-                finite = np.isfinite(r) & np.isfinite(r2)
-                scale = np.max(np.abs(r[finite]), initial=0.0)
-                if np.max(np.abs(r2 - factor * r)[finite], initial=0.0) > 1e-6 * 2 * scale:  # (quadratic: 4 r, r)
-                    raise InvalidForm(not_linear_degree("residual", "test function"))
+            self._check_degree(r, "residual", lambda v: np.asarray(fn(v, w)), axes=1, hess=hess)
             self._degree_checked.add(fn)
         r = r[:J] * self.dx
         return np.moveaxis(r, 0, 2), hess

@@ -116,6 +116,10 @@ def test_a_linear_form_that_is_not_one_linear_number_is_refused(model_and_w, for
     (BilinearForm(lambda u, v, w: dot(u, v) * w.J + v[0]), "tangent form is not linear in the trial function"),
     (BilinearForm(lambda u, v, w: dot(u, v) * w.J + u[0]), "tangent form is not linear in the test function"),
     (BilinearForm(lambda u, v, w: u * v), r"returns \(3,\) values per point"),
+    # no part without either field, but quadratic in one, or a branch on its sign: the degree check
+    (BilinearForm(lambda u, v, w: dot(u, u) * v[0] * w.J), "tangent form is not linear in the trial function"),
+    (BilinearForm(lambda u, v, w: u[0] * dot(v, v) * w.J), "tangent form is not linear in the test function"),
+    (BilinearForm(lambda u, v, w: np.maximum(dot(u, v), 0.0) * w.J), "tangent form is not linear in the test"),
 ])
 def test_a_bilinear_form_that_is_not_bilinear_is_refused(model_and_w, form, mistake):
     model, w = model_and_w
