@@ -100,7 +100,13 @@ def test_the_demo_runs_small_and_ends_with_its_summary(capsys, tmp_path):
     import meshio  # the VTK series: every fiber with the other fibers' line force on it, and the bones
 
     entries = sf.io.read_pvd(tmp_path / "elbow_bundle_isometric.pvd")
-    assert len(sf.io.read_pvd(tmp_path / "elbow_bundle_isokinetic.pvd")) == 2 * 5  # 5 steps: fibers, bones
+    turning = sf.io.read_pvd(tmp_path / "elbow_bundle_isokinetic.pvd")
+    assert len(turning) == 2 * 6  # the start and 5 steps: fibers, bones
+    # each series starts with its start state, and its files are numbered by the steps of its run
+    for series, t0 in ((entries, 0.0), (turning, points[1].state.t)):
+        frames = sorted({(e.time, e.file) for e in series if e.part == 0})
+        assert frames[0][0] == pytest.approx(t0) and frames[0][1].endswith("_fibers_000000.vtu")
+        assert [int(f[-10:-4]) for _, f in frames] == [round((t - t0) / 0.01) for t, _ in frames]
     fibers = meshio.read(tmp_path / [e.file for e in entries if e.part == 0][-1])
     force = fibers.point_data["fiber_contact_force"]
     assert force.shape == (9 * (4 * 4 + 1), 3) and np.linalg.norm(force, axis=1).max() > 0
@@ -118,6 +124,11 @@ def test_the_demo_refuses_bad_options():
         eb.main(["--dt", "0.2"])  # does not divide the schedule's 0.3 s
     with pytest.raises(SystemExit):
         eb.main(["--angles", "30", "nan"])
+    for argv in (["--fibers", str(eb.MAX_FIBERS + 1)],   # the two heads would overlap at the start
+                 ["--dt", "1e7"],   # a multiple of nothing: round(t/dt) is 0 for every sample time
+                 ["--isokinetic-time", "0.001"]):   # shorter than one step
+        with pytest.raises(SystemExit):
+            eb.main(argv)
     with pytest.raises(ValueError, match="tissue_drag"):
         eb.build_model(9, 4, tissue_drag=-1.0)
     with pytest.raises(ValueError, match="n_elements"):
@@ -271,7 +282,7 @@ def test_ctrl_c_in_the_isokinetic_test_keeps_the_isometric_figures(monkeypatch, 
     assert swelling and summary["csa_increase_pct_90"] == swelling.group(1)
     lines = out.splitlines()
     header = next(k for k, line in enumerate(lines) if "force N" in line)
-    table = lines[header + 1:next(k for k, line in enumerate(lines) if line.startswith("force–length shape"))]
+    table = lines[header + 1:next(k for k, line in enumerate(lines) if line.startswith("  (length:"))]
     forces = [float(line.split()[2]) for line in table]  # (0°, where the continuation starts, 30° and 90°)
     assert len(forces) == 3 and float(summary["peak_isometric_force_N"]) == pytest.approx(max(forces), abs=0.05)
 
