@@ -126,7 +126,8 @@ VTK series (--out): every fiber with its fields (colour the axial force by force
                     the fiber-fiber contact force per length, and the bones"""
 #: the isokinetic test's table: the force and moment every ISOKINETIC_TABLE_DEG degrees
 ISOKINETIC_TABLE_DEG = 15.0
-#: the most fibers the demo's two heads take (beyond, their bundles overlap at the start)
+#: the most fibers the demo takes: its heads' layout starts admissible up to here (checked at 400 and 401
+#: fibers; at 500 and 600 the two heads' bundles overlap at the start)
 MAX_FIBERS = 400
 #: elements per fiber by default (the module notes, "Elements per fiber")
 N_ELEMENTS = 16
@@ -542,8 +543,8 @@ def main(argv: list[str] | None = None) -> dict | int:
         parser.error(f"--angles must lie in (0, 160] and include {START_DEG:g} (the isokinetic test starts "
                      f"there), got {args.angles}")
     if not 2 <= args.fibers <= MAX_FIBERS:
-        parser.error(f"argument --fibers: must be 2 … {MAX_FIBERS} (one fiber a head at least; beyond "
-                     f"{MAX_FIBERS} the two heads' bundles overlap at their start), got {args.fibers}")
+        parser.error(f"argument --fibers: must be 2 … {MAX_FIBERS} (one fiber a head at least; the heads' layout "
+                     f"is checked up to {MAX_FIBERS}, and at 500 their bundles overlap at the start), got {args.fibers}")
     _, _, sample_times = isometric_schedule(args.angles)
     if args.dt > T_SETTLE or not all(abs(t / args.dt - round(t / args.dt)) < 1e-6 for t in sample_times):
         parser.error(f"--dt must divide {T_SETTLE:g} s and {T_TURN + T_HOLD:g} s (the isometric schedule's "
