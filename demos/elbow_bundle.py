@@ -82,6 +82,7 @@ from skfiber.core.interrupt import CTRL_C, handle_ctrl_c
 from skfiber.postprocess import fiber_fields
 from skfiber.rigid import Body, Fixed, Prescribed, Revolute, RigidSystem
 from skfiber.rigid.joints import rotation_about
+from skfiber.simulation_result import compile_notice
 
 if __package__:   # imported as demos.elbow_bundle / skfiber.demos.elbow_bundle (the skfiber command)
     from .custom_term import drag_term
@@ -428,8 +429,11 @@ def isometric(model: sf.Model, motion: Motion, angles_deg=ISOMETRIC_ANGLES, *, d
     samples = {round(t / dt): (t, a) for t, a in zip(times, [0.0] + angles)}
     out = [] if out is None else out
     newton = [0]
+    notice = compile_notice("  (the first steps of a machine's first run wait for numba to compile the kernels, a "
+                            "minute or two; later runs load them)", enabled=progress)
 
     def record(state, info):
+        notice.cancel()
         newton[0] += info.newton_iterations
         step = round(state.t / dt)
         if writer is not None:
@@ -449,9 +453,12 @@ def isometric(model: sf.Model, motion: Motion, angles_deg=ISOMETRIC_ANGLES, *, d
     if writer is not None:
         writer.write(start, 0)
     # Ctrl-C stops the tests; the VTK series keeps the steps done
-    sf.simulate(model, t_end=times[-1], dt=dt, state=start, newton_options=newton_options(), callback=record,
-                progress=False,
-                store_every=10**9, max_halvings=MAX_HALVINGS, keep_substeps=KEEP_SUBSTEPS, on_interrupt="raise")
+    try:
+        sf.simulate(model, t_end=times[-1], dt=dt, state=start, newton_options=newton_options(), callback=record,
+                    progress=False, store_every=10**9, max_halvings=MAX_HALVINGS, keep_substeps=KEEP_SUBSTEPS,
+                    on_interrupt="raise")
+    finally:
+        notice.cancel()
     return out
 
 
@@ -550,10 +557,14 @@ def main(argv: list[str] | None = None) -> dict | int:
         parser.error(f"--dt must divide {T_SETTLE:g} s and {T_TURN + T_HOLD:g} s (the isometric schedule's "
                      f"settle and turn + hold), e.g. 0.01 or 0.025; got {args.dt!r}")
     wall = time.perf_counter()
+    notice = compile_notice("building the model (a machine's first run compiles the bundle's and the forms' "
+                            "kernels first, about half a minute) …")
     try:
         model, motion = build_model(args.fibers, args.elements)
     except ValueError as error:
         parser.error(str(error))
+    finally:
+        notice.cancel()
     if args.out is not None:  # (once the options and the model are checked: a refused option leaves no folder)
         output_folder(parser, "--out", args.out)
     writers = [None, None]  # the isometric and the isokinetic series
