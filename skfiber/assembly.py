@@ -325,25 +325,30 @@ class BatchedAssembler:
         for part, what in ((D[J], "test function"), (D[:, J], "trial function")):
             if _has_part(part):
                 raise InvalidForm(not_linear("tangent", what))
-        if fn not in self._degree_checked:  # once per form: 2 and −1 times the values at 2u, −u (and v)
-            self._check_degree(D, "tangent", lambda u, v: np.asarray(fn(u, v, w)), axes=2, hess=hess)
-            self._degree_checked.add(fn)
+        if fn not in self._degree_checked and self._check_degree(D, "tangent", lambda u, v: np.asarray(fn(u, v, w)),
+                                                                  axes=2, hess=hess):
+            self._degree_checked.add(fn)  # once per form: 2 and −1 times the values at 2u, −u (and v)
         return D[:J, :J], hess
 
-    def _check_degree(self, values: np.ndarray, kind: str, call, *, axes: int, hess: bool) -> None:
+    def _check_degree(self, values: np.ndarray, kind: str, call, *, axes: int, hess: bool) -> bool:
         """InvalidForm unless a form's ``values`` at the probes double and change sign with each field: a
         linear form's with the test function, a bilinear form's with the test and with the trial function
-        (a form quadratic in one, or with a branch on its sign, passes the check for a part without it)."""
+        (a form quadratic in one, or with a branch on its sign, passes the check for a part without it).
+        Returns whether the check tested something (False where every finite value is 0: a form whose
+        coefficients vanish now is checked again at its next call)."""
         fields = ("test function", "trial function")[:axes]
         scale = np.max(np.abs(values[np.isfinite(values)]), initial=0.0)
+        if scale == 0.0:
+            return False
         for axis, what in enumerate(fields):
             for factor in (2.0, -1.0):
                 probes = [self.probe(axis=a, naxes=axes, hess=hess, zero=True) for a in range(axes)]
                 probes[axis] = _scaled(probes[axis], factor)
                 scaled = _one_number(call(*reversed(probes)), values.shape)  # (trial, test): the form's order
                 finite = np.isfinite(values) & np.isfinite(scaled)
-                if np.max(np.abs(scaled - factor * values)[finite], initial=0.0) > 1e-6 * 2 * scale:
+                if np.max(np.abs(scaled[finite] - factor * values[finite]), initial=0.0) > 1e-6 * 2 * scale:
                     raise InvalidForm(not_linear_degree(kind, what))
+        return True
 
     def contract(self, D: np.ndarray, hess: bool) -> np.ndarray:
         """Element matrices Kₑ = Σ_q Bᵀ D B dx from pointwise coefficients D."""
@@ -385,9 +390,9 @@ class BatchedAssembler:
         r = _one_number(r, (J + 1, self.nelems, self.nqp))
         if _has_part(r[J]):
             raise InvalidForm(not_linear("residual", "test function"))
-        if fn not in self._degree_checked:  # once per form: its values at 2v and −v are 2 and −1 times those at v
-            self._check_degree(r, "residual", lambda v: np.asarray(fn(v, w)), axes=1, hess=hess)
-            self._degree_checked.add(fn)
+        if fn not in self._degree_checked and self._check_degree(r, "residual", lambda v: np.asarray(fn(v, w)),
+                                                                  axes=1, hess=hess):
+            self._degree_checked.add(fn)  # once per form: its values at 2v and −v are 2 and −1 times those at v
         r = r[:J] * self.dx
         return np.moveaxis(r, 0, 2), hess
 

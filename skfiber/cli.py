@@ -303,7 +303,10 @@ def _called(main: Callable, argv: list[str]) -> int:
         return exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_FAILED)
     except BaseException as err:
         if caused_by_ctrl_c(err):
-            print(INTERRUPTED_SUMMARY, flush=True)
+            try:
+                print(INTERRUPTED_SUMMARY, flush=True)
+            except OSError:  # (a closed stdout: the Ctrl-C is what to report)
+                pass
         raise
 
 

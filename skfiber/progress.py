@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import collections
 import math
+import os
 import sys
 import time
 import warnings
 import weakref
 from typing import Callable, TextIO
 
-__all__ = ["Progress", "RemainingTime", "format_duration", "PROGRESS_TERMS", "MIN_STEPS", "MIN_SECONDS", "WINDOW_SECONDS"]
+__all__ = ["Progress", "terminal_columns", "RemainingTime", "format_duration", "PROGRESS_TERMS", "MIN_STEPS", "MIN_SECONDS", "WINDOW_SECONDS"]
 
 #: steps after the first one before an estimate is given
 MIN_STEPS = 3
@@ -179,7 +180,8 @@ class Progress:
                 + f"  elapsed {format_duration(now - self._start)}"
                 + (f"  ETA {format_duration(remaining)}" if remaining is not None and not done else "")
                 + (f"  {extra}" if extra else ""))
-        if self.tty:
+        if self.tty:  # (cut to the terminal's width: a line that wraps is not redrawn in place)
+            line = line[:max(terminal_columns(self.stream) - 1, 20)]
             print("\r" + line + "\033[K", end="\n" if done else "", file=self.stream, flush=True)
             self._set_open(not done)
         else:
@@ -208,6 +210,9 @@ class Progress:
                 warnings.showwarning = _ending_open_lines(warnings.showwarning)
         else:
             _OPEN_LINES.discard(self)
+            current = warnings.showwarning
+            if not _OPEN_LINES and getattr(current, "ends_progress_lines", False):
+                warnings.showwarning = current.shows  # (the handler from before the lines opened)
 
 
 #: the progress lines open on a terminal now
@@ -216,12 +221,24 @@ _OPEN_LINES: weakref.WeakSet = weakref.WeakSet()
 
 def _ending_open_lines(show: Callable) -> Callable:
     """``show`` (a ``warnings.showwarning``) after ending the open progress lines: a warning would otherwise run
-    on after a bar drawn in place.  Put in place once, when a terminal's line first opens; with no line open
-    it only calls ``show``."""
+    on after a bar drawn in place.  Put in place while a terminal's line is open, and ``show`` put back when
+    the last one closes."""
     def ending_open_lines(*args, **kwargs):
         for bar in list(_OPEN_LINES):
             bar.end()
         return show(*args, **kwargs)
 
     ending_open_lines.ends_progress_lines = True
+    ending_open_lines.shows = show
     return ending_open_lines
+
+
+def terminal_columns(stream) -> int:
+    """The width of the terminal ``stream`` writes to: ``COLUMNS`` if set, else the terminal's, else 80."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, ValueError, OSError):  # (no file descriptor, or not a terminal)
+        return 80

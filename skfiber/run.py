@@ -615,6 +615,9 @@ def run_simulation(
                     bar.message(f"stopped by an error after step {step} (t = {state.t:.6g} s); checkpoint of that "
                                 f"step in {ckpt_file}")
         raise
+    finally:  # (a terminal's line ends before the messages below, or before the error the caller prints)
+        if bar is not None:
+            bar.end()
     if interrupted and not adaptive:
         if series is not None and series.times and series.times[-1] != state.t:
             series.write(state, step)

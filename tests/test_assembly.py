@@ -135,3 +135,16 @@ def test_a_part_without_the_test_function_is_found_where_it_is_finite(model_and_
     w_nan["S"] = np.where(np.arange(w["S"].size).reshape(w["S"].shape) == 0, np.nan, w["S"])
     r = asm.linear(forms.internal_force, w_nan)
     assert np.isnan(r[0]).any() and np.isfinite(r[1:]).all()
+
+
+def test_a_form_whose_coefficients_vanish_at_first_is_checked_when_they_do_not(model_and_w):
+    """The degree check tests nothing where every value is 0 (an activation still 0 at the first assembly):
+    the form is checked again at its next call, and refused there if it is not bilinear."""
+    model, w = model_and_w
+    asm = model.discretization.assembler
+    k = [0.0]
+    form = BilinearForm(lambda u, v, w: k[0] * dot(u, u) * v[0] * w.J)
+    asm.bilinear(form, w)   # all zero: nothing to check yet
+    k[0] = 1.0
+    with pytest.raises(InvalidForm, match="tangent form is not linear in the trial function"):
+        asm.bilinear(form, w)

@@ -1,4 +1,5 @@
 """The ``skfiber`` command, run as a subprocess like a user would."""
+import io
 import os
 import shutil
 import subprocess
@@ -347,3 +348,15 @@ def test_a_demo_script_s_bad_input_is_one_line_without_a_folder(script, args, me
     assert proc.stderr.strip().startswith(message) and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_ctrl_c_with_stdout_closed_still_exits_130(capsys, monkeypatch):
+    """A demo's Ctrl-C while its output's reader is gone (``… | head``, both stopped): the interrupted summary
+    cannot be printed, and the Ctrl-C is what is reported (exit code 130), not the broken pipe."""
+    class ClosedPipe(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "argv", ["demos/demo.py"])
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert script_exit_code(_raises(KeyboardInterrupt()), []) == 130

@@ -93,9 +93,10 @@ def test_run_simulation_bar_is_the_same_object_as_the_progress_module_bar():
     assert run_module.Progress is Progress
 
 
-def test_simulate_redraws_its_line_in_place_on_a_terminal():
+def test_simulate_redraws_its_line_in_place_on_a_terminal(monkeypatch):
     """Fixed steps on a terminal: every line starts with a carriage return, only the last one ends the line,
     and it is the bar of PROGRESS_TERMS (share done, step K/N, Newton, retries, tangents, factorizations)."""
+    monkeypatch.setenv("COLUMNS", "400")
     stream = _Terminal()
     r = sf.simulate(_fiber(), t_end=0.05, dt=0.01, progress=Progress(stream=stream))
     text = stream.getvalue()
@@ -179,3 +180,38 @@ def test_a_warning_while_the_line_is_open_starts_on_a_line_of_its_own(monkeypatc
         warnings.simplefilter("always")
         warnings.warn("after the runs")
     assert shown[-1] == ("after the runs", before) and len(shown) == 4
+    assert getattr(warnings.showwarning, "__name__", "") == "<lambda>"   # the handler from before, put back
+
+
+@pytest.mark.parametrize("columns", [60, 100])
+def test_a_line_drawn_in_place_fits_the_terminal(monkeypatch, columns):
+    """A line wider than the terminal wraps, and a carriage return then redraws only its last row: on a
+    terminal the line is cut to the width (its end, the extra counts, goes first); a log keeps it whole."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    stream, log = _Terminal(), io.StringIO()
+    extra = "contacts 1234  tangents 56 factorizations 56 " * 3
+    for out in (stream, log):
+        bar = Progress(stream=out, interval=0.0)
+        for step in range(1, 5):
+            bar._last = -1e300
+            bar.update(step=step, n_steps=4, t=0.1 * step, t_end=0.4, newton=3, retries=0, extra=extra)
+    drawn = [part.replace("\033[K", "").rstrip("\n") for part in stream.getvalue().split("\r")[1:]]
+    assert len(drawn) == 4 and all(len(line) == columns - 1 for line in drawn)
+    assert drawn[-1].startswith("[########################] 100%  t = 0.4/0.4 s  step 4/4")
+    assert all(len(line) > 120 and line.endswith(extra) for line in log.getvalue().splitlines())
+
+
+def test_run_simulation_ends_its_line_when_an_error_stops_it(monkeypatch):
+    """An error in the run (here the caller's callback) leaves no line open on a terminal: the error the caller
+    prints starts on a line of its own."""
+    monkeypatch.setenv("COLUMNS", "400")
+    stream = _Terminal()
+
+    def fails_at_step_3(state, info):
+        if info.step == 3:
+            raise ValueError("the callback failed")
+
+    with pytest.raises(ValueError, match="the callback failed"):
+        run_module.run_simulation(_fiber(), t_end=0.05, dt=0.01, progress=Progress(stream=stream),
+                                  callback=fails_at_step_3)
+    assert "step 1/5" in stream.getvalue() and stream.getvalue().endswith("\n")
