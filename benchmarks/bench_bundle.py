@@ -148,10 +148,12 @@ def fitted_exponent(sizes, walls) -> float:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--elements", type=positive_int, default=16, help="elements per fiber (default 16)")
-    parser.add_argument("--time", type=positive_float, default=2.0, help="simulated time of the 36-fiber run (s, default 2)")
+    parser.add_argument("--time", type=positive_float, default=2.0,
+                        help="simulated time of the 36-fiber run (s, default 2)")
     parser.add_argument("--sizes", type=positive_int, nargs="+", default=[9, 18, 36, 72, 144],
                         help="fiber counts of the scaling (default 9 18 36 72 144)")
-    parser.add_argument("--scaling-time", type=positive_float, default=0.1, help="simulated time per size (s, default 0.1)")
+    parser.add_argument("--scaling-time", type=positive_float, default=0.1,
+                        help="simulated time per size (s, default 0.1)")
     parser.add_argument("--elastica-wall", type=nonnegative_float, default=300.0,
                         help="wall-time limit of the PyElastica run (s, default 300; 0: skip it)")
     parser.add_argument("--quick", action="store_true", help="small sizes and short runs (a smoke test)")

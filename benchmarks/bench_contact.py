@@ -84,7 +84,8 @@ def run(repeat: int = 5) -> dict:
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeat", type=positive_int, default=5, help="timed calls per size, their median reported (default 5)")
+    parser.add_argument("--repeat", type=positive_int, default=5,
+                        help="timed calls per size, their median reported (default 5)")
     args = parser.parse_args(argv)
     out = run(args.repeat)
     print(f"fiber–fiber contact, hexagonal bundles × {N_ELEMENTS} elements, 5 contact points per element, g = −0.02")

@@ -121,7 +121,8 @@ class KernelClock:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=positive_int, default=3, help="alternations of full and modified Newton (default 3)")
+    parser.add_argument("--rounds", type=positive_int, default=3,
+                        help="alternations of full and modified Newton (default 3)")
     parser.add_argument("--split", action="store_true", help="also split the time into kernels and the rest")
     parser.add_argument("--quick", action="store_true", help="a fifth of the simulated time")
     parser.add_argument("--python-step", action="store_true",

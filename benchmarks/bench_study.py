@@ -42,8 +42,10 @@ from skfiber.study.targets import TARGETS
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=positive_int, default=64, help="runs of the study, serially and in parallel (default 64)")
-    parser.add_argument("--workers", type=positive_int, default=2, help="worker processes of the local cluster (default 2)")
+    parser.add_argument("--runs", type=positive_int, default=64,
+                        help="runs of the study, serially and in parallel (default 64)")
+    parser.add_argument("--workers", type=positive_int, default=2,
+                        help="worker processes of the local cluster (default 2)")
     parser.add_argument("--rounds", type=positive_int, default=3,
                         help="rounds of serial, cluster and pool, their order alternated (default 3)")
     parser.add_argument("--target", default="upper-limb", choices=sorted(TARGETS),

@@ -256,7 +256,8 @@ def time_cheapest(model, n_elements: int, best: dict, *, repeats: int) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer settings, coarser reference")
-    parser.add_argument("--elements", type=positive_int, default=20, help="elements of the fiber and the rod (a multiple of 5; default 20)")
+    parser.add_argument("--elements", type=positive_int, default=20,
+                        help="elements of the fiber and the rod (a multiple of 5; default 20)")
     parser.add_argument("--repeats", type=positive_int, default=5,
                         help="runs of each code's cheapest setting, alternated between the codes; the least CPU time "
                              "counts (default 5)")

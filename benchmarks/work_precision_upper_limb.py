@@ -217,7 +217,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--level", type=int, default=1, choices=sorted(upper_limb.LEVELS),
                         help="refinement level of the mesh (default 1)")
-    parser.add_argument("--t-end", type=positive_float, default=2.0, help="simulated time in s (default 2; the paper: 8)")
+    parser.add_argument("--t-end", type=positive_float, default=2.0,
+                        help="simulated time in s (default 2; the paper: 8)")
     parser.add_argument("--ref-steps-per-s", type=positive_int, default=4096,
                         help="steps per second of the fixed-step BDF2 reference (default 4096)")
     parser.add_argument("--no-ref-check", action="store_true",
@@ -238,7 +239,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--contact-gap", choices=["closest_point", "smallest"], default="closest_point",
                         help="gap of fiber–fiber contact in every run (default: the paper's closest_point; smallest "
                              "is continuous, which error control needs)")
-    parser.add_argument("--target", type=positive_float, default=0.1, help="the accuracy of the summary, deg (default 0.1)")
+    parser.add_argument("--target", type=positive_float, default=0.1,
+                        help="the accuracy of the summary, deg (default 0.1)")
     parser.add_argument("--newton-rtol", type=positive_float, default=1e-9,
                         help="Newton's relative tolerance of every run (default 1e-9, the library's; the demo's "
                              "default at fixed steps is 1e-5)")

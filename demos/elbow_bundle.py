@@ -551,7 +551,8 @@ def main(argv: list[str] | None = None) -> dict | int:
                      f"there), got {args.angles}")
     if not 2 <= args.fibers <= MAX_FIBERS:
         parser.error(f"argument --fibers: must be 2 … {MAX_FIBERS} (one fiber a head at least; the heads' layout "
-                     f"is checked up to {MAX_FIBERS}, and at 500 their bundles overlap at the start), got {args.fibers}")
+                     f"is checked up to {MAX_FIBERS}, and at 500 their bundles overlap at the start), "
+                     f"got {args.fibers}")
     _, _, sample_times = isometric_schedule(args.angles)
     if args.dt > T_SETTLE or not all(abs(t / args.dt - round(t / args.dt)) < 1e-6 for t in sample_times):
         parser.error(f"--dt must divide {T_SETTLE:g} s and {T_TURN + T_HOLD:g} s (the isometric schedule's "

@@ -32,7 +32,7 @@ from .core.warn import warn
 from .fiber_step import decide_compiled_step
 from .model import Model
 from .newton import IterationMatrix, make_solver
-from .progress import Progress
+from .progress import Progress, progress_bar
 from .simulation_result import MAX_STORED_STATES, SimulationResult, StateStore, StepInfo, compile_notice
 from .time_step import STEP_STAGNATION_WINDOW, implicit_step
 
@@ -69,7 +69,8 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
                       output_dt: float | None = None, store_every: int | None = None,
                       newton_options: NewtonOptions = NewtonOptions(),
                       callback: Callable[[State, StepInfo], None] | None = None,
-                      progress: bool | Progress = True, t_start: float | None = None, cursor: AdaptiveCursor | None = None,
+                      progress: bool | Progress = True, t_start: float | None = None,
+                      cursor: AdaptiveCursor | None = None,
                       on_accept: Callable[[State, AdaptiveCursor], bool] | None = None,
                       on_interrupt: str = "keep") -> SimulationResult:
     """The adaptive branch of :func:`skfiber.simulate` (arguments checked there; see its docstring).
@@ -132,7 +133,7 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
             store.add(s, None)
 
     last_counts = [None if cursor is None else cursor.counts]
-    bar = progress if isinstance(progress, Progress) else (Progress() if progress else None)
+    bar = progress_bar(progress)
     fresh = IterationMatrix().snapshot()
 
     def accepted(s: State, position: AdaptiveCursor) -> None:
@@ -144,9 +145,9 @@ def simulate_adaptive(model: Model, state: State, *, t_end: float, method: str, 
         last_counts[0] = counts
         info["last_state"] = s
         if bar is not None:
-            bar.update(t=s.t, t_end=t_end, t_start=t0, newton=counts.step_iterations[-1] if len(counts.step_iterations) else None,
-                       extra=f"h {h:.3g} s  " + (f"contacts {info['contacts']}  " if model.contacts else "")
-                       + counts.line())
+            last = counts.step_iterations[-1] if len(counts.step_iterations) else None
+            bar.update(t=s.t, t_end=t_end, t_start=t0, newton=last, extra=f"h {h:.3g} s  "
+                       + (f"contacts {info['contacts']}  " if model.contacts else "") + counts.line())
 
     notice = compile_notice("  the first step takes a while: on the first run on a machine numba compiles the "
                             "kernels (cached for later runs) …", enabled=progress, file=sys.stderr)

@@ -37,7 +37,10 @@ import warnings
 import weakref
 from typing import Callable, TextIO
 
-__all__ = ["Progress", "terminal_columns", "RemainingTime", "format_duration", "PROGRESS_TERMS", "MIN_STEPS", "MIN_SECONDS", "WINDOW_SECONDS"]
+import numpy as np
+
+__all__ = ["Progress", "progress_bar", "terminal_columns", "RemainingTime", "format_duration", "PROGRESS_TERMS",
+           "MIN_STEPS", "MIN_SECONDS", "WINDOW_SECONDS"]
 
 #: steps after the first one before an estimate is given
 MIN_STEPS = 3
@@ -119,9 +122,10 @@ def format_duration(seconds: float | None) -> str:
 class Progress:
     """The one-line progress of a run on a stream (default stderr); its words are :data:`PROGRESS_TERMS`.
 
-    On a terminal the line is redrawn in place at most every 0.1 s (a warning shown meanwhile ends the line
-    first and keeps its own); otherwise (logs, pipes) a line is printed at most every ``interval`` seconds.  The last line of a run (its end time reached) is always
-    drawn, and ends the line.  The ETA comes from the pace of the recent steps and is left out until it is
+    On a terminal the line is redrawn in place at most every 0.1 s, cut to the terminal's width (a warning
+    shown meanwhile ends the line first and keeps its own); otherwise (logs, pipes) a line is printed at
+    most every ``interval`` seconds.  The last line of a run (its end time reached) is always drawn, and
+    ends the line.  The ETA comes from the pace of the recent steps and is left out until it is
     known (:class:`RemainingTime`).
 
     Parameters
@@ -213,6 +217,22 @@ class Progress:
             current = warnings.showwarning
             if not _OPEN_LINES and getattr(current, "ends_progress_lines", False):
                 warnings.showwarning = current.shows  # (the handler from before the lines opened)
+
+
+def progress_bar(progress) -> Progress | None:
+    """The bar a run draws for its ``progress`` option: the :class:`Progress` given, a new one on stderr for
+    True, None for False; a ``TypeError`` naming anything else.
+
+    Examples
+    --------
+    >>> progress_bar(False) is None, type(progress_bar(True)).__name__
+    (True, 'Progress')
+    """
+    if isinstance(progress, Progress):
+        return progress
+    if not isinstance(progress, (bool, np.bool_)):
+        raise TypeError(f"progress must be True, False or a skfiber.progress.Progress, got {progress!r}")
+    return Progress() if progress else None
 
 
 #: the progress lines open on a terminal now

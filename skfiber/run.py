@@ -51,7 +51,7 @@ from .core.numbers import checked_real
 from .fiber_step import decide_compiled_step
 from .io import Checkpoint, VTKSeries, atomic_temporaries, load_checkpoint, model_fingerprint, save_checkpoint
 from .model import Model
-from .progress import Progress
+from .progress import Progress, progress_bar
 from .solver import ConvergenceError, NewtonOptions, StepInfo, adaptive_scheme, simulate
 from .statics import check_admissible_start, check_step_count
 
@@ -279,7 +279,7 @@ def _error_controlled(model: Model, state: State, *, t_end: float, dt: float, t_
             warnings.filterwarnings("ignore", message="simulation interrupted", category=UserWarning)
             result = simulate_adaptive(model, state, t_end=t_end, method="bdf2", rtol=rtol, atol=atol, h_min=h_min,
                                        h_max=h_max, output_dt=dt, store_every=sys.maxsize,
-                                       newton_options=newton_options, callback=on_output, progress=bar if bar is not None else False,
+                                       newton_options=newton_options, callback=on_output, progress=bar or False,
                                        t_start=t_start, cursor=cursor, on_accept=on_accept)
         interrupted = result.interrupted
         counts = result.step_counts
@@ -462,8 +462,7 @@ def run_simulation(
     adaptive = adaptive_scheme(method=method, dt=dt, rtol=rtol, atol=atol)
     if not isinstance(newton_options, NewtonOptions):
         raise TypeError(f"newton_options must be a skfiber.NewtonOptions, got {type(newton_options).__name__}")
-    if not isinstance(progress, (bool, np.bool_, Progress)):
-        raise TypeError(f"progress must be True, False or a skfiber.progress.Progress, got {progress!r}")
+    bar = progress_bar(progress)
     if adaptive and substeps is not None:
         raise ValueError("substeps belong to fixed steps; with rtol/atol the error control chooses the steps")
     if not adaptive and (h_min is not None or h_max is not None):
@@ -479,7 +478,6 @@ def run_simulation(
     if checkpoint_extra is not None and not callable(checkpoint_extra):
         raise TypeError(f"checkpoint_extra must be a function returning a dict of arrays, got {checkpoint_extra!r}")
     started = _time.perf_counter()
-    bar = progress if isinstance(progress, Progress) else (Progress() if progress else None)
     ckpt_file = location if checkpoint_every else None
     fingerprint = model_fingerprint(model)
     totals = {"newton_iterations": 0, "retries": 0}

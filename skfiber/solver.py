@@ -36,7 +36,7 @@ from .core.warn import warn
 from .fiber_step import decide_compiled_step
 from .model import Model
 from .newton import IterationMatrix, make_solver, newton
-from .progress import Progress
+from .progress import Progress, progress_bar
 from .simulation_result import MAX_STORED_STATES, SimulationResult, StateStore, StepInfo, compile_notice
 from .statics import StaticResult, check_admissible_start, check_finite_time, check_step_count, solve_static
 from .threads import one_blas_thread
@@ -190,8 +190,7 @@ def simulate(
     """
     if not isinstance(model, Model):
         raise TypeError(f"simulate needs a skfiber.Model as its first argument, got {type(model).__name__}")
-    if not isinstance(progress, (bool, np.bool_, Progress)):
-        raise TypeError(f"progress must be True, False or a skfiber.progress.Progress, got {progress!r}")
+    bar = progress_bar(progress)
     if state is not None:
         check_state(state)
     if callback is not None and not callable(callback):
@@ -227,7 +226,7 @@ def simulate(
                              "steps choose their sizes themselves")
         return simulate_adaptive(model, state, t_end=t_end, method=method, rtol=rtol, atol=atol, h_min=h_min,
                                  h_max=h_max, output_times=output_times, output_dt=output_dt, store_every=store_every,
-                                 newton_options=newton_options, callback=callback, progress=progress,
+                                 newton_options=newton_options, callback=callback, progress=bar or False,
                                  on_interrupt=on_interrupt)
     if output_times is not None or h_min is not None or h_max is not None:
         raise ValueError("output_times, h_min and h_max belong to adaptive runs: give rtol and/or atol too "
@@ -246,7 +245,6 @@ def simulate(
     its = np.zeros(n_steps, dtype=np.int32)
     retries = 0
     start = _time.perf_counter()
-    bar = progress if isinstance(progress, Progress) else (Progress() if progress else None)
     interrupted = False
     t0 = state.t
     # the first step compiles the numba kernels on the first run on a machine: say so if it is slow

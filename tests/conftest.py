@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 import skfiber as sf
+from skfiber.rigid import Body, Revolute, RigidSystem
 
 
 @pytest.fixture
@@ -19,6 +20,27 @@ def interrupted_at_first_step(simulate):
         return simulate(*args, **dict(kwargs, callback=ctrl_c))
 
     return interrupted
+
+
+def hanging_rod():
+    """A rigid rod of 0.5 m and 1 kg hanging from a revolute joint about y at the origin, under gravity."""
+    system = RigidSystem(gravity=(0, 0, -9.81))
+    system.add_body(Body("rod", start=(0, 0, 0), axis=(0, 0, -0.5), radius=0.01, mass=1.0),
+                    joint=Revolute(axis=(0, 1, 0)))
+    return system
+
+
+def stopping_at_call(n, stop):
+    """(callback, calls): a callback of any arguments that records each call in ``calls`` and calls ``stop()``
+    at the ``n``-th (e.g. to raise what Ctrl-C raises)."""
+    calls = []
+
+    def callback(*args):
+        calls.append(args)
+        if len(calls) == n:
+            stop()
+
+    return callback, calls
 
 
 def straight_model(n_elements=8, *, law=None, fibers=1, **fiber_kwargs):

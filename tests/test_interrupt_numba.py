@@ -8,9 +8,11 @@ import pytest
 
 import skfiber as sf
 from skfiber.core.interrupt import caused_by_ctrl_c
-from skfiber.rigid import Body, Revolute, RigidSystem, simulate_rigid
+from skfiber.rigid import simulate_rigid
 from skfiber.run import run_simulation
 from skfiber.study.execute import execute_run
+
+from conftest import hanging_rod, stopping_at_call
 
 
 def numba_ctrl_c():
@@ -76,16 +78,8 @@ def test_run_simulation_checkpoints_and_reports_the_interruption(tmp_path):
 
 @pytest.mark.parametrize("schedule", [dict(dt=0.01), dict(dt=0.01, method="bdf2", rtol=1e-6, atol=1e-8)])
 def test_simulate_rigid_keeps_the_steps_done_and_raises_when_asked(schedule):
-    system = RigidSystem(gravity=(0, 0, -9.81))
-    system.add_body(Body("rod", start=(0, 0, 0), axis=(0, 0, -0.5), radius=0.01, mass=1.0),
-                    joint=Revolute(axis=(0, 1, 0)))
-    calls = []
-
-    def stop_at_the_third(t, q, p):
-        calls.append(t)
-        if len(calls) == 3:
-            numba_ctrl_c()
-
+    system = hanging_rod()
+    stop_at_the_third, calls = stopping_at_call(3, numba_ctrl_c)
     with pytest.warns(UserWarning, match="rigid simulation interrupted"):
         part = simulate_rigid(system, [0.3], [0.0], t_end=0.1, callback=stop_at_the_third, **schedule)
     assert part.interrupted

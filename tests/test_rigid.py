@@ -35,6 +35,8 @@ from skfiber.rigid import (
 from skfiber.rigid.joints import rotation_about
 from skfiber.rigid.system import complex_jacobian
 
+from conftest import hanging_rod, stopping_at_call
+
 G = 9.81
 
 
@@ -626,9 +628,7 @@ def test_pendulum_chain_main(capsys, tmp_path):
 
 
 def test_simulate_rigid_keeps_the_steps_done_when_interrupted():
-    system = RigidSystem(gravity=(0, 0, -9.81))
-    system.add_body(Body("rod", start=(0, 0, 0), axis=(0, 0, -0.5), radius=0.01, mass=1.0),
-                    joint=Revolute(axis=(0, 1, 0)))
+    system = hanging_rod()
 
     def stop_after_three(t, q, p):
         if t > 0.025:
@@ -646,16 +646,12 @@ def test_simulate_rigid_keeps_the_steps_done_when_interrupted():
 def test_simulate_rigid_lets_ctrl_c_through_when_asked(schedule):
     """on_interrupt="raise": the callback's KeyboardInterrupt reaches the caller, with no warning of a kept
     part (fixed and error-controlled steps); a bad value is named."""
-    system = RigidSystem(gravity=(0, 0, -9.81))
-    system.add_body(Body("rod", start=(0, 0, 0), axis=(0, 0, -0.5), radius=0.01, mass=1.0),
-                    joint=Revolute(axis=(0, 1, 0)))
-    calls = []
+    system = hanging_rod()
 
-    def stop_after_three(t, q, p):
-        calls.append(t)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
+    def ctrl_c():
+        raise KeyboardInterrupt
 
+    stop_after_three, calls = stopping_at_call(3, ctrl_c)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a "rigid simulation interrupted" warning would fail the test
         with pytest.raises(KeyboardInterrupt):

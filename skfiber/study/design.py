@@ -127,7 +127,8 @@ def parameter_list(parameters) -> list[Parameter]:
         elif isinstance(p, (list, tuple)) and len(p) in (3, 4):
             out.append(Parameter(*p))
         else:
-            raise ValueError(f"a parameter must be a Parameter or a (name, low, high[, log]) tuple, {example}; got {p!r}")
+            raise ValueError(f"a parameter must be a Parameter or a (name, low, high[, log]) tuple, {example}; "
+                             f"got {p!r}")
     if not out:
         raise ValueError(f"a study needs at least one parameter, {example}")
     names = [p.name for p in out]
@@ -168,9 +169,9 @@ def make_design(parameters, design: str, *, n: int, seed: int = 0) -> list[dict]
         raise ValueError(f"n must be an integer ≥ {2 if design == 'grid' else 1} for the {design} design, got {n!r}")
     d = len(parameters)
     if design == "grid" and int(n) ** d > MAX_GRID_RUNS:
-        raise ValueError(f"a grid of n = {n} values for each of the {d} parameters has {int(n) ** d:,} runs, more than "
-                         f"{MAX_GRID_RUNS:,}; give a smaller n (--n) or fewer parameters, or take the random, lhs or sobol "
-                         "design, whose size is n")
+        raise ValueError(f"a grid of n = {n} values for each of the {d} parameters has {int(n) ** d:,} runs, more "
+                         f"than {MAX_GRID_RUNS:,}; give a smaller n (--n) or fewer parameters, or take the random, lhs "
+                         "or sobol design, whose size is n")
     if design == "grid":
         unit = np.array(list(itertools.product(np.linspace(0.0, 1.0, int(n)), repeat=d)))
     elif design == "random":
