@@ -27,12 +27,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import meshio
 import numpy as np
 
 import skfiber as sf
 from skfiber.cli import ArgumentParser, folder_path, output_folder, positive_float, positive_int, run_script
-from skfiber.io import load_checkpoint, read_pvd
+from skfiber.io import load_checkpoint, read_pvd, read_vtu
 from skfiber.progress import PROGRESS_TERMS
 from skfiber.run import RunResult, checkpoint_path, run_simulation
 
@@ -92,7 +91,11 @@ def sags_from_series(pvd: Path, n_fibers: int, *, until: float) -> tuple[list, l
     for entry in read_pvd(pvd):
         if entry.part != 0 or entry.time > until:
             continue
-        mesh = meshio.read(pvd.parent / entry.file)
+        try:
+            mesh = read_vtu(pvd.parent / entry.file)
+        except (OSError, ValueError) as err:
+            raise type(err)(f"{err}; --resume rebuilds the sag history before the checkpoint from the series: "
+                            "run again without --resume") from err
         fid, z = mesh.point_data["fiber_id"], mesh.point_data["displacement"][:, 2]
         times.append(entry.time)
         history.append(np.array([0.0 - z[fid == k].min() for k in range(n_fibers)]))
@@ -138,13 +141,14 @@ def run(
 ) -> HangingBundleResult:
     """Run the demo; with ``out`` a VTK series ``hanging_bundle.pvd`` is written there."""
     model = build_model(level)
-    options = {"level": level}  # (a resume with another level is refused by name)
+    # (a resume with another level, or other VTK samples, is refused by name)
+    options = {"level": level, "points_per_element": points_per_element}
     if resume:  # the history before the checkpoint comes back from the VTK series
         if out is None:
             raise ValueError("resume needs out (the folder with the checkpoint)")
         checkpoint = load_checkpoint(checkpoint_path(out, NAME))
-        if "level" not in checkpoint.options:  # written by an earlier version: the model's fingerprint checks it
-            options = None
+        # options an earlier version did not record are not checked (the model's fingerprint checks the level)
+        options = {key: value for key, value in options.items() if key in checkpoint.options} or None
         t_checkpoint = checkpoint.state.t
         times, history = sags_from_series(Path(out) / f"{NAME}.pvd", len(model.fibers), until=t_checkpoint)
     else:

@@ -899,8 +899,9 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     parser.add_argument("--vtk-every", type=positive_int, default=1, metavar="K",
                         help="write every K-th step of the VTK series (default 1; the last step always)")
     parser.add_argument("--out", type=folder_path, default=None,
-                        help="one folder for everything: the CSV/PNG files and the VTK series upper_limb.pvd "
-                             "(what 'skfiber run upper-limb --out DIR' passes; --output/--vtk go to other folders)")
+                        help="one folder for everything: the CSV/PNG files and the VTK series upper_limb.pvd, with "
+                             "--levels one series a level in DIR/level1/, DIR/level2/, … (what 'skfiber run upper-limb "
+                             "--out DIR' passes; --output/--vtk go to other folders)")
     parser.add_argument("--bending", type=nonnegative_float, default=None, metavar="EI",
                         help="add bending stiffness EI (N·m², finite, ≥ 0) to every fiber: the residual "
                              "EI ∫ x_ss · ξ_ss dS as a user term, its tangent derived automatically "

@@ -46,7 +46,9 @@ def check_tangent(
         The model whose assembled tangent (:meth:`Model.tangent_matrix`) is checked.
     state
         Where to check; default: the reference configuration perturbed by a
-        random displacement and velocity of relative size ``perturbation``, at time ``t``.
+        random displacement of relative size ``perturbation``, at time ``t``, with a random velocity of
+        that displacement per ``dt`` (statics: per second), so that the differences move the step's
+        velocity as little, relative to its size, as they move the position.
     dt
         Step size (s) of the backward-Euler residual (inertia and viscosity with c_a = 1/Δt², c_v = 1/Δt);
         None (default): the static residual.
@@ -59,7 +61,7 @@ def check_tangent(
         Size of the default state's random displacement and velocity, relative to the largest reference
         coordinate.
     step
-        ε relative to the size of u.
+        ε relative to the size of u (> 0).
     seed
         Seed of the random state and directions.
     t
@@ -70,9 +72,17 @@ def check_tangent(
     -------
     float
         The largest relative error over the directions: about 1e-8 or below for a consistent tangent
-        (the round-off and O(ε²) of the central differences), order 1 for a wrong one, 1 for a missing one.
+        (the round-off and O(ε²) of the central differences; up to about 1e-6 for a term nonlinear in the
+        velocity, which the differences move by 10⁻³ of itself), order 1 for a wrong one, 1 for a missing one.
         Where the checked parts do not depend on u at all (neither the tangent nor the differences move
         along any direction), 0 with a ``UserWarning`` saying that the check says nothing there.
+        ``inf`` with a ``UserWarning`` where the tangent or the differences are not finite (a NaN or an
+        infinity in a law's derivative, a tangent form or the residual).
+
+    Raises
+    ------
+    TypeError
+        If ``model`` is not a :class:`skfiber.Model`.
 
     Examples
     --------
@@ -84,8 +94,12 @@ def check_tangent(
     >>> sf.check_tangent(model, parts=["internal_force"]) < 1e-6   # one term, statics
     True
     """
+    if not isinstance(model, Model):
+        raise TypeError(f"check_tangent checks a skfiber.Model, got {type(model).__name__}")
     if dt is not None:
         checked_real("dt", dt, above=0, unit="s", hint="; give a time step, or None for statics")
+    checked_real("step", step, above=0, hint=" (ε of the differences relative to the size of u, e.g. 1e-6)")
+    checked_real("perturbation", perturbation, at_least=0)
     if isinstance(directions, bool) or not isinstance(directions, (int, np.integer)) or directions < 1:
         raise ValueError(f"directions must be an integer ≥ 1 (random directions to check), got {directions!r}")
     if t is not None:
@@ -99,7 +113,7 @@ def check_tangent(
     if state is None:
         size = np.max(np.abs(d.reference_dofs))
         u = perturbation * size * rng.standard_normal(n)
-        v = perturbation * size * rng.standard_normal(n)
+        v = perturbation * size / (1.0 if dt is None else dt) * rng.standard_normal(n)
         state = State(0.0 if t is None else float(t), u, v)
     u_n = state.u - (0.0 if dt is None else dt) * state.v
     v_n = state.v * 0.5
@@ -113,6 +127,8 @@ def check_tangent(
 
     ev = residual(state.u)
     K = model.tangent_matrix(ev)
+    if not np.isfinite(K.data).all():
+        return _not_finite("the tangent", parts)
     eps = step * max(np.max(np.abs(state.u + d.reference_dofs)), 1e-300)
     worst = 0.0
     checked = 0
@@ -120,6 +136,8 @@ def check_tangent(
         direction = rng.standard_normal(n)
         Kd = K @ direction
         fd = (residual(state.u + eps * direction).residual - residual(state.u - eps * direction).residual) / (2 * eps)
+        if not np.isfinite(fd).all():
+            return _not_finite("the residual's differences", parts)
         scale = max(np.linalg.norm(Kd), np.linalg.norm(fd))  # a missing tangent (Kd = 0) scores 1, not 0
         if scale == 0:  # neither depends on u along d (e.g. parts without a u-dependence): nothing to check
             continue
@@ -131,3 +149,11 @@ def check_tangent(
              "nor the differences change along any direction, so the check says nothing here; check where they "
              "act (a state=, or t= for a term or law that acts later)")
     return worst
+
+
+def _not_finite(what: str, parts) -> float:
+    """inf, with a warning that ``what`` holds a NaN or an infinity (a check that cannot pass)."""
+    which = "the model" if parts is None else f"the parts {sorted(parts)}"
+    warn(f"check_tangent: {what} of {which} hold a NaN or an infinity (a law's derivative, a tangent form or the "
+         "residual): the tangent cannot be right")
+    return float("inf")

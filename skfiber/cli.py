@@ -391,7 +391,8 @@ def _cmd_run(args, extra: list[str]) -> int:
     done = {EXIT_OK: "finished", EXIT_INTERRUPTED: "interrupted"}.get(code, f"exit code {code}")
     lines = [f"skfiber run {args.demo}: {done} in {wall:.1f} s"]
     if args.out is not None and Path(args.out).is_dir():
-        for pvd in sorted(Path(args.out).glob("*.pvd")):
+        found = sorted(Path(args.out).glob("*.pvd")) or sorted(Path(args.out).glob("*/*.pvd"))  # (a level a folder)
+        for pvd in (p for p in found if not p.name.startswith(".")):
             lines.append(f"  results: {pvd}  (ParaView, or: skfiber view {pvd} --screenshot shot.png)")
     print("\n".join(lines), file=sys.stderr, flush=True)
     return code
@@ -405,6 +406,9 @@ def _cmd_view(args) -> int:
         series = sorted(p for p in path.glob("*.pvd") if not p.name.startswith("."))  # (not a write cut short)
         if len(series) != 1:
             found = f"{len(series)}: {', '.join(p.name for p in series)}" if series else "none"
+            below = sorted(p.relative_to(path) for p in path.glob("*/*.pvd") if not p.name.startswith("."))
+            if not series and below:  # (the upper limb's --levels: a subfolder a level)
+                found += f"; in its subfolders: {', '.join(map(str, below[:6]))}" + (", …" if len(below) > 6 else "")
             raise UsageError(f"{path} is a folder; name one .pvd series in it (.pvd files there: {found})")
         path = series[0]
     if path.suffix.lower() not in (".pvd", ".vtu"):
@@ -461,8 +465,13 @@ def _print_info(viz, path: Path) -> int:
         print(f"{path}: {len(series)} time points, t = {series.times[0]:g} … {series.times[-1]:g} s")
         frame = series.frame(len(series) - 1)
     else:
-        frame = viz.load(path)
+        grid = viz.read_grid(path)
         print(f"{path}: one data set")
+        if viz.holds_bodies(grid):  # (a series' bodies part)
+            print("fibers: none (this file holds the bodies of a series; its .pvd holds both)")
+            _print_bodies(grid, BODY_FIELDS)
+            return EXIT_OK
+        frame = viz.load(path)
     print(f"fibers: {frame.fibers.n_points} points, {frame.fibers.n_cells} line cells")
     written = {}  # the units the file states ("units: name [unit]" field data; extra fields' too)
     for label in frame.fibers.field_data.keys():
@@ -474,9 +483,14 @@ def _print_info(viz, path: Path) -> int:
         unit, meaning = ALL_FIBER_FIELDS.get(name, (written.get(name, "?"), "extra field"))
         print(f"  {name:{width}s} {'[' + unit + ']':6s} {meaning}")
     if frame.bodies is not None:
-        print(f"bodies: {frame.bodies.n_points} points, {frame.bodies.n_cells} triangles; arrays: "
-              + ", ".join(f"{n} [{BODY_FIELDS.get(n, ('?',))[0]}]" for n in frame.bodies.point_data.keys()))
+        _print_bodies(frame.bodies, BODY_FIELDS)
     return EXIT_OK
+
+
+def _print_bodies(bodies, units: dict) -> None:
+    """The line of ``skfiber view --info`` for the bodies of a data set."""
+    print(f"bodies: {bodies.n_points} points, {bodies.n_cells} triangles; arrays: "
+          + ", ".join(f"{n} [{units.get(n, ('?',))[0]}]" for n in bodies.point_data.keys()))
 
 
 def _cmd_verify(args) -> int:

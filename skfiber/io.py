@@ -99,6 +99,7 @@ __all__ = [
     "write_vtu",
     "write_pvd",
     "read_pvd",
+    "read_vtu",
     "save_checkpoint",
     "load_checkpoint",
     "model_fingerprint",
@@ -356,6 +357,28 @@ def read_pvd(path: str | os.PathLike) -> list[PvdEntry]:
     return out
 
 
+def read_vtu(path: str | os.PathLike) -> meshio.Mesh:
+    """A .vtu file (a step of a series) as a ``meshio.Mesh``; a clear error for a missing or damaged one
+    (meshio itself prints and exits the process for a file it cannot read).
+
+    Raises
+    ------
+    FileNotFoundError
+        If there is no such file.
+    ValueError
+        If the file is empty, cut short or not a VTU file, naming it.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such .vtu file: {path} (a step of the series deleted or moved?)")
+    try:
+        return meshio.vtu.read(str(path))
+    except Exception as err:  # (meshio's ReadError, or the XML, base64 or zlib error of a file cut short)
+        why = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+        raise ValueError(f"{path} cannot be read as a VTU file ({why}): the file is empty or damaged (a copy "
+                         "cut short?)") from err
+
+
 # --------------------------------------------------------------------------- series
 class VTKSeries:
     """A VTK time series of a model in a folder: .vtu per step and part, plus the .pvd.
@@ -385,7 +408,8 @@ class VTKSeries:
         when they appear.
     resume_time
         None: start a new series (old files of this series are removed).
-        A time t: continue the series in the folder, keeping its steps up to t.
+        A time t: continue the series in the folder, keeping its steps up to t (the files of later ones are
+        removed).
     """
 
     def __init__(
@@ -439,7 +463,13 @@ class VTKSeries:
         if resume_time is None:
             self._remove_old_files()
         elif self.pvd_path.exists():
-            self.entries = [e for e in read_pvd(self.pvd_path) if e.time <= resume_time]
+            listed = read_pvd(self.pvd_path)
+            self.entries = [e for e in listed if e.time <= resume_time]
+            kept = {e.file for e in self.entries}
+            ours = re.compile(rf"{re.escape(name)}_(fibers|bodies)(_\d+)?\.vtu")
+            for file in {e.file for e in listed} - kept:  # (the steps after it, written again by the run)
+                if ours.fullmatch(file):
+                    (self.directory / file).unlink(missing_ok=True)
         elif any(self.directory.glob(f"{name}_fibers_*.vtu")):
             warn(f"{self.pvd_path} is missing: the resumed series lists only the steps after t = {resume_time:g} s "
                  "(the earlier steps' .vtu files stay in the folder, unlisted)")

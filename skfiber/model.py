@@ -22,6 +22,7 @@ from skfem.assembly.form.form import FormExtraParams
 
 from . import forms
 from .attachments import attachment_kinematics, new_attachment
+from .compile.form_numbers import number_sources, read_numbers
 from .compile.kernel import FormKernel
 from .contact.base import Contact
 from .core import Evaluation, ResidualMemo, State, check_state
@@ -106,6 +107,7 @@ class Model:
         self.discretization = Discretization(fibers, quadrature_points=quadrature_points)
         self.compiled = compiled
         self._form_kernel = None  # skfiber.compile.kernel.FormKernel of the terms, made on first use
+        self._form_numbers = None  # (where, values) of the numbers the terms' forms read (_check_form_numbers)
         self._warned_untraced: set = set()
         self._all_parts = None  # (key, the names of all parts) (_part_names)
         self._builtin_terms = {  # the cable's forms; their tangents are derived (replace_term swaps them)
@@ -267,6 +269,7 @@ class Model:
             return {}
         if self.rigid is not None:
             self.set_coordinates(state.q)
+        self._check_form_numbers()
         residual = self.memo.lookup(state.u, state.v, state.a, state.t, self._coordinates)
         if residual is None:  # not the state of the step's last Newton evaluation
             residual = self.evaluate(state.u, state.v, state.a, state.t, c_v=0.0, c_a=0.0).residual
@@ -428,7 +431,7 @@ class Model:
             raise ValueError(f"the name {term.name!r} is taken (names in use: {sorted(self._taken_names())}); give "
                              "another name, or use replace_term to change an existing term")
         self.terms.append(term)
-        self._form_kernel = None
+        self._form_kernel = self._form_numbers = None
         return term
 
     @property
@@ -467,7 +470,7 @@ class Model:
         name = "internal_force" if name == "cable" else name
         term = Term(residual, tangent, name)
         self.memo.clear()
-        self._form_kernel = None
+        self._form_kernel = self._form_numbers = None
         if name in self._builtin_terms:
             self._builtin_terms[name] = term
             return term
@@ -479,7 +482,9 @@ class Model:
 
     @property
     def form_kernel(self) -> FormKernel:
-        """The compiled kernel of the residual terms (:mod:`skfiber.compile`), made on first use."""
+        """The compiled kernel of the residual terms (:mod:`skfiber.compile`), made on first use, and made again
+        when a number the forms read through a name has changed (:mod:`skfiber.compile.form_numbers`)."""
+        self._check_form_numbers()
         if self._form_kernel is None:
             terms = [(t.name, t.residual, t.tangent) for t in self.all_terms]
             self._form_kernel = FormKernel(terms, self.discretization, kinematics=forms.cable_kinematics,
@@ -491,6 +496,20 @@ class Model:
                 warn(f"the term {name!r} cannot be compiled ({construct}); it runs with numpy, "
                      "several times slower", RuntimeWarning)
         return kernel
+
+    def _check_form_numbers(self) -> None:
+        """Forget the traced forms and the residual kept when a number the terms' forms read through a name
+        (a global, a closed-over variable) differs from the one they were traced with."""
+        if self._form_numbers is None:
+            sources = number_sources(f for term in self.all_terms for f in (term.residual, term.tangent))
+            self._form_numbers = (sources, read_numbers(sources))
+            return
+        sources, values = self._form_numbers
+        now = read_numbers(sources)
+        if now != values:
+            self._form_numbers = (sources, now)
+            self._form_kernel = None
+            self.memo.clear()
 
     def external_force(self, t: float) -> np.ndarray:
         """Assembled external load vector at time t (:meth:`skfiber.loads.ExternalLoads.force`); shared between
@@ -564,6 +583,7 @@ class Model:
             False when it will probably not be asked for (modified Newton): it is then
             computed when first asked for, by a second pass.
         """
+        self._check_form_numbers()
         names = self._part_names(None)
         parts = names if parts is None else self._part_names(parts)
         fp = fiber_part(self, u, v, a, t, c_v=c_v, c_a=c_a, load_factor=load_factor, parts=parts, every=parts is names,
@@ -580,6 +600,8 @@ class Model:
                 lam = w["lam"][bad[0]]
                 where = (f": the stress of fiber {k} ({d.fibers[k].law!r}) is not finite at "
                          f"λ ∈ [{np.min(lam):.4g}, {np.max(lam):.4g}]")
+            else:
+                where = self._non_finite_terms(u, v, a, t, c_v=c_v, c_a=c_a, parts=parts)
             raise FloatingPointError(f"non-finite residual at t = {t:.6g} s{where}")
         n_active = 0
         active_contacts = []
@@ -623,6 +645,23 @@ class Model:
             R, fp.tangent_fn, reference_force=ref, min_stretch=fp.min_stretch, roundoff=fp.roundoff,
             extra=extra, n_active_contacts=n_active, margins=margins,
         )
+
+    def _non_finite_terms(self, u, v, a, t, *, c_v, c_a, parts) -> str:
+        """The words naming the terms among ``parts`` whose residual is not finite (with the stress finite:
+        a nan or infinite parameter of a form, or a value outside its domain), or ""."""
+        bad = []
+        for term in self.all_terms:
+            if term.name in parts:
+                with np.errstate(all="ignore"):
+                    part = fiber_part(self, u, v, a, t, c_v=c_v, c_a=c_a, load_factor=0.0, parts={term.name},
+                                      every=False, tangent=False)
+                if not part.finite:
+                    bad.append(repr(term.name))
+        if not bad:
+            return ""
+        return (f": the term{'s' if len(bad) > 1 else ''} {', '.join(bad)} give{'' if len(bad) > 1 else 's'} a "
+                "non-finite value (a nan or infinite parameter of the form, or a value outside its domain: a square "
+                "root or logarithm of a negative number, a division by 0)")
 
     def _part_names(self, parts) -> set:
         """``parts`` checked against the model's names (``"cable"`` = ``"internal_force"``); None: all (the

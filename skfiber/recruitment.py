@@ -27,10 +27,13 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["size_principle_thresholds", "recruited_activation", "recruitment"]
+__all__ = ["size_principle_thresholds", "recruited_activation", "recruitment", "LAST_THRESHOLD"]
+
+#: the drive at which the largest unit is recruited by default (the recruitment range [0, 0.8])
+LAST_THRESHOLD = 0.8
 
 
-def size_principle_thresholds(sizes: Sequence[float], *, last: float = 0.8) -> np.ndarray:
+def size_principle_thresholds(sizes: Sequence[float], *, last: float = LAST_THRESHOLD) -> np.ndarray:
     """The recruitment thresholds T_k ∈ [0, ``last``] of units of the given sizes (module notes).
 
     Parameters
@@ -86,7 +89,7 @@ def recruited_activation(drive: float, threshold: float) -> float:
     return float(min(max((drive - threshold) / (1.0 - threshold), 0.0), 1.0))
 
 
-def recruitment(drive, sizes: Sequence[float], *, last: float = 0.8) -> list[Callable[[float], float]]:
+def recruitment(drive, sizes: Sequence[float], *, last: float = LAST_THRESHOLD) -> list[Callable[[float], float]]:
     """One activation α_k(t) per unit from the drive E(t) (a number or a callable of t, in [0, 1]).
 
     Pass the result as the ``activation`` of :func:`skfiber.bundle.bundle` (one per fiber).

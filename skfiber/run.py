@@ -526,8 +526,12 @@ def run_simulation(
         tic = _time.perf_counter()
         # a resumed series keeps the outputs up to the checkpoint's (an error-controlled run's last
         # accepted step may lie before the last output handed out, after a Ctrl-C during the outputs)
-        last_output = (state.t if not adaptive else t_start if step0 == 0
-                       else float(output_grid(t_start, t_end, output_dt=dt)[step0 - 1]))
+        # a fixed-step run interrupted off its output grid (every output_every steps) wrote that step too: the
+        # resumed series drops it, as the run that was never stopped has none there
+        on_grid = step0 - step0 % output_every
+        last_output = (t_start if adaptive and step0 == 0
+                       else float(output_grid(t_start, t_end, output_dt=dt)[step0 - 1]) if adaptive
+                       else state.t if on_grid == step0 else t_start + (on_grid + 0.5) * dt)
         if bodies is None and model.rigid is not None and model.rigid.bodies:
             bodies = body_cylinders(model)  # the bones move with q
         series = VTKSeries(

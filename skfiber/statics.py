@@ -12,14 +12,13 @@ Examples
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .contact.base import STEP_HINT
 from .core import ConvergenceError, NewtonOptions, State, check_state, check_state_of
-from .core.numbers import checked_real
+from .core.numbers import MAX_STEPS, check_finite_time, check_step_count
 from .coupling import CoupledProblem
 from .linalg import ConstrainedSolver
 from .model import Model
@@ -272,20 +271,6 @@ def solve_static(
 # --------------------------------------------------------------------------- dynamics
 
 
-#: the most time steps a run may have (a smaller dt is a mistake in its unit, or round-off)
-MAX_STEPS = 10**9
-
-
-def check_step_count(*, dt: float, t_start: float, t_end: float) -> None:
-    """ValueError when the step size ``dt`` > 0 cannot be resolved: 1/dt² overflows, t_start + dt equals
-    t_start in floating point, or the run would take more than :data:`MAX_STEPS` steps."""
-    steps = (t_end - t_start) / dt
-    if not (math.isfinite(1.0 / dt**2 if dt > 1e-154 else math.inf) and t_start + dt > t_start and steps <= MAX_STEPS):
-        raise ValueError(f"dt = {dt!r} s is too small for the run from t = {t_start!r} to {t_end!r} s "
-                         f"({steps:.3g} steps, at most {MAX_STEPS:.0e}; t + dt must differ from t); "
-                         "give dt in seconds")
-
-
 def check_admissible_start(model: Model, u: np.ndarray, t: float, q: np.ndarray | None = None) -> None:
     """ValueError when the contacts are inadmissible (1 + γg ≤ 0) already at the start state: no step size
     or penalty stiffness helps then, the fibers and cylinders must start apart."""
@@ -314,9 +299,3 @@ def check_supported(model: Model) -> None:
         names = ", ".join(f"{k}" + (f" ({model.fibers[k].name!r})" if model.fibers[k].name else "") for k in free)
         raise ValueError(f"fiber {names} has no boundary condition: nothing holds it, so it has no static "
                          "equilibrium; fix an end with model.fix(fiber, 'start') (or prescribe or attach it)")
-
-
-def check_finite_time(**values: float) -> None:
-    """ValueError naming the first of ``values`` that is not a finite number."""
-    for key, value in values.items():
-        checked_real(key, value)

@@ -18,7 +18,7 @@ along every local basis function at once.  Terms see in ``w`` the current state:
 ``J``          ``|A1|``; ``area`` π r0²; ``rho``; ``gamma_m`` γM; ``alpha`` α(t)
 ``x_s``        ``x′/|A1|``; ``xdot_s`` ``ẋ′/|A1|``; ``lam``, ``lamdot`` λ, λ̇; ``S`` the fiber's stress
 ``dS_dlam``    ∂S/∂λ, and ``dS_dlamdot`` ∂S/∂λ̇ (a term reading them needs the compiled path or its tangent)
-``h``          the element's length in θ (scikit-fem's)
+``h``          the element's length in θ (scikit-fem's; a form reading it runs with numpy)
 ``c_v, c_a``   ∂v/∂u, ∂a/∂u of the time scheme (tangent forms only)
 =============  =====================================================
 

@@ -56,6 +56,7 @@ __all__ = [
     "Frame",
     "Series",
     "load",
+    "holds_bodies",
     "read_grid",
     "tubes",
     "scene",
@@ -176,6 +177,12 @@ def read_grid(path) -> pv.DataSet:
     return grid
 
 
+def holds_bodies(grid: pv.DataSet) -> bool:
+    """Whether ``grid`` is the bodies part of a series (triangles, no fiber ``radius``), not its fibers."""
+    cells = np.asarray(getattr(grid, "celltypes", ()))
+    return "radius" not in grid.point_data and cells.size > 0 and bool(np.all(cells == pv.CellType.TRIANGLE))
+
+
 def load(source, *, time: float | None = None, bodies: Sequence | None = None) -> Frame:
     """One frame from a source (see the module docs); ``time`` picks the nearest step of a series."""
     if isinstance(source, Frame):
@@ -189,7 +196,11 @@ def load(source, *, time: float | None = None, bodies: Sequence | None = None) -
             series = Series(path)
             frame = series.frame(series.index(time))
         elif suffix == ".vtu":
-            frame = Frame(read_grid(path))
+            grid = read_grid(path)
+            if holds_bodies(grid):
+                raise ValueError(f"{path} holds the bodies of a series (triangles), not its fibers: show the series' "
+                                 f".pvd (fibers and bodies), or a fibers .vtu")
+            frame = Frame(grid)
         else:
             raise ValueError(f"cannot show {path}: pick a .pvd series or a .vtu file written by skfiber")
     elif isinstance(source, tuple) and len(source) == 2:

@@ -21,7 +21,10 @@ from skfiber import io as sio
 from skfiber.contact import CylinderContact, FiberContact, PenaltyLaw
 from skfiber.materials import StressResponse
 from skfiber.postprocess import fiber_fields
+from skfiber.rigid import simulate_rigid
 from skfiber.run import checkpoint_path, run_simulation
+
+from conftest import hanging_rod
 
 PACKAGE = Path(sf.__file__).resolve().parent
 DEMOS = Path(cli.__file__).resolve().parent.parent / "demos"
@@ -748,3 +751,23 @@ def test_a_run_too_long_for_the_solver_is_refused_by_the_demo_before_it_makes_it
     assert code == 2 and len(err) == 1
     assert err[0].startswith("skfiber run upper-limb: error: t_end = 1e+09 s would take 3.2e+10 steps"), err
     assert not (tmp_path / "out").exists()
+
+
+def test_simulate_rigid_names_bad_arguments():
+    """simulate_rigid checks its arguments as simulate does, before any step."""
+    system = hanging_rod()
+    cases = [
+        (dict(max_bisections=-1), ValueError, "max_bisections must be an integer in 0 … 60"),
+        (dict(max_bisections=1.5), ValueError, "max_bisections must be an integer"),
+        (dict(t_end=float("inf")), ValueError, "t_end must be a finite number"),
+        (dict(t_end="1"), ValueError, "t_end must be a finite number, got '1'"),
+        (dict(t_end=100.0, dt=1e-12), ValueError, "dt = 1e-12 s is too small"),
+        (dict(callback=5), TypeError, "callback must be a function"),
+        (dict(q0=[float("nan")]), ValueError, r"q0 must be finite, got \[nan\]"),
+        (dict(p0="a"), ValueError, r"p0 must hold 1 number, one per coordinate \['rod.angle'\], got 'a'"),
+        (dict(p0=[0.0, 0.0]), ValueError, "p0 must hold 1 number"),
+    ]
+    for change, error, message in cases:
+        arguments = dict(q0=[0.0], p0=[0.0], t_end=0.05, dt=0.01) | change
+        with pytest.raises(error, match=message):
+            simulate_rigid(system, arguments.pop("q0"), arguments.pop("p0"), **arguments)

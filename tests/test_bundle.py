@@ -168,6 +168,10 @@ def test_recruitment_follows_the_size_principle():
     want = 0.7 * np.concatenate([[0.0], np.cumsum(sorted_sizes)[:-1]]) / np.sum(sorted_sizes[:-1])
     assert T[order] == pytest.approx(want, rel=1e-12)
     assert size_principle_thresholds([1e308, 1e308, 1e308], last=0.5) == pytest.approx([0.0, 0.25, 0.5])
+    # the default range [0, 0.8] (the module's notes), for the thresholds and the activations alike
+    assert size_principle_thresholds([1.0, 3.0, 2.0]) == pytest.approx([0.0, 0.8, 0.8 / 3])
+    largest = recruitment(lambda t: t, [1.0, 3.0, 2.0])[1]
+    assert largest(0.8) == 0.0 and largest(0.8 + 1e-9) > 0.0
 
 
 def test_recruitment_checks_its_input():

@@ -17,6 +17,8 @@ from skfiber import run as srun
 from skfiber.demos.hanging_bundle import build_model
 from skfiber.run import checkpoint_path, run_simulation
 
+from conftest import stopping_at_call
+
 DT = 0.01
 
 
@@ -71,6 +73,29 @@ def test_resume_to_a_later_end_time(tmp_path):
     times = [e.time for e in sio.read_pvd(tmp_path / "result.pvd")]
     assert times == [0.0, 0.01, 0.02, 0.03, 0.035, 0.04, 0.05, 0.06]
     assert longer.steps == 7 and longer.final_state.t == 0.06
+
+
+def test_resume_after_ctrl_c_off_the_output_grid(tmp_path):
+    """Ctrl-C at a step between outputs writes that step (what the run reached); the resumed series drops it
+    and lists, and keeps on disk, the same steps as the run that was never stopped."""
+    model = build_model(1)
+    options = dict(t_end=0.12, dt=DT, output_every=3, checkpoint_every=4, progress=False)
+    run_simulation(model, out_dir=tmp_path / "whole", **options)
+
+    def ctrl_c():
+        raise KeyboardInterrupt
+
+    callback, _ = stopping_at_call(7, ctrl_c)
+    stopped = run_simulation(model, out_dir=tmp_path / "stopped", callback=callback, **options)
+    assert stopped.interrupted and stopped.steps == 7
+    assert [e.time for e in sio.read_pvd(tmp_path / "stopped" / "result.pvd")] == [0.0, 0.03, 0.06, 0.07]
+    resumed = run_simulation(model, out_dir=tmp_path / "stopped", resume=True, **options)
+    assert resumed.resumed_from == 7 and resumed.steps == 12
+    listed = [(e.time, e.file) for e in sio.read_pvd(tmp_path / "stopped" / "result.pvd")]
+    assert listed == [(e.time, e.file) for e in sio.read_pvd(tmp_path / "whole" / "result.pvd")]
+    assert [t for t, _ in listed] == [0.0, 0.03, 0.06, 0.09, 0.12]
+    vtu = sorted(p.name for p in (tmp_path / "stopped").glob("*.vtu"))
+    assert vtu == sorted(p.name for p in (tmp_path / "whole").glob("*.vtu"))
 
 
 def test_checkpoint_roundtrip(tmp_path):

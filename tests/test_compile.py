@@ -281,6 +281,20 @@ def test_a_branch_on_the_test_function_is_refused(form, compiled):
         sf.check_tangent(model, dt=0.01)
 
 
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("form", [lambda v, w: dot(w.x, v) * w.J + (w.t > 2.0) * 1e3 * dot(v, v) * w.J,
+                                  lambda v, w: np.where(w.X[2] < 0.05, 1e3 * v[2] ** 2, 1e3 * v[2]) * w.J],
+                         ids=["(t > 2) v·v", "where(X₂ < 0.05, v₂², v₂)"])
+def test_a_quadratic_part_in_a_branch_the_samples_miss_is_refused(form, compiled):
+    """The compiler's degree check samples the state in [0.5, 1.5]; a part of degree 2 behind a branch taken
+    elsewhere (t > 2, X₂ < 0.05) is found in the branch's own expression, as numpy finds it where it acts."""
+    model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2, law=sf.paper_law())], compiled=compiled)
+    model.add_term(LinearForm(form), name="branched")
+    z = np.zeros(model.n_dofs)
+    with pytest.raises(InvalidForm, match="the term 'branched'.*not linear in the test function"):
+        model.evaluate(z, z, z, 3.0, c_v=0.0, c_a=0.0)
+
+
 def test_an_equality_of_conditions_falls_back_with_the_right_numbers():
     """``cond == True`` is a branch the tracer cannot follow (not an identity that is always false)."""
     form = LinearForm(lambda v, w: np.where((w.t > 0.5) == True, 1.0, 0.0) * w.x[2] * v[2] * w.J)  # noqa: E712

@@ -185,6 +185,9 @@ def test_bad_models_give_clear_errors():
         model.attach(fiber, "end", "arm", point="elbow")
     with pytest.raises(ValueError, match="0.1 m away from the reference position"):
         model.attach(fiber, "end", "arm", point=(0, 0, -0.3))
+    # a micrometre off is refused too (the end would stay off its bone point the whole run)
+    with pytest.raises(ValueError, match="1e-06 m away from the reference position"):
+        model.attach(fiber, "end", "arm", point=(0, 0, -0.2 + 1e-6))
     model.attach(fiber, "end", "arm")
     with pytest.raises(ValueError, match="already attached to body 'arm'"):
         model.attach(fiber, "end", "arm")

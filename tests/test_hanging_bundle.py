@@ -32,3 +32,18 @@ def test_a_checkpoint_without_the_level_still_resumes(tmp_path):
     assert res.run.steps == 4 and res.times[-1] == 0.04
     with pytest.raises(ValueError, match="belongs to another model"):
         hanging_bundle.run(level=2, out=str(tmp_path), t_end=0.06, resume=True, progress=False)
+
+
+def test_resume_checks_the_samples_and_the_series(tmp_path):
+    """A resume with other VTK samples is refused by name (the series would mix them); a damaged step of the
+    series the history is read back from is named, with the fix."""
+    hanging_bundle.run(level=1, out=str(tmp_path), t_end=0.04, checkpoint_every=2, progress=False)
+    with pytest.raises(ValueError, match="points_per_element=4; this run has points_per_element=1"):
+        hanging_bundle.run(level=1, out=str(tmp_path), t_end=0.06, resume=True, progress=False, points_per_element=1)
+    damaged = tmp_path / f"{hanging_bundle.NAME}_fibers_000002.vtu"
+    damaged.write_bytes(damaged.read_bytes()[:300])
+    with pytest.raises(ValueError, match="000002.vtu cannot be read.*run again without --resume"):
+        hanging_bundle.run(level=1, out=str(tmp_path), t_end=0.06, resume=True, progress=False)
+    damaged.unlink()
+    with pytest.raises(FileNotFoundError, match="000002.vtu"):
+        hanging_bundle.run(level=1, out=str(tmp_path), t_end=0.06, resume=True, progress=False)

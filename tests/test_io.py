@@ -1,6 +1,7 @@
 """VTK output through meshio: fiber polylines, cylinders, .pvd collections, atomic writes."""
 import warnings
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import meshio
 import numpy as np
@@ -310,3 +311,47 @@ def test_bodies_empty_means_none(tmp_path):
     model = build_model(1)
     run_simulation(model, t_end=0.01, dt=0.01, out_dir=tmp_path, progress=False, bodies=())
     assert {e.part for e in sio.read_pvd(tmp_path / "result.pvd")} == {0}
+
+
+def test_stretch_rate_and_stress_of_a_fiber_not_1_m_long():
+    """A fiber of 0.3 m stretched uniformly about the origin, x = (1 + c t) X, so u = c t X and v = c X (Hermite
+    DOFs, positions and slopes alike): λ = 1 + c t and λ̇ = c whatever its length, and the stress is the law's
+    at (λ, λ̇) (the field tests before used fibers 1 m long, where a λ̇ not divided by |A₁| was right by chance)."""
+    law = sf.passive_kelvin_voigt(mu_muscle=2e4, mu_tendon=2e4, eta_muscle=1e3, eta_tendon=1e3)
+    length, c, t = 0.3, 0.5, 0.2
+    fiber = sf.Fiber.straight((0.1, 0.2, 0), (0.1 + length * 0.6, 0.2 + length * 0.8, 0), n_elements=4, law=law)
+    model = sf.Model([fiber])
+    X = model.discretization.reference_dofs
+    state = sf.State(t, c * t * X, c * X)
+    fields = sf.fiber_fields(model, state, 0)
+    np.testing.assert_allclose(fields.stretch, 1 + c * t, rtol=1e-13)
+    np.testing.assert_allclose(fields.stretch_rate, c, rtol=1e-13)
+    expected = law(sf.MaterialPoint(np.full(3, 1 + c * t), np.full(3, c), theta=0.5)).stress
+    np.testing.assert_allclose(fields.stress, expected[0], rtol=1e-12)
+    mesh = sio.fiber_mesh(model, state)
+    np.testing.assert_allclose(mesh.point_data["stretch_rate"], c, rtol=1e-13)
+
+
+def test_units_written_are_those_the_page_states():
+    """docs/paraview.md's tables of arrays and units against the units every file states (FIBER_FIELDS,
+    CONTACT_FIELDS): a wrong unit in either shows (a dimensionless – is the code's 1)."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "paraview.md").read_text(encoding="utf-8")
+    stated = {}
+    for line in page.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and cells[0].startswith("`") and cells[0].endswith("`"):
+            stated[cells[0].strip("`")] = "1" if cells[1] == "–" else cells[1]
+    written = {name: unit for name, (unit, _) in sio.ALL_FIBER_FIELDS.items()}
+    assert stated == written
+
+
+def test_writing_a_time_again_replaces_its_entries(tmp_path):
+    """VTKSeries.write at a time already written lists the new files only (ParaView would show both)."""
+    model = build_model(1)
+    state = model.initial_state()
+    series = sio.VTKSeries(tmp_path, model, bodies=[((0, 0, -1), (1, 0, 0), 0.05)])
+    series.write(state, 0)
+    series.write(state, 1)
+    entries = sio.read_pvd(tmp_path / "result.pvd")
+    assert [(e.time, e.part) for e in entries] == [(0.0, 0), (0.0, 1)]
+    assert entries[0].file.endswith("_000001.vtu")

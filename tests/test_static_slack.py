@@ -4,6 +4,8 @@ import pytest
 
 import skfiber as sf
 from skfiber.materials import passive_kelvin_voigt
+from skfiber import relaxation
+from skfiber.linalg import ConstrainedSolver
 from skfiber.relaxation import relax
 
 
@@ -78,3 +80,34 @@ def test_a_failed_relaxation_is_said_and_not_repeated(monkeypatch):
     with pytest.raises(sf.ConvergenceError, match="relaxation was tried and did not help"):
         sf.solve_static(hanging(None, n=4), load_steps=2, max_bisections=2)
     assert len(calls) == 1  # switched off after its failure
+
+
+def test_the_pseudo_time_step_schedule(monkeypatch):
+    """κ (1/Δτ²) grows tenfold after a failed pseudo-step (a shorter pseudo-time step) and follows the
+    residual after a converged one, κ ← κ · clip(‖G(uₖ₊₁)‖/‖G(uₖ)‖, 0.1, 10) (switched evolution relaxation);
+    the κ of each pseudo-step is read from the Newton call, the norms recomputed here."""
+    model = hanging(None, n=4)
+    real = relaxation.newton
+    pseudo_steps = []  # (κ, uₖ) of each pseudo-step's Newton call
+
+    def recording(function, u, solver, **options):
+        if function.__defaults__ is not None:  # a pseudo-step: pseudo(zz, u_k, kap)
+            u_k, kappa = function.__defaults__
+            pseudo_steps.append((kappa, u_k.copy()))
+            if len(pseudo_steps) == 1:
+                raise sf.ConvergenceError("a failure forced by the test", t=0.0, step=0, residual_history=[])
+        return real(function, u, solver, **options)
+
+    monkeypatch.setattr(relaxation, "newton", recording)
+    relax(model, np.zeros(model.n_dofs), t=0.0, load_factor=1.0)
+    assert len(pseudo_steps) >= 3
+    (k1, u1), (k2, u2), (k3, u3) = pseudo_steps[:3]
+    assert k2 == 10.0 * k1 and np.array_equal(u1, u2)  # the failed step is taken again, shorter
+    free = ~ConstrainedSolver(model.discretization.assembler, model.constrained_dofs).fixed
+    zero = np.zeros(model.n_dofs)
+
+    def norm(u):
+        return np.linalg.norm(model.evaluate(u, zero, zero, 0.0, c_v=0.0, c_a=0.0).residual[free])
+
+    assert k3 == pytest.approx(k2 * min(10.0, max(0.1, norm(u3) / norm(u2))), rel=1e-12)
+    assert norm(u3) != norm(u2)

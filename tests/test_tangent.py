@@ -127,3 +127,60 @@ def test_fibers_with_different_laws_and_sizes():
     lam_q = w["lam"][fd.elements]
     expected_q = LAWS["custom"](MaterialPoint(lam_q, 0 * lam_q, theta=model.discretization.theta[fd.elements], t=0.0, muscle_fraction=1.0, activation=0.0)).stress
     np.testing.assert_allclose(w["S"][fd.elements], expected_q, rtol=1e-12)
+
+
+def _nan_rate_law(point):
+    """A law whose ∂S/∂λ̇ is NaN (a broken derivative)."""
+    lam = np.asarray(point.stretch, float)
+    return materials.StressResponse(5e4 * (lam - 1), 5e4 * np.ones_like(lam), np.full_like(lam, np.nan))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (the numpy fallback, and the NaN's own)
+def test_checks_do_not_pass_a_nan():
+    """A NaN in a law's derivative, a tangent form or the differences cannot pass the checks (max() of Python
+    drops a NaN that comes second)."""
+    assert sf.check_law_derivatives(_nan_rate_law) == np.inf
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, radius=0.02, law=_nan_rate_law)
+    model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end")
+    with pytest.warns(UserWarning, match="the tangent of the model hold a NaN or an infinity"):
+        assert sf.check_tangent(model, dt=0.01) == np.inf
+
+    @LinearForm
+    def drag(v, w):
+        return 2.0 * dot(w.xdot, v) * w.J
+
+    @BilinearForm
+    def overflowing(u, v, w):
+        return 1e300 * 1e300 * w.c_v * dot(u, v) * w.J
+
+    model, _ = straight_model(4)
+    model.add_term(drag, tangent=overflowing, name="drag")
+    with pytest.warns(UserWarning, match="NaN or an infinity"):
+        assert sf.check_tangent(model, dt=0.01, parts=["drag"]) == np.inf
+    with pytest.raises(ValueError, match="step must be a finite number > 0"):
+        sf.check_tangent(model, dt=0.01, step=0)
+    with pytest.raises(TypeError, match="check_tangent checks a skfiber.Model, got NoneType"):
+        sf.check_tangent(None, dt=0.01)
+    with pytest.raises(TypeError, match="checks a stress law"):
+        sf.check_law_derivatives(5)
+
+
+def test_check_tangent_of_a_nonlinear_velocity_term():
+    """A drag quadratic in the velocity: the default state's velocity is large enough against the differences'
+    step per Δt that the differences change it by 10⁻³ of itself (5e-7 here), not by 10 % (5e-3)."""
+    @LinearForm
+    def quadratic_drag(v, w):
+        return 3.0 * np.sqrt(dot(w.xdot, w.xdot)) * dot(w.xdot, v) * w.J
+
+    model, _ = straight_model(4)
+    model.add_term(quadratic_drag, name="drag")
+    for dt in (0.01, 1e-4):
+        assert sf.check_tangent(model, dt=dt, parts=["drag"]) < 2e-6
+    # a wrong tangent still scores order 1
+    @BilinearForm
+    def linear_only(u, v, w):
+        return 3.0 * w.c_v * np.sqrt(dot(w.xdot, w.xdot)) * dot(u, v) * w.J
+
+    wrong, _ = straight_model(4)
+    wrong.add_term(quadratic_drag, tangent=linear_only, name="drag")
+    assert sf.check_tangent(wrong, dt=0.01, parts=["drag"]) > 0.05

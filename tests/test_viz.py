@@ -163,3 +163,32 @@ def test_core_does_not_import_pyvista():
 def test_a_time_that_is_not_a_number_is_named(pvd, time):
     with pytest.raises(TypeError, match=r"time must be a number of seconds \(or None: the last\), got"):
         viz.Series(pvd).index(time)
+
+
+def test_view_of_a_bodies_file(pvd, tmp_path, capsys):
+    """A series' bodies .vtu is described as bodies by --info, and refused with the fix for a picture (it was
+    taken for fibers: '384 line cells', 'unknown field stress')."""
+    from skfiber import cli
+
+    bodies = pvd.parent / "result_bodies.vtu"
+    assert cli.main(["view", str(bodies), "--info"]) == 0
+    out = capsys.readouterr().out
+    assert "fibers: none (this file holds the bodies of a series" in out
+    assert "triangles; arrays: body_id [1]" in out and "line cells" not in out
+    assert cli.main(["view", str(bodies), "--screenshot", str(tmp_path / "b.png")]) == 2
+    assert "holds the bodies of a series (triangles), not its fibers: show the series' .pvd" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="holds the bodies of a series"):
+        viz.load(bodies)
+
+
+def test_view_of_a_folder_names_the_series_in_its_subfolders(pvd, tmp_path, capsys):
+    """The upper limb's --levels writes a series a level in DIR/level1/, DIR/level2/: 'skfiber view DIR' names
+    them."""
+    from skfiber import cli
+
+    for level in (1, 2):
+        (tmp_path / f"level{level}").mkdir()
+        (tmp_path / f"level{level}" / "upper_limb.pvd").write_text(pvd.read_text())
+    assert cli.main(["view", str(tmp_path), "--info"]) == 2
+    assert "(.pvd files there: none; in its subfolders: level1/upper_limb.pvd, level2/upper_limb.pvd)" in \
+        capsys.readouterr().err

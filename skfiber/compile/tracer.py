@@ -32,6 +32,7 @@ import sys
 
 import numpy as np
 import sympy as sp
+from sympy.functions.elementary.piecewise import ExprCondPair
 from skfem.assembly.form.form import FormExtraParams
 from skfem.element import DiscreteField
 
@@ -39,7 +40,7 @@ from ..assembly import (InvalidForm, missing_coefficient, not_linear, not_linear
                         returns_no_number, unknown_coefficient)
 from ..core.warn import PACKAGE_FOLDER
 
-__all__ = ["Untraceable", "InvalidForm", "Traced", "JET_FIELDS", "SCALARS", "jet_symbols", "test_symbols",
+__all__ = ["absolute", "Untraceable", "InvalidForm", "Traced", "JET_FIELDS", "SCALARS", "jet_symbols", "test_symbols",
            "trial_symbols", "symbolic_field", "traced_coefficients", "trace", "trace_tangent", "N_JETS"]
 
 #: jets of a 3-vector on a line: value (3), first (3) and second (3) θ-derivatives; jet j is order j // 3 of
@@ -141,7 +142,7 @@ class Traced:
         return self
 
     def __abs__(self):
-        return Traced(_absolute(self.expr))
+        return Traced(absolute(self.expr))
 
     def _value_needed(self, *_):
         raise Untraceable(BRANCH)
@@ -333,9 +334,18 @@ def _elementwise(function, inputs):
     return out.item() if isinstance(out, np.ndarray) and out.ndim == 0 else out
 
 
-def _absolute(e: sp.Expr) -> sp.Expr:
-    """|e| as a Piecewise: its derivative is ±e′ (sympy's Abs of an expression it cannot prove real, a square
-    root or a logarithm, differentiates through re and im and divides by |e|: nan where e = 0)."""
+def absolute(e: sp.Expr) -> sp.Expr:
+    """|e| as a Piecewise: its derivative is ±e′, the positive side's at e = 0 (sympy's Abs of an expression it
+    cannot prove real, a square root or a logarithm, differentiates through re and im and divides by |e|: nan
+    where e = 0).  ``expression.replace(sympy.Abs, absolute)`` rewrites every |·| of an expression.
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> x = sp.Symbol("x", real=True)
+    >>> sp.diff(absolute(sp.sqrt(x) - 1), x).subs(x, 1)
+    1/2
+    """
     return sp.Piecewise((-e, e < 0), (e, True))
 
 
@@ -367,7 +377,7 @@ def _clip_traced(x, lo, hi):
 
 _TRACED_UFUNCS = {np.maximum: lambda a, b: sp.Max(a, b), np.fmax: lambda a, b: sp.Max(a, b),
                   np.minimum: lambda a, b: sp.Min(a, b), np.fmin: lambda a, b: sp.Min(a, b),
-                  np.absolute: _absolute}
+                  np.absolute: absolute}
 _RELATIONS = {np.less: sp.Lt, np.less_equal: sp.Le, np.greater: sp.Gt, np.greater_equal: sp.Ge}
 
 
@@ -485,7 +495,31 @@ def _homogeneous(expr: sp.Expr, symbols) -> bool:
     """Whether ``expr`` is of degree 1 in ``symbols`` (it has no part without them, checked before): f(2s) = 2 f(s)
     and f(−s) = −f(s) at two points of the other symbols' values in [0.5, 1.5] (a part of degree 2 or more, or
     one under a nonlinear function such as max(ξ·a, 0), breaks it at almost every point; round-off is allowed
-    for)."""
+    for), for ``expr`` and for each of its branch variants (:func:`_branch_variants`: a part of degree 2 in a
+    branch that the sampled values do not take, such as (t > 2) ξ·ξ, shows there)."""
+    return all(_homogeneous_at_samples(e, symbols) for e in [expr, *_branch_variants(expr)])
+
+
+def _branch_variants(expr: sp.Expr) -> list[sp.Expr]:
+    """``expr`` with every Piecewise, Max and Min replaced by its k-th branch or argument (the last one where it
+    has fewer), for k = 0, 1, …: each branch of a branch on the state is met in one variant."""
+    nodes = list(expr.atoms(sp.Piecewise, sp.Max, sp.Min))
+    if not nodes:
+        return []
+    widths = max(len(n.args) for n in nodes)
+
+    def pick(k):
+        def branch(*args, **_):
+            arg = args[min(k, len(args) - 1)]
+            return arg.expr if isinstance(arg, ExprCondPair) else arg  # (a Piecewise's: (expression, condition))
+        return branch
+
+    return [expr.replace(sp.Piecewise, pick(k)).replace(sp.Max, pick(k)).replace(sp.Min, pick(k))
+            for k in range(widths)]
+
+
+def _homogeneous_at_samples(expr: sp.Expr, symbols) -> bool:
+    """The test of :func:`_homogeneous` on one expression."""
     rng = np.random.default_rng(0)
     chosen = set(symbols)
     others = sorted(expr.free_symbols - chosen, key=str)

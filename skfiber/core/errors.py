@@ -12,7 +12,8 @@ __all__ = ["ConvergenceError", "InadmissibleState"]
 
 
 class ConvergenceError(RuntimeError):
-    """Newton did not converge: carries time, step and residual history.
+    """Newton did not converge (or, with ``failed`` naming it, the error control did not meet its tolerance
+    at the smallest step): carries time, step and residual history.
 
     ``partial`` is what the run computed before the failure, its last state the last converged one
     (a :class:`~skfiber.SimulationResult` from :func:`skfiber.simulate`, a
@@ -20,14 +21,15 @@ class ConvergenceError(RuntimeError):
     the error did not come from a run.
     """
 
-    def __init__(self, reason: str, *, t: float, step: int | str, residual_history: list[float]):
+    def __init__(self, reason: str, *, t: float, step: int | str, residual_history: list[float],
+                 failed: str = "Newton failed"):
         self.reason = reason
         self.t = t
         self.step = step
         self.residual_history = list(residual_history)
         self.partial = None
         hist = ", ".join(f"{r:.3e}" for r in self.residual_history) or "none"
-        self._text = f"Newton failed at t = {t:.6g} s (step {step}): {reason}. Residual history: [{hist}]"
+        self._text = f"{failed} at t = {t:.6g} s (step {step}): {reason}. Residual history: [{hist}]"
         super().__init__(self._text)
 
     def keep(self, partial) -> ConvergenceError:

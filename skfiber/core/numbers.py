@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-__all__ = ["is_real", "checked_real"]
+__all__ = ["is_real", "checked_real", "check_finite_time", "check_step_count", "MAX_STEPS"]
 
 
 def is_real(value) -> bool:
@@ -70,3 +70,23 @@ def checked_real(name: str, value, *, above: float | None = None, at_least: floa
         bound = (f" > {above:g}" if above is not None else "") + (f" ≥ {at_least:g}" if at_least is not None else "")
         raise ValueError(f"{name} must be a finite number{bound}{f' ({unit})' if unit else ''}, got {value!r}{hint}")
     return number
+
+
+def check_finite_time(**values: float) -> None:
+    """ValueError naming the first of ``values`` that is not a finite number."""
+    for key, value in values.items():
+        checked_real(key, value)
+
+
+#: the most time steps a run may have (a smaller dt is a mistake in its unit, or round-off)
+MAX_STEPS = 10**9
+
+
+def check_step_count(*, dt: float, t_start: float, t_end: float) -> None:
+    """ValueError when the step size ``dt`` > 0 cannot be resolved: 1/dt² overflows, t_start + dt equals
+    t_start in floating point, or the run would take more than :data:`MAX_STEPS` steps."""
+    steps = (t_end - t_start) / dt
+    if not (math.isfinite(1.0 / dt**2 if dt > 1e-154 else math.inf) and t_start + dt > t_start and steps <= MAX_STEPS):
+        raise ValueError(f"dt = {dt!r} s is too small for the run from t = {t_start!r} to {t_end!r} s "
+                         f"({steps:.3g} steps, at most {MAX_STEPS:.0e}; t + dt must differ from t); "
+                         "give dt in seconds")

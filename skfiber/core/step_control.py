@@ -288,7 +288,7 @@ def run_adaptive(advance: Callable[[Any, float, int], tuple[Any, int]], flatten:
                         "entry's own small motion: give atol > 0 (e.g. rtol/100)") if control.atol == 0 else ""
                 raise ConvergenceError(f"the local error {err:.3g} × tolerance is not met at the smallest step "
                                        f"h_min = {control.h_min:.3g} s (loosen rtol/atol or lower h_min){hint}", t=t1,
-                                       step=k, residual_history=[])
+                                       step=k, residual_history=[], failed="the error control failed")
             h = max(h * max(control.max_shrink, min(factor, 0.9)), control.h_min)
             grow_ok = False
             continue

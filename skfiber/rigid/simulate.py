@@ -27,7 +27,7 @@ import numpy as np
 from ..core import ConvergenceError, ErrorControl, StepCounts, output_grid, run_adaptive
 from ..core.bdf import anchor
 from ..core.interrupt import CTRL_C, check_on_interrupt, handle_ctrl_c
-from ..core.numbers import checked_real
+from ..core.numbers import check_finite_time, check_step_count, checked_real
 from ..core.warn import warn
 from .backward_euler import backward_euler_rigid
 from .element_states import check_states, element_state_names, initial_element_states, layout_size, state_layout
@@ -101,6 +101,21 @@ def _extrapolated_start(system, point: _Point, t_prev: float, h: float, options,
     return _Point(one.t, q, p, s, two.a, two.sd, (point.q, point.p, point.s, h)), i1 + i2 + i3
 
 
+def _coordinates(name: str, value, n: int, system: RigidSystem) -> np.ndarray:
+    """``value`` as the (n,) float array of q0 or p0, or an error naming ``name``, its entries and the value."""
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        array = None
+    if array is None or array.shape != (n,):
+        numbers = f"{n} number{'s' if n != 1 else ''}"
+        raise ValueError(f"{name} must hold {numbers}, one per coordinate {list(system.coordinate_names)}, got "
+                         f"{value!r}")
+    if not np.isfinite(array).all():
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return array
+
+
 def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float | None = None, *, t0: float = 0.0,
                    options=None, max_bisections: int = 6, callback=None, states0=None, method: str = "euler",
                    rtol: float | None = None, atol: float | None = None, h_min: float | None = None,
@@ -144,11 +159,15 @@ def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float | None =
     ([0.0, 0.1, 0.2], True)
     """
     check_on_interrupt(on_interrupt)
-    q0 = np.asarray(q0, dtype=float)
-    p0 = np.asarray(p0, dtype=float)
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be a function callback(t, q, p) or None, got {callback!r}")
     n = system.n
-    if q0.shape != (n,) or p0.shape != (n,):
-        raise ValueError(f"q0 and p0 must have {n} entries {list(system.coordinate_names)}, got {q0.shape}, {p0.shape}")
+    q0, p0 = (_coordinates(name, value, n, system) for name, value in (("q0", q0), ("p0", p0)))
+    check_finite_time(t_end=t_end, t0=t0)
+    if (isinstance(max_bisections, bool) or not isinstance(max_bisections, (int, np.integer))
+            or not 0 <= max_bisections <= 60):
+        raise ValueError(f"max_bisections must be an integer in 0 … 60 (a failing step is split into at most "
+                         f"2**max_bisections substeps), got {max_bisections!r}")
     if method not in RIGID_METHODS:
         raise ValueError(f"unknown method {method!r}; pick one of {list(RIGID_METHODS)}")
     adaptive = rtol is not None or atol is not None
@@ -157,9 +176,11 @@ def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float | None =
     if dt is None and not adaptive:
         raise ValueError("give dt (fixed steps), or rtol and/or atol with method='bdf2' (adaptive steps)")
     if dt is not None:
-        checked_real("dt", dt, above=0)
+        checked_real("dt", dt, above=0, unit="s")
     if not t_end > t0:
         raise ValueError(f"t_end must be > t0 = {t0}, got {t_end!r}")
+    if dt is not None:
+        check_step_count(dt=dt, t_start=t0, t_end=t_end)
     layout = state_layout(system)
     m = layout_size(layout)
     if m:
