@@ -254,18 +254,26 @@ class BatchedAssembler:
         (``hess=False``) when the form allows, else with second derivatives; returns (result, hess).
         Which one a form needs is found on its first call and remembered."""
         fn = form_function(form)
-        if not self.has_hess:
-            return make_args(False), False
-        uses = self._uses_hess.get(fn)
-        if uses is None:
-            try:
-                out = make_args(False)
-                self._uses_hess[fn] = False
-                return out, False
-            except (TypeError, ValueError, AttributeError, IndexError):
-                self._uses_hess[fn] = True
-                return make_args(True), True
-        return make_args(uses), uses
+        try:
+            if not self.has_hess:
+                return make_args(False), False
+            uses = self._uses_hess.get(fn)
+            if uses is None:
+                try:
+                    out = make_args(False)
+                    self._uses_hess[fn] = False
+                    return out, False
+                except (TypeError, ValueError, AttributeError, IndexError):
+                    self._uses_hess[fn] = True
+                    return make_args(True), True
+            return make_args(uses), uses
+        except ValueError as err:
+            if "could not be broadcast" not in str(err):
+                raise
+            raise ValueError(f"{err}: numpy's path evaluates a form at all the test function's jets at once, on "
+                             "axes of v of its own, so an elementwise product of v with a vector field, (a * v)"
+                             ".sum(axis=0), does not broadcast there; write it as dot(a, v) or by component "
+                             "(a[0] * v[0] + …), which run on both paths") from err
 
     # --- evaluation of fields ------------------------------------------------
     def interpolate(self, dofs: np.ndarray) -> DiscreteField:

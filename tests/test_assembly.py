@@ -148,3 +148,23 @@ def test_a_form_whose_coefficients_vanish_at_first_is_checked_when_they_do_not(m
     k[0] = 1.0
     with pytest.raises(InvalidForm, match="tangent form is not linear in the trial function"):
         asm.bilinear(form, w)
+
+
+def test_an_elementwise_product_with_v_compiles_and_is_named_on_numpys_path():
+    """(a * v).sum(axis=0) is dot(a, v) for scikit-fem and for the compiler; numpy's batched path puts v's jets
+    on axes of their own, where it cannot broadcast: the error says so and gives the form that runs."""
+    elementwise = LinearForm(lambda v, w: 1e3 * ((w.x - w.X) * v).sum(axis=0) * w.J)
+    with_dot = LinearForm(lambda v, w: 1e3 * dot(w.x - w.X, v) * w.J)
+    residuals = []
+    for form in (elementwise, with_dot):
+        model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0.2, 0), n_elements=4)])
+        model.add_term(form, name="spring")
+        u = 0.01 * np.random.default_rng(4).standard_normal(model.n_dofs)
+        z = np.zeros_like(u)
+        residuals.append(model.evaluate(u, z, z, 0.0, c_v=0.0, c_a=0.0, parts=["spring"]).residual)
+    np.testing.assert_allclose(residuals[0], residuals[1], rtol=1e-13, atol=1e-13)
+    model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0.2, 0), n_elements=4)], compiled=False)
+    model.add_term(elementwise, name="spring")
+    z = np.zeros(model.n_dofs)
+    with pytest.raises(ValueError, match=r"could not be broadcast.*write it as dot\(a, v\)"):
+        model.evaluate(z, z, z, 0.0, c_v=0.0, c_a=0.0)

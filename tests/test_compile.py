@@ -551,3 +551,22 @@ def test_the_documented_coefficients_are_those_the_numpy_path_gives():
     zero = np.zeros(model.n_dofs)
     model.tangent_matrix(model.evaluate(zero, zero, zero, 0.0, c_v=100.0, c_a=1e4))  # the residual and the tangent
     assert seen == set(COEFFICIENTS)
+
+
+def test_np_sign_compiles_with_its_tangent():
+    """np.sign of a field compiles (a Piecewise: its derivative 0 away from 0, no DiracDelta): sign(y) y² is
+    |y| y, whose tangent 2|y| the check confirms; numpy's complex step of np.sign is z/|z| (wrong), so the term
+    must not fall back."""
+    form = LinearForm(lambda v, w: 1e3 * np.sign(w.x[1]) * w.x[1] ** 2 * v[1] * w.J)
+    same = LinearForm(lambda v, w: 1e3 * np.sqrt(w.x[1] ** 2) * w.x[1] * v[1] * w.J)
+    models = []
+    for f in (form, same):
+        model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0.2, 0.1), n_elements=4)])
+        model.add_term(f, name="T")
+        models.append(model)
+    assert models[0].form_kernel.untraced == {}
+    assert sf.check_tangent(models[0], parts=["T"]) < 1e-8
+    u = 0.01 * np.random.default_rng(2).standard_normal(models[0].n_dofs)
+    z = np.zeros_like(u)
+    r = [m.evaluate(u, z, z, 0.0, c_v=0.0, c_a=0.0, parts=["T"]).residual for m in models]
+    np.testing.assert_allclose(r[0], r[1], rtol=1e-12, atol=1e-12)

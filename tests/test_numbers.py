@@ -58,6 +58,13 @@ def test_skfiber_names_a_number_that_is_not_one(call, name):
         call()
 
 
+def test_the_smallest_step_is_refused_as_the_bound_it_must_keep():
+    """h_min ≤ 0 is refused as "> 0" (it said "≥ 0", and then refused 0 in another message)."""
+    for h_min in (-1.0, 0.0):
+        with pytest.raises(ValueError, match=r"h_min must be a finite number > 0 \(s\)"):
+            ErrorControl(rtol=1e-3, atol=1e-6, h_min=h_min, h_max=0.1)
+
+
 def test_rigid_simulation_names_a_bad_step():
     from skfiber.rigid import Body, Revolute, RigidSystem, simulate_rigid
 

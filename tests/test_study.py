@@ -66,6 +66,11 @@ def test_bad_parameters_are_clear_errors(call, message):
         call()
 
 
+def test_a_study_without_a_folder_is_refused():
+    with pytest.raises(TypeError, match="out must be the study's folder .*got None"):
+        run_study(quadratic, [Parameter("a", -1.0, 1.0)], design="grid", n=3, out=None, scheduler="serial")
+
+
 def test_a_failed_run_is_recorded_and_the_study_goes_on(tmp_path):
     r = run_study(quadratic, [Parameter("a", -1.0, 1.0)], design="grid", n=3, out=tmp_path, scheduler="serial",
                   progress=False)

@@ -180,8 +180,9 @@ class Traced:
         return _clip_traced(self, _bound(a_min), _bound(a_max))
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        """np.maximum, np.minimum (and fmax, fmin), np.abs and np.clip of traced values as sympy's Max, Min and
-        Abs; every other ufunc as numpy's object loop runs it (the methods and operators of this class)."""
+        """np.maximum, np.minimum (and fmax, fmin), np.abs, np.sign and np.clip of traced values as sympy's Max,
+        Min, Piecewise; every other ufunc as numpy's object loop runs it (the methods and operators of this
+        class)."""
         if method == "__call__" and not kwargs and ufunc in _TRACED_UFUNCS:
             return _elementwise(_TRACED_UFUNCS[ufunc], inputs)
         if method == "__call__" and not kwargs and ufunc.__name__ == "clip" and len(inputs) == 3:
@@ -375,9 +376,14 @@ def _clip_traced(x, lo, hi):
     return _elementwise(clip, (x,) + tuple(b for b in (lo, hi) if b is not None))
 
 
+def _sign(e: sp.Expr) -> sp.Expr:
+    """np.sign as a Piecewise of −1, 0 and 1: its derivative is 0 (sympy's sign would give a DiracDelta)."""
+    return sp.Piecewise((-1, e < 0), (1, e > 0), (0, True))
+
+
 _TRACED_UFUNCS = {np.maximum: lambda a, b: sp.Max(a, b), np.fmax: lambda a, b: sp.Max(a, b),
                   np.minimum: lambda a, b: sp.Min(a, b), np.fmin: lambda a, b: sp.Min(a, b),
-                  np.absolute: absolute}
+                  np.absolute: absolute, np.sign: _sign}
 _RELATIONS = {np.less: sp.Lt, np.less_equal: sp.Le, np.greater: sp.Gt, np.greater_equal: sp.Ge}
 
 

@@ -79,8 +79,10 @@ class ErrorControl:
     max_shrink: float = 0.2
 
     def __post_init__(self):
-        for name in ("rtol", "atol", "h_min", "h_max"):
+        for name in ("rtol", "atol"):
             checked_real(name, getattr(self, name), at_least=0)
+        for name in ("h_min", "h_max"):
+            checked_real(name, getattr(self, name), above=0, unit="s")
         if not (self.rtol > 0 or self.atol > 0):
             raise ValueError("rtol and atol are both 0: give a positive tolerance (e.g. rtol=1e-4, atol=1e-7)")
         if not 0 < self.h_min <= self.h_max:

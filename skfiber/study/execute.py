@@ -286,6 +286,8 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
     ------
     ValueError
         For bad parameters or design (before anything runs), or a folder that holds another study.
+    TypeError
+        For a ``run`` that is not callable, or an ``out`` that is not a path.
     """
     parameters = parameter_list(parameters)
     rows = make_design(parameters, design, n=n, seed=seed)
@@ -295,6 +297,9 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
         raise ValueError(f"retries must be an integer ≥ 0, got {retries!r}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers must be an integer ≥ 1, got {workers!r}")
+    if not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"out must be the study's folder (a path: a new folder, or this study's to resume), got "
+                        f"{out!r}")
     folder = StudyFolder(out)
     name = target or f"{getattr(run, '__module__', '?')}.{getattr(run, '__qualname__', repr(run))}"
     folder.start(dict(target=name, parameters=[[p.name, p.low, p.high, p.log] for p in parameters],
