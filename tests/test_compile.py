@@ -570,3 +570,19 @@ def test_np_sign_compiles_with_its_tangent():
     z = np.zeros_like(u)
     r = [m.evaluate(u, z, z, 0.0, c_v=0.0, c_a=0.0, parts=["T"]).residual for m in models]
     np.testing.assert_allclose(r[0], r[1], rtol=1e-12, atol=1e-12)
+
+
+def test_np_cbrt_is_the_real_cube_root():
+    """np.cbrt compiles as numpy's real cube root (sympy's cbrt, the principal root, is complex below 0: the
+    residual was nan where x₀ < 0.5)."""
+    forms_ = [LinearForm(lambda v, w: 1e3 * np.cbrt(w.x[0] - 0.5) * v[1] * w.J),
+              LinearForm(lambda v, w: 1e3 * np.sign(w.x[0] - 0.5) * np.abs(w.x[0] - 0.5) ** (1 / 3) * v[1] * w.J)]
+    residuals = []
+    for form in forms_:
+        model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0.2, 0.1), n_elements=4)])
+        model.add_term(form, name="T")
+        assert model.form_kernel.untraced == {}
+        z = np.zeros(model.n_dofs)
+        residuals.append(model.evaluate(z, z, z, 0.0, c_v=0.0, c_a=0.0, parts=["T"]).residual)
+    assert np.isfinite(residuals[0]).all() and np.abs(residuals[0]).max() > 1.0
+    np.testing.assert_allclose(residuals[0], residuals[1], rtol=1e-12, atol=1e-12)

@@ -217,7 +217,7 @@ class Traced:
     arctanh = _unary(sp.atanh, "arctanh")
     log1p = _unary(lambda e: sp.log(1 + e), "log1p")
     expm1 = _unary(lambda e: sp.exp(e) - 1, "expm1")
-    cbrt = _unary(sp.cbrt, "cbrt")
+    cbrt = _unary(lambda e: _real_cbrt(e), "cbrt")
 
     def conjugate(self):  # real quantities
         return self
@@ -374,6 +374,12 @@ def _clip_traced(x, lo, hi):
         bounds = iter(given)
         return _clipped(value, None if lo is None else next(bounds), None if hi is None else next(bounds))
     return _elementwise(clip, (x,) + tuple(b for b in (lo, hi) if b is not None))
+
+
+def _real_cbrt(e: sp.Expr) -> sp.Expr:
+    """np.cbrt, the real cube root (sympy's cbrt is the principal root, complex for e < 0)."""
+    third = sp.Rational(1, 3)
+    return sp.Piecewise((-(-e) ** third, e < 0), (e ** third, True))
 
 
 def _sign(e: sp.Expr) -> sp.Expr:
