@@ -58,8 +58,8 @@ def check_tangent(
     directions
         Random directions d tried; the worst error is returned.
     perturbation
-        Size of the default state's random displacement and velocity, relative to the largest reference
-        coordinate.
+        Size of the default state's random displacement relative to the largest reference coordinate (its
+        velocity: that size per ``dt``, or per second in statics).
     step
         ε relative to the size of u (> 0).
     seed
@@ -77,7 +77,8 @@ def check_tangent(
         Where the checked parts do not depend on u at all (neither the tangent nor the differences move
         along any direction), 0 with a ``UserWarning`` saying that the check says nothing there.
         ``inf`` with a ``UserWarning`` where the tangent or the differences are not finite (a NaN or an
-        infinity in a law's derivative, a tangent form or the residual).
+        infinity in a law's derivative, a tangent form or the residual, or a residual that cannot be evaluated
+        at the checked or a perturbed state).
 
     Raises
     ------
@@ -125,19 +126,26 @@ def check_tangent(
         a = (v - v_n) / dt
         return model.evaluate(u, v, a, state.t, c_v=1 / dt, c_a=1 / dt**2, parts=parts)
 
-    ev = residual(state.u)
+    try:
+        ev = residual(state.u)
+    except FloatingPointError as err:
+        return _not_finite(f"the residual cannot be evaluated: {err}", parts)
     K = model.tangent_matrix(ev)
     if not np.isfinite(K.data).all():
-        return _not_finite("the tangent", parts)
+        return _not_finite("the tangent holds a NaN or an infinity", parts)
     eps = step * max(np.max(np.abs(state.u + d.reference_dofs)), 1e-300)
     worst = 0.0
     checked = 0
     for _ in range(directions):
         direction = rng.standard_normal(n)
         Kd = K @ direction
-        fd = (residual(state.u + eps * direction).residual - residual(state.u - eps * direction).residual) / (2 * eps)
+        try:
+            fd = (residual(state.u + eps * direction).residual
+                  - residual(state.u - eps * direction).residual) / (2 * eps)
+        except FloatingPointError as err:
+            return _not_finite(f"the residual near the state cannot be evaluated: {err}", parts)
         if not np.isfinite(fd).all():
-            return _not_finite("the residual's differences", parts)
+            return _not_finite("the residual's differences hold a NaN or an infinity", parts)
         scale = max(np.linalg.norm(Kd), np.linalg.norm(fd))  # a missing tangent (Kd = 0) scores 1, not 0
         if scale == 0:  # neither depends on u along d (e.g. parts without a u-dependence): nothing to check
             continue
@@ -152,8 +160,8 @@ def check_tangent(
 
 
 def _not_finite(what: str, parts) -> float:
-    """inf, with a warning that ``what`` holds a NaN or an infinity (a check that cannot pass)."""
+    """inf, with a warning saying ``what`` (a NaN, an infinity: a check that cannot pass)."""
     which = "the model" if parts is None else f"the parts {sorted(parts)}"
-    warn(f"check_tangent: {what} of {which} hold a NaN or an infinity (a law's derivative, a tangent form or the "
-         "residual): the tangent cannot be right")
+    warn(f"check_tangent ({which}): {what}; a NaN or an infinity in a law's derivative, a tangent form or the "
+         "residual cannot be right")
     return float("inf")

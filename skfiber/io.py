@@ -408,8 +408,8 @@ class VTKSeries:
         when they appear.
     resume_time
         None: start a new series (old files of this series are removed).
-        A time t: continue the series in the folder, keeping its steps up to t (the files of later ones are
-        removed).
+        A time t: continue the series in the folder, keeping its steps up to t (later ones are removed from
+        the .pvd and the folder).
     """
 
     def __init__(
@@ -463,19 +463,32 @@ class VTKSeries:
         if resume_time is None:
             self._remove_old_files()
         elif self.pvd_path.exists():
-            listed = read_pvd(self.pvd_path)
-            self.entries = [e for e in listed if e.time <= resume_time]
-            kept = {e.file for e in self.entries}
-            ours = re.compile(rf"{re.escape(name)}_(fibers|bodies)(_\d+)?\.vtu")
-            for file in {e.file for e in listed} - kept:  # (the steps after it, written again by the run)
-                if ours.fullmatch(file):
-                    (self.directory / file).unlink(missing_ok=True)
+            self.entries = read_pvd(self.pvd_path)
+            self._forget(lambda e: e.time > resume_time)  # (the steps after it: the run writes them again)
         elif any(self.directory.glob(f"{name}_fibers_*.vtu")):
             warn(f"{self.pvd_path} is missing: the resumed series lists only the steps after t = {resume_time:g} s "
                  "(the earlier steps' .vtu files stay in the folder, unlisted)")
         if bodies is not None and not self._moving_bodies:
             self._static_bodies_file = f"{name}_bodies.vtu"
             self._write_mesh(self._static_bodies_file, cylinder_mesh(bodies))
+
+    def drop_time(self, t: float) -> None:
+        """Remove the step at time ``t`` from the series: its entries, the .pvd (rewritten) and its files."""
+        self._forget(lambda e: e.time == t)
+
+    def _forget(self, dropped: Callable[[PvdEntry], bool]) -> None:
+        """Drop the entries for which ``dropped`` holds: the .pvd rewritten first, then their files that no
+        kept entry lists (a series' own files only)."""
+        gone = [e for e in self.entries if dropped(e)]
+        if not gone:
+            return
+        self.entries = [e for e in self.entries if not dropped(e)]
+        write_pvd(self.pvd_path, self.entries)
+        kept = {e.file for e in self.entries}
+        ours = re.compile(rf"{re.escape(self.name)}_(fibers|bodies)(_\d+)?\.vtu")
+        for file in {e.file for e in gone} - kept:
+            if ours.fullmatch(file):
+                (self.directory / file).unlink(missing_ok=True)
 
     @property
     def pvd_path(self) -> Path:

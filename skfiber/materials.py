@@ -123,6 +123,21 @@ ARGUMENTS = (LAM, LAMDOT, THETA, TIME, GAMMA_M, ALPHA)
 
 
 
+def _real_abs(expression: sp.Expr) -> sp.Expr:
+    """``expression`` with |e| written as a Piecewise (:func:`skfiber.compile.tracer.absolute`) where sympy cannot
+    prove e real (a square root or a logarithm of λ): sympy differentiates such an Abs through re and im and
+    divides by |e|, nan at e = 0 (at λ = 1 for |√λ − 1|).  An Abs of a real e (its derivative sign(e) e′) and
+    the conditions of a Piecewise are left as they are."""
+    if isinstance(expression, sp.Abs):
+        inner = _real_abs(expression.args[0])
+        return sp.Abs(inner) if inner.is_extended_real else absolute(inner)
+    if isinstance(expression, sp.Piecewise):
+        return sp.Piecewise(*((_real_abs(e), c) for e, c in expression.args))
+    if not expression.args or not isinstance(expression, sp.Expr):
+        return expression
+    return expression.func(*map(_real_abs, expression.args))
+
+
 def _num(value: float) -> sp.Float:
     """A parameter as a sympy number printed with all 17 significant digits."""
     return sp.Float(float(value), 17)
@@ -201,9 +216,7 @@ class SymbolicLaw:
         if non_finite:
             raise ValueError(f"{name}: the expression holds a non-finite number ({', '.join(non_finite)}) outside "
                              "a branch of a Piecewise: a parameter of the law is nan or infinite; give finite numbers")
-        # |e| as a Piecewise: sympy differentiates the Abs of an expression it cannot prove real (a square root,
-        # a logarithm of λ) through re and im and divides by |e|, nan at e = 0 (at λ = 1 for |√λ − 1|)
-        self.expression = expression.replace(sp.Abs, absolute)
+        self.expression = _real_abs(expression)
         self.name = name
         for what, part in (("its derivative ∂S/∂λ", self.d_stretch), ("its derivative ∂S/∂λ̇", self.d_rate)):
             if part.has(sp.DiracDelta) or part.has(sp.Derivative):

@@ -22,7 +22,7 @@ from skfem.assembly.form.form import FormExtraParams
 
 from . import forms
 from .attachments import attachment_kinematics, new_attachment
-from .compile.form_numbers import number_sources, read_numbers
+from .compile.form_numbers import FormNumbers
 from .compile.kernel import FormKernel
 from .contact.base import Contact
 from .core import Evaluation, ResidualMemo, State, check_state
@@ -107,7 +107,7 @@ class Model:
         self.discretization = Discretization(fibers, quadrature_points=quadrature_points)
         self.compiled = compiled
         self._form_kernel = None  # skfiber.compile.kernel.FormKernel of the terms, made on first use
-        self._form_numbers = None  # (where, values) of the numbers the terms' forms read (_check_form_numbers)
+        self._form_numbers = None  # FormNumbers of the terms' forms, made on first use (_check_form_numbers)
         self._warned_untraced: set = set()
         self._all_parts = None  # (key, the names of all parts) (_part_names)
         self._builtin_terms = {  # the cable's forms; their tangents are derived (replace_term swaps them)
@@ -501,13 +501,8 @@ class Model:
         """Forget the traced forms and the residual kept when a number the terms' forms read through a name
         (a global, a closed-over variable) differs from the one they were traced with."""
         if self._form_numbers is None:
-            sources = number_sources(f for term in self.all_terms for f in (term.residual, term.tangent))
-            self._form_numbers = (sources, read_numbers(sources))
-            return
-        sources, values = self._form_numbers
-        now = read_numbers(sources)
-        if now != values:
-            self._form_numbers = (sources, now)
+            self._form_numbers = FormNumbers(f for term in self.all_terms for f in (term.residual, term.tangent))
+        if self._form_numbers.changed():
             self._form_kernel = None
             self.memo.clear()
 
@@ -590,6 +585,10 @@ class Model:
                         tangent=tangent)
         R, ref = fp.residual, fp.reference_force
         if not fp.finite:
+            bad_state = [name for name, x in (("u", u), ("v", v), ("a", a)) if not np.isfinite(x).all()]
+            if bad_state:
+                raise FloatingPointError(f"non-finite residual at t = {t:.6g} s: the state ({', '.join(bad_state)}) "
+                                         "holds a NaN or an infinity")
             d = self.discretization
             with np.errstate(all="ignore"):
                 w = self.coefficients(u, v, t, c_v=c_v, a=a, c_a=c_a)

@@ -55,7 +55,11 @@ from .progress import Progress, progress_bar
 from .solver import ConvergenceError, NewtonOptions, StepInfo, adaptive_scheme, simulate
 from .statics import check_admissible_start, check_step_count
 
-__all__ = ["RunResult", "run_simulation", "checkpoint_path", "checkpoint_options", "resume_point"]
+__all__ = ["RunResult", "run_simulation", "checkpoint_path", "checkpoint_options", "resume_point", "INTERRUPT_FRAME"]
+
+#: the checkpoint's count that marks a VTK frame written by a Ctrl-C off the output grid (every output_every
+#: steps): the resumed run drops it, so that its series is that of the run never stopped
+INTERRUPT_FRAME = "interrupt_frame"
 
 
 @dataclass
@@ -482,12 +486,14 @@ def run_simulation(
     fingerprint = model_fingerprint(model)
     totals = {"newton_iterations": 0, "retries": 0}
     resumed_from = None
+    interrupt_frame = False
     cursor = None
     if resume:
         ckpt = resume_point(location, dt=dt, options=stored_options, fingerprint=fingerprint)
         state, step0, t_start = ckpt.state, ckpt.step, ckpt.t_start
         totals.update({k: int(ckpt.stats.get(k, 0)) for k in totals})
         resumed_from = step0
+        interrupt_frame = bool(ckpt.stats.get(INTERRUPT_FRAME, 0))
         if adaptive:
             cursor = AdaptiveCursor.from_arrays(ckpt.control)
     else:
@@ -526,12 +532,8 @@ def run_simulation(
         tic = _time.perf_counter()
         # a resumed series keeps the outputs up to the checkpoint's (an error-controlled run's last
         # accepted step may lie before the last output handed out, after a Ctrl-C during the outputs)
-        # a fixed-step run interrupted off its output grid (every output_every steps) wrote that step too: the
-        # resumed series drops it, as the run that was never stopped has none there
-        on_grid = step0 - step0 % output_every
-        last_output = (t_start if adaptive and step0 == 0
-                       else float(output_grid(t_start, t_end, output_dt=dt)[step0 - 1]) if adaptive
-                       else state.t if on_grid == step0 else t_start + (on_grid + 0.5) * dt)
+        last_output = (state.t if not adaptive else t_start if step0 == 0
+                       else float(output_grid(t_start, t_end, output_dt=dt)[step0 - 1]))
         if bodies is None and model.rigid is not None and model.rigid.bodies:
             bodies = body_cylinders(model)  # the bones move with q
         series = VTKSeries(
@@ -540,16 +542,19 @@ def run_simulation(
         )
         if not resume:
             series.write(state, 0)
+        elif interrupt_frame:  # the step a Ctrl-C wrote off the output grid: the run never stopped has none
+            series.drop_time(state.t)
         output_time += _time.perf_counter() - tic
     if bar is not None and resume:
         bar.message(f"resuming from step {step0} (t = {state.t:.6g} s) of {n_steps}")
 
-    def save(st: State, step: int, control: dict | None = None) -> float:
+    def save(st: State, step: int, control: dict | None = None, *, frame_off_grid: bool = False) -> float:
         if ckpt_file is None:
             return 0.0
         tic = _time.perf_counter()
         extra = {} if checkpoint_extra is None else dict(checkpoint_extra())
-        save_checkpoint(ckpt_file, Checkpoint(st, step, float(dt), t_start, fingerprint, dict(totals),
+        stats = dict(totals, **({INTERRUPT_FRAME: 1} if frame_off_grid else {}))
+        save_checkpoint(ckpt_file, Checkpoint(st, step, float(dt), t_start, fingerprint, stats,
                                               stored_options, extra, control or {}))
         return _time.perf_counter() - tic
 
@@ -621,10 +626,12 @@ def run_simulation(
         if bar is not None:
             bar.end()
     if interrupted and not adaptive:
-        if series is not None and series.times and series.times[-1] != state.t:
+        unwritten = series is not None and bool(series.times) and series.times[-1] != state.t
+        off_grid = unwritten and step % output_every != 0 and step != n_steps
+        if unwritten:  # what the run reached, to look at; off the output grid, a resume drops it (INTERRUPT_FRAME)
             series.write(state, step)
-        if saved != step:
-            output_time += save(state, step)
+        if saved != step or off_grid:
+            output_time += save(state, step, frame_off_grid=off_grid)
     wall = _time.perf_counter() - started
     run = RunResult(
         final_state=state, steps=step, n_steps=n_steps,

@@ -98,6 +98,42 @@ def test_resume_after_ctrl_c_off_the_output_grid(tmp_path):
     assert vtu == sorted(p.name for p in (tmp_path / "whole").glob("*.vtu"))
 
 
+def _listed_files_exist(folder) -> bool:
+    return all((folder / e.file).is_file() for e in sio.read_pvd(folder / "result.pvd"))
+
+
+def test_a_resume_keeps_the_series_consistent(tmp_path):
+    """A finished run resumed to the same end deletes nothing; a run stopped on its output grid and resumed
+    with another output_every keeps the outputs it wrote (only a frame a Ctrl-C wrote off the grid goes), and
+    every file the .pvd lists exists at every point."""
+    model = build_model(1)
+    done = tmp_path / "done"
+    run_simulation(model, t_end=0.07, dt=DT, out_dir=done, output_every=5, checkpoint_every=1, progress=False)
+    before = [(e.time, e.file) for e in sio.read_pvd(done / "result.pvd")]
+    assert [t for t, _ in before] == [0.0, 0.05, 0.07]
+    run_simulation(model, t_end=0.07, dt=DT, out_dir=done, output_every=5, checkpoint_every=1, resume=True,
+                   progress=False)
+    assert [(e.time, e.file) for e in sio.read_pvd(done / "result.pvd")] == before and _listed_files_exist(done)
+
+    def ctrl_c():
+        raise KeyboardInterrupt
+
+    stopped = tmp_path / "stopped"
+    callback, _ = stopping_at_call(7, ctrl_c)
+    run_simulation(model, t_end=0.12, dt=DT, out_dir=stopped, output_every=1, checkpoint_every=4, callback=callback,
+                   progress=False)
+    assert len(sio.read_pvd(stopped / "result.pvd")) == 8  # steps 0 … 7, all on the grid of output_every = 1
+    callback, _ = stopping_at_call(1, ctrl_c)  # stopped again at its first new step (8, off the grid of 5)
+    run_simulation(model, t_end=0.12, dt=DT, out_dir=stopped, output_every=5, checkpoint_every=4, resume=True,
+                   callback=callback, progress=False)
+    times = [e.time for e in sio.read_pvd(stopped / "result.pvd")]
+    assert times == pytest.approx([n * DT for n in range(9)]) and _listed_files_exist(stopped)
+    run_simulation(model, t_end=0.12, dt=DT, out_dir=stopped, output_every=5, checkpoint_every=4, resume=True,
+                   progress=False)
+    times = [e.time for e in sio.read_pvd(stopped / "result.pvd")]
+    assert times == pytest.approx([n * DT for n in range(8)] + [0.10, 0.12]) and _listed_files_exist(stopped)
+
+
 def test_checkpoint_roundtrip(tmp_path):
     model = build_model(1)
     state = sf.simulate(model, t_end=0.02, dt=DT, progress=False).final_state

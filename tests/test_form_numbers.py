@@ -1,5 +1,8 @@
 """A form's parameters changed between evaluations or runs act on the compiled and the numpy path alike."""
+import copy
+import pickle
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -7,7 +10,7 @@ from skfem import LinearForm
 from skfem.helpers import dot
 
 import skfiber as sf
-from skfiber.compile.form_numbers import number_sources, read_numbers
+from skfiber.compile.form_numbers import MAX_ITEMS, FormNumbers, number_sources, read_numbers
 
 STIFFNESS = 100.0
 PARAMETERS = {"drag": 2.0}
@@ -81,17 +84,21 @@ def test_a_closure_variable_and_a_helpers_dict_entry(monkeypatch):
     np.testing.assert_allclose(second[0], second[1], rtol=1e-12, atol=1e-12)
 
 
-def test_a_second_run_takes_the_new_value_as_a_fresh_model_does(monkeypatch):
+@pytest.mark.parametrize("compiled_step", [True, False])
+def test_a_second_run_takes_the_new_value_as_a_fresh_model_does(compiled_step, monkeypatch):
+    """Through simulate's compiled step (one compiled call a time step) and the step of Newton in Python."""
+    options = sf.NewtonOptions(compiled_step=compiled_step)
+
     def run(model):
         fiber = model.fibers[0]
         model.fix(fiber, "start")
-        return sf.simulate(model, t_end=0.02, dt=0.01, progress=False).final_state.u
+        return sf.simulate(model, t_end=0.02, dt=0.01, progress=False, newton_options=options).final_state.u
 
     model = _model(True, ("spring", spring))
     model.add_gravity()
     first = run(model)
     monkeypatch.setattr(sys.modules[__name__], "STIFFNESS", 1000.0)
-    second = sf.simulate(model, t_end=0.02, dt=0.01, progress=False).final_state.u
+    second = sf.simulate(model, t_end=0.02, dt=0.01, progress=False, newton_options=options).final_state.u
     fresh = _model(True, ("spring", spring))
     fresh.add_gravity()
     np.testing.assert_allclose(second, run(fresh), rtol=1e-12, atol=1e-15)
@@ -124,3 +131,96 @@ def test_an_attribute_is_not_seen():
     values = read_numbers(number_sources([form]))
     p.k = 2.0
     assert read_numbers(number_sources([form])) == values  # documented: held in an object, read at the trace
+
+
+def _changes(form, change):
+    """Whether FormNumbers of ``form`` sees ``change()`` (and nothing before it)."""
+    numbers = FormNumbers([form])
+    assert not numbers.changed() and not numbers.changed()
+    change()
+    return numbers.changed()
+
+
+def test_the_ways_a_form_reaches_its_numbers():
+    """A helper rebound to another function, a partial, a bound method, a callable object's __call__, a
+    function in a module of the user's, a list with other items, a dict with tuple keys: each change is
+    seen."""
+    space = {"__name__": "user_script"}
+    exec(textwrap.dedent("""
+        import functools
+        import types
+        def make(k):
+            return lambda: k
+        stiffness = make(2.0)
+        K = 1.0
+        table = [2.0, "N/m"]
+        by_pair = {(0, 1): 3.0}
+        def read_K(scale):
+            return scale * K
+        class Spring:
+            def rate(self):
+                return K
+            def __call__(self):
+                return K
+        spring = Spring()
+        helpers = types.ModuleType("helpers")
+        exec("C = 4.0\\ndef coef():\\n    return C", vars(helpers))
+        scaled = functools.partial(read_K, 2.0)
+        rate = spring.rate
+        forms = dict(
+            rebound=lambda v, w: stiffness() * v,
+            partial=lambda v, w: scaled() * v,
+            method=lambda v, w: rate() * v,
+            callable_object=lambda v, w: spring() * v,
+            module=lambda v, w: helpers.coef() * v,
+            mixed_list=lambda v, w: table[0] * v,
+            tuple_keys=lambda v, w: by_pair[(0, 1)] * v,
+        )
+    """), space)
+    forms = space["forms"]
+    helpers = space["helpers"]
+    assert _changes(forms["rebound"], lambda: space.update(stiffness=space["make"](6.0)))
+    for name in ("partial", "method", "callable_object"):
+        space["K"] = 1.0
+        assert _changes(forms[name], lambda: space.update(K=5.0)), name
+    assert _changes(forms["module"], lambda: setattr(helpers, "C", 8.0))
+    assert _changes(forms["mixed_list"], lambda: space["table"].__setitem__(0, 7.0))
+    assert _changes(forms["tuple_keys"], lambda: space["by_pair"].__setitem__((0, 1), 9.0))
+
+
+def test_attribute_names_are_not_globals_and_containers_are_bounded():
+    """w.x, w.t, … are not the globals x, t (a script's x that a callback appends to would retrace every step);
+    a list of more than MAX_ITEMS items and a list holding itself are compared by identity, quickly."""
+    space = {"np": np, "x": [0.0], "t": [0.0], "big": list(np.arange(MAX_ITEMS + 1.0)), "K": 1.0}
+    space["loop"] = [1.0]
+    space["loop"].append(space["loop"])
+    exec("def form(v, w):\n    return K * big[0] * loop[0] * w.x[0] * w.t * v", space)
+    assert not _changes(space["form"], lambda: (space["x"].append(1.0), space["t"].append(1.0)))
+    assert not _changes(space["form"], lambda: space["big"].__setitem__(0, 5.0))  # (in place, large: not seen)
+    assert _changes(space["form"], lambda: space.update(big=[7.0]))  # (a new list: seen)
+    assert _changes(space["form"], lambda: space["loop"].__setitem__(0, 2.0))
+
+
+def test_a_model_with_form_numbers_copies_and_pickles():
+    model = _model(True, ("spring", spring))
+    u, v = _state(model)
+    z = np.zeros_like(u)
+    before = model.evaluate(u, v, z, 0.0, c_v=0.0, c_a=0.0).residual
+    twin = copy.deepcopy(model)
+    np.testing.assert_array_equal(twin.evaluate(u, v, z, 0.0, c_v=0.0, c_a=0.0).residual, before)
+    assert pickle.loads(pickle.dumps(FormNumbers([drag_coefficient]))).changed() is False
+
+
+def test_a_non_finite_residual_names_the_state_or_the_term():
+    """A nan in the state is named as the state's, not blamed on a form's parameters; a form that gives a nan at
+    a finite state is named."""
+    model = _model(False, ("spring", spring))
+    u, v = _state(model)
+    z = np.zeros_like(u)
+    v[3] = np.nan
+    with pytest.raises(FloatingPointError, match=r"the state \(v\) holds a NaN or an infinity"):
+        model.evaluate(u, v, z, 0.0, c_v=0.0, c_a=0.0)
+    nan_term = LinearForm(lambda v_, w: np.nan * dot(w.x, v_) * w.J)
+    model = _model(False, ("spring", spring), ("broken", nan_term))
+    with pytest.raises(FloatingPointError, match="the term 'broken' gives a non-finite value"):
+        model.evaluate(u, np.zeros_like(u), z, 0.0, c_v=0.0, c_a=0.0)

@@ -242,3 +242,33 @@ def test_a_law_with_a_scipy_special_function_runs_on_the_numpy_path():
     assert sf.check_law_derivatives(law) < 1e-6
     stress = law(MaterialPoint(LAM, RATE, theta=0.5, t=0.0, muscle_fraction=GM, activation=ALPHA)).stress
     np.testing.assert_allclose(stress, 1e4 * np.array([math.erf(x - 1) for x in LAM]) + 30 / LAM**2, rtol=1e-13)
+
+
+def test_abs_of_an_expression_sympy_cannot_prove_real():
+    """|√λ − 1| (λ not known positive to sympy): its derivative was nan at the kink, λ = 1, the reference state,
+    so every run failed; now the positive side's slope, 0 there, and the law runs on both paths."""
+    law = sf.law_from_function(lambda lam, lamdot, theta, t: 1e5 * sp.Abs(sp.sqrt(lam) - 1) * (lam - 1)
+                               + 1e3 * lamdot + 30.0)
+    at_kink = law(sf.MaterialPoint(1.0, 0.0))
+    assert at_kink.d_stretch == 0.0 and at_kink.d_stretch_rate == 1e3
+    assert sf.check_law_derivatives(law) < 1e-5  # (the differences straddle the kink at λ = 1 once)
+    lam = np.array([0.81, 1.44])  # |√λ − 1| = 0.1, 0.2
+    np.testing.assert_allclose(law(sf.MaterialPoint(lam, np.zeros(2))).stress,
+                               1e5 * np.array([0.1, 0.2]) * (lam - 1) + 30.0, rtol=1e-14)
+    for compiled in (True, False):
+        fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, radius=0.02, law=law)
+        model = sf.Model([fiber], compiled=compiled)
+        model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+        assert sf.simulate(model, t_end=0.02, dt=0.01, progress=False).final_state.t == 0.02
+
+
+def test_abs_in_a_condition_and_of_a_real_argument_stay():
+    """|λ̇| in a Piecewise's condition stays an Abs (a Piecewise there broke numpy's select), and so does |λ − λ₀|
+    of a real argument (its derivative sign · 1, the mean of the two slopes at the kink)."""
+    lam, rate = materials.LAM, materials.LAMDOT
+    law = materials.SymbolicLaw(1e4 * (lam - 1) + sp.Piecewise((0.0, sp.Abs(rate) < 1e-3), (10.0 * rate, True))
+                                + 5e3 * sp.Abs(lam - 1.2))
+    assert law.expression.count(sp.Abs) == 2 and law.expression.count(sp.Piecewise) == 1
+    out = law(sf.MaterialPoint(np.array([1.1, 1.2, 1.3]), np.array([0.0, 0.5, 0.0])))
+    np.testing.assert_allclose(out.stress, [1000.0 + 500.0, 2000.0 + 5.0, 3000.0 + 500.0], rtol=1e-13)
+    np.testing.assert_allclose(out.d_stretch, [1e4 - 5e3, 1e4, 1e4 + 5e3], rtol=1e-13)

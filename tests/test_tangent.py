@@ -142,7 +142,7 @@ def test_checks_do_not_pass_a_nan():
     assert sf.check_law_derivatives(_nan_rate_law) == np.inf
     fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, radius=0.02, law=_nan_rate_law)
     model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end")
-    with pytest.warns(UserWarning, match="the tangent of the model hold a NaN or an infinity"):
+    with pytest.warns(UserWarning, match=r"check_tangent \(the model\): the tangent holds a NaN or an infinity"):
         assert sf.check_tangent(model, dt=0.01) == np.inf
 
     @LinearForm
@@ -157,6 +157,14 @@ def test_checks_do_not_pass_a_nan():
     model.add_term(drag, tangent=overflowing, name="drag")
     with pytest.warns(UserWarning, match="NaN or an infinity"):
         assert sf.check_tangent(model, dt=0.01, parts=["drag"]) == np.inf
+    @LinearForm
+    def outside_its_domain(v, w):
+        return np.sqrt(w.x[0] - 5.0) * v[0] * w.J
+
+    bad, _ = straight_model(4)
+    bad.add_term(outside_its_domain, name="bad")
+    with pytest.warns(UserWarning, match="the residual cannot be evaluated: non-finite residual"):
+        assert sf.check_tangent(bad, dt=0.01, parts=["bad"]) == np.inf
     with pytest.raises(ValueError, match="step must be a finite number > 0"):
         sf.check_tangent(model, dt=0.01, step=0)
     with pytest.raises(TypeError, match="check_tangent checks a skfiber.Model, got NoneType"):
