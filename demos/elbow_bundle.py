@@ -145,6 +145,12 @@ MAX_HALVINGS, STAGNATION, MAX_ITERATIONS = 8, 3, 10
 KEEP_SUBSTEPS = True
 
 
+def isokinetic_time_max() -> float:
+    """The longest isokinetic test (s) that keeps the elbow within 160°, rounded down to 0.1 ms: the value the
+    help prints is accepted."""
+    return math.floor((160.0 - START_DEG) / SPEED_DEG_S * 1e4) / 1e4
+
+
 def newton_options() -> sf.NewtonOptions:
     """Newton's settings of the runs (:data:`NEWTON_RTOL`, :data:`STAGNATION`, :data:`MAX_ITERATIONS`)."""
     return sf.NewtonOptions(rtol=NEWTON_RTOL, stagnation_window=STAGNATION, max_iterations=MAX_ITERATIONS)
@@ -536,14 +542,14 @@ def main(argv: list[str] | None = None) -> dict | int:
                              "90")
     parser.add_argument("--isokinetic-time", type=float, default=T_ISOKINETIC,
                         help=f"duration of the isokinetic test (s, default {T_ISOKINETIC:g}; at least one time step, "
-                             f"at most {(160.0 - START_DEG) / SPEED_DEG_S:.4g} s: the elbow stays within 160°)")
+                             f"at most {isokinetic_time_max():.4f} s: the elbow stays within 160°)")
     parser.add_argument("--out", type=folder_path, default=None,
                         help="folder of the VTK series elbow_bundle_isometric.pvd and elbow_bundle_isokinetic.pvd "
                              "(none by default)")
     args = parser.parse_args(argv)
-    if not (args.isokinetic_time >= args.dt and START_DEG + SPEED_DEG_S * args.isokinetic_time <= 160.0):
+    if not args.dt <= args.isokinetic_time <= isokinetic_time_max():
         parser.error(f"--isokinetic-time must be at least one time step (--dt {args.dt:g} s) and keep the elbow "
-                     f"within 160° (at most {(160.0 - START_DEG) / SPEED_DEG_S:.4g} s), got {args.isokinetic_time!r}")
+                     f"within 160° (at most {isokinetic_time_max():.4f} s), got {args.isokinetic_time!r}")
     if len(set(args.angles)) != len(args.angles):
         parser.error(f"--angles must be different angles, got {args.angles}")
     if not all(0.0 < a <= 160.0 for a in args.angles) or START_DEG not in args.angles:

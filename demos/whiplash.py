@@ -603,7 +603,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--small", action="store_true",
                         help=f"a short run for a check: T = {SMALL_T_END} s, Δt = {SMALL_DT} s (a few seconds of wall time)")
     parser.add_argument("--level", type=positive_int, default=1,
-                        help=f"Δt = 1e-4 s / 2^(level − 1), level 1 … {MAX_LEVEL} (default 1)")
+                        help=f"Δt = 1e-4 s / 2^(level − 1) (with --small {SMALL_DT:g} s / 2^(level − 1)), level 1 … "
+                             f"{MAX_LEVEL} (default 1)")
     parser.add_argument("--t-end", type=positive_float, default=None, help=f"simulated time in s (default {T_END})")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS),
                         help="integrators to compare (default all)")

@@ -311,3 +311,12 @@ def test_ctrl_c_in_a_kernel_during_the_isometric_test_keeps_the_points_reached(m
     summary = dict(item.split("=") for item in out.strip().splitlines()[-1].split()[1:])
     assert first and summary["peak_isometric_force_N"] == first.group(1)
     assert summary["csa_increase_pct_90"] == "nan" and summary["interrupted"] == "1"
+
+
+def test_the_longest_isokinetic_test_printed_is_accepted():
+    """--help prints the largest --isokinetic-time as a number the check accepts (it printed 2.167 s, rounded up
+    past the 160° limit, and refused it)."""
+    longest = eb.isokinetic_time_max()
+    assert float(f"{longest:.4f}") == longest
+    assert eb.START_DEG + eb.SPEED_DEG_S * longest <= 160.0
+    assert eb.START_DEG + eb.SPEED_DEG_S * (longest + 1e-4) > 160.0

@@ -105,7 +105,7 @@ def test_temporal_rate_is_one(small):
 
 
 def test_bdf2_temporal_rate_is_two(small):
-    """BDF2 at fixed steps on Ne = 64 (N = 256, 512, 1024): rate 2.0 ± 0.1 (measured 1.96), errors 1e-7 … 1e-8,
+    """BDF2 at fixed steps on Ne = 64 (N = 256, 512, 1024): rate 2.0 ± 0.1 (measured 1.95), errors 1e-7 … 1e-8,
     below backward Euler's by two orders of magnitude on the same step."""
     bdf2 = small.temporal_bdf2
     assert bdf2.method == "bdf2" and np.all(np.diff(bdf2.errors) < 0)
