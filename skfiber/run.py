@@ -379,8 +379,11 @@ def run_simulation(
     resume
         Continue from the checkpoint (it must exist and belong to the same
         model, dt and ``options``, see :func:`resume_point`); the VTK series
-        keeps its steps up to the checkpoint.  ``t_end`` may be later than the
-        original one (fixed steps; with tolerances it must stay the same).
+        keeps its steps up to the checkpoint, but for the step a Ctrl-C wrote off
+        the output grid (every ``output_every`` steps), so that it lists the steps
+        of a run that was never stopped.  ``t_end`` may be later than the
+        original one (fixed steps; with tolerances it must stay the same); the
+        series then keeps the earlier run's last step as well.
     options
         The run's named options (JSON data, e.g. ``{"level": 2}``), stored in
         the checkpoint; a resume with other values is refused with a message
@@ -542,8 +545,8 @@ def run_simulation(
         )
         if not resume:
             series.write(state, 0)
-        elif interrupt_frame:  # the step a Ctrl-C wrote off the output grid: the run never stopped has none
-            series.drop_time(state.t)
+        elif interrupt_frame and step0 % output_every and t_end > state.t:
+            series.drop_time(state.t)  # (a Ctrl-C wrote it off this run's output grid; the run never stopped has not)
         output_time += _time.perf_counter() - tic
     if bar is not None and resume:
         bar.message(f"resuming from step {step0} (t = {state.t:.6g} s) of {n_steps}")

@@ -310,3 +310,30 @@ def test_run_simulation_reports_to_a_progress_object(tmp_path):
     model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
     result = run_simulation(model, t_end=0.03, dt=0.01, out_dir=tmp_path, progress=srun.Progress(stream=stream))
     assert result.steps == 3 and "done: 3/3 steps" in stream.getvalue()
+
+
+def test_the_frame_of_a_ctrl_c_is_kept_where_the_resumed_run_wants_it(tmp_path):
+    """The step a Ctrl-C wrote off the output grid is dropped only when the resumed run goes on past it and has
+    it off its own grid: resumed to the checkpoint's own time it is the run's last step, and with an
+    output_every that has it on the grid it is an output of the resumed run."""
+    model = build_model(1)
+
+    def ctrl_c():
+        raise KeyboardInterrupt
+
+    def stopped_at_3(folder):
+        callback, _ = stopping_at_call(3, ctrl_c)
+        run_simulation(model, t_end=0.12, dt=DT, out_dir=folder, output_every=2, checkpoint_every=4,
+                       callback=callback, progress=False)
+        assert [e.time for e in sio.read_pvd(folder / "result.pvd")] == pytest.approx([0.0, 0.02, 0.03])
+
+    stopped_at_3(tmp_path / "a")
+    run_simulation(model, t_end=0.03, dt=DT, out_dir=tmp_path / "a", output_every=2, checkpoint_every=4,
+                   resume=True, progress=False)
+    assert [e.time for e in sio.read_pvd(tmp_path / "a" / "result.pvd")] == pytest.approx([0.0, 0.02, 0.03])
+    stopped_at_3(tmp_path / "b")
+    run_simulation(model, t_end=0.12, dt=DT, out_dir=tmp_path / "b", output_every=3, checkpoint_every=4,
+                   resume=True, progress=False)
+    assert [e.time for e in sio.read_pvd(tmp_path / "b" / "result.pvd")] == pytest.approx(
+        [0.0, 0.02, 0.03, 0.06, 0.09, 0.12])
+    assert _listed_files_exist(tmp_path / "a") and _listed_files_exist(tmp_path / "b")

@@ -1,5 +1,6 @@
 """A form's parameters changed between evaluations or runs act on the compiled and the numpy path alike."""
 import copy
+import functools
 import pickle
 import sys
 import textwrap
@@ -201,14 +202,21 @@ def test_attribute_names_are_not_globals_and_containers_are_bounded():
     assert _changes(space["form"], lambda: space["loop"].__setitem__(0, 2.0))
 
 
-def test_a_model_with_form_numbers_copies_and_pickles():
+def test_a_model_with_form_numbers_copies_and_pickles(monkeypatch):
+    """A copy made after a parameter changed evaluates with the new value (its kernel, traced with the old one,
+    is traced again at its first evaluation), as the model itself does."""
     model = _model(True, ("spring", spring))
     u, v = _state(model)
     z = np.zeros_like(u)
-    before = model.evaluate(u, v, z, 0.0, c_v=0.0, c_a=0.0).residual
+    before = model.evaluate(u, v, z, 0.0, c_v=0.0, c_a=0.0, parts=["spring"]).residual
+    monkeypatch.setattr(sys.modules[__name__], "STIFFNESS", 3.0 * STIFFNESS)
     twin = copy.deepcopy(model)
-    np.testing.assert_array_equal(twin.evaluate(u, v, z, 0.0, c_v=0.0, c_a=0.0).residual, before)
-    assert pickle.loads(pickle.dumps(FormNumbers([drag_coefficient]))).changed() is False
+    np.testing.assert_allclose(twin.evaluate(u, v, z, 0.0, c_v=0.0, c_a=0.0, parts=["spring"]).residual,
+                               3.0 * before, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(model.evaluate(u, v, z, 0.0, c_v=0.0, c_a=0.0, parts=["spring"]).residual,
+                               3.0 * before, rtol=1e-13, atol=1e-13)
+    copied = pickle.loads(pickle.dumps(FormNumbers([drag_coefficient])))
+    assert copied.changed() is True and copied.changed() is False
 
 
 def test_a_non_finite_residual_names_the_state_or_the_term():
@@ -224,3 +232,34 @@ def test_a_non_finite_residual_names_the_state_or_the_term():
     model = _model(False, ("spring", spring), ("broken", nan_term))
     with pytest.raises(FloatingPointError, match="the term 'broken' gives a non-finite value"):
         model.evaluate(u, np.zeros_like(u), z, 0.0, c_v=0.0, c_a=0.0)
+
+
+def test_what_a_rebound_helper_or_a_partials_argument_reads():
+    """After a name is bound to another helper, that helper's numbers are the ones watched; a partial's dict
+    argument changed in place is seen; an attribute of the user's module is read as cfg.K, not as any .K."""
+    space = {"__name__": "user_script", "functools": functools}
+    exec(textwrap.dedent("""
+        import types
+        P1, P2 = {"k": 1.0}, {"k": 2.0}
+        def make(p):
+            return lambda x: p["k"] * x
+        HELP = make(P1)
+        def g(x, params):
+            return params["k"] * x
+        PP = {"k": 1.0}
+        G = functools.partial(g, params=PP)
+        cfg = types.ModuleType("cfg")
+        cfg.K, cfg.x = 1.0, [0.0]
+        forms = dict(helper=lambda v, w: HELP(w.x[0]) * v, partial=lambda v, w: G(w.x[0]) * v,
+                     module=lambda v, w: cfg.K * w.x[0] * v)
+    """), space)
+    numbers = FormNumbers([space["forms"]["helper"]])
+    assert not numbers.changed()
+    space["HELP"] = space["make"](space["P2"])
+    assert numbers.changed()
+    space["P2"]["k"] = 7.0
+    assert numbers.changed()
+    assert _changes(space["forms"]["partial"], lambda: space["PP"].__setitem__("k", 5.0))
+    cfg = space["cfg"]
+    assert not _changes(space["forms"]["module"], lambda: cfg.x.append(1.0))
+    assert _changes(space["forms"]["module"], lambda: setattr(cfg, "K", 2.0))

@@ -272,3 +272,15 @@ def test_abs_in_a_condition_and_of_a_real_argument_stay():
     out = law(sf.MaterialPoint(np.array([1.1, 1.2, 1.3]), np.array([0.0, 0.5, 0.0])))
     np.testing.assert_allclose(out.stress, [1000.0 + 500.0, 2000.0 + 5.0, 3000.0 + 500.0], rtol=1e-13)
     np.testing.assert_allclose(out.d_stretch, [1e4 - 5e3, 1e4, 1e4 + 5e3], rtol=1e-13)
+
+
+def test_abs_of_an_expression_with_a_branch_stays_and_runs():
+    """|·| of an expression holding an Abs or a Piecewise is left an Abs (written as a Piecewise, its condition
+    would hold a branch, which numpy's select cannot evaluate): the law evaluates on numpy's path."""
+    lam = materials.LAM
+    for inner in (sp.Abs(sp.sqrt(lam) - 1) - 0.1,
+                  sp.Piecewise((sp.sqrt(lam) - 1, lam > 1), (0.5 * (sp.sqrt(lam) - 1), True)) - 0.05):
+        law = materials.SymbolicLaw(1e4 * (lam - 1) + 1e3 * sp.Abs(inner))
+        stress = law(sf.MaterialPoint(np.array([0.64, 1.21]), np.zeros(2))).stress
+        expected = [1e4 * (x - 1) + 1e3 * abs(float(inner.subs(lam, x))) for x in (0.64, 1.21)]
+        np.testing.assert_allclose(stress, expected, rtol=1e-13)

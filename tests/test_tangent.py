@@ -167,6 +167,10 @@ def test_checks_do_not_pass_a_nan():
         assert sf.check_tangent(bad, dt=0.01, parts=["bad"]) == np.inf
     with pytest.raises(ValueError, match="step must be a finite number > 0"):
         sf.check_tangent(model, dt=0.01, step=0)
+    state = model.initial_state()
+    state.v[5] = np.nan
+    with pytest.raises(ValueError, match="the given state holds a NaN or an infinity"):
+        sf.check_tangent(model, state, dt=0.01)
     with pytest.raises(TypeError, match="check_tangent checks a skfiber.Model, got NoneType"):
         sf.check_tangent(None, dt=0.01)
     with pytest.raises(TypeError, match="checks a stress law"):

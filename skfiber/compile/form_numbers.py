@@ -43,19 +43,21 @@ __all__ = ["FormNumbers", "number_sources", "read_numbers", "LIBRARIES", "MAX_AR
 LIBRARIES = frozenset({"skfiber", "skfem", "numpy", "scipy", "sympy", "numba", "math", "builtins"})
 #: arrays up to this size are compared by value; a larger one by identity (reading it would cost each call)
 MAX_ARRAY_SIZE = 10_000
-#: lists, tuples and dicts up to this many items are compared by value; a larger one by identity
-MAX_ITEMS = 10_000
+#: the items of lists, tuples and dicts compared by value, in all (each evaluation reads them): containers
+#: met after these are compared by identity
+MAX_ITEMS = 1_000
 #: how deep calls to the user's own functions, and containers in containers, are followed
 MAX_DEPTH = 4
 _EMPTY = object()  # an empty closure cell's value
 
 
-def _numbers(value, depth: int = 0):
+def _numbers(value, depth: int = 0, budget: list | None = None):
     """A comparable copy of ``value`` when it holds numbers (a number, an array of numbers, or a list, tuple or
-    dict with numbers among its items); None for anything else.  Other items of a container, large arrays and
-    containers, and containers nested too deep are compared by identity."""
+    dict with numbers among its items); None for anything else.  Other items of a container are compared by
+    identity, and so are arrays of more than :data:`MAX_ARRAY_SIZE` entries, containers nested
+    :data:`MAX_DEPTH` deep, and the containers met after :data:`MAX_ITEMS` items in all (``budget``)."""
     if isinstance(value, (bool, int, float, complex, np.number, np.bool_)):
-        return (type(value).__name__, repr(value))  # (exact, and a nan equals itself)
+        return value if value == value else ("nan", type(value).__name__)  # (a nan equals itself here)
     if isinstance(value, np.ndarray):
         if value.dtype.kind not in "biufc":
             return None
@@ -63,11 +65,13 @@ def _numbers(value, depth: int = 0):
             return ("array", id(value), value.shape)
         return ("array", value.shape, value.dtype.str, value.tobytes())
     if isinstance(value, (list, tuple, dict)):
-        if depth >= MAX_DEPTH or len(value) > MAX_ITEMS:
+        budget = [MAX_ITEMS] if budget is None else budget
+        budget[0] -= len(value)
+        if depth >= MAX_DEPTH or budget[0] < 0:
             return ("container", id(value), len(value))
         items, numbers = [], False
         for key, item in (value.items() if isinstance(value, dict) else enumerate(value)):
-            copy = _numbers(item, depth + 1)
+            copy = _numbers(item, depth + 1, budget)
             numbers = numbers or copy is not None
             key = key if isinstance(key, (str, int, float, tuple)) else ("key", id(key))
             items.append((key, ("object", id(item)) if copy is None else copy))
@@ -75,20 +79,24 @@ def _numbers(value, depth: int = 0):
     return None
 
 
-def _globals_read(code: types.CodeType) -> tuple[set[str], set[str]]:
-    """(global names, attribute names) that a code object and the functions defined in it load."""
-    names, attributes = set(), set()
+def _globals_read(code: types.CodeType) -> tuple[set[str], set[tuple[str, str]]]:
+    """(global names, (global, attribute) pairs) that a code object and the functions defined in it load: an
+    attribute read straight from a global (``cfg.K``), not from any object (``w.x``)."""
+    names, pairs = set(), set()
+    previous = None
     for instruction in dis.get_instructions(code):
         if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
             names.add(instruction.argval)
-        elif instruction.opname in ("LOAD_ATTR", "LOAD_METHOD"):
-            attributes.add(instruction.argval)
+        elif instruction.opname in ("LOAD_ATTR", "LOAD_METHOD") and previous is not None \
+                and previous.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+            pairs.add((previous.argval, instruction.argval))
+        previous = instruction
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             inner = _globals_read(const)
             names |= inner[0]
-            attributes |= inner[1]
-    return names, attributes
+            pairs |= inner[1]
+    return names, pairs
 
 
 def _library(value) -> bool:
@@ -96,19 +104,31 @@ def _library(value) -> bool:
     return module.split(".")[0] in LIBRARIES
 
 
-def _callable_parts(value) -> list:
-    """The functions and numbers behind a user's callable: a plain function itself; a partial's function and
-    arguments; a bound method's function; a callable object's ``__call__``."""
+def _callable_parts(value) -> tuple[list, list]:
+    """(functions, fixed values) behind a user's callable: a plain function itself; a partial's function, with
+    its arguments as fixed values (read again, as they may change in place); a bound method's, a staticmethod's
+    or a classmethod's function; a callable object's ``__call__``."""
     if isinstance(value, types.FunctionType):
-        return [] if _library(value) else [value]
+        return ([] if _library(value) else [value]), []
     if isinstance(value, functools.partial):
-        return [*_callable_parts(value.func), *value.args, *value.keywords.values()]
-    if isinstance(value, types.MethodType):
+        functions, fixed = _callable_parts(value.func)
+        return functions, [*fixed, *value.args, *value.keywords.values()]
+    if isinstance(value, (types.MethodType, staticmethod, classmethod)):
         return _callable_parts(value.__func__)
     call = getattr(type(value), "__call__", None)
     if callable(value) and isinstance(call, types.FunctionType) and not _library(type(value)):
-        return [call]
-    return []
+        return [call], []
+    return [], []
+
+
+class _Fixed:
+    """A holder of one value that a source reads again (a partial's argument): ``holder.get(key, default)``."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def get(self, key, default=None):
+        return self.value
 
 
 def number_sources(functions: Iterable[Callable]) -> tuple:
@@ -129,37 +149,38 @@ def number_sources(functions: Iterable[Callable]) -> tuple:
     seen: set = set()
 
     def source(holder, key, value, depth: int) -> None:
-        """Keep ``holder[key]`` (``value``) if it is numbers or a user's callable (followed)."""
-        parts = _callable_parts(value)
-        if parts or (isinstance(value, types.ModuleType) and not _library(value)):
+        """Keep ``holder[key]`` (``value``) if it is numbers, a user's callable (followed) or module."""
+        functions, fixed = _callable_parts(value)
+        if functions or fixed or (isinstance(value, types.ModuleType) and not _library(value)):
             sources.append((holder, key))  # (rebinding the name to another function is a change too)
-            for part in parts:
-                visit(part, depth + 1)
+            for function in functions:
+                visit(function, depth + 1)
+            for part in fixed:
+                source(_Fixed(part), "value", part, depth + 1)
         elif _numbers(value) is not None:
             sources.append((holder, key))
 
     def visit(function, depth: int) -> None:
         function = getattr(function, "form", function)
         if not isinstance(function, types.FunctionType):
-            if _numbers(function) is not None:  # (a partial's number argument: fixed, nothing to read)
-                return
-            for part in _callable_parts(function):
+            functions, fixed = _callable_parts(function)
+            for part in functions:
                 visit(part, depth)
+            for part in fixed:
+                source(_Fixed(part), "value", part, depth)
             return
         if id(function) in seen or depth > MAX_DEPTH:
             return
         seen.add(id(function))
-        names, attributes = _globals_read(function.__code__)
+        names, pairs = _globals_read(function.__code__)
         space = function.__globals__
         for name in sorted(names):
-            if name not in space:
-                continue
-            value = space[name]
-            source(space, name, value, depth)
-            if isinstance(value, types.ModuleType) and not _library(value):  # (the user's module: its attributes)
-                for attribute in sorted(attributes):
-                    if attribute in vars(value):
-                        source(vars(value), attribute, vars(value)[attribute], depth)
+            if name in space:
+                source(space, name, space[name], depth)
+        for name, attribute in sorted(pairs):  # (an attribute of the user's module: cfg.K)
+            module = space.get(name)
+            if isinstance(module, types.ModuleType) and not _library(module) and attribute in vars(module):
+                source(vars(module), attribute, vars(module)[attribute], depth)
         for cell in function.__closure__ or ():
             try:
                 value = cell.cell_contents
@@ -198,31 +219,31 @@ def read_numbers(sources: tuple) -> tuple:
 class FormNumbers:
     """The numbers a model's forms read (:func:`number_sources`) and their values when last read.
 
-    A copy (``copy.deepcopy``, ``pickle``) starts unread: it finds its sources again from its forms at its
-    first :meth:`changed`.
-
     Parameters
     ----------
     forms
         The forms (None entries skipped).
+    copied
+        True for a copy (``copy.deepcopy``, ``pickle``): its first :meth:`changed` says True, since the copy's
+        kernel was traced with values it does not know.
     """
 
-    def __init__(self, forms: Iterable[Callable | None]):
+    def __init__(self, forms: Iterable[Callable | None], copied: bool = False):
         self.forms = tuple(forms)
+        self._copied = copied
         self._sources = None
         self._values = None
 
     def changed(self) -> bool:
-        """Whether a value differs from the last read (False at the first call, which reads them)."""
-        if self._sources is None:
-            self._sources = number_sources(self.forms)
-            self._values = read_numbers(self._sources)
+        """Whether a value differs from the last read (False at the first call, which reads them; True for a
+        copy's).  After a change the sources are found again (a name bound to another function reads others)."""
+        if self._sources is not None and read_numbers(self._sources) == self._values:
             return False
-        now = read_numbers(self._sources)
-        if now == self._values:
-            return False
-        self._values = now
-        return True
+        first = self._sources is None
+        self._sources = number_sources(self.forms)
+        self._values = read_numbers(self._sources)
+        copied, self._copied = self._copied, False
+        return copied or not first
 
     def __reduce__(self):
-        return (FormNumbers, (self.forms,))
+        return (FormNumbers, (self.forms, True))
