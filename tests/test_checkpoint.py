@@ -337,3 +337,14 @@ def test_the_frame_of_a_ctrl_c_is_kept_where_the_resumed_run_wants_it(tmp_path):
     assert [e.time for e in sio.read_pvd(tmp_path / "b" / "result.pvd")] == pytest.approx(
         [0.0, 0.02, 0.03, 0.06, 0.09, 0.12])
     assert _listed_files_exist(tmp_path / "a") and _listed_files_exist(tmp_path / "b")
+
+
+def test_resume_from_a_time_just_below_its_grid_point(tmp_path, reference):
+    """29 steps of 0.01 s end at t = 0.29 in floating point, just below 29 · 0.01: the resumed run still takes its
+    next step to 0.30 (it once computed its grid index from the rounded-down quotient and took 0.29 again)."""
+    model, ref = reference
+    first = run_simulation(model, t_end=0.29, dt=DT, out_dir=tmp_path, checkpoint_every=5, progress=False)
+    assert first.final_state.t / DT < 29  # (the case: the quotient falls short of the step count)
+    resumed = run_simulation(model, t_end=0.3, dt=DT, out_dir=tmp_path, checkpoint_every=5, resume=True,
+                             progress=False)
+    assert resumed.steps == 30 and _diff(resumed.final_state, ref.final_state) <= 1e-12

@@ -339,6 +339,29 @@ def test_kept_neighbour_list_gives_the_pairs_of_a_fresh_broad_phase():
     assert kept.builds == builds + 3  # a control point that is not a number is no small motion
 
 
+def test_kept_neighbour_list_follows_a_rigid_move():
+    """A fiber moved rigidly onto another (its reach, which depends on the stretch, unchanged): the kept list is
+    rebuilt for the move itself and finds the pairs a fresh broad phase finds."""
+    from skfiber.contact.broadphase import NeighbourList
+    from skfiber.contact.fiber_pairs import find_pairs
+
+    def two_fibers(y):
+        return sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, radius=0.06, law=LAW),
+                         sf.Fiber.straight((0, y, 0), (1, y, 0), n_elements=4, radius=0.06, law=LAW)])
+
+    apart, close = two_fibers(1.0), two_fibers(0.1)
+    contact = FiberContact(contact_law(gamma=0.5))
+    s = fiber_setup(apart.discretization, contact.quadrature_points, contact.fibers, contact.name)
+    kept = NeighbourList()
+    for u in (np.zeros(apart.n_dofs), close.discretization.reference_dofs - apart.discretization.reference_dofs):
+        st = fiber_state(s, apart, u, "contact")
+        fresh = find_pairs(apart, s, st, gamma=0.5)
+        reused = find_pairs(apart, s, st, gamma=0.5, neighbours=kept)
+        for name in ("point", "element_y", "xi_y", "distance", "gap"):
+            np.testing.assert_array_equal(getattr(fresh, name), getattr(reused, name))
+    assert fresh.point.size > 0 and np.all(fresh.gap < 0) and kept.builds == 2
+
+
 def test_contact_pairs_find_every_contact_brute_force_finds():
     """Broad + narrow phase against brute force: every (contact point, other fiber) with g < 0."""
     rng = np.random.default_rng(5)

@@ -6,6 +6,8 @@ from pathlib import Path
 import meshio
 import numpy as np
 import pytest
+from skfem import LinearForm
+from skfem.helpers import dot
 
 import skfiber as sf
 from skfiber import io as sio
@@ -355,3 +357,32 @@ def test_writing_a_time_again_replaces_its_entries(tmp_path):
     entries = sio.read_pvd(tmp_path / "result.pvd")
     assert [(e.time, e.part) for e in entries] == [(0.0, 0), (0.0, 1)]
     assert entries[0].file.endswith("_000001.vtu")
+
+
+def test_the_fingerprint_tells_apart_what_a_resume_must_not_change():
+    """Each of: the geometry, the end conditions, the radius, the density, the muscle fraction, the law, the
+    activation, a load, a term: a model that differs in one of them has another fingerprint (a resume of it is
+    refused); the same model built again has the same."""
+    def model(**change):
+        options = dict(radius=0.02, density=1000.0, muscle_fraction=1.0, activation=0.3, law=sf.paper_law(),
+                       end=(1.0, 0, 0), gravity=True, fixed="end", term=False) | change
+        fiber = sf.Fiber.straight((0, 0, 0), options["end"], n_elements=4, radius=options["radius"],
+                                  density=options["density"], muscle_fraction=options["muscle_fraction"],
+                                  activation=options["activation"], law=options["law"])
+        m = sf.Model([fiber])
+        m.fix(fiber, "start")
+        if options["fixed"]:
+            m.fix(fiber, options["fixed"])
+        if options["gravity"]:
+            m.add_gravity()
+        if options["term"]:
+            m.add_term(LinearForm(lambda v, w: 2.0 * dot(w.xdot, v) * w.J), name="drag")
+        return sio.model_fingerprint(m)
+
+    base = model()
+    assert model() == base
+    changes = dict(end=(1.1, 0, 0), radius=0.03, density=1100.0, muscle_fraction=0.5, activation=0.8,
+                   law=sf.paper_law(sigma0=50.0), gravity=False, fixed=None, term=True)
+    prints = {name: model(**{name: value}) for name, value in changes.items()}
+    assert all(p != base for p in prints.values()), [n for n, p in prints.items() if p == base]
+    assert len(set(prints.values())) == len(prints)
