@@ -496,3 +496,27 @@ def test_a_state_of_another_model_or_with_nan_is_refused_up_front(tmp_path):
     state.u[5] = np.inf
     with pytest.raises(ValueError, match=r"state\.u is not finite at index 5 \(inf\)"):
         sf.solve_static(model, state=state)
+
+
+def test_a_stagnating_newton_is_taken_as_converged_only_at_its_round_off_floor():
+    """Newton whose updates no longer move u (each 1e-14 of the residual) stops: as converged when the residual
+    is below √rtol of the reference force (its round-off floor, e.g. c_a M u in tiny adaptive steps), as a
+    failure when it is above (a residual of half the reference force is no solution)."""
+    from types import SimpleNamespace
+
+    from skfiber.newton import STATIC_STAGNATION_WINDOW, newton
+
+    def evaluating(level):
+        def evaluate(u):
+            return SimpleNamespace(residual=np.array([level]) + 0.0 * u, min_stretch=1.0, reference_force=1.0,
+                                   roundoff=0.0, n_active_contacts=0, margins=None, element_matrices=None, extra=[])
+        return evaluate
+
+    solver = SimpleNamespace(fixed=np.zeros(1, dtype=bool), solve=lambda K, rhs, extra: 1e-14 * rhs)
+    options = sf.NewtonOptions(rtol=1e-9, atol=0.0)
+    u, report = newton(evaluating(1e-6), np.zeros(1), solver, options=options)  # 1e-6 < √1e-9 ≈ 3.2e-5
+    assert report.iterations == STATIC_STAGNATION_WINDOW and u[0] != 0.0  # (after the window, moved a little)
+    with pytest.raises(sf.ConvergenceError, match="stagnates"):
+        newton(evaluating(0.5), np.zeros(1), solver, options=options)
+    with pytest.raises(sf.ConvergenceError, match="stagnates"):
+        newton(evaluating(1e-4), np.zeros(1), solver, options=options)  # above √rtol, below the reference
