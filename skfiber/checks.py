@@ -84,6 +84,10 @@ def check_tangent(
     ------
     TypeError
         If ``model`` is not a :class:`skfiber.Model`.
+    ValueError
+        If the given ``state`` is not finite, or an option is out of range.
+    FloatingPointError
+        If a contact is inadmissible at the checked or a perturbed state (1 + γg ≤ 0: move the state).
 
     Examples
     --------
@@ -108,9 +112,9 @@ def check_tangent(
             raise ValueError(f"t={t!r} is the time of the default state; a given state has its own (state.t = "
                              f"{state.t!r}): give one or the other")
         checked_real("t", t, unit="s")
-    if state is not None and not all(np.isfinite(x).all() for x in (state.u, state.v)):
-        raise ValueError("check_tangent: the given state holds a NaN or an infinity (state.u or state.v); give a "
-                         "finite state")
+    if state is not None and not (np.isfinite(state.t) and all(np.isfinite(x).all() for x in (state.u, state.v))):
+        raise ValueError("check_tangent: the given state holds a NaN or an infinity (state.t, state.u or state.v); "
+                         "give a finite state")
     rng = np.random.default_rng(seed)
     d = model.discretization
     n = model.n_dofs
@@ -132,7 +136,7 @@ def check_tangent(
     try:
         ev = residual(state.u)
     except FloatingPointError as err:
-        if "inadmissible contact" in str(err):  # (the state's, not the tangent's: the caller's to change)
+        if "inadmissible" in str(err):  # (a contact's state, not the tangent: the caller's to change)
             raise
         return _not_finite(f"the residual cannot be evaluated: {err}", parts)
     K = model.tangent_matrix(ev)
@@ -148,7 +152,7 @@ def check_tangent(
             fd = (residual(state.u + eps * direction).residual
                   - residual(state.u - eps * direction).residual) / (2 * eps)
         except FloatingPointError as err:
-            if "inadmissible contact" in str(err):
+            if "inadmissible" in str(err):
                 raise
             return _not_finite(f"the residual near the state cannot be evaluated: {err}", parts)
         if not np.isfinite(fd).all():

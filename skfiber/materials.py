@@ -127,12 +127,12 @@ def _real_abs(expression: sp.Expr) -> sp.Expr:
     """``expression`` with |e| written as a Piecewise (:func:`skfiber.compile.tracer.absolute`) where sympy cannot
     prove e real (a square root or a logarithm of λ): sympy differentiates such an Abs through re and im and
     divides by |e|, nan at e = 0 (at λ = 1 for |√λ − 1|).  An Abs of a real e (its derivative sign(e) e′), of
-    an e that holds a branch (an Abs or a Piecewise: the condition e < 0 would hold it, which numpy's path
-    cannot evaluate) and the conditions of a Piecewise are left as they are."""
+    an e that holds a Piecewise (the condition e < 0 would hold it, which numpy's path cannot evaluate) and the
+    conditions of a Piecewise are left as they are."""
     if isinstance(expression, sp.Abs):
         inner = _real_abs(expression.args[0])
-        if inner.is_extended_real or inner.has(sp.Piecewise, sp.Abs):  # (a branch in the Piecewise's condition
-            return sp.Abs(inner)                                        # breaks numpy's select: left as it is)
+        if inner.is_extended_real or inner.has(sp.Piecewise):  # (a Piecewise in the Piecewise's condition
+            return sp.Abs(inner)                                 # breaks numpy's select: left as it is)
         return absolute(inner)
     if isinstance(expression, sp.Piecewise):
         return sp.Piecewise(*((_real_abs(e), c) for e, c in expression.args))

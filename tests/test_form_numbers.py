@@ -263,3 +263,11 @@ def test_what_a_rebound_helper_or_a_partials_argument_reads():
     cfg = space["cfg"]
     assert not _changes(space["forms"]["module"], lambda: cfg.x.append(1.0))
     assert _changes(space["forms"]["module"], lambda: setattr(cfg, "K", 2.0))
+
+
+def test_a_small_entry_beside_a_large_one_is_compared_by_value():
+    """A dict holding a table of 1,000 numbers before the 1-item list the form reads: the list's change is seen
+    (a budget shared by the dict's items once used it up on the table, and compared the list by identity)."""
+    space = {"P": {"table": [0.0] * MAX_ITEMS, "k": [100.0]}}
+    exec("def form(v, w):\n    return P['k'][0] * v", space)
+    assert _changes(space["form"], lambda: space["P"]["k"].__setitem__(0, 300.0))

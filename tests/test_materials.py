@@ -284,3 +284,13 @@ def test_abs_of_an_expression_with_a_branch_stays_and_runs():
         stress = law(sf.MaterialPoint(np.array([0.64, 1.21]), np.zeros(2))).stress
         expected = [1e4 * (x - 1) + 1e3 * abs(float(inner.subs(lam, x))) for x in (0.64, 1.21)]
         np.testing.assert_allclose(stress, expected, rtol=1e-13)
+
+
+def test_abs_around_an_abs_of_a_real_argument_is_rewritten():
+    """|(√λ − 1) |λ − 1||: the inner |·| of a real argument does not keep the outer one from its Piecewise (its
+    derivative at λ = 1 was nan again)."""
+    lam = materials.LAM
+    law = materials.SymbolicLaw(1e4 * (lam - 1) + 1e3 * sp.Abs((sp.sqrt(lam) - 1) * sp.Abs(lam - 1)))
+    at_one = law(sf.MaterialPoint(1.0, 0.0))
+    assert at_one.d_stretch == 1e4
+    assert sf.check_law_derivatives(law) < 1e-6

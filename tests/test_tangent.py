@@ -196,3 +196,15 @@ def test_check_tangent_of_a_nonlinear_velocity_term():
     wrong, _ = straight_model(4)
     wrong.add_term(quadratic_drag, tangent=linear_only, name="drag")
     assert sf.check_tangent(wrong, dt=0.01, parts=["drag"]) > 0.05
+
+
+def test_check_tangent_raises_for_an_inadmissible_fiber_contact():
+    """Two fibers pressed through the penalty's limit at the checked state: the contact's error, not an inf that
+    blames the tangent."""
+    from skfiber.contact import FiberContact, PenaltyLaw
+
+    model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, radius=0.05),
+                      sf.Fiber.straight((0, 0.04, 0), (1, 0.04, 0), n_elements=4, radius=0.05)])
+    model.add_contact(FiberContact(PenaltyLaw(stiffness=1000.0, gamma=2.0)))
+    with pytest.raises(FloatingPointError, match="inadmissible fiber–fiber contact"):
+        sf.check_tangent(model, model.initial_state(), dt=0.01)

@@ -11,8 +11,10 @@ again (the same machine code, the new numbers), so a parameter changed between t
 evaluations, acts on both paths alike.
 
 Not seen: a number held in an object's attribute (``self.EI``, ``params.EI``), or computed inside a
-library's function; an array of more than :data:`MAX_ARRAY_SIZE` entries or a list or dict of more than
-:data:`MAX_ITEMS` items changed in place (they are compared by identity: give a new one).  Such a form takes
+library's function; an array of more than :data:`MAX_ARRAY_SIZE` entries, a list, tuple or dict of more than
+:data:`MAX_ITEMS` items, or one nested :data:`MAX_DEPTH` deep, changed in place (they are compared by identity:
+give a new one).  A form that reads one entry of a dict or list reads, for this comparison, the whole of it: an
+entry it does not use changed (a history appended to) traces it again.  Such a form takes
 the value of its trace on the compiled path until the model's terms change
 (:meth:`skfiber.Model.replace_term`).
 
@@ -43,19 +45,19 @@ __all__ = ["FormNumbers", "number_sources", "read_numbers", "LIBRARIES", "MAX_AR
 LIBRARIES = frozenset({"skfiber", "skfem", "numpy", "scipy", "sympy", "numba", "math", "builtins"})
 #: arrays up to this size are compared by value; a larger one by identity (reading it would cost each call)
 MAX_ARRAY_SIZE = 10_000
-#: the items of lists, tuples and dicts compared by value, in all (each evaluation reads them): containers
-#: met after these are compared by identity
+#: lists, tuples and dicts up to this many items are compared by value (each evaluation reads them); a larger
+#: one by identity
 MAX_ITEMS = 1_000
 #: how deep calls to the user's own functions, and containers in containers, are followed
 MAX_DEPTH = 4
 _EMPTY = object()  # an empty closure cell's value
 
 
-def _numbers(value, depth: int = 0, budget: list | None = None):
+def _numbers(value, depth: int = 0):
     """A comparable copy of ``value`` when it holds numbers (a number, an array of numbers, or a list, tuple or
     dict with numbers among its items); None for anything else.  Other items of a container are compared by
-    identity, and so are arrays of more than :data:`MAX_ARRAY_SIZE` entries, containers nested
-    :data:`MAX_DEPTH` deep, and the containers met after :data:`MAX_ITEMS` items in all (``budget``)."""
+    identity, and so are arrays of more than :data:`MAX_ARRAY_SIZE` entries, containers of more than
+    :data:`MAX_ITEMS` items and containers nested :data:`MAX_DEPTH` deep."""
     if isinstance(value, (bool, int, float, complex, np.number, np.bool_)):
         return value if value == value else ("nan", type(value).__name__)  # (a nan equals itself here)
     if isinstance(value, np.ndarray):
@@ -65,13 +67,11 @@ def _numbers(value, depth: int = 0, budget: list | None = None):
             return ("array", id(value), value.shape)
         return ("array", value.shape, value.dtype.str, value.tobytes())
     if isinstance(value, (list, tuple, dict)):
-        budget = [MAX_ITEMS] if budget is None else budget
-        budget[0] -= len(value)
-        if depth >= MAX_DEPTH or budget[0] < 0:
+        if depth >= MAX_DEPTH or len(value) > MAX_ITEMS:
             return ("container", id(value), len(value))
         items, numbers = [], False
         for key, item in (value.items() if isinstance(value, dict) else enumerate(value)):
-            copy = _numbers(item, depth + 1, budget)
+            copy = _numbers(item, depth + 1)
             numbers = numbers or copy is not None
             key = key if isinstance(key, (str, int, float, tuple)) else ("key", id(key))
             items.append((key, ("object", id(item)) if copy is None else copy))
