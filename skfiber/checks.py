@@ -133,35 +133,30 @@ def check_tangent(
         a = (v - v_n) / dt
         return model.evaluate(u, v, a, state.t, c_v=1 / dt, c_a=1 / dt**2, parts=parts)
 
-    try:
+    try:  # (a residual that cannot be evaluated at the state or near it: no tangent there to check)
         ev = residual(state.u)
+        K = model.tangent_matrix(ev)
+        if not np.isfinite(K.data).all():
+            return _not_finite("the tangent holds a NaN or an infinity", parts)
+        eps = step * max(np.max(np.abs(state.u + d.reference_dofs)), 1e-300)
+        worst = 0.0
+        checked = 0
+        for _ in range(directions):
+            direction = rng.standard_normal(n)
+            Kd = K @ direction
+            fd = (residual(state.u + eps * direction).residual
+                  - residual(state.u - eps * direction).residual) / (2 * eps)
+            if not np.isfinite(fd).all():
+                return _not_finite("the residual's differences hold a NaN or an infinity", parts)
+            scale = max(np.linalg.norm(Kd), np.linalg.norm(fd))  # a missing tangent (Kd = 0) scores 1, not 0
+            if scale == 0:  # neither depends on u along d (e.g. parts without a u-dependence): nothing to check
+                continue
+            checked += 1
+            worst = max(worst, float(np.linalg.norm(Kd - fd) / scale))
     except FloatingPointError as err:
         if "inadmissible" in str(err):  # (a contact's state, not the tangent: the caller's to change)
             raise
-        return _not_finite(f"the residual cannot be evaluated: {err}", parts)
-    K = model.tangent_matrix(ev)
-    if not np.isfinite(K.data).all():
-        return _not_finite("the tangent holds a NaN or an infinity", parts)
-    eps = step * max(np.max(np.abs(state.u + d.reference_dofs)), 1e-300)
-    worst = 0.0
-    checked = 0
-    for _ in range(directions):
-        direction = rng.standard_normal(n)
-        Kd = K @ direction
-        try:
-            fd = (residual(state.u + eps * direction).residual
-                  - residual(state.u - eps * direction).residual) / (2 * eps)
-        except FloatingPointError as err:
-            if "inadmissible" in str(err):
-                raise
-            return _not_finite(f"the residual near the state cannot be evaluated: {err}", parts)
-        if not np.isfinite(fd).all():
-            return _not_finite("the residual's differences hold a NaN or an infinity", parts)
-        scale = max(np.linalg.norm(Kd), np.linalg.norm(fd))  # a missing tangent (Kd = 0) scores 1, not 0
-        if scale == 0:  # neither depends on u along d (e.g. parts without a u-dependence): nothing to check
-            continue
-        checked += 1
-        worst = max(worst, float(np.linalg.norm(Kd - fd) / scale))
+        return _not_finite(f"the residual cannot be evaluated (at the state or near it): {err}", parts)
     if not checked:
         which = "the model" if parts is None else f"the parts {sorted(parts)}"
         warn(f"check_tangent: {which} do not depend on u at this state (t = {state.t:g} s): neither the tangent "

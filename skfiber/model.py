@@ -578,7 +578,6 @@ class Model:
             False when it will probably not be asked for (modified Newton): it is then
             computed when first asked for, by a second pass.
         """
-        self._check_form_numbers()
         names = self._part_names(None)
         parts = names if parts is None else self._part_names(parts)
         fp = fiber_part(self, u, v, a, t, c_v=c_v, c_a=c_a, load_factor=load_factor, parts=parts, every=parts is names,

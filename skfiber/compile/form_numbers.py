@@ -13,10 +13,9 @@ evaluations, acts on both paths alike.
 Not seen: a number held in an object's attribute (``self.EI``, ``params.EI``), or computed inside a
 library's function; an array of more than :data:`MAX_ARRAY_SIZE` entries, a list, tuple or dict of more than
 :data:`MAX_ITEMS` items, or one nested :data:`MAX_DEPTH` deep, changed in place (they are compared by identity:
-give a new one).  A form that reads one entry of a dict or list reads, for this comparison, the whole of it: an
-entry it does not use changed (a history appended to) traces it again.  Such a form takes
-the value of its trace on the compiled path until the model's terms change
-(:meth:`skfiber.Model.replace_term`).
+give a new one).  Such a form takes the value of its trace on the compiled path until the model's terms change
+(:meth:`skfiber.Model.replace_term`).  A form that reads one entry of a dict or list reads, for this
+comparison, the whole of it: an entry it does not use changed (a history appended to) traces it again.
 
 Examples
 --------
@@ -100,6 +99,7 @@ def _globals_read(code: types.CodeType) -> tuple[set[str], set[tuple[str, str]]]
 
 
 def _library(value) -> bool:
+    """Whether ``value`` (a function, class or module) belongs to a package of :data:`LIBRARIES`."""
     module = getattr(value, "__module__", None) or getattr(value, "__name__", None) or ""
     return module.split(".")[0] in LIBRARIES
 
