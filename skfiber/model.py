@@ -39,6 +39,10 @@ from .terms import Term
 __all__ = ["Model", "State", "Evaluation"]
 
 _ACTIVATION = operator.attrgetter("activation")
+#: the model warns once when its forms were traced again this many times within runs, in at least one of
+#: every RETRACE_SHARE evaluations (a form's parameter that changes while the model runs)
+RETRACES_WARNED = 10
+RETRACE_SHARE = 10
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,9 @@ class Model:
         self._form_kernel = None  # skfiber.compile.kernel.FormKernel of the terms, made on first use
         self._form_numbers = None  # FormNumbers of the terms' forms, made on first use (_check_form_numbers)
         self._warned_untraced: set = set()
+        self._warned_retraces = False  # (_check_form_numbers)
+        self._retraces = self._retrace_checks = 0  # forms traced again, and checks, within runs
+        self._run_begins = False  # (begin_run)
         self._all_parts = None  # (key, the names of all parts) (_part_names)
         self._builtin_terms = {  # the cable's forms; their tangents are derived (replace_term swaps them)
             "internal_force": Term(forms.internal_force, None, "internal_force"),
@@ -499,12 +506,35 @@ class Model:
 
     def _check_form_numbers(self) -> None:
         """Forget the traced forms and the residual kept when a number the terms' forms read through a name
-        (a global, a closed-over variable) differs from the one they were traced with."""
+        (a global, a closed-over variable, an attribute) differs from the one they were traced with; warn once
+        when that happens in at least one of every :data:`RETRACE_SHARE` evaluations of runs (not at their
+        first: a sweep's change, :meth:`begin_run`)."""
         if self._form_numbers is None:
             self._form_numbers = FormNumbers(f for term in self.all_terms for f in (term.residual, term.tangent))
-        if self._form_numbers.changed():
-            self._form_kernel = None
-            self.memo.clear()
+        numbers = self._form_numbers
+        first, self._run_begins = self._run_begins, False
+        self._retrace_checks += not first
+        if not numbers.changed():
+            return
+        self._form_kernel = None
+        self.memo.clear()
+        if first:
+            return
+        self._retraces += 1
+        if (not self._warned_retraces and self._retraces >= RETRACES_WARNED
+                and self._retraces * RETRACE_SHARE >= self._retrace_checks):
+            self._warned_retraces = True
+            names = ", ".join(numbers.changed_names)
+            warn(f"the forms were traced again {self._retraces} times in {self._retrace_checks} evaluations "
+                 f"while the model ran (a trace costs milliseconds); the last time {names}, which a form "
+                 "reads, had changed.  A value that varies during a run (set by a callback or by the form "
+                 "itself) belongs in the form, as a function of w.t or of the state", RuntimeWarning)
+
+    def begin_run(self) -> None:
+        """Note that a run (:func:`skfiber.simulate`, :func:`skfiber.solve_static`) begins: a form's parameter
+        changed before it (a sweep) is found at its first evaluation, and is not what the warning of forms
+        traced again and again counts."""
+        self._run_begins = True
 
     def external_force(self, t: float) -> np.ndarray:
         """Assembled external load vector at time t (:meth:`skfiber.loads.ExternalLoads.force`); shared between

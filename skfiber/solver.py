@@ -219,6 +219,7 @@ def simulate(
     if not isinstance(newton_options, NewtonOptions):
         raise TypeError(f"newton_options must be a skfiber.NewtonOptions, got {type(newton_options).__name__}")
     check_state_of(state, model.n_dofs, 0 if model.rigid is None else model.rigid.n)
+    model.begin_run()
     check_admissible_start(model, state.u, state.t, state.q)
     if adaptive:
         if keep_substeps:

@@ -147,6 +147,7 @@ def solve_static(
     check_finite_time(t=t)
     if state is not None:  # (its velocities are not used)
         check_state_of(state, model.n_dofs, 0 if model.rigid is None else model.rigid.n, velocities=False)
+    model.begin_run()
     check_supported(model)
     if state is not None or model.rigid is not None:
         start = model.initial_state(t) if state is None else state

@@ -4,6 +4,7 @@ import functools
 import pickle
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -120,18 +121,57 @@ def test_sources_compare_by_value():
     assert read_numbers(sources) != values
 
 
-def test_an_attribute_is_not_seen():
-    class Parameters:
-        k = 1.0
+def test_an_objects_attribute_is_seen_and_no_code_of_its_runs():
+    """A class's default set on the instance, the object rebound, an inherited class attribute set on the
+    subclass: each seen.  A property, ``__getattr__`` and a ``__dict__`` property are not run (not seen)."""
 
-    p = Parameters()
+    class Base:
+        inherited = 1.0
+
+    class Parameters(Base):
+        k = 1.0
+        calls = 0
+
+        @property
+        def computed(self):
+            Parameters.calls += 1
+            return 3.0
+
+        def __getattr__(self, name):
+            Parameters.calls += 1
+            raise AttributeError(name)
+
+    class Proxy:
+        __slots__ = ("_target",)
+
+        def __getattr__(self, name):
+            raise KeyError(name)
+
+    holder = {"p": Parameters()}
+    proxy = Proxy()
 
     def form(v, w):
+        p = holder["p"]  # (an alias: not followed)
         return p.k * v
 
-    values = read_numbers(number_sources([form]))
-    p.k = 2.0
-    assert read_numbers(number_sources([form])) == values  # documented: held in an object, read at the trace
+    def direct(v, w):
+        return box.p.k * box.p.inherited * box.p.computed * box.p.missing * proxy.k * v
+
+    class Box:
+        pass
+
+    box = Box()
+    box.p = Parameters()
+    numbers = FormNumbers([direct])
+    assert not numbers.changed()
+    box.p.k = 2.0  # (the instance's own attribute, over the class's default)
+    assert numbers.changed() and numbers.changed_names == ("box.p.k",)
+    box.p = Parameters()  # (the object rebound: its k is the class's 1.0 again)
+    assert numbers.changed() and numbers.changed_names == ("box.p",)
+    Parameters.inherited = 5.0  # (set on the subclass, hiding the base's)
+    assert numbers.changed() and numbers.changed_names == ("box.p.inherited",)
+    assert not numbers.changed() and Parameters.calls == 0
+    assert not _changes(form, lambda: setattr(holder["p"], "k", 7.0))  # (documented: read past an expression)
 
 
 def _changes(form, change):
@@ -271,3 +311,116 @@ def test_a_small_entry_beside_a_large_one_is_compared_by_value():
     space = {"P": {"table": [0.0] * MAX_ITEMS, "k": [100.0]}}
     exec("def form(v, w):\n    return P['k'][0] * v", space)
     assert _changes(space["form"], lambda: space["P"]["k"].__setitem__(0, 300.0))
+
+
+def test_the_ways_a_form_reaches_an_attribute():
+    """An object's attribute read through a global, a closure variable, a chain of attributes, a method's self
+    (a bound method as the form, a method the form calls, a callable object), a class's static method and a
+    module reached through another module: each change is seen, and so is an object in between rebound."""
+    space = {"__name__": "user_script"}
+    exec(textwrap.dedent("""
+        import types
+        class Tendon:
+            def __init__(self, E):
+                self.E = E
+        class Parameters:
+            def __init__(self):
+                self.k = 1.0
+                self.tendon = Tendon(2.0)
+            def scale(self):
+                return self.k
+            def residual(self, v, w):
+                return self.k * v
+            def __call__(self, v, w):
+                return self.tendon.E * v
+            def summed(self, v, w):
+                return sum(self.tendon.E * v for _ in range(2))
+        class Helpers:
+            K = 3.0
+            @staticmethod
+            def coef():
+                return Helpers.K
+            @classmethod
+            def from_class(cls):
+                return cls.K
+        params = Parameters()
+        package = types.ModuleType("package")
+        package.cfg = types.ModuleType("package.cfg")
+        package.cfg.K = 4.0
+        def make():
+            local = Parameters()
+            return local, lambda v, w: local.k * v
+        local, closure_form = make()
+        forms = dict(
+            attribute=lambda v, w: params.k * v,
+            chain=lambda v, w: params.tendon.E * v,
+            method_called=lambda v, w: params.scale() * v,
+            static_method=lambda v, w: Helpers.coef() * v,
+            module_path=lambda v, w: package.cfg.K * v,
+            closure=closure_form,
+            bound_form=params.residual,
+            callable_form=params,
+            class_method=lambda v, w: Helpers.from_class() * v,
+            self_in_generator=params.summed,
+            rebound_root=lambda v, w: params.k * v,
+        )
+    """), space)
+    forms, params = space["forms"], space["params"]
+    for name, change in [("attribute", lambda: setattr(params, "k", 5.0)),
+                         ("chain", lambda: setattr(params.tendon, "E", 6.0)),
+                         ("chain", lambda: setattr(params, "tendon", space["Tendon"](7.0))),
+                         ("method_called", lambda: setattr(params, "k", 8.0)),
+                         ("static_method", lambda: setattr(space["Helpers"], "K", 9.0)),
+                         ("module_path", lambda: setattr(space["package"].cfg, "K", 10.0)),
+                         ("closure", lambda: setattr(space["local"], "k", 11.0)),
+                         ("bound_form", lambda: setattr(params, "k", 12.0)),
+                         ("callable_form", lambda: setattr(params.tendon, "E", 13.0)),
+                         ("class_method", lambda: setattr(space["Helpers"], "K", 14.0)),
+                         ("self_in_generator", lambda: params.tendon.__setattr__("E", 15.0)),
+                         ("rebound_root", lambda: space.update(params=space["Parameters"]()))]:
+        assert _changes(forms[name], change), name
+    # an attribute the form does not read is no change
+    assert not _changes(forms["attribute"], lambda: setattr(params, "unused", 1.0))
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_form_method_reads_its_objects_parameter_at_each_evaluation(compiled):
+    """A sweep over an object's attribute: the form is a bound method reading ``self.stiffness``."""
+
+    class Spring:
+        def __init__(self, stiffness):
+            self.stiffness = stiffness
+
+        def residual(self, v, w):
+            return self.stiffness * dot(w.x - w.X, v) * w.J
+
+    spring_object = Spring(100.0)
+    model = _model(compiled, ("spring", LinearForm(spring_object.residual)))
+    u, v = _state(model)
+    z = np.zeros_like(u)
+    before = model.evaluate(u, v, z, 0.0, c_v=0.0, c_a=0.0, parts=["spring"]).residual
+    spring_object.stiffness = 250.0
+    after = model.evaluate(u, v, z, 0.0, c_v=0.0, c_a=0.0, parts=["spring"]).residual
+    np.testing.assert_allclose(after, 2.5 * before, rtol=1e-13, atol=1e-15)
+
+
+def test_a_parameter_changed_during_runs_is_warned_once_and_a_sweep_of_short_runs_is_not(monkeypatch):
+    """Each change traces the forms again (milliseconds): a value a callback changes at every step is named in
+    one warning; a sweep of short runs (a change before each run) warns nothing."""
+    model = _model(True, ("spring", spring))
+    fiber = model.fibers[0]
+    model.fix(fiber, "start")
+    module = sys.modules[__name__]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for run in range(15):  # a sweep: one change, then a run of 3 steps
+            monkeypatch.setattr(module, "STIFFNESS", 100.0 + run)
+            sf.simulate(model, t_end=0.03, dt=0.01, progress=False)
+
+    def stiffening(state, info):
+        monkeypatch.setattr(module, "STIFFNESS", 200.0 + info.step)
+
+    with pytest.warns(RuntimeWarning, match=r"traced again 10 times in \d+ evaluations .* the last time "
+                                             r"STIFFNESS, which a form reads, had changed") as caught:
+        sf.simulate(model, t_end=0.3, dt=0.01, progress=False, callback=stiffening)
+    assert len([w for w in caught if "traced again" in str(w.message)]) == 1

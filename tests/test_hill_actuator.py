@@ -17,6 +17,7 @@ from skfiber.rigid import (
     rigid_step,
     simulate_rigid,
 )
+from skfiber.rigid.element_states import state_layout, state_scales
 from skfiber.rigid.integrate import element_state_names, initial_element_states
 
 G = 9.81
@@ -134,6 +135,46 @@ def test_newton_converges_quadratically_with_states():
     h = rep.residual_history
     assert h[-1] < 1e-9 * max(h[0], 1.0)
     assert len(rep.state_residual_history) == len(h)
+
+
+
+def test_a_step_with_states_converges_in_the_state_rows_too():
+    """The rigid rows already met (atol of 1 kN) do not end Newton while the muscle's state rows are off: the
+    step returns a state whose rows, evaluated again, are below rtol."""
+    from skfiber import NewtonOptions
+
+    system, hill = double_pendulum("damped", excitation=True)
+    s0 = initial_element_states(system, [0, 0], [0, 0], 0.0)
+    options = NewtonOptions(atol=1e3)
+    q, p, rep = backward_euler_rigid(system, [0.0, 0.0], [0.0, 0.0], 0.0, 0.01, states_prev=s0, options=options)
+    assert rep.iterations >= 1 and rep.state_residual_history[0] > 1e-3
+    again = rigid_step(system, q, q_prev=[0.0, 0.0], p_prev=[0.0, 0.0], dt=0.01, t=0.01, states=rep.states,
+                       states_prev=s0)
+    assert np.abs(again.residual[2:]).max() <= options.rtol
+
+
+def test_newton_moves_a_muscle_state_by_at_most_a_quarter_of_its_scale_an_iteration(monkeypatch):
+    """The trust region on the states: a fiber length starting at half its optimal length (0.05 m against the
+    0.096 m the step ends near) moves by at most STATE_STEP × 0.1 m an iteration, the first iteration by
+    exactly that, and the step still converges."""
+    import skfiber.rigid.backward_euler as be
+
+    system, hill = double_pendulum("damped", excitation=True)
+    s0 = initial_element_states(system, [0, 0], [0, 0], 0.0)
+    s0[0] = 0.05
+    tried = []
+
+    def spying(*args, **kwargs):
+        tried.append(np.array(kwargs["states"]))
+        return rigid_step(*args, **kwargs)
+
+    monkeypatch.setattr(be, "rigid_step", spying)
+    q, p, rep = backward_euler_rigid(system, [0.0, 0.0], [0.0, 0.0], 0.0, 0.01, states_prev=s0)
+    scale = state_scales(state_layout(system))[0]  # the fiber length's: its optimal length, 0.1 m
+    moves = np.abs(np.diff([x[0] for x in tried])) / scale
+    assert moves.max() <= be.STATE_STEP * (1 + 1e-12)
+    assert moves[0] == pytest.approx(be.STATE_STEP, rel=1e-12)
+    assert rep.states[0] > 0.08 and rep.state_residual_history[-1] <= 1e-9
 
 
 # ----------------------------------------------------------------------------- statics

@@ -417,3 +417,49 @@ def test_iteration_matrix_snapshot_restores_take_carried_and_keep():
     matrix.keep(None, (3.0, 4.0))
     matrix.restore(snapshot)
     assert (matrix.factorization, matrix.coefficients, matrix.snapshot()) == ("lu", (1.0, 2.0), snapshot)
+
+
+def test_a_damped_increment_gives_no_contraction_rate():
+    """θ = ‖Δuₖ‖/‖Δuₖ₋₁‖ compares full increments of one factorization only: after a step cut by the line search
+    (Δu = −2 halved) the next increment of the kept factorization (−0.8) is judged by the residual its full step
+    reaches, not by θ = 0.4 > reuse_max_rate against the cut one, so no second factorization is made."""
+    from types import SimpleNamespace
+
+    residual_at = {0.0: 1.0, -2.0: 3.0, -1.0: 0.4, -1.8: 0.01, -1.82: 0.0}
+
+    def evaluate(u, tangent=True):
+        return SimpleNamespace(residual=np.array([residual_at[round(float(u[0]), 12)]]), min_stretch=1.0,
+                               reference_force=1.0, roundoff=0.0, n_active_contacts=0, margins=None,
+                               element_matrices=None, extra=[])
+
+    slope = 0.5  # every factorization's: Δu = −G / 0.5
+    kept = SimpleNamespace(solve=lambda rhs: rhs / slope)
+    solver = SimpleNamespace(fixed=np.zeros(1, dtype=bool), factor_solve=lambda K, rhs, extra: (rhs / slope, kept))
+    matrix = IterationMatrix()
+    options = sf.NewtonOptions(atol=1e-3, rtol=1e-9)
+    assert options.reuse_max_rate < 0.4
+    u, report = newton(evaluate, np.zeros(1), solver, options=options, matrix=matrix, scheme=(1.0, 1.0))
+    assert u[0] == pytest.approx(-1.82) and report.step_fractions == [0.5, 1.0, 1.0]
+    assert (matrix.factorizations, matrix.reused_solves) == (1, 2)
+
+
+def test_a_stagnation_after_an_increment_of_the_kept_factorization_tries_a_fresh_tangent():
+    """The stagnation test does not give up while an increment of its window came from a kept factorization:
+    there it makes a fresh tangent.  Here a reused increment lowers ‖G‖ by only 2 % (0.05 → 0.049, window of
+    one iteration); the fresh tangent at that iterate then converges."""
+    from types import SimpleNamespace
+
+    residual_at = {0.0: 1.0, -2.0: 0.05, -2.1: 0.049, -2.198: 0.0}
+
+    def evaluate(u, tangent=True):
+        return SimpleNamespace(residual=np.array([residual_at[round(float(u[0]), 12)]]), min_stretch=1.0,
+                               reference_force=1.0, roundoff=0.0, n_active_contacts=0, margins=None,
+                               element_matrices=None, extra=[])
+
+    kept = SimpleNamespace(solve=lambda rhs: rhs / 0.5)
+    solver = SimpleNamespace(fixed=np.zeros(1, dtype=bool), factor_solve=lambda K, rhs, extra: (rhs / 0.5, kept))
+    matrix = IterationMatrix()
+    options = sf.NewtonOptions(atol=1e-4, rtol=1e-9, stagnation_window=1)
+    u, report = newton(evaluate, np.zeros(1), solver, options=options, matrix=matrix, scheme=(1.0, 1.0))
+    assert u[0] == pytest.approx(-2.198) and report.residual_history == [1.0, 0.05, 0.049, 0.0]
+    assert (matrix.factorizations, matrix.reused_solves) == (2, 1)

@@ -520,3 +520,30 @@ def test_a_stagnating_newton_is_taken_as_converged_only_at_its_round_off_floor()
         newton(evaluating(0.5), np.zeros(1), solver, options=options)
     with pytest.raises(sf.ConvergenceError, match="stagnates"):
         newton(evaluating(1e-4), np.zeros(1), solver, options=options)  # above √rtol, below the reference
+
+
+def test_the_line_search_asks_a_cut_step_for_a_decrease_in_proportion_to_its_length():
+    """Armijo's test on ‖G‖: a step cut to s is kept when ‖G(u + s Δu)‖ ≤ (1 − c s) ‖G(u)‖.  With c = 0.5 the full
+    step (‖G‖ up to 2) is cut; at s = ½ the residual 0.7 ≤ 1 − 0.25 is kept, though it is above 1 − c = 0.5,
+    the decrease a full step would owe; a quarter step is not tried."""
+    from types import SimpleNamespace
+
+    from skfiber.newton import _line_search
+
+    residual_at = {1.0: 2.0, 0.5: 0.7, 0.25: 0.4, 0.125: 0.3}
+    tried = []
+
+    def evaluate_checked(u):
+        tried.append(float(u[0]))
+        return (SimpleNamespace(margins=None), residual_at[float(u[0])]), ""
+
+    options = sf.NewtonOptions(line_search_decrease=0.5)
+    s, u_new, (_, res) = _line_search(evaluate_checked, np.zeros(1), np.ones(1), 1.0, SimpleNamespace(margins=None),
+                                      None, options, 0.0, 0, [1.0])
+    assert (s, float(u_new[0]), res) == (0.5, 0.5, 0.7) and tried == [1.0, 0.5]
+    # the test is strict in proportion: 0.76 at s = ½ is not enough, and the search goes on to s = ¼
+    residual_at[0.5] = 0.76
+    tried.clear()
+    s, _, (_, res) = _line_search(evaluate_checked, np.zeros(1), np.ones(1), 1.0, SimpleNamespace(margins=None),
+                                  None, options, 0.0, 0, [1.0])
+    assert (s, res) == (0.25, 0.4) and tried == [1.0, 0.5, 0.25]

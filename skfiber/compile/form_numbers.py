@@ -1,19 +1,23 @@
 """The numbers a form reads through names: what a model compares to notice a changed parameter.
 
 A form is a plain function, and its parameters are the numbers it closes over: a global of its module, a
-variable of the function that made it, or an entry of a list, tuple or dict held under such a name
-(``EI``, ``params["EI"]``).  The form compiler reads them when it traces the form and hands them to the
-kernel as numbers; numpy reads them at every call.  :func:`number_sources` finds where a form reads them,
-following the user's own functions it calls (plain functions, ``functools.partial``, bound methods, and
-functions reached as attributes of the user's modules), and :class:`FormNumbers` reads them all again: when
-a value differs from that of the trace (or a name is bound to another function), the model traces its forms
-again (the same machine code, the new numbers), so a parameter changed between two runs, or between two
-evaluations, acts on both paths alike.
+variable of the function that made it, an entry of a list, tuple or dict held under such a name
+(``EI``, ``params["EI"]``), or an attribute read from such a name (``params.EI``, ``cfg.tendon.E``, a method's
+``self.EI``).  The form compiler reads them when it traces the form and hands them to the kernel as numbers;
+numpy reads them at every call.  :func:`number_sources` finds where a form reads them, following the user's
+own functions it calls (plain functions, ``functools.partial``, bound methods and their ``self``, class
+methods and their ``cls``, callable objects, and functions reached as attributes of the user's modules,
+classes and objects), and
+:class:`FormNumbers` reads them all again: when a value differs from that of the trace (or a name is bound to
+another function or object), the model traces its forms again (the same machine code, the new numbers), so a
+parameter changed between two runs, or between two evaluations, acts on both paths alike.
 
-Not seen: a number held in an object's attribute (``self.EI``, ``params.EI``), or computed inside a
-library's function; an array of more than :data:`MAX_ARRAY_SIZE` entries, a list, tuple or dict of more than
-:data:`MAX_ITEMS` items, or one nested :data:`MAX_DEPTH` deep, changed in place (they are compared by identity:
-give a new one).  Such a form takes the value of its trace on the compiled path until the model's terms change
+Not seen: a number computed inside a library's function, held where reading it would run code (a property,
+``__getattr__``, an object with ``__slots__``), or reached past an expression or another name
+(``get_params().EI``, ``models[0].EI``, ``getattr(params, "EI")``, ``p = params`` then ``p.EI``); an array of
+more than :data:`MAX_ARRAY_SIZE` entries, a list, tuple or dict of more than :data:`MAX_ITEMS` items, or one
+nested :data:`MAX_DEPTH` deep, changed in place (they are compared by identity: give a new one).  Such a form
+takes the value of its trace on the compiled path until the model's terms change
 (:meth:`skfiber.Model.replace_term`).  A form that reads one entry of a dict or list reads, for this
 comparison, the whole of it: an entry it does not use changed (a history appended to) traces it again.
 
@@ -78,24 +82,41 @@ def _numbers(value, depth: int = 0):
     return None
 
 
-def _globals_read(code: types.CodeType) -> tuple[set[str], set[tuple[str, str]]]:
-    """(global names, (global, attribute) pairs) that a code object and the functions defined in it load: an
-    attribute read straight from a global (``cfg.K``), not from any object (``w.x``)."""
-    names, pairs = set(), set()
-    previous = None
+def _names_read(code: types.CodeType) -> tuple[set[str], set[tuple[str, str, tuple[str, ...]]]]:
+    """(global names, attribute chains) that a code object and the functions defined in it load.  A chain is
+    (kind, name, attributes) for attributes read one after the other straight from a name: a global's
+    (``cfg.K``, ``params.tendon.E``: kind "global"), a closure variable's ("free") or a local's ("fast", which
+    only a method's ``self`` resolves) — not from any expression (``w.x`` is a chain of the local ``w``)."""
+    names, chains = set(), set()
+    root, attributes = None, []
+
+    def close():
+        if root is not None and attributes:
+            chains.add((root[0], root[1], tuple(attributes)))
+
     for instruction in dis.get_instructions(code):
-        if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
-            names.add(instruction.argval)
-        elif instruction.opname in ("LOAD_ATTR", "LOAD_METHOD") and previous is not None \
-                and previous.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
-            pairs.add((previous.argval, instruction.argval))
-        previous = instruction
+        opname = instruction.opname
+        if opname in ("LOAD_ATTR", "LOAD_METHOD") and root is not None:
+            attributes.append(instruction.argval)
+            continue
+        close()
+        root, attributes = None, []
+        name = instruction.argval
+        name = name[-1] if isinstance(name, tuple) else name  # (LOAD_FAST_LOAD_FAST's second name is on top)
+        if opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+            root = ("global", name)
+            names.add(name)
+        elif opname in ("LOAD_DEREF", "LOAD_CLASSDEREF"):
+            root = ("free", name)
+        elif "LOAD_FAST" in opname:  # (LOAD_FAST_CHECK, LOAD_FAST_BORROW, STORE_FAST_LOAD_FAST, … of newer Pythons)
+            root = ("fast", name)
+    close()
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            inner = _globals_read(const)
+            inner = _names_read(const)
             names |= inner[0]
-            pairs |= inner[1]
-    return names, pairs
+            chains |= {chain for chain in inner[1] if chain[0] != "fast"}  # (another function's locals)
+    return names, chains
 
 
 def _library(value) -> bool:
@@ -107,18 +128,67 @@ def _library(value) -> bool:
 def _callable_parts(value) -> tuple[list, list]:
     """(functions, fixed values) behind a user's callable: a plain function itself; a partial's function, with
     its arguments as fixed values (read again, as they may change in place); a bound method's, a staticmethod's
-    or a classmethod's function; a callable object's ``__call__``."""
+    or a classmethod's function; a callable object's ``__call__``.  A function of a method comes as
+    (function, the object its ``self`` is) — an object's attributes are read through ``self`` too — and any
+    other as (function, None)."""
     if isinstance(value, types.FunctionType):
-        return ([] if _library(value) else [value]), []
+        return ([] if _library(value) else [(value, None)]), []
     if isinstance(value, functools.partial):
         functions, fixed = _callable_parts(value.func)
         return functions, [*fixed, *value.args, *value.keywords.values()]
-    if isinstance(value, (types.MethodType, staticmethod, classmethod)):
+    if isinstance(value, types.MethodType):
+        functions, fixed = _callable_parts(value.__func__)
+        return [(function, value.__self__) for function, _ in functions], fixed
+    if isinstance(value, (staticmethod, classmethod)):
         return _callable_parts(value.__func__)
     call = getattr(type(value), "__call__", None)
     if callable(value) and isinstance(call, types.FunctionType) and not _library(type(value)):
-        return [call], []
+        return [(call, value)], []
     return [], []
+
+
+def _is_class(value) -> bool:
+    """Whether ``value`` is a class, without asking it (``isinstance`` reads a ``__class__`` it may compute)."""
+    return issubclass(type(value), type)
+
+
+def _instance_dict(owner):
+    """The instance dict of ``owner`` through its class's own ``__dict__`` slot (no ``__getattr__``, no property
+    called ``__dict__``), or None (``__slots__`` without one)."""
+    slot = next((vars(c)["__dict__"] for c in type(owner).__mro__ if "__dict__" in vars(c)), None)
+    if not isinstance(slot, (types.GetSetDescriptorType, types.MemberDescriptorType)):
+        return None
+    instance = slot.__get__(owner, type(owner))
+    return instance if type(instance) is dict else None
+
+
+def _attribute_holders(owner, attribute: str) -> list:
+    """The mappings that hold ``owner.attribute`` without running code (a property, ``__getattr__``): a user's
+    module's namespace; for a user's object or class, the ``__dict__`` of the first of its classes that
+    defines it, after the instance dict and the dicts of the classes before it in the method resolution order
+    (where setting the attribute would hide that one; absent now).  The last holder holds the value; an empty
+    list for anything else (a library's object, ``__slots__``, a computed attribute, an attribute not there)."""
+    if issubclass(type(owner), types.ModuleType):
+        space = vars(owner)
+        return [space] if not _library(owner) and attribute in space else []
+    cls = owner if _is_class(owner) else type(owner)
+    if _library(cls):
+        return []
+    instance = None if _is_class(owner) else _instance_dict(owner)
+    before = [] if instance is None else [instance]
+    for defining in cls.__mro__:
+        if attribute in vars(defining):
+            held = vars(defining)[attribute]
+            if hasattr(type(held), "__set__") or _library(defining):
+                return []  # (a property or another data descriptor takes precedence over the instance dict)
+            if instance is not None and attribute in instance:
+                return [instance]
+            if hasattr(type(held), "__get__") and not isinstance(held, (types.FunctionType, staticmethod,
+                                                                        classmethod)):
+                return []  # (computed when read: cached_property, a library's descriptor)
+            return [*before, vars(defining)]
+        before.append(vars(defining))
+    return [instance] if instance is not None and attribute in instance else []
 
 
 class _Fixed:
@@ -131,7 +201,7 @@ class _Fixed:
         return self.value
 
 
-def number_sources(functions: Iterable[Callable]) -> tuple:
+def number_sources(functions: Iterable[Callable], labels: list | None = None) -> tuple:
     """Where ``functions`` (forms: plain functions, or scikit-fem forms holding one as ``.form``) read numbers
     and the user's functions through names: ``(holder, key)`` pairs, a module's globals with a name or a closure
     cell with None, for :func:`read_numbers`.
@@ -140,57 +210,106 @@ def number_sources(functions: Iterable[Callable]) -> tuple:
     ----------
     functions
         The forms, or None entries (skipped).
+    labels
+        A list to which the sources' names are appended, in the same order (``"EI"``, ``"params.tendon.E"``,
+        ``"self.EI"``, ``"a partial's argument"``); none kept when None.
 
     Returns
     -------
     The sources, in a fixed order.
     """
     sources: list = []
+    names: list = []
     seen: set = set()
 
-    def source(holder, key, value, depth: int) -> None:
-        """Keep ``holder[key]`` (``value``) if it is numbers, a user's callable (followed) or module."""
+    def keep(holder, key, label: str) -> None:
+        sources.append((holder, key))
+        names.append(label)
+
+    def source(holder, key, value, depth: int, label: str) -> bool:
+        """Keep ``holder[key]`` (``value``) if it is numbers, a user's callable (followed) or module: whether it
+        was kept."""
         functions, fixed = _callable_parts(value)
         if functions or fixed or (isinstance(value, types.ModuleType) and not _library(value)):
-            sources.append((holder, key))  # (rebinding the name to another function is a change too)
-            for function in functions:
-                visit(function, depth + 1)
+            keep(holder, key, label)  # (rebinding the name to another function is a change too)
+            for function, bound in functions:
+                visit(function, depth + 1, bound)
             for part in fixed:
-                source(_Fixed(part), "value", part, depth + 1)
-        elif _numbers(value) is not None:
-            sources.append((holder, key))
+                source(_Fixed(part), "value", part, depth + 1, f"an argument of the partial {label}")
+            return True
+        if _numbers(value) is not None:
+            keep(holder, key, label)
+            return True
+        return False
 
-    def visit(function, depth: int) -> None:
+    def follow(value, attributes: tuple[str, ...], depth: int, label: str, root=None) -> None:
+        """The sources along ``value.a.b…``: each attribute's holders (:func:`_attribute_holders`), while there
+        are any; the name ``root`` (holder, key) and each object in between are compared by identity
+        (rebinding one is a change)."""
+        for attribute in attributes:
+            holders = _attribute_holders(value, attribute)
+            if not holders:
+                return
+            if root is not None:
+                keep(*root, label)
+                root = None
+            label = f"{label}.{attribute}"
+            for hiding in holders[:-1]:
+                keep(hiding, attribute, label)  # (absent now; set there, it would hide the value below)
+            holder, owner = holders[-1], value
+            value = holder[attribute]
+            shown = value
+            if isinstance(holder, types.MappingProxyType):  # (read from a class: a method of it)
+                if isinstance(value, types.FunctionType) and not _is_class(owner):
+                    shown = types.MethodType(value, owner)
+                elif isinstance(value, classmethod):
+                    shown = types.MethodType(value.__func__, owner if _is_class(owner) else type(owner))
+            if not source(holder, attribute, shown, depth, label):
+                keep(holder, attribute, label)
+
+    def visit(function, depth: int, bound=None) -> None:
         function = getattr(function, "form", function)
         if not isinstance(function, types.FunctionType):
             functions, fixed = _callable_parts(function)
-            for part in functions:
-                visit(part, depth)
+            for part, part_bound in functions:
+                visit(part, depth, part_bound)
             for part in fixed:
-                source(_Fixed(part), "value", part, depth)
+                source(_Fixed(part), "value", part, depth, "a partial's argument")
             return
-        if id(function) in seen or depth > MAX_DEPTH:
+        if (id(function), id(bound)) in seen or depth > MAX_DEPTH:
             return
-        seen.add(id(function))
-        names, pairs = _globals_read(function.__code__)
+        seen.add((id(function), id(bound)))
+        code = function.__code__
+        read, chains = _names_read(code)
         space = function.__globals__
-        for name in sorted(names):
+        for name in sorted(read):
             if name in space:
-                source(space, name, space[name], depth)
-        for name, attribute in sorted(pairs):  # (an attribute of the user's module: cfg.K)
-            module = space.get(name)
-            if isinstance(module, types.ModuleType) and not _library(module) and attribute in vars(module):
-                source(vars(module), attribute, vars(module)[attribute], depth)
-        for cell in function.__closure__ or ():
+                source(space, name, space[name], depth, name)
+        cells = dict(zip(code.co_freevars, function.__closure__ or ()))
+        for name, cell in cells.items():
             try:
                 value = cell.cell_contents
             except ValueError:  # (a cell not yet filled)
                 continue
-            source(cell, None, value, depth)
+            source(cell, None, value, depth, name)
+        own_self = code.co_varnames[0] if bound is not None and code.co_argcount else None
+        for kind, name, attributes in sorted(chains):  # (cfg.K, params.tendon.E, self.EI)
+            if kind == "global" and name in space:
+                follow(space[name], attributes, depth, name, (space, name))
+            elif kind == "free" and name in cells:
+                try:
+                    value = cells[name].cell_contents
+                except ValueError:
+                    continue
+                follow(value, attributes, depth, name, (cells[name], None))
+            elif kind in ("fast", "free") and name == own_self:  # (self, also as a cell of an inner function)
+                follow(bound, attributes, depth, name)
 
     for function in functions:
         if function is not None:
             visit(function, 0)
+    if labels is not None:
+        labels.extend(names)
     return tuple(sources)
 
 
@@ -226,21 +345,34 @@ class FormNumbers:
     copied
         True for a copy (``copy.deepcopy``, ``pickle``): its first :meth:`changed` says True, since the copy's
         kernel was traced with values it does not know.
+
+    Attributes
+    ----------
+    changed_names : tuple of str
+        What differed at the last change: names of globals, closure variables, attribute chains
+        (``"params.tendon.E"``, ``"self.EI"``) or partials' arguments (empty before any change).
     """
 
     def __init__(self, forms: Iterable[Callable | None], copied: bool = False):
         self.forms = tuple(forms)
         self._copied = copied
         self._sources = None
+        self._labels: list = []
         self._values = None
+        self.changed_names: tuple[str, ...] = ()
 
     def changed(self) -> bool:
         """Whether a value differs from the last read (False at the first call, which reads them; True for a
         copy's).  After a change the sources are found again (a name bound to another function reads others)."""
-        if self._sources is not None and read_numbers(self._sources) == self._values:
+        values = None if self._sources is None else read_numbers(self._sources)
+        if values is not None and values == self._values:
             return False
         first = self._sources is None
-        self._sources = number_sources(self.forms)
+        if not first:
+            self.changed_names = tuple(dict.fromkeys(
+                label for label, a, b in zip(self._labels, values, self._values) if a != b))
+        self._labels = []
+        self._sources = number_sources(self.forms, self._labels)
         self._values = read_numbers(self._sources)
         copied, self._copied = self._copied, False
         return copied or not first
