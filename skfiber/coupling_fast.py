@@ -331,6 +331,9 @@ class FastCoupling:
         """
         p = self.problem
         model, N = self.model, p.N
+        kernel = model.form_kernel  # (the forms' numbers read again: traced anew when one has changed)
+        if kernel is not self._kernel:
+            self._kernel, self._fused, self._fused_ready = kernel, None, False
         t = float(t)
         z = np.ascontiguousarray(z, dtype=float)
         fused = None

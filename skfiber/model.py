@@ -11,6 +11,8 @@ Examples
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 import operator
 from dataclasses import dataclass
@@ -36,13 +38,25 @@ from .materials import SYMBOLS
 from .rigid import RigidSystem
 from .terms import Term
 
-__all__ = ["Model", "State", "Evaluation"]
+__all__ = ["Model", "State", "Evaluation", "one_run"]
 
 _ACTIVATION = operator.attrgetter("activation")
-#: the model warns once when its forms were traced again this many times within runs, in at least one of
+#: the model warns once when its forms were traced again this many times within a run, in at least one of
 #: every RETRACE_SHARE evaluations (a form's parameter that changes while the model runs)
 RETRACES_WARNED = 10
 RETRACE_SHARE = 10
+
+
+def one_run(function: Callable) -> Callable:
+    """``function(model, …)`` (a run: :func:`skfiber.simulate`, …) within ``model.run_scope()``
+    (:meth:`Model.run_scope`); anything else as the model is passed on for ``function`` to name."""
+    @functools.wraps(function)
+    def within_run_scope(model, *args, **kwargs):
+        if not isinstance(model, Model):
+            return function(model, *args, **kwargs)
+        with model.run_scope():
+            return function(model, *args, **kwargs)
+    return within_run_scope
 
 
 @dataclass(frozen=True)
@@ -114,8 +128,8 @@ class Model:
         self._form_numbers = None  # FormNumbers of the terms' forms, made on first use (_check_form_numbers)
         self._warned_untraced: set = set()
         self._warned_retraces = False  # (_check_form_numbers)
-        self._retraces = self._retrace_checks = 0  # forms traced again, and checks, within runs
-        self._run_begins = False  # (begin_run)
+        self._retraces = self._retrace_checks = 0  # forms traced again, and checks, within the current run
+        self._in_run = self._run_begins = False  # (run_scope)
         self._all_parts = None  # (key, the names of all parts) (_part_names)
         self._builtin_terms = {  # the cable's forms; their tangents are derived (replace_term swaps them)
             "internal_force": Term(forms.internal_force, None, "internal_force"),
@@ -507,34 +521,55 @@ class Model:
     def _check_form_numbers(self) -> None:
         """Forget the traced forms and the residual kept when a number the terms' forms read through a name
         (a global, a closed-over variable, an attribute) differs from the one they were traced with; warn once
-        when that happens in at least one of every :data:`RETRACE_SHARE` evaluations of runs (not at their
-        first: a sweep's change, :meth:`begin_run`)."""
+        when, within one run (:meth:`run_scope`), that happens ten times and in at least one of every
+        :data:`RETRACE_SHARE` evaluations (not counting a change found at the run's first evaluation: a
+        sweep's)."""
         if self._form_numbers is None:
             self._form_numbers = FormNumbers(f for term in self.all_terms for f in (term.residual, term.tangent))
         numbers = self._form_numbers
         first, self._run_begins = self._run_begins, False
-        self._retrace_checks += not first
+        counted = self._in_run and not first
+        self._retrace_checks += counted
         if not numbers.changed():
             return
         self._form_kernel = None
         self.memo.clear()
-        if first:
+        if not counted:
             return
         self._retraces += 1
         if (not self._warned_retraces and self._retraces >= RETRACES_WARNED
                 and self._retraces * RETRACE_SHARE >= self._retrace_checks):
             self._warned_retraces = True
             names = ", ".join(numbers.changed_names)
-            warn(f"the forms were traced again {self._retraces} times in {self._retrace_checks} evaluations "
-                 f"while the model ran (a trace costs milliseconds); the last time {names}, which a form "
-                 "reads, had changed.  A value that varies during a run (set by a callback or by the form "
-                 "itself) belongs in the form, as a function of w.t or of the state", RuntimeWarning)
+            warn(f"the forms were traced again {self._retraces} times in {self._retrace_checks} evaluations of "
+                 f"this run (a trace costs milliseconds); the last time {names}, which a form reads, had "
+                 "changed.  A value that varies during a run (set by a callback or by the form itself) belongs "
+                 "in the form, as a function of w.t or of the state", RuntimeWarning)
 
-    def begin_run(self) -> None:
-        """Note that a run (:func:`skfiber.simulate`, :func:`skfiber.solve_static`) begins: a form's parameter
-        changed before it (a sweep) is found at its first evaluation, and is not what the warning of forms
-        traced again and again counts."""
-        self._run_begins = True
+    @contextlib.contextmanager
+    def run_scope(self):
+        """The span of one run, for the check of the forms' numbers (:func:`one_run` puts
+        :func:`skfiber.simulate`, :func:`skfiber.solve_static` and the other run functions in one): a parameter
+        changed before it (a sweep) is found at its first evaluation and is not counted; one that keeps changing
+        within it is warned once.  A run inside a run (the steps of :func:`skfiber.run.run_simulation`) is
+        part of the outer one.
+
+        Examples
+        --------
+        >>> import skfiber as sf
+        >>> model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)])
+        >>> with model.run_scope():
+        ...     pass
+        """
+        outer = self._in_run
+        if not outer:
+            self._in_run, self._run_begins = True, True
+            self._retraces = self._retrace_checks = 0
+        try:
+            yield self
+        finally:
+            if not outer:
+                self._in_run = self._run_begins = False
 
     def external_force(self, t: float) -> np.ndarray:
         """Assembled external load vector at time t (:meth:`skfiber.loads.ExternalLoads.force`); shared between

@@ -39,7 +39,7 @@ import scipy.sparse.linalg as spl
 
 from .core import ConvergenceError, NewtonOptions
 from .linalg import ConstrainedSolver
-from .model import Model
+from .model import Model, one_run
 from .newton import newton
 
 __all__ = ["RelaxationReport", "relax", "MAX_PSEUDO_STEPS", "FIRST_MOVE", "NEWTON_EVERY"]
@@ -65,6 +65,7 @@ class RelaxationReport:
                 f"{self.newton_solves} Newton solves, {self.iterations} iterations)")
 
 
+@one_run  # (one run for the check of the forms' numbers: Model.run_scope)
 def relax(
     model: Model,
     u0: np.ndarray,

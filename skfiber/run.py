@@ -50,7 +50,7 @@ from .core.interrupt import CTRL_C, handle_ctrl_c
 from .core.numbers import checked_real
 from .fiber_step import decide_compiled_step
 from .io import Checkpoint, VTKSeries, atomic_temporaries, load_checkpoint, model_fingerprint, save_checkpoint
-from .model import Model
+from .model import Model, one_run
 from .progress import Progress, progress_bar
 from .solver import ConvergenceError, NewtonOptions, StepInfo, adaptive_scheme, simulate
 from .statics import check_admissible_start, check_step_count
@@ -321,6 +321,7 @@ def _substeps(substeps: Callable[[int], int] | None, step: int) -> int:
     return int(k)
 
 
+@one_run  # (one run for the check of the forms' numbers: Model.run_scope)
 def run_simulation(
     model: Model,
     *,

@@ -34,7 +34,7 @@ from .core import ConvergenceError, EulerRates, NewtonOptions, State, StepCounts
 from .core.interrupt import CTRL_C, check_on_interrupt, handle_ctrl_c
 from .core.warn import warn
 from .fiber_step import decide_compiled_step
-from .model import Model
+from .model import Model, one_run
 from .newton import IterationMatrix, make_solver, newton
 from .progress import Progress, progress_bar
 from .simulation_result import MAX_STORED_STATES, SimulationResult, StateStore, StepInfo, compile_notice
@@ -83,6 +83,7 @@ def adaptive_scheme(*, method: str, dt, rtol, atol) -> bool:
 
 
 @one_blas_thread  # (skfiber.threads: OpenBLAS's spinning threads take the cores from numba's)
+@one_run  # (one run for the check of the forms' numbers: Model.run_scope)
 def simulate(
     model: Model,
     *,
@@ -219,7 +220,6 @@ def simulate(
     if not isinstance(newton_options, NewtonOptions):
         raise TypeError(f"newton_options must be a skfiber.NewtonOptions, got {type(newton_options).__name__}")
     check_state_of(state, model.n_dofs, 0 if model.rigid is None else model.rigid.n)
-    model.begin_run()
     check_admissible_start(model, state.u, state.t, state.q)
     if adaptive:
         if keep_substeps:

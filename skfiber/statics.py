@@ -21,7 +21,7 @@ from .core import ConvergenceError, NewtonOptions, State, check_state, check_sta
 from .core.numbers import MAX_STEPS, check_finite_time, check_step_count
 from .coupling import CoupledProblem
 from .linalg import ConstrainedSolver
-from .model import Model
+from .model import Model, one_run
 from .newton import newton
 from .relaxation import relax
 from .rigid import rigid_static
@@ -49,6 +49,7 @@ class StaticResult:
 
 
 @one_blas_thread  # (skfiber.threads: OpenBLAS's spinning threads take the cores from numba's)
+@one_run  # (one run for the check of the forms' numbers: Model.run_scope)
 def solve_static(
     model: Model,
     *,
@@ -147,7 +148,6 @@ def solve_static(
     check_finite_time(t=t)
     if state is not None:  # (its velocities are not used)
         check_state_of(state, model.n_dofs, 0 if model.rigid is None else model.rigid.n, velocities=False)
-    model.begin_run()
     check_supported(model)
     if state is not None or model.rigid is not None:
         start = model.initial_state(t) if state is None else state

@@ -406,21 +406,130 @@ def test_a_form_method_reads_its_objects_parameter_at_each_evaluation(compiled):
 
 def test_a_parameter_changed_during_runs_is_warned_once_and_a_sweep_of_short_runs_is_not(monkeypatch):
     """Each change traces the forms again (milliseconds): a value a callback changes at every step is named in
-    one warning; a sweep of short runs (a change before each run) warns nothing."""
+    one warning, under simulate and under run_simulation (whose steps are one run); a sweep of short runs (a
+    change before each run) and evaluations outside any run warn nothing."""
+    from skfiber.run import run_simulation
+
     model = _model(True, ("spring", spring))
-    fiber = model.fibers[0]
-    model.fix(fiber, "start")
+    model.fix(model.fibers[0], "start")
     module = sys.modules[__name__]
+    u, v = _state(model)
+    z = np.zeros_like(u)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for run in range(15):  # a sweep: one change, then a run of 3 steps
             monkeypatch.setattr(module, "STIFFNESS", 100.0 + run)
             sf.simulate(model, t_end=0.03, dt=0.01, progress=False)
+        for k in range(15):  # no run
+            monkeypatch.setattr(module, "STIFFNESS", 50.0 + k)
+            model.evaluate(u, v, z, 0.0, c_v=0.0, c_a=0.0, parts=["spring"])
 
     def stiffening(state, info):
         monkeypatch.setattr(module, "STIFFNESS", 200.0 + info.step)
 
-    with pytest.warns(RuntimeWarning, match=r"traced again 10 times in \d+ evaluations .* the last time "
-                                             r"STIFFNESS, which a form reads, had changed") as caught:
-        sf.simulate(model, t_end=0.3, dt=0.01, progress=False, callback=stiffening)
-    assert len([w for w in caught if "traced again" in str(w.message)]) == 1
+    says = r"traced again 10 times in \d+ evaluations of this run .* the last time STIFFNESS, which a form reads"
+    for run in (lambda: sf.simulate(model, t_end=0.3, dt=0.01, progress=False, callback=stiffening),
+                lambda: run_simulation(model, t_end=0.3, dt=0.01, checkpoint_every=None, callback=stiffening,
+                                       progress=False)):
+        model = _model(True, ("spring", spring))
+        model.fix(model.fibers[0], "start")
+        with pytest.warns(RuntimeWarning, match=says) as caught:
+            run()
+        assert len([w for w in caught if "traced again" in str(w.message)]) == 1
+
+
+def test_a_parameter_changed_during_a_run_of_fibers_and_bodies_acts_on_the_compiled_path(monkeypatch):
+    """Fibers coupled to bodies (the compiled coupled evaluation): a value a callback changes after the first
+    step acts on the steps after it as on numpy's path."""
+    from conftest import two_link_model
+
+    module = sys.modules[__name__]
+    finals = {}
+    for compiled in (True, False):
+        monkeypatch.setattr(module, "STIFFNESS", 0.0)
+        model = two_link_model()
+        model.compiled = compiled
+        model.add_term(spring, name="spring")
+
+        def stiffening(state, info):
+            if info.step == 1:
+                monkeypatch.setattr(module, "STIFFNESS", 5000.0)
+
+        finals[compiled] = sf.simulate(model, t_end=0.05, dt=0.01, progress=False, callback=stiffening).final_state
+    scale = np.abs(finals[False].u).max()
+    assert scale > 0.05  # (the spring moved the fibers)
+    np.testing.assert_allclose(finals[True].u, finals[False].u, rtol=0, atol=1e-9 * scale)
+    np.testing.assert_allclose(finals[True].q, finals[False].q, rtol=0, atol=1e-9)
+
+
+def test_the_check_reads_no_code_of_the_users_and_survives_odd_objects():
+    """A module's __getattr__, a metaclass's __getattr__, a __class__ property, a __dict__ property, a function
+    of hundreds of names (EXTENDED_ARG): the check neither runs them nor fails; what it can read, it follows."""
+    space = {"__name__": "user_script"}
+    exec(textwrap.dedent("""
+        import types
+        lazy = types.ModuleType("lazy")
+        def refuse(name):
+            raise RuntimeError("a module's __getattr__ ran")
+        lazy.__getattr__ = refuse
+        lazy.K = 1.0
+        class Meta(type):
+            def __getattr__(cls, name):
+                raise RuntimeError("a metaclass __getattr__ ran")
+        class Odd(metaclass=Meta):
+            pass
+        class Holder:
+            odd = Odd()
+            k = 2.0
+        class Masked:
+            @property
+            def __class__(self):
+                raise RuntimeError("a __class__ property ran")
+        class DictProperty:
+            k = 1.0
+            @property
+            def __dict__(self):
+                raise RuntimeError("a __dict__ property ran")
+        holder, masked, hidden = Holder(), Masked(), DictProperty()
+        forms = dict(module=lambda v, w: lazy.K * v, metaclass=lambda v, w: holder.k * v,
+                     masked=lambda v, w: masked * v, hidden=lambda v, w: hidden.k * v)
+    """), space)
+    names = [f"x{k}" for k in range(300)]
+    exec("def many(v, w):\n    " + "; ".join(f"{n} = {k}" for k, n in enumerate(names)) + "\n    return holder.k * v",
+         space)
+    forms = space["forms"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _changes(forms["module"], lambda: setattr(space["lazy"], "K", 3.0))
+        assert _changes(forms["metaclass"], lambda: setattr(space["holder"], "k", 4.0))
+        assert not _changes(forms["masked"], lambda: None)
+        assert not _changes(forms["hidden"], lambda: None)  # (documented: not read, so not seen)
+        assert _changes(space["many"], lambda: setattr(space["holder"], "k", 5.0))
+
+
+def test_an_object_replaced_in_between_or_given_another_dict_is_seen():
+    """The compared identity keeps its object alive (a new object at the old one's address is no false
+    "unchanged"), and an object's attributes are read from the dict it has now."""
+
+    class Tendon:
+        def __init__(self, E):
+            self.E = E
+
+    class Parameters:
+        def __init__(self):
+            self.tendon = Tendon(2.0)
+            self.k = 1.0
+
+    params = Parameters()
+
+    def form(v, w):
+        return params.tendon.E * params.k * v
+
+    numbers = FormNumbers([form])
+    assert not numbers.changed()
+    for k in range(20):
+        params.tendon = None
+        params.tendon = Tendon(7.0 + k)
+        assert numbers.changed(), k
+    params.__dict__ = {"tendon": params.tendon, "k": 5.0}
+    assert numbers.changed() and "params.k" in numbers.changed_names

@@ -1,25 +1,25 @@
 """The numbers a form reads through names: what a model compares to notice a changed parameter.
 
 A form is a plain function, and its parameters are the numbers it closes over: a global of its module, a
-variable of the function that made it, an entry of a list, tuple or dict held under such a name
-(``EI``, ``params["EI"]``), or an attribute read from such a name (``params.EI``, ``cfg.tendon.E``, a method's
-``self.EI``).  The form compiler reads them when it traces the form and hands them to the kernel as numbers;
-numpy reads them at every call.  :func:`number_sources` finds where a form reads them, following the user's
-own functions it calls (plain functions, ``functools.partial``, bound methods and their ``self``, class
-methods and their ``cls``, callable objects, and functions reached as attributes of the user's modules,
-classes and objects), and
-:class:`FormNumbers` reads them all again: when a value differs from that of the trace (or a name is bound to
-another function or object), the model traces its forms again (the same machine code, the new numbers), so a
-parameter changed between two runs, or between two evaluations, acts on both paths alike.
+variable of the function that made it, an entry of a list, tuple or dict held under such a name (``EI``,
+``params["EI"]``), or an attribute read from such a name (``params.EI``, ``cfg.tendon.E``, a method's
+``self.EI``). The form compiler reads them when it traces the form and hands them to the kernel as numbers;
+numpy reads them at every call. :func:`number_sources` finds where a form reads them, following the user's own
+functions it calls (plain functions, ``functools.partial``, bound methods and their ``self``, class methods
+and their ``cls``, callable objects, and functions reached as attributes of the user's modules, classes and
+objects), and :class:`FormNumbers` reads them all again: when a value differs from that of the trace (or a
+name is bound to another function or object), the model traces its forms again (the same machine code, the new
+numbers), so a parameter changed between two runs, or between two evaluations, acts on both paths alike.
 
 Not seen: a number computed inside a library's function, held where reading it would run code (a property,
 ``__getattr__``, an object with ``__slots__``), or reached past an expression or another name
-(``get_params().EI``, ``models[0].EI``, ``getattr(params, "EI")``, ``p = params`` then ``p.EI``); an array of
-more than :data:`MAX_ARRAY_SIZE` entries, a list, tuple or dict of more than :data:`MAX_ITEMS` items, or one
-nested :data:`MAX_DEPTH` deep, changed in place (they are compared by identity: give a new one).  Such a form
-takes the value of its trace on the compiled path until the model's terms change
-(:meth:`skfiber.Model.replace_term`).  A form that reads one entry of a dict or list reads, for this
-comparison, the whole of it: an entry it does not use changed (a history appended to) traces it again.
+(``get_params().EI``, ``models[0].EI``, ``getattr(params, "EI")``, ``p = params`` then ``p.EI``, an attribute
+of a partial's argument, of a function or of a metaclass); an array of more than :data:`MAX_ARRAY_SIZE`
+entries, a list, tuple or dict of more than :data:`MAX_ITEMS` items, or one nested :data:`MAX_DEPTH` deep,
+changed in place (they are compared by identity: give a new one). Such a form takes the value of its trace on
+the compiled path until the model's terms change (:meth:`skfiber.Model.replace_term`). A form that reads one
+entry of a dict or list reads, for this comparison, the whole of it: an entry it does not use changed (a
+history appended to) traces it again.
 
 Examples
 --------
@@ -42,6 +42,8 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from ..core.warn import warn
+
 __all__ = ["FormNumbers", "number_sources", "read_numbers", "LIBRARIES", "MAX_ARRAY_SIZE", "MAX_ITEMS"]
 
 #: the functions of these packages that a form calls are not followed (their numbers are the library's)
@@ -56,28 +58,58 @@ MAX_DEPTH = 4
 _EMPTY = object()  # an empty closure cell's value
 
 
+def _is(value, kinds) -> bool:
+    """``isinstance`` by the value's type alone (``isinstance`` also reads a ``__class__`` that may run code)."""
+    return issubclass(type(value), kinds)
+
+
+def _class_attribute(cls: type, name: str):
+    """``name`` as the first class of ``cls``'s method resolution order defines it, read from the classes'
+    dicts (no metaclass ``__getattr__`` runs), or :data:`_EMPTY`."""
+    for c in cls.__mro__:
+        if name in vars(c):
+            return vars(c)[name]
+    return _EMPTY
+
+
+class _Same:
+    """A compared value that is an object's identity: equal only to the same object (kept alive, so that its
+    address cannot go to another object while the comparison stands)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        return type(other) is _Same and other.value is self.value
+
+    def __hash__(self):
+        return id(self.value)
+
+
 def _numbers(value, depth: int = 0):
     """A comparable copy of ``value`` when it holds numbers (a number, an array of numbers, or a list, tuple or
     dict with numbers among its items); None for anything else.  Other items of a container are compared by
     identity, and so are arrays of more than :data:`MAX_ARRAY_SIZE` entries, containers of more than
     :data:`MAX_ITEMS` items and containers nested :data:`MAX_DEPTH` deep."""
-    if isinstance(value, (bool, int, float, complex, np.number, np.bool_)):
+    if _is(value, (bool, int, float, complex, np.number, np.bool_)):
         return value if value == value else ("nan", type(value).__name__)  # (a nan equals itself here)
-    if isinstance(value, np.ndarray):
+    if _is(value, np.ndarray):
         if value.dtype.kind not in "biufc":
             return None
         if value.size > MAX_ARRAY_SIZE:
-            return ("array", id(value), value.shape)
+            return ("array", _Same(value), value.shape)
         return ("array", value.shape, value.dtype.str, value.tobytes())
-    if isinstance(value, (list, tuple, dict)):
+    if _is(value, (list, tuple, dict)):
         if depth >= MAX_DEPTH or len(value) > MAX_ITEMS:
-            return ("container", id(value), len(value))
+            return ("container", _Same(value), len(value))
         items, numbers = [], False
-        for key, item in (value.items() if isinstance(value, dict) else enumerate(value)):
+        for key, item in (value.items() if _is(value, dict) else enumerate(value)):
             copy = _numbers(item, depth + 1)
             numbers = numbers or copy is not None
-            key = key if isinstance(key, (str, int, float, tuple)) else ("key", id(key))
-            items.append((key, ("object", id(item)) if copy is None else copy))
+            key = key if _is(key, (str, int, float, tuple)) else ("key", id(key))
+            items.append((key, _Same(item) if copy is None else copy))
         return (type(value).__name__, tuple(items)) if numbers else None
     return None
 
@@ -96,6 +128,8 @@ def _names_read(code: types.CodeType) -> tuple[set[str], set[tuple[str, str, tup
 
     for instruction in dis.get_instructions(code):
         opname = instruction.opname
+        if opname in ("EXTENDED_ARG", "CACHE", "NOP"):  # (a long argument's prefix: not a load of its own)
+            continue
         if opname in ("LOAD_ATTR", "LOAD_METHOD") and root is not None:
             attributes.append(instruction.argval)
             continue
@@ -120,9 +154,18 @@ def _names_read(code: types.CodeType) -> tuple[set[str], set[tuple[str, str, tup
 
 
 def _library(value) -> bool:
-    """Whether ``value`` (a function, class or module) belongs to a package of :data:`LIBRARIES`."""
-    module = getattr(value, "__module__", None) or getattr(value, "__name__", None) or ""
-    return module.split(".")[0] in LIBRARIES
+    """Whether ``value`` (a function, class or module) belongs to a package of :data:`LIBRARIES`; its module's
+    name is read from the dicts and slots that hold it (a module's ``__getattr__`` does not run)."""
+    if _is(value, types.ModuleType):
+        name = vars(value).get("__name__", "")
+    elif _is(value, type):
+        name = type.__dict__["__module__"].__get__(value, type)
+    elif _is(value, types.FunctionType):
+        name = value.__module__
+    else:  # (a builtin function or method: its C type's slot)
+        name = getattr(value, "__module__", None) if _is(value, types.BuiltinFunctionType) else None
+        name = name if name is not None else type.__dict__["__module__"].__get__(type(value), type)
+    return str(name or "").split(".")[0] in LIBRARIES
 
 
 def _callable_parts(value) -> tuple[list, list]:
@@ -131,18 +174,20 @@ def _callable_parts(value) -> tuple[list, list]:
     or a classmethod's function; a callable object's ``__call__``.  A function of a method comes as
     (function, the object its ``self`` is) — an object's attributes are read through ``self`` too — and any
     other as (function, None)."""
-    if isinstance(value, types.FunctionType):
+    if _is(value, types.FunctionType):
         return ([] if _library(value) else [(value, None)]), []
-    if isinstance(value, functools.partial):
+    if _is(value, functools.partial):
         functions, fixed = _callable_parts(value.func)
         return functions, [*fixed, *value.args, *value.keywords.values()]
-    if isinstance(value, types.MethodType):
+    if _is(value, types.MethodType):
         functions, fixed = _callable_parts(value.__func__)
         return [(function, value.__self__) for function, _ in functions], fixed
-    if isinstance(value, (staticmethod, classmethod)):
+    if _is(value, (staticmethod, classmethod)):
         return _callable_parts(value.__func__)
-    call = getattr(type(value), "__call__", None)
-    if callable(value) and isinstance(call, types.FunctionType) and not _library(type(value)):
+    if _is(value, type) or _is(value, types.ModuleType):
+        return [], []
+    call = _class_attribute(type(value), "__call__")
+    if _is(call, types.FunctionType) and not _library(type(value)):
         return [(call, value)], []
     return [], []
 
@@ -155,11 +200,28 @@ def _is_class(value) -> bool:
 def _instance_dict(owner):
     """The instance dict of ``owner`` through its class's own ``__dict__`` slot (no ``__getattr__``, no property
     called ``__dict__``), or None (``__slots__`` without one)."""
-    slot = next((vars(c)["__dict__"] for c in type(owner).__mro__ if "__dict__" in vars(c)), None)
-    if not isinstance(slot, (types.GetSetDescriptorType, types.MemberDescriptorType)):
+    slot = _class_attribute(type(owner), "__dict__")
+    if not _is(slot, (types.GetSetDescriptorType, types.MemberDescriptorType)):
         return None
     instance = slot.__get__(owner, type(owner))
     return instance if type(instance) is dict else None
+
+
+class _Attributes:
+    """A holder of an object's own attributes, read from its instance dict at each read (the object may be given
+    another dict): ``holder.get(name, default)``, ``holder[name]``."""
+
+    __slots__ = ("owner", "slot")
+
+    def __init__(self, owner):
+        self.owner = owner
+        self.slot = _class_attribute(type(owner), "__dict__")  # (its class's __dict__ descriptor)
+
+    def get(self, key, default=None):
+        return self.slot.__get__(self.owner, None).get(key, default)
+
+    def __getitem__(self, key):
+        return self.slot.__get__(self.owner, None)[key]
 
 
 def _attribute_holders(owner, attribute: str) -> list:
@@ -175,20 +237,23 @@ def _attribute_holders(owner, attribute: str) -> list:
     if _library(cls):
         return []
     instance = None if _is_class(owner) else _instance_dict(owner)
-    before = [] if instance is None else [instance]
+    if instance is None and not _is_class(owner) and cls.__dictoffset__ != 0:
+        return []  # (an instance dict that cannot be read without running code: a __dict__ property)
+    own = None if instance is None else _Attributes(owner)
+    before = [] if own is None else [own]
     for defining in cls.__mro__:
         if attribute in vars(defining):
             held = vars(defining)[attribute]
-            if hasattr(type(held), "__set__") or _library(defining):
+            if _class_attribute(type(held), "__set__") is not _EMPTY or _library(defining):
                 return []  # (a property or another data descriptor takes precedence over the instance dict)
-            if instance is not None and attribute in instance:
-                return [instance]
-            if hasattr(type(held), "__get__") and not isinstance(held, (types.FunctionType, staticmethod,
-                                                                        classmethod)):
+            if own is not None and attribute in instance:
+                return [own]
+            if (_class_attribute(type(held), "__get__") is not _EMPTY
+                    and not _is(held, (types.FunctionType, staticmethod, classmethod))):
                 return []  # (computed when read: cached_property, a library's descriptor)
             return [*before, vars(defining)]
         before.append(vars(defining))
-    return [instance] if instance is not None and attribute in instance else []
+    return [own] if own is not None and attribute in instance else []
 
 
 class _Fixed:
@@ -230,7 +295,7 @@ def number_sources(functions: Iterable[Callable], labels: list | None = None) ->
         """Keep ``holder[key]`` (``value``) if it is numbers, a user's callable (followed) or module: whether it
         was kept."""
         functions, fixed = _callable_parts(value)
-        if functions or fixed or (isinstance(value, types.ModuleType) and not _library(value)):
+        if functions or fixed or (_is(value, types.ModuleType) and not _library(value)):
             keep(holder, key, label)  # (rebinding the name to another function is a change too)
             for function, bound in functions:
                 visit(function, depth + 1, bound)
@@ -259,10 +324,10 @@ def number_sources(functions: Iterable[Callable], labels: list | None = None) ->
             holder, owner = holders[-1], value
             value = holder[attribute]
             shown = value
-            if isinstance(holder, types.MappingProxyType):  # (read from a class: a method of it)
-                if isinstance(value, types.FunctionType) and not _is_class(owner):
+            if _is(holder, types.MappingProxyType):  # (read from a class: a method of it)
+                if _is(value, types.FunctionType) and not _is_class(owner):
                     shown = types.MethodType(value, owner)
-                elif isinstance(value, classmethod):
+                elif _is(value, classmethod):
                     shown = types.MethodType(value.__func__, owner if _is_class(owner) else type(owner))
             if not source(holder, attribute, shown, depth, label):
                 keep(holder, attribute, label)
@@ -317,7 +382,7 @@ def _value(value):
     """What :func:`read_numbers` compares of one source's value: its numbers, or a callable's or a module's
     identity."""
     copy = _numbers(value)
-    return copy if copy is not None else ("object", id(value))
+    return copy if copy is not None else _Same(value)
 
 
 def read_numbers(sources: tuple) -> tuple:
@@ -359,21 +424,34 @@ class FormNumbers:
         self._sources = None
         self._labels: list = []
         self._values = None
+        self._failed = False  # (reading the numbers failed: see changed)
         self.changed_names: tuple[str, ...] = ()
 
     def changed(self) -> bool:
         """Whether a value differs from the last read (False at the first call, which reads them; True for a
-        copy's).  After a change the sources are found again (a name bound to another function reads others)."""
-        values = None if self._sources is None else read_numbers(self._sources)
-        if values is not None and values == self._values:
+        copy's).  After a change the sources are found again (a name bound to another function reads others).
+        Should reading them fail (an object this module did not foresee), that is warned once and the numbers
+        are taken as unchanged from then on."""
+        if self._failed:
             return False
-        first = self._sources is None
-        if not first:
-            self.changed_names = tuple(dict.fromkeys(
-                label for label, a, b in zip(self._labels, values, self._values) if a != b))
-        self._labels = []
-        self._sources = number_sources(self.forms, self._labels)
-        self._values = read_numbers(self._sources)
+        try:
+            values = None if self._sources is None else read_numbers(self._sources)
+            if values is not None and values == self._values:
+                return False
+            first = self._sources is None
+            if not first:
+                self.changed_names = tuple(dict.fromkeys(
+                    label for label, a, b in zip(self._labels, values, self._values) if a != b))
+            labels: list = []
+            sources = number_sources(self.forms, labels)
+            self._values = read_numbers(sources)
+            self._sources, self._labels = sources, labels
+        except Exception as error:  # (not the user's mistake: the forms still run, with their traced numbers)
+            self._failed = True
+            warn(f"the numbers the forms read could not be checked ({type(error).__name__}: {error}); a parameter "
+                 "changed after the forms were traced may not act on the compiled path: give the form again "
+                 "(Model.replace_term) after changing one", RuntimeWarning)
+            return False
         copied, self._copied = self._copied, False
         return copied or not first
 
