@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import skfiber as sf
-from skfiber.core import AdaptiveCursor, ErrorControl, StepCounts, run_adaptive
+from skfiber.core import AdaptiveCursor, ErrorControl, StepCounts, output_grid, run_adaptive
 from skfiber.core.bdf import anchor, error_weights, interpolate
 from skfiber.core.step_control import _estimate
 from skfiber.demos import pendulum_chain as pc
@@ -452,3 +452,124 @@ def test_dense_output_between_long_steps_is_of_second_order_at_least():
     assert len(errors) == outputs.size
     assert max(errors) <= 0.2**3 / (9 * math.sqrt(3)) * 1.0, max(errors)
     assert max(errors) > 1e-6  # (the steps are long: the outputs are interpolated, not landed on)
+
+
+def _taut_string(n=4):
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=n)
+    model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+    return model, fiber
+
+
+def _exact_steps(control, t_end, *, fail=None):
+    """Accepted step sizes of run_adaptive on u = 0 (every step exact: err = 0)."""
+    def advance(payload, h, k):
+        if fail is not None and fail(h, k):
+            raise sf.ConvergenceError("fails", t=payload + h, step=k, residual_history=[1.0, 1.0])
+        return payload + h, 1
+
+    def flatten(t):
+        return np.array([0.0, 0.0])
+
+    _, counts = run_adaptive(advance, flatten, 0.0, t0=0.0, t_end=t_end, control=control, n_positions=1,
+                             output_times=np.array([t_end]), emit=lambda *a: None)
+    return list(counts.step_sizes)
+
+
+def test_the_last_stretch_is_two_equal_steps_not_a_step_and_a_sliver():
+    """Error control on an exactly integrated problem: a remainder under two steps is split in two equal steps
+    (0.4, 0.3, 0.3 to t = 1)."""
+    control = ErrorControl(rtol=0.0, atol=1.0, h_min=1e-9, h_max=0.4, h_initial=0.4)
+    assert _exact_steps(control, 1.0) == pytest.approx([0.4, 0.3, 0.3], rel=1e-12)
+
+
+def test_a_step_that_would_leave_a_sliver_under_one_percent_is_stretched_to_the_end():
+    """A step that would leave less than 1 % of a step is stretched to the end (0.5, 0.504 to t = 1.004)."""
+    control = ErrorControl(rtol=0.0, atol=1.0, h_min=1e-9, h_max=0.5, h_initial=0.5)
+    assert _exact_steps(control, 1.004) == pytest.approx([0.5, 0.504], rel=1e-12)
+
+
+def test_the_step_after_a_newton_failure_does_not_grow():
+    """After a step that Newton failed and was redone shorter, the next step keeps that size once before
+    growing."""
+    control = ErrorControl(rtol=0.0, atol=1.0, h_min=1e-9, h_max=10.0, h_initial=0.1)
+    fails = {"n": 0}
+
+    def fail(h, k):
+        if k == 2 and not fails["n"]:
+            fails["n"] += 1
+            return True
+        return False
+    steps = _exact_steps(control, 10.0, fail=fail)
+    # 0.1 (grows ×2 next), 0.2 fails -> 0.1 accepted, then kept once (0.1), then ×2
+    assert steps[:4] == pytest.approx([0.1, 0.1, 0.1, 0.2], rel=1e-12)
+
+
+def test_a_step_with_a_nan_state_is_never_accepted():
+    """A step whose state holds a NaN is rejected (the error test is written to fail for NaN): the run fails and
+    outputs nothing."""
+    def advance(payload, h, k):
+        return payload + h, 1
+
+    def flatten(t):
+        return np.array([math.nan if t > 0.3 else t, 1.0])
+
+    control = ErrorControl(rtol=1e-3, atol=1e-3, h_min=1e-3, h_max=1.0, h_initial=0.1)
+    emitted = []
+    with pytest.raises(sf.ConvergenceError):
+        run_adaptive(advance, flatten, 0.0, t0=0.0, t_end=1.0, control=control, n_positions=1,
+                     output_times=np.array([0.5, 1.0]), emit=lambda t, x, p: emitted.append(t))
+    assert emitted == []
+
+
+def test_a_remainder_under_one_percent_joins_the_last_output_interval():
+    """output_grid joins a remainder under 1 % of the output interval to the last interval (its docstring)."""
+    assert output_grid(0.0, 1.001, output_dt=0.25).tolist() == [0.25, 0.5, 0.75, 1.001]
+
+
+def test_error_control_defaults():
+    """The documented defaults: h_max the span, h_min 1e-10 of it, h_initial a tenth of the shorter of the span
+    and the output interval."""
+    from skfiber.adaptive import error_control
+    c = error_control(rtol=1e-3, atol=None, h_min=None, h_max=None, span=0.5, output_dt=2.0)
+    assert c.h_max == 0.5 and c.h_min == pytest.approx(0.5e-10, rel=1e-12) and c.h_initial == pytest.approx(0.05)
+
+
+def test_interpolated_states_of_a_coupled_model_have_the_right_velocities():
+    """Output times between steps of a model with bodies: the interpolated fiber velocities agree with a fine
+    fixed-step run (to 5 % of the largest velocity)."""
+    model = two_link_model()
+    T = 0.1
+    outputs = np.linspace(0.01, T, 10)
+    tight = sf.simulate(model, t_end=T, method="bdf2", rtol=1e-5, atol=1e-7, output_times=outputs, progress=False)
+    fine = sf.simulate(model, t_end=T, dt=T / 400, method="bdf2", progress=False)
+    ref = fine.velocities[::40]
+    scale = np.abs(ref).max()
+    assert np.abs(tight.velocities - ref).max() <= 5e-2 * scale
+
+
+def test_the_callbacks_newton_iterations_add_up_to_the_runs():
+    """The callback's Newton iterations per output add up to the run's count."""
+    model, _ = _taut_string()
+    seen = []
+    r = sf.simulate(model, t_end=0.05, method="bdf2", rtol=1e-4, atol=1e-6, output_times=np.linspace(0.01, 0.05, 5),
+                    callback=lambda s, info: seen.append(info.newton_iterations), progress=False)
+    assert sum(seen) == r.step_counts.newton_iterations
+
+
+def test_the_last_output_is_kept_whatever_store_every():
+    """The last output is stored whatever store_every, as on fixed steps."""
+    model, _ = _taut_string()
+    r = sf.simulate(model, t_end=0.05, method="bdf2", rtol=1e-4, atol=1e-6, output_times=np.linspace(0.01, 0.05, 5),
+                    store_every=2, progress=False)
+    assert r.times[-1] == 0.05
+
+
+def test_an_error_controlled_run_starts_afresh_from_a_state_with_history():
+    """An error-controlled run from a state with BDF history starts as from the state without it (bit for bit)."""
+    model, _ = _taut_string()
+    first = sf.simulate(model, t_end=0.03, dt=0.01, method="bdf2", progress=False).final_state
+    assert first.has_history
+    kw = dict(t_end=0.06, method="bdf2", rtol=1e-4, atol=1e-6, progress=False)
+    a = sf.simulate(model, state=first, **kw)
+    b = sf.simulate(model, state=first.without_history(), **kw)
+    assert np.array_equal(a.final_state.u, b.final_state.u) and a.step_counts == b.step_counts

@@ -335,3 +335,27 @@ def test_bundle_refuses_scales_that_spread_it_wider_than_ten_times_its_length():
     assert 2 * np.max(np.linalg.norm(ends - ends.mean(axis=0), axis=1)) == pytest.approx(2.2)
     with pytest.raises(ValueError, match="2.2 m across at its insertion for a muscle 0.2 m long"):
         bundle_points((0, 0, 0), (0, 0, -0.2), 7, radius=0.01, origin_scale=0.02, insertion_scale=1.0)
+
+
+def test_a_row_bundle_keeps_the_clearance_over_all_pairs():
+    """A row insertion (12 fibers, the row half as wide as the origin patch) keeps the 10 % clearance between
+    every pair of fibers."""
+    n, r0 = 12, 0.005
+    P = bundle_curves((0, 0, 0), (0, 0, -0.3), n, radius=r0, insertion_layout="row", insertion_scale=0.5, up=(0, 1, 0))
+    i, j = np.triu_indices(n, 1)
+    gap = smallest_gap(P[:, 0], P[:, 2], np.full(201, r0), np.column_stack([i, j]).astype(np.int64), middles=P[:, 1])
+    assert gap >= 0.1 * (1 - 1e-9)
+
+
+def test_only_the_ratio_of_the_patch_scales_matters():
+    """The points depend on the ratio of the origin and insertion scales only, as documented."""
+    a = bundle_points((0, 0, 0), (0, 0, -0.3), 7, radius=0.005, origin_scale=1.0, insertion_scale=0.5)
+    b = bundle_points((0, 0, 0), (0, 0, -0.3), 7, radius=0.005, origin_scale=4.0, insertion_scale=2.0)
+    np.testing.assert_allclose(b[0], a[0], rtol=0, atol=1e-6)
+    np.testing.assert_allclose(b[1], a[1], rtol=0, atol=1e-6)
+
+
+def test_ties_in_size_are_recruited_by_index():
+    """Units of equal size are recruited in the order of their index (the closed-form thresholds of 8 units)."""
+    T = size_principle_thresholds([1.0, 2.0] * 4, last=0.8)
+    np.testing.assert_allclose(T, [0, 0.32, 0.08, 0.48, 0.16, 0.64, 0.24, 0.8], atol=1e-12)

@@ -348,3 +348,21 @@ def test_resume_from_a_time_just_below_its_grid_point(tmp_path, reference):
     resumed = run_simulation(model, t_end=0.3, dt=DT, out_dir=tmp_path, checkpoint_every=5, resume=True,
                              progress=False)
     assert resumed.steps == 30 and _diff(resumed.final_state, ref.final_state) <= 1e-12
+
+
+def _taut_string(n=4):
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=n)
+    model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+    return model, fiber
+
+
+def test_a_fresh_run_without_checkpoints_removes_an_older_runs_checkpoint(tmp_path):
+    """A fresh run in a folder that holds another run's checkpoint removes it, so that a later resume cannot
+    continue the other run."""
+    model, _ = _taut_string()
+    run_simulation(model, t_end=0.02, dt=0.01, out_dir=tmp_path, checkpoint_every=1, progress=False)
+    assert checkpoint_path(tmp_path).exists()
+    run_simulation(model, t_end=0.03, dt=0.01, out_dir=tmp_path, checkpoint_every=None, progress=False)
+    assert not checkpoint_path(tmp_path).exists()   # a later resume cannot pick up the other run's state
+    with pytest.raises(FileNotFoundError):
+        run_simulation(model, t_end=0.05, dt=0.01, out_dir=tmp_path, resume=True, progress=False)

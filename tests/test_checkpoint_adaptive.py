@@ -159,3 +159,17 @@ def test_error_control_inputs_are_checked_before_anything_is_written(tmp_path):
     other = run_simulation(model, t_end=0.02, dt=DT, out_dir=tmp_path / "f32", progress=False,
                            **{**TOL, "rtol": np.float32(1e-3)})
     assert other.steps == 2
+
+
+def test_a_ctrl_c_during_the_outputs_checkpoints_consistent_counts(tmp_path):
+    """A Ctrl-C while outputs are written: the checkpoint's step sizes, Newton counts and accepted steps agree."""
+    def interrupt(state, info):
+        if info.step == 3:
+            raise KeyboardInterrupt
+
+    model = build_model(1)
+    run = run_simulation(model, t_end=0.1, dt=0.01, out_dir=tmp_path, checkpoint_every=4, callback=interrupt,
+                         progress=False, method="bdf2", rtol=1e-3, atol=1e-5)
+    assert run.interrupted
+    control = sio.load_checkpoint(checkpoint_path(tmp_path)).control
+    assert len(control["step_sizes"]) == len(control["step_iterations"]) == control["counts"][0]

@@ -386,3 +386,73 @@ def test_the_fingerprint_tells_apart_what_a_resume_must_not_change():
     prints = {name: model(**{name: value}) for name, value in changes.items()}
     assert all(p != base for p in prints.values()), [n for n, p in prints.items() if p == base]
     assert len(set(prints.values())) == len(prints)
+
+
+def _taut_string(n=4):
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=n)
+    model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+    return model, fiber
+
+
+def test_dropping_a_step_keeps_the_static_bodies_file_the_other_steps_list(tmp_path):
+    """A step dropped from a series with static bodies (a resume after a Ctrl-C off the output grid) removes its
+    own files only: the bodies file the other steps list stays."""
+    model, _ = _taut_string()
+    series = sio.VTKSeries(tmp_path, model, name="s", bodies=[((0, 0, -0.2), (1, 0, 0), 0.05)])
+    state = model.initial_state()
+    for k in range(3):
+        state.t = 0.1 * k
+        series.write(state, k)
+    series.drop_time(0.2)
+    entries = sio.read_pvd(tmp_path / "s.pvd")
+    assert sorted({e.time for e in entries}) == [0.0, 0.1]
+    assert all((tmp_path / e.file).is_file() for e in entries)
+
+
+def test_resuming_a_series_at_time_zero_keeps_step_zero(tmp_path):
+    """A series resumed at t = 0 (a checkpoint before the first output time) keeps step 0 and drops what came
+    after it."""
+    model, _ = _taut_string()
+    series = sio.VTKSeries(tmp_path, model, name="s")
+    state = model.initial_state()
+    series.write(state, 0)
+    state.t = 0.1
+    series.write(state, 1)
+    again = sio.VTKSeries(tmp_path, model, name="s", resume_time=0.0)
+    assert again.times == [0.0]
+    assert (tmp_path / "s_fibers_000000.vtu").is_file() and not (tmp_path / "s_fibers_000001.vtu").exists()
+
+
+def test_pvd_times_are_written_exactly(tmp_path):
+    """The .pvd's times read back bit for bit (as documented), not rounded to six digits."""
+    times = [0.0, 1 / 3, 0.1 + 1e-9, 12345.678901234]
+    sio.write_pvd(tmp_path / "a.pvd", [sio.PvdEntry(t, 0, f"f{k}.vtu") for k, t in enumerate(times)])
+    assert [e.time for e in sio.read_pvd(tmp_path / "a.pvd")] == times
+
+
+def test_fiber_tangent_is_the_unit_derivative_of_the_current_centerline():
+    """The output's tangent is x'/|x'| of the deformed centerline (central differences of the position), not of
+    the reference."""
+    model, fiber = _taut_string(n=4)
+    state = model.initial_state()
+    state.u[:] = 0.05 * np.random.default_rng(3).standard_normal(state.u.size)
+    theta = np.array([0.2, 0.45, 0.7])
+    eps = 1e-6
+    f = sf.fiber_fields(model, state, fiber, theta=theta)
+    plus = sf.fiber_fields(model, state, fiber, theta=theta + eps).position
+    minus = sf.fiber_fields(model, state, fiber, theta=theta - eps).position
+    d = plus - minus
+    np.testing.assert_allclose(f.tangent, d / np.linalg.norm(d, axis=0), atol=1e-6)
+
+
+def test_fiber_activation_and_stress_are_those_at_the_states_time():
+    """Activation and stress of the output are those at the state's time (α(t) = min(t, 1) at t = 0.5)."""
+    fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2, law=sf.paper_law(), activation=lambda t: min(t, 1.0))
+    model = sf.Model([fiber])
+    state = model.initial_state()
+    state.t = 0.5
+    f = sf.fiber_fields(model, state, fiber, theta=np.array([0.5]))
+    assert f.activation == 0.5
+    expected = fiber.law(sf.MaterialPoint(np.ones(1), np.zeros(1), theta=np.array([0.5]), t=0.5,
+                                          muscle_fraction=f.muscle_fraction, activation=0.5)).stress
+    np.testing.assert_allclose(f.stress, expected)
