@@ -333,7 +333,9 @@ class FastCoupling:
         model, N = self.model, p.N
         kernel = model.form_kernel  # (the forms' numbers read again: traced anew when one has changed)
         if kernel is not self._kernel:
-            self._kernel, self._fused, self._fused_ready = kernel, None, False
+            if kernel.function is not self._kernel.function and self._fused is not False:
+                self._fused, self._fused_ready = None, False  # (another machine code: fuse it anew)
+            self._kernel = kernel
         t = float(t)
         z = np.ascontiguousarray(z, dtype=float)
         fused = None

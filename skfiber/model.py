@@ -546,6 +546,13 @@ class Model:
                  "changed.  A value that varies during a run (set by a callback or by the form itself) belongs "
                  "in the form, as a function of w.t or of the state", RuntimeWarning)
 
+    def __getstate__(self):
+        """The model's attributes for a copy or a pickle, outside any run (a copy made during a run, by a
+        callback, is not in it)."""
+        state = dict(self.__dict__)
+        state.update(_in_run=False, _run_begins=False, _retraces=0, _retrace_checks=0)
+        return state
+
     @contextlib.contextmanager
     def run_scope(self):
         """The span of one run, for the check of the forms' numbers (:func:`one_run` puts

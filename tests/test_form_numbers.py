@@ -533,3 +533,42 @@ def test_an_object_replaced_in_between_or_given_another_dict_is_seen():
         assert numbers.changed(), k
     params.__dict__ = {"tendon": params.tendon, "k": 5.0}
     assert numbers.changed() and "params.k" in numbers.changed_names
+
+
+def test_a_copy_made_during_a_run_is_outside_it_and_a_changed_class_is_read(monkeypatch):
+    """A model deep-copied by a callback is not in a run (a sweep on the copy warns nothing); an object given
+    another class keeps its attributes read (the compiled path follows the change)."""
+    model = _model(True, ("spring", spring))
+    model.fix(model.fibers[0], "start")
+    copies = []
+    sf.simulate(model, t_end=0.03, dt=0.01, progress=False, callback=lambda s, i: copies.append(copy.deepcopy(model)))
+    module = sys.modules[__name__]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for run in range(15):
+            monkeypatch.setattr(module, "STIFFNESS", 100.0 + run)
+            sf.simulate(copies[0], t_end=0.03, dt=0.01, progress=False)
+
+    class A:
+        pass
+
+    class B:
+        pass
+
+    params = A()
+    params.k = 100.0
+
+    @LinearForm
+    def scaled(v, w):
+        return params.k * dot(w.x - w.X, v) * w.J
+
+    model = _model(True, ("scaled", scaled))
+    u, v = _state(model)
+    z = np.zeros_like(u)
+    before = model.evaluate(u, v, z, 0.0, c_v=0.0, c_a=0.0, parts=["scaled"]).residual
+    params.__class__ = B
+    params.k = 300.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        after = model.evaluate(u, v, z, 0.0, c_v=0.0, c_a=0.0, parts=["scaled"]).residual
+    np.testing.assert_allclose(after, 3.0 * before, rtol=1e-13, atol=1e-15)

@@ -102,10 +102,12 @@ def _numbers(value, depth: int = 0):
             return ("array", _Same(value), value.shape)
         return ("array", value.shape, value.dtype.str, value.tobytes())
     if _is(value, (list, tuple, dict)):
-        if depth >= MAX_DEPTH or len(value) > MAX_ITEMS:
-            return ("container", _Same(value), len(value))
+        base = dict if _is(value, dict) else list if _is(value, list) else tuple  # (not a subclass's methods)
+        size = base.__len__(value)
+        if depth >= MAX_DEPTH or size > MAX_ITEMS:
+            return ("container", _Same(value), size)
         items, numbers = [], False
-        for key, item in (value.items() if _is(value, dict) else enumerate(value)):
+        for key, item in (dict.items(value) if base is dict else enumerate(base.__iter__(value))):
             copy = _numbers(item, depth + 1)
             numbers = numbers or copy is not None
             key = key if _is(key, (str, int, float, tuple)) else ("key", id(key))
@@ -211,17 +213,17 @@ class _Attributes:
     """A holder of an object's own attributes, read from its instance dict at each read (the object may be given
     another dict): ``holder.get(name, default)``, ``holder[name]``."""
 
-    __slots__ = ("owner", "slot")
+    __slots__ = ("owner",)
 
     def __init__(self, owner):
         self.owner = owner
-        self.slot = _class_attribute(type(owner), "__dict__")  # (its class's __dict__ descriptor)
 
     def get(self, key, default=None):
-        return self.slot.__get__(self.owner, None).get(key, default)
+        instance = _instance_dict(self.owner)  # (looked up again: the object may have another class now)
+        return default if instance is None else instance.get(key, default)
 
     def __getitem__(self, key):
-        return self.slot.__get__(self.owner, None)[key]
+        return _instance_dict(self.owner)[key]
 
 
 def _attribute_holders(owner, attribute: str) -> list:
@@ -430,8 +432,9 @@ class FormNumbers:
     def changed(self) -> bool:
         """Whether a value differs from the last read (False at the first call, which reads them; True for a
         copy's).  After a change the sources are found again (a name bound to another function reads others).
-        Should reading them fail (an object this module did not foresee), that is warned once and the numbers
-        are taken as unchanged from then on."""
+        Should reading them fail (an object this module did not foresee), that is warned once, True is
+        returned (the forms are traced once more with the values of now) and the numbers are taken as unchanged
+        from then on."""
         if self._failed:
             return False
         try:
@@ -446,12 +449,12 @@ class FormNumbers:
             sources = number_sources(self.forms, labels)
             self._values = read_numbers(sources)
             self._sources, self._labels = sources, labels
-        except Exception as error:  # (not the user's mistake: the forms still run, with their traced numbers)
+        except Exception as error:  # (not the user's mistake: the forms still run, traced once more now)
             self._failed = True
-            warn(f"the numbers the forms read could not be checked ({type(error).__name__}: {error}); a parameter "
-                 "changed after the forms were traced may not act on the compiled path: give the form again "
-                 "(Model.replace_term) after changing one", RuntimeWarning)
-            return False
+            warn(f"the numbers the forms read could not be checked ({type(error).__name__}: {error}); they are "
+                 "traced once more now, and a parameter changed after that may not act on the compiled path: "
+                 "give the form again (Model.replace_term) after changing one", RuntimeWarning)
+            return True
         copied, self._copied = self._copied, False
         return copied or not first
 
