@@ -246,6 +246,7 @@ from skfiber.cli import (ArgumentParser, folder_path, nonnegative_float, output_
                          run_script)
 from skfiber.contact import FiberContact, PenaltyLaw
 from skfiber.contact.cylinder import CylinderContact
+from skfiber.core.numbers import MAX_STEPS
 from skfiber.coupling import body_cylinders
 from skfiber.io import VTKSeries
 from skfiber.progress import PROGRESS_TERMS
@@ -253,7 +254,6 @@ from skfiber.rigid import Body, Fixed, Revolute, RigidSystem
 from skfiber.run import checkpoint_options, resume_point, run_simulation
 from skfiber.solver import StepInfo
 from skfiber.softening import SofteningWarning
-from skfiber.statics import MAX_STEPS
 from skfiber.terms import d1, d2
 
 # the run checks and level comparisons (re-exported here for the tests and users)

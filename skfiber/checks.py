@@ -158,8 +158,7 @@ def check_tangent(
             raise
         return _not_finite(f"the residual cannot be evaluated (at the state or near it): {err}", parts)
     if not checked:
-        which = "the model" if parts is None else f"the parts {sorted(parts)}"
-        warn(f"check_tangent: {which} do not depend on u at this state (t = {state.t:g} s): neither the tangent "
+        warn(f"check_tangent: {_which(parts)} do not depend on u at this state (t = {state.t:g} s): neither the tangent "
              "nor the differences change along any direction, so the check says nothing here; check where they "
              "act (a state=, or t= for a term or law that acts later)")
     return worst
@@ -167,7 +166,11 @@ def check_tangent(
 
 def _not_finite(what: str, parts) -> float:
     """inf, with a warning saying ``what`` (a NaN, an infinity: a check that cannot pass)."""
-    which = "the model" if parts is None else f"the parts {sorted(parts)}"
-    warn(f"check_tangent ({which}): {what}; a NaN or an infinity in a law's derivative, a tangent form or the "
+    warn(f"check_tangent ({_which(parts)}): {what}; a NaN or an infinity in a law's derivative, a tangent form or the "
          "residual cannot be right")
     return float("inf")
+
+
+def _which(parts) -> str:
+    """What check_tangent checked, in words: "the model" or "the parts [...]"."""
+    return "the model" if parts is None else f"the parts {sorted(parts)}"

@@ -47,13 +47,13 @@ from .adaptive import error_control, simulate_adaptive
 from .coupling import body_cylinders
 from .core import AdaptiveCursor, State, StepCounts, check_state_of, output_grid
 from .core.interrupt import CTRL_C, handle_ctrl_c
-from .core.numbers import checked_real
+from .core.numbers import check_step_count, checked_real
 from .fiber_step import decide_compiled_step
 from .io import Checkpoint, VTKSeries, atomic_temporaries, load_checkpoint, model_fingerprint, save_checkpoint
 from .model import Model, one_run
 from .progress import Progress, progress_bar
 from .solver import ConvergenceError, NewtonOptions, StepInfo, adaptive_scheme, simulate
-from .statics import check_admissible_start, check_step_count
+from .statics import check_admissible_start
 
 __all__ = ["RunResult", "run_simulation", "checkpoint_path", "checkpoint_options", "resume_point", "INTERRUPT_FRAME"]
 

@@ -32,13 +32,14 @@ import numpy as np
 from .adaptive import simulate_adaptive
 from .core import ConvergenceError, EulerRates, NewtonOptions, State, StepCounts, check_state, check_state_of
 from .core.interrupt import CTRL_C, check_on_interrupt, handle_ctrl_c
+from .core.numbers import check_finite_time, check_step_count
 from .core.warn import warn
 from .fiber_step import decide_compiled_step
 from .model import Model, one_run
 from .newton import IterationMatrix, make_solver, newton
 from .progress import Progress, progress_bar
 from .simulation_result import MAX_STORED_STATES, SimulationResult, StateStore, StepInfo, compile_notice
-from .statics import StaticResult, check_admissible_start, check_finite_time, check_step_count, solve_static
+from .statics import StaticResult, check_admissible_start, solve_static
 from .threads import one_blas_thread
 from .time_step import (METHODS, PREDICTOR_SMOOTHNESS, STEP_STAGNATION_WINDOW, backward_euler_step,
                         extrapolated_start, implicit_step, predicted_accelerations)

@@ -18,7 +18,7 @@ import numpy as np
 
 from .contact.base import STEP_HINT
 from .core import ConvergenceError, NewtonOptions, State, check_state, check_state_of
-from .core.numbers import MAX_STEPS, check_finite_time, check_step_count
+from .core.numbers import check_finite_time
 from .coupling import CoupledProblem
 from .linalg import ConstrainedSolver
 from .model import Model, one_run
@@ -27,8 +27,7 @@ from .relaxation import relax
 from .rigid import rigid_static
 from .threads import one_blas_thread
 
-__all__ = ["StaticResult", "solve_static", "check_finite_time", "check_step_count", "MIN_INCREMENT",
-           "ATTEMPTS_PER_STEP", "MAX_STEPS"]
+__all__ = ["StaticResult", "solve_static", "MIN_INCREMENT", "ATTEMPTS_PER_STEP"]
 
 #: the smallest load increment (of the load factor's range [0, 1]); a continuation that needs less stops
 MIN_INCREMENT = 1e-10

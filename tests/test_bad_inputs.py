@@ -730,7 +730,7 @@ def test_a_run_of_more_steps_than_the_solver_takes_is_refused_before_it_starts(t
     """run_simulation, which calls the solver once per step, refuses a run of more than MAX_STEPS steps as
     simulate does (the upper-limb demo as well), before it writes anything."""
     from skfiber.run import run_simulation
-    from skfiber.statics import MAX_STEPS
+    from skfiber.core.numbers import MAX_STEPS
 
     fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)
     model = sf.Model([fiber])

@@ -194,11 +194,6 @@ def _callable_parts(value) -> tuple[list, list]:
     return [], []
 
 
-def _is_class(value) -> bool:
-    """Whether ``value`` is a class, without asking it (``isinstance`` reads a ``__class__`` it may compute)."""
-    return issubclass(type(value), type)
-
-
 def _instance_dict(owner):
     """The instance dict of ``owner`` through its class's own ``__dict__`` slot (no ``__getattr__``, no property
     called ``__dict__``), or None (``__slots__`` without one)."""
@@ -235,11 +230,11 @@ def _attribute_holders(owner, attribute: str) -> list:
     if issubclass(type(owner), types.ModuleType):
         space = vars(owner)
         return [space] if not _library(owner) and attribute in space else []
-    cls = owner if _is_class(owner) else type(owner)
+    cls = owner if _is(owner, type) else type(owner)
     if _library(cls):
         return []
-    instance = None if _is_class(owner) else _instance_dict(owner)
-    if instance is None and not _is_class(owner) and cls.__dictoffset__ != 0:
+    instance = None if _is(owner, type) else _instance_dict(owner)
+    if instance is None and not _is(owner, type) and cls.__dictoffset__ != 0:
         return []  # (an instance dict that cannot be read without running code: a __dict__ property)
     own = None if instance is None else _Attributes(owner)
     before = [] if own is None else [own]
@@ -327,10 +322,10 @@ def number_sources(functions: Iterable[Callable], labels: list | None = None) ->
             value = holder[attribute]
             shown = value
             if _is(holder, types.MappingProxyType):  # (read from a class: a method of it)
-                if _is(value, types.FunctionType) and not _is_class(owner):
+                if _is(value, types.FunctionType) and not _is(owner, type):
                     shown = types.MethodType(value, owner)
                 elif _is(value, classmethod):
-                    shown = types.MethodType(value.__func__, owner if _is_class(owner) else type(owner))
+                    shown = types.MethodType(value.__func__, owner if _is(owner, type) else type(owner))
             if not source(holder, attribute, shown, depth, label):
                 keep(holder, attribute, label)
 
