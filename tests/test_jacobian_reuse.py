@@ -281,6 +281,45 @@ def test_compiled_step_equals_the_python_step(case, reuse, monkeypatch):
     assert fast.residual_histories == slow.residual_histories
 
 
+@pytest.mark.parametrize("reuse", [True, False])
+def test_compiled_step_cuts_the_line_search_as_the_python_step_does(reuse, monkeypatch):
+    """The compiled step's own line search keeps a cut step s on Armijo's test ‖G(u + sΔu)‖ ≤ (1 − c s) ‖G(u)‖,
+    as Python's does.  With c = 0.5 and steps of 0.01 s the Python run keeps cut steps whose residual ratio lies
+    between 1 − c and 1 − c s, and some of them in steps the compiled run takes itself (checked below): a
+    compiled test against 1 − c, or without the line search's s, would cut those steps further, and the states
+    and residual histories would differ."""
+    import skfiber.newton as newton_module
+
+    line_search = newton_module._line_search
+    decrease = 0.5
+
+    def recording(kept: list):
+        def recorded(evaluate_checked, u, du, res, *args, **kwargs):
+            out = line_search(evaluate_checked, u, du, res, *args, **kwargs)
+            s, ratio = out[0], out[2][1] / res
+            if s < 1.0 and 1.0 - decrease < ratio <= 1.0 - decrease * s:  # kept by 1 − c s, not by 1 − c
+                kept.append((s, ratio))
+            return out
+        return recorded
+
+    kw = dict(t_end=0.06, dt=0.01, method="bdf2", progress=False,
+              newton_options=sf.NewtonOptions(line_search_decrease=decrease, jacobian_reuse=reuse, compiled_step=True))
+    in_python, in_all = [], []
+    with monkeypatch.context() as m:
+        counts = counting_compiled_steps(m)
+        m.setattr(newton_module, "_line_search", recording(in_python))  # the steps the compiled call declined
+        fast = sf.simulate(stiff_tendon(8), **kw)
+    with monkeypatch.context() as m:
+        python_steps(m)
+        m.setattr(newton_module, "_line_search", recording(in_all))
+        slow = sf.simulate(stiff_tendon(8), **kw)
+    assert counts["done"] > 0
+    assert len(in_all) > len(in_python), (in_all, in_python)
+    np.testing.assert_array_equal(np.array(fast.displacements), np.array(slow.displacements))
+    assert fast.residual_histories == slow.residual_histories
+    assert fast.step_counts == slow.step_counts
+
+
 @pytest.mark.parametrize("method", ["euler", "bdf2"])
 def test_compiled_step_takes_activation_and_loads_at_the_step_s_end(method, monkeypatch):
     """Activations and a line load that change in time: the compiled step evaluates both at the end of the
