@@ -469,7 +469,7 @@ def _print_info(viz, path: Path) -> int:
         print(f"{path}: one data set")
         if viz.holds_bodies(grid):  # (a series' bodies part)
             print("fibers: none (this file holds the bodies of a series; its .pvd holds both)")
-            _print_bodies(grid, BODY_FIELDS)
+            _print_bodies(grid, BODY_FIELDS, viz.lever_count)
             return EXIT_OK
         frame = viz.load(path)
     print(f"fibers: {frame.fibers.n_points} points, {frame.fibers.n_cells} line cells")
@@ -483,13 +483,15 @@ def _print_info(viz, path: Path) -> int:
         unit, meaning = ALL_FIBER_FIELDS.get(name, (written.get(name, "?"), "extra field"))
         print(f"  {name:{width}s} {'[' + unit + ']':6s} {meaning}")
     if frame.bodies is not None:
-        _print_bodies(frame.bodies, BODY_FIELDS)
+        _print_bodies(frame.bodies, BODY_FIELDS, viz.lever_count)
     return EXIT_OK
 
 
-def _print_bodies(bodies, units: dict) -> None:
+def _print_bodies(bodies, units: dict, lever_count: Callable) -> None:
     """The line of ``skfiber view --info`` for the bodies of a data set."""
-    print(f"bodies: {bodies.n_points} points, {bodies.n_cells} triangles; arrays: "
+    levers = lever_count(bodies)
+    print(f"bodies: {bodies.n_points} points, {bodies.n_cells - levers} triangles"
+          + (f", {levers} levers (lines from a bone's axis to a fiber attachment)" if levers else "") + "; arrays: "
           + ", ".join(f"{n} [{units.get(n, ('?',))[0]}]" for n in bodies.point_data.keys()))
 
 

@@ -71,7 +71,9 @@ __all__ = ["Attachment", "AttachmentKinematics", "attachment_kinematics", "Coupl
 
 def body_cylinders(model):
     """``bodies(state)`` for :class:`skfiber.io.VTKSeries` / ``run_simulation``: the
-    bodies of the model's rigid system as cylinders at the state's q (VTK output).
+    bodies of the model's rigid system as cylinders at the state's q (VTK output),
+    each with the current points of the fiber attachments on it (drawn as levers
+    from the bone's axis to the fiber ends).
 
     Examples
     --------
@@ -89,10 +91,16 @@ def body_cylinders(model):
     system = model.rigid
 
     def bodies(state):
+        attached = model.attachments
+        where = np.zeros((0, 3))
+        if attached:  # their current positions, c(q, t) of paper eq. 54c
+            where = np.array([a.point.reference for a in attached]) + attachment_kinematics(
+                model, state.q, state.t, hessian=False).displacement.reshape(-1, 3)
+        on_body = np.array([a.body for a in attached], dtype=object)
         out = []
         for b in system.bodies:
             pose = system.cylinder(b.name).pose(state.q, state.t, hessian=False)
-            out.append(Cylinder(pose.start, pose.axis, b.radius, b.name))
+            out.append(Cylinder(pose.start, pose.axis, b.radius, b.name, attachment_points=where[on_body == b.name]))
         return out
 
     return bodies

@@ -11,7 +11,8 @@ A run writes, in its output folder, for a series called NAME:
     Part 0: all fibers of step NNNNNN as polylines (VTK line cells), sampled
     ``points_per_element`` times per Hermite element by Hermite interpolation.
 ``NAME_bodies.vtu`` or ``NAME_bodies_NNNNNN.vtu``
-    Part 1 (only with bodies): rigid bodies as triangulated cylinders, once
+    Part 1 (only with bodies): rigid bodies as triangulated cylinders, with a
+    line (a lever) from a body's axis to each fiber attachment on it, once
     when they do not move, per step when they do.
 ``NAME_checkpoint.npz``
     The full state of the last checkpoint (see :func:`save_checkpoint`).
@@ -218,9 +219,19 @@ def fiber_mesh(
 
 
 def cylinder_mesh(cylinders: Sequence, *, resolution: int = 32) -> meshio.Mesh:
-    """Closed triangulated cylinders (outward normals) with point/cell data ``body_id``.
+    """Closed triangulated cylinders (outward normals) with point/cell data ``body_id``, and a lever (a line
+    cell) from each cylinder's axis to each of its ``attachment_points``.
 
-    ``cylinders`` holds :class:`Cylinder` objects or tuples (start, axis, radius).
+    ``cylinders`` holds :class:`Cylinder` objects or tuples (start, axis, radius).  A lever starts at the point
+    of the axis segment closest to the attachment point: it shows where a fiber attached away from the bone's
+    axis is held (the upper limb's fibers end up to 18 cm from their bones' axes).
+
+    Examples
+    --------
+    >>> mesh = cylinder_mesh([Cylinder((0, 0, 0), (0, 0, -0.3), 0.03, attachment_points=[(0.1, 0, -0.2)])],
+    ...                      resolution=8)
+    >>> mesh.cells_dict["triangle"].shape, mesh.points[mesh.cells_dict["line"][0]].tolist()
+    ((32, 3), [[0.0, 0.0, -0.2], [0.1, 0.0, -0.2]])
     """
     if isinstance(resolution, bool) or not isinstance(resolution, (int, np.integer)) or resolution < 3:
         raise ValueError(f"resolution must be an integer ≥ 3, got {resolution!r}")
@@ -249,11 +260,23 @@ def cylinder_mesh(cylinders: Sequence, *, resolution: int = 32) -> meshio.Mesh:
         points.append(np.vstack([ring, ring + c.axis, c.start, c.start + c.axis]))
         tris.append(local + b * (2 * n + 2))
         ids.append(np.full(2 * n + 2, b, dtype=np.int32))
+    cells = [("triangle", np.vstack(tris))]
+    lever_ends, lever_ids = [], []
+    for b, c in enumerate(cyls):
+        p = c.attachment_points
+        s = np.clip((p - c.start) @ c.axis / np.dot(c.axis, c.axis), 0.0, 1.0)  # the closest point of the axis
+        lever_ends.append(np.stack([c.start + np.outer(s, c.axis), p], axis=1).reshape(-1, 3))
+        lever_ids.append(np.full(2 * len(p), b, dtype=np.int32))
+    n_surface = sum(len(x) for x in points)
+    n_levers = sum(len(x) for x in lever_ends) // 2
+    if n_levers:
+        points += lever_ends
+        ids += lever_ids
+        cells.append(("line", n_surface + np.arange(2 * n_levers).reshape(-1, 2)))
     body_id = np.concatenate(ids)
-    cells = np.vstack(tris)
     return meshio.Mesh(
-        np.vstack(points), [("triangle", cells)],
-        point_data={"body_id": body_id}, cell_data={"body_id": [body_id[cells[:, 0]]]},
+        np.vstack(points), cells,
+        point_data={"body_id": body_id}, cell_data={"body_id": [body_id[c[:, 0]] for _, c in cells]},
     )
 
 

@@ -12,7 +12,8 @@ A *source* is any of
 
 Fibers are drawn as tubes whose radius is the current radius r = r0/√λ
 (``tube(scalars="radius", absolute=True)``), colored by a chosen point field
-(:data:`skfiber.io.FIBER_FIELDS`); bodies as their triangulated cylinders.
+(:data:`skfiber.io.FIBER_FIELDS`); bodies as their triangulated cylinders, with the levers to the fiber
+attachments on them as lines.
 No display is needed: without one, rendering is off screen (EGL or OSMesa).
 
 Examples
@@ -57,6 +58,7 @@ __all__ = [
     "Series",
     "load",
     "holds_bodies",
+    "lever_count",
     "read_grid",
     "tubes",
     "scene",
@@ -67,6 +69,8 @@ __all__ = [
 ]
 
 BONE_COLOR = "#e8dcc4"
+#: colour of the levers from a bone's axis to the fiber attachments on it
+LEVER_COLOR = "#8c7b5e"
 MOVIE_FORMATS = (".gif", ".mp4")
 DEFAULT_WINDOW = (960, 720)  # multiples of 16 (H.264 macro blocks)
 
@@ -178,9 +182,12 @@ def read_grid(path) -> pv.DataSet:
 
 
 def holds_bodies(grid: pv.DataSet) -> bool:
-    """Whether ``grid`` is the bodies part of a series (triangles, no fiber ``radius``), not its fibers."""
+    """Whether ``grid`` is the bodies part of a series (triangles, and the attachments' levers as lines; no
+    fiber ``radius``), not its fibers."""
     cells = np.asarray(getattr(grid, "celltypes", ()))
-    return "radius" not in grid.point_data and cells.size > 0 and bool(np.all(cells == pv.CellType.TRIANGLE))
+    triangles = cells == pv.CellType.TRIANGLE
+    return ("radius" not in grid.point_data and bool(np.any(triangles))
+            and bool(np.all(triangles | (cells == pv.CellType.LINE))))
 
 
 def load(source, *, time: float | None = None, bodies: Sequence | None = None) -> Frame:
@@ -242,8 +249,31 @@ def tubes(fibers: pv.DataSet, *, n_sides: int = 24) -> pv.PolyData:
 
 def _body_surface(bodies: pv.DataSet) -> pv.PolyData:
     """Body surfaces with normals split at the cylinder rims (smooth sides, flat caps)."""
-    surface = _as_polydata(bodies, pv.CellType.TRIANGLE, "faces")
+    surface = _as_polydata(_cells_of_type(bodies, pv.CellType.TRIANGLE), pv.CellType.TRIANGLE, "faces")
     return surface.compute_normals(split_vertices=True, feature_angle=45.0, auto_orient_normals=False)
+
+
+def _body_levers(bodies: pv.DataSet) -> pv.PolyData | None:
+    """The levers of the bodies part (lines from a bone's axis to the fiber attachments on it), or None."""
+    if not lever_count(bodies):
+        return None
+    if isinstance(bodies, pv.PolyData):
+        return pv.PolyData(bodies.points, lines=bodies.lines)
+    return _as_polydata(_cells_of_type(bodies, pv.CellType.LINE), pv.CellType.LINE, "lines")
+
+
+def lever_count(bodies: pv.DataSet) -> int:
+    """The levers (line cells: a bone's axis to a fiber attachment) in a bodies part; the rest are triangles."""
+    if isinstance(bodies, pv.PolyData):
+        return int(bodies.n_lines)
+    return int(np.count_nonzero(np.asarray(bodies.celltypes) == pv.CellType.LINE))
+
+
+def _cells_of_type(grid: pv.DataSet, cell_type) -> pv.DataSet:
+    """The cells of ``grid`` of one type (the bodies part holds triangles and lines)."""
+    if isinstance(grid, pv.PolyData) or np.all(np.asarray(grid.celltypes) == cell_type):
+        return grid
+    return grid.extract_cells_by_type(cell_type)
 
 
 def _field_range(frames: Sequence[Frame], field: str) -> tuple[float, float]:
@@ -360,6 +390,9 @@ def scene(
     if frame.bodies is not None:
         actor = plotter.add_mesh(_body_surface(frame.bodies), color=BONE_COLOR, name="bodies")
         actor.prop.interpolation = "gouraud"
+        levers = _body_levers(frame.bodies)
+        if levers is not None:
+            plotter.add_mesh(levers, color=LEVER_COLOR, line_width=3, name="levers")
     if title and frame.time is not None:
         plotter.add_text(f"t = {frame.time:.4g} s", position=(0.03, 0.92), viewport=True, font_size=12,
                          color="black", name="time")
@@ -433,6 +466,7 @@ def movie(
     _set_view(plotter, view, bounds)
     fibers = plotter.actors["fibers"].mapper.dataset
     surfaces = plotter.actors["bodies"].mapper.dataset if "bodies" in plotter.actors else None
+    levers = plotter.actors["levers"].mapper.dataset if "levers" in plotter.actors else None
     label = plotter.actors["time"]
     try:
         with _movie_writer(filename, fps) as writer:
@@ -442,6 +476,9 @@ def movie(
                 fibers.set_active_scalars(field)
                 if surfaces is not None and frame.bodies is not None:
                     surfaces.copy_from(_body_surface(frame.bodies))
+                    frame_levers = _body_levers(frame.bodies)
+                    if levers is not None and frame_levers is not None:
+                        levers.copy_from(frame_levers)
                 label.SetInput(f"t = {frame.time:.4g} s")  # a vtkTextActor at a viewport position
                 plotter.render()
                 writer.append_data(plotter.screenshot(return_img=True))

@@ -182,6 +182,23 @@ def test_cylinder_mesh_is_closed_and_outward():
         sio.cylinder_mesh([(0, 0, 0)])
 
 
+def test_levers_run_from_the_closest_point_of_the_axis_to_each_attachment():
+    """A cylinder's attachment points are drawn as line cells from the closest point of its axis segment (the
+    axis' end for a point beyond it), with the body's body_id; cylinders without any add no line block."""
+    arm = sio.Cylinder((0.0, 0.0, 0.0), (0.0, 0.0, -0.4), 0.03, "arm",
+                       attachment_points=[(0.1, 0.0, -0.1), (0.0, 0.2, -0.6), (0.0, -0.1, 0.1)])
+    mesh = sio.cylinder_mesh([((1.0, 0.0, 0.0), (0.0, 0.0, 0.5), 0.02), arm], resolution=8)
+    lines = mesh.points[mesh.cells_dict["line"]]
+    np.testing.assert_allclose(lines[:, 0], [(0, 0, -0.1), (0, 0, -0.4), (0, 0, 0)], atol=1e-15)
+    np.testing.assert_allclose(lines[:, 1], arm.attachment_points, atol=0)
+    assert list(mesh.cell_data_dict["body_id"]["line"]) == [1, 1, 1]
+    assert mesh.cells_dict["triangle"].shape == (2 * 4 * 8, 3)
+    assert "line" not in sio.cylinder_mesh([BONES[0]]).cells_dict
+    for bad in ([(0.0, 0.0)], [(0.0, np.nan, 0.0)]):
+        with pytest.raises(ValueError, match="attachment_points must be finite points of 3 coordinates"):
+            sio.Cylinder((0, 0, 0), (0, 0, 1), 0.1, attachment_points=bad)
+
+
 def test_moving_bodies_written_every_step(tmp_path):
     model = build_model(1)
     bodies = lambda state: [((0, 0, -0.2 - state.t), (1, 0, 0), 0.05)]  # noqa: E731
@@ -204,10 +221,22 @@ def test_a_model_s_bones_are_written_by_default(tmp_path):
     model = sf.Model([fiber], rigid=system)
     model.fix(fiber, "start")
     model.attach(fiber, "end", "arm")
-    run_simulation(model, t_end=0.02, dt=0.01, out_dir=tmp_path, progress=False)
+    result = run_simulation(model, t_end=0.02, dt=0.01, out_dir=tmp_path, progress=False)
     files = [e.file for e in sio.read_pvd(tmp_path / "result.pvd") if e.part == 1]
     assert files == [f"result_bodies_{n:06d}.vtu" for n in range(3)]
-    assert meshio.read(tmp_path / files[-1]).points[:, 0].max() == pytest.approx(0.3, abs=0.05)
+    bones = meshio.read(tmp_path / files[-1])
+    assert bones.points[:, 0].max() == pytest.approx(0.3, abs=0.05)
+    # the lever of the attachment: from the arm's axis to the fiber's end where the arm has turned it
+    state = result.final_state
+    assert abs(state.q[0]) > 1e-4  # (the arm has turned)
+    lever = bones.points[bones.cells_dict["line"]]
+    assert lever.shape == (1, 2, 3) and list(bones.cell_data_dict["body_id"]["line"]) == [0]
+    x_end = sio.fiber_mesh(model, state, points_per_element=2).points[-1]
+    np.testing.assert_allclose(lever[0, 1], x_end, atol=1e-12)
+    c, s = np.cos(state.q[0]), np.sin(state.q[0])
+    axis = np.array([0.3 * c, 0.0, -0.3 * s])  # the arm's axis turned about y by q
+    foot = lever[0, 0]
+    assert abs(np.dot(lever[0, 1] - foot, axis)) < 1e-12 and np.linalg.norm(np.cross(foot, axis)) < 1e-12
 
 
 def test_atomic_write_keeps_old_file(tmp_path, monkeypatch):

@@ -192,3 +192,37 @@ def test_view_of_a_folder_names_the_series_in_its_subfolders(pvd, tmp_path, caps
     assert cli.main(["view", str(tmp_path), "--info"]) == 2
     assert "(.pvd files there: none; in its subfolders: level1/upper_limb.pvd, level2/upper_limb.pvd)" in \
         capsys.readouterr().err
+
+
+def test_levers_to_the_fiber_attachments_are_drawn_with_the_bones(tmp_path, capsys):
+    """A series of a fiber attached to a turning arm: its bodies part holds the arm's triangles and a lever (a
+    line cell) to the attachment; the picture draws the lever, the movie moves it with the arm, and --info
+    counts it apart from the triangles."""
+    from skfiber import cli
+    from skfiber.rigid import Body, Revolute, RigidSystem
+
+    system = RigidSystem(gravity=(0.0, 0.0, -9.81))
+    system.add_body(Body("arm", start=(0, 0, 0), axis=(0.3, 0, 0), radius=0.03, mass=1.0),
+                    joint=Revolute(axis=(0, 1, 0)))
+    fiber = sf.Fiber.straight((0.0, 0, 0.1), (0.3, 0, 0.08), n_elements=2, law=sf.paper_law(sigma0=100.0))
+    model = sf.Model([fiber], rigid=system)
+    model.fix(fiber, "start")
+    model.attach(fiber, "end", "arm", point=(0.3, 0, 0.08))
+    run_simulation(model, t_end=0.03, dt=0.01, out_dir=tmp_path, progress=False)
+    pvd = tmp_path / "result.pvd"
+    series = viz.Series(pvd)
+    first, last = series.frame(0).bodies, series.frame(len(series) - 1).bodies
+    assert viz.holds_bodies(first) and viz.lever_count(first) == 1
+    plotter = viz.scene(pvd, time=0.0, off_screen=True, window_size=SMALL)
+    try:
+        lever = plotter.actors["levers"].mapper.dataset
+        assert lever.n_lines == 1
+        np.testing.assert_allclose(lever.points[1], (0.3, 0, 0.08), atol=1e-7)  # the attachment at rest (float32)
+    finally:
+        plotter.close()
+    moved = viz._body_levers(last).points
+    assert np.linalg.norm(moved[1] - (0.3, 0, 0.08)) > 1e-4  # the arm has turned, the lever with it
+    gif = viz.movie(pvd, tmp_path / "m.gif", window_size=SMALL)
+    assert gif.stat().st_size > 0
+    assert cli.main(["view", str(pvd), "--info"]) == 0
+    assert "bodies: " in (out := capsys.readouterr().out) and "128 triangles, 1 levers" in out

@@ -158,13 +158,20 @@ class Cylinder:
     """A right circular cylinder (a bone) in space: base center, axis vector (base → top), radius, in m.
 
     Only the shape, e.g. a :class:`Body`'s cylinder at a pose (VTK output of
-    the bodies); the physics of a body is :class:`Body`.
+    the bodies); the physics of a body is :class:`Body`.  ``attachment_points`` (k, 3): points fixed to the
+    body where fibers are attached (m), drawn as levers from the axis (:func:`skfiber.io.cylinder_mesh`).
+
+    Examples
+    --------
+    >>> Cylinder((0, 0, 0), (0, 0, -0.3), 0.03, "arm", attachment_points=[(0.1, 0, -0.2)]).attachment_points.shape
+    (1, 3)
     """
 
     start: np.ndarray
     axis: np.ndarray
     radius: float
     name: str = ""
+    attachment_points: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
 
     def __post_init__(self):
         start = np.asarray(self.start, dtype=float)
@@ -175,9 +182,16 @@ class Cylinder:
             raise ValueError(f"cylinder axis must be finite and nonzero, got {axis.tolist()}")
         if not (np.isfinite(self.radius) and self.radius > 0):
             raise ValueError(f"cylinder radius must be > 0 (m), got {self.radius!r}")
+        points = np.asarray(self.attachment_points, dtype=float)
+        if points.size == 0:
+            points = np.zeros((0, 3))
+        if points.ndim != 2 or points.shape[1] != 3 or not np.all(np.isfinite(points)):
+            raise ValueError(f"attachment_points must be finite points of 3 coordinates, shape (k, 3), got shape "
+                             f"{points.shape}")
         object.__setattr__(self, "start", start)
         object.__setattr__(self, "axis", axis)
         object.__setattr__(self, "radius", float(self.radius))
+        object.__setattr__(self, "attachment_points", points)
 
     @classmethod
     def from_any(cls, value) -> "Cylinder":
