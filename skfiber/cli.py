@@ -491,7 +491,8 @@ def _print_bodies(bodies, units: dict, lever_count: Callable) -> None:
     """The line of ``skfiber view --info`` for the bodies of a data set."""
     levers = lever_count(bodies)
     print(f"bodies: {bodies.n_points} points, {bodies.n_cells - levers} triangles"
-          + (f", {levers} levers (lines from a bone's axis to a fiber attachment)" if levers else "") + "; arrays: "
+          + (f", {levers} lever{'s' if levers > 1 else ''} (lines from a bone's axis to a fiber attachment)"
+             if levers else "") + "; arrays: "
           + ", ".join(f"{n} [{units.get(n, ('?',))[0]}]" for n in bodies.point_data.keys()))
 
 

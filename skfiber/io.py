@@ -228,10 +228,10 @@ def cylinder_mesh(cylinders: Sequence, *, resolution: int = 32) -> meshio.Mesh:
 
     Examples
     --------
-    >>> mesh = cylinder_mesh([Cylinder((0, 0, 0), (0, 0, -0.3), 0.03, attachment_points=[(0.1, 0, -0.2)])],
+    >>> mesh = cylinder_mesh([Cylinder((0, 0, 0), (0, 0, -0.5), 0.03, attachment_points=[(0.125, 0, -0.25)])],
     ...                      resolution=8)
     >>> mesh.cells_dict["triangle"].shape, mesh.points[mesh.cells_dict["line"][0]].tolist()
-    ((32, 3), [[0.0, 0.0, -0.2], [0.1, 0.0, -0.2]])
+    ((32, 3), [[0.0, 0.0, -0.25], [0.125, 0.0, -0.25]])
     """
     if isinstance(resolution, bool) or not isinstance(resolution, (int, np.integer)) or resolution < 3:
         raise ValueError(f"resolution must be an integer ≥ 3, got {resolution!r}")

@@ -205,7 +205,7 @@ def load(source, *, time: float | None = None, bodies: Sequence | None = None) -
         elif suffix == ".vtu":
             grid = read_grid(path)
             if holds_bodies(grid):
-                raise ValueError(f"{path} holds the bodies of a series (triangles), not its fibers: show the series' "
+                raise ValueError(f"{path} holds the bodies of a series (the bones), not its fibers: show the series' "
                                  f".pvd (fibers and bodies), or a fibers .vtu")
             frame = Frame(grid)
         else:
@@ -249,17 +249,13 @@ def tubes(fibers: pv.DataSet, *, n_sides: int = 24) -> pv.PolyData:
 
 def _body_surface(bodies: pv.DataSet) -> pv.PolyData:
     """Body surfaces with normals split at the cylinder rims (smooth sides, flat caps)."""
-    surface = _as_polydata(_cells_of_type(bodies, pv.CellType.TRIANGLE), pv.CellType.TRIANGLE, "faces")
+    surface = _body_cells(bodies, pv.CellType.TRIANGLE, "faces")
     return surface.compute_normals(split_vertices=True, feature_angle=45.0, auto_orient_normals=False)
 
 
 def _body_levers(bodies: pv.DataSet) -> pv.PolyData | None:
     """The levers of the bodies part (lines from a bone's axis to the fiber attachments on it), or None."""
-    if not lever_count(bodies):
-        return None
-    if isinstance(bodies, pv.PolyData):
-        return pv.PolyData(bodies.points, lines=bodies.lines)
-    return _as_polydata(_cells_of_type(bodies, pv.CellType.LINE), pv.CellType.LINE, "lines")
+    return _body_cells(bodies, pv.CellType.LINE, "lines") if lever_count(bodies) else None
 
 
 def lever_count(bodies: pv.DataSet) -> int:
@@ -269,11 +265,32 @@ def lever_count(bodies: pv.DataSet) -> int:
     return int(np.count_nonzero(np.asarray(bodies.celltypes) == pv.CellType.LINE))
 
 
-def _cells_of_type(grid: pv.DataSet, cell_type) -> pv.DataSet:
-    """The cells of ``grid`` of one type (the bodies part holds triangles and lines)."""
-    if isinstance(grid, pv.PolyData) or np.all(np.asarray(grid.celltypes) == cell_type):
-        return grid
-    return grid.extract_cells_by_type(cell_type)
+def _body_cells(bodies: pv.DataSet, cell_type, kind: str) -> pv.PolyData:
+    """The cells of one type of a bodies part (``kind`` "faces": its triangles, "lines": its levers) as PolyData
+    with the point data."""
+    if isinstance(bodies, pv.PolyData):
+        poly = pv.PolyData(np.asarray(bodies.points), **{kind: np.asarray(getattr(bodies, kind))})
+        for name in bodies.point_data.keys():
+            poly.point_data[name] = np.asarray(bodies.point_data[name])
+        return poly
+    if not np.all(np.asarray(bodies.celltypes) == cell_type):
+        bodies = bodies.extract_cells_by_type(cell_type)
+    return _as_polydata(bodies, cell_type, kind)
+
+
+def _draw_levers(plotter: pv.Plotter, bodies: pv.DataSet | None) -> None:
+    """Show the levers of ``bodies`` as the plotter's ``"levers"`` actor: added the first time there are some,
+    updated in place after, hidden in a frame without any (a movie's frames may differ)."""
+    levers = None if bodies is None else _body_levers(bodies)
+    actor = plotter.actors.get("levers")
+    if levers is None:
+        if actor is not None:
+            actor.visibility = False
+    elif actor is None:
+        plotter.add_mesh(levers, color=LEVER_COLOR, line_width=3, name="levers", reset_camera=False)
+    else:
+        actor.mapper.dataset.copy_from(levers)
+        actor.visibility = True
 
 
 def _field_range(frames: Sequence[Frame], field: str) -> tuple[float, float]:
@@ -390,9 +407,7 @@ def scene(
     if frame.bodies is not None:
         actor = plotter.add_mesh(_body_surface(frame.bodies), color=BONE_COLOR, name="bodies")
         actor.prop.interpolation = "gouraud"
-        levers = _body_levers(frame.bodies)
-        if levers is not None:
-            plotter.add_mesh(levers, color=LEVER_COLOR, line_width=3, name="levers")
+        _draw_levers(plotter, frame.bodies)
     if title and frame.time is not None:
         plotter.add_text(f"t = {frame.time:.4g} s", position=(0.03, 0.92), viewport=True, font_size=12,
                          color="black", name="time")
@@ -466,7 +481,6 @@ def movie(
     _set_view(plotter, view, bounds)
     fibers = plotter.actors["fibers"].mapper.dataset
     surfaces = plotter.actors["bodies"].mapper.dataset if "bodies" in plotter.actors else None
-    levers = plotter.actors["levers"].mapper.dataset if "levers" in plotter.actors else None
     label = plotter.actors["time"]
     try:
         with _movie_writer(filename, fps) as writer:
@@ -476,9 +490,7 @@ def movie(
                 fibers.set_active_scalars(field)
                 if surfaces is not None and frame.bodies is not None:
                     surfaces.copy_from(_body_surface(frame.bodies))
-                    frame_levers = _body_levers(frame.bodies)
-                    if levers is not None and frame_levers is not None:
-                        levers.copy_from(frame_levers)
+                _draw_levers(plotter, frame.bodies)
                 label.SetInput(f"t = {frame.time:.4g} s")  # a vtkTextActor at a viewport position
                 plotter.render()
                 writer.append_data(plotter.screenshot(return_img=True))

@@ -194,9 +194,55 @@ def test_levers_run_from_the_closest_point_of_the_axis_to_each_attachment():
     assert list(mesh.cell_data_dict["body_id"]["line"]) == [1, 1, 1]
     assert mesh.cells_dict["triangle"].shape == (2 * 4 * 8, 3)
     assert "line" not in sio.cylinder_mesh([BONES[0]]).cells_dict
-    for bad in ([(0.0, 0.0)], [(0.0, np.nan, 0.0)]):
+    for bad in ([(0.0, 0.0)], [(0.0, np.nan, 0.0)], [(0, 0, 0), (1, 2)], "abc", [(1j, 0, 0)]):
         with pytest.raises(ValueError, match="attachment_points must be finite points of 3 coordinates"):
             sio.Cylinder((0, 0, 0), (0, 0, 1), 0.1, attachment_points=bad)
+
+
+def test_levers_end_at_the_fiber_ends_on_every_body_of_a_chain(tmp_path):
+    """Three bodies in a chain: a turning upper arm with two attachments, a middle one with none, and a lower
+    one turned by a prescribed rotation in t with two; a fiber also tied to the ground.  At the run's end each
+    lever ends at its fiber's end and starts at the closest point of its own body's axis, and the ground
+    attachment has none."""
+    from skfiber.coupling import body_cylinders
+    from skfiber.rigid import Body, Prescribed, Revolute, RigidSystem
+
+    system = RigidSystem(gravity=(0.0, 0.0, -9.81))
+    system.add_body(Body("upper", start=(0, 0, 0), axis=(0.3, 0, 0), radius=0.02, mass=1.0),
+                    joint=Revolute(axis=(0, 1, 0)))
+    system.add_body(Body("mid", start=(0.3, 0, 0), axis=(0.3, 0, 0), radius=0.02, mass=1.0), parent="upper",
+                    joint=Revolute(axis=(0, 1, 0), point=(0.3, 0, 0)))
+
+    def turn(t):
+        c, s = np.cos(2.0 * t), np.sin(2.0 * t)
+        return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+    system.add_body(Body("lower", start=(0.6, 0, 0), axis=(0.2, 0, 0), radius=0.02, mass=1.0), parent="mid",
+                    joint=Prescribed(rotation=turn, center=(0.6, 0, 0)))
+    law = sf.paper_law(sigma0=100.0)
+    a = sf.Fiber.straight((0.0, 0, 0.1), (0.2, 0, 0.05), n_elements=2, law=law)
+    b = sf.Fiber.straight((0.5, 0.0, 0.2), (0.7, 0.05, 0.04), n_elements=2, law=law)
+    c = sf.Fiber.straight((0.1, 0.0, -0.05), (0.75, -0.03, -0.06), n_elements=3, law=law)
+    model = sf.Model([a, b, c], rigid=system)
+    model.fix(a, "start"); model.attach(a, "end", "upper")
+    model.attach(b, "start", "ground"); model.attach(b, "end", "lower")
+    model.attach(c, "start", "upper"); model.attach(c, "end", "lower")
+    state = run_simulation(model, t_end=0.05, dt=0.01, out_dir=tmp_path, progress=False).final_state
+    cylinders = body_cylinders(model)(state)
+    assert [len(cyl.attachment_points) for cyl in cylinders] == [2, 0, 2]
+    fibers = sio.fiber_mesh(model, state, points_per_element=2)
+    ends = [fibers.points[fibers.point_data["fiber_id"] == k][[0, -1]] for k in range(3)]
+    expected = {"upper": [ends[0][1], ends[2][0]], "lower": [ends[1][1], ends[2][1]]}
+    files = [e.file for e in sio.read_pvd(tmp_path / "result.pvd") if e.part == 1]
+    bones = meshio.read(tmp_path / files[-1])
+    levers, owners = bones.points[bones.cells_dict["line"]], bones.cell_data_dict["body_id"]["line"]
+    assert list(owners) == [0, 0, 2, 2]
+    for (foot, tip), owner in zip(levers, owners):
+        cyl = cylinders[owner]
+        assert min(np.linalg.norm(tip - end) for end in expected[cyl.name]) < 1e-12
+        s = np.clip(np.dot(tip - cyl.start, cyl.axis) / np.dot(cyl.axis, cyl.axis), 0.0, 1.0)
+        np.testing.assert_allclose(foot, cyl.start + s * cyl.axis, atol=1e-14)
+    assert np.linalg.norm(levers[2:, 1] - [[0.7, 0.05, 0.04], [0.75, -0.03, -0.06]]) > 1e-3  # (moved, with t)
 
 
 def test_moving_bodies_written_every_step(tmp_path):

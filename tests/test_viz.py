@@ -176,7 +176,7 @@ def test_view_of_a_bodies_file(pvd, tmp_path, capsys):
     assert "fibers: none (this file holds the bodies of a series" in out
     assert "triangles; arrays: body_id [1]" in out and "line cells" not in out
     assert cli.main(["view", str(bodies), "--screenshot", str(tmp_path / "b.png")]) == 2
-    assert "holds the bodies of a series (triangles), not its fibers: show the series' .pvd" in capsys.readouterr().err
+    assert "holds the bodies of a series (the bones), not its fibers: show the series' .pvd" in capsys.readouterr().err
     with pytest.raises(ValueError, match="holds the bodies of a series"):
         viz.load(bodies)
 
@@ -225,4 +225,40 @@ def test_levers_to_the_fiber_attachments_are_drawn_with_the_bones(tmp_path, caps
     gif = viz.movie(pvd, tmp_path / "m.gif", window_size=SMALL)
     assert gif.stat().st_size > 0
     assert cli.main(["view", str(pvd), "--info"]) == 0
-    assert "bodies: " in (out := capsys.readouterr().out) and "128 triangles, 1 levers" in out
+    assert "bodies: " in (out := capsys.readouterr().out) and "128 triangles, 1 lever (lines from" in out
+
+
+@pytest.mark.parametrize("counts", [(1, 0, 2, 0, 1, 1), (0, 0, 1, 1, 2, 2)])
+def test_a_movie_draws_each_frame_s_levers(counts, tmp_path, monkeypatch):
+    """Bodies of your own whose attachments come and go: each movie frame shows that frame's levers, where
+    they are, none in a frame without any (not the last frame's), and the first ones even when the first
+    frame had none."""
+    def bodies(state):
+        k = counts[int(round(state.t / 0.02))]
+        points = [(0.2 * (i + 1), -0.25, -0.1 - 2.5 * state.t) for i in range(k)]
+        return [sf.io.Cylinder((0.0, -0.25, -0.3), (1.0, 0.0, 0.0), 0.04, "bone", attachment_points=points)]
+
+    run_simulation(build_model(1), t_end=0.1, dt=0.02, out_dir=tmp_path, progress=False, bodies=bodies)
+    pvd = tmp_path / "result.pvd"
+    series = viz.Series(pvd)
+    assert [viz.lever_count(series.frame(i).bodies) for i in range(len(series))] == list(counts)
+    drawn = []
+    screenshot = pv.Plotter.screenshot
+
+    def recording(plotter, *args, **kwargs):
+        actor = plotter.actors.get("levers")
+        shown = actor is not None and actor.visibility
+        drawn.append(np.array(actor.mapper.dataset.points[actor.mapper.dataset.lines.reshape(-1, 3)[:, 1:]])
+                     if shown else None)
+        return screenshot(plotter, *args, **kwargs)
+
+    monkeypatch.setattr(pv.Plotter, "screenshot", recording)
+    viz.movie(pvd, tmp_path / "m.gif", window_size=SMALL)
+    assert len(drawn) == len(counts)
+    for i, k in enumerate(counts):
+        if k == 0:
+            assert drawn[i] is None
+            continue
+        expect = viz._body_levers(series.frame(i).bodies)
+        np.testing.assert_allclose(drawn[i], expect.points[expect.lines.reshape(-1, 3)[:, 1:]], atol=0)
+        assert drawn[i].shape == (k, 2, 3)
