@@ -47,7 +47,12 @@ through (0, 0, −0.351) along −y (flexion lifts the hand forward), as in the 
   or turns; the drag damps that slide (relaxation time 1.3 ms).  The isokinetic test prints its largest
   share of the muscle force.
 * **Time steps**: backward Euler, Δt = 0.01 s; Newton gives up on a step after 10 iterations or 3 without a
-  10 % drop, and the step is split in up to 2⁸ substeps, which follow a slide.
+  10 % drop, and the step is split in up to 2⁸ substeps, which follow a slide.  ``--dt`` takes at most
+  0.025 s: with 2 and 4 fibers of 2 and 4 elements, steps of 0.05 and 0.1 s stopped in the isometric test
+  (t = 0.5–1.9 s) while 0.01 and 0.025 s ran through (2026-12-01).  The state such a step reaches is one
+  where the contact safeguard (paper eq. 71) lets each Newton iteration take only 1–2 % of its step
+  (measured with 2 fibers at 0.1 s: Newton's step would carry a contact point past the penalty law's limit
+  1 + γg = 0), so the residual falls 1–2 % an iteration however short the substeps.
 * **Elements per fiber**: 16 by default (``--elements``).  The isometric forces of the 36-fiber biceps with
   8, 12, 16, 24 and 32 elements (one run each, 2026-11-30): 282.2, 310.4, 306.8, 309.8 and 309.7 N at 90°,
   212.9, 250.6, 245.4, 248.4 and 248.2 N at 120°; 16 elements lie within 1.7 % of 32 at every angle, 8
@@ -111,7 +116,7 @@ ISOMETRIC_ANGLES = (30.0, 60.0, 90.0, 120.0, 150.0)
 #: the isokinetic test: from START_DEG at SPEED_DEG_S for T_ISOKINETIC seconds
 START_DEG, SPEED_DEG_S, T_ISOKINETIC = 30.0, 60.0, 2.0
 #: the words of the demo's output (its --help)
-TABLE_WORDS = """\
+TABLE_WORDS = f"""\
 output:
   isometric table   per elbow angle held (0° first, after the activation): the fibers' mean length (origin to
                     insertion), the muscle force (the size of the fibers' summed pull on the forearm), the
@@ -124,9 +129,17 @@ output:
                     (with interrupted=1 after Ctrl-C, and nan for what was not reached)
 VTK series (--out): every fiber with its fields (colour the axial force by force_recovered, the force the
                     weak form determines; force, from the stretch at a point, oscillates on a coarse mesh),
-                    the fiber-fiber contact force per length, and the bones"""
+                    the fiber-fiber contact force per length (fiber_contact_force), and the bones with
+                    levers to the fibers' attachments; elbow_bundle_isometric.pvd on the run's clock,
+                    elbow_bundle_isokinetic.pvd on the test's (0 s at {START_DEG:g}°, as the isokinetic lines print)"""
 #: the isokinetic test's table: the force and moment every ISOKINETIC_TABLE_DEG degrees
 ISOKINETIC_TABLE_DEG = 15.0
+#: the isokinetic test's progress: a line every ISOKINETIC_REPORT_S seconds of the test
+ISOKINETIC_REPORT_S = 0.5
+#: the longest time step the demo takes (module notes, "Time steps")
+MAX_DT = 0.025
+#: fewer elements per fiber than this give a swelling the mesh decides (module notes, "Elements per fiber")
+MIN_ELEMENTS_SWELLING = 12
 #: the most fibers the demo takes: its heads' layout starts admissible up to here (checked at 400 and 401
 #: fibers; at 500 and 600 the two heads' bundles overlap at the start)
 MAX_FIBERS = 400
@@ -443,7 +456,7 @@ def isometric(model: sf.Model, motion: Motion, angles_deg=ISOMETRIC_ANGLES, *, d
         newton[0] += info.newton_iterations
         step = round(state.t / dt)
         if writer is not None:
-            writer.write(state, step)
+            writer.write(state, step, time=round(state.t, 12))  # (the step's time without the sum's round-off)
         if step in samples:
             enclosed, fibers = cross_section(model, state)
             point = Isometric(samples[step][1], flexion_moment(model, state), muscle_force(model, state),
@@ -488,13 +501,14 @@ def isokinetic(model: sf.Model, motion: Motion, start, *, start_deg: float = STA
     def record(state, info):
         rows.append((state.t - t0, start_deg + speed_deg_s * (state.t - t0), muscle_force(model, state),
                      flexion_moment(model, state), drag_force(model, state, motion.tissue_drag)))
-        if writer is not None:
-            writer.write(state, info.step)
-        if progress and info.step % 50 == 0:
+        if writer is not None:  # on the test's clock, as printed: 0 s at start_deg
+            writer.write(state, info.step, time=round(state.t - t0, 12))
+        if progress and info.step % report_every == 0:
             print(f"  isokinetic t = {rows[-1][0]:5.2f} s, {rows[-1][1]:6.1f}°: force {rows[-1][2]:7.1f} N", flush=True)
 
+    report_every = max(1, round(ISOKINETIC_REPORT_S / dt))  # a progress line every ISOKINETIC_REPORT_S
     if writer is not None:
-        writer.write(start, 0)
+        writer.write(start, 0, time=0.0)
     # Ctrl-C stops the demo; the VTK series keeps the steps done
     sf.simulate(model, t_end=t0 + t_end, dt=dt, state=start, callback=record, progress=False, store_every=10**9,
                 max_halvings=MAX_HALVINGS, keep_substeps=KEEP_SUBSTEPS, newton_options=newton_options(),
@@ -526,7 +540,7 @@ def main(argv: list[str] | None = None) -> dict | int:
                     "angle, and ends with 'summary: fibers=… csa_increase_pct_90=… peak_isometric_force_N=… "
                     "wall_s=…'.  The first run on a machine compiles the model's kernels (a minute or two).",
         epilog=TABLE_WORDS, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--fibers", type=positive_int, default=36,
+    parser.add_argument("--fibers", type=int, default=36,
                         help=f"fibers of the biceps, two heads (2 … {MAX_FIBERS}, default 36); each has a 2 mm belly "
                              "radius, so the muscle grows with their number: the 36 bellies' sections add up to "
                              "about 4.5 cm², and 410 N, a biceps")
@@ -534,8 +548,9 @@ def main(argv: list[str] | None = None) -> dict | int:
                         help=f"elements per fiber (default {N_ELEMENTS}; fewer give a coarser answer: see the "
                              "module notes, 'Elements per fiber')")
     parser.add_argument("--dt", type=positive_float, default=0.01,
-                        help=f"time step (s, default 0.01); it must divide {T_SETTLE:g} s and {T_TURN + T_HOLD:g} s "
-                             "(the isometric schedule's settle, and its turn + hold at each angle)")
+                        help=f"time step (s, default 0.01, at most {MAX_DT:g}); it must divide {T_SETTLE:g} s and "
+                             f"{T_TURN + T_HOLD:g} s (the isometric schedule's settle, and its turn + hold at each "
+                             "angle); longer steps stall (module notes, 'Time steps')")
     parser.add_argument("--angles", type=float, nargs="+", default=list(ISOMETRIC_ANGLES),
                         help=f"elbow angles of the isometric test (°, in (0, 160]; default 30 60 90 120 150); they "
                              f"must include {START_DEG:g} (the isokinetic test starts there), and the swelling needs "
@@ -560,7 +575,10 @@ def main(argv: list[str] | None = None) -> dict | int:
                      f"is checked up to {MAX_FIBERS}, and at 500 their bundles overlap at the start), "
                      f"got {args.fibers}")
     _, _, sample_times = isometric_schedule(args.angles)
-    if args.dt > T_SETTLE or not all(abs(t / args.dt - round(t / args.dt)) < 1e-6 for t in sample_times):
+    if args.dt > MAX_DT:
+        parser.error(f"--dt must be at most {MAX_DT:g} s (longer steps carry the fibers where the contact safeguard "
+                     f"lets Newton take only 1–2 % of each step, and the run stops; module notes), got {args.dt!r}")
+    if not all(abs(t / args.dt - round(t / args.dt)) < 1e-6 for t in sample_times):
         parser.error(f"--dt must divide {T_SETTLE:g} s and {T_TURN + T_HOLD:g} s (the isometric schedule's "
                      f"settle and turn + hold), e.g. 0.01 or 0.025; got {args.dt!r}")
     wall = time.perf_counter()
@@ -568,6 +586,8 @@ def main(argv: list[str] | None = None) -> dict | int:
                             "kernels first, about half a minute) …")
     try:
         model, motion = build_model(args.fibers, args.elements)
+    except np.linalg.LinAlgError:  # (a ValueError: the computation's failure, not the options')
+        raise
     except ValueError as error:
         parser.error(str(error))
     finally:
@@ -636,6 +656,9 @@ def _tests(args, model: sf.Model, motion: Motion, writers, wall: float, points: 
     else:
         print("swelling at mid-belly, 0° → 90°: not measured, --angles does not include 90 "
               "(csa_increase_pct_90=nan in the summary)")
+    if 90.0 in at and args.elements < MIN_ELEMENTS_SWELLING:
+        print(f"  (with fewer than {MIN_ELEMENTS_SWELLING} elements per fiber the swelling is the mesh's: a belly "
+              "on a few cubic elements shortens too far; see the module notes, 'Elements per fiber')")
     start = at[START_DEG].state
     print(f"isokinetic test ({SPEED_DEG_S:g}°/s from {START_DEG:g}° for {args.isokinetic_time:g} s):")
     rows = isokinetic(model, motion, start, t_end=args.isokinetic_time, dt=args.dt, writer=writers[1])

@@ -101,6 +101,7 @@ from pathlib import Path
 import numpy as np
 
 from skfiber.cli import ArgumentParser, folder_path, output_folder, positive_float, run_script
+from skfiber.core.numbers import MAX_STEPS
 from skfiber.demos import upper_limb
 from skfiber.hill import (
     ActiveForceLengthCurve,
@@ -332,12 +333,18 @@ def build_hill_system(mappings: list[HillMapping], *, formulation: str = "damped
     return system, muscles
 
 
+def steps_to(t_end: float) -> int:
+    """The Hill model's time steps to ``t_end``: those of the fiber model's level 1 (:data:`N_STEPS` over
+    :data:`T_END`), at least one."""
+    return max(1, int(round(N_STEPS * t_end / T_END)))
+
+
 def run_hill(*, t_end: float = T_END, n_steps: int | None = None, formulation: str = "damped",
              mappings: list[HillMapping] | None = None) -> HillRun:
     """Simulate the Hill model from rest (q = 0, fibers in static equilibrium) to ``t_end``."""
     mappings = hill_mappings(formulation=formulation) if mappings is None else mappings
     system, muscles = build_hill_system(mappings, formulation=formulation)
-    nt = n_steps if n_steps is not None else max(1, int(round(N_STEPS * t_end / T_END)))
+    nt = n_steps if n_steps is not None else steps_to(t_end)
     start = time.perf_counter()
     result = simulate_rigid(system, np.zeros(system.n), np.zeros(system.n), t_end, t_end / nt)
     wall = time.perf_counter() - start
@@ -445,6 +452,9 @@ def main(argv: list[str] | None = None) -> Comparison:
                         help="directory for CSV/PNG files (default hill_vs_fiber_output)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines of the fiber model")
     args = parser.parse_args(argv)
+    if steps_to(args.t_end) > MAX_STEPS:
+        parser.error(f"--t-end must be at most {MAX_STEPS * T_END / N_STEPS:.3g} s ({MAX_STEPS:.0e} steps of "
+                     f"{T_END / N_STEPS:g} s), got {args.t_end:g}")
     output_folder(parser, "--output/--out", args.output)
 
     start = time.perf_counter()
@@ -465,8 +475,9 @@ def main(argv: list[str] | None = None) -> Comparison:
         for name, (ev, ed) in errors.items():
             print(f"  {name:26s} {ev:.2e} / {ed:.2e}")
 
-    scaled = "" if args.t_end == T_END else f" (scaled to t_end = {args.t_end:g} s)"
-    print(f"Hill model: 5 muscles, {N_STEPS} steps over {T_END:g} s{scaled}", flush=True)
+    n_steps = steps_to(args.t_end)
+    print(f"Hill model: 5 muscles, {n_steps} steps of {args.t_end / n_steps:.4g} s to t = {args.t_end:g} s",
+          flush=True)
     hill = run_hill(t_end=args.t_end, mappings=mappings)
     print(f"  wall time {hill.wall_time:.2f} s, Newton iterations mean {np.mean(hill.newton_iterations or [0]):.2f} "
           f"max {max(hill.newton_iterations or [0])}, retries {hill.retries}")

@@ -32,7 +32,6 @@ import importlib
 import math
 import os
 import pkgutil
-import re
 import select
 import sys
 import time
@@ -41,11 +40,14 @@ import warnings
 from pathlib import Path
 from typing import Callable, Sequence
 
+import numpy as np
+
 from .core.interrupt import caused_by_ctrl_c
 from .study import command as study_command
 
 __all__ = ["main", "demo_names", "VERIFY", "ArgumentParser", "positive_float", "positive_int", "nonnegative_float",
-           "nonnegative_int", "output_folder", "output_file", "BAD_INPUT", "INTERRUPTED_SUMMARY", "run_script"]
+           "nonnegative_int", "output_folder", "output_file", "BAD_INPUT", "INTERRUPTED_SUMMARY", "FAILED_SUMMARY",
+           "run_script"]
 
 #: Demos that are verification studies, run as ``main(["--small"])`` by ``skfiber verify``.
 VERIFY = ("manufactured-solution", "pendulum-chain")
@@ -55,6 +57,8 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_BROKEN_PIPE = 128 + 13
 #: the last line of a demo that Ctrl-C stopped before it printed its own ``summary:`` line
 INTERRUPTED_SUMMARY = "summary: interrupted=1"
+#: the last line of a demo that failed (an exception other than bad input left it: exit code 1)
+FAILED_SUMMARY = "summary: failed=1"
 #: the largest side (pixels) of ``skfiber view --window-size``: an image of that size is rendered with gigabytes
 #: of memory (software rendering, 8× anti-aliasing), and far larger ones abort the process inside VTK
 MAX_WINDOW_SIDE = 4096
@@ -302,12 +306,22 @@ def _called(main: Callable, argv: list[str]) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_FAILED)
     except BaseException as err:
-        if caused_by_ctrl_c(err):
+        last = INTERRUPTED_SUMMARY if caused_by_ctrl_c(err) else FAILED_SUMMARY if _is_failure(err) else None
+        if last is not None:
             try:
-                print(INTERRUPTED_SUMMARY, flush=True)
-            except OSError:  # (a closed stdout: the Ctrl-C is what to report)
+                print(last, flush=True)
+            except OSError:  # (a closed stdout: the exception is what to report)
                 pass
         raise
+
+
+def _is_failure(err: BaseException) -> bool:
+    """Whether :func:`_reported` reports ``err`` as a failure (exit code 1): not bad input, not Ctrl-C.  A
+    singular matrix (numpy's ``LinAlgError``, a ``ValueError``) is the computation's failure, not the input's."""
+    if isinstance(err, np.linalg.LinAlgError):
+        return True
+    return isinstance(err, Exception) and not isinstance(
+        err, BAD_INPUT + (UsageError, study_command.StudyUsageError, BrokenPipeError)) and not caused_by_ctrl_c(err)
 
 
 def _call_main(module, argv: list[str], prog: str | None = None) -> int:
@@ -473,11 +487,7 @@ def _print_info(viz, path: Path) -> int:
             return EXIT_OK
         frame = viz.load(path)
     print(f"fibers: {frame.fibers.n_points} points, {frame.fibers.n_cells} line cells")
-    written = {}  # the units the file states ("units: name [unit]" field data; extra fields' too)
-    for label in frame.fibers.field_data.keys():
-        found = re.fullmatch(r"units: (.+) \[(.*)\]", label)
-        if found:
-            written[found.group(1)] = found.group(2)
+    written = viz.written_units(frame.fibers)  # (extra fields' units too)
     width = max([16] + [len(name) for name in frame.fields])
     for name in frame.fields:
         unit, meaning = ALL_FIBER_FIELDS.get(name, (written.get(name, "?"), "extra field"))
@@ -696,6 +706,8 @@ def _reported(who: str, call, *, debug: bool, hint: str) -> int:
             _silence_stdout()
             return EXIT_BROKEN_PIPE
         return _failed(who, err, debug=debug, hint=hint)  # (another pipe's: a failure, not bad input)
+    except np.linalg.LinAlgError as err:  # (a ValueError, but the computation's failure: not bad input)
+        return _failed(who, err, debug=debug, hint=hint)
     except BAD_INPUT as err:  # skfiber's errors for bad input (arguments, paths, checkpoints)
         if debug:
             traceback.print_exc()
@@ -743,8 +755,8 @@ def run_script(main: Callable, argv: Sequence[str] | None = None) -> int:
     """Run a demo's ``main(argv)`` as a script, with the exit codes and one-line messages of ``skfiber run``.
 
     A demo ends with ``if __name__ == "__main__": run_script(main)``.  A Ctrl-C that leaves ``main`` (a demo
-    that does not report what it reached itself) ends the output with :data:`INTERRUPTED_SUMMARY`, so that
-    every demo's last line is a ``summary:`` line.  ``--debug`` (anywhere before a
+    that does not report what it reached itself) ends the output with :data:`INTERRUPTED_SUMMARY`, and a
+    failure (exit code 1) with :data:`FAILED_SUMMARY`, so that every demo's last line is a ``summary:`` line.  ``--debug`` (anywhere before a
     ``--``) is taken out of ``argv`` and shows the traceback of an error.  A demo that succeeds returns
     here (the script ends; sphinx-gallery, which runs the demos as ``__main__`` in its own process, goes
     on); any other outcome leaves by ``SystemExit`` with its exit code.  A ``main`` defined in code run

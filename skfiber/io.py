@@ -80,6 +80,7 @@ import numpy as np
 
 from .contact.cylinder import CylinderContact
 from .core import State
+from .core.numbers import is_real
 from .core.warn import warn
 from .materials import MaterialPoint
 from .model import Model
@@ -541,9 +542,16 @@ class VTKSeries:
         self.bytes_written += path.stat().st_size
         self.files_written += 1
 
-    def write(self, state: State, step: int) -> list[Path]:
-        """Write one step (all parts) and rewrite the .pvd; returns the files written."""
+    def write(self, state: State, step: int, *, time: float | None = None) -> list[Path]:
+        """Write one step (all parts) and rewrite the .pvd; returns the files written.
+
+        ``time``: the time the .pvd lists for the step (default ``state.t``), e.g. a test's own clock that
+        starts at 0 where the run's does not, or ``state.t`` rounded to the output grid.
+        """
         step = int(step)
+        if time is not None and not is_real(time):
+            raise ValueError(f"time must be a finite number (s), got {time!r}")
+        t = float(state.t if time is None else time)
         files = [(FIBERS_PART, f"{self.name}_fibers_{step:06d}.vtu", "fibers")]
         mesh = fiber_mesh(self.model, state, points_per_element=self.points_per_element, extra_fields=self.extra_fields)
         if self._unmatched_units:
@@ -557,7 +565,6 @@ class VTKSeries:
             self._write_mesh(files[-1][1], cylinder_mesh(self._bodies(state)))
         elif self._static_bodies_file is not None:
             files.append((BODIES_PART, self._static_bodies_file, "bodies"))
-        t = float(state.t)
         entries = ([e for e in self.entries if e.time != t]
                    + [PvdEntry(t, part, file, name) for part, file, name in files])
         write_pvd(self.pvd_path, entries)

@@ -29,7 +29,9 @@ Examples
 """
 from __future__ import annotations
 
+import math
 import os
+import re
 import sys
 import threading
 import warnings
@@ -59,6 +61,8 @@ __all__ = [
     "load",
     "holds_bodies",
     "lever_count",
+    "label_format",
+    "written_units",
     "read_grid",
     "tubes",
     "scene",
@@ -320,15 +324,38 @@ def _check_window_size(window_size) -> None:
         raise ValueError(f"window_size must be two integers ≥ 1 (width, height in pixels), got {window_size!r}")
 
 
-def _bar_args(field: str) -> dict:
+def _bar_args(field: str, clim, units: dict[str, str]) -> dict:
     # upright at the right edge: the title stands above the bar, the labels beside it (a horizontal bar
     # puts both above the bar, where they overlap)
-    return {"title": _title(field), "color": "black", "fmt": "%.3g", "vertical": True, "position_x": 0.86,
-            "position_y": 0.18, "width": 0.07, "height": 0.64, "title_font_size": 16, "label_font_size": 14}
+    return {"title": _title(field, units), "color": "black", "fmt": label_format(*clim), "vertical": True,
+            "position_x": 0.86, "position_y": 0.18, "width": 0.07, "height": 0.64, "title_font_size": 16,
+            "label_font_size": 14}
 
 
-def _title(field: str) -> str:
-    unit = _io.ALL_FIBER_FIELDS.get(field, ("", ""))[0]
+def label_format(low: float, high: float) -> str:
+    """The printf format of a colour bar's labels over [low, high]: 3 significant digits, more when the range
+    is narrow beside its values, so that the labels differ (a stretch of 0.996 … 1).
+
+    Examples
+    --------
+    >>> label_format(0.0, 8.3e4), label_format(0.996, 1.0)
+    ('%.3g', '%.6g')
+    """
+    size, span = max(abs(low), abs(high)), high - low
+    if not (np.isfinite(size) and np.isfinite(span) and span > 0 and size > 0):
+        return "%.3g"
+    return f"%.{min(3 + max(0, math.ceil(math.log10(size / span))), 12)}g"
+
+
+def written_units(grid: pv.DataSet) -> dict[str, str]:
+    """The units a file states for its arrays (field data ``units: <name> [<unit>]``, :func:`skfiber.io.write_vtu`):
+    name → unit."""
+    found = (re.fullmatch(r"units: (.+) \[(.*)\]", label) for label in grid.field_data.keys())
+    return {m.group(1): m.group(2) for m in found if m}
+
+
+def _title(field: str, units: dict[str, str]) -> str:
+    unit = _io.ALL_FIBER_FIELDS.get(field, (units.get(field, ""), ""))[0]
     return f"{field} ({unit})" if unit and unit != "1" else field
 
 
@@ -398,10 +425,10 @@ def scene(
     plotter.set_background("white")
     # the meshes carry their own normals (Gouraud shading without pyvista's smooth_shading
     # pipeline), so movie() can update them in place
+    clim = clim if clim is not None else _field_range([frame], field)
     actor = plotter.add_mesh(
-        tubes(frame.fibers, n_sides=n_sides), scalars=field, cmap=cmap,
-        clim=clim if clim is not None else _field_range([frame], field),
-        scalar_bar_args=_bar_args(field), name="fibers",
+        tubes(frame.fibers, n_sides=n_sides), scalars=field, cmap=cmap, clim=clim,
+        scalar_bar_args=_bar_args(field, clim, written_units(frame.fibers)), name="fibers",
     )
     actor.prop.interpolation = "gouraud"
     if frame.bodies is not None:

@@ -7,6 +7,7 @@ import sys
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from skfiber import cli
@@ -288,6 +289,8 @@ def _numba_s_ctrl_c(argv):
     (_raises(FileNotFoundError("no checkpoint at out/x.npz")), 2, "demo.py: error: no checkpoint at out/x.npz"),
     (_raises(RuntimeError("Newton failed\n at t = 1")), 1,
      "demo.py: failed: RuntimeError: Newton failed at t = 1 (--debug shows the traceback)"),
+    (_raises(np.linalg.LinAlgError("Singular matrix")), 1,  # a ValueError, but the computation's, not the input's
+     "demo.py: failed: LinAlgError: Singular matrix (--debug shows the traceback)"),
     (_raises(KeyboardInterrupt()), 130, "demo.py: interrupted"),
     (_numba_s_ctrl_c, 130, "demo.py: interrupted"),
     (lambda argv: type("Run", (), {"interrupted": True})(), 130, ""),
@@ -302,8 +305,9 @@ def test_a_demo_run_as_a_script_reports_like_skfiber_run(main, code, message, ca
     assert script_exit_code(main, ["--level", "2"]) == code
     out, err = capsys.readouterr()
     assert err.strip() == message and "Traceback" not in err
-    # a Ctrl-C that left main (nothing reported by the demo) ends the output with a summary line; none else
-    assert out == ("summary: interrupted=1\n" if message == "demo.py: interrupted" else "")
+    # a Ctrl-C that left main (nothing reported by the demo), or a failure, ends the output with a summary line;
+    # bad input (the run never started) and a demo's own exit do not
+    assert out == {130: "summary: interrupted=1\n" if message else "", 1: "summary: failed=1\n"}.get(code, "")
 
 
 def test_under_sphinx_gallery_a_demo_s_error_propagates():

@@ -644,21 +644,22 @@ def test_safeguard_estimate_bounds_a_fiber_that_shortens_beside_the_cylinder():
 
 
 def test_demo_interrupted_reports_the_cases_solved(capsys, monkeypatch):
-    """Ctrl-C during the third solve: the two cases solved are printed, the summary line ends the output marked
-    interrupted, and main returns 130."""
+    """Ctrl-C during the third solve after the warm-up: the two cases solved are printed, the summary line ends
+    the output marked interrupted, and main returns 130."""
     from skfiber.demos import contact_cylinder
 
     solve, calls = contact_cylinder.solve, []
 
     def stop_at_the_third(n_elements, points):
         calls.append((n_elements, points))
-        if len(calls) == 3:
+        if len(calls) == 4:
             raise KeyboardInterrupt
         return solve(n_elements, points)
 
     monkeypatch.setattr(contact_cylinder, "solve", stop_at_the_third)
     assert contact_cylinder.main(["--small"]) == 130
     lines = capsys.readouterr().out.strip().splitlines()
+    assert calls[0] == (contact_cylinder.WARM_UP_ELEMENTS, contact_cylinder.BASE_POINTS)  # untimed, not a case
     assert lines[0].startswith("interrupted (Ctrl-C) after ") and len(lines) == 5
-    assert [tuple(int(v) for v in line.split()[:2]) for line in lines[2:4]] == calls[:2]
+    assert [tuple(int(v) for v in line.split()[:2]) for line in lines[2:4]] == calls[1:3]
     assert lines[-1] == "summary: qp4_change_pct=nan ne32_error_pct=nan interrupted=1"

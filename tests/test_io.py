@@ -1,4 +1,5 @@
 """VTK output through meshio: fiber polylines, cylinders, .pvd collections, atomic writes."""
+import dataclasses
 import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -243,6 +244,20 @@ def test_levers_end_at_the_fiber_ends_on_every_body_of_a_chain(tmp_path):
         s = np.clip(np.dot(tip - cyl.start, cyl.axis) / np.dot(cyl.axis, cyl.axis), 0.0, 1.0)
         np.testing.assert_allclose(foot, cyl.start + s * cyl.axis, atol=1e-14)
     assert np.linalg.norm(levers[2:, 1] - [[0.7, 0.05, 0.04], [0.75, -0.03, -0.06]]) > 1e-3  # (moved, with t)
+
+
+def test_a_step_is_listed_at_the_time_given(tmp_path):
+    """VTKSeries.write(..., time=…) lists the step at that time (a test's own clock), the state's t otherwise;
+    a time that is not a finite number is refused."""
+    model = build_model(1)
+    state = model.initial_state()
+    series = sio.VTKSeries(tmp_path, model, name="clock")
+    series.write(dataclasses.replace(state, t=0.8), 0, time=0.0)
+    series.write(dataclasses.replace(state, t=0.8 + 0.01), 1)
+    assert sorted({e.time for e in sio.read_pvd(tmp_path / "clock.pvd")}) == [0.0, 0.81]
+    for bad in (float("nan"), True, "1"):
+        with pytest.raises(ValueError, match="time must be a finite number"):
+            series.write(state, 2, time=bad)
 
 
 def test_moving_bodies_written_every_step(tmp_path):

@@ -79,6 +79,8 @@ def test_a_failed_run_is_recorded_and_the_study_goes_on(tmp_path):
     assert failed["a"] == -1.0 and failed["error"] == "ValueError: a must be ≥ 0, got -1"
     assert list(r.table.loc[r.table["status"] == "ok", "y"]) == [0.0, 1.0]
     assert (tmp_path / "results.csv").exists() or (tmp_path / "results.parquet").exists()
+    # the columns as the guide lists them, though the first run failed (and has no outputs)
+    assert list(r.table.columns) == ["run", "a", "y", "status", "error", "wall_s", "worker"]
 
 
 def test_resume_skips_recorded_runs(tmp_path):

@@ -128,7 +128,7 @@ class StudyFolder:
         """The tidy table of the recorded runs (a pandas DataFrame)."""
         import pandas as pd
 
-        rows = []
+        rows, params, outputs = [], {}, {}
         for rec in self.records():
             row = {"run": int(rec["run"])}
             row.update(rec.get("params", {}))
@@ -136,7 +136,10 @@ class StudyFolder:
             row.update(status=rec.get("status"), error=rec.get("error", ""), wall_s=rec.get("wall_s"),
                        worker=rec.get("worker", ""))
             rows.append(row)
-        return pd.DataFrame(rows)
+            params.update(dict.fromkeys(rec.get("params", {})))
+            outputs.update(dict.fromkeys(rec.get("outputs", {})))
+        # the columns in one order whichever run comes first (a failed run has no outputs)
+        return pd.DataFrame(rows, columns=["run", *params, *outputs, "status", "error", "wall_s", "worker"])
 
     def write_table(self) -> Path:
         """Write the table as ``results.parquet`` (pyarrow) or ``results.csv``; returns its path."""

@@ -136,7 +136,8 @@ _UPPER_LIMB_RANGES = (Parameter("smax_biceps", 3e7, 5.5e7), Parameter("smax_tric
 TARGETS = {
     "upper-limb": Target(upper_limb, _warm_upper_limb, _UPPER_LIMB_RANGES, tuple(p.name for p in _UPPER_LIMB_RANGES),
                          "the upper limb at level 1 (fiber–fiber contact off): peak_angle_deg, "
-                         "final_angle_deg, peak_biceps_force_N"),
+                         "final_angle_deg, peak_biceps_force_N, past_force_peak (1: strain softening, a motion "
+                         "the mesh decides)"),
     "cable-sag": Target(cable_sag, _warm_cable, (Parameter("sigma0", 10.0, 60.0), Parameter("mu", 5e4, 2e5)),
                         CABLE_KNOWN, "a fiber fixed at both ends sagging under gravity (0.5 s): sag_m, max_force_N"),
     "ishigami": Target(ishigami, None, tuple(Parameter(k, -np.pi, np.pi) for k in ("x1", "x2", "x3")),
