@@ -57,6 +57,19 @@ def straight_model(n_elements=8, *, law=None, fibers=1, **fiber_kwargs):
 LAW_COUPLED = sf.passive_kelvin_voigt(mu_muscle=2e4, mu_tendon=1e5, eta_muscle=50, eta_tendon=50) + sf.prestress(1e3)
 
 
+def arm_with_fiber(end=(0.3, 0.0, 0.03)):
+    """A 0.3 m arm turning under gravity about y through the origin, and a 2-element fiber fixed at (0, 0, 0.1)
+    whose other end at ``end`` is attached to the arm: (model, fiber)."""
+    system = RigidSystem(gravity=(0.0, 0.0, -9.81))
+    system.add_body(Body("arm", start=(0, 0, 0), axis=(0.3, 0, 0), radius=0.03, mass=1.0),
+                    joint=Revolute(axis=(0, 1, 0)))
+    fiber = sf.Fiber.straight((0.0, 0, 0.1), end, n_elements=2, law=sf.paper_law(sigma0=100.0))
+    model = sf.Model([fiber], rigid=system)
+    model.fix(fiber, "start")
+    model.attach(fiber, "end", "arm", point=end)
+    return model, fiber
+
+
 def two_link_model(*, body_gravity=True, elements=(), fiber_contact=None):
     """Two hinged links, two fibers (one from the ground), a contact cylinder on the second link.
 

@@ -15,6 +15,8 @@ from skfiber import io as sio
 from skfiber.demos.hanging_bundle import build_model
 from skfiber.run import run_simulation
 
+from conftest import arm_with_fiber
+
 BONES = [((0.0, -0.2, -0.3), (1.0, 0.0, 0.0), 0.05), sio.Cylinder((0.5, 0.5, 0.0), (0.0, 0.0, 0.4), 0.03)]
 
 
@@ -273,15 +275,8 @@ def test_moving_bodies_written_every_step(tmp_path):
 def test_a_model_s_bones_are_written_by_default(tmp_path):
     """run_simulation on a model with a rigid system writes its bodies (the bones, at each step's q) without
     being asked."""
-    from skfiber.rigid import Body, Revolute, RigidSystem
 
-    system = RigidSystem(gravity=(0.0, 0.0, -9.81))
-    system.add_body(Body("arm", start=(0, 0, 0), axis=(0.3, 0, 0), radius=0.03, mass=1.0),
-                    joint=Revolute(axis=(0, 1, 0)))
-    fiber = sf.Fiber.straight((0.0, 0, 0.1), (0.3, 0, 0.03), n_elements=2, law=sf.paper_law(sigma0=100.0))
-    model = sf.Model([fiber], rigid=system)
-    model.fix(fiber, "start")
-    model.attach(fiber, "end", "arm")
+    model, _ = arm_with_fiber()
     result = run_simulation(model, t_end=0.02, dt=0.01, out_dir=tmp_path, progress=False)
     files = [e.file for e in sio.read_pvd(tmp_path / "result.pvd") if e.part == 1]
     assert files == [f"result_bodies_{n:06d}.vtu" for n in range(3)]

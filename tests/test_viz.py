@@ -12,6 +12,7 @@ import skfiber as sf  # noqa: E402
 from skfiber import viz  # noqa: E402
 from skfiber.demos.hanging_bundle import build_model  # noqa: E402
 from skfiber.run import run_simulation  # noqa: E402
+from conftest import arm_with_fiber  # noqa: E402
 
 BONE = ((0.0, -0.25, -0.3), (1.0, 0.0, 0.0), 0.04)
 SMALL = (320, 240)
@@ -199,15 +200,8 @@ def test_levers_to_the_fiber_attachments_are_drawn_with_the_bones(tmp_path, caps
     line cell) to the attachment; the picture draws the lever, the movie moves it with the arm, and --info
     counts it apart from the triangles."""
     from skfiber import cli
-    from skfiber.rigid import Body, Revolute, RigidSystem
 
-    system = RigidSystem(gravity=(0.0, 0.0, -9.81))
-    system.add_body(Body("arm", start=(0, 0, 0), axis=(0.3, 0, 0), radius=0.03, mass=1.0),
-                    joint=Revolute(axis=(0, 1, 0)))
-    fiber = sf.Fiber.straight((0.0, 0, 0.1), (0.3, 0, 0.08), n_elements=2, law=sf.paper_law(sigma0=100.0))
-    model = sf.Model([fiber], rigid=system)
-    model.fix(fiber, "start")
-    model.attach(fiber, "end", "arm", point=(0.3, 0, 0.08))
+    model, _ = arm_with_fiber(end=(0.3, 0, 0.08))
     run_simulation(model, t_end=0.03, dt=0.01, out_dir=tmp_path, progress=False)
     pvd = tmp_path / "result.pvd"
     series = viz.Series(pvd)
