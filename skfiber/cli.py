@@ -384,7 +384,7 @@ def _cmd_run(args, extra: list[str]) -> int:
     argv = []
     if args.level is not None:
         if args.level < 1:
-            raise UsageError(f"--level must be ≥ 1, got {args.level}")
+            raise UsageError(f"--level must be ≥ 1, got {args.level}; see skfiber run {args.demo} --help")
         leveled = demos_with_levels()
         if args.demo.replace("_", "-") not in leveled:
             raise UsageError(f"{args.demo} takes no --level; the demos with levels are {', '.join(leveled)} "
