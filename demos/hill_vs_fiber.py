@@ -476,8 +476,8 @@ def main(argv: list[str] | None = None) -> Comparison:
             print(f"  {name:26s} {ev:.2e} / {ed:.2e}")
 
     n_steps = steps_to(args.t_end)
-    print(f"Hill model: 5 muscles, {n_steps} steps of {args.t_end / n_steps:.4g} s to t = {args.t_end:g} s",
-          flush=True)
+    print(f"Hill model: 5 muscles, {n_steps} step{'s' if n_steps > 1 else ''} of {args.t_end / n_steps:.4g} s to "
+          f"t = {args.t_end:g} s", flush=True)
     hill = run_hill(t_end=args.t_end, mappings=mappings)
     print(f"  wall time {hill.wall_time:.2f} s, Newton iterations mean {np.mean(hill.newton_iterations or [0]):.2f} "
           f"max {max(hill.newton_iterations or [0])}, retries {hill.retries}")

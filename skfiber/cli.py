@@ -47,7 +47,7 @@ from .study import command as study_command
 
 __all__ = ["main", "demo_names", "VERIFY", "ArgumentParser", "positive_float", "positive_int", "nonnegative_float",
            "nonnegative_int", "output_folder", "output_file", "BAD_INPUT", "INTERRUPTED_SUMMARY", "FAILED_SUMMARY",
-           "run_script"]
+           "outcome", "run_script"]
 
 #: Demos that are verification studies, run as ``main(["--small"])`` by ``skfiber verify``.
 VERIFY = ("manufactured-solution", "pendulum-chain")
@@ -298,30 +298,60 @@ def _exit_code(value) -> int:
 
 def _called(main: Callable, argv: list[str]) -> int:
     """``main(argv)``'s exit code (:func:`_exit_code`), also when it leaves by ``SystemExit`` (argparse's
-    errors and ``--help``, or ``sys.exit`` in the demo).  A Ctrl-C that leaves ``main`` (a demo that does not
-    report what it reached itself) is raised on after :data:`INTERRUPTED_SUMMARY` is printed: every demo's
-    output ends with a ``summary:`` line."""
+    errors and ``--help``, or ``sys.exit`` in the demo: a message given to it goes to stderr).  An exception
+    that leaves ``main`` is raised on after the summary line of its outcome (:func:`outcome`):
+    :data:`INTERRUPTED_SUMMARY` after a Ctrl-C, :data:`FAILED_SUMMARY` after a failure (exit code 1), none
+    after bad input: every demo's output ends with a ``summary:`` line once it has run."""
     try:
         return _exit_code(main(argv))
     except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_FAILED)
+        if exc.code is None or isinstance(exc.code, int):
+            return EXIT_OK if exc.code is None else exc.code
+        print(exc.code, file=sys.stderr)  # (as Python does for sys.exit("message"))
+        _print_summary(FAILED_SUMMARY)
+        return EXIT_FAILED
     except BaseException as err:
-        last = INTERRUPTED_SUMMARY if caused_by_ctrl_c(err) else FAILED_SUMMARY if _is_failure(err) else None
-        if last is not None:
-            try:
-                print(last, flush=True)
-            except OSError:  # (a closed stdout: the exception is what to report)
-                pass
+        code = outcome(err)
+        if code in (EXIT_INTERRUPTED, EXIT_FAILED):
+            _print_summary(INTERRUPTED_SUMMARY if code == EXIT_INTERRUPTED else FAILED_SUMMARY)
         raise
 
 
-def _is_failure(err: BaseException) -> bool:
-    """Whether :func:`_reported` reports ``err`` as a failure (exit code 1): not bad input, not Ctrl-C.  A
-    singular matrix (numpy's ``LinAlgError``, a ``ValueError``) is the computation's failure, not the input's."""
+def _print_summary(line: str) -> None:
+    """Print a demo's last line, unless stdout is closed (the exception is then what to report)."""
+    try:
+        print(line, flush=True)
+    except OSError:
+        pass
+
+
+def outcome(err: BaseException) -> int | None:
+    """The exit code the ``skfiber`` command and the demos give an exception that reached them, as they report
+    it: :data:`EXIT_USAGE` for bad input (the ValueError, TypeError or OSError skfiber raises for arguments,
+    paths, checkpoints), :data:`EXIT_INTERRUPTED` for a Ctrl-C (also as the cause of another exception, as
+    numba raises it), :data:`EXIT_BROKEN_PIPE` when the reader of stdout went away, :data:`EXIT_FAILED` for
+    anything else (a run that did not converge, a singular matrix: numpy's ``LinAlgError`` is a ValueError
+    but the computation's failure, a bug); None for what is not an ``Exception`` (``SystemExit``), passed on.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> outcome(ValueError("--t-end must be > 0")), outcome(np.linalg.LinAlgError("Singular matrix"))
+    (2, 1)
+    """
+    if isinstance(err, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if not isinstance(err, Exception):
+        return None
+    if isinstance(err, (UsageError, study_command.StudyUsageError)):
+        return EXIT_USAGE
+    if isinstance(err, BrokenPipeError):
+        return EXIT_BROKEN_PIPE if _stdout_closed() else EXIT_FAILED  # (another pipe's: a failure)
     if isinstance(err, np.linalg.LinAlgError):
-        return True
-    return isinstance(err, Exception) and not isinstance(
-        err, BAD_INPUT + (UsageError, study_command.StudyUsageError, BrokenPipeError)) and not caused_by_ctrl_c(err)
+        return EXIT_FAILED
+    if isinstance(err, BAD_INPUT):
+        return EXIT_USAGE
+    return EXIT_INTERRUPTED if caused_by_ctrl_c(err) else EXIT_FAILED
 
 
 def _call_main(module, argv: list[str], prog: str | None = None) -> int:
@@ -689,35 +719,28 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _reported(who: str, call, *, debug: bool, hint: str) -> int:
-    """``call()``'s exit code, with the module's rules for what goes wrong: bad input is one line
-    ``<who>: error: …`` (exit code 2), Ctrl-C ``<who>: interrupted`` (130), any other exception one line
+    """``call()``'s exit code, with the module's rules for what goes wrong (:func:`outcome`): bad input is one
+    line ``<who>: error: …`` (exit code 2), Ctrl-C ``<who>: interrupted`` (130), any other exception one line
     ``<who>: failed: …`` (1); ``debug`` adds the traceback and keeps Python's format of warnings."""
     try:
         with _warnings_in_one_line(who, enabled=not debug):
             return call()
-    except (UsageError, study_command.StudyUsageError) as err:
-        print(f"{who}: error: {err}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print(f"{who}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except BrokenPipeError as err:
-        if _stdout_closed():  # the reader of the output stopped reading: nothing more to say, nowhere to say it
-            _silence_stdout()
-            return EXIT_BROKEN_PIPE
-        return _failed(who, err, debug=debug, hint=hint)  # (another pipe's: a failure, not bad input)
-    except np.linalg.LinAlgError as err:  # (a ValueError, but the computation's failure: not bad input)
-        return _failed(who, err, debug=debug, hint=hint)
-    except BAD_INPUT as err:  # skfiber's errors for bad input (arguments, paths, checkpoints)
-        if debug:
-            traceback.print_exc()
-        print(f"{who}: error: {_one_line(err)}", file=sys.stderr)
-        return EXIT_USAGE
     except Exception as err:
-        if not caused_by_ctrl_c(err):  # (numba's compiled functions report a Ctrl-C in them as a SystemError)
+        code = outcome(err)
+        if code == EXIT_BROKEN_PIPE:  # the reader of the output stopped reading: nothing more to say, nowhere
+            _silence_stdout()
+            return code
+        if code == EXIT_FAILED:
             return _failed(who, err, debug=debug, hint=hint)
-        if debug:
+        ours = isinstance(err, (UsageError, study_command.StudyUsageError))  # (the command's own words, as written)
+        if debug and not ours:
             traceback.print_exc()
+        if code == EXIT_INTERRUPTED:
+            print(f"{who}: interrupted", file=sys.stderr)
+        else:
+            print(f"{who}: error: {err if ours else _one_line(err)}", file=sys.stderr)
+        return code
+    except KeyboardInterrupt:
         print(f"{who}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
 
@@ -755,9 +778,10 @@ def run_script(main: Callable, argv: Sequence[str] | None = None) -> int:
     """Run a demo's ``main(argv)`` as a script, with the exit codes and one-line messages of ``skfiber run``.
 
     A demo ends with ``if __name__ == "__main__": run_script(main)``.  A Ctrl-C that leaves ``main`` (a demo
-    that does not report what it reached itself) ends the output with :data:`INTERRUPTED_SUMMARY`, and a
-    failure (exit code 1) with :data:`FAILED_SUMMARY`, so that every demo's last line is a ``summary:`` line.  ``--debug`` (anywhere before a
-    ``--``) is taken out of ``argv`` and shows the traceback of an error.  A demo that succeeds returns
+    that does not report what it reached itself) ends the output with :data:`INTERRUPTED_SUMMARY`, and an
+    error that stops it as a failure (exit code 1) with :data:`FAILED_SUMMARY`, so that every demo's last
+    line is a ``summary:`` line.  ``--debug`` (anywhere before a ``--``) is taken out of ``argv`` and shows
+    the traceback of an error.  A demo that succeeds returns
     here (the script ends; sphinx-gallery, which runs the demos as ``__main__`` in its own process, goes
     on); any other outcome leaves by ``SystemExit`` with its exit code.  A ``main`` defined in code run
     without a file (sphinx-gallery, a notebook) is called plainly: its errors propagate, for the gallery

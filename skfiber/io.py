@@ -508,9 +508,13 @@ class VTKSeries:
             return
         self.entries = [e for e in self.entries if not dropped(e)]
         write_pvd(self.pvd_path, self.entries)
+        self._remove_unlisted(e.file for e in gone)
+
+    def _remove_unlisted(self, files) -> None:
+        """Remove those of ``files`` that are the series' own and that no entry lists any more."""
         kept = {e.file for e in self.entries}
         ours = re.compile(rf"{re.escape(self.name)}_(fibers|bodies)(_\d+)?\.vtu")
-        for file in {e.file for e in gone} - kept:
+        for file in set(files) - kept:
             if ours.fullmatch(file):
                 (self.directory / file).unlink(missing_ok=True)
 
@@ -546,7 +550,9 @@ class VTKSeries:
         """Write one step (all parts) and rewrite the .pvd; returns the files written.
 
         ``time``: the time the .pvd lists for the step (default ``state.t``), e.g. a test's own clock that
-        starts at 0 where the run's does not, or ``state.t`` rounded to the output grid.
+        starts at 0 where the run's does not, or ``state.t`` rounded to the output grid.  A step listed at the
+        same time before is replaced (its files removed).  ``resume_time``, :meth:`drop_time` and
+        :attr:`times` speak of the listed times.
         """
         step = int(step)
         if time is not None and not is_real(time):
@@ -565,10 +571,12 @@ class VTKSeries:
             self._write_mesh(files[-1][1], cylinder_mesh(self._bodies(state)))
         elif self._static_bodies_file is not None:
             files.append((BODIES_PART, self._static_bodies_file, "bodies"))
+        replaced = [e.file for e in self.entries if e.time == t]  # (another step listed at this time)
         entries = ([e for e in self.entries if e.time != t]
                    + [PvdEntry(t, part, file, name) for part, file, name in files])
         write_pvd(self.pvd_path, entries)
         self.entries = entries  # only once the .pvd lists them (a Ctrl-C in write_pvd leaves both as they were)
+        self._remove_unlisted(replaced)
         return [self.directory / f for _, f, _ in files]
 
 

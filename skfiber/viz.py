@@ -341,7 +341,7 @@ def label_format(low: float, high: float) -> str:
     >>> label_format(0.0, 8.3e4), label_format(0.996, 1.0)
     ('%.3g', '%.6g')
     """
-    size, span = max(abs(low), abs(high)), high - low
+    size, span = max(abs(low), abs(high)), abs(high - low)
     if not (np.isfinite(size) and np.isfinite(span) and span > 0 and size > 0):
         return "%.3g"
     return f"%.{min(3 + max(0, math.ceil(math.log10(size / span))), 12)}g"

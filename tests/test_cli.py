@@ -277,6 +277,15 @@ def _raises(error):
     return main
 
 
+def _raises_while_handling_ctrl_c(error):
+    def main(argv):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise error
+    return main
+
+
 def _numba_s_ctrl_c(argv):
     try:
         raise KeyboardInterrupt
@@ -292,6 +301,12 @@ def _numba_s_ctrl_c(argv):
     (_raises(np.linalg.LinAlgError("Singular matrix")), 1,  # a ValueError, but the computation's, not the input's
      "demo.py: failed: LinAlgError: Singular matrix (--debug shows the traceback)"),
     (_raises(KeyboardInterrupt()), 130, "demo.py: interrupted"),
+    # what is reported and the summary line agree: a singular matrix met while handling Ctrl-C is a failure
+    (_raises_while_handling_ctrl_c(np.linalg.LinAlgError("Singular matrix")), 1,
+     "demo.py: failed: LinAlgError: Singular matrix (--debug shows the traceback)"),
+    (lambda argv: sys.exit("the target was not reached"), 1, "the target was not reached"),  # (Python's message)
+    (_raises(BrokenPipeError(32, "Broken pipe")), 1,  # another pipe's, not stdout's: a failure
+     "demo.py: failed: BrokenPipeError: [Errno 32] Broken pipe (--debug shows the traceback)"),
     (_numba_s_ctrl_c, 130, "demo.py: interrupted"),
     (lambda argv: type("Run", (), {"interrupted": True})(), 130, ""),
     (lambda argv: sys.exit(2), 2, ""),

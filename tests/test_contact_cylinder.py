@@ -643,6 +643,19 @@ def test_safeguard_estimate_bounds_a_fiber_that_shortens_beside_the_cylinder():
     assert true_margin[-1] < true_margin[0] - 0.3  # the growing radius matters along this step
 
 
+def test_demo_interrupted_in_its_warm_up_says_no_case_was_solved(capsys, monkeypatch):
+    from skfiber.demos import contact_cylinder
+
+    def stop(n_elements, points):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(contact_cylinder, "solve", stop)
+    assert contact_cylinder.main(["--small"]) == 130
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].endswith("s, before any case was solved") and len(lines) == 2
+    assert lines[-1] == "summary: qp4_change_pct=nan ne32_error_pct=nan interrupted=1"
+
+
 def test_demo_interrupted_reports_the_cases_solved(capsys, monkeypatch):
     """Ctrl-C during the third solve after the warm-up: the two cases solved are printed, the summary line ends
     the output marked interrupted, and main returns 130."""
@@ -650,13 +663,13 @@ def test_demo_interrupted_reports_the_cases_solved(capsys, monkeypatch):
 
     solve, calls = contact_cylinder.solve, []
 
-    def stop_at_the_third(n_elements, points):
+    def stop_at_the_third_case(n_elements, points):
         calls.append((n_elements, points))
         if len(calls) == 4:
             raise KeyboardInterrupt
         return solve(n_elements, points)
 
-    monkeypatch.setattr(contact_cylinder, "solve", stop_at_the_third)
+    monkeypatch.setattr(contact_cylinder, "solve", stop_at_the_third_case)
     assert contact_cylinder.main(["--small"]) == 130
     lines = capsys.readouterr().out.strip().splitlines()
     assert calls[0] == (contact_cylinder.WARM_UP_ELEMENTS, contact_cylinder.BASE_POINTS)  # untimed, not a case

@@ -134,10 +134,13 @@ def test_the_demo_refuses_bad_options():
             eb.main(argv)
     with pytest.raises(ValueError, match="tissue_drag"):
         eb.build_model(9, 4, tissue_drag=-1.0)
+    with pytest.raises(ValueError, match="n_elements"):
+        eb.build_model(9, 0)
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--dt", "0.05"], "--dt must be at most 0.025 s"),   # divides the schedule, but stalls (module notes)
+    (["--dt", "0.015"], "--dt must divide 0.3 s and 0.5 s"),   # (the schedule's settle, its turn + hold)
+    (["--dt", "1e7"], "--dt must divide"),   # named for itself, not as too long for --isokinetic-time
     (["--fibers", "-4"], "--fibers: must be 2 … 400"),
     (["--fibers", "1"], "--fibers: must be 2 … 400"),
 ])
@@ -145,8 +148,19 @@ def test_the_demo_names_its_limits(argv, message, capsys):
     with pytest.raises(SystemExit) as stop:
         eb.main(argv)
     assert stop.value.code == 2 and message in capsys.readouterr().err
-    with pytest.raises(ValueError, match="n_elements"):
-        eb.build_model(9, 0)
+
+
+def test_a_run_that_stalls_says_what_to_change_and_ends_with_its_summary(capsys):
+    """Two fibers of two elements at Δt = 0.1 s stall in the isometric test (Newton's steps cut to 1–2 % by
+    the contact safeguard): the demo names --dt and --elements, prints the figures reached in its summary
+    line marked failed=1, and returns 1."""
+    assert eb.main(["--fibers", "2", "--elements", "2", "--dt", "0.1", "--angles", "30", "90",
+                    "--isokinetic-time", "0.1"]) == 1
+    out, err = capsys.readouterr()
+    assert "--dt" in err and "--elements" in err and "stopped at t = " in err
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("summary: fibers=2 csa_increase_pct_90=") and last.endswith(" failed=1")
+    assert "peak_isometric_force_N=nan" not in last  # (the 0° point was reached)
 
 
 def test_a_bundle_in_touch_is_solved_by_the_sparse_lu_with_the_same_steps_as_gmres(monkeypatch):

@@ -257,6 +257,11 @@ def test_a_step_is_listed_at_the_time_given(tmp_path):
     series.write(dataclasses.replace(state, t=0.8), 0, time=0.0)
     series.write(dataclasses.replace(state, t=0.8 + 0.01), 1)
     assert sorted({e.time for e in sio.read_pvd(tmp_path / "clock.pvd")}) == [0.0, 0.81]
+    # another step listed at a time already listed replaces the step there, and its file goes
+    series.write(dataclasses.replace(state, t=0.804), 2, time=0.81)
+    assert [(e.time, e.file) for e in sio.read_pvd(tmp_path / "clock.pvd")] == [
+        (0.0, "clock_fibers_000000.vtu"), (0.81, "clock_fibers_000002.vtu")]
+    assert sorted(p.name for p in tmp_path.glob("*.vtu")) == ["clock_fibers_000000.vtu", "clock_fibers_000002.vtu"]
     for bad in (float("nan"), True, "1"):
         with pytest.raises(ValueError, match="time must be a finite number"):
             series.write(state, 2, time=bad)

@@ -283,8 +283,8 @@ def test_compiled_step_equals_the_python_step(case, reuse, monkeypatch):
 
 @pytest.mark.parametrize("reuse", [True, False])
 def test_compiled_step_cuts_the_line_search_as_the_python_step_does(reuse, monkeypatch):
-    """The compiled step's own line search keeps a cut step s on Armijo's test ‖G(u + sΔu)‖ ≤ (1 − c s) ‖G(u)‖,
-    as Python's does.  With c = 0.5 and steps of 0.01 s the Python run keeps cut steps whose residual ratio lies
+    """The compiled step's own line search keeps a cut step s on Armijo's test
+    ‖G(u + sΔu)‖ ≤ (1 − c s) ‖G(u)‖, as Python's does.  With c = 0.5 and steps of 0.01 s the Python run keeps cut steps whose residual ratio lies
     between 1 − c and 1 − c s, and some of them in steps the compiled run takes itself (checked below): a
     compiled test against 1 − c, or without the line search's s, would cut those steps further, and the states
     and residual histories would differ."""

@@ -208,4 +208,3 @@ class Cylinder:
         except (TypeError, ValueError) as err:
             raise TypeError(f"a body is a Cylinder or a tuple (start, axis, radius), got {value!r}") from err
         return cls(start, axis, radius)
-
