@@ -34,7 +34,7 @@ ours, chosen for the reasons given):
   belly.  Fiber–fiber contact is admissible only while 1 + γg > 0, i.e. the
   centerlines stay more than (1 − 1/γ)(r_x + r_y) = 0.16 m apart at two
   bellies (γ = 3).  Fibers of one muscle 0.17 m apart start just inside it
-  and touch (1 + γg = 0.126 at rest); biceps and triceps lie 0.22 m apart in
+  and touch (1 + γg = 0.125 at rest); biceps and triceps lie 0.22 m apart in
   x.  At rest 7 of the 10 pairs touch (the two biceps, neighbouring triceps,
   each biceps with the two nearest triceps).  The triceps' insertion radius
   r0 ≈ 0.07 m at 7 cm behind the elbow axis makes it rest on a thin cylinder
@@ -129,8 +129,9 @@ the level-4 step (level 1: 8 per step, level 2: 4, level 3: 2, level 4: 1;
 :func:`start_substeps`) — a departure from Table 5's uniform steps, the model
 unchanged.  The recorded times stay the level's steps (the level comparisons
 and checkpoints are unchanged); ``run(..., start_dt=None)`` gives the uniform
-steps.  Cost at level 1 (Newton's tolerance then 10⁻⁹): 655 instead of 596 Newton iterations, wall 2.83–2.86 s
-against 2.65–2.77 s (two runs each, 2-core shared VM).  The start is not the
+steps.  Cost at level 1, measured when the substeps came in (Newton's tolerance then 10⁻⁹, that day's
+code): 655 instead of 596 Newton iterations, wall 2.83–2.86 s against 2.65–2.77 s (two runs each, 2-core
+shared VM); today's code takes 656 at 10⁻⁹ (below, "Newton's tolerance").  The start is not the
 Δt → 0 solution at any level: ``docs/theory.md`` (upper limb) has the
 measurements.
 
@@ -142,7 +143,7 @@ substeps of 1/256 s, see above).  The d.o.f. count is the paper's
 the run times with and without it are in ``docs/performance.md``.
 
 Outputs (``--output DIR``, default ``upper_limb_output``), per level L run:
-``angle_levelL.csv`` (t, elbow angle, forces at the upper-arm attachments) and
+``angle_levelL.csv`` (t, elbow angle, the forces at the upper-arm attachments of biceps1 and triceps1) and
 ``axial_force_levelL.csv`` (N(θ) at t = 1 s and 4 s), and for all levels run
 together ``angle.png`` (paper Fig. 10), ``forces.png`` (Fig. 11),
 ``axial_force.png`` (Fig. 12) and with ``--snapshots`` ``snapshots.png``
@@ -248,7 +249,7 @@ from skfiber.contact import FiberContact, PenaltyLaw
 from skfiber.contact.cylinder import CylinderContact
 from skfiber.core.numbers import MAX_STEPS
 from skfiber.coupling import body_cylinders
-from skfiber.io import VTKSeries
+from skfiber.io import VTKSeries, load_checkpoint
 from skfiber.progress import PROGRESS_TERMS
 from skfiber.rigid import Body, Fixed, Revolute, RigidSystem
 from skfiber.run import checkpoint_options, resume_point, run_simulation
@@ -884,6 +885,19 @@ def _write_outputs(results, out, *, snapshots=False):
     return write_outputs(results, out, snapshots=snapshots)
 
 
+def _resume_problem(path: Path, err: Exception, *, dt: float, t_end: float) -> str:
+    """Why the checkpoint at ``path`` does not continue this run (``err``, resume_point's), in the demo's terms:
+    a step size that differs is a --t-end that is not a multiple of the checkpoint's step."""
+    try:
+        written = load_checkpoint(path).dt
+    except (OSError, ValueError):
+        written = dt
+    if written != dt:
+        return (f"the checkpoint {path} was written with steps of {written:g} s, and --t-end {t_end:g} s gives steps "
+                f"of {dt:.6g} s: give a --t-end that is a multiple of {written:g} s")
+    return " ".join(str(err).split())
+
+
 def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     # no abbreviations: '--out' (below) and '--output' are different options
     parser = ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False, epilog=PROGRESS_TERMS,
@@ -957,6 +971,8 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
         parser.error("--resume continues from a checkpoint; leave out --no-checkpoints")
     if args.no_checkpoints and args.checkpoint_every is not None:
         parser.error("--no-checkpoints writes none; leave out --checkpoint-every (or --no-checkpoints)")
+    if args.levels is not None and len(set(args.levels)) != len(args.levels):
+        parser.error(f"--levels must name different levels, got {' '.join(map(str, args.levels))}")
     if args.level is not None and args.levels is not None:
         parser.error(f"--level {args.level} and --levels {' '.join(map(str, args.levels))} both name the levels to "
                      "run; give one of them")
@@ -996,9 +1012,12 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
             _, _, dt, wanted = planned[level]
             try:
                 stored = checkpoint_options(wanted, t_end=args.t_end, method=wanted["method"], **tolerances)
-                resume_point(path, dt=dt, options=stored)
+                checkpoint = resume_point(path, dt=dt, options=stored)
             except (OSError, ValueError) as err:
-                parser.error(f"--resume: {' '.join(str(err).split())}")
+                parser.error(f"--resume: {_resume_problem(path, err, dt=dt, t_end=args.t_end)}")
+            if not args.t_end > checkpoint.state.t:
+                parser.error(f"--resume: --t-end must be later than the checkpoint's time {checkpoint.state.t:g} s "
+                             f"(the run continues from there), got {args.t_end:g}")
     # the checkpoints go to --output during the runs, the series to --vtk from the first step on: both or neither
     output_folders(parser, *((("--vtk", args.vtk),) if args.vtk is not None and args.out is None else ()),
                    ("--output" if args.out is None else "--out", args.output))
@@ -1022,7 +1041,11 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     files = _write_outputs(results, args.output, snapshots=args.snapshots)
     print(report(results))
     r = results[-1]
-    print(f"geometry {r.geometry}, fiber–fiber contact "
+    if len(results) > 1:
+        print(f"level {r.level} (the last of --levels; each level's checks and the levels' differences follow):")
+    scheme = ("BDF2, steps by error control (rtol {:g}, atol {:g})".format(args.rtol or 0.0, args.atol)
+              if adaptive else "BDF2" if method == "bdf2" else "backward Euler")
+    print(f"geometry {r.geometry}, {scheme}, fiber–fiber contact "
           + (f"on (gap: {contact_gap})" if r.fiber_contact else "off")
           + f"; Newton to ‖G‖ ≤ {r.newton_rtol:g} × the largest force")
     shown = [tp for tp in (0, 0.5, 1, 2, 4, 8) if tp <= r.times[-1] + 1e-9]  # (a shorter or interrupted run: fewer)
@@ -1032,8 +1055,9 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     print(f"flexion range: {r.angle_deg.min():.2f} … {r.angle_deg.max():.2f} deg"
           + (f"; largest change in one {SAMPLE_DT:g} s sample: {np.abs(np.diff(samples)).max():.2f} deg"
              if samples.size > 1 else ""))
-    for line in describe_checks(r):
-        print(line)
+    for res in results:  # (every level's: one that softens is named even when a later one does not)
+        for line in describe_checks(res):
+            print((f"level {res.level}: " if len(results) > 1 else "") + line)
     for res in results:   # N(θ) of every level: its wiggles fall like h³ (docs/theory.md)
         lines = describe_wiggles(res)
         print((f"level {res.level}: " if len(results) > 1 else "") + lines[0])
@@ -1045,11 +1069,12 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     diff = f" max_angle_diff_deg={angle_difference(results[-2], r):.3f}" if len(results) > 1 else ""
     # an interrupted run: the steps it took (those it planned follow as steps_planned)
     steps = len(r.newton_iterations) if r.interrupted else r.n_steps
+    softened = int(any(res.checks.softening for res in results))  # (at any level run)
     print(f"summary: level={r.level} dofs={r.dofs} steps={steps} wall_s={r.wall_time:.2f} "
           f"paper_s={PAPER_TABLE5[r.level][1]} max_angle_deg={r.angle_deg.max():.2f} "
           f"final_angle_deg={r.angle_deg[-1]:.2f} newton_mean={np.mean(r.newton_iterations):.2f} "
           f"geometry={r.geometry} fiber_contact={int(r.fiber_contact)} "
-          f"ff_contacts_max={r.checks.fiber_contacts.max()} softening={int(r.checks.softening)}{diff} "
+          f"ff_contacts_max={r.checks.fiber_contacts.max()} softening={softened}{diff} "
           f"newton_rtol={r.newton_rtol:g} stretch_gradient_c={args.stretch_gradient:g} bending_EI={r.bending_EI:.12g}"
           + (f" interrupted_at_s={r.times[-1]:.4g} steps_planned={r.n_steps} interrupted=1" if r.interrupted
              else ""))

@@ -222,7 +222,10 @@ def test_interrupted_run_is_reported_as_partial_and_resumes(monkeypatch, capsys,
     (["--fiber-contact", "off"], "fiber_contact=True; this run has fiber_contact=False"),
     (["--bending", "1e-4"], "bending_EI=0.0; this run has bending_EI=0.0001"),
     (["--stretch-gradient", "5"], "stretch_gradient=0.0; this run has stretch_gradient=5.0"),
-    (["--t-end", "0.1"], "dt = 0.03125; resume with the same dt (got 0.0333"),
+    (["--t-end", "0.1"], "written with steps of 0.03125 s, and --t-end 0.1 s gives steps of 0.0333333 s: give a "
+                         "--t-end that is a multiple of 0.03125 s"),
+    (["--t-end", "0.03125"], "--t-end must be later than the checkpoint's time 0.0625 s (the run continues from "
+                             "there), got 0.03125"),
     (["--level", "2"], "no checkpoint"),
     (["--newton-rtol", "1e-9"], "newton_rtol=1e-05; this run has newton_rtol=1e-09"),
 ])
@@ -516,6 +519,14 @@ def test_command_line_refuses_a_newton_tolerance_of_one_or_more(tmp_path, capsys
     with pytest.raises(SystemExit) as exc:
         upper_limb.main(["--t-end", "0.0625", "--quiet", "--output", str(tmp_path), "--newton-rtol", "1"])
     assert exc.value.code == 2 and "--newton-rtol must be below 1" in capsys.readouterr().err
+
+
+def test_command_line_refuses_a_level_named_twice(tmp_path, capsys):
+    """--levels 1 1 ran level 1 twice, then failed on the figures (an array compared as a truth value)."""
+    with pytest.raises(SystemExit) as exc:
+        upper_limb.main(["--t-end", "0.0625", "--quiet", "--output", str(tmp_path / "twice"), "--levels", "1", "1"])
+    assert exc.value.code == 2 and "--levels must name different levels, got 1 1" in capsys.readouterr().err
+    assert not (tmp_path / "twice").exists()  # (before anything runs)
 
 
 def test_fixed_step_bdf2_passes_the_start_at_level_2():
