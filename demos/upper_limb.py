@@ -1015,8 +1015,8 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                 checkpoint = resume_point(path, dt=dt, options=stored)
             except (OSError, ValueError) as err:
                 parser.error(f"--resume: {_resume_problem(path, err, dt=dt, t_end=args.t_end)}")
-            if not args.t_end > checkpoint.state.t:
-                parser.error(f"--resume: --t-end must be later than the checkpoint's time {checkpoint.state.t:g} s "
+            if args.t_end < checkpoint.state.t:  # (as run_simulation: at its time the resumed run is done)
+                parser.error(f"--resume: --t-end must not be before the checkpoint's time {checkpoint.state.t:g} s "
                              f"(the run continues from there), got {args.t_end:g}")
     # the checkpoints go to --output during the runs, the series to --vtk from the first step on: both or neither
     output_folders(parser, *((("--vtk", args.vtk),) if args.vtk is not None and args.out is None else ()),

@@ -224,7 +224,7 @@ def test_interrupted_run_is_reported_as_partial_and_resumes(monkeypatch, capsys,
     (["--stretch-gradient", "5"], "stretch_gradient=0.0; this run has stretch_gradient=5.0"),
     (["--t-end", "0.1"], "written with steps of 0.03125 s, and --t-end 0.1 s gives steps of 0.0333333 s: give a "
                          "--t-end that is a multiple of 0.03125 s"),
-    (["--t-end", "0.03125"], "--t-end must be later than the checkpoint's time 0.0625 s (the run continues from "
+    (["--t-end", "0.03125"], "--t-end must not be before the checkpoint's time 0.0625 s (the run continues from "
                              "there), got 0.03125"),
     (["--level", "2"], "no checkpoint"),
     (["--newton-rtol", "1e-9"], "newton_rtol=1e-05; this run has newton_rtol=1e-09"),
