@@ -1043,8 +1043,8 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     r = results[-1]
     if len(results) > 1:
         print(f"level {r.level} (the last of --levels; each level's checks and the levels' differences follow):")
-    scheme = ("BDF2, steps by error control (rtol {:g}, atol {:g})".format(args.rtol or 0.0, args.atol)
-              if adaptive else "BDF2" if method == "bdf2" else "backward Euler")
+    scheme = (f"BDF2, steps by error control (rtol {args.rtol or 0.0:g}, atol {args.atol:g})" if adaptive
+              else "BDF2" if method == "bdf2" else "backward Euler")
     print(f"geometry {r.geometry}, {scheme}, fiber–fiber contact "
           + (f"on (gap: {contact_gap})" if r.fiber_contact else "off")
           + f"; Newton to ‖G‖ ≤ {r.newton_rtol:g} × the largest force")

@@ -183,16 +183,15 @@ class Cylinder:
             raise ValueError(f"cylinder axis must be finite and nonzero, got {axis.tolist()}")
         if not (np.isfinite(self.radius) and self.radius > 0):
             raise ValueError(f"cylinder radius must be > 0 (m), got {self.radius!r}")
-        bad = ValueError(f"attachment_points must be finite points of 3 coordinates, shape (k, 3), got "
-                         f"{reprlib.repr(self.attachment_points)}")
         try:
             points = np.asarray(self.attachment_points, dtype=float)
-        except (TypeError, ValueError) as err:  # (ragged, text, complex)
-            raise bad from err
-        if points.size == 0:
+        except (TypeError, ValueError):  # (ragged, text, complex)
+            points = None
+        if points is not None and points.size == 0:
             points = np.zeros((0, 3))
-        if points.ndim != 2 or points.shape[1] != 3 or not np.all(np.isfinite(points)):
-            raise bad
+        if points is None or points.ndim != 2 or points.shape[1] != 3 or not np.all(np.isfinite(points)):
+            raise ValueError(f"attachment_points must be finite points of 3 coordinates, shape (k, 3), got "
+                             f"{reprlib.repr(self.attachment_points)}")
         object.__setattr__(self, "start", start)
         object.__setattr__(self, "axis", axis)
         object.__setattr__(self, "radius", float(self.radius))
