@@ -3,7 +3,7 @@
 :func:`check_sample` looks at one state sampled during a run and :func:`run_checks` sums
 the samples up (:func:`check_states`: both, for a list of states): the largest stretch per
 fiber, material past the force peak of its law (:mod:`skfiber.softening`: strain softening),
-the active contact points and the smallest 1 + γg of the wrapping cylinder and of fiber–fiber
+the contacts in touch and the smallest 1 + γg of the wrapping cylinder and of fiber–fiber
 contact.  :func:`angle_difference`, :func:`force_difference` and :func:`oscillation` compare
 levels and measure wiggles of N(θ) (the demo's convergence study; :func:`describe_wiggles` the line the
 demo prints on them).
@@ -36,9 +36,10 @@ class RunChecks:
 
     ``max_stretch``: largest λ per fiber; ``past_peak``: per fiber the number of samples with
     material past the force peak of its law (:mod:`skfiber.softening`) and the first such time
-    (None: never); ``fiber_contacts`` / ``wrap_contacts``: active contact points (g < 0) per
-    sample; ``fiber_margin`` / ``wrap_margin``: smallest 1 + γg per sample over the contact points
-    with a partner in reach (inf: none).
+    (None: never); ``fiber_contacts`` / ``wrap_contacts``: contacts in touch per sample (contact point –
+    partner pairs with g < 0: a point touching two fibers counts twice); ``fiber_margin`` /
+    ``wrap_margin``: smallest 1 + γg per sample over the contact points with a partner in reach (inf:
+    none).
     """
 
     times: np.ndarray
@@ -58,8 +59,8 @@ class RunChecks:
 @dataclass
 class SampleCheck:
     """What one sampled state shows: per fiber (model order) the largest λ and whether material is past the
-    force peak of its law; the active contact points and the smallest 1 + γg (inf: no partner in reach) of
-    fiber–fiber contact and of the wrapping cylinder."""
+    force peak of its law; the contacts in touch (point – partner pairs) and the smallest 1 + γg (inf: no
+    partner in reach) of fiber–fiber contact and of the wrapping cylinder."""
 
     t: float
     max_stretch: np.ndarray
@@ -257,7 +258,8 @@ def describe_checks(r) -> list[str]:
         ", ".join(f"{k} in {n} of {c.times.size} samples (first at t = {t0:.4g} s)" for k, (n, t0) in past.items())
         + " — WARNING: strain softening, the result depends on the mesh" if past else "none (every fiber on the "
         "rising branch of N(λ) at every sample)"))
-    lines.append(f"active contact points: wrapping cylinder {c.wrap_contacts.min()}–{c.wrap_contacts.max()}, "
+    lines.append("contacts in touch (contact point – partner pairs with g < 0): wrapping cylinder "
+                 f"{c.wrap_contacts.min()}–{c.wrap_contacts.max()}, "
                  + (f"fiber–fiber {c.fiber_contacts.min()}–{c.fiber_contacts.max()}" if r.fiber_contact
                     else "fiber–fiber contact off"))
     lines.append(f"smallest 1 + γg: wrapping cylinder {c.wrap_margin.min():.3g}"

@@ -117,6 +117,7 @@ from skfiber.hill import (
 from skfiber.materials import MaterialPoint
 from skfiber.progress import PROGRESS_TERMS
 from skfiber.rigid import RigidSystem, simulate_rigid
+from skfiber.simulation_result import compile_notice
 
 T_END = upper_limb.T_END
 #: the upper limb's earlier attachment geometry (the numbers in the notes are for it)
@@ -345,6 +346,13 @@ def run_hill(*, t_end: float = T_END, n_steps: int | None = None, formulation: s
     mappings = hill_mappings(formulation=formulation) if mappings is None else mappings
     system, muscles = build_hill_system(mappings, formulation=formulation)
     nt = n_steps if n_steps is not None else steps_to(t_end)
+    # a throw-away first step keeps numba's compilation (the first run on a machine) out of the wall time
+    notice = compile_notice("  compiling the Hill model's kernels (the first run on this machine only; cached for "
+                            "later runs) …", delay=2.0)
+    try:
+        simulate_rigid(system, np.zeros(system.n), np.zeros(system.n), t_end / nt, t_end / nt, on_interrupt="raise")
+    finally:
+        notice.cancel()
     start = time.perf_counter()
     result = simulate_rigid(system, np.zeros(system.n), np.zeros(system.n), t_end, t_end / nt)
     wall = time.perf_counter() - start

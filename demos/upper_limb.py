@@ -250,7 +250,7 @@ from skfiber.contact.cylinder import CylinderContact
 from skfiber.core.numbers import MAX_STEPS
 from skfiber.coupling import body_cylinders
 from skfiber.io import VTKSeries, load_checkpoint
-from skfiber.progress import PROGRESS_TERMS
+from skfiber.progress import PROGRESS_TERMS, Progress
 from skfiber.rigid import Body, Fixed, Revolute, RigidSystem
 from skfiber.run import checkpoint_options, resume_point, run_simulation
 from skfiber.solver import StepInfo
@@ -802,6 +802,7 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
         if writer is not None:
             writer.write(state0, 0)
         start = time.perf_counter()
+        bar = Progress() if progress else None   # one count of steps over the start and the rest
         state, retries, interrupted = state0, 0, False
         for step in range(1, n_start + 1):  # the start transient: each step in substeps, as run_simulation does
             part = sf.simulate(model, t_end=t_end if step == nt else step * dt, dt=dt / parts, state=state,
@@ -811,14 +812,20 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
                 interrupted = True
                 break
             state = part.final_state
-            record(state, StepInfo(step, nt, t_end, int(part.newton_iterations.sum()), part.retries,
-                                   time.perf_counter() - start))
+            iterations = int(part.newton_iterations.sum())
+            record(state, StepInfo(step, nt, t_end, iterations, part.retries, time.perf_counter() - start))
+            if bar is not None:
+                bar.update(step=step, n_steps=nt, t=state.t, t_end=t_end, newton=iterations, retries=retries)
+        if bar is not None:
+            if interrupted:  # (what is printed next starts a line of its own)
+                bar.end()
+            bar.count_on(steps=n_start, retries=retries)
         final = state
         if not interrupted and n_start < nt:
             def shifted(state, info):   # the steps after the start, numbered over the whole run
                 record(state, dataclasses.replace(info, step=info.step + n_start, n_steps=nt))
 
-            result = sf.simulate(model, t_end=t_end, dt=dt, state=state, callback=shifted, progress=progress,
+            result = sf.simulate(model, t_end=t_end, dt=dt, state=state, callback=shifted, progress=bar or False,
                                  method=method, rtol=rtol, atol=atol, store_every=sys.maxsize,   # History keeps it
                                  newton_options=newton)
             final, interrupted = result.final_state, result.interrupted
@@ -866,6 +873,8 @@ def report(results: list[UpperLimbResult]) -> str:
         lines.append(f"{r.level:5d}  {r.n_elements:9d}  {r.n_steps:5d}  {r.dofs:6d} ({dofs_paper})  {r.unknowns:8d}  "
                      f"{its.mean():10.2f} / {its.max():3d}        {r.retries:7d}  {r.wall_time:8.2f}  {secs_paper:9.1f}  "
                      f"{ratio}")
+    lines.append("(wall: the time steps alone, as the paper's times; the wall of the run's last progress line includes "
+                 "checkpoints, output files and the demo's checks as well)")
     for r in results:
         if r.resumed_from is not None:
             lines.append(f"level {r.level} was resumed from its checkpoint at step {r.resumed_from}: its wall time "

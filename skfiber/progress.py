@@ -61,7 +61,8 @@ progress line (on stderr; redrawn in place on a terminal, every few seconds in a
   elapsed, ETA      wall time so far, and the estimated time to the end from the pace of the recent
                     steps (s below a minute, m:ss or h:mm:ss above); no ETA during the first steps or
                     the first second (the first step may include compiling the numba kernels)
-  contacts C        active contact points (quadrature points with a gap g < 0) at the end of the last step
+  contacts C        contacts in touch at the end of the last step: quadrature point – partner pairs with a
+                    gap g < 0 (a point touching two fibers counts twice)
   tangents, factorizations   tangents assembled and matrices factorized so far (fewer factorizations
                     than Newton iterations when Newton keeps its factorization)
   h H s, accepted, rejected, newton-failed   with error control: the last step's size, the steps accepted
@@ -155,6 +156,8 @@ class Progress:
         self._start = time.perf_counter()
         self._remaining = RemainingTime()
         self._open = False  # a terminal's line drawn without its newline yet
+        self._steps_before = 0  # steps and retries of the run before the calls that update the bar now
+        self._retries_before = 0
 
     def update(self, *, t: float, t_end: float, newton: int | None, step: int | None = None,
                n_steps: int | None = None, t_start: float = 0.0, retries: int | None = None,
@@ -167,6 +170,7 @@ class Progress:
         """
         now = time.perf_counter()
         if step is not None and n_steps is not None:
+            step, n_steps = step + self._steps_before, n_steps + self._steps_before
             frac, done = step / max(n_steps, 1), step >= n_steps
         else:
             span = t_end - t_start
@@ -180,7 +184,7 @@ class Progress:
         line = (f"[{'#' * filled}{'.' * (self.width - filled)}] {100 * frac:3.0f}%  t = {t:.4g}/{t_end:.4g} s"
                 + (f"  step {step}/{n_steps}" if step is not None and n_steps is not None else "")
                 + (f"  Newton {newton} it" if newton is not None else "")
-                + (f"  retries {retries}" if retries is not None else "")
+                + (f"  retries {retries + self._retries_before}" if retries is not None else "")
                 + f"  elapsed {format_duration(now - self._start)}"
                 + (f"  ETA {format_duration(remaining)}" if remaining is not None and not done else "")
                 + (f"  {extra}" if extra else ""))
@@ -190,6 +194,26 @@ class Progress:
             self._set_open(not done)
         else:
             print(line, file=self.stream, flush=True)
+
+    def count_on(self, *, steps: int, retries: int = 0) -> None:
+        """Count the steps and retries that later calls of :meth:`update` give on from ``steps`` and ``retries``
+        done before: a run that one call started (a start transient in substeps, say) and another continues
+        shows one count over the whole run.
+
+        Examples
+        --------
+        >>> import io
+        >>> bar = Progress(stream=io.StringIO(), interval=0.0)
+        >>> bar.count_on(steps=4, retries=1)
+        >>> bar.update(step=2, n_steps=4, t=0.6, t_end=0.8, newton=3, retries=0)   # the continuing call's 2nd of 4
+        >>> "step 6/8  Newton 3 it  retries 1" in bar.stream.getvalue()
+        True
+        """
+        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+            raise ValueError(f"steps must be a whole number ≥ 0 of steps done before, got {steps!r}")
+        if isinstance(retries, bool) or not isinstance(retries, (int, np.integer)) or retries < 0:
+            raise ValueError(f"retries must be a whole number ≥ 0 of retries before, got {retries!r}")
+        self._steps_before, self._retries_before = int(steps), int(retries)
 
     def end(self) -> None:
         """End a terminal's line drawn in place (before other text); nothing otherwise.  A warning shown

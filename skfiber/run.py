@@ -107,7 +107,7 @@ class RunResult:
             text = (
                 f"{state}: {self.steps}/{self.n_steps} steps to t = {self.final_state.t:.6g} s, "
                 f"{self.newton_iterations} Newton iterations ({per:.1f}/step), {self.retries} retries, "
-                f"wall {self.wall_time:.2f} s (output {self.output_time:.2f} s)"
+                f"wall {self.wall_time:.2f} s, of it {self.output_time:.2f} s writing files"
             )
         else:
             c = self.step_counts
@@ -115,7 +115,7 @@ class RunResult:
                 f"{state}: {self.steps}/{self.n_steps} output times to t = {self.final_state.t:.6g} s, "
                 f"{c.accepted} steps ({c.rejected} rejected, {c.newton_failures} Newton failures), "
                 f"{c.newton_iterations} Newton iterations, {c.tangent_builds} tangents, "
-                f"wall {self.wall_time:.2f} s (output {self.output_time:.2f} s)"
+                f"wall {self.wall_time:.2f} s, of it {self.output_time:.2f} s writing files"
             )
         if self.resumed_from is not None:
             text += f", resumed from step {self.resumed_from}"

@@ -116,6 +116,26 @@ def test_simulate_prints_lines_in_a_log_at_most_every_interval():
     assert "step 1/5" in lines[0] and "step 5/5" in lines[1]
 
 
+def test_a_run_continued_by_a_second_call_counts_its_steps_on():
+    """count_on: a simulate call that continues a run (two steps of it done before, one retried) shows the
+    run's steps, share and retries, not its own call's."""
+    stream = io.StringIO()
+    bar = Progress(stream=stream, interval=0.0)
+    first = sf.simulate(_fiber(), t_end=0.02, dt=0.01, progress=False)
+    bar.count_on(steps=2, retries=1)
+    sf.simulate(_fiber(), t_end=0.05, dt=0.01, state=first.final_state, progress=bar)
+    lines = stream.getvalue().splitlines()
+    assert [re.search(r"step (\d+)/(\d+)", line).groups() for line in lines] == [("3", "5"), ("4", "5"), ("5", "5")]
+    assert lines[0].startswith("[##############..........]  60%  t = 0.03/0.05 s")
+    assert all("retries 1" in line for line in lines)
+
+
+@pytest.mark.parametrize("steps, retries", [(-1, 0), (1.5, 0), (True, 0), (2, -3)])
+def test_count_on_refuses_what_is_no_count(steps, retries):
+    with pytest.raises(ValueError, match="whole number"):
+        Progress(stream=io.StringIO()).count_on(steps=steps, retries=retries)
+
+
 def test_error_control_shows_the_share_of_the_simulated_time():
     """With tolerances: no step count (the steps are not known ahead); the share is the simulated time's, the
     step size and the counts of accepted and rejected steps are on the line."""

@@ -1,4 +1,6 @@
 """The upper-limb demo (paper §5.4) at small size."""
+import re
+
 import numpy as np
 import pytest
 
@@ -93,7 +95,7 @@ def test_fiber_contact_is_active_and_admissible(quarter_second):
     c = results[0].checks
     assert c.fiber_contacts.min() > 100 and c.wrap_contacts.min() > 0
     assert c.fiber_margin.min() > 0 and c.wrap_margin.min() > 0
-    assert "active contact points: wrapping cylinder" in stdout and "fiber–fiber 1" in stdout
+    assert "contacts in touch (contact point – partner pairs with g < 0): wrapping cylinder" in stdout and "fiber–fiber 1" in stdout
     for vtu in sorted((out / "vtk").glob("upper_limb_fibers_*.vtu")):
         mesh = meshio.read(vtu)
         for name, values in mesh.point_data.items():
@@ -543,3 +545,13 @@ def test_fixed_step_bdf2_passes_the_start_at_level_2():
 def test_study_target_refuses_a_biceps_lever_at_or_behind_the_axis(lever):
     with pytest.raises(ValueError, match="biceps_lever must be a distance > 0 in front of the elbow axis"):
         upper_limb.study_run({"biceps_lever": lever}, t_end=0.01)
+
+
+def test_the_progress_line_counts_the_start_and_the_rest_as_one_run(capsys):
+    """Without checkpoints the start transient's steps (in substeps) and the rest are two solver calls; the
+    progress line counts the run's steps over both (level 1 at t_end = 0.25 s: 8 steps, the first 4 the
+    start's)."""
+    upper_limb.run(1, t_end=0.25, progress=True)
+    steps = [tuple(map(int, m)) for m in re.findall(r"step (\d+)/(\d+)", capsys.readouterr().err)]
+    assert steps[0] == (1, 8) and steps[-1] == (8, 8)
+    assert all(n == 8 for _, n in steps) and [k for k, _ in steps] == sorted({k for k, _ in steps})

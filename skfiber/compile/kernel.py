@@ -346,9 +346,10 @@ class FormKernel:
                     return False
         self.compile_seconds = time.perf_counter() - start
         if self.compile_seconds > REPORT_SECONDS:
-            print(f"skfiber: compiled the model's forms ({', '.join(self.names)}; {self.n_branches} "
-                  f"branch{'es' if self.n_branches > 1 else ''}) in {self.trace_seconds:.1f} s tracing + "
-                  f"{self.compile_seconds:.1f} s numba; cached for later runs", file=sys.stderr)
+            laws = f"{self.n_branches} law structure{'s' if self.n_branches > 1 else ''} among the fibers"
+            print(f"skfiber: compiled the model's forms ({', '.join(self.names)}; {laws}, a code branch each) in "
+                  f"{self.trace_seconds:.1f} s tracing + {self.compile_seconds:.1f} s numba; cached for later runs",
+                  file=sys.stderr)
         return True
 
 
