@@ -211,9 +211,12 @@ def main(argv=None) -> int:
     print("  static  " + "  ".join(f"{s:16.5f}" for s in res.static_sag) + "   (equilibrium, solve_static)")
     if res.run.pvd is not None:
         print(f"VTK series: {res.run.pvd}")
+    if res.run.interrupted and res.run.checkpoint is not None and res.run.checkpoint.is_file():
+        print(f"interrupted: its checkpoint is {res.run.checkpoint}; continue with the same options and --resume")
     print(
         f"summary: max_sag_m={res.max_sag:.5f} final_sag_m={res.final_sag.max():.5f} "
         f"steps={res.run.steps} newton={res.run.newton_iterations} wall_s={wall:.2f}"
+        + (f" resumed_from_step={res.run.resumed_from}" if res.run.resumed_from is not None else "")
         + (f" interrupted_at_s={res.times[-1]:.4g} interrupted=1" if res.run.interrupted else "")
     )
     return 130 if res.run.interrupted else 0

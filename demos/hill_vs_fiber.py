@@ -495,7 +495,9 @@ def main(argv: list[str] | None = None) -> Comparison:
         print(f"summary: max_curve_err_vs_opensim={'nan' if math.isnan(err) else f'{err:.3g}'} "
               f"hill_wall_s={hill.wall_time:.2f} fiber_wall_s=nan interrupted_at_s={hill.times[-1]:.4g} interrupted=1")
         return Comparison(hill, None, errors, [])
-    print("Fiber model: level 1", flush=True)
+    print(f"Fiber model: level 1, the upper limb's earlier geometry '{GEOMETRY.name}' (the one the notes measure): "
+          "its triceps is stretched past the force peak of its law, which the warnings below report (expected "
+          "here; the upper-limb demo's default geometry does not soften)", flush=True)
     fiber = upper_limb.run(1, t_end=args.t_end, progress=not args.quiet, geometry=GEOMETRY)
     print(f"  wall time {fiber.wall_time:.2f} s")
     if fiber.interrupted:  # compare over the time both models reached

@@ -222,7 +222,9 @@ Run::
     python demos/upper_limb.py --level 3 --out out --resume   # continue a stopped run from out/
 
 The last line of the output is ``summary: level=… dofs=… … ff_contacts_max=… softening=0|1 …
-bending_EI=…`` (``bending_EI=0`` without bending); a run stopped by Ctrl-C gives the steps it took and ends with
+bending_EI=…`` (``softening=1``: material past the force peak of its law in a state sampled every 1/32 s, at any
+level run; ``bending_EI=0`` without bending; a resumed run adds ``resumed_from_step=…``: its ``wall_s`` is
+that of the steps after it); a run stopped by Ctrl-C gives the steps it took and ends with
 ``interrupted_at_s=… steps_planned=… interrupted=1``.
 """
 from __future__ import annotations
@@ -996,6 +998,9 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     method = args.method or ("bdf2" if adaptive else "euler")
     levels = args.levels or [args.level or 1]
     fiber_contact = None if args.fiber_contact is None else args.fiber_contact == "on"
+    if fiber_contact and args.geometry == SOFTENING.name:
+        parser.error(f"--fiber-contact on does not go with --geometry {SOFTENING.name}: its triceps fibers start "
+                     "overlapping, a start that fiber–fiber contact cannot admit; leave --fiber-contact off there")
     contact_gap = args.contact_gap or ("smallest" if adaptive else "closest_point")
     options = dict(t_end=args.t_end, bending=args.bending, geometry=args.geometry, fiber_contact=fiber_contact,
                    stretch_gradient=args.stretch_gradient, method=method, contact_gap=contact_gap,
@@ -1035,17 +1040,22 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
               "(user term, tangent derived automatically)", flush=True)
     results = []
     for level in levels:
+        _, n_steps, dt, _ = planned[level]
         print(f"level {level}: {LEVELS[level][0]} elements per fiber, {LEVELS[level][1]} steps over {T_END:g} s"
-              + (f" (scaled to t_end = {args.t_end:g} s)" if args.t_end != T_END else ""), flush=True)
+              + (f" (scaled to t_end = {args.t_end:g} s: " + (f"outputs every {dt:.6g} s)" if adaptive else
+                                                               f"{n_steps} step{'s' if n_steps > 1 else ''} of {dt:.6g} s)")
+                 if args.t_end != T_END else ""), flush=True)
         vtk = None if args.vtk is None else (args.vtk if len(levels) == 1 else args.vtk / f"level{level}")
         results.append(run(level, progress=not args.quiet, vtk=vtk, vtk_every=args.vtk_every,
                            checkpoint=None if args.no_checkpoints else checkpoint_file(args.output, level),
                            checkpoint_every=args.checkpoint_every or CHECKPOINT_EVERY,
                            resume=resume[level], **options))
         if results[-1].interrupted:  # Ctrl-C: keep what was computed, run no further level
-            if not args.no_checkpoints:
+            if not args.no_checkpoints and checkpoint_file(args.output, level).is_file():
                 print(f"level {level} interrupted; its checkpoint is {checkpoint_file(args.output, level)}: "
                       "continue with the same options and --resume", flush=True)
+            elif not args.no_checkpoints:  # (stopped within its first step: no checkpoint yet)
+                print(f"level {level} interrupted before its first step ended: nothing to resume", flush=True)
             break
     files = _write_outputs(results, args.output, snapshots=args.snapshots)
     print(report(results))
@@ -1085,6 +1095,7 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
           f"geometry={r.geometry} fiber_contact={int(r.fiber_contact)} "
           f"ff_contacts_max={r.checks.fiber_contacts.max()} softening={softened}{diff} "
           f"newton_rtol={r.newton_rtol:g} stretch_gradient_c={args.stretch_gradient:g} bending_EI={r.bending_EI:.12g}"
+          + (f" resumed_from_step={r.resumed_from}" if r.resumed_from is not None else "")
           + (f" interrupted_at_s={r.times[-1]:.4g} steps_planned={r.n_steps} interrupted=1" if r.interrupted
              else ""))
     return results

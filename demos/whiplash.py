@@ -33,7 +33,8 @@ same equations: error against a tight Radau reference, e_R, wall time.
 
 Files (``--out DIR``, default ``whiplash_output``): ``head_motion.png`` (the
 paper's Fig. 8), ``ligament_forces.png`` (Fig. 9, + tension),
-``spine_shape.png`` (the chain every 25 ms relative to T1 and the joint angles,
+``spine_shape.png`` (the chain every 25 ms relative to T1, at most 13 panels: every 50 ms, 75 ms, …
+on a longer run; and the joint angles,
 S and C phases shaded), ``head.csv``, ``ligaments.csv``, ``angles.csv``.
 
 Run ``python demos/whiplash.py [--small] [--level N] [--t-end T] [--out DIR]``
@@ -98,6 +99,8 @@ POSTERIOR_K, POSTERIOR_C = 5e3, 5.0      # N/m, N·s/m
 REFERENCE_TOLERANCES = (1e-8, 1e-10)     # rtol, atol of the reference
 SMALL_REFERENCE_TOLERANCES = (1e-7, 1e-9)
 RADAU_TOLERANCES = (1e-4, 1e-6)          # rtol, atol of the compared solve_ivp run
+SNAPSHOT_DT = 0.025          # s, between the chain's panels in spine_shape.png
+MAX_SNAPSHOTS = 13           # panels at most (those of T_END); a longer run shows every 2nd, 3rd, … of them
 UPPER, LOWER = ("head", "C1"), ("C7", "C6")   # joints (by their upper body) that decide S and C
 
 
@@ -289,6 +292,17 @@ def head_motion(neck: Neck, traj: Trajectory) -> HeadMotion:
     x, v, base = _points_along(neck, traj)
     relative = x[:, -1] - base
     return HeadMotion(traj.times, relative - relative[0], v[:, -1], pulse(traj.times)[1])
+
+
+def snapshot_times(t_end: float) -> np.ndarray:
+    """The times of the chain's panels in spine_shape.png: every :data:`SNAPSHOT_DT`, or every 2nd, 3rd, … of
+    those on a run so long that they would be more than :data:`MAX_SNAPSHOTS`.
+
+    >>> len(snapshot_times(T_END)), len(snapshot_times(5.0)), round(float(snapshot_times(5.0)[1]), 6)
+    (13, 12, 0.425)
+    """
+    every = SNAPSHOT_DT * max(1, math.ceil(t_end / SNAPSHOT_DT / (MAX_SNAPSHOTS - 1) - 1e-9))
+    return np.arange(0.0, t_end + 1e-9, every)
 
 
 def spine_shape(neck: Neck, traj: Trajectory) -> np.ndarray:
@@ -568,7 +582,7 @@ def plot(result: WhiplashResult, folder: Path) -> list[Path]:
     axes[0].set_ylabel("force (N), + tension")
 
     top, bottom = figures["spine_shape.png"].subfigures(2, 1, height_ratios=[1.2, 1])
-    snaps = np.arange(0.0, t[-1] + 1e-9, 0.025)
+    snaps = snapshot_times(t[-1])
     axes = np.atleast_1d(top.subplots(1, len(snaps), sharex=True, sharey=True))
     for ax, ts in zip(axes, snaps):
         k = int(np.argmin(np.abs(t - ts)))

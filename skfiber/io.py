@@ -67,6 +67,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import xml.etree.ElementTree as ET
 import zipfile
 import zlib
@@ -101,6 +102,7 @@ __all__ = [
     "write_vtu",
     "write_pvd",
     "read_pvd",
+    "pvd_series_id",
     "read_vtu",
     "save_checkpoint",
     "load_checkpoint",
@@ -346,13 +348,25 @@ class PvdEntry:
     name: str = ""
 
 
-def write_pvd(path: str | os.PathLike, entries: Sequence[PvdEntry]) -> None:
-    """Write a ParaView collection file, atomically; times are written exactly (repr)."""
+#: the comment of a .pvd that names the series it belongs to (:attr:`VTKSeries.series_id`)
+SERIES_COMMENT = "skfiber series "
+
+
+def write_pvd(path: str | os.PathLike, entries: Sequence[PvdEntry], *, series_id: str | None = None) -> None:
+    """Write a ParaView collection file, atomically; times are written exactly (repr).
+
+    ``series_id``: a name of the run that writes the series, kept as an XML comment (ParaView reads past it;
+    :func:`pvd_series_id` reads it back), so that a resumed run can tell its own series from another's.
+    """
     lines = [
         '<?xml version="1.0"?>',
         '<VTKFile type="Collection" version="0.1" byte_order="LittleEndian">',
-        "  <Collection>",
     ]
+    if series_id is not None:
+        if not re.fullmatch(r"[0-9A-Za-z_-]+", series_id):
+            raise ValueError(f"series_id must be letters, digits, _ and -, got {series_id!r}")
+        lines.append(f"  <!-- {SERIES_COMMENT}{series_id} -->")
+    lines.append("  <Collection>")
     for e in entries:
         name = f' name="{e.name}"' if e.name else ""
         lines.append(f'    <DataSet timestep="{float(e.time)!r}" group="" part="{e.part}" file="{e.file}"{name}/>')
@@ -379,6 +393,18 @@ def read_pvd(path: str | os.PathLike) -> list[PvdEntry]:
             raise ValueError(f"{path}: a <DataSet> has no file attribute")
         out.append(PvdEntry(float(ds.get("timestep", 0.0)), int(ds.get("part", 0)), ds.get("file"), ds.get("name", "")))
     return out
+
+
+def pvd_series_id(path: str | os.PathLike) -> str | None:
+    """The series id that :func:`write_pvd` kept in the .pvd at ``path``; None for a .pvd without one (written
+    by another program, or by an skfiber before series had ids).  Errors as :func:`read_pvd`'s."""
+    read_pvd(path)  # (a clear error for a missing or malformed file)
+    root = ET.parse(path, parser=ET.XMLParser(target=ET.TreeBuilder(insert_comments=True))).getroot()
+    for node in root:
+        text = (node.text or "").strip() if node.tag is ET.Comment else ""
+        if text.startswith(SERIES_COMMENT):
+            return text[len(SERIES_COMMENT):].strip()
+    return None
 
 
 def read_vtu(path: str | os.PathLike) -> meshio.Mesh:
@@ -434,6 +460,15 @@ class VTKSeries:
         None: start a new series (old files of this series are removed).
         A time t: continue the series in the folder, keeping its steps up to t (later ones are removed from
         the .pvd and the folder).
+    series_id
+        With ``resume_time``: the :attr:`series_id` of the series to continue (a checkpoint keeps it); a .pvd in
+        the folder that names another series (written there by another run since) is refused with a
+        ``ValueError`` before anything is changed.  None: whatever series is there is continued.
+
+    Attributes
+    ----------
+    series_id : str
+        A name of this series, new for every series started (kept in the .pvd, :func:`pvd_series_id`).
     """
 
     def __init__(
@@ -447,6 +482,7 @@ class VTKSeries:
         extra_fields: ExtraFields | None = None,
         extra_units: Mapping[str, str] | None = None,
         resume_time: float | None = None,
+        series_id: str | None = None,
         compression: str | None = "zlib",
     ):
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", name or ""):
@@ -483,6 +519,15 @@ class VTKSeries:
         self.entries: list[PvdEntry] = []
         self.bytes_written = 0
         self.files_written = 0
+        if resume_time is None:
+            self.series_id = secrets.token_hex(8)
+        else:
+            found = pvd_series_id(self.pvd_path) if self.pvd_path.exists() else None
+            if series_id is not None and found is not None and found != series_id:
+                raise ValueError(f"{self.pvd_path} is not the series of the run to resume: another run has written "
+                                 "its series there since (another level or other options?), and continuing would "
+                                 "join the two. Start the run afresh, or resume it into a folder of its own")
+            self.series_id = series_id or found or secrets.token_hex(8)
         self._remove_stale_temporaries()
         if resume_time is None:
             self._remove_old_files()
@@ -507,7 +552,7 @@ class VTKSeries:
         if not gone:
             return
         self.entries = [e for e in self.entries if not dropped(e)]
-        write_pvd(self.pvd_path, self.entries)
+        write_pvd(self.pvd_path, self.entries, series_id=self.series_id)
         self._remove_unlisted(e.file for e in gone)
 
     def _remove_unlisted(self, files) -> None:
@@ -574,7 +619,7 @@ class VTKSeries:
         replaced = [e.file for e in self.entries if e.time == t]  # (another step listed at this time)
         entries = ([e for e in self.entries if e.time != t]
                    + [PvdEntry(t, part, file, name) for part, file, name in files])
-        write_pvd(self.pvd_path, entries)
+        write_pvd(self.pvd_path, entries, series_id=self.series_id)
         self.entries = entries  # only once the .pvd lists them (a Ctrl-C in write_pvd leaves both as they were)
         self._remove_unlisted(replaced)
         return [self.directory / f for _, f, _ in files]
@@ -595,7 +640,8 @@ class Checkpoint:
     dt : step size of the run (s)
     t_start : start time of the run (s); step n ends at t_start + n dt
     fingerprint : :func:`model_fingerprint` of the model that wrote it
-    stats : running totals (``newton_iterations``, ``retries``, ``wall_time``)
+    stats : running totals (``newton_iterations``, ``retries``, ``wall_time``) and numbers of the run
+        (``t_end``, its end time, as :func:`skfiber.run.run_simulation` writes it)
     options : the run's options that a resume must repeat (names → str, int, float, bool,
         or lists and dicts of them; stored as JSON), e.g. a demo's level and geometry
     extra : arrays of the run's own history up to ``step`` (names → arrays), e.g. a time
@@ -603,6 +649,7 @@ class Checkpoint:
     control : the step control of an error-controlled run (names → arrays,
         :meth:`skfiber.core.AdaptiveCursor.arrays`; empty for fixed steps); ``step``
         then counts output times and ``dt`` is their interval
+    series : the :attr:`VTKSeries.series_id` of the run's output series ("" without one)
     """
 
     state: State
@@ -614,6 +661,7 @@ class Checkpoint:
     options: dict = dataclasses.field(default_factory=dict)
     extra: dict = dataclasses.field(default_factory=dict)
     control: dict = dataclasses.field(default_factory=dict)
+    series: str = ""
 
 
 #: times at which model_fingerprint samples the time-dependent data (loads, prescribed ends, activations)
@@ -668,6 +716,7 @@ def save_checkpoint(path: str | os.PathLike, checkpoint: Checkpoint) -> None:
         t_start=np.array(checkpoint.t_start),
         fingerprint=np.array(checkpoint.fingerprint),
         options=np.array(json.dumps(checkpoint.options, sort_keys=True)),
+        series=np.array(str(checkpoint.series)),
         **{f"stats.{k}": np.asarray(v) for k, v in checkpoint.stats.items()},
         **{f"extra.{k}": np.asarray(v) for k, v in checkpoint.extra.items()},
         **{f"control.{k}": np.asarray(v) for k, v in checkpoint.control.items()},
@@ -718,8 +767,9 @@ def load_checkpoint(path: str | os.PathLike) -> Checkpoint:
             extra = {k[len("extra."):]: z[k] for k in files if k.startswith("extra.")}
             control = {k[len("control."):]: z[k] for k in files if k.startswith("control.")}
             options = json.loads(str(z["options"])) if "options" in files else {}
+            series = str(z["series"]) if "series" in files else ""
             return Checkpoint(state, int(z["step"]), float(z["dt"]), float(z["t_start"]), str(z["fingerprint"]),
-                              stats, options, extra, control)
+                              stats, options, extra, control, series)
     except (zipfile.BadZipFile, EOFError, zlib.error, OSError) as err:
         raise ValueError(f"{path} is truncated or damaged ({err}); start the run afresh (without resume)") from None
     except ValueError as err:  # also json's JSONDecodeError

@@ -47,7 +47,8 @@ from .adaptive import error_control, simulate_adaptive
 from .coupling import body_cylinders
 from .core import AdaptiveCursor, State, StepCounts, check_state_of, output_grid
 from .core.interrupt import CTRL_C, handle_ctrl_c
-from .core.numbers import check_step_count, checked_real
+from .core.numbers import check_step_count, checked_real, is_real
+from .core.warn import warn
 from .fiber_step import decide_compiled_step
 from .io import Checkpoint, VTKSeries, atomic_temporaries, load_checkpoint, model_fingerprint, save_checkpoint
 from .model import Model, one_run
@@ -322,6 +323,20 @@ def _substeps(substeps: Callable[[int], int] | None, step: int) -> int:
 
 
 @one_run  # (one run for the check of the forms' numbers: Model.run_scope)
+def _say_if_unfinished(location: Path) -> None:
+    """Warn when a fresh run is about to replace the checkpoint of a run that did not reach its end."""
+    if not location.is_file():
+        return
+    try:
+        old = load_checkpoint(location)
+    except (OSError, ValueError):  # (damaged or foreign: nothing to continue)
+        return
+    t_end = old.stats.get("t_end")
+    if is_real(t_end) and old.state.t < t_end:
+        warn(f"{location} held a run stopped at t = {old.state.t:.6g} s of {t_end:g} s; this run starts afresh and "
+             "replaces it (resume=True, or --resume on the command line, continues it instead)")
+
+
 def run_simulation(
     model: Model,
     *,
@@ -492,8 +507,10 @@ def run_simulation(
     resumed_from = None
     interrupt_frame = False
     cursor = None
+    series_of_checkpoint = None
     if resume:
         ckpt = resume_point(location, dt=dt, options=stored_options, fingerprint=fingerprint)
+        series_of_checkpoint = ckpt.series or None
         state, step0, t_start = ckpt.state, ckpt.step, ckpt.t_start
         totals.update({k: int(ckpt.stats.get(k, 0)) for k in totals})
         resumed_from = step0
@@ -531,6 +548,7 @@ def run_simulation(
         for tmp in atomic_temporaries(location):  # of a run killed while saving its checkpoint
             tmp.unlink(missing_ok=True)
         if not resume:
+            _say_if_unfinished(location)
             location.unlink(missing_ok=True)  # belongs to an older run
     if out_dir is not None:
         tic = _time.perf_counter()
@@ -543,6 +561,7 @@ def run_simulation(
         series = VTKSeries(
             out_dir, model, name=name, points_per_element=points_per_element, bodies=bodies,
             extra_fields=extra_fields, extra_units=extra_units, resume_time=last_output if resume else None,
+            series_id=series_of_checkpoint,
         )
         if not resume:
             series.write(state, 0)
@@ -557,9 +576,10 @@ def run_simulation(
             return 0.0
         tic = _time.perf_counter()
         extra = {} if checkpoint_extra is None else dict(checkpoint_extra())
-        stats = dict(totals, **({INTERRUPT_FRAME: 1} if frame_off_grid else {}))
+        stats = dict(totals, t_end=float(t_end), **({INTERRUPT_FRAME: 1} if frame_off_grid else {}))
         save_checkpoint(ckpt_file, Checkpoint(st, step, float(dt), t_start, fingerprint, stats,
-                                              stored_options, extra, control or {}))
+                                              stored_options, extra, control or {},
+                                              "" if series is None else series.series_id))
         return _time.perf_counter() - tic
 
     interrupted = False

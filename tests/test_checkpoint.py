@@ -5,6 +5,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 import xml.etree.ElementTree as ET
 
 import meshio
@@ -184,11 +185,11 @@ def test_ctrl_c_while_the_pvd_is_written_keeps_the_series_and_the_checkpoint_in_
     model = build_model(1)
     real, calls = sio.write_pvd, []
 
-    def interrupted_in_step_six(path, entries):
+    def interrupted_in_step_six(path, entries, **options):
         calls.append(max(e.time for e in entries))
         if len(calls) == 7:  # t = 0 is the first
             raise KeyboardInterrupt
-        return real(path, entries)
+        return real(path, entries, **options)
 
     monkeypatch.setattr(sio, "write_pvd", interrupted_in_step_six)
     run = run_simulation(model, t_end=0.1, dt=DT, out_dir=tmp_path, checkpoint_every=4, progress=False)
@@ -366,3 +367,49 @@ def test_a_fresh_run_without_checkpoints_removes_an_older_runs_checkpoint(tmp_pa
     assert not checkpoint_path(tmp_path).exists()   # a later resume cannot pick up the other run's state
     with pytest.raises(FileNotFoundError):
         run_simulation(model, t_end=0.05, dt=0.01, out_dir=tmp_path, resume=True, progress=False)
+
+
+def test_a_resume_refuses_a_series_that_another_run_wrote_since(tmp_path):
+    """Two runs' series in one folder: a run stops with its checkpoint, another run (its own checkpoint file)
+    writes the series of the same name there; resuming the first refuses to join the two series, and leaves
+    the other run's series as it was.  A series of this run resumes, and a .pvd of an older skfiber (no id)
+    is continued."""
+    model, _ = _taut_string()
+    first = tmp_path / "first.npz"
+    run_simulation(model, t_end=0.03, dt=0.01, out_dir=tmp_path, checkpoint_file=first, progress=False)
+    first_id = sio.pvd_series_id(tmp_path / "result.pvd")
+    assert first_id and sio.load_checkpoint(first).series == first_id
+    run_simulation(model, t_end=0.025, dt=0.005, out_dir=tmp_path, checkpoint_file=tmp_path / "other.npz",
+                   progress=False)
+    other = (tmp_path / "result.pvd").read_text()
+    with pytest.raises(ValueError, match="not the series of the run to resume"):
+        run_simulation(model, t_end=0.05, dt=0.01, out_dir=tmp_path, checkpoint_file=first, resume=True,
+                       progress=False)
+    assert (tmp_path / "result.pvd").read_text() == other
+    resumed = run_simulation(model, t_end=0.04, dt=0.005, out_dir=tmp_path, checkpoint_file=tmp_path / "other.npz",
+                             resume=True, progress=False)
+    assert resumed.steps == 8 and sio.pvd_series_id(tmp_path / "result.pvd") != first_id
+    # a .pvd without an id (an older skfiber's): continued, and given the checkpoint's id
+    entries = sio.read_pvd(tmp_path / "result.pvd")
+    sio.write_pvd(tmp_path / "result.pvd", entries)
+    assert sio.pvd_series_id(tmp_path / "result.pvd") is None
+    run_simulation(model, t_end=0.05, dt=0.005, out_dir=tmp_path, checkpoint_file=tmp_path / "other.npz",
+                   resume=True, progress=False)
+    assert sio.pvd_series_id(tmp_path / "result.pvd") == sio.load_checkpoint(tmp_path / "other.npz").series
+
+
+def test_a_fresh_run_says_when_it_replaces_an_unfinished_one(tmp_path):
+    """Starting afresh where a run stopped before its end warns, naming the time reached and how to continue;
+    replacing a finished run does not."""
+    model, _ = _taut_string()
+    def ctrl_c():
+        raise KeyboardInterrupt
+
+    callback, _ = stopping_at_call(2, ctrl_c)
+    stopped = run_simulation(model, t_end=0.05, dt=0.01, out_dir=tmp_path, callback=callback, progress=False)
+    assert stopped.interrupted and stopped.final_state.t == pytest.approx(0.02)
+    with pytest.warns(UserWarning, match=r"held a run stopped at t = 0\.02 s of 0\.05 s.*resume=True"):
+        run_simulation(model, t_end=0.01, dt=0.01, out_dir=tmp_path, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run_simulation(model, t_end=0.01, dt=0.01, out_dir=tmp_path, progress=False)

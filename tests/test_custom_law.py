@@ -114,3 +114,11 @@ def test_main_prints_summary_and_plots(capsys, result, tmp_path):
     assert values["midpoint_sag_paper_m"] == pytest.approx(result.paper.sag_static, abs=1e-6)
     assert values["law_derivative_error"] < 1e-6
     assert values["uniaxial_force_error"] < 1e-10
+
+
+@pytest.mark.parametrize("prestretch", ["0.5", "5"])
+def test_a_prestretch_beyond_the_measured_range_is_refused(prestretch, capsys):
+    with pytest.raises(SystemExit) as exc:
+        custom_law.main(["--small", "--prestretch", prestretch])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and f"--prestretch: must be at most {custom_law.MAX_PRESTRETCH:g}" in err

@@ -2,8 +2,11 @@
 import numpy as np
 import pytest
 
+from skfiber import run as run_module
 from skfiber.demos import hanging_bundle
 from skfiber.run import run_simulation
+
+from conftest import interrupted_at_first_step
 
 
 def test_bundle_settles_on_static_equilibrium():
@@ -47,3 +50,21 @@ def test_resume_checks_the_samples_and_the_series(tmp_path):
     damaged.unlink()
     with pytest.raises(FileNotFoundError, match="000002.vtu"):
         hanging_bundle.run(level=1, out=str(tmp_path), t_end=0.06, resume=True, progress=False)
+
+
+def test_an_interrupted_run_says_how_to_continue_and_the_resumed_summary_says_where_it_began(capsys, monkeypatch,
+                                                                                         tmp_path):
+    simulate, calls = run_module.simulate, []
+
+    def second_step_interrupted(*args, **kwargs):  # (run_simulation calls simulate once a step)
+        calls.append(1)
+        return (interrupted_at_first_step(simulate) if len(calls) == 2 else simulate)(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, "simulate", second_step_interrupted)
+    assert hanging_bundle.main(["--t-end", "0.03", "--no-progress", "--out", str(tmp_path)]) == 130
+    out = capsys.readouterr().out
+    assert "continue with the same options and --resume" in out and "interrupted=1" in out.splitlines()[-1]
+    monkeypatch.undo()
+    assert hanging_bundle.main(["--t-end", "0.03", "--no-progress", "--out", str(tmp_path), "--resume"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "steps=3" in last and "resumed_from_step=1" in last and "interrupted" not in last

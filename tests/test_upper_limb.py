@@ -555,3 +555,19 @@ def test_the_progress_line_counts_the_start_and_the_rest_as_one_run(capsys):
     steps = [tuple(map(int, m)) for m in re.findall(r"step (\d+)/(\d+)", capsys.readouterr().err)]
     assert steps[0] == (1, 8) and steps[-1] == (8, 8)
     assert all(n == 8 for _, n in steps) and [k for k, _ in steps] == sorted({k for k, _ in steps})
+
+
+def test_fiber_contact_on_the_softening_geometry_is_refused_by_name(capsys, tmp_path):
+    """The earlier geometry's triceps start overlapping: --fiber-contact on there is refused before anything
+    runs, naming the two options (not the inadmissible start of a library call)."""
+    with pytest.raises(SystemExit) as exc:
+        upper_limb.main(["--geometry", "softening", "--fiber-contact", "on", "--output", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "--fiber-contact on does not go with --geometry softening" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_shorter_run_names_its_steps(capsys, tmp_path):
+    """--t-end scales the level's steps: the header says how many and how long they are."""
+    upper_limb.main(["--t-end", "0.05", "--quiet", "--no-checkpoints", "--output", str(tmp_path)])
+    assert "(scaled to t_end = 0.05 s: 2 steps of 0.025 s)" in capsys.readouterr().out
