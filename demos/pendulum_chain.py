@@ -509,6 +509,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         output_file(parser, "--plot", args.plot, figure=True)
     if args.links is not None and not all(1 <= n <= 8 for n in args.links):
         parser.error(f"--links must be between 1 and 8, got {args.links}")
+    if args.links is not None and len(set(args.links)) < len(args.links):
+        parser.error(f"--links names a chain twice, got {args.links}: give each number of links once")
     result = run(small=args.small, links=args.links, progress=args.progress)
     print(result.energy.table())
     print()

@@ -1084,7 +1084,9 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     for a, b in zip(results, results[1:]):
         print(f"levels {a.level} and {b.level}: largest elbow-angle difference {angle_difference(a, b):.3f} deg, "
               f"attachment forces {100 * force_difference(a, b):.2f} %")
-    print("wrote " + ", ".join(str(f) for f in files))
+    checkpoints = [] if args.no_checkpoints else [path for path in (checkpoint_file(args.output, res.level)
+                                                                   for res in results) if path.is_file()]
+    print("wrote " + ", ".join(str(f) for f in files + checkpoints))
     diff = f" max_angle_diff_deg={angle_difference(results[-2], r):.3f}" if len(results) > 1 else ""
     # an interrupted run: the steps it took (those it planned follow as steps_planned)
     steps = len(r.newton_iterations) if r.interrupted else r.n_steps

@@ -574,10 +574,13 @@ def _cmd_verify(args) -> int:
     for name, status, wall in results:
         print(f"  {name:24s} {status:24s} {wall:7.1f} s")
     ran = [r for r in results if r[1] != "not found"]
+    passed = sum(r[1] == "ok" for r in ran)
+    print(f"summary: studies={len(ran)} passed={passed} failed={len(ran) - passed} "
+          f"not_found={len(results) - len(ran)} wall_s={sum(r[2] for r in results):.1f}")
     if not ran:
         print("no verification study found", file=sys.stderr)
         return EXIT_FAILED
-    return EXIT_OK if all(r[1] == "ok" for r in ran) else EXIT_FAILED
+    return EXIT_OK if passed == len(ran) else EXIT_FAILED
 
 
 # --------------------------------------------------------------------------- parser
@@ -712,7 +715,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "view":
             return _cmd_view(args)
         if args.command == "study":
-            return study_command.command(args)
+            try:
+                return study_command.command(args)
+            except KeyboardInterrupt:  # (the study has written its table and how to resume it)
+                _print_summary(INTERRUPTED_SUMMARY)
+                raise
         return _cmd_verify(args)
 
     return _reported(who, command, debug=debug, hint="skfiber --debug … shows the traceback")

@@ -172,6 +172,7 @@ def test_verify_lists_and_runs_the_studies(capsys):
     assert "=== manufactured-solution (small) ===" in proc.stdout
     assert "verification summary" in proc.stdout and " ok " in proc.stdout
     assert "summary:" in proc.stdout  # the study's own table ended with its summary line
+    assert proc.stdout.strip().splitlines()[-1].startswith("summary: studies=1 passed=1 failed=0 not_found=0 wall_s=")
 
 
 def test_level_only_for_demos_with_levels_and_usage_names_the_demo(capsys):
@@ -379,3 +380,18 @@ def test_ctrl_c_with_stdout_closed_still_exits_130(capsys, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["demos/demo.py"])
     monkeypatch.setattr(sys, "stdout", ClosedPipe())
     assert script_exit_code(_raises(KeyboardInterrupt()), []) == 130
+
+
+def test_an_interrupted_study_ends_with_its_summary_line(monkeypatch, capsys, tmp_path):
+    """Ctrl-C during `skfiber study` (the study has written its table and how to resume it): the output ends with
+    `summary: interrupted=1`, exit code 130, as the demos' does."""
+    from skfiber.study import execute
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(execute, "run_study", interrupted)
+    code = cli.main(["study", "quadratic", "--serial", "--n", "3", "--out", str(tmp_path / "study")])
+    captured = capsys.readouterr()
+    assert code == 130 and captured.out.strip().splitlines()[-1] == "summary: interrupted=1"
+    assert "skfiber study: interrupted" in captured.err

@@ -627,6 +627,10 @@ def test_pendulum_chain_main(capsys, tmp_path):
     assert lines[-1].endswith(" independent_rate=nan ode_agreement=nan")
     with pytest.raises(SystemExit):
         demo.main(["--links", "9"])
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        demo.main(["--links", "3", "3"])
+    assert "--links names a chain twice, got [3, 3]" in capsys.readouterr().err
 
 
 def test_simulate_rigid_keeps_the_steps_done_when_interrupted():

@@ -571,3 +571,9 @@ def test_a_shorter_run_names_its_steps(capsys, tmp_path):
     """--t-end scales the level's steps: the header says how many and how long they are."""
     upper_limb.main(["--t-end", "0.05", "--quiet", "--no-checkpoints", "--output", str(tmp_path)])
     assert "(scaled to t_end = 0.05 s: 2 steps of 0.025 s)" in capsys.readouterr().out
+
+
+def test_the_wrote_line_lists_the_checkpoint(capsys, tmp_path):
+    upper_limb.main(["--t-end", "0.05", "--quiet", "--output", str(tmp_path)])
+    wrote = [line for line in capsys.readouterr().out.splitlines() if line.startswith("wrote ")][0]
+    assert str(upper_limb.checkpoint_file(tmp_path, 1)) in wrote
