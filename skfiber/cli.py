@@ -42,7 +42,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .core.interrupt import caused_by_ctrl_c
+from .core.interrupt import caused_by_ctrl_c, ctrl_c_not_lost
 from .study import command as study_command
 
 __all__ = ["main", "demo_names", "VERIFY", "ArgumentParser", "positive_float", "positive_int", "nonnegative_float",
@@ -730,7 +730,7 @@ def _reported(who: str, call, *, debug: bool, hint: str) -> int:
     line ``<who>: error: …`` (exit code 2), Ctrl-C ``<who>: interrupted`` (130), any other exception one line
     ``<who>: failed: …`` (1); ``debug`` adds the traceback and keeps Python's format of warnings."""
     try:
-        with _warnings_in_one_line(who, enabled=not debug):
+        with _warnings_in_one_line(who, enabled=not debug), ctrl_c_not_lost():
             return call()
     except Exception as err:
         code = outcome(err)

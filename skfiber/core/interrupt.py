@@ -18,7 +18,14 @@ ValueError: on_interrupt must be 'keep' (Ctrl-C ends the run and returns the ste
 """
 from __future__ import annotations
 
-__all__ = ["ON_INTERRUPT", "CTRL_C", "check_on_interrupt", "caused_by_ctrl_c", "reraise_as_interrupt", "handle_ctrl_c"]
+import os
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+__all__ = ["ON_INTERRUPT", "CTRL_C", "check_on_interrupt", "caused_by_ctrl_c", "reraise_as_interrupt", "handle_ctrl_c",
+           "ctrl_c_not_lost", "C_CALLBACKS", "REDELIVERY_S"]
 
 #: the values of ``on_interrupt``
 ON_INTERRUPT = ("keep", "raise")
@@ -76,3 +83,55 @@ def handle_ctrl_c(err: BaseException, on_interrupt: str = "keep") -> None:
         raise err
     if on_interrupt == "raise":
         reraise_as_interrupt(err)
+
+
+#: Python functions that C code calls back while numba compiles (llvmlite's hooks of its object cache): ctypes
+#: prints an exception raised in them ("Exception ignored on calling ctypes callback function") and goes on, so
+#: a Ctrl-C that lands in one would be lost, and the run would go on for minutes
+C_CALLBACKS = frozenset({"_raw_object_cache_notify", "_raw_object_cache_getbuffer"})
+#: seconds after which a Ctrl-C that landed in such a callback is delivered again
+REDELIVERY_S = 0.05
+
+
+def _in_c_callback(frame) -> bool:
+    """Whether ``frame`` runs in one of :data:`C_CALLBACKS` (or in a function it called)."""
+    while frame is not None:
+        if frame.f_code.co_name in C_CALLBACKS:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _deliver_ctrl_c(signum, frame) -> None:
+    """SIGINT as Python's default handler takes it (KeyboardInterrupt), except inside a C callback: there it
+    is sent again a moment later, when the callback has returned."""
+    if _in_c_callback(frame):
+        timer = threading.Timer(REDELIVERY_S, os.kill, (os.getpid(), signal.SIGINT))
+        timer.daemon = True
+        timer.start()
+        return
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def ctrl_c_not_lost() -> Iterator[None]:
+    """Within the block, a Ctrl-C that lands while numba's compiler runs Python code from C (:data:`C_CALLBACKS`)
+    is delivered again once that code has returned, instead of being printed and ignored by ctypes.
+
+    For the main thread of a program that keeps Python's own SIGINT handler (the ``skfiber`` command and the
+    demos use it); elsewhere, or under another handler, the block runs as it is.
+
+    Examples
+    --------
+    >>> with ctrl_c_not_lost():
+    ...     pass
+    """
+    ours = (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+    if ours:
+        signal.signal(signal.SIGINT, _deliver_ctrl_c)
+    try:
+        yield
+    finally:
+        if ours:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
