@@ -20,9 +20,9 @@ fiber (``Model.add_body_force``; the line load is π r0² b_z), as in the
 cable's weak form (eq. 38, 57), which integrates b0 over the cross-section;
 the fiber–cylinder demo (§5.2) reads its load the same way.
 
-**Which load.**  The printed magnitude, b_z = −5000 N/m³, is far out of reach
-for these cables: the upper fiber's tension is π r0² σ0 = 0.079 N, so
-without contact it would sag b_z L² / (8 σ0) = 62.5 m (stretch λ ≈ 250;
+**Which load.**  The printed load, b_z = −5000 N/m, read as −5000 N/m³, is far
+out of reach for these cables: the upper fiber's tension is π r0² σ0 = 0.079 N,
+so without contact it would sag b_z L² / (8 σ0) = 62.5 m (stretch λ ≈ 250;
 read per length, 5000 N/m, it would be 8000 m).  Both fibers then fold into
 sharp V shapes around the crossing, and a contact point inside such a V is
 equidistant from its two arms: its closest point — hence the contact force —
