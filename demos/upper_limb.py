@@ -1057,7 +1057,13 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
             elif not args.no_checkpoints:  # (stopped within its first step: no checkpoint yet)
                 print(f"level {level} interrupted before its first step ended: nothing to resume", flush=True)
             break
-    files = _write_outputs(results, args.output, snapshots=args.snapshots)
+    try:
+        files = _write_outputs(results, args.output, snapshots=args.snapshots)
+    except KeyboardInterrupt:  # (the runs are done: say so, and how to get the files)
+        if not args.no_checkpoints and not results[-1].interrupted:
+            print("interrupted while writing the output files; the runs are complete: the same options with "
+                  "--resume write them", flush=True)
+        raise
     print(report(results))
     r = results[-1]
     if len(results) > 1:

@@ -577,3 +577,16 @@ def test_the_wrote_line_lists_the_checkpoint(capsys, tmp_path):
     upper_limb.main(["--t-end", "0.05", "--quiet", "--output", str(tmp_path)])
     wrote = [line for line in capsys.readouterr().out.splitlines() if line.startswith("wrote ")][0]
     assert str(upper_limb.checkpoint_file(tmp_path, 1)) in wrote
+
+
+def test_ctrl_c_while_the_files_are_written_says_the_run_is_complete(monkeypatch, capsys, tmp_path):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(upper_limb, "_write_outputs", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        upper_limb.main(["--t-end", "0.05", "--quiet", "--output", str(tmp_path)])
+    assert "interrupted while writing the output files; the runs are complete" in capsys.readouterr().out
+    monkeypatch.undo()
+    upper_limb.main(["--t-end", "0.05", "--quiet", "--output", str(tmp_path), "--resume"])
+    assert (tmp_path / "angle_level1.csv").exists()
