@@ -324,11 +324,17 @@ def _check_window_size(window_size) -> None:
         raise ValueError(f"window_size must be two integers ≥ 1 (width, height in pixels), got {window_size!r}")
 
 
-def _bar_args(field: str, clim, units: dict[str, str]) -> dict:
+#: pixels right of a colour bar's left edge that its labels need (a label of 9 characters, "-8.28e+03", at
+#: the labels' 14-point font, beside the bar)
+BAR_LABEL_PIXELS = 100
+
+
+def _bar_args(field: str, clim, units: dict[str, str], *, window_width: int) -> dict:
     # upright at the right edge: the title stands above the bar, the labels beside it (a horizontal bar
-    # puts both above the bar, where they overlap)
+    # puts both above the bar, where they overlap); in a narrow window it moves left to keep its labels
+    position_x = min(0.86, 1.0 - BAR_LABEL_PIXELS / window_width)
     return {"title": _title(field, units), "color": "black", "fmt": label_format(*clim), "vertical": True,
-            "position_x": 0.86, "position_y": 0.18, "width": 0.07, "height": 0.64, "title_font_size": 16,
+            "position_x": position_x, "position_y": 0.18, "width": 0.07, "height": 0.64, "title_font_size": 16,
             "label_font_size": 14}
 
 
@@ -428,7 +434,8 @@ def scene(
     clim = clim if clim is not None else _field_range([frame], field)
     actor = plotter.add_mesh(
         tubes(frame.fibers, n_sides=n_sides), scalars=field, cmap=cmap, clim=clim,
-        scalar_bar_args=_bar_args(field, clim, written_units(frame.fibers)), name="fibers",
+        scalar_bar_args=_bar_args(field, clim, written_units(frame.fibers), window_width=window_size[0]),
+        name="fibers",
     )
     actor.prop.interpolation = "gouraud"
     if frame.bodies is not None:

@@ -277,3 +277,13 @@ def test_colour_bar_labels_differ_on_a_narrow_range_and_name_a_written_unit(pvd,
         assert plotter.scalar_bars["twice_radius (m)"] is not None
     finally:
         plotter.close()
+
+
+@pytest.mark.parametrize("width", [320, 480, 640, 960, 1920])
+def test_the_colour_bar_keeps_room_for_its_labels(width):
+    """A narrow window moves the bar left so that labels of 9 characters (-8.28e+03) stay inside it; the
+    default window keeps it at the right edge."""
+    from skfiber.viz import BAR_LABEL_PIXELS, _bar_args
+
+    x = _bar_args("stress", (-891.0, 8280.0), {}, window_width=width)["position_x"]
+    assert x * width + BAR_LABEL_PIXELS <= width and (x == 0.86 or width < 960)
