@@ -251,7 +251,7 @@ from skfiber.contact import FiberContact, PenaltyLaw
 from skfiber.contact.cylinder import CylinderContact
 from skfiber.core.numbers import MAX_STEPS
 from skfiber.coupling import body_cylinders
-from skfiber.io import VTKSeries, load_checkpoint
+from skfiber.io import VTKSeries, check_series, load_checkpoint
 from skfiber.progress import PROGRESS_TERMS, Progress
 from skfiber.rigid import Body, Fixed, Revolute, RigidSystem
 from skfiber.run import checkpoint_options, resume_point, run_simulation
@@ -865,6 +865,11 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     )
 
 
+def _series_folder(vtk: Path, level: int, levels: list[int]) -> Path:
+    """The folder of a level's VTK series: ``--vtk`` itself for one level, its ``levelN`` with ``--levels``."""
+    return vtk if len(levels) == 1 else vtk / f"level{level}"
+
+
 def report(results: list[UpperLimbResult]) -> str:
     lines = ["level  el./fiber  steps  d.o.f. (paper)  unknowns  Newton it. (mean/max)  retries  wall [s]  paper [s]  speed-up"]
     for r in results:
@@ -1032,6 +1037,11 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
             if args.t_end < checkpoint.state.t:  # (as run_simulation: at its time the resumed run is done)
                 parser.error(f"--resume: --t-end must not be before the checkpoint's time {checkpoint.state.t:g} s "
                              f"(the run continues from there), got {args.t_end:g}")
+            try:  # (the series in --vtk must be the checkpoint's: as run_simulation checks, before the model is built)
+                if args.vtk is not None:
+                    check_series(_series_folder(args.vtk, level, levels), SERIES_NAME, checkpoint.series)
+            except (OSError, ValueError) as err:
+                parser.error(f"--resume: {err}")
     # the checkpoints go to --output during the runs, the series to --vtk from the first step on: both or neither
     output_folders(parser, *((("--vtk", args.vtk),) if args.vtk is not None and args.out is None else ()),
                    ("--output" if args.out is None else "--out", args.output))
@@ -1042,10 +1052,11 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     for level in levels:
         _, n_steps, dt, _ = planned[level]
         print(f"level {level}: {LEVELS[level][0]} elements per fiber, {LEVELS[level][1]} steps over {T_END:g} s"
-              + (f" (scaled to t_end = {args.t_end:g} s: " + (f"outputs every {dt:.6g} s)" if adaptive else
-                                                               f"{n_steps} step{'s' if n_steps > 1 else ''} of {dt:.6g} s)")
-                 if args.t_end != T_END else ""), flush=True)
-        vtk = None if args.vtk is None else (args.vtk if len(levels) == 1 else args.vtk / f"level{level}")
+              + (f" (scaled to t_end = {args.t_end:g} s: "
+                 + (f"outputs every {dt:.6g} s)" if adaptive else
+                    f"{n_steps} step{'s' if n_steps > 1 else ''} of {dt:.6g} s)") if args.t_end != T_END else ""),
+              flush=True)
+        vtk = None if args.vtk is None else _series_folder(args.vtk, level, levels)
         results.append(run(level, progress=not args.quiet, vtk=vtk, vtk_every=args.vtk_every,
                            checkpoint=None if args.no_checkpoints else checkpoint_file(args.output, level),
                            checkpoint_every=args.checkpoint_every or CHECKPOINT_EVERY,

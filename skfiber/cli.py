@@ -714,13 +714,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_run(args, extra)
         if args.command == "view":
             return _cmd_view(args)
-        if args.command == "study":
-            try:
-                return study_command.command(args)
-            except KeyboardInterrupt:  # (the study has written its table and how to resume it)
-                _print_summary(INTERRUPTED_SUMMARY)
-                raise
-        return _cmd_verify(args)
+        try:
+            return study_command.command(args) if args.command == "study" else _cmd_verify(args)
+        except KeyboardInterrupt:  # (a study has written its table and how to resume it)
+            _print_summary(INTERRUPTED_SUMMARY)
+            raise
 
     return _reported(who, command, debug=debug, hint="skfiber --debug … shows the traceback")
 

@@ -103,6 +103,7 @@ __all__ = [
     "write_pvd",
     "read_pvd",
     "pvd_series_id",
+    "check_series",
     "read_vtu",
     "save_checkpoint",
     "load_checkpoint",
@@ -350,6 +351,8 @@ class PvdEntry:
 
 #: the comment of a .pvd that names the series it belongs to (:attr:`VTKSeries.series_id`)
 SERIES_COMMENT = "skfiber series "
+#: what a series id may hold
+SERIES_ID = re.compile(r"[0-9A-Za-z_-]+")
 
 
 def write_pvd(path: str | os.PathLike, entries: Sequence[PvdEntry], *, series_id: str | None = None) -> None:
@@ -363,7 +366,7 @@ def write_pvd(path: str | os.PathLike, entries: Sequence[PvdEntry], *, series_id
         '<VTKFile type="Collection" version="0.1" byte_order="LittleEndian">',
     ]
     if series_id is not None:
-        if not re.fullmatch(r"[0-9A-Za-z_-]+", series_id):
+        if not (isinstance(series_id, str) and SERIES_ID.fullmatch(series_id)):
             raise ValueError(f"series_id must be letters, digits, _ and -, got {series_id!r}")
         lines.append(f"  <!-- {SERIES_COMMENT}{series_id} -->")
     lines.append("  <Collection>")
@@ -397,14 +400,31 @@ def read_pvd(path: str | os.PathLike) -> list[PvdEntry]:
 
 def pvd_series_id(path: str | os.PathLike) -> str | None:
     """The series id that :func:`write_pvd` kept in the .pvd at ``path``; None for a .pvd without one (written
-    by another program, or by an skfiber before series had ids).  Errors as :func:`read_pvd`'s."""
+    by another program, or by an skfiber before series had ids) or with one that is not an id (edited by
+    hand).  Errors as :func:`read_pvd`'s."""
     read_pvd(path)  # (a clear error for a missing or malformed file)
     root = ET.parse(path, parser=ET.XMLParser(target=ET.TreeBuilder(insert_comments=True))).getroot()
     for node in root:
         text = (node.text or "").strip() if node.tag is ET.Comment else ""
         if text.startswith(SERIES_COMMENT):
-            return text[len(SERIES_COMMENT):].strip()
+            found = text[len(SERIES_COMMENT):].strip()
+            return found if SERIES_ID.fullmatch(found) else None
     return None
+
+
+def check_series(directory: str | os.PathLike, name: str, series_id: str | None) -> None:
+    """A ``ValueError`` when the .pvd of the series ``name`` in ``directory`` names a series other than
+    ``series_id`` (another run has written its series there since the checkpoint that keeps ``series_id``);
+    nothing when it names that one, names none, or is missing, or when ``series_id`` is None or "" (a
+    checkpoint of a version before series ids)."""
+    pvd = Path(directory) / f"{name}.pvd"
+    if not series_id or not pvd.is_file():
+        return
+    found = pvd_series_id(pvd)
+    if found is not None and found != series_id:
+        raise ValueError(f"{pvd} is not the series of the run to resume: another run has written its series there "
+                         "since (another level or other options?), and continuing would join the two. Start the run "
+                         "afresh, or resume it into a folder of its own")
 
 
 def read_vtu(path: str | os.PathLike) -> meshio.Mesh:
@@ -522,11 +542,10 @@ class VTKSeries:
         if resume_time is None:
             self.series_id = secrets.token_hex(8)
         else:
-            found = pvd_series_id(self.pvd_path) if self.pvd_path.exists() else None
-            if series_id is not None and found is not None and found != series_id:
-                raise ValueError(f"{self.pvd_path} is not the series of the run to resume: another run has written "
-                                 "its series there since (another level or other options?), and continuing would "
-                                 "join the two. Start the run afresh, or resume it into a folder of its own")
+            if series_id is not None and not (isinstance(series_id, str) and SERIES_ID.fullmatch(series_id)):
+                raise ValueError(f"series_id must be letters, digits, _ and -, got {series_id!r}")
+            check_series(self.directory, name, series_id)
+            found = pvd_series_id(self.pvd_path) if self.pvd_path.is_file() else None
             self.series_id = series_id or found or secrets.token_hex(8)
         self._remove_stale_temporaries()
         if resume_time is None:

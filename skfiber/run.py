@@ -322,9 +322,8 @@ def _substeps(substeps: Callable[[int], int] | None, step: int) -> int:
     return int(k)
 
 
-@one_run  # (one run for the check of the forms' numbers: Model.run_scope)
 def _say_if_unfinished(location: Path) -> None:
-    """Warn when a fresh run is about to replace the checkpoint of a run that did not reach its end."""
+    """Warn when a fresh run is about to remove the checkpoint of a run that did not reach its end."""
     if not location.is_file():
         return
     try:
@@ -334,9 +333,11 @@ def _say_if_unfinished(location: Path) -> None:
     t_end = old.stats.get("t_end")
     if is_real(t_end) and old.state.t < t_end:
         warn(f"{location} held a run stopped at t = {old.state.t:.6g} s of {t_end:g} s; this run starts afresh and "
-             "replaces it (resume=True, or --resume on the command line, continues it instead)")
+             "removes it (to continue that run instead, run again with its options and resume=True, or --resume on "
+             "the command line)")
 
 
+@one_run  # (one run for the check of the forms' numbers: Model.run_scope)
 def run_simulation(
     model: Model,
     *,

@@ -413,3 +413,15 @@ def test_a_fresh_run_says_when_it_replaces_an_unfinished_one(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         run_simulation(model, t_end=0.01, dt=0.01, out_dir=tmp_path, progress=False)
+
+
+def test_a_series_id_edited_by_hand_counts_as_none(tmp_path):
+    model, _ = _taut_string()
+    run_simulation(model, t_end=0.02, dt=0.01, out_dir=tmp_path, progress=False)
+    pvd = tmp_path / "result.pvd"
+    pvd.write_text(pvd.read_text().replace("skfiber series ", "skfiber series edited by hand "))
+    assert sio.pvd_series_id(pvd) is None
+    resumed = run_simulation(model, t_end=0.04, dt=0.01, out_dir=tmp_path, resume=True, progress=False)
+    assert resumed.steps == 4 and sio.pvd_series_id(pvd) == sio.load_checkpoint(checkpoint_path(tmp_path)).series
+    with pytest.raises(ValueError, match="series_id must be letters"):
+        sio.VTKSeries(tmp_path, model, resume_time=0.04, series_id="a b")

@@ -11,7 +11,7 @@ import pytest
 
 from skfiber.core import interrupt
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGINT sent with os.kill is POSIX")
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the tests send SIGINT with os.kill, POSIX")
 
 
 def _c_calling(python_function):
@@ -96,3 +96,12 @@ def test_the_callbacks_named_are_llvmlites():
     from llvmlite.binding import executionengine
 
     assert all(callable(getattr(executionengine.ExecutionEngine, name, None)) for name in interrupt.C_CALLBACKS)
+
+
+def test_a_handler_set_within_the_block_stays(python_handler):
+    def mine(signum, frame):
+        pass
+
+    with interrupt.ctrl_c_not_lost():
+        signal.signal(signal.SIGINT, mine)
+    assert signal.getsignal(signal.SIGINT) is mine

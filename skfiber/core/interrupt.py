@@ -18,7 +18,7 @@ ValueError: on_interrupt must be 'keep' (Ctrl-C ends the run and returns the ste
 """
 from __future__ import annotations
 
-import os
+import _thread
 import signal
 import threading
 from contextlib import contextmanager
@@ -105,8 +105,8 @@ def _in_c_callback(frame) -> bool:
 def _deliver_ctrl_c(signum, frame) -> None:
     """SIGINT as Python's default handler takes it (KeyboardInterrupt), except inside a C callback: there it
     is sent again a moment later, when the callback has returned."""
-    if _in_c_callback(frame):
-        timer = threading.Timer(REDELIVERY_S, os.kill, (os.getpid(), signal.SIGINT))
+    if _in_c_callback(frame):  # (interrupt_main: the main thread's handler runs, as for a Ctrl-C, on any system)
+        timer = threading.Timer(REDELIVERY_S, _thread.interrupt_main, (signal.SIGINT,))
         timer.daemon = True
         timer.start()
         return
@@ -133,5 +133,5 @@ def ctrl_c_not_lost() -> Iterator[None]:
     try:
         yield
     finally:
-        if ours:
+        if ours and signal.getsignal(signal.SIGINT) is _deliver_ctrl_c:  # (a handler set within the block stays)
             signal.signal(signal.SIGINT, signal.default_int_handler)
