@@ -513,6 +513,9 @@ class VTKSeries:
         if self.directory.exists() and not self.directory.is_dir():
             raise NotADirectoryError(f"output path {self.directory} exists and is not a folder")
         self.directory.mkdir(parents=True, exist_ok=True)
+        if (self.directory / f"{name}.pvd").is_dir():
+            raise IsADirectoryError(f"{self.directory / f'{name}.pvd'} is a folder, where the series writes its .pvd "
+                                    "file: rename or remove that folder, or give the series another name or folder")
         self.model = model
         self.name = name
         self.points_per_element = int(points_per_element)

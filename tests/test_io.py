@@ -546,3 +546,9 @@ def test_fiber_activation_and_stress_are_those_at_the_states_time():
     expected = fiber.law(sf.MaterialPoint(np.ones(1), np.zeros(1), theta=np.array([0.5]), t=0.5,
                                           muscle_fraction=f.muscle_fraction, activation=0.5)).stress
     np.testing.assert_allclose(f.stress, expected)
+
+
+def test_a_folder_in_the_place_of_the_pvd_is_named(tmp_path):
+    (tmp_path / "x.pvd").mkdir()
+    with pytest.raises(IsADirectoryError, match=r"x\.pvd is a folder, where the series writes its \.pvd file"):
+        sio.VTKSeries(tmp_path, build_model(1), name="x")
