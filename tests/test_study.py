@@ -513,6 +513,84 @@ def test_a_bad_scheduler_address_is_named_with_what_to_give():
         connect("foo")
 
 
+def test_a_scheduler_address_with_nothing_listening_is_refused_at_once(monkeypatch):
+    """dask would retry it for its connect timeout (30 s); the check refuses it before dask is asked."""
+    pytest.importorskip("distributed")
+    import socket
+
+    import distributed
+
+    from skfiber.study import execute
+
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there now
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    class NoClient:
+        def __init__(self, *args, **kwargs):
+            raise AssertionError("dask's Client was asked to connect to an address that refuses")
+
+    monkeypatch.setattr(distributed, "Client", NoClient)
+    monkeypatch.setattr(execute, "CONNECT_CHECK_SECONDS", 0.5)
+    with pytest.raises(OSError, match=rf"cannot connect to the dask scheduler 'tcp://127.0.0.1:{port}': .*refused.*"
+                                      r"tcp://host:8786"):
+        execute.connect(f"tcp://127.0.0.1:{port}")
+
+
+def test_the_early_check_lets_through_what_answers_and_leaves_the_rest_to_dask(monkeypatch):
+    pytest.importorskip("distributed")
+    import socket
+
+    from skfiber.study.execute import refuse_at_once
+
+    with socket.socket() as server:  # something listens: the check passes it on
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        assert refuse_at_once(f"tcp://127.0.0.1:{server.getsockname()[1]}") is None
+    assert refuse_at_once("tls://127.0.0.1:1") is None  # another protocol: dask's to judge
+    assert refuse_at_once("foo") is None  # no port: dask says what is missing
+
+    import threading
+
+    from skfiber.study import execute
+
+    with socket.socket() as probe:  # a scheduler that starts listening a moment after the study asks
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    late = socket.socket()
+    late.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+
+    def start():
+        late.bind(("127.0.0.1", port))
+        late.listen()
+
+    timer = threading.Timer(0.5, start)
+    timer.start()
+    try:
+        assert refuse_at_once(f"tcp://127.0.0.1:{port}") is None
+    finally:
+        timer.join()
+        late.close()
+    assert execute.CONNECT_CHECK_SECONDS > 0.5
+
+    def slow(*args, **kwargs):
+        raise TimeoutError("timed out")
+
+    monkeypatch.setattr(socket, "create_connection", slow)
+    assert refuse_at_once("tcp://127.0.0.1:1") is None  # no answer in time: dask waits its own timeout
+
+    def name_server(code):
+        def fails(*args, **kwargs):
+            raise socket.gaierror(code, "name server")
+        return fails
+
+    monkeypatch.setattr(socket, "create_connection", name_server(socket.EAI_AGAIN))
+    assert refuse_at_once("tcp://somewhere:8786") is None  # failed for now: dask retries
+    monkeypatch.setattr(socket, "create_connection", name_server(socket.EAI_NONAME))
+    with pytest.raises(socket.gaierror):  # no such host
+        refuse_at_once("tcp://somewhere:8786")
+
+
 def test_a_grid_too_large_to_hold_is_refused_before_it_is_built():
     from skfiber.study.design import MAX_GRID_RUNS
 

@@ -208,11 +208,52 @@ def connect(scheduler, workers: int | None = None):
     if scheduler is None:
         return Client(local_cluster((os.cpu_count() or 1) if workers is None else workers)), True
     try:
+        refuse_at_once(scheduler)
         return Client(scheduler), True
     except (OSError, ValueError, TypeError) as err:  # (dask's messages do not say which address failed)
         kind = next(k for k in (OSError, ValueError, TypeError) if isinstance(err, k))
         raise kind(f"cannot connect to the dask scheduler {scheduler!r}: {' '.join(str(err).split())}; give "
                    "the address of a running scheduler (tcp://host:8786), or 'serial' to run without dask") from err
+
+
+#: how long :func:`refuse_at_once` keeps trying a scheduler's TCP port that refuses (a scheduler started a moment
+#: before the study may not listen yet) or does not answer, before it refuses the address or leaves it to dask (s)
+CONNECT_CHECK_SECONDS = 5.0
+
+
+def refuse_at_once(scheduler: str) -> None:
+    """Raise ``OSError`` soon when a TCP scheduler address names no known host or nothing listens there.
+
+    dask retries such an address until its connect timeout (30 s by default) before it says so.  A port
+    that refuses is tried again for :data:`CONNECT_CHECK_SECONDS` (a scheduler that is starting), and
+    refused only then.  An address that does not answer in that time, a name server that fails for
+    now, an address dask cannot parse, and one of another protocol (``tls://``, ``inproc://``, …) are
+    left to dask.
+    """
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(scheduler)
+        host, port = parse_host_port(location)
+    except (ValueError, TypeError):
+        return
+    if scheme != "tcp":
+        return
+    deadline = time.monotonic() + CONNECT_CHECK_SECONDS
+    while True:
+        try:
+            socket.create_connection((host, port), timeout=max(deadline - time.monotonic(), 0.1)).close()
+            return
+        except ConnectionRefusedError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.2)
+        except socket.gaierror as err:
+            if err.errno == socket.EAI_AGAIN:  # the name server failed for now: dask retries
+                return
+            raise
+        except OSError:  # a timeout or a network that does not say: dask decides
+            return
 
 
 def close_own(client) -> None:
