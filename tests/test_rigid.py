@@ -194,7 +194,7 @@ def test_prescribed_rates_by_differences_match_exact():
 
 # --------------------------------------------------------------------------- compiled kernels
 def _numpy_inertia(kin, qd, *, frozen):
-    """M and h from the numpy kinematics (the definition the compiled kernel follows, skfiber.rigid.kernels)."""
+    """M and h assembled with numpy from the kinematics of the centers of mass (Kinematics' methods)."""
     tree = kin.tree
     nb, qj = tree.n_bodies, tree.q_joints
     bodies = np.arange(nb)
@@ -221,9 +221,9 @@ def _numpy_inertia(kin, qd, *, frozen):
 
 
 @pytest.mark.parametrize("prescribed", [True, False])
-def test_compiled_inertia_terms_match_the_numpy_formulas(prescribed):
-    """M, h (absolute and relative motion) of the kernel = the numpy expressions, real and complex,
-    for a batch of configurations with one time each."""
+def test_compiled_inertia_terms_match_their_assembly_in_numpy(prescribed):
+    """M, h (absolute and relative motion) of the kernel = their assembly with numpy from the
+    kinematics of the centers of mass, real and complex, for a batch of configurations with one time each."""
     from skfiber.rigid.kinematics import Kinematics
 
     system = tree_system(prescribed=prescribed)
@@ -244,8 +244,9 @@ def test_compiled_inertia_terms_match_the_numpy_formulas(prescribed):
             assert np.array_equal(M, np.swapaxes(M, 1, 2))
 
 
-def test_compiled_point_jets_match_the_numpy_formulas(system, state):
-    """evaluate_points (compiled) = positions, twists and second derivatives of Kinematics (numpy)."""
+def test_compiled_point_jets_match_the_kinematics_of_the_points(system, state):
+    """evaluate_points (its q- and t-derivatives picked from the joints') = positions, twists and
+    second derivatives of Kinematics."""
     from skfiber.rigid import evaluate_points
     from skfiber.rigid.kinematics import Kinematics
 
@@ -270,6 +271,86 @@ def test_compiled_point_jets_match_the_numpy_formulas(system, state):
     by_index = evaluate_points(system, idx, X, q, t, hessian=False)  # body indices instead of names
     assert by_index.hessian is None
     np.testing.assert_array_equal(by_index.jacobian, pk.jacobian)
+
+
+def test_kinematics_second_order_terms_against_finite_differences(system, state):
+    """Kinematics' second derivatives of points, their accelerations at q̈ = 0 and the bodies' angular
+    accelerations at q̈ = 0 (absolute, and with the time frozen) = central differences of its twists,
+    positions and angular velocities along q + q̇τ (and t + τ)."""
+    from skfiber.rigid.kinematics import Kinematics
+
+    q, qd, _, t = state
+    tree = system.tree
+    qj, tj = tree.q_joints, tree.tau_joints
+    names = ["a", "c", "e", "f", "d", "base"]
+    bodies = np.array([tree.index[b] for b in names])
+    X = np.random.default_rng(5).normal(size=(len(names), 3))
+
+    def kin(qq, tt):
+        return Kinematics(tree, np.asarray(qq)[None], tt, qd[None])
+
+    def twists(qq, tt):
+        k = kin(qq, tt)
+        return k.twists(bodies, k.positions(bodies, X))[0]
+
+    k0 = kin(q, t)
+    x = k0.positions(bodies, X)
+    H = k0.second_derivatives(bodies, x, k0.twists(bodies, x))[0]  # (P, nz, nz, 3)
+    eps = 1e-6
+    for a, joint in enumerate(qj):  # ∂s_k/∂q_a = ∂²x/∂ζ_a∂ζ_k for every joint k
+        e = np.zeros_like(q)
+        e[a] = eps
+        assert rel(H[:, joint], (twists(q + e, t) - twists(q - e, t)) / (2 * eps)) < 1e-7
+    assert rel(H[:, tj].sum(axis=1), (twists(q, t + eps) - twists(q, t - eps)) / (2 * eps)) < 1e-7  # ∂s_k/∂t
+    assert np.abs(H[:, tj].sum(axis=1)[:, tj]).max() > 1e-3  # the own accelerations of the prescribed joints count
+
+    h = 1e-4
+    for frozen, rate in ((False, 1.0), (True, 0.0)):
+        def along(tau):
+            return kin(q + qd * tau, t + rate * tau).positions(bodies, X)[0]
+
+        acc = (along(h) - 2 * along(0) + along(-h)) / h**2
+        assert rel(k0.velocity_product(bodies, x, k0.twists(bodies, x), frozen=frozen, qd=qd[None])[0], acc) < 1e-5
+
+        def angular_velocity(tau):
+            k = kin(q + qd * tau, t + rate * tau)
+            zd = k.zeta_rate if not frozen else k.rates(qd[None], frozen=True)
+            return np.einsum("bkc,k->bc", k.angular_jacobian()[0], zd[0])
+
+        alpha = (angular_velocity(eps) - angular_velocity(-eps)) / (2 * eps)
+        assert rel(k0.angular_velocity_product(frozen=frozen, qd=qd[None])[0], alpha) < 1e-7
+
+
+def test_kinematics_of_points_broadcast_one_point_set_and_refuse_what_does_not_fit(system):
+    """Points of one configuration broadcast over a batch (as in numpy); bad body indices and shapes are
+    named, never read past an array's end."""
+    from skfiber.rigid.kinematics import Kinematics
+
+    tree = system.tree
+    rng = np.random.default_rng(7)
+    q = rng.normal(size=(3, 4))
+    kin = Kinematics(tree, q, 0.4, rng.normal(size=(3, 4)))
+    bodies = np.array([tree.index[b] for b in ("c", "f")])
+    X = rng.normal(size=(2, 3))
+    x = kin.positions(bodies, X)
+    S = kin.twists(bodies, x)
+    for i in range(3):  # x and S of configuration i alone (batch of one) against the batch's row i
+        assert np.allclose(kin.twists(bodies, x[i:i + 1])[i], S[i], rtol=0, atol=1e-14)
+        assert np.allclose(kin.second_derivatives(bodies, x[i:i + 1], S[i:i + 1])[i],
+                           kin.second_derivatives(bodies, x, S)[i], rtol=0, atol=1e-14)
+    assert np.allclose(kin.positions(bodies[:1], X[0])[:, 0], x[:, 0], rtol=0, atol=1e-15)  # one point as (3,)
+    Xc = X + 1e-30j  # a complex point keeps its imaginary part
+    assert np.all(kin.positions(bodies, Xc).imag != 0)
+    ground = tree.path.shape[0] - 1
+    assert np.array_equal(kin.positions([-1], X[:1]), kin.positions([ground], X[:1]))
+    with pytest.raises(ValueError, match=r"bodies must be a 1-D array of body indices .*got bool"):
+        kin.positions(np.array([True, False]), X)
+    with pytest.raises(ValueError, match=rf"body index {ground + 1} is outside 0 … {ground}"):
+        kin.twists(np.array([0, ground + 1]), x)
+    with pytest.raises(ValueError, match=r"X of shape \(3, 3\) does not fit the shape \(2, 3\)"):
+        kin.positions(bodies, np.ones((3, 3)))  # a point more than bodies
+    with pytest.raises(ValueError, match=r"x of shape \(2, 2, 3\) does not fit the shape \(3, 2, 3\)"):
+        kin.velocity_product(bodies, x[:2], S)
 
 
 def test_batched_kinematics_with_one_time_per_configuration(system):

@@ -69,7 +69,7 @@ class ForceContext:
 
     def _point_data(self):
         """(x (B, P, 3), C (B, P, 3, n), v (B, P, 3) or None) of the registered points, in one compiled call
-        (:func:`.point_kernels.point_kinematics`; the numpy definitions are ``kin.positions`` and ``kin.twists``)."""
+        (:func:`.point_kernels.point_kinematics`, with the point's kinematics of :mod:`.jet_kernels`)."""
         if self._points is None:
             bodies, X = self.system.registered_points()
             kin = self.kin

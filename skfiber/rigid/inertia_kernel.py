@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.jit import njit
+from .jet_kernels import angular_acceleration, point_acceleration, point_position, point_twists, upstream_rates
 from .vector_kernels import cross3, matvec3
 
 __all__ = ["inertia_terms", "inertia_terms_into"]
@@ -20,7 +21,8 @@ def inertia_terms(R, p, omega, origin, velocity, own_angular, own_linear, zd, ow
                   prescribed, q_joints, mass, com, inertia):  # pragma: no cover - compiled
     """M (B, n, n), h (B, n), and the centers of mass x_S (B, nb, 3) with their twists S (B, nb, nz, 3).
 
-    With the joint twists of :func:`.pose_kernel.tree_poses`, ζ̇ = ``zd`` (B, nz), for each body b:
+    With the joint twists of :func:`.pose_kernel.tree_poses`, ζ̇ = ``zd`` (B, nz), for each body b
+    (the point's twists and accelerations those of :mod:`.jet_kernels`):
 
     * x_S = R X_S + p,  S_k = ω_k × (x_S − o_k) + v_k on its path,  J_S = S[:, q_joints],
     * J_ω = ω_k on its path,  I_w = R I Rᵀ,
@@ -71,31 +73,13 @@ def inertia_terms_into(R, p, omega, origin, velocity, own_angular, own_linear, z
     w = np.empty(3, dt)
     Iww = np.empty(3, dt)
     mom = np.empty(3, dt)
-    r = np.empty(3, dt)
     for x in range(B):
         if rates:
-            for k in range(nz):  # Ω⁻_k and w_k = ζ̇_k ω_k + 2 Ω⁻_k
-                for i in range(3):
-                    Om[k, i] = 0.0
-                for j in range(nz):
-                    if upstream[j, k]:
-                        for i in range(3):
-                            Om[k, i] += zd[x, j] * omega[x, j, i]
-                for i in range(3):
-                    wk[k, i] = zd[x, k] * omega[x, k, i] + 2.0 * Om[k, i]
+            upstream_rates(omega, upstream, zd, x, Om, wk)
         for b in range(nb):
             Rb = R[x, b]
-            matvec3(Rb, com[b], xS[x, b])
-            for i in range(3):
-                xS[x, b, i] += p[x, b, i]
-                r[i] = xS[x, b, i]
-            for k in range(nz):
-                if path[b, k]:
-                    o = origin[x, k]
-                    om = omega[x, k]
-                    cross3(om[0], om[1], om[2], r[0] - o[0], r[1] - o[1], r[2] - o[2], c)
-                    for i in range(3):
-                        S[x, b, k, i] = c[i] + velocity[x, k, i]
+            point_position(R, p, x, b, com[b], xS[x, b])
+            point_twists(omega, origin, velocity, path, x, b, xS[x, b], S[x, b])
             # I_w = R I Rᵀ
             for i in range(3):
                 for j in range(3):
@@ -124,40 +108,15 @@ def inertia_terms_into(R, p, omega, origin, velocity, own_angular, own_linear, z
                         M[x, e, a] += acc
             if not rates:
                 continue
+            point_acceleration(omega, origin, velocity, own_angular, own_linear, prescribed, path, zd, wk, own, x, b,
+                               xS[x, b], S[x, b], aS)
+            angular_acceleration(omega, own_angular, path, zd, Om, own, x, b, al)
             for i in range(3):
-                aS[i] = 0.0
-                al[i] = 0.0
                 w[i] = 0.0
             for k in range(nz):
-                if not path[b, k]:
-                    continue
-                z = zd[x, k]
-                Sk = S[x, b, k]
-                om = omega[x, k]
-                cross3(wk[k, 0], wk[k, 1], wk[k, 2], Sk[0], Sk[1], Sk[2], c)
-                for i in range(3):
-                    aS[i] += z * c[i]
-                    w[i] += z * om[i]
-                cross3(Om[k, 0], Om[k, 1], Om[k, 2], om[0], om[1], om[2], c)
-                for i in range(3):
-                    al[i] += z * c[i]
-                if own:
+                if path[b, k]:
                     for i in range(3):
-                        al[i] += own_angular[x, k, i]
-            if own:  # D_τ(x_S) of the prescribed joints on the path
-                for k in range(nz):
-                    if not (path[b, k] and prescribed[k]):
-                        continue
-                    oa = own_angular[x, k]
-                    o = origin[x, k]
-                    om = omega[x, k]
-                    v = velocity[x, k]
-                    cross3(oa[0], oa[1], oa[2], r[0] - o[0], r[1] - o[1], r[2] - o[2], c)
-                    for i in range(3):
-                        aS[i] += c[i] + own_linear[x, k, i]
-                    cross3(om[0], om[1], om[2], v[0], v[1], v[2], c)
-                    for i in range(3):
-                        aS[i] -= c[i]
+                        w[i] += zd[x, k] * omega[x, k, i]
             matvec3(Iw, w, Iww)
             matvec3(Iw, al, mom)
             cross3(w[0], w[1], w[2], Iww[0], Iww[1], Iww[2], c)

@@ -22,10 +22,11 @@ step):
   kernel is its call (the arguments and the returned arrays), not its loops.
 
 The formulas are those of :mod:`skfiber.rigid.kinematics` and
-:mod:`skfiber.rigid.system` (see there); the numpy methods of
-:class:`~skfiber.rigid.kinematics.Kinematics` (``twists``,
-``second_derivatives``, ``velocity_product``, …) stay the definition, and the
-tests compare the kernels with them.  The kernels are compiled on first use
+:mod:`skfiber.rigid.system` (see there); the kinematics of a body point (its
+twists, second derivatives and acceleration, a body's angular acceleration)
+are written once, in :mod:`.jet_kernels`, which these kernels and the methods of
+:class:`~skfiber.rigid.kinematics.Kinematics` call; the tests check them against
+finite differences and Lagrange's equations.  The kernels are compiled on first use
 for each dtype (a few seconds each) and cached on disk (``cache=True``).
 
 Conventions: B configurations, nb bodies (index nb is the ground), nz
@@ -36,6 +37,7 @@ contiguous; the tables of the tree are those of
 Module map (one idea each; this module gathers their kernels):
 
 * :mod:`.vector_kernels` — the 3-vector helpers of the loops;
+* :mod:`.jet_kernels` — the kinematics of one body point and of a body's rotation;
 * :mod:`.pose_kernel` — :func:`tree_poses`;
 * :mod:`.inertia_kernel` — :func:`inertia_terms` (and its loop
   :func:`~.inertia_kernel.inertia_terms_into`);

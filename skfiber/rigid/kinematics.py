@@ -18,9 +18,9 @@ A body's angular velocity is ω = Σ_k ω_k ζ̇_k with ∂ω_k/∂ζ_j = ω_j �
 (j strictly upstream of k).
 
 The poses and twists are computed by a compiled loop over the tree
-(:func:`.pose_kernel.tree_poses`); the methods below are the numpy definitions of
-the derived quantities (the compiled inertia terms and point derivatives of
-:mod:`.kernels` are tested against them).
+(:func:`.pose_kernel.tree_poses`); the methods below give the derived quantities of
+points and bodies through the compiled definitions of :mod:`.jet_kernels`, which the
+inertia terms and point derivatives of :mod:`.kernels` call as well.
 """
 from __future__ import annotations
 
@@ -28,13 +28,13 @@ import math
 
 import numpy as np
 
+from .jet_kernels import (accelerations_batch, angular_accelerations_batch, positions_batch, second_derivatives_batch,
+                          twists_batch)
 from .pose_kernel import tree_poses
 from .tree import Tree
 
 __all__ = ["Kinematics", "cross"]
 
-_EYE3 = np.eye(3)
-_EYE3.setflags(write=False)
 _NO_MOTION = (np.zeros((1, 0, 3, 3)), np.zeros((1, 0, 5, 3)))
 
 
@@ -47,13 +47,6 @@ def cross(a, b):
     out[..., 1] = a2 * b0 - a0 * b2
     out[..., 2] = a0 * b1 - a1 * b0
     return out
-
-
-def _matvec(R, x):
-    """R x over the last axes: R (..., 3, 3), x (3,) or (..., 3)."""
-    if x.ndim == 1:
-        return R @ x
-    return (R @ x[..., None])[..., 0]
 
 
 class Kinematics:
@@ -145,38 +138,56 @@ class Kinematics:
             zd[:, self.tree.tau_joints] = 1.0
         return zd
 
-    def _upstream_rate(self, zd):
-        """Ω⁻_k = Σ_{j strictly upstream of k} ζ̇_j ω_j: angular velocity of joint k's parent body."""
-        return np.einsum("jk,bj,bjc->bkc", self.tree.upstream, zd, self.omega)
+    def _in_dtype(self, *arrays):
+        """The joint twists and ``arrays`` in one dtype (the compiled kernels take one per call)."""
+        dt = np.result_type(self.dtype, *arrays)
+        own = (self.omega, self.origin, self.velocity, self.own_angular, self.own_linear)
+        return [np.ascontiguousarray(a, dtype=dt) for a in own + arrays]
+
+    def _body_indices(self, bodies) -> np.ndarray:
+        """``bodies`` as the int64 rows of the tree's tables (ground last; negative counts from the end)."""
+        rows = self.tree.path.shape[0]
+        b = np.asarray(bodies)
+        if b.ndim != 1 or b.dtype == bool or not np.issubdtype(b.dtype, np.integer):
+            raise ValueError(f"bodies must be a 1-D array of body indices (0 … {rows - 1}, {rows - 1} the ground); "
+                             f"got {b.dtype} values of shape {b.shape}")
+        outside = b[(b < -rows) | (b >= rows)]
+        if outside.size:
+            raise ValueError(f"body index {int(outside[0])} is outside 0 … {rows - 1} ({rows - 1} the ground)")
+        return np.ascontiguousarray(np.where(b < 0, b + rows, b), dtype=np.int64)
+
+    def _fit(self, name: str, array, shape: tuple) -> np.ndarray:
+        """``array`` broadcast to ``shape``, or a ValueError that names both."""
+        try:
+            return np.broadcast_to(array, shape)
+        except ValueError:
+            raise ValueError(f"{name} of shape {np.shape(array)} does not fit the shape {shape} "
+                             "(configurations, points, …)") from None
 
     # ------------------------------------------------------------------ points
     def positions(self, bodies, X):
         """x = R X + p of reference points X (P, 3) on ``bodies`` (P,) → (B, P, 3)."""
-        return _matvec(self.R[:, bodies], X) + self.p[:, bodies]
+        bodies = self._body_indices(bodies)
+        X = self._fit("X", X, (len(bodies), 3))
+        dt = np.result_type(self.R.dtype, self.p.dtype, X.dtype)
+        R, p, X = (np.ascontiguousarray(a, dtype=dt) for a in (self.R, self.p, X))
+        return positions_batch(R, p, bodies, X)
 
     def twists(self, bodies, x):
         """s_k(x) for points x (B, P, 3) on ``bodies`` → (B, P, nz, 3) (zero off the path)."""
-        s = cross(self.omega[:, None], x[:, :, None] - self.origin[:, None]) + self.velocity[:, None]
-        return s * self.tree.path[bodies][None, :, :, None]
-
-    def own_terms(self, bodies, x):
-        """D_b(x) of the prescribed joints b (B, P, m, 3), zero where b is not on the point's path."""
-        tau = self.tree.tau_joints
-        r = x[:, :, None] - self.origin[:, None, tau]
-        D = cross(self.own_angular[:, None, tau], r) + (self.own_linear[:, tau] - cross(self.omega[:, tau], self.velocity[:, tau]))[:, None]
-        return D * self.tree.path[bodies][:, tau][None, :, :, None]
+        bodies = self._body_indices(bodies)
+        omega, origin, velocity, _, _, x = self._in_dtype(self._fit("x", x, (self.B, len(bodies), 3)))
+        return twists_batch(omega, origin, velocity, self.tree.path, bodies, x)
 
     def second_derivatives(self, bodies, x, S):
         """∂²x/∂ζ_j∂ζ_k → (B, P, nz, nz, 3)."""
-        up = self.tree.upstream
-        A = cross(self.omega[:, None, :, None, :], S[:, :, None, :, :])  # A[j, k] = ω_j × s_k
-        H = A * up[None, None, :, :, None] + np.swapaxes(A, 2, 3) * up.T[None, None, :, :, None]
-        idx = np.arange(len(self.tree.kind))
-        H[:, :, idx, idx] = np.einsum("bpkkc->bpkc", A)
-        tau = self.tree.tau_joints
-        if len(tau):  # prescribed joints only
-            H[:, :, tau, tau] += self.own_terms(bodies, x)
-        return H
+        bodies = self._body_indices(bodies)
+        B, P, nz = self.B, len(bodies), len(self.tree.kind)
+        omega, origin, velocity, own_angular, own_linear, x, S = self._in_dtype(
+            self._fit("x", x, (B, P, 3)), self._fit("S", S, (B, P, nz, 3)))
+        tree = self.tree
+        return second_derivatives_batch(omega, origin, velocity, own_angular, own_linear, tree.upstream,
+                                        self.prescribed, tree.path, bodies, x, S)
 
     def velocity_product(self, bodies, x, S, *, frozen: bool = False, qd=None):
         """Σ_jk ∂²x/∂ζ_j∂ζ_k ζ̇_j ζ̇_k: the acceleration of the points at q̈ = 0 → (B, P, 3).
@@ -184,13 +195,14 @@ class Kinematics:
         ``frozen``: time frozen (ζ̇ = 0 on prescribed joints, no own
         accelerations), i.e. the velocity terms of the relative motion.
         """
+        bodies = self._body_indices(bodies)
+        B, P, nz = self.B, len(bodies), len(self.tree.kind)
         zd = self.zeta_rate if not frozen else self.rates(qd, frozen=True)
-        Om = self._upstream_rate(zd)
-        w = zd[:, :, None] * self.omega + 2.0 * Om           # (B, nz, 3)
-        a = np.einsum("bk,bpkc->bpc", zd, cross(w[:, None], S))
-        if not frozen and len(self.tree.tau_joints):
-            a = a + self.own_terms(bodies, x).sum(axis=2)
-        return a
+        omega, origin, velocity, own_angular, own_linear, zd, x, S = self._in_dtype(
+            zd, self._fit("x", x, (B, P, 3)), self._fit("S", S, (B, P, nz, 3)))
+        tree = self.tree
+        return accelerations_batch(omega, origin, velocity, own_angular, own_linear, tree.upstream, self.prescribed,
+                                   tree.path, zd, not frozen, bodies, x, S)
 
     # ------------------------------------------------------------------ bodies
     def angular_jacobian(self):
@@ -200,13 +212,11 @@ class Kinematics:
 
     def angular_velocity_product(self, *, frozen: bool = False, qd=None):
         """Angular acceleration of every body at q̈ = 0: Σ_k ζ̇_k Ω⁻_k × ω_k (+ own ω̇) → (B, nb, 3)."""
-        nb = self.tree.n_bodies
         zd = self.zeta_rate if not frozen else self.rates(qd, frozen=True)
-        Om = self._upstream_rate(zd)
-        per_joint = zd[:, :, None] * cross(Om, self.omega)
-        if not frozen:
-            per_joint = per_joint + self.own_angular
-        return np.einsum("xk,bkc->bxc", self.tree.path[:nb].astype(float), per_joint)
+        omega, _, _, own_angular, _, zd = self._in_dtype(zd)
+        tree = self.tree
+        return angular_accelerations_batch(omega, own_angular, tree.upstream, tree.path, zd, not frozen,
+                                           np.arange(tree.n_bodies, dtype=np.int64))
 
     def angular_second_derivatives(self):
         """∂ω_k/∂ζ_j (contribution of joint k's axis to a body's ω): (B, nz(j), nz(k), 3)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.jit import njit
-from .vector_kernels import cross3, matvec3
+from .jet_kernels import point_position, point_second_derivatives, point_twists
 
 __all__ = ["point_jets", "point_kinematics"]
 
@@ -43,8 +43,7 @@ def point_jets(R, p, bodies, X, path, omega, origin, velocity, own_angular, own_
     H : (P, 3, n, n)  ∂²x/∂q∂q
     x_t, C_t, x_tt : (P, 3), (P, 3, n), (P, 3)  ∂x/∂t, ∂C/∂t, ∂²x/∂t² (sums over the prescribed joints)
 
-    With the second derivatives ∂²x/∂ζ_j∂ζ_k = ω_j × s_k (j strictly upstream of k, symmetric) and
-    ω_k × s_k + D_k on the diagonal (D_k for prescribed joints, see :mod:`.kinematics`).
+    With the second derivatives ∂²x/∂ζ_j∂ζ_k of :func:`.jet_kernels.point_second_derivatives`.
     """
     P = bodies.shape[0]
     n = q_joints.shape[0]
@@ -72,22 +71,10 @@ def _jets(R, p, bodies, X, path, omega, origin, velocity, own_angular, own_linea
     dt = R.dtype
     S = np.zeros((nz, 3), dt)
     H2 = np.zeros((nz, nz, 3), dt)
-    c = np.empty(3, dt)
     for pt in range(P):
         b = bodies[pt]
-        matvec3(R[0, b], X[pt], x[pt])
-        for i in range(3):
-            x[pt, i] += p[0, b, i]
-        r = x[pt]
-        for k in range(nz):
-            for i in range(3):
-                S[k, i] = 0.0
-            if path[b, k]:
-                o = origin[0, k]
-                om = omega[0, k]
-                cross3(om[0], om[1], om[2], r[0] - o[0], r[1] - o[1], r[2] - o[2], c)
-                for i in range(3):
-                    S[k, i] = c[i] + velocity[0, k, i]
+        point_position(R, p, 0, b, X[pt], x[pt])
+        point_twists(omega, origin, velocity, path, 0, b, x[pt], S)
         for a in range(n):
             for i in range(3):
                 C[pt, i, a] = S[q_joints[a], i]
@@ -96,31 +83,8 @@ def _jets(R, p, bodies, X, path, omega, origin, velocity, own_angular, own_linea
                 x_t[pt, i] += S[tau_joints[t], i]
         if not (hessian or m):
             continue
-        for k in range(nz):
-            for j in range(nz):
-                for i in range(3):
-                    H2[j, k, i] = 0.0
-        for k in range(nz):
-            if not path[b, k]:
-                continue
-            for j in range(nz):
-                if j == k or upstream[j, k]:
-                    om = omega[0, j]
-                    cross3(om[0], om[1], om[2], S[k, 0], S[k, 1], S[k, 2], c)
-                    for i in range(3):
-                        H2[j, k, i] = c[i]
-                        H2[k, j, i] = c[i]
-            if prescribed[k]:  # D_k = ω̇_k × (x − o_k) + d̈_k − ω_k × v_k
-                oa = own_angular[0, k]
-                o = origin[0, k]
-                cross3(oa[0], oa[1], oa[2], r[0] - o[0], r[1] - o[1], r[2] - o[2], c)
-                for i in range(3):
-                    H2[k, k, i] += c[i] + own_linear[0, k, i]
-                om = omega[0, k]
-                v = velocity[0, k]
-                cross3(om[0], om[1], om[2], v[0], v[1], v[2], c)
-                for i in range(3):
-                    H2[k, k, i] -= c[i]
+        point_second_derivatives(omega, origin, velocity, own_angular, own_linear, upstream, prescribed, path, 0, b,
+                                 x[pt], S, H2)
         if hessian:
             for a in range(n):
                 for e in range(n):
@@ -142,8 +106,7 @@ def point_kinematics(R, p, omega, origin, velocity, bodies, X, path, q_joints, z
 
     What force elements ask of their registered points (``ctx.position``,
     ``ctx.jacobian``, ``ctx.velocity`` of :class:`~skfiber.rigid.context.ForceContext`);
-    the numpy definitions are :meth:`Kinematics.positions <skfiber.rigid.kinematics.Kinematics.positions>`
-    and :meth:`~skfiber.rigid.kinematics.Kinematics.twists`.
+    the point's position and twists are those of :mod:`.jet_kernels`.
 
     Parameters
     ----------
@@ -171,26 +134,15 @@ def point_kinematics(R, p, omega, origin, velocity, bodies, X, path, q_joints, z
     C = np.zeros((B, P, 3, n), dt)
     v = np.zeros((B, P, 3), dt)
     S = np.zeros((nz, 3), dt)
-    c = np.empty(3, dt)
     for y in range(B):
         for pt in range(P):
             b = bodies[pt]
-            r = x[y, pt]
-            matvec3(R[y, b], X[pt], r)
-            for i in range(3):
-                r[i] += p[y, b, i]
-            for k in range(nz):
-                for i in range(3):
-                    S[k, i] = 0.0
-                if path[b, k]:
-                    o = origin[y, k]
-                    om = omega[y, k]
-                    cross3(om[0], om[1], om[2], r[0] - o[0], r[1] - o[1], r[2] - o[2], c)
+            point_position(R, p, y, b, X[pt], x[y, pt])
+            point_twists(omega, origin, velocity, path, y, b, x[y, pt], S)
+            if rates:
+                for k in range(nz):
                     for i in range(3):
-                        S[k, i] = c[i] + velocity[y, k, i]
-                    if rates:
-                        for i in range(3):
-                            v[y, pt, i] += S[k, i] * zd[y, k]
+                        v[y, pt, i] += S[k, i] * zd[y, k]
             for a in range(n):
                 for i in range(3):
                     C[y, pt, i, a] = S[q_joints[a], i]

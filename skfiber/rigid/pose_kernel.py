@@ -2,8 +2,8 @@ r"""Compiled poses of the kinematic tree (numba): :func:`tree_poses`.
 
 Poses of all bodies and the world twists of all moving joints for a batch
 of configurations, in one pass over the tree in tree order (parents first);
-the numpy definitions of what follows from them are the methods of
-:class:`~skfiber.rigid.kinematics.Kinematics`.  Conventions and the tables of
+what follows from them for a point of a body is :mod:`.jet_kernels`, for the
+bodies the methods of :class:`~skfiber.rigid.kinematics.Kinematics`.  Conventions and the tables of
 the tree: :mod:`skfiber.rigid.kernels`.
 """
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Compiled 3-vector helpers of the rigid-body kernels (numba).
 
 Small loops the compiled kinematics (:mod:`.pose_kernel`, :mod:`.inertia_kernel`,
-:mod:`.point_kernels`) share: a 3 × 3 matrix times a 3-vector and a cross
-product, written into given outputs so that the loops allocate nothing.
+:mod:`.point_kernels`, :mod:`.jet_kernels`) share: a 3 × 3 matrix times a 3-vector
+and a cross product, written into given outputs or returned as a tuple
+(:func:`cross_components`, inlined), so that the loops allocate nothing.
 They work in any dtype (float, or complex for the complex step).
 
 Examples
@@ -20,7 +21,7 @@ from __future__ import annotations
 from ..core.jit import njit
 
 
-__all__ = ["matvec3", "cross3"]
+__all__ = ["matvec3", "cross3", "cross_components"]
 
 
 @njit(cache=True)
@@ -54,3 +55,9 @@ def cross3(a0, a1, a2, b0, b1, b2, out):  # pragma: no cover - compiled
     out[0] = a1 * b2 - a2 * b1
     out[1] = a2 * b0 - a0 * b2
     out[2] = a0 * b1 - a1 * b0
+
+
+@njit(cache=True, inline="always")
+def cross_components(a0, a1, a2, b0, b1, b2):  # pragma: no cover - compiled
+    """(a × b) as a tuple of three numbers: nothing allocated in the loops that call it."""
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
