@@ -140,8 +140,9 @@ def test_bundle_checks_its_input():
         bundle((0, 0, 0), (0, 0, 1), 3, radius=0.01, n_elements=2, name=3)
     assert [f.activation for f in bundle((0, 0, 0), (0, 0, 1), 2, radius=0.01, n_elements=2,
                                          activation=np.float64(0.25))] == [0.25, 0.25]
-    with pytest.raises(ValueError, match="one per fiber, got 2"):
-        bundle((0, 0, 0), (0, 0, 1), 3, radius=0.01, n_elements=2, activation=[0.1, 0.2])
+    for values in ([0.1, 0.2], [0.1] * 4):  # too few, too many (not cut short)
+        with pytest.raises(ValueError, match=f"one per fiber, got {len(values)}"):
+            bundle((0, 0, 0), (0, 0, 1), 3, radius=0.01, n_elements=2, activation=values)
 
 
 def test_recruitment_follows_the_size_principle():
@@ -175,13 +176,18 @@ def test_recruitment_follows_the_size_principle():
 
 
 def test_recruitment_checks_its_input():
-    with pytest.raises(ValueError, match="sizes must be"):
-        size_principle_thresholds([1.0, -2.0])
+    for sizes in ([1.0, -2.0], [0.0, 1.0]):
+        with pytest.raises(ValueError, match="sizes must be"):
+            size_principle_thresholds(sizes)
+    assert size_principle_thresholds([2.0], last=0.6).tolist() == [0.0]  # one unit: recruited at once
     with pytest.raises(ValueError, match="last"):
         size_principle_thresholds([1.0], last=1.0)
-    for bad in (1.5, "0.5", True):
+    for bad in (1.5, "0.5", True, -0.1, float("nan")):
         with pytest.raises(ValueError, match="drive must be a number in \\[0, 1\\] or E\\(t\\)"):
             recruitment(bad, [1.0, 2.0])
+    for bad in (1.5, -0.1):
+        with pytest.raises(ValueError, match=rf"drive must be a number in \[0, 1\], got {bad}"):
+            recruited_activation(bad, 0.2)
     over = recruitment(lambda t: 2.0 * t, [1.0, 2.0])
     assert over[0](0.5) == 1.0
     with pytest.raises(ValueError, match="E = 1.2 at t = 0.6 s"):
@@ -228,6 +234,7 @@ def test_a_row_insertion_ends_the_fibers_on_a_line_in_order_and_apart(n):
     assert np.array_equal(np.argsort(order), row_order(packing(n)))
     pitch = np.diff(ends[order, 1])
     assert np.allclose(pitch, pitch[0], rtol=1e-9)
+    assert ends[:, 1].mean() == pytest.approx(0.0, abs=1e-12)  # the row centred on the insertion
     assert _brute_force_gap(fibers, radius) == pytest.approx(0.1, rel=0.01)
 
 
@@ -297,6 +304,10 @@ def test_smallest_gap_of_many_pairs_with_a_varying_radius_against_brute_force():
     starts = np.array([[0.0, 0, 0], [0.035, 0, 0], [0.06, 0, 0]])
     got = smallest_gap(starts, starts + [0, 0, -0.3], np.full(11, 0.005), np.array([(0, 2), (0, 1)]))
     assert got == pytest.approx(2.5, rel=1e-12)
+    # the same at the skip's edge: the closer pair (4.5) only half a gap unit below the first (5.0)
+    starts = np.array([[0.0, 0, 0], [0.055, 0, 0], [0.06, 0, 0]])
+    got = smallest_gap(starts, starts + [0, 0, -0.3], np.full(11, 0.005), np.array([(0, 2), (0, 1)]))
+    assert got == pytest.approx(4.5, rel=1e-12)
 
 
 @pytest.mark.parametrize("pairs, match", [(np.array([[0, 3]]), "indices of the 3 fibers"),
