@@ -2,8 +2,8 @@
 
 :func:`check_sample` looks at one state sampled during a run and :func:`run_checks` sums
 the samples up (:func:`check_states`: both, for a list of states): the largest stretch per
-fiber, material past the force peak of its law (:mod:`skfiber.softening`: strain softening),
-the contacts in touch and the smallest 1 + γg of the wrapping cylinder and of fiber–fiber
+fiber, material past the force peak (or, shortened, the force minimum) of its law (:mod:`skfiber.softening`:
+strain softening), the contacts in touch and the smallest 1 + γg of the wrapping cylinder and of fiber–fiber
 contact.  :func:`angle_difference`, :func:`force_difference` and :func:`oscillation` compare
 levels and measure wiggles of N(θ) (the demo's convergence study; :func:`describe_wiggles` the line the
 demo prints on them).
@@ -25,6 +25,7 @@ import numpy as np
 import skfiber as sf
 from skfiber.contact import FiberContact
 from skfiber.contact.cylinder import CylinderContact
+from skfiber.softening import SofteningCheck
 
 __all__ = ["RunChecks", "SampleCheck", "SampleChecker", "CHECK_COLUMNS", "check_sample", "run_checks", "check_states", "describe_checks", "angle_difference", "force_difference", "oscillation",
            "profile_oscillation", "profile_wiggles", "describe_wiggles"]
@@ -35,7 +36,7 @@ class RunChecks:
     """What the run's sampled states show (every ``SAMPLE_DT`` seconds of the demo).
 
     ``max_stretch``: largest λ per fiber; ``past_peak``: per fiber the number of samples with
-    material past the force peak of its law (:mod:`skfiber.softening`) and the first such time
+    material past the force peak or minimum of its law (:mod:`skfiber.softening`) and the first such time
     (None: never); ``fiber_contacts`` / ``wrap_contacts``: contacts in touch per sample (contact point –
     partner pairs with g < 0: a point touching two fibers counts twice); ``fiber_margin`` /
     ``wrap_margin``: smallest 1 + γg per sample over the contact points with a partner in reach (inf:
@@ -52,7 +53,7 @@ class RunChecks:
 
     @property
     def softening(self) -> bool:
-        """Whether any fiber went past its force peak."""
+        """Whether any fiber went past its force peak (or, shortened, its force minimum)."""
         return any(n > 0 for n, _ in self.past_peak.values())
 
 
@@ -72,44 +73,17 @@ class SampleCheck:
 
 
 class SampleChecker:
-    """:func:`check_sample` for many states of one model: what does not change from state to state (the
-    sample parameters θ, the reference |A1| and γM(θ) per fiber, the fibers grouped by stress law) is
-    computed once.  The stretches are those of :func:`skfiber.postprocess.fiber_fields` (4 points per
-    element), the same arithmetic."""
+    """:func:`check_sample` for many states of one model: the stretches and the force peaks are
+    :class:`skfiber.softening.SofteningCheck`'s (4 points per element, the points of
+    :func:`skfiber.postprocess.fiber_fields`), which computes what does not change from state to state once."""
 
     def __init__(self, model: sf.Model, *, points_per_element: int = 4):
-        d = model.discretization
         self.model = model
-        self.fibers = []  # (index, θ, |A1|, γM(θ))
-        for k, f in enumerate(model.fibers):
-            theta = np.linspace(0.0, 1.0, d.fibers[k].n_elements * points_per_element + 1)
-            A1 = d.evaluate(d.reference_dofs, k, theta, 1)
-            self.fibers.append((k, theta, np.linalg.norm(A1, axis=0), f.muscle_fraction_at(theta)))
-        laws: dict[int, list[int]] = {}
-        for k, f in enumerate(model.fibers):
-            laws.setdefault(id(f.law), []).append(k)
-        self.law_groups = list(laws.values())  # fibers with the same law: one force-peak search
+        self.softening = SofteningCheck(model, points_per_element=points_per_element)
 
     def __call__(self, state) -> SampleCheck:
-        from skfiber.materials import MaterialPoint
-        from skfiber.softening import past_force_peak
-
         model = self.model
-        d = model.discretization
-        q = d.reference_dofs + state.u
-        stretch = [np.linalg.norm(d.evaluate(q, k, theta, 1), axis=0) / nA1 for k, theta, nA1, _ in self.fibers]
-        past = np.zeros(len(self.fibers), dtype=bool)
-        for group in self.law_groups:
-            f = model.fibers[group[0]]
-            lam = np.concatenate([stretch[k] for k in group])
-            theta = np.concatenate([self.fibers[k][1] for k in group])
-            gm = np.concatenate([self.fibers[k][3] for k in group])
-            alpha = np.concatenate([np.full(stretch[k].size, model.fibers[k].activation_at(state.t)) for k in group])
-            over = past_force_peak(f.law, MaterialPoint(lam, 0.0, theta=theta, t=state.t, muscle_fraction=gm,
-                                                        activation=alpha))
-            bounds = np.cumsum([0] + [stretch[k].size for k in group])
-            for j, k in enumerate(group):
-                past[k] = bool(over[bounds[j]:bounds[j + 1]].any())
+        fibers = self.softening(state)
         model.set_coordinates(state.q)
         found = {}
         for kind, cls in (("fiber", FiberContact), ("wrap", CylinderContact)):
@@ -117,8 +91,8 @@ class SampleChecker:
             found[kind] = (sum(ev.n_active for ev in evs),
                            min([float(ev.admissibility.min()) for ev in evs if ev.admissibility.size],
                                default=math.inf))
-        return SampleCheck(float(state.t), np.array([float(lam.max()) for lam in stretch]), past, found["fiber"][0],
-                           found["wrap"][0], found["fiber"][1], found["wrap"][1])
+        return SampleCheck(float(state.t), fibers.max_stretch, fibers.past, found["fiber"][0], found["wrap"][0],
+                           found["fiber"][1], found["wrap"][1])
 
 
 def check_sample(model: sf.Model, state) -> SampleCheck:
@@ -254,7 +228,7 @@ def describe_checks(r) -> list[str]:
     c = r.checks
     lines = ["largest stretch λ per fiber: " + ", ".join(f"{k} {v:.3f}" for k, v in c.max_stretch.items())]
     past = {k: v for k, v in c.past_peak.items() if v[0]}
-    lines.append("material past the force peak of its law: " + (
+    lines.append("material past the force peak or minimum of its law: " + (
         ", ".join(f"{k} in {n} of {c.times.size} samples (first at t = {t0:.4g} s)" for k, (n, t0) in past.items())
         + " — WARNING: strain softening, the result depends on the mesh" if past else "none (every fiber on the "
         "rising branch of N(λ) at every sample)"))

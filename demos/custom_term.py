@@ -11,6 +11,11 @@ fiber θ is proportional to arc length S, so ``x_ss = x″/|A1|²``, ``dS = |A1|
 
 (``skfiber.terms.d2`` gives x″; Hermite fields carry second derivatives).
 For moderate rotations this is the Euler–Bernoulli bending energy ½ EI κ².
+The form measures the curvature itself, not its change from the reference:
+use it on straight, evenly parametrized fibers (``Fiber.straight``, as the
+upper limb's are).  On a curved reference fiber (``Fiber.polyline``, a
+bundle's belly) the reference state would carry a bending moment, and where
+``|A1|`` varies along θ, ``x″/|A1|²`` is not ``x_ss``.
 A second term is viscous drag of the surrounding tissue, a force −c ẋ per
 unit reference length:
 
@@ -98,7 +103,8 @@ EI_PHYSICAL = 3 * MU * math.pi * RADIUS**4 / 4
 
 # --------------------------------------------------------------------------- the forms
 def bending(EI: float) -> LinearForm:
-    """Residual EI ∫ x_ss · ξ_ss dS = EI ∫ x″ · ξ″ / |A1|³ dθ (straight reference fiber)."""
+    """Residual EI ∫ x_ss · ξ_ss dS = EI ∫ x″ · ξ″ / |A1|³ dθ (straight, evenly parametrized reference
+    fiber: on a curved one the reference state is not free of bending moment)."""
 
     @LinearForm
     def bending_residual(v, w):

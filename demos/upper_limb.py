@@ -222,10 +222,10 @@ Run::
     python demos/upper_limb.py --level 3 --out out --resume   # continue a stopped run from out/
 
 The last line of the output is ``summary: level=… dofs=… … ff_contacts_max=… softening=0|1 …
-bending_EI=…`` (``softening=1``: material past the force peak of its law in a state sampled every 1/32 s, at any
-level run; ``bending_EI=0`` without bending; a resumed run adds ``resumed_from_step=…``: its ``wall_s`` is
-that of the steps after it); a run stopped by Ctrl-C gives the steps it took and ends with
-``interrupted_at_s=… steps_planned=… interrupted=1``.
+bending_EI=…`` (``softening=1``: material past the force peak (or, shortened, the force minimum) of its law
+in a state sampled every 1/32 s, at any level run; ``bending_EI=0`` without bending; a resumed run adds
+``resumed_from_step=…``: its ``wall_s`` is that of the steps after it); a run stopped by Ctrl-C gives the
+steps it took and ends with ``interrupted_at_s=… steps_planned=… interrupted=1``.
 """
 from __future__ import annotations
 
@@ -511,9 +511,10 @@ def study_run(params: dict, *, level: int = 1, t_end: float = T_END, fiber_conta
     """One run of the default geometry with the parameters ``params`` (:data:`STUDY_PARAMETERS`; the others
     as in Table 4), for parameter studies (``skfiber study upper-limb``): outputs ``peak_angle_deg``,
     ``final_angle_deg``, ``peak_biceps_force_N`` (the largest origin force of one biceps fiber) and
-    ``past_force_peak`` (1 when material went past the force peak of its law: strain softening, whose
-    motion depends on the mesh), and the elbow angle over time under ``series``.  Fiber–fiber contact is off by default (the study's many runs;
-    with it a level-1 run takes seconds instead of a fraction of one).
+    ``past_force_peak`` (1 when material went past the force peak, or the force minimum, of its law: strain
+    softening, whose motion depends on the mesh), and the elbow angle over time under ``series``.  Fiber–fiber
+    contact is off by default (the study's many runs; with it a level-1 run takes seconds instead of a fraction of
+    one).
 
     Raises
     ------
@@ -850,7 +851,7 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     checks = run_checks([f.name for f in model.fibers], history.check_columns())
     for name, (n, first) in checks.past_peak.items():
         if n:
-            warnings.warn(f"{name} (level {level}): material past the force peak of its law in {n} of "
+            warnings.warn(f"{name} (level {level}): material past the force peak or minimum of its law in {n} of "
                           f"{checks.times.size} samples, first at t = {first:.4g} s, largest stretch "
                           f"{checks.max_stretch[name]:.3g}: the stretch localizes and the motion depends on "
                           "the mesh (strain softening)", SofteningWarning, stacklevel=2)

@@ -446,7 +446,8 @@ def active_stress(
     s_max
         Maximal isometric stress Smax (Pa).
     lam_opt, delta_w, nu
-        Optimal stretch, width and exponent of the force–length curve.
+        Optimal stretch, width and exponent of the force–length curve (ν > 1: the slope of the curve is
+        continuous at λopt).
 
     Examples
     --------
@@ -457,6 +458,10 @@ def active_stress(
     """
     _check_nonnegative(s_max=s_max)
     _check_positive(lam_opt=lam_opt, delta_w=delta_w, nu=nu)
+    if nu <= 1:
+        raise ValueError(f"nu must be > 1, got {nu!r}: the force–length curve exp(−|z|^ν) then has an infinite "
+                         "(ν < 1) or jumping (ν = 1) slope at λ = lam_opt, where Newton's tangent breaks down; "
+                         "the paper uses ν = 4")
     z = (LAM / _num(lam_opt) - 1) / _num(delta_w)
     nu_s = sp.Integer(int(nu)) if float(nu).is_integer() else _num(nu)
     shape = sp.exp(-sp.Abs(z) ** nu_s)

@@ -11,12 +11,17 @@ softening; see ``docs/theory.md``).  The paper's active stress (eq. 32)
 has such a peak wherever the active part dominates the passive one: its
 force–length curve falls past λopt.
 
-This module finds the force peak of any :class:`~skfiber.materials.StressLaw`
-from the slope
+The same holds in shortening: below a local minimum of N(λ) a shorter piece
+pulls harder (the descending limb of an active force–length curve whose
+optimum lies below the reference length), and the shortening localizes.
+
+This module finds the force peak above the reference and the force minimum
+below it for any :class:`~skfiber.materials.StressLaw` from the slope
 
     dN/dλ ∝ d(λ S)/dλ = S + λ ∂S/∂λ       (at λ̇ = 0, the static branch)
 
-with the law's own ∂S/∂λ, and tells which material points are past it.
+with the law's own ∂S/∂λ, and tells which material points lie off the rising
+branch between them.
 
 Examples
 --------
@@ -31,6 +36,12 @@ Examples
 [False, True, True]
 >>> float(force_peak_stretch(triceps, muscle_fraction=0.0, activation=0.016))   # … the tendon has none
 inf
+>>> short_optimum = paper_law(s_max=1e5, lam_opt=0.7)       # Table 1, but the optimum below the reference
+>>> round(float(force_minimum_stretch(short_optimum, muscle_fraction=1.0, activation=1.0)), 3)
+0.965
+>>> past_force_peak(short_optimum, MaterialPoint(stretch=[0.98, 0.9], stretch_rate=0.0, muscle_fraction=1.0,
+...                                               activation=1.0)).tolist()     # shortened past the minimum
+[False, True]
 """
 from __future__ import annotations
 
@@ -41,11 +52,15 @@ import numpy as np
 from .core.warn import warn
 from .materials import MaterialPoint, StressLaw
 
-__all__ = ["SofteningWarning", "force_slope", "force_peak_stretch", "past_force_peak", "warn_if_past_force_peak"]
+#: the shortest stretch the search below the reference goes down to (a fiber shortened to 1/1000 of its length)
+SHORTEST_STRETCH = 1e-3
+
+__all__ = ["SofteningWarning", "force_slope", "force_peak_stretch", "force_minimum_stretch", "past_force_peak",
+           "warn_if_past_force_peak", "FiberSoftening", "SofteningCheck"]
 
 
 class SofteningWarning(UserWarning):
-    """Material past the force peak of its law: the result depends on the mesh."""
+    """Material past the force peak (or, shortened, the force minimum) of its law: the result depends on the mesh."""
 
 
 def force_slope(law: StressLaw, point: MaterialPoint) -> np.ndarray:
@@ -82,11 +97,44 @@ def force_peak_stretch(law: StressLaw, *, muscle_fraction=1.0, activation=0.0, t
     ValueError
         For a range that is not 0 < stretch_min < stretch_max (finite), or fewer than 2 samples.
     """
+    _check_range(stretch_min, stretch_max, samples)
+    return _first_fall(law, stretch_min, stretch_max, muscle_fraction, activation, theta, t, samples, none=np.inf)
+
+
+def force_minimum_stretch(law: StressLaw, *, muscle_fraction=1.0, activation=0.0, theta=0.0, t: float = 0.0,
+                          stretch_min: float = 0.2, stretch_max: float = 1.0, samples: int = 601) -> np.ndarray:
+    """λ of the first local minimum of N(λ) below ``stretch_max``, followed towards shorter lengths; 0 where N
+    falls all the way down to ``stretch_min``.
+
+    Shorter than that minimum the fiber pulls harder the more it shortens (dN/dλ < 0): the descending limb of an
+    active force–length curve whose optimum lies below the reference length.  ``stretch_max`` itself where N
+    already rises as λ falls there.  The search is that of :func:`force_peak_stretch`, run from ``stretch_max``
+    down to ``stretch_min``; the arguments broadcast and are checked the same way.
+
+    Examples
+    --------
+    >>> from skfiber.materials import paper_law
+    >>> law = paper_law(s_max=1e5, lam_opt=0.7)
+    >>> force_minimum_stretch(law, muscle_fraction=[0.0, 1.0], activation=1.0).round(3).tolist()  # tendon: none
+    [0.0, 0.965]
+    >>> float(force_minimum_stretch(paper_law(s_max=1e5, lam_opt=0.8), activation=1.0))  # the reference falls
+    1.0
+    """
+    _check_range(stretch_min, stretch_max, samples)
+    return _first_fall(law, stretch_max, stretch_min, muscle_fraction, activation, theta, t, samples, none=0.0)
+
+
+def _check_range(stretch_min, stretch_max, samples) -> None:
     if not (np.isfinite(stretch_min) and np.isfinite(stretch_max) and 0.0 < stretch_min < stretch_max):
         raise ValueError(f"need 0 < stretch_min < stretch_max (finite), got stretch_min={stretch_min!r}, "
                          f"stretch_max={stretch_max!r}")
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 2:
         raise ValueError(f"samples must be an integer ≥ 2, got {samples!r}")
+
+
+def _first_fall(law, start, stop, muscle_fraction, activation, theta, t, samples, *, none: float) -> np.ndarray:
+    """The first λ on the way from ``start`` to ``stop`` (either direction) where dN/dλ turns from ≥ 0 to < 0,
+    per combination of (γM, α, θ); ``start`` where it is < 0 there, ``none`` where it stays ≥ 0."""
     gm, alpha, th = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (muscle_fraction, activation, theta)))
     shape = gm.shape
     # in two stages with the resolution of `samples` equal steps: a coarse grid of `coarse` + 1 points, then the
@@ -100,13 +148,13 @@ def force_peak_stretch(law: StressLaw, *, muscle_fraction=1.0, activation=0.0, t
                                               activation=alpha.reshape(-1)[idx][None, :]))
 
     every = np.arange(gm.size)
-    lam = np.broadcast_to(np.linspace(stretch_min, stretch_max, coarse + 1)[:, None], (coarse + 1, gm.size))
+    lam = np.broadcast_to(np.linspace(start, stop, coarse + 1)[:, None], (coarse + 1, gm.size))
     slope = slope_at(lam, every)
     falling = slope < 0.0
     first = np.argmax(falling, axis=0)
-    peak = np.full(gm.size, np.inf)
+    found = np.full(gm.size, float(none))
     has = falling.any(axis=0)
-    peak[has & (first == 0)] = stretch_min
+    found[has & (first == 0)] = start
     inner = np.flatnonzero(has & (first > 0))
     if inner.size:
         i = first[inner]
@@ -118,17 +166,18 @@ def force_peak_stretch(law: StressLaw, *, muscle_fraction=1.0, activation=0.0, t
         cols = np.arange(inner.size)
         s0, s1 = slope_f[j - 1, cols], slope_f[j, cols]
         l0, l1 = lam_f[j - 1, cols], lam_f[j, cols]
-        peak[inner] = l0 + (l1 - l0) * s0 / (s0 - s1)
-    return peak.reshape(shape)
+        found[inner] = l0 + (l1 - l0) * s0 / (s0 - s1)
+    return found.reshape(shape)
 
 
 def past_force_peak(law: StressLaw, point: MaterialPoint, *, stretch_min: float = 1.0,
                     samples: int = 601) -> np.ndarray:
-    """True where a material point is stretched beyond the first force peak of its law.
+    """True where a material point lies off the rising branch of N(λ) that holds the reference state.
 
-    The peak is searched from ``stretch_min`` (the reference state) up to the largest
-    stretch of the points, at each point's muscle fraction, activation, θ and t; points
-    at or below ``stretch_min`` are never past it.
+    That is, stretched beyond the first force peak above ``stretch_min`` (the reference stretch), or shortened
+    below the first force minimum under it (:func:`force_minimum_stretch`), each searched at the point's muscle
+    fraction, activation, θ and t, up to the largest and down to the smallest stretch of the points.  Points at
+    the reference itself are never off it.
     """
     lam = np.asarray(point.stretch, dtype=float)
     gm, alpha, th, lam = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in
@@ -140,17 +189,104 @@ def past_force_peak(law: StressLaw, point: MaterialPoint, *, stretch_min: float 
                                   stretch_min=stretch_min, stretch_max=float(lam[over].max()) * (1 + 1e-9),
                                   samples=samples)
         past[over] = lam[over] > peak
+    under = lam < stretch_min
+    if under.any():
+        lowest = max(float(lam[under].min()) * (1 - 1e-9), SHORTEST_STRETCH)
+        least = force_minimum_stretch(law, muscle_fraction=gm[under], activation=alpha[under], theta=th[under],
+                                      t=point.t, stretch_min=lowest, stretch_max=stretch_min,
+                                      samples=samples)
+        past[under] = lam[under] < least
     return past
 
 
 def warn_if_past_force_peak(name: str, law: StressLaw, point: MaterialPoint, **kwargs) -> bool:
-    """Issue a :class:`SofteningWarning` naming ``name`` if any point is past its force peak; True then."""
+    """Issue a :class:`SofteningWarning` naming ``name`` if any point is off the rising branch of its law
+    (:func:`past_force_peak`); True then."""
     past = past_force_peak(law, point, **kwargs)
-    if past.any():
-        lam = np.broadcast_to(np.asarray(point.stretch, dtype=float), past.shape)
-        warn(f"{name}: {int(past.sum())} material point(s) stretched past the force peak of the law "
-             f"(up to λ = {lam[past].max():.3g} at t = {point.t:g} s): the axial force falls with stretch "
-             "there, the stretch localizes and the result depends on the mesh (strain softening)",
-             SofteningWarning)
-        return True
-    return False
+    if not past.any():
+        return False
+    lam = np.broadcast_to(np.asarray(point.stretch, dtype=float), past.shape)
+    reference = kwargs.get("stretch_min", 1.0)
+    stretched, shortened = past & (lam > reference), past & (lam < reference)
+    parts = ([f"{int(stretched.sum())} material point(s) stretched past the force peak of the law "
+              f"(up to λ = {lam[stretched].max():.3g})"] if stretched.any() else []) + \
+            ([f"{int(shortened.sum())} material point(s) shortened past the force minimum of the law (down to "
+              f"λ = {lam[shortened].min():.3g})"] if shortened.any() else [])
+    warn(f"{name}: {' and '.join(parts)} at t = {point.t:g} s: the axial force falls with stretch there, the "
+         "stretch localizes and the result depends on the mesh (strain softening)", SofteningWarning)
+    return True
+
+
+@dataclasses.dataclass(frozen=True)
+class FiberSoftening:
+    """What :class:`SofteningCheck` finds in one state, per fiber (model order): the largest and smallest
+    stretch of its sample points and whether any of them lies off the rising branch of the fiber's law
+    (:func:`past_force_peak`)."""
+
+    t: float
+    max_stretch: np.ndarray
+    min_stretch: np.ndarray
+    past: np.ndarray
+
+
+class SofteningCheck:
+    """:func:`past_force_peak` on every fiber of a model, state by state.
+
+    The stretch λ = ``|x′|/|X′|`` is sampled at ``points_per_element`` equal steps of θ per element (and the
+    fiber's end), the same points as :func:`skfiber.postprocess.fiber_fields`; each point takes its fiber's
+    muscle fraction and activation at the state's time.  What does not change from state to state (the
+    samples' θ, ``|X′|`` and γM, the fibers grouped by law: one search per law) is computed once.
+
+    Examples
+    --------
+    >>> import skfiber as sf
+    >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, radius=0.01, density=1000.0,
+    ...                           law=sf.paper_law(), activation=lambda t: 1.0)
+    >>> model = sf.Model([fiber])
+    >>> state = model.initial_state()
+    >>> SofteningCheck(model)(state).past.tolist()      # the reference state is on the rising branch
+    [False]
+    """
+
+    def __init__(self, model, *, points_per_element: int = 4):
+        if isinstance(points_per_element, bool) or not isinstance(points_per_element, (int, np.integer)) \
+                or points_per_element < 1:
+            raise ValueError(f"points_per_element must be an integer ≥ 1, got {points_per_element!r}")
+        d = model.discretization
+        self.model = model
+        self.theta, self.reference_length, self.muscle_fraction = [], [], []
+        for k, fiber in enumerate(model.fibers):
+            theta = np.linspace(0.0, 1.0, d.fibers[k].n_elements * int(points_per_element) + 1)
+            self.theta.append(theta)
+            self.reference_length.append(np.linalg.norm(d.evaluate(d.reference_dofs, k, theta, 1), axis=0))
+            self.muscle_fraction.append(np.asarray(fiber.muscle_fraction_at(theta), dtype=float))
+        groups: dict[int, list[int]] = {}
+        for k, fiber in enumerate(model.fibers):
+            groups.setdefault(id(fiber.law), []).append(k)
+        self.law_groups = list(groups.values())
+
+    def stretches(self, state) -> list[np.ndarray]:
+        """λ at the sample points of each fiber in ``state``."""
+        d = self.model.discretization
+        q = d.reference_dofs + state.u
+        return [np.linalg.norm(d.evaluate(q, k, theta, 1), axis=0) / length
+                for k, (theta, length) in enumerate(zip(self.theta, self.reference_length))]
+
+    def __call__(self, state) -> FiberSoftening:
+        """The :class:`FiberSoftening` of ``state`` (one of this model's states)."""
+        model = self.model
+        stretch = self.stretches(state)
+        past = np.zeros(len(model.fibers), dtype=bool)
+        for group in self.law_groups:
+            lam = np.concatenate([stretch[k] for k in group])
+            point = MaterialPoint(lam, 0.0, theta=np.concatenate([self.theta[k] for k in group]), t=state.t,
+                                  muscle_fraction=np.concatenate([self.muscle_fraction[k] for k in group]),
+                                  activation=np.concatenate([np.full(stretch[k].size,
+                                                                     model.fibers[k].activation_at(state.t))
+                                                             for k in group]))
+            off = past_force_peak(model.fibers[group[0]].law, point)
+            bounds = np.cumsum([0] + [stretch[k].size for k in group])
+            for j, k in enumerate(group):
+                past[k] = bool(off[bounds[j]:bounds[j + 1]].any())
+        return FiberSoftening(float(state.t), np.array([lam.max() for lam in stretch]),
+                              np.array([lam.min() for lam in stretch]), past)

@@ -31,6 +31,7 @@ import numpy as np
 
 from .adaptive import simulate_adaptive
 from .core import ConvergenceError, EulerRates, NewtonOptions, State, StepCounts, check_state, check_state_of
+from .core.bdf import ramp_levels
 from .core.interrupt import CTRL_C, check_on_interrupt, handle_ctrl_c
 from .core.numbers import check_finite_time, check_step_count
 from .core.warn import warn
@@ -322,6 +323,13 @@ def _step_with_retries(model, state, h, solver, options, k, max_halvings, method
     def advance(s, level, index):
         """Substep ``index`` (0-based) of the 2**level substeps of length h / 2**level."""
         dt_sub = h / 2**level
+        ramp = ramp_levels(dt_sub, s.dt_last) if method == "bdf2" and s.has_history else [0]
+        if len(ramp) > 1:  # after shorter substeps: grow back by at most 2 a substep (BDF2's zero-stability)
+            position = index * 2**ramp[0]  # the position in substeps of h/2**(level + ramp[0])
+            for e in ramp:
+                s = advance(s, level + e, position // 2**(ramp[0] - e))
+                position += 2**(ramp[0] - e)
+            return s
         label = k if level == 0 else f"{k} (substep {index + 1}/{2**level})"
         try:
             if method == "bdf2" and not s.has_history:  # BDF2's first step: second order as well
@@ -331,9 +339,9 @@ def _step_with_retries(model, state, h, solver, options, k, max_halvings, method
                                            matrix=matrix)
         except ConvergenceError as err:
             counts["failures"] += 1
-            if level == max_halvings:
+            if level >= max_halvings:
                 raise ConvergenceError(
-                    f"{err.reason}; still failing with the step split into {2**max_halvings} substeps "
+                    f"{err.reason}; still failing with the step split into {2**level} substeps "
                     f"(Δt = {dt_sub:.3g} s)",
                     t=err.t, step=k, residual_history=err.residual_history,
                 ) from err

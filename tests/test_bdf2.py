@@ -8,11 +8,13 @@ import pytest
 
 import skfiber as sf
 from skfiber.core import AdaptiveCursor, ErrorControl, StepCounts, output_grid, run_adaptive
-from skfiber.core.bdf import anchor, error_weights, interpolate
+from skfiber.core.bdf import anchor, error_weights, interpolate, ramp_levels
 from skfiber.core.step_control import _estimate
 from skfiber.demos import pendulum_chain as pc
 from skfiber.io import Checkpoint, load_checkpoint, save_checkpoint
 from skfiber.rigid import simulate_rigid
+from skfiber.rigid import simulate as rigid_module
+from skfiber import solver as solver_module
 
 from conftest import two_link_model
 from test_coupling import pendulum_model
@@ -573,3 +575,93 @@ def test_an_error_controlled_run_starts_afresh_from_a_state_with_history():
     a = sf.simulate(model, state=first, **kw)
     b = sf.simulate(model, state=first.without_history(), **kw)
     assert np.array_equal(a.final_state.u, b.final_state.u) and a.step_counts == b.step_counts
+
+
+@pytest.mark.parametrize("h_prev", [1 / 16, 0.3, 0.49, 0.5, 0.51, 1e-6, 2.0, 0.0])
+def test_ramp_levels_cover_the_step_and_grow_by_at_most_two(h_prev):
+    """The substeps add up to the step, each at most twice the one before (the first: twice h_prev), and a
+    split step ends on h/2 (so the next whole step grows by 2 again); no split where 2 h_prev ≥ h."""
+    levels = ramp_levels(1.0, h_prev)
+    lengths = [2.0**-e for e in levels]
+    assert math.fsum(lengths) == 1.0
+    if h_prev == 0.0 or h_prev >= 0.5:
+        assert levels == [0]
+        return
+    assert len(levels) > 1 and lengths[-1] == 0.5
+    ratios = np.array(lengths) / np.array([h_prev] + lengths[:-1])
+    assert ratios.max() <= 2.0 * (1 + 1e-12)
+    assert lengths[0] > h_prev  # the smallest such split: half of its first substep would not reach h_prev
+    assert ratios[0] > 1.0
+
+
+def _forced_split_steps(monkeypatch, module, name, read, fails, *, ramp=True):
+    """Make ``module.name`` (a step function) fail where ``fails(t_start, h)``; returns the list that collects
+    the (h, h_prev) of every BDF2 step taken (``read(*args, **kwargs)`` gives t_start, h and h_prev, 0 for no
+    earlier point).  ``ramp=False`` switches the grow-back off (the code before it)."""
+    real = getattr(module, name)
+    steps = []
+
+    def step(*args, **kwargs):
+        t_start, h, h_prev = read(*args, **kwargs)
+        if fails(t_start, h):
+            raise sf.ConvergenceError("forced failure", t=t_start + h, step=0, residual_history=[])
+        if h_prev:
+            steps.append((h, h_prev))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, step)
+    if not ramp:
+        monkeypatch.setattr(module, "ramp_levels", lambda h, h_prev: [0])
+    return steps
+
+
+@pytest.mark.parametrize("ramp", [True, False])
+def test_fixed_bdf2_after_a_split_step_grows_back_by_at_most_two(monkeypatch, ramp):
+    """A step split down to Δt/16 at its end (every substep longer than Δt/16 that ends there fails): the next
+    step is taken as Δt/8, Δt/8, Δt/4, Δt/2 (ratios ≤ 2; BDF2's zero-stability needs < 1 + √2), not at once
+    as Δt (ratio 16, which the run without the grow-back takes); the run ends where an unsplit run ends to
+    within BDF2's error at this step."""
+    model = pendulum_model(n_elements=2)
+    state = model.initial_state(q=[0.3])
+    dt, end = 0.005, 0.015
+
+    def fails(t_start, h):
+        return abs(t_start + h - end) < 1e-9 and t_start >= end - dt - 1e-12 and h > dt / 16 * (1 + 1e-9)
+
+    plain = sf.simulate(model, t_end=0.05, dt=dt, method="bdf2", state=state, progress=False)
+    steps = _forced_split_steps(monkeypatch, solver_module, "implicit_step",
+                                lambda model, s, h, *a, **k: (s.t, h, s.dt_last if s.has_history else 0.0), fails,
+                                ramp=ramp)
+    run = sf.simulate(model, t_end=0.05, dt=dt, method="bdf2", state=state, progress=False)
+    ratios = np.array([h / h_prev for h, h_prev in steps])
+    assert run.retries == plain.retries + 4
+    if not ramp:
+        assert ratios.max() == pytest.approx(16.0)
+        return
+    assert ratios.max() <= 2.0 * (1 + 1e-9), ratios
+    assert run.final_state.t == pytest.approx(0.05)
+    assert abs(run.coordinates[-1, 0] - plain.coordinates[-1, 0]) < 1e-3
+
+
+@pytest.mark.parametrize("ramp", [True, False])
+def test_fixed_rigid_bdf2_after_a_split_step_grows_back_by_at_most_two(monkeypatch, ramp):
+    """The rigid integrator's retry splits a failing step into 2**level equal substeps: after a step done in 16
+    the next one starts with Δt/8, Δt/8, Δt/4, Δt/2 (ratios ≤ 2), not Δt (16)."""
+    system = double_pendulum(excitation=False)[0]
+    dt = 0.01
+
+    def read(system_, point, t_prev, h, method, *a, **k):
+        return t_prev, h, point.prev[3] if method == "bdf2" and point.prev is not None else 0.0
+
+    def fails(t_start, h):
+        return 2 * dt - 1e-12 <= t_start < 3 * dt - 1e-12 and h > dt / 16 * (1 + 1e-9)
+
+    steps = _forced_split_steps(monkeypatch, rigid_module, "_advance", read, fails, ramp=ramp)
+    result = simulate_rigid(system, [0.3, -0.2], [0.0, 0.0], t_end=0.1, dt=dt, method="bdf2")
+    ratios = np.array([h / h_prev for h, h_prev in steps])
+    assert result.retries == 4
+    if not ramp:
+        assert ratios.max() == pytest.approx(16.0)
+        return
+    assert ratios.max() <= 2.0 * (1 + 1e-9), ratios
+    assert result.times[-1] == pytest.approx(0.1)

@@ -110,6 +110,28 @@ def test_active_rejects_bad_parameters(kwargs, key):
         materials.active_stress(**kwargs)
 
 
+@pytest.mark.parametrize("nu", [0.5, 1.0])
+def test_active_refuses_an_exponent_with_a_kinked_curve(nu):
+    """ν ≤ 1 gives exp(−|z|^ν) an infinite or jumping slope at λopt: refused, naming ν and why."""
+    with pytest.raises(ValueError, match=r"nu must be > 1, got .*lam_opt"):
+        materials.active_stress(1e5, lam_opt=1.0, nu=nu)
+
+
+def test_active_slope_is_continuous_at_the_optimum_for_nu_above_one():
+    """ν = 1.5: ∂S/∂λ at and beside λopt is finite and equals central differences of S (an independent check)."""
+    law = materials.active_stress(1e5, lam_opt=1.1, delta_w=0.4, nu=1.5)
+
+    def stress(lam):
+        return float(law(materials.MaterialPoint(lam, 0.0, theta=0.5, muscle_fraction=1.0, activation=1.0)).stress)
+
+    for lam in (1.1, 1.1 + 1e-3, 1.1 - 1e-3):
+        slope = float(law(materials.MaterialPoint(lam, 0.0, theta=0.5, muscle_fraction=1.0,
+                                                  activation=1.0)).d_stretch)
+        h = 1e-7
+        assert np.isfinite(slope)
+        assert slope == pytest.approx((stress(lam + h) - stress(lam - h)) / (2 * h), rel=1e-5, abs=1e-2)
+
+
 def test_passive_rejects_negative_viscosity():
     with pytest.raises(ValueError, match="eta_muscle"):
         materials.passive_kelvin_voigt(mu_muscle=1.0, mu_tendon=1.0, eta_muscle=-1.0, eta_tendon=0.0)

@@ -7,8 +7,8 @@ import sympy as sp
 
 import skfiber as sf
 from skfiber.materials import MaterialPoint, law_from_function
-from skfiber.softening import (SofteningWarning, force_peak_stretch, force_slope, past_force_peak,
-                               warn_if_past_force_peak)
+from skfiber.softening import (SofteningCheck, SofteningWarning, force_minimum_stretch, force_peak_stretch,
+                               force_slope, past_force_peak, warn_if_past_force_peak)
 
 #: Table 4 of the paper, triceps (the upper-limb demo's law)
 TRICEPS = sf.paper_law(sigma0=16.0, s_max=1.4e7, mu_muscle=2e4, mu_tendon=1e6, eta_muscle=1e3, eta_tendon=1e3)
@@ -85,3 +85,75 @@ def test_warning_names_the_fiber():
 def test_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         force_peak_stretch(TRICEPS, **kwargs)
+
+
+def trough(lam1):
+    """λ S = 1e4 (λ − λ1)²: N(λ) has its minimum at λ1 < 1 and rises from there through the reference."""
+    return law_from_function(lambda lam, lamdot, theta, t: 1e4 * (lam - lam1) ** 2 / lam)
+
+
+@pytest.mark.parametrize("lam1", [0.5, 0.8, 0.95])
+def test_minimum_of_a_closed_form_law_and_the_points_shortened_past_it(lam1):
+    """Shortened below the minimum of N(λ) a fiber pulls harder as it shortens (dN/dλ < 0): flagged, above it
+    not; the reference and stretched points of this law (no peak) never."""
+    assert abs(float(force_minimum_stretch(trough(lam1), stretch_min=0.1)) - lam1) < 1e-4
+    lam = np.array([lam1 + 0.02, lam1 - 0.02, 0.3 * lam1, 1.0, 1.5])
+    assert past_force_peak(trough(lam1), MaterialPoint(lam, 0.0)).tolist() == [False, True, True, False, False]
+
+
+def test_minimum_at_the_reference_and_none():
+    """N falling through the reference (100/λ): every shortened point is past (the minimum is the reference);
+    a passive law rises everywhere: none (0), nothing flagged."""
+    falling = law_from_function(lambda lam, lamdot, theta, t: 100.0 / lam**2)
+    assert float(force_minimum_stretch(falling)) == 1.0
+    assert past_force_peak(falling, MaterialPoint(np.array([0.999, 0.5]), 0.0)).all()
+    rising = sf.passive_kelvin_voigt(mu_muscle=1e4, mu_tendon=1e4, eta_muscle=0.0, eta_tendon=0.0)
+    assert float(force_minimum_stretch(rising, stretch_min=0.05)) == 0.0
+    assert not past_force_peak(rising, MaterialPoint(np.array([0.9, 0.3, 0.05]), 0.0)).any()
+
+
+def test_active_optimum_below_the_reference_is_found_when_shortened():
+    """The paper's law with λopt = 0.7 (Table 1 otherwise, Smax 1e5, α = 1): N(λ) rises through the reference
+    and has a minimum at λ ≈ 0.965, where the slope d(λS)/dλ changes sign (checked on either side); a fiber
+    shortened to 0.9 is on the falling branch, one at 0.98 not."""
+    law = sf.paper_law(s_max=1e5, lam_opt=0.7)
+    least = float(force_minimum_stretch(law, muscle_fraction=1.0, activation=1.0))
+    slope = force_slope(law, MaterialPoint(np.array([least - 0.01, least + 0.01]), 0.0, muscle_fraction=1.0,
+                                           activation=1.0))
+    assert 0.95 < least < 0.98 and slope[0] < 0 < slope[1]
+    message = r"f: 1 material point\(s\) shortened past the force minimum of the law \(down to λ = 0\.9\)"
+    with pytest.warns(SofteningWarning, match=message):
+        assert warn_if_past_force_peak("f", law, MaterialPoint(np.array([0.98, 0.9]), 0.0, muscle_fraction=1.0,
+                                                               activation=1.0))
+
+
+def _stretched(model, factors):
+    """The model's state with fiber k scaled by factors[k] about the origin: λ = factors[k] everywhere on it."""
+    import dataclasses
+
+    d = model.discretization
+    u = np.zeros_like(d.reference_dofs)
+    nodal, ref = u.reshape(-1, 6), d.reference_dofs.reshape(-1, 6)
+    for k, s in enumerate(factors):
+        fd = d.fiber_dofs[k]
+        rows = slice(fd.first_node, fd.first_node + fd.n_nodes)
+        nodal[rows] = (s - 1.0) * ref[rows]
+    return dataclasses.replace(model.initial_state(), u=u)
+
+
+def test_softening_check_of_a_model_state_per_fiber():
+    """SofteningCheck on fibers stretched or shortened uniformly (λ known exactly): per fiber the stretch range
+    and whether it lies off its own law's rising branch, fibers of one law searched together."""
+    peak_at_1_2, trough_at_0_95 = bump(1.2), trough(0.95)
+    fibers = [sf.Fiber.straight((0, 0, 0), (0.1, 0, 0), n_elements=3, radius=0.01, density=1000.0, law=law,
+                                name=f"f{k}") for k, law in enumerate([peak_at_1_2, peak_at_1_2, trough_at_0_95,
+                                                                       trough_at_0_95])]
+    model = sf.Model(fibers)
+    check = SofteningCheck(model)
+    found = check(_stretched(model, [1.3, 1.1, 0.9, 0.97]))
+    np.testing.assert_allclose(found.max_stretch, [1.3, 1.1, 0.9, 0.97], rtol=1e-12)
+    np.testing.assert_allclose(found.min_stretch, [1.3, 1.1, 0.9, 0.97], rtol=1e-12)
+    assert found.past.tolist() == [True, False, True, False]
+    assert check(model.initial_state()).past.tolist() == [False] * 4
+    with pytest.raises(ValueError, match="points_per_element must be an integer ≥ 1, got 0"):
+        SofteningCheck(model, points_per_element=0)

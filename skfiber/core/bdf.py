@@ -30,10 +30,42 @@ import math
 import numpy as np
 
 __all__ = ["anchor", "anchor_weights", "bdf2_coefficients", "error_constant", "error_weights", "interpolate",
-           "MAX_STEP_RATIO"]
+           "MAX_STEP_RATIO", "RAMP_GROWTH", "ramp_levels"]
 
 #: variable-step BDF2 is zero-stable for step ratios ω = h/hₙ₋₁ < 1 + √2
 MAX_STEP_RATIO = 1.0 + math.sqrt(2.0)
+#: the largest step ratio of fixed-step BDF2 after shorter steps (:func:`ramp_levels`; the error control's default
+#: growth, :class:`~skfiber.core.step_control.ErrorControl`, is the same)
+RAMP_GROWTH = 2.0
+
+
+def ramp_levels(h: float, h_prev: float) -> list[int]:
+    """How to cover a step of length ``h`` after one of ``h_prev`` with BDF2's step ratio at most 2.
+
+    A fixed-step run takes shorter substeps where Newton failed; the step after them would be up to
+    2**levels times as long, beyond BDF2's zero-stability (ω < 1 + √2, :data:`MAX_STEP_RATIO`).  The step is then
+    split into substeps of h/2**m, h/2**m, h/2**(m−1), …, h/2 (they add up to h), m the smallest with
+    h/2**m ≤ 2 h_prev: every ratio is at most :data:`RAMP_GROWTH`, and the next step of h follows one of h/2.
+
+    Returns
+    -------
+    list[int]
+        The exponents ℓ of the substeps h/2**ℓ in order: ``[0]`` (the whole step) when h ≤ 2 h_prev or there is
+        no earlier step (``h_prev`` ≤ 0).
+
+    Examples
+    --------
+    >>> ramp_levels(1.0, 1 / 16)      # after a substep of 1/16: 1/8, 1/8, 1/4, 1/2
+    [3, 3, 2, 1]
+    >>> ramp_levels(1.0, 0.5), ramp_levels(1.0, 0.0)
+    ([0], [0])
+    """
+    if not h_prev > 0 or h <= RAMP_GROWTH * h_prev * (1.0 + 1e-12):
+        return [0]
+    m = 1
+    while h / 2**m > RAMP_GROWTH * h_prev * (1.0 + 1e-12):
+        m += 1
+    return [m] + list(range(m, 0, -1))
 
 
 def bdf2_coefficients(h: float, h_prev: float) -> tuple[float, float, float]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core import ConvergenceError, ErrorControl, StepCounts, output_grid, run_adaptive
-from ..core.bdf import anchor
+from ..core.bdf import anchor, ramp_levels
 from ..core.interrupt import CTRL_C, check_on_interrupt, handle_ctrl_c
 from ..core.numbers import check_finite_time, check_step_count, checked_real
 from ..core.warn import warn
@@ -216,10 +216,17 @@ def simulate_rigid(system: RigidSystem, q0, p0, t_end: float, dt: float | None =
                 sub = 2**level
                 try:
                     pt, its = point, 0
-                    for j in range(sub):
+                    # after shorter steps BDF2 grows back by at most 2 a step (its zero-stability): the first
+                    # substep is then split (ramp_levels), the others follow it at the same length
+                    first_split = (ramp_levels(h / sub, pt.prev[3]) if method == "bdf2" and pt.prev is not None
+                                   else [0])
+                    lengths = [h / sub / 2**e for e in first_split] + [h / sub] * (sub - 1)
+                    t_sub = times[i]
+                    for length in lengths:
                         first = _extrapolated_start if method == "bdf2" and pt.prev is None else None
-                        pt, it = (first(system, pt, times[i] + j * h / sub, h / sub, options, i + 1, m) if first else
-                                  _advance(system, pt, times[i] + j * h / sub, h / sub, method, options, i + 1, m))
+                        pt, it = (first(system, pt, t_sub, length, options, i + 1, m) if first else
+                                  _advance(system, pt, t_sub, length, method, options, i + 1, m))
+                        t_sub += length
                         its += it
                     break
                 except ConvergenceError:
