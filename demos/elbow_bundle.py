@@ -35,8 +35,9 @@ through (0, 0, −0.351) along −y (flexion lifts the hand forward), as in the 
 * **Law** (:func:`skfiber.paper_law`): Smax = 1 MPa (36 fibers: about 410 N at full extension), λopt =
   1.18, ΔW = 0.5, ν = 2, so that the fiber's force N = π r0² Smax f(λ)/λ peaks at λ ≈ 1, the length at
   full extension, and falls as the muscle shortens (on the rising branch of N(λ) at every angle: no
-  strain softening); μM = 2·10⁴ Pa, μT = 10⁹ Pa (tendon strain about 2 % at full force), η = 10³ Pa·s,
-  σ0 = 100 Pa, ρ = 1060 kg/m³.
+  strain softening; the demo checks every step of both runs, :class:`skfiber.softening.SofteningCheck`,
+  prints the range of stretches it saw and warns if any material left that branch); μM = 2·10⁴ Pa,
+  μT = 10⁹ Pa (tendon strain about 2 % at full force), η = 10³ Pa·s, σ0 = 100 Pa, ρ = 1060 kg/m³.
 * **Contact**: rational penalty law κ = 10⁴ N/m, γ = 3 between fibers and with the humerus (γ = 4).
   Between fibers the gap is the smallest (``gap="smallest"``), continuous in the state: the paper's
   closest-point gap jumps where the closest point of two nearly parallel, tapered fibers jumps, and no
@@ -70,7 +71,7 @@ through (0, 0, −0.351) along −y (flexion lifts the hand forward), as in the 
 The causes of these choices, measured, are in ``docs/theory.md`` (the elbow with a biceps of many fibers).
 
 Run ``python demos/elbow_bundle.py --help``.  The output ends with
-``summary: fibers=… csa_increase_pct_90=… peak_isometric_force_N=… wall_s=…``.
+``summary: fibers=… csa_increase_pct_90=… peak_isometric_force_N=… wall_s=… softening=0|1``.
 """
 from __future__ import annotations
 
@@ -78,6 +79,7 @@ import argparse
 import math
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -92,6 +94,7 @@ from skfiber.postprocess import fiber_fields
 from skfiber.rigid import Body, Fixed, Prescribed, Revolute, RigidSystem
 from skfiber.rigid.joints import rotation_about
 from skfiber.simulation_result import compile_notice
+from skfiber.softening import SofteningCheck, SofteningWarning
 
 if __package__:   # imported as demos.elbow_bundle / skfiber.demos.elbow_bundle (the skfiber command)
     from .custom_term import drag_term
@@ -129,9 +132,12 @@ output:
                     enclose, and the sum of those sections
   swelling          the enclosed and the fibers' mid-belly area at 90° against 0°, in %
   isokinetic table  the force and the moment every 15° while the elbow turns at 60°/s
-  summary: …        fibers, csa_increase_pct_90 (the enclosed area's swelling), peak_isometric_force_N, wall_s
-                    (with interrupted=1 after Ctrl-C, failed=1 when a step stalls, and nan
-                    for what was not reached)
+  strain softening  the range of stretches over every step of both runs, and whether material left the rising
+                    branch of its law (a warning; softening=1 in the summary)
+  summary: …        fibers, csa_increase_pct_90 (the enclosed area's swelling), peak_isometric_force_N, wall_s,
+                    softening (0: every step's fibers on the rising branch of their law) (with
+                    interrupted=1 after Ctrl-C, failed=1 when a step stalls, and nan for what was not
+                    reached)
 VTK series (--out): every fiber with its fields (colour the axial force by force_recovered, the force the
                     weak form determines; force, from the stretch at a point, oscillates on a coarse mesh),
                     the fiber-fiber contact force per length (fiber_contact_force), and the bones with
@@ -431,8 +437,45 @@ def isometric_schedule(angles_deg) -> tuple[Callable[[float], float], Callable[[
     return angle, (lambda t: smooth_step(t / T_ACTIVATE)), ends
 
 
+class SofteningLog:
+    """The strain-softening check of every step of a run (:class:`skfiber.softening.SofteningCheck`): the
+    range of stretches seen, and per fiber the first time its material left the rising branch of its law."""
+
+    def __init__(self, model: sf.Model):
+        self.check = SofteningCheck(model)
+        self.names = [f.name for f in model.fibers]
+        self.steps, self.lowest, self.highest = 0, math.inf, -math.inf
+        self.first_past: dict[str, float] = {}
+
+    def __call__(self, state) -> None:
+        found = self.check(state)
+        self.steps += 1
+        self.lowest = min(self.lowest, float(found.min_stretch.min()))
+        self.highest = max(self.highest, float(found.max_stretch.max()))
+        for k in np.flatnonzero(found.past):
+            self.first_past.setdefault(self.names[k], found.t)
+
+    @property
+    def softening(self) -> bool:
+        return bool(self.first_past)
+
+    def describe(self) -> str:
+        """The line the demo prints (and warns, with a :class:`SofteningWarning`, when material left the branch)."""
+        seen = (f"the stretch λ at the fibers' sample points {self.lowest:.3f} … {self.highest:.3f} over "
+                f"{self.steps} steps")
+        if not self.softening:
+            return f"strain softening: none ({seen}: every fiber on the rising branch of its law)"
+        first = min(self.first_past.values())
+        message = (f"material left the rising branch of its law (past its force peak or minimum) in "
+                   f"{len(self.first_past)} fiber(s), first at t = {first:.4g} s: the result depends on the mesh "
+                   f"(strain softening); {seen}")
+        warnings.warn(message, SofteningWarning, stacklevel=2)
+        return "strain softening: WARNING, " + message
+
+
 def isometric(model: sf.Model, motion: Motion, angles_deg=ISOMETRIC_ANGLES, *, dt: float = 0.01,
-              progress: bool = True, writer=None, out: list | None = None) -> list[Isometric]:
+              progress: bool = True, writer=None, out: list | None = None,
+              softening: SofteningLog | None = None) -> list[Isometric]:
     """Isometric equilibria at maximal activation with the elbow held at ``angles_deg`` (and at 0°, first).
 
     One run (backward Euler, step ``dt``): the activation rises to 1 at 0°, then the elbow turns from
@@ -440,6 +483,7 @@ def isometric(model: sf.Model, motion: Motion, angles_deg=ISOMETRIC_ANGLES, *, d
     muscle to settle (the fibers' viscous stress relaxes in milliseconds; the step damps their transverse
     vibrations); each point is the state at the end of its hold.  The points are appended to ``out`` (a
     new list if None) as they are reached, so that a caller keeps them when Ctrl-C stops the run.
+    ``softening`` checks every step's state.
     """
     angles = sorted(float(a) for a in angles_deg)
     if not angles or not all(0.0 < a <= 160.0 for a in angles) or len(set(angles)) < len(angles):
@@ -458,6 +502,8 @@ def isometric(model: sf.Model, motion: Motion, angles_deg=ISOMETRIC_ANGLES, *, d
         notice.cancel()
         newton[0] += info.newton_iterations
         step = round(state.t / dt)
+        if softening is not None:
+            softening(state)
         if writer is not None:
             writer.write(state, step, time=round(state.t, 12))  # (the step's time without the sum's round-off)
         if step in samples:
@@ -486,9 +532,10 @@ def isometric(model: sf.Model, motion: Motion, angles_deg=ISOMETRIC_ANGLES, *, d
 
 def isokinetic(model: sf.Model, motion: Motion, start, *, start_deg: float = START_DEG,
                speed_deg_s: float = SPEED_DEG_S, t_end: float = T_ISOKINETIC, dt: float = 0.01,
-               progress: bool = True, writer=None) -> np.ndarray:
+               progress: bool = True, writer=None, softening: SofteningLog | None = None) -> np.ndarray:
     """Maximal activation while the elbow turns at ``speed_deg_s`` from ``start_deg`` for ``t_end`` seconds,
-    from ``start`` (an equilibrium held at ``start_deg``, e.g. from :func:`isometric`).
+    from ``start`` (an equilibrium held at ``start_deg``, e.g. from :func:`isometric`); ``softening`` checks
+    every step's state.
 
     Returns
     -------
@@ -502,6 +549,8 @@ def isokinetic(model: sf.Model, motion: Motion, start, *, start_deg: float = STA
     rows = []
 
     def record(state, info):
+        if softening is not None:
+            softening(state)
         rows.append((state.t - t0, start_deg + speed_deg_s * (state.t - t0), muscle_force(model, state),
                      flexion_moment(model, state), drag_force(model, state, motion.tissue_drag)))
         if writer is not None:  # on the test's clock, as printed: 0 s at start_deg
@@ -541,7 +590,8 @@ def main(argv: list[str] | None = None) -> dict | int:
         description="The elbow with a biceps of many fibers (isometric, isokinetic and swelling tests).  Prints "
                     "a table of the isometric points, the swelling at mid-belly, the isokinetic force against "
                     "angle, and ends with 'summary: fibers=… csa_increase_pct_90=… peak_isometric_force_N=… "
-                    "wall_s=…'.  The first run on a machine compiles the model's kernels (a minute or two).",
+                    "wall_s=… softening=…'.  The first run on a machine compiles the model's kernels (a minute or "
+                    "two).",
         epilog=TABLE_WORDS, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--fibers", type=int, default=36,
                         help=f"fibers of the biceps, two heads (2 … {MAX_FIBERS}, default 36); each has a 2 mm belly "
@@ -605,14 +655,15 @@ def main(argv: list[str] | None = None) -> dict | int:
                    for name in ("elbow_bundle_isometric", "elbow_bundle_isokinetic")]
     print(f"elbow with a biceps of {len(model.fibers)} fibers × {args.elements} elements ({model.n_dofs} d.o.f.)")
     points: list[Isometric] = []  # the isometric points as they are reached (what a Ctrl-C leaves)
+    softening = SofteningLog(model)
     kept = "" if args.out is None else f"; the VTK series in {args.out} hold the steps computed so far"
     try:
-        return _tests(args, model, motion, writers, wall, points)
+        return _tests(args, model, motion, writers, wall, points, softening)
     except CTRL_C as err:
         handle_ctrl_c(err)
         wall = time.perf_counter() - wall
         print(f"interrupted (Ctrl-C) after {wall:.1f} s{kept}")
-        print(_summary(model, points, wall) + " interrupted=1")
+        print(_summary(model, points, wall, softening) + " interrupted=1")
         return 130
     except sf.ConvergenceError as err:  # (a step that stalls: say what to change, keep what was reached)
         wall = time.perf_counter() - wall
@@ -620,15 +671,16 @@ def main(argv: list[str] | None = None) -> dict | int:
               f"2^{MAX_HALVINGS} substeps{kept}.  Try a shorter --dt (0.01 s, the default) or more --elements: "
               "steps of 0.05–0.1 s stalled with 2–4 elements a fiber (module notes, 'Time steps').",
               file=sys.stderr)
-        print(_summary(model, points, wall) + " failed=1")
+        print(_summary(model, points, wall, softening) + " failed=1")
         return 1
 
 
-def _summary(model: sf.Model, points: list[Isometric], wall: float) -> str:
-    """The summary line of the isometric points reached (nan for what they do not hold)."""
+def _summary(model: sf.Model, points: list[Isometric], wall: float, softening: SofteningLog) -> str:
+    """The summary line of the isometric points reached (nan for what they do not hold) and of the steps
+    checked for strain softening."""
     csa_increase, _, peak = isometric_figures(points)
     return (f"summary: fibers={len(model.fibers)} csa_increase_pct_90={csa_increase:.1f} "
-            f"peak_isometric_force_N={peak:.1f} wall_s={wall:.1f}")
+            f"peak_isometric_force_N={peak:.1f} wall_s={wall:.1f} softening={int(softening.softening)}")
 
 
 def isometric_figures(points: list[Isometric]) -> tuple[float, float, float]:
@@ -643,11 +695,12 @@ def isometric_figures(points: list[Isometric]) -> tuple[float, float, float]:
     return csa_increase, fiber_increase, max((p.force_N for p in points), default=math.nan)
 
 
-def _tests(args, model: sf.Model, motion: Motion, writers, wall: float, points: list) -> dict:
+def _tests(args, model: sf.Model, motion: Motion, writers, wall: float, points: list,
+           softening: SofteningLog) -> dict:
     """:func:`main`'s three tests, their tables and the summary line (``wall``: the start's perf_counter);
-    ``points`` receives the isometric points as they are reached."""
+    ``points`` receives the isometric points as they are reached, ``softening`` checks every step."""
     print("isometric test (maximal activation):")
-    isometric(model, motion, args.angles, dt=args.dt, writer=writers[0], out=points)
+    isometric(model, motion, args.angles, dt=args.dt, writer=writers[0], out=points, softening=softening)
     hill = hill_forces(points)
     print(f"{'angle °':>8} {'length cm':>10} {'force N':>9} {'moment N·m':>11} {'Hill N':>8} {'enclosed cm²':>13} "
           f"{'fibers cm²':>11}")
@@ -674,7 +727,8 @@ def _tests(args, model: sf.Model, motion: Motion, writers, wall: float, points: 
               "on a few cubic elements shortens too far; see the module notes, 'Elements per fiber')")
     start = at[START_DEG].state
     print(f"isokinetic test ({SPEED_DEG_S:g}°/s from {START_DEG:g}° for {args.isokinetic_time:g} s):")
-    rows = isokinetic(model, motion, start, t_end=args.isokinetic_time, dt=args.dt, writer=writers[1])
+    rows = isokinetic(model, motion, start, t_end=args.isokinetic_time, dt=args.dt, writer=writers[1],
+                      softening=softening)
     wall = time.perf_counter() - wall
     shown = np.arange(START_DEG, rows[-1, 1] + 1e-9, ISOKINETIC_TABLE_DEG)
     if len(shown) > 1:  # (from the start, the isometric point at START_DEG, through the steps)
@@ -688,8 +742,10 @@ def _tests(args, model: sf.Model, motion: Motion, writers, wall: float, points: 
     print(f"isokinetic force: {rows[0, 2]:.1f} N at {rows[0, 1]:.1f}° … {rows[-1, 2]:.1f} N at {rows[-1, 1]:.1f}°; "
           f"the tissue drag at most {np.max(rows[:, 4]):.2f} N ({100 * np.max(rows[:, 4] / rows[:, 2]):.2f} % of "
           "the force)")
-    print(_summary(model, points, wall))
-    return dict(points=points, hill=hill, isokinetic=rows, csa_increase_pct_90=csa_increase, wall_s=wall)
+    print(softening.describe())
+    print(_summary(model, points, wall, softening))
+    return dict(points=points, hill=hill, isokinetic=rows, csa_increase_pct_90=csa_increase, wall_s=wall,
+                softening=softening)
 
 
 if __name__ == "__main__":

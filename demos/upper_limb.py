@@ -927,8 +927,9 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.add_argument("--vtk", type=folder_path, default=None,
                         help="also write a VTK series (every step, or every --vtk-every-th) to this folder")
-    parser.add_argument("--vtk-every", type=positive_int, default=1, metavar="K",
-                        help="write every K-th step of the VTK series (default 1; the last step always)")
+    parser.add_argument("--vtk-every", type=positive_int, default=None, metavar="K",
+                        help="write every K-th step of the VTK series (default 1; the last step always; needs "
+                             "--vtk or --out)")
     parser.add_argument("--out", type=folder_path, default=None,
                         help="one folder for everything: the CSV/PNG files and the VTK series upper_limb.pvd, with "
                              "--levels one series a level in DIR/level1/, DIR/level2/, … (what 'skfiber run upper-limb "
@@ -980,6 +981,10 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                              "(the first level must have one; a later level without one starts afresh); the "
                              "outputs equal those of an uninterrupted run")
     args = parser.parse_args(argv)
+    if args.vtk_every is not None and args.vtk is None and args.out is None:
+        parser.error(f"--vtk-every {args.vtk_every} thins the VTK series, which only --vtk DIR or --out DIR "
+                     "writes; add one of them, or leave out --vtk-every")
+    args.vtk_every = 1 if args.vtk_every is None else args.vtk_every
     if args.out is not None:
         if args.output != parser.get_default("output") or args.vtk is not None:
             parser.error("--out names one folder for all files; give either --out or --output/--vtk")

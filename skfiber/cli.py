@@ -42,6 +42,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .core.files import writable_file, writable_folder
 from .core.interrupt import caused_by_ctrl_c, ctrl_c_not_lost
 from .study import command as study_command
 
@@ -198,9 +199,9 @@ def _make_folder(option: str, folder: str | os.PathLike) -> Path:
     """``folder`` made (with its parents) and writable, or a :class:`UsageError` naming ``option``."""
     path = _folder_name(option, folder)
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        writable_folder(path, what=option)
     except OSError as err:
-        raise UsageError(f"{option} {path}: cannot create the folder ({err.strerror or err}); pick a writable place")
+        raise UsageError(str(err)) from None
     if not os.access(path, os.W_OK | os.X_OK):
         raise UsageError(f"{option} {path}: the folder is not writable; pick a writable place")
     return path
@@ -233,16 +234,10 @@ def output_file(parser: argparse.ArgumentParser, option: str, file: str | os.Pat
             parser.error(f"{option} {path}: matplotlib writes no {path.suffix or 'extension-less'} files; end the "
                          f"name in one of .{', .'.join(formats)}")
     output_folder(parser, option, path.parent)
-    try:  # (permissions alone do not tell: root passes every access check, a special file system refuses)
-        if path.exists():
-            with open(path, "a"):
-                pass
-        else:
-            with open(path, "x"):
-                pass
-            path.unlink()
+    try:
+        writable_file(path, what=option)
     except OSError as err:
-        unwritable(err)
+        parser.error(str(err))
     return path
 
 
@@ -468,9 +463,22 @@ def _cmd_view(args) -> int:
         raise UsageError(f"--screenshot {args.screenshot}: pick a file ending in .png or .jpg")
     if args.movie is not None and path.suffix.lower() != ".pvd":
         raise UsageError("--movie needs a .pvd series")
+    if args.time is not None and path.suffix.lower() != ".pvd":
+        raise UsageError(f"--time picks a time point of a .pvd series; {path.name} is one data set (leave out "
+                         "--time, or name the series' .pvd file)")
+    if args.time is not None and args.movie is not None and args.screenshot is None:
+        raise UsageError("--time picks the time point of a screenshot or a window; a movie shows them all (use "
+                         "--every K to thin it)")
+    for option, value in (("--fps", args.fps), ("--every", args.every)):
+        if value is not None and args.movie is None:
+            raise UsageError(f"{option} belongs to --movie F.mp4 (a screenshot or a window shows one time point)")
+    fps, every = (15.0 if args.fps is None else args.fps), (1 if args.every is None else args.every)
     for option, target in (("--screenshot", args.screenshot), ("--movie", args.movie)):
         if target is not None:
-            _make_folder(option, Path(target).parent)  # (its folder, or an error naming the option)
+            try:  # (its folder made and the file tried, or an error naming the option)
+                writable_file(target, what=option)
+            except OSError as err:
+                raise UsageError(str(err)) from None
     try:
         from . import viz
     except ImportError as err:
@@ -493,8 +501,8 @@ def _cmd_view(args) -> int:
             print(f"screenshot (t = {frame.time if frame.time is not None else '–'} s, {args.field}): {out}")
         if args.movie is not None:
             tic = time.perf_counter()
-            out = viz.movie(path, args.movie, field=args.field, view=args.view, fps=args.fps,
-                            every=args.every, window_size=tuple(args.window_size))
+            out = viz.movie(path, args.movie, field=args.field, view=args.view, fps=fps,
+                            every=every, window_size=tuple(args.window_size))
             print(f"movie ({args.field}, {time.perf_counter() - tic:.1f} s to render): {out}")
     except (ValueError, FileNotFoundError) as err:
         raise UsageError(str(err)) from err
@@ -536,6 +544,41 @@ def _print_bodies(bodies, units: dict, lever_count: Callable) -> None:
           + ", ".join(f"{n} [{units.get(n, ('?',))[0]}]" for n in bodies.point_data.keys()))
 
 
+class StudySummaries:
+    r"""A text stream that passes everything on to ``stream`` but writes a line that starts with ``summary:``
+    as ``(study) summary:``: the studies ``skfiber verify`` runs end with their own summary lines, and the
+    command's output ends with one summary line, its own.
+
+    Examples
+    --------
+    >>> import io
+    >>> out = io.StringIO()
+    >>> relabel = StudySummaries(out)
+    >>> _ = relabel.write("step 1\nsummary: ok=1\n")
+    >>> out.getvalue()
+    'step 1\n(study) summary: ok=1\n'
+    """
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.line_start = True
+
+    def write(self, text: str) -> int:
+        pieces = text.split("\n")
+        for k, piece in enumerate(pieces):
+            if self.line_start and piece.startswith("summary:"):
+                piece = "(study) " + piece
+            self.stream.write(piece + ("\n" if k < len(pieces) - 1 else ""))
+            self.line_start = k < len(pieces) - 1 or (self.line_start and piece == "")
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def __getattr__(self, name):  # (isatty, encoding, fileno, … of the stream)
+        return getattr(self.stream, name)
+
+
 def _cmd_verify(args) -> int:
     studies = _studies()
     if args.list:
@@ -558,10 +601,11 @@ def _cmd_verify(args) -> int:
         print(f"\n=== {name} (small) ===", flush=True)
         tic = time.perf_counter()
         try:
-            if callable(getattr(module, "verify", None)):
-                code = _exit_code(module.verify())
-            else:
-                code = _call_main(module, ["--small"])
+            with contextlib.redirect_stdout(StudySummaries(sys.stdout)):  # (one summary line: the command's)
+                if callable(getattr(module, "verify", None)):
+                    code = _exit_code(module.verify())
+                else:
+                    code = _call_main(module, ["--small"])
             status = "ok" if code == 0 else f"failed (exit code {code})"
         except (KeyboardInterrupt, BrokenPipeError):  # (Ctrl-C, or the output's reader gone: the command's to say)
             raise
@@ -632,8 +676,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="time in s of the screenshot/window (nearest step; default: last)")
     view.add_argument("--view", default="front", choices=["front", "iso", "xy", "xz", "yz"],
                       help="camera direction (default front: the xz plane seen from slightly above)")
-    view.add_argument("--fps", type=positive_float, default=15.0, help="movie frames per second (default 15)")
-    view.add_argument("--every", type=positive_int, default=1, metavar="K", help="movie: use every K-th time point (default 1)")
+    view.add_argument("--fps", type=positive_float, default=None, help="movie frames per second (default 15)")
+    view.add_argument("--every", type=positive_int, default=None, metavar="K",
+                      help="movie: use every K-th time point (default 1)")
     view.add_argument("--window-size", type=window_side, nargs=2, default=[960, 720], metavar=("W", "H"),
                       help="image size in pixels (default 960 720)")
     view.add_argument("--info", action="store_true", help="print the time points and the fields with units, and exit")

@@ -153,13 +153,11 @@ class Fiber:
                 f"muscle_fraction γM must lie in [0, 1]; got values in [{np.min(gm):g}, {np.max(gm):g}]"
             )
         self.activation_at(0.0)  # checks the number (or what the callable returns)
-        X = self.reference_position(_SAMPLES)
-        if X.shape != (3, _SAMPLES.size):
-            raise ValueError(
-                f"curve(θ) must return an array of shape (3, n); got {X.shape} for n = {_SAMPLES.size}"
-            )
+        X = _vector_field(self.reference_position, "curve", "X(θ)")
         if not np.all(np.isfinite(X)):
             raise ValueError("curve(θ) returned non-finite values on [0, 1]")
+        if self.tangent is not None:
+            _check_tangent_of_curve(self)
         A1 = np.linalg.norm(self.reference_tangent(_SAMPLES), axis=0)
         length = float(np.trapezoid(A1, _SAMPLES))
         if not np.all(np.isfinite(A1)) or length <= 0 or np.min(A1) <= 1e-12 * max(length, 1e-300):
@@ -295,6 +293,44 @@ class Fiber:
             raise ValueError(f"{what} of {label} is α = {value:g} at t = {t:g} s, outside [0, 1]; "
                              "an activation is a fraction: clip it to [0, 1]")
         return value
+
+
+#: the largest difference of a given tangent X′(θ) from the differences of the curve, relative to max |X′|
+TANGENT_TOLERANCE = 1e-4
+
+
+def _vector_field(function, name: str, symbol: str) -> np.ndarray:
+    """``function`` at the sample θ, checked to be (3, n) numbers (TypeError/ValueError naming ``name``)."""
+    try:
+        value = np.asarray(function(_SAMPLES), dtype=float)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name}(θ) must take an array θ of shape (n,) and return {symbol} as an array of shape "
+                        f"(3, n), e.g. np.vstack([θ, 0 * θ, 0 * θ]) (numpy functions, not math's); called with "
+                        f"{_SAMPLES.size} values of θ it raised: {err}") from err
+    if value.shape != (3, _SAMPLES.size):
+        raise ValueError(f"{name}(θ) must return an array of shape (3, n); got {value.shape} for n = "
+                         f"{_SAMPLES.size}")
+    return value
+
+
+def _check_tangent_of_curve(fiber: "Fiber") -> None:
+    """A given ``tangent`` must be dX/dθ of ``curve``: compared with central differences of the curve inside
+    [0, 1] (ValueError naming the worst θ and both values)."""
+    T = _vector_field(fiber.tangent, "tangent", "X′(θ)")
+    if not np.all(np.isfinite(T)):
+        raise ValueError("tangent(θ) returned non-finite values on [0, 1]")
+    inner = _SAMPLES[2:-2]
+    h = 1e-4
+    f = fiber.reference_position
+    diff = (8 * (f(inner + h) - f(inner - h)) - (f(inner + 2 * h) - f(inner - 2 * h))) / (12 * h)
+    error = np.abs(T[:, 2:-2] - diff).max(axis=0)
+    scale = np.abs(T).max()
+    worst = int(np.argmax(error))
+    if not error[worst] <= TANGENT_TOLERANCE * scale:
+        raise ValueError(f"tangent(θ) is not dX/dθ of curve(θ): at θ = {inner[worst]:.4g} it gives "
+                         f"{np.round(T[:, 2 + worst], 6).tolist()}, differences of curve give "
+                         f"{np.round(diff[:, worst], 6).tolist()} (m per unit θ); return the derivative of curve "
+                         "with respect to θ, or leave tangent out (differences of curve are then used)")
 
 
 def _point(p: Sequence[float], name: str) -> np.ndarray:

@@ -81,6 +81,7 @@ import numpy as np
 
 from .contact.cylinder import CylinderContact
 from .core import State
+from .core.files import writable_folder
 from .core.numbers import is_real
 from .core.warn import warn
 from .materials import MaterialPoint
@@ -315,6 +316,17 @@ def write_vtu(path: str | os.PathLike, mesh: meshio.Mesh, *, compression: str | 
     its arrays (*Information* panel) and where meshio reads them (``mesh.field_data``).  (VTK's string
     arrays would be the natural carrier, but meshio cannot read them; meshio writes no field data, so
     the arrays are added to its XML.)
+
+    Examples
+    --------
+    >>> import os, tempfile, meshio
+    >>> from skfiber.io import read_vtu, write_vtu
+    >>> mesh = meshio.Mesh([[0, 0, 0], [0.5, 0, 0], [1, 0, 0]], [("line", [[0, 1], [1, 2]])],
+    ...                    point_data={"stretch": [1.0, 1.1, 1.2]})
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     write_vtu(os.path.join(folder, "line.vtu"), mesh, units={"stretch": "1"})
+    ...     list(read_vtu(os.path.join(folder, "line.vtu")).field_data)
+    ['units: stretch [1]']
     """
     labels = [f"units: {name} [{units[name]}]" for name in mesh.point_data if units and name in units]
     for label in labels:
@@ -379,7 +391,18 @@ def write_pvd(path: str | os.PathLike, entries: Sequence[PvdEntry], *, series_id
 
 
 def read_pvd(path: str | os.PathLike) -> list[PvdEntry]:
-    """The entries of a .pvd file; clear errors for a missing or malformed file."""
+    """The entries of a .pvd file; clear errors for a missing or malformed file.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from skfiber.io import PvdEntry, read_pvd, write_pvd
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     write_pvd(os.path.join(folder, "demo.pvd"), [PvdEntry(0.0, 0, "demo_fibers_000000.vtu"),
+    ...                                                  PvdEntry(0.01, 0, "demo_fibers_000001.vtu")])
+    ...     [(e.time, e.part, e.file) for e in read_pvd(os.path.join(folder, "demo.pvd"))]
+    [(0.0, 0, 'demo_fibers_000000.vtu'), (0.01, 0, 'demo_fibers_000001.vtu')]
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no such .pvd file: {path}")
@@ -437,6 +460,17 @@ def read_vtu(path: str | os.PathLike) -> meshio.Mesh:
         If there is no such file.
     ValueError
         If the file is empty, cut short or not a VTU file, naming it.
+
+    Examples
+    --------
+    >>> import os, tempfile, meshio
+    >>> from skfiber.io import read_vtu, write_vtu
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     write_vtu(os.path.join(folder, "line.vtu"), meshio.Mesh([[0, 0, 0], [1, 0, 0]], [("line", [[0, 1]])],
+    ...                                                             point_data={"radius": [0.01, 0.02]}))
+    ...     mesh = read_vtu(os.path.join(folder, "line.vtu"))
+    >>> mesh.points.shape, mesh.cells[0].type, mesh.point_data["radius"].tolist()
+    ((2, 3), 'line', [0.01, 0.02])
     """
     path = Path(path)
     if not path.is_file():
@@ -509,10 +543,7 @@ class VTKSeries:
             raise ValueError(f"series name {name!r} must be a plain file name (letters, digits, _ . -)")
         if isinstance(points_per_element, bool) or not isinstance(points_per_element, (int, np.integer)) or points_per_element < 1:
             raise ValueError(f"points_per_element must be an integer ≥ 1, got {points_per_element!r}")
-        self.directory = Path(directory)
-        if self.directory.exists() and not self.directory.is_dir():
-            raise NotADirectoryError(f"output path {self.directory} exists and is not a folder")
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory = writable_folder(directory, what="the series' folder")
         if (self.directory / f"{name}.pvd").is_dir():
             raise IsADirectoryError(f"{self.directory / f'{name}.pvd'} is a folder, where the series writes its .pvd "
                                     "file: rename or remove that folder, or give the series another name or folder")
@@ -729,7 +760,18 @@ def model_fingerprint(model: Model) -> str:
 
 
 def save_checkpoint(path: str | os.PathLike, checkpoint: Checkpoint) -> None:
-    """Save a checkpoint as .npz (atomically); all fields of the State are stored."""
+    """Save a checkpoint as .npz (atomically); all fields of the State are stored.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, skfiber as sf
+    >>> from skfiber.io import Checkpoint, save_checkpoint
+    >>> checkpoint = Checkpoint(sf.State(0.02, np.zeros(6), np.ones(6)), step=2, dt=0.01, t_start=0.0, fingerprint="f")
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     save_checkpoint(os.path.join(folder, "demo_checkpoint.npz"), checkpoint)
+    ...     sorted(os.listdir(folder))
+    ['demo_checkpoint.npz']
+    """
     arrays = {f"state.{f.name}": np.asarray(getattr(checkpoint.state, f.name)) for f in dataclasses.fields(checkpoint.state)}
     arrays.update(
         version=np.array(CHECKPOINT_VERSION),
@@ -762,6 +804,17 @@ def load_checkpoint(path: str | os.PathLike) -> Checkpoint:
         The file is not a skfiber checkpoint (another file, another npz), is
         truncated or damaged, or has another format version; the message gives
         the path.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, skfiber as sf
+    >>> from skfiber.io import Checkpoint, load_checkpoint, save_checkpoint
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "demo_checkpoint.npz")
+    ...     save_checkpoint(path, Checkpoint(sf.State(0.02, np.zeros(3), np.ones(3)), 2, 0.01, 0.0, "f"))
+    ...     back = load_checkpoint(path)
+    >>> back.step, back.dt, back.state.t, back.state.v.tolist()
+    (2, 0.01, 0.02, [1.0, 1.0, 1.0])
     """
     path = Path(path)
     if not path.is_file():

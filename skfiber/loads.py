@@ -110,11 +110,16 @@ class ExternalLoads:
         except (TypeError, ValueError) as err:
             raise TypeError(f"the {kind} load f(θ, t) returned something that is not numbers at t = {t:g} s "
                             f"({err}); return an array of shape (3, …) in {unit}") from err
+        if value.shape == (3,):  # one vector for every point
+            value = value.reshape(3, 1, 1)
         try:
+            if value.ndim != len(shape) or value.shape[0] != 3:  # (a number or a θ-shaped array is no vector)
+                raise ValueError
             value = np.broadcast_to(value, shape)
         except ValueError:
             raise ValueError(f"the {kind} load f(θ, t) returned shape {value.shape} for θ of shape {theta.shape} at "
-                             f"t = {t:g} s; return shape (3,) + θ.shape or 3 numbers (3, 1, 1), in {unit}") from None
+                             f"t = {t:g} s; return shape (3,) + θ.shape, or 3 numbers (a vector, the same at every "
+                             f"point), in {unit}: a load is a vector, a single number gives no direction") from None
         if not np.all(np.isfinite(value)):
             raise ValueError(f"the {kind} load f(θ, t) is not finite at t = {t:g} s; return finite values in {unit}")
         return value

@@ -35,13 +35,14 @@ import re
 import sys
 import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from . import io as _io
+from .core.files import writable_file
 
 if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
     # headless: go straight to EGL instead of failing on X first (VTK ≥ 9.4 wheels)
@@ -195,10 +196,15 @@ def holds_bodies(grid: pv.DataSet) -> bool:
 
 
 def load(source, *, time: float | None = None, bodies: Sequence | None = None) -> Frame:
-    """One frame from a source (see the module docs); ``time`` picks the nearest step of a series."""
+    """One frame from a source (see the module docs); ``time`` picks the nearest step of a .pvd series (only
+    a series has steps to pick: for any other source it is refused), ``bodies`` adds cylinders to draw."""
+    is_series = isinstance(source, (str, os.PathLike)) and Path(source).suffix.lower() == ".pvd"
+    if time is not None and not is_series:
+        raise ValueError(f"time={time!r} picks a step of a .pvd series; this {type(source).__name__} holds one "
+                         "state (leave out time, or load the series' .pvd)")
     if isinstance(source, Frame):
-        return source
-    if isinstance(source, (str, os.PathLike)):
+        frame = replace(source)  # (the caller's frame keeps its bodies)
+    elif isinstance(source, (str, os.PathLike)):
         path = Path(source)
         if not path.exists():
             raise FileNotFoundError(f"no such file: {path}")
@@ -456,7 +462,7 @@ def screenshot(source, filename: str | os.PathLike, **options) -> Path:
         raise ValueError(f"screenshot file {filename} must end in .png or .jpg")
     if "window_size" in options:
         _check_window_size(options["window_size"])
-    filename.parent.mkdir(parents=True, exist_ok=True)
+    writable_file(filename, what="screenshot")
     options["off_screen"] = True
     plotter = scene(source, **options)
     try:
@@ -499,6 +505,7 @@ def movie(
         raise ValueError(f"fps must be > 0, got {fps!r}")
     _check_window_size(window_size)
     series = Series(pvd)
+    writable_file(filename, what="movie")  # (before the frames are read and rendered)
     indices = list(range(0, len(series), every))
     if indices[-1] != len(series) - 1:
         indices.append(len(series) - 1)
@@ -509,7 +516,6 @@ def movie(
     boxes = np.array([f.fibers.bounds for f in frames] + [f.bodies.bounds for f in frames if f.bodies is not None])
     bounds = [boxes[:, 0].min() - rmax, boxes[:, 1].max() + rmax, boxes[:, 2].min() - rmax,
               boxes[:, 3].max() + rmax, boxes[:, 4].min() - rmax, boxes[:, 5].max() + rmax]
-    filename.parent.mkdir(parents=True, exist_ok=True)
     plotter = scene(frames[0], field=field, clim=clim, cmap=cmap, view=view, n_sides=n_sides,
                     window_size=window_size, off_screen=True, multi_samples=multi_samples)
     _set_view(plotter, view, bounds)

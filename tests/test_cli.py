@@ -171,7 +171,9 @@ def test_verify_lists_and_runs_the_studies(capsys):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "=== manufactured-solution (small) ===" in proc.stdout
     assert "verification summary" in proc.stdout and " ok " in proc.stdout
-    assert "summary:" in proc.stdout  # the study's own table ended with its summary line
+    assert "\n(study) summary:" in proc.stdout  # the study's own summary line, relabelled
+    assert [line for line in proc.stdout.splitlines() if line.startswith("summary:")] == \
+        proc.stdout.strip().splitlines()[-1:]  # one summary line: the command's, the last
     assert proc.stdout.strip().splitlines()[-1].startswith("summary: studies=1 passed=1 failed=0 not_found=0 wall_s=")
 
 

@@ -367,3 +367,30 @@ def test_code_edited_while_a_process_runs_is_not_cached_under_the_new_files(tmp_
     assert run("edit", CALLEE.format(factor=5.0)) == (7.0, 0)  # A: the code it loaded, compiled
     assert run("keep") == (11.0, 0)  # B: the edited law, compiled (not A's machine code)
     assert run("keep") == (11.0, 1)  # C: B's, loaded
+
+
+def test_an_unwritable_cache_folder_is_said_and_its_stand_in_removed(tmp_path):
+    """SKFIBER_CACHE_DIR naming a file: the forms compile into a temporary folder, a warning names the variable,
+    the folder and the way out, the compile message does not claim a cache, and the stand-in is gone after the
+    process (it was left behind, one per process)."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    script = textwrap.dedent("""
+        import warnings, skfiber as sf
+        from skfiber.compile import cache, kernel
+        kernel.REPORT_SECONDS = 0.0
+        model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2, law=sf.paper_law())])
+        model.fix(model.fibers[0], "start")
+        model.add_gravity()
+        sf.simulate(model, t_end=0.01, dt=0.01, progress=False)
+        print("stand-in:", cache.writable_folder(), cache.cache_is_temporary())
+    """)
+    env = {**os.environ, "SKFIBER_CACHE_DIR": str(blocker / "cache")}
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"the cache of compiled code, {blocker / 'cache' / 'laws'} (SKFIBER_CACHE_DIR), cannot be written" \
+        in proc.stderr and "set SKFIBER_CACHE_DIR to a writable folder to keep them" in proc.stderr
+    assert "not cached (the cache folder is not writable)" in proc.stderr and "cached for later runs" \
+        not in proc.stderr
+    stand_in = proc.stdout.split("stand-in: ")[1].split()
+    assert stand_in[1] == "True" and not os.path.exists(stand_in[0])

@@ -106,6 +106,21 @@ def test_external_force_constant_and_timed_loads():
         model.external_force(3.0)
 
 
+@pytest.mark.parametrize("value", [lambda th, t: 1e4, lambda th, t: 1e4 * np.ones_like(th),
+                                   lambda th, t: np.ones((2,) + np.shape(th)), lambda th, t: np.ones(3 * th.size)])
+def test_a_callable_load_that_is_no_vector_is_refused(value):
+    """One number per point (or a θ-shaped array, or the wrong length) gives no direction: refused, where numpy
+    broadcast it to all three components; a vector (3,) returned by the callable is that vector everywhere."""
+    model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)])
+    with pytest.raises(ValueError, match=r"body load f\(θ, t\) returned shape .* a single number gives no "
+                                         "direction"):
+        model.add_body_force(value)
+    constant, vector = (sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)]) for _ in range(2))
+    constant.add_body_force((1.0, 2.0, -3.0))
+    vector.add_body_force(lambda th, t: np.array([1.0, 2.0, -3.0]))
+    np.testing.assert_array_equal(vector.external_force(0.0), constant.external_force(0.0))
+
+
 def test_dynamic_backward_euler_is_first_order():
     """Two step sizes: the error against a fine reference drops by ~2 per halving."""
     law = materials.paper_law()

@@ -94,6 +94,14 @@ def test_errors_name_the_choices(pvd, tmp_path):
         viz.movie(pvd, tmp_path / "m.avi")
     with pytest.raises(FileNotFoundError):
         viz.load(tmp_path / "missing.pvd")
+    frame = viz.load(pvd)
+    with pytest.raises(ValueError, match=r"time=0\.1 picks a step of a \.pvd series; this Frame holds one state"):
+        viz.load(frame, time=0.1)
+    fibers_vtu = next(pvd.parent.glob("*fibers*.vtu"))
+    with pytest.raises(ValueError, match="time=0.1 picks a step of a .pvd series"):
+        viz.load(fibers_vtu, time=0.1)
+    with_bones = viz.load(frame, bodies=[BONE])  # bodies added to a frame, the caller's frame left as it was
+    assert with_bones.bodies.n_cells == frame.bodies.n_cells + 4 * 32 and viz.load(frame).bodies is frame.bodies
     with pytest.raises(ValueError, match="view"):
         viz.scene(pvd, view="top", off_screen=True)
     for size in ((0, 0), (960,), (960.5, 720), "large"):

@@ -13,9 +13,11 @@ Examples
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -27,8 +29,8 @@ import numpy as np
 from ..core.jit import cache_lock
 from ..core.warn import warn
 
-__all__ = ["cache_folder", "writable_folder", "source_key", "load_module", "forget_module", "unload_module",
-           "first_call", "GeneratedKernel"]
+__all__ = ["cache_folder", "writable_folder", "cache_is_temporary", "source_key", "load_module", "forget_module",
+           "unload_module", "first_call", "GeneratedKernel"]
 
 _MODULES: dict[str, object] = {}  # source hash → imported module (one import and compile per process)
 _TEMP_FOLDER: list[Path] = []
@@ -44,7 +46,11 @@ def cache_folder() -> Path:
 
 
 def writable_folder() -> Path:
-    """:func:`cache_folder`, made if needed, or a temporary folder when it is not writable."""
+    """:func:`cache_folder`, made if needed, or a temporary folder when it is not writable.
+
+    In that case a warning (once a process) names the folder, the reason and how to keep the compiled code;
+    the temporary folder is removed when the process ends (:func:`cache_is_temporary` tells).
+    """
     folder = cache_folder()
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -52,10 +58,20 @@ def writable_folder() -> Path:
         probe.write_text("")
         probe.unlink()
         return folder
-    except OSError:
+    except OSError as err:
         if not _TEMP_FOLDER:
             _TEMP_FOLDER.append(Path(tempfile.mkdtemp(prefix="skfiber-cache-")))
+            atexit.register(shutil.rmtree, _TEMP_FOLDER[0], ignore_errors=True)
+            given = "SKFIBER_CACHE_DIR" if os.environ.get("SKFIBER_CACHE_DIR") else "the default cache folder"
+            warn(f"the cache of compiled code, {folder} ({given}), cannot be written ({err.strerror or err}): "
+                 f"the kernels are compiled for this run only, into {_TEMP_FOLDER[0]}, and compiled again next time; "
+                 "set SKFIBER_CACHE_DIR to a writable folder to keep them", RuntimeWarning)
         return _TEMP_FOLDER[0]
+
+
+def cache_is_temporary() -> bool:
+    """Whether this process compiles into a temporary folder (the cache folder was not writable)."""
+    return bool(_TEMP_FOLDER)
 
 
 def source_key(source: str) -> str:

@@ -35,7 +35,7 @@ import sympy as sp
 
 from ..assembly import named_term
 from ..core.warn import warn
-from .cache import forget_module, load_module
+from .cache import cache_is_temporary, forget_module, load_module
 from .codegen import (abstract_numbers, basis_products, branch_expressions, gather_table, kernel_source,
                       product_layouts, tangent_pairs)
 from .tracer import Traced, Untraceable, trace, trace_tangent, traced_coefficients
@@ -348,7 +348,9 @@ class FormKernel:
         if self.compile_seconds > REPORT_SECONDS:
             laws = f"{self.n_branches} law structure{'s' if self.n_branches > 1 else ''} among the fibers"
             print(f"skfiber: compiled the model's forms ({', '.join(self.names)}; {laws}, a code branch each) in "
-                  f"{self.trace_seconds:.1f} s tracing + {self.compile_seconds:.1f} s numba; cached for later runs",
+                  f"{self.trace_seconds:.1f} s tracing + {self.compile_seconds:.1f} s numba; "
+                  + ("not cached (the cache folder is not writable)" if cache_is_temporary()
+                     else "cached for later runs"),
                   file=sys.stderr)
         return True
 

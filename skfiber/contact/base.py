@@ -38,6 +38,14 @@ class PenaltyLaw:
         κ, force per length (N/m), > 0.
     gamma
         γ > 0: the admissible penetration is g > −1/γ; F → ∞ as 1 + γ g → 0.
+
+    Examples
+    --------
+    >>> from skfiber.contact import PenaltyLaw
+    >>> law = PenaltyLaw(stiffness=1000.0, gamma=2.0)
+    >>> F, dF = law.force([0.1, -0.25, -0.5])      # apart, in touch, at the limit g = −1/γ
+    >>> F.tolist(), dF.tolist()
+    ([0.0, 500.0, nan], [0.0, -4000.0, nan])
     """
 
     stiffness: float

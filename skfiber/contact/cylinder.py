@@ -148,6 +148,17 @@ class CylinderContact:
         conservative when the contact force is near the law's singular limit).
     name
         Name of the contact in the model (default ``"cylinder"``).
+
+    Examples
+    --------
+    >>> from skfiber.contact import CylinderContact, PenaltyLaw
+    >>> law = PenaltyLaw(stiffness=1000.0, gamma=2.0)
+    >>> bone = CylinderContact((0, 0, 0), (0, 1, 0), 0.05, law=law, length=0.2, name="bone")   # fixed, finite
+    >>> bone.radius, bone.length, bone.name
+    (0.05, 0.2, 'bone')
+    >>> moving = CylinderContact(radius=0.05, law=law, pose=lambda t: ((0, 0, 0.1 * t), (0, 1, 0)), name="roller")
+    >>> moving.pose_at(2.0).point.tolist()
+    [0.0, 0.0, 0.2]
     """
 
     def __init__(

@@ -86,6 +86,14 @@ class FiberContact:
     TypeError, ValueError
         For a law that is not a PenaltyLaw, a bad number of points, or an
         unknown fiber (when the model is first evaluated).
+
+    Examples
+    --------
+    >>> import skfiber as sf
+    >>> from skfiber.contact import FiberContact, PenaltyLaw
+    >>> model = sf.Model([sf.Fiber.straight((0, 0, z), (1, 0, z), n_elements=4, radius=0.05) for z in (0.0, 0.2)])
+    >>> model.add_contact(FiberContact(PenaltyLaw(stiffness=1000.0, gamma=2.0), quadrature_points=3))
+    FiberContact(κ=1000, γ=2, quadrature_points=3, name='fiber_contact', gap='closest_point')
     """
 
     def __init__(self, law: PenaltyLaw, *, fibers: Iterable | None = None, quadrature_points: int = 5,

@@ -83,6 +83,17 @@ class Body:
         Named body points (reference coordinates), e.g. muscle insertions:
         ``{"biceps": (0.0, 0.0, -0.40)}``; refer to them by name in
         :meth:`RigidSystem.point`.
+
+    Examples
+    --------
+    >>> from skfiber.rigid import Body
+    >>> tibia = Body("tibia", start=(0, 0, -0.4), axis=(0, 0, -0.4), radius=0.02, mass=3.0,
+    ...              points={"insertion": (0.02, 0, -0.45)})
+    >>> tibia.center_of_mass.round(6).tolist(), tibia.points["insertion"].tolist()
+    ([0.0, 0.0, -0.6], [0.02, 0.0, -0.45])
+    >>> rod = Body("rod", start=(0, 0, 0), axis=(0.5, 0, 0), radius=0.01, inertia=(1e-4, 0.02))   # (axial, transverse)
+    >>> rod.inertia_matrix.diagonal().tolist()
+    [0.0001, 0.02, 0.02]
     """
 
     name: str

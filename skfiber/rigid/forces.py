@@ -78,6 +78,16 @@ class JointSpringDamper:
         c (N·m·s/rad or N·s/m) or a Characteristic of q̇_i.
     rest
         Rest value q̄_i of the coordinate.
+
+    Examples
+    --------
+    >>> from skfiber.rigid import Body, JointSpringDamper, Revolute, RigidSystem
+    >>> system = RigidSystem()
+    >>> system.add_body(Body("arm", start=(0, 0, 0), axis=(0.3, 0, 0), radius=0.02, mass=1.0),
+    ...                 joint=Revolute(axis=(0, 1, 0))) and None
+    >>> spring = system.add(JointSpringDamper("arm", stiffness=2.0, damping=0.1, rest=0.1))
+    >>> system.force_contributions([0.5], [1.0])[spring.name].tolist()    # −k (q − rest) − c q̇
+    [-0.9]
     """
 
     body: str
@@ -95,6 +105,7 @@ class JointSpringDamper:
             self.name = f"joint[{self.body}]"
 
     def bind(self, system):
+        """Find the coordinate of the body's joint in ``system`` (ValueError for a joint without one)."""
         index = system.coordinate_index(self.body)
         if index is None:
             raise ValueError(
@@ -104,6 +115,7 @@ class JointSpringDamper:
         self._index = index
 
     def force(self, ctx):
+        """Generalized force (B, n): −f_k(q_i − rest) − f_c(q̇_i) on the joint's coordinate i, 0 elsewhere."""
         Q = np.zeros((ctx.B, ctx.n), ctx.dtype)
         i = self._index
         if self.stiffness is not None:
@@ -113,11 +125,13 @@ class JointSpringDamper:
         return Q
 
     def energy(self, ctx):
+        """Potential energy of the spring (B,): ∫ f_k from the rest value to q_i (0 without a spring)."""
         if self.stiffness is None:
             return np.zeros(ctx.B)
         return self.stiffness.energy(np.real(ctx.q[:, self._index]) - self.rest)
 
     def dissipation(self, ctx):
+        """Rayleigh dissipation function of the damper (B,): ∫ f_c from 0 to q̇_i (0 without a damper)."""
         if self.damping is None:
             return np.zeros(ctx.B)
         return self.damping.energy(np.real(ctx.qd[:, self._index]))
@@ -133,6 +147,16 @@ class PointSpringDamper:
     30–33 and 38 of the multibody paper).  ``rest_length`` ξ0 defaults to
     the reference distance.  ``rest_length=0`` makes a zero-length element
     with vector law Q = −(k d + c ḋ)ᵀ ∂d/∂q, d = x_b − x_a (linear only).
+
+    Examples
+    --------
+    >>> from skfiber.rigid import Body, PointSpringDamper, Prismatic, RigidSystem
+    >>> system = RigidSystem()
+    >>> system.add_body(Body("slider", start=(0, 0, 0), axis=(0.1, 0, 0), radius=0.02, mass=1.0),
+    ...                 joint=Prismatic(axis=(1, 0, 0))) and None
+    >>> spring = system.add(PointSpringDamper("ground", (-0.5, 0, 0), "slider", (0, 0, 0), stiffness=100.0))
+    >>> system.generalized_forces([0.1], [0.0]).round(12).tolist(), spring.rest_length   # ξ0: the reference distance
+    ([-10.0], 0.5)
     """
 
     body_a: str
@@ -173,6 +197,8 @@ class PointSpringDamper:
         return self.rest_length == 0
 
     def bind(self, system):
+        """Resolve the two points (coordinates or names) in ``system``, take the reference distance as rest length
+        when none is given, and register the points."""
         a = system.resolve_point(self.body_a, self.point_a, self.name)
         b = system.resolve_point(self.body_b, self.point_b, self.name)
         if self.rest_length is None:  # the reference distance
@@ -188,6 +214,7 @@ class PointSpringDamper:
         return d, dv, ctx.jacobian(b) - ctx.jacobian(a)
 
     def force(self, ctx):
+        """Generalized force (B, n): −F ∂ξ/∂q (for a zero-length element −(k d + c ḋ)ᵀ ∂d/∂q)."""
         d, dv, Jd = self._kin(ctx)
         if self._vector_law:
             f = np.zeros_like(d)
@@ -227,6 +254,7 @@ class PointSpringDamper:
         return self._tension(d, np.zeros_like(d) if dv is None else dv)[0]
 
     def energy(self, ctx):
+        """Potential energy of the spring (B,): ∫ f_k from the rest length to ξ (0 without a spring)."""
         if self.stiffness is None:
             return np.zeros(ctx.B)
         d = np.real(self._kin(ctx)[0])
@@ -235,6 +263,7 @@ class PointSpringDamper:
         return self.stiffness.energy(np.linalg.norm(d, axis=-1) - self.rest_length)
 
     def dissipation(self, ctx):
+        """Rayleigh dissipation function of the damper (B,): ∫ f_c from 0 to ξ̇ (0 without a damper)."""
         if self.damping is None:
             return np.zeros(ctx.B)
         d, dv, _ = self._kin(ctx)
@@ -284,7 +313,18 @@ class GeneralizedForce:
 
 @dataclass
 class PointForce:
-    """External force f(t) (N, world axes) at a body point (reference coordinates): Q = C(q)ᵀ f."""
+    """External force f(t) (N, world axes) at a body point (reference coordinates): Q = C(q)ᵀ f.
+
+    Examples
+    --------
+    >>> from skfiber.rigid import Body, PointForce, Revolute, RigidSystem
+    >>> system = RigidSystem()
+    >>> system.add_body(Body("rod", start=(0, 0, 0), axis=(0.5, 0, 0), radius=0.01, mass=1.0),
+    ...                 joint=Revolute(axis=(0, 1, 0))) and None
+    >>> push = system.add(PointForce("rod", (0.5, 0, 0), (0, 0, -10.0)))    # 10 N down at the tip
+    >>> push.name, system.generalized_forces([0.0], [0.0]).tolist()          # the moment about y: 0.5 m × 10 N
+    ('point force[rod]', [5.0])
+    """
 
     body: str
     point: Sequence[float]
@@ -300,8 +340,10 @@ class PointForce:
             self.name = f"point force[{self.body}]"
 
     def bind(self, system):
+        """Register the point where the force acts with ``system``."""
         self._point = system.register_point(self.body, system.resolve_point(self.body, self.point, self.name), self.name)
 
     def force(self, ctx):
+        """Generalized force (B, n): C(q)ᵀ f(t), C the Jacobian of the point."""
         f = np.array([as_vector(self.force_value(t), f"{self.name}: f(t)") for t in np.atleast_1d(ctx.t)])
         return np.einsum("xc,xcn->xn", np.broadcast_to(f, (ctx.B, 3)), ctx.jacobian(self._point))

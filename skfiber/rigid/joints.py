@@ -69,7 +69,18 @@ def _unit_axis(axis, what: str) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Fixed:
-    """The body is rigidly attached to its parent (or to the ground)."""
+    """The body is rigidly attached to its parent (or to the ground).
+
+    Examples
+    --------
+    >>> from skfiber.rigid import Body, Fixed, Revolute, RigidSystem
+    >>> system = RigidSystem()
+    >>> system.add_body(Body("pelvis", start=(0, 0, 0), axis=(0, 0, 0.2), radius=0.05), joint=Fixed()) and None
+    >>> system.add_body(Body("femur", start=(0, 0, 0), axis=(0, 0, -0.4), radius=0.02, mass=1.0), parent="pelvis",
+    ...                 joint=Revolute(axis=(1, 0, 0))) and None
+    >>> system.coordinate_names, system.coordinate_index("pelvis")    # a fixed joint has no coordinate
+    (('femur.angle',), None)
+    """
 
     n_coordinates = 0
 
@@ -80,6 +91,13 @@ class Revolute:
 
     The coordinate is the rotation angle (rad, right-hand rule about
     ``axis``), 0 in the reference configuration.
+
+    Examples
+    --------
+    >>> from skfiber.rigid import Revolute
+    >>> knee = Revolute(axis=(0, 0, 2), point=(0.1, 0, 0))
+    >>> knee.axis.tolist(), knee.point.tolist(), knee.n_coordinates    # the axis is normalized
+    ([0.0, 0.0, 1.0], [0.1, 0.0, 0.0], 1)
     """
 
     axis: np.ndarray
@@ -106,7 +124,17 @@ class Revolute:
 
 @dataclass(frozen=True, eq=False)
 class Prismatic:
-    """Translation along the unit axis ``axis`` (moves with the parent); the coordinate is the distance (m)."""
+    """Translation along the unit axis ``axis`` (moves with the parent); the coordinate is the distance (m).
+
+    Examples
+    --------
+    >>> from skfiber.rigid import Body, Prismatic, RigidSystem
+    >>> system = RigidSystem()
+    >>> system.add_body(Body("slider", start=(0, 0, 0), axis=(0.1, 0, 0), radius=0.02, mass=1.0),
+    ...                 joint=Prismatic(axis=(3, 4, 0))) and None
+    >>> system.coordinate_names, system.pose("slider", [0.5])[1].round(12).tolist()   # moved 0.5 m along (0.6, 0.8, 0)
+    (('slider.distance',), [0.3, 0.4, 0.0])
+    """
 
     axis: np.ndarray
     n_coordinates = 1
@@ -161,6 +189,14 @@ class Prescribed:
         ``None``: from central differences of R_b.
     time_step
         Step of the central differences (s).
+
+    Examples
+    --------
+    >>> from skfiber.rigid import Prescribed
+    >>> base = Prescribed(translation=lambda t: (0.2 * t, 0, 0))    # velocity and acceleration: by differences
+    >>> state = base.motion(1.0)
+    >>> state.translation.tolist(), state.velocity.round(9).tolist(), state.acceleration.round(6).tolist()
+    ([0.2, 0.0, 0.0], [0.2, 0.0, 0.0], [0.0, 0.0, 0.0])
     """
 
     translation: Callable[[float], np.ndarray] | None = None

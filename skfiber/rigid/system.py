@@ -78,6 +78,17 @@ class RigidSystem:
     ----------
     gravity
         Gravitational acceleration g (m/s²), e.g. ``(0, 0, -9.81)``.
+
+    Examples
+    --------
+    >>> from skfiber.rigid import Body, JointSpringDamper, Revolute, RigidSystem
+    >>> system = RigidSystem(gravity=(0, 0, -9.81))
+    >>> system.add_body(Body("arm", start=(0, 0, 0), axis=(0.3, 0, 0), radius=0.02, mass=1.0),
+    ...                 joint=Revolute(axis=(0, 1, 0))) and None
+    >>> system.add(JointSpringDamper("arm", stiffness=2.0)).name
+    'joint[arm]'
+    >>> system.n, system.coordinate_names, [e.name for e in system.elements]
+    (1, ('arm.angle',), ['gravity', 'joint[arm]'])
     """
 
     def __init__(self, *, gravity: Sequence[float] = (0.0, 0.0, 0.0)):

@@ -92,6 +92,17 @@ def calibrate(run: Callable[[dict], dict], parameters, series: str, target, *, s
     ------
     ValueError
         For a target that is not finite or whose length differs from the run's series.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfiber.study import Parameter, calibrate
+    >>> t = np.linspace(0.0, 1.0, 6)
+    >>> def decay(p):                                   # y(t) = exp(−k t)
+    ...     return {"series": {"y": np.exp(-p["k"] * t)}}
+    >>> result = calibrate(decay, [Parameter("k", 0.1, 10.0)], "y", np.exp(-3.0 * t))
+    >>> round(result.parameters["k"], 6), result.residual_norm < 1e-8
+    (3.0, True)
     """
     parameters = parameter_list(parameters)
     target = np.asarray(target, dtype=float)

@@ -44,6 +44,13 @@ class Parameter:
     ValueError
         For a name that is not an identifier, a range that is not finite and increasing, or a log range
         that is not positive.
+
+    Examples
+    --------
+    >>> from skfiber.study import Parameter
+    >>> smax = Parameter("smax", 1e5, 1e7, log=True)
+    >>> smax.scale([0.0, 0.5, 1.0]).round(3).tolist()     # the middle of a log range: its geometric mean
+    [100000.0, 1000000.0, 10000000.0]
     """
 
     name: str
@@ -159,6 +166,16 @@ def make_design(parameters, design: str, *, n: int, seed: int = 0) -> list[dict]
         For an unknown design, no or repeated parameters, or a bad n.
     ImportError
         For ``"sobol"`` without SALib (``pip install SALib``).
+
+    Examples
+    --------
+    >>> from skfiber.study import Parameter, make_design
+    >>> make_design([Parameter("a", 0.0, 1.0)], "grid", n=3)
+    [{'a': 0.0}, {'a': 0.5}, {'a': 1.0}]
+    >>> params = [Parameter("a", 0.0, 1.0), Parameter("b", 1e3, 1e5, log=True)]
+    >>> rows = make_design(params, "random", n=4, seed=1)
+    >>> len(rows), sorted(rows[0]), rows == make_design(params, "random", n=4, seed=1)   # the same seed, the same rows
+    (4, ['a', 'b'], True)
     """
     parameters = parameter_list(parameters)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:

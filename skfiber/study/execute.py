@@ -329,6 +329,17 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
         For bad parameters or design (before anything runs), or a folder that holds another study.
     TypeError
         For a ``run`` that is not callable, or an ``out`` that is not a path.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from skfiber.study import Parameter, run_study
+    >>> from skfiber.study.targets import quadratic                  # y = a²
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     result = run_study(quadratic, [Parameter("a", 0.0, 2.0)], design="grid", n=3, out=out,
+    ...                        scheduler="serial", progress=False)
+    >>> result.completed, result.table["a"].tolist(), result.table["y"].tolist()
+    (3, [0.0, 1.0, 2.0], [0.0, 1.0, 4.0])
     """
     parameters = parameter_list(parameters)
     rows = make_design(parameters, design, n=n, seed=seed)
