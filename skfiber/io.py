@@ -55,9 +55,10 @@ Examples
 >>> from skfiber.io import VTKSeries
 >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
 >>> model = sf.Model([fiber])
->>> series = VTKSeries(tempfile.mkdtemp(), model, name="demo")
->>> files = series.write(model.initial_state(), step=0)
->>> series.times
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     series = VTKSeries(tmp, model, name="demo")
+...     files = series.write(model.initial_state(), step=0)
+...     series.times
 [0.0]
 """
 from __future__ import annotations

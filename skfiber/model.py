@@ -160,6 +160,15 @@ class Model:
 
     @property
     def n_dofs(self) -> int:
+        """The number of DOFs of the fibers: 6 per node (displacement u and slope u′ of the Hermite elements).
+
+        Examples
+        --------
+        >>> from skfiber import Fiber, Model
+        >>> model = Model([Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)])
+        >>> model.n_dofs                         # 3 nodes × 6
+        18
+        """
         return self.discretization.n_dofs
 
     # --- boundary conditions ------------------------------------------
@@ -255,6 +264,19 @@ class Model:
         Returns
         -------
         skfiber.coupling.Attachment
+
+        Examples
+        --------
+        >>> from skfiber import Fiber, Model
+        >>> from skfiber.rigid import Body, Revolute, RigidSystem
+        >>> system = RigidSystem()
+        >>> system.add_body(Body("rod", start=(0, 0, 0), axis=(0.5, 0, 0), radius=0.01, mass=1.0),
+        ...                 joint=Revolute(axis=(0, 1, 0))) and None
+        >>> fiber = Fiber.straight((0.5, 0, 0.4), (0.5, 0, 0), n_elements=2)   # hangs from above onto the rod's tip
+        >>> model = Model([fiber], rigid=system); model.fix(fiber, "start")
+        >>> tip = model.attach(fiber, "end", "rod", name="tip")
+        >>> tip.name, tip.body, model.dependent_dofs.tolist()
+        ('tip', 'rod', [12, 13, 14])
         """
         self.memo.clear()
         if self.rigid is None:
@@ -284,6 +306,20 @@ class Model:
         (backward-Euler) acceleration: the force at the insertion point.
         Called from a ``simulate`` callback it reuses the residual of the
         step's last Newton evaluation (same state, bit-identical result).
+
+        Examples
+        --------
+        >>> import skfiber as sf
+        >>> from skfiber.rigid import Body, Revolute, RigidSystem
+        >>> system = RigidSystem()
+        >>> system.add_body(Body("rod", start=(0, 0, 0), axis=(0.5, 0, 0), radius=0.01, mass=1.0),
+        ...                 joint=Revolute(axis=(0, 1, 0))) and None
+        >>> fiber = sf.Fiber.straight((0.5, 0, 0.4), (0.5, 0, 0), n_elements=2, radius=0.05, law=sf.prestress(1e4))
+        >>> model = sf.Model([fiber], rigid=system); model.fix(fiber, "start")
+        >>> _ = model.attach(fiber, "end", "rod", name="tip")
+        >>> force = model.attachment_forces(model.initial_state())["tip"]   # the prestress pulls the tip up: π r0² σ0
+        >>> round(float(force[2]), 2), float(abs(force[:2]).max())
+        (78.54, 0.0)
         """
         check_state(state)
         if not self.attachments:
@@ -341,11 +377,34 @@ class Model:
         self.memo.clear()
 
     def add_body_force(self, b0: VectorField, *, fibers: Iterable | None = None) -> None:
-        """Body force b0 per reference volume (N/m³): 3 numbers or f(θ, t) → (3, …)."""
+        """Body force b0 per reference volume (N/m³): 3 numbers or f(θ, t) → (3, …).
+
+        ``fibers``: the fibers it acts on (objects, indices or names); default all.
+
+        Examples
+        --------
+        >>> from skfiber import Fiber, Model
+        >>> model = Model([Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2, radius=0.05)])
+        >>> model.add_body_force((0.0, 0.0, -1000.0))
+        >>> round(float(model.external_force(0.0)[2::6].sum()), 4)   # the z forces on the nodes: b0 π r0² L
+        -7.854
+        """
         self._add_load("body", b0, fibers)
 
     def add_line_load(self, q: VectorField, *, fibers: Iterable | None = None) -> None:
-        """Line load q per metre of reference length (N/m): 3 numbers or f(θ, t) → (3, …)."""
+        """Line load q per metre of reference length (N/m): 3 numbers or f(θ, t) → (3, …).
+
+        ``fibers``: the fibers it acts on (objects, indices or names); default all.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skfiber import Fiber, Model
+        >>> model = Model([Fiber.straight((0, 0, 0), (2, 0, 0), n_elements=2)])
+        >>> model.add_line_load(lambda theta, t: np.stack([0 * theta, 0 * theta, -5.0 * t + 0 * theta]))  # grows in t
+        >>> round(float(model.external_force(0.5)[2::6].sum()), 6)   # the z forces on the nodes: q(t) L
+        -5.0
+        """
         self._add_load("line", q, fibers)
 
     def add_gravity(self, g: Sequence[float] = (0.0, 0.0, -9.81), *, fibers: Iterable | None = None) -> None:
@@ -380,6 +439,16 @@ class Model:
 
         Its residual and tangent blocks join the assembled system and its
         ``max_step`` joins Newton's safeguard (paper eqs. 69–73).
+
+        Examples
+        --------
+        >>> from skfiber import Fiber, Model
+        >>> from skfiber.contact import CylinderContact, PenaltyLaw
+        >>> model = Model([Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2, radius=0.01)])
+        >>> bone = CylinderContact((0.5, 0, -0.1), (0, 1, 0), 0.05, law=PenaltyLaw(stiffness=1000.0, gamma=2.0),
+        ...                        name="bone")                  # a fixed cylinder below the fiber, along y
+        >>> model.add_contact(bone).name, len(model.contacts)
+        ('bone', 1)
         """
         self.memo.clear()
         if not isinstance(contact, Contact):
@@ -762,6 +831,16 @@ class Model:
 
         With a rigid system: coordinates ``q`` (default 0) at rest, attached
         fiber ends moved with their bodies.
+
+        Examples
+        --------
+        >>> from skfiber import Fiber, Model
+        >>> fiber = Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)
+        >>> model = Model([fiber]); model.fix(fiber, "start")
+        >>> model.prescribe(fiber, "end", lambda t: (0.01 * t, 0.0, 0.0))
+        >>> state = model.initial_state(t=2.0)           # at rest, the end at its displacement at t = 2 s
+        >>> state.t, state.u[model.constrained_dofs].tolist(), float(abs(state.v).max())
+        (2.0, [0.0, 0.0, 0.0, 0.02, 0.0, 0.0], 0.0)
         """
         u = np.zeros(self.n_dofs)
         u[self.constrained_dofs] = self.prescribed_displacement(t)

@@ -58,12 +58,40 @@ SECOND_DERIVATIVE_KEYS = ("dS_dlam", "dS_dlamdot")
 
 
 def d1(v):
-    """First θ-derivative of a (stacked) vector field: v′, shape (3, …)."""
+    """First θ-derivative of a (stacked) vector field: v′, shape (3, …).
+
+    In a form: ``d1(w.x)`` is x′ at the quadrature points, ``d1(v)`` the test function's ξ′.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfiber import Fiber
+    >>> from skfiber.discretization import Discretization
+    >>> X = Discretization([Fiber(lambda th: np.array([th, 0 * th, th**2]), 2)]).reference_field  # X = (θ, 0, θ²)
+    >>> d1(X).shape                                   # (3, elements, quadrature points)
+    (3, 2, 4)
+    >>> theta = X[0]                                  # θ at the quadrature points (X1 = θ)
+    >>> np.allclose(d1(X), [np.ones_like(theta), 0 * theta, 2 * theta])   # X′ = (1, 0, 2θ)
+    True
+    """
     return v.grad[:, 0]
 
 
 def d2(v):
-    """Second θ-derivative of a (stacked) vector field: v″, shape (3, …)."""
+    """Second θ-derivative of a (stacked) vector field: v″, shape (3, …).
+
+    In a form: ``d2(w.x)`` is x″ at the quadrature points, ``d2(v)`` the test function's ξ″ (see the module's
+    bending term).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfiber import Fiber
+    >>> from skfiber.discretization import Discretization
+    >>> X = Discretization([Fiber(lambda th: np.array([th, 0 * th, th**2]), 2)]).reference_field  # X = (θ, 0, θ²)
+    >>> np.allclose(d2(X), np.reshape([0.0, 0.0, 2.0], (3, 1, 1)))   # X″ = (0, 0, 2) at every quadrature point
+    True
+    """
     if v.hess is None:
         raise ValueError("this field has no second derivatives (cubic Hermite fields do)")
     return v.hess[:, 0, 0]

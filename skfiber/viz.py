@@ -158,7 +158,8 @@ def read_grid(path) -> pv.DataSet:
     >>> import pathlib, tempfile
     >>> import meshio, numpy as np
     >>> from skfiber.viz import read_grid
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "line.vtu"
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = pathlib.Path(folder.name) / "line.vtu"
     >>> meshio.write(path, meshio.Mesh(np.eye(3), [("line", [[0, 1], [1, 2]])]))
     >>> read_grid(path).n_points
     3
@@ -168,6 +169,7 @@ def read_grid(path) -> pv.DataSet:
     Traceback (most recent call last):
     ...
     ValueError: ...line.vtu holds no points: the file is empty or damaged (a copy cut short?); write it again (run the demo or simulation again)
+    >>> folder.cleanup()
     """
     from vtkmodules.vtkCommonCore import vtkObject
 
@@ -197,7 +199,16 @@ def holds_bodies(grid: pv.DataSet) -> bool:
 
 def load(source, *, time: float | None = None, bodies: Sequence | None = None) -> Frame:
     """One frame from a source (see the module docs); ``time`` picks the nearest step of a .pvd series (only
-    a series has steps to pick: for any other source it is refused), ``bodies`` adds cylinders to draw."""
+    a series has steps to pick: for any other source it is refused), ``bodies`` adds cylinders to draw.
+
+    Examples
+    --------
+    >>> import skfiber as sf
+    >>> model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)])
+    >>> frame = load((model, model.initial_state()), bodies=[((0.5, -0.1, -0.1), (0, 0.2, 0), 0.05)])
+    >>> frame.time, frame.bodies is not None, "stretch" in frame.fields
+    (0.0, True, True)
+    """
     is_series = isinstance(source, (str, os.PathLike)) and Path(source).suffix.lower() == ".pvd"
     if time is not None and not is_series:
         raise ValueError(f"time={time!r} picks a step of a .pvd series; this {type(source).__name__} holds one "
@@ -248,7 +259,16 @@ def _as_polydata(grid: pv.DataSet, cell_type, kind: str) -> pv.PolyData:
 
 
 def tubes(fibers: pv.DataSet, *, n_sides: int = 24) -> pv.PolyData:
-    """Tubes around the fiber polylines with radius = point data ``radius`` (absolute, m)."""
+    """Tubes around the fiber polylines with radius = point data ``radius`` (absolute, m).
+
+    Examples
+    --------
+    >>> import skfiber as sf
+    >>> model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2, radius=0.05)])
+    >>> tube = tubes(load((model, model.initial_state())).fibers, n_sides=8)
+    >>> [round(float(b), 6) for b in tube.bounds]          # 1 m long, 0.05 m in radius
+    [0.0, 1.0, -0.05, 0.05, -0.05, 0.05]
+    """
     if "radius" not in fibers.point_data:
         raise ValueError(f"the fiber data has no 'radius' array (arrays: {sorted(fibers.point_data.keys())}); was it written by skfiber.io?")
     poly = _as_polydata(fibers, pv.CellType.LINE, "lines")
@@ -424,6 +444,15 @@ def scene(
         Render without a window (default: when there is no display).
     multi_samples
         MSAA samples (default: pyvista's theme, 8; 1 renders ~7× faster in software).
+
+    Examples
+    --------
+    >>> import skfiber as sf
+    >>> model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)])
+    >>> plotter = scene((model, model.initial_state()), field="stretch", window_size=(160, 120), off_screen=True)
+    >>> "fibers" in plotter.actors, plotter.window_size
+    (True, [160, 120])
+    >>> plotter.close()
     """
     _check_window_size(window_size)
     frame = load(source, time=time, bodies=bodies)
@@ -456,7 +485,19 @@ def scene(
 
 
 def screenshot(source, filename: str | os.PathLike, **options) -> Path:
-    """Render a source off screen to a PNG (options as for :func:`scene`)."""
+    """Render a source off screen to a PNG (options as for :func:`scene`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import skfiber as sf
+    >>> model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)])
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     png = screenshot((model, model.initial_state()), Path(tmp) / "fiber.png", window_size=(160, 120))
+    ...     png.name, png.stat().st_size > 0
+    ('fiber.png', True)
+    """
     filename = Path(filename)
     if filename.suffix.lower() not in (".png", ".jpg", ".jpeg"):
         raise ValueError(f"screenshot file {filename} must end in .png or .jpg")
@@ -494,6 +535,18 @@ def movie(
     GIF frames are quantized with Pillow's fast octree (imageio's GIF writer
     takes ~0.3 s per frame) and kept in memory until the end (~0.7 MB each):
     use MP4 or ``every`` for long series.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import skfiber as sf
+    >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)
+    >>> model = sf.Model([fiber]); model.fix(fiber, "start"); model.fix(fiber, "end"); model.add_gravity()
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     run = sf.run_simulation(model, t_end=0.02, dt=0.01, out_dir=tmp, progress=False)   # 3 time points
+    ...     movie(run.pvd, Path(tmp) / "sag.gif", field="stretch", window_size=(160, 120)).name
+    'sag.gif'
     """
     filename = Path(filename)
     suffix = filename.suffix.lower()
@@ -572,7 +625,14 @@ def _movie_writer(filename: Path, fps: float):
 
 
 def show(source, **options) -> None:
-    """Open an interactive window (needs a display; use :func:`screenshot` otherwise)."""
+    """Open an interactive window (needs a display; use :func:`screenshot` otherwise).
+
+    Examples
+    --------
+    >>> import skfiber as sf
+    >>> model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)])
+    >>> show((model, model.initial_state()), field="stretch")   # doctest: +SKIP
+    """
     if not has_display():
         raise RuntimeError("no display to open a window on; save a screenshot or a movie instead")
     scene(source, off_screen=False, **options).show()

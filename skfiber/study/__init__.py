@@ -12,8 +12,9 @@ Examples
 >>> import tempfile
 >>> from skfiber.study import Parameter, run_study
 >>> from skfiber.study.targets import quadratic
->>> r = run_study(quadratic, [Parameter("a", -1.0, 1.0)], design="grid", n=3, out=tempfile.mkdtemp(),
-...               scheduler="serial", progress=False)
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     r = run_study(quadratic, [Parameter("a", -1.0, 1.0)], design="grid", n=3, out=tmp, scheduler="serial",
+...                   progress=False)
 >>> r.completed, r.failed, list(r.table["status"])
 (2, 1, ['failed', 'ok', 'ok'])
 """

@@ -17,8 +17,9 @@ Examples
 >>> import tempfile
 >>> from skfiber.study import Parameter, run_study
 >>> from skfiber.study.targets import quadratic
->>> result = run_study(quadratic, [Parameter("a", 0.0, 1.0)], design="grid", n=3, out=tempfile.mkdtemp(),
-...                    scheduler="serial", progress=False)
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     result = run_study(quadratic, [Parameter("a", 0.0, 1.0)], design="grid", n=3, out=tmp, scheduler="serial",
+...                        progress=False)
 >>> result.completed, result.failed, list(result.table["y"])
 (3, 0, [0.0, 0.25, 1.0])
 """
