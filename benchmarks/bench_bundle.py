@@ -23,7 +23,6 @@ step of the 36-fiber run).  ``--quick`` runs small sizes only (a smoke test).
 """
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
@@ -36,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "demos"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import skfiber as sf  # noqa: E402
-from skfiber.cli import nonnegative_float, positive_float, positive_int  # noqa: E402
+from skfiber.cli import ArgumentParser, nonnegative_float, positive_float, positive_int, run_script  # noqa: E402
 
 SPEED_DEG_S = 60.0
 DT = 0.01
@@ -119,7 +118,7 @@ def timed_run(n_fibers: int, n_elements: int, t_end: float, *, split: bool = Fal
     try:
         result = sf.simulate(model, t_end=t_end, dt=DT, callback=record, progress=False, store_every=10**9,
                              max_halvings=eb.MAX_HALVINGS, keep_substeps=eb.KEEP_SUBSTEPS,
-                             newton_options=eb.newton_options())
+                             newton_options=eb.newton_options(), on_interrupt="raise")
         wall = time.perf_counter() - start
     finally:
         if timer is not None:
@@ -146,7 +145,7 @@ def fitted_exponent(sizes, walls) -> float:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    parser = ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--elements", type=positive_int, default=16, help="elements per fiber (default 16)")
     parser.add_argument("--time", type=positive_float, default=2.0,
                         help="simulated time of the 36-fiber run (s, default 2)")
@@ -241,4 +240,4 @@ def run_elastica(n_fibers: int, n_elements: int, t_end: float, wall_limit: float
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_script(main)

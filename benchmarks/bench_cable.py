@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 import skfiber as sf
+from skfiber.cli import ArgumentParser, run_script
 from skfiber.linalg import ConstrainedSolver
 
 
@@ -78,13 +79,13 @@ def kernel_timings(n_fibers: int, n_elements: int, repeat: int) -> dict:
 def long_run(n_steps: int) -> tuple[float, float, int]:
     model = make_model(5, 64)
     t0 = time.perf_counter()
-    result = sf.simulate(model, t_end=8.0 * n_steps / 2048, dt=8.0 / 2048, progress=False)
+    result = sf.simulate(model, t_end=8.0 * n_steps / 2048, dt=8.0 / 2048, progress=False, on_interrupt="raise")
     wall = time.perf_counter() - t0
     return wall, float(np.mean(result.newton_iterations)), model.n_dofs
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repeats and 256 instead of 2048 steps")
     args = parser.parse_args(argv)
     repeat = 5 if args.quick else 21
@@ -102,4 +103,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -18,13 +18,12 @@ Run: ``python benchmarks/bench_contact.py [--repeat R]``.  Ends with
 """
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
 
 import skfiber as sf
-from skfiber.cli import positive_int
+from skfiber.cli import ArgumentParser, positive_int, run_script
 from skfiber.contact import PenaltyLaw
 from skfiber.contact.fibers import FiberContact
 
@@ -83,7 +82,7 @@ def run(repeat: int = 5) -> dict:
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=positive_int, default=5,
                         help="timed calls per size, their median reported (default 5)")
     args = parser.parse_args(argv)
@@ -101,4 +100,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

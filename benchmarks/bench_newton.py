@@ -29,7 +29,6 @@ Run: ``python benchmarks/bench_newton.py [--rounds R] [--split] [--quick] [--pyt
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 import time
@@ -38,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 import skfiber as sf
-from skfiber.cli import positive_int
+from skfiber.cli import ArgumentParser, positive_int, run_script
 from skfiber.fiber_step import decide_compiled_step
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -61,7 +60,7 @@ def cases(quick: bool) -> dict:
 
 def run(model, kw, options):
     start = time.process_time()
-    r = sf.simulate(model, progress=False, newton_options=options, store_every=10, **kw)
+    r = sf.simulate(model, progress=False, newton_options=options, store_every=10, on_interrupt="raise", **kw)
     return time.process_time() - start, r
 
 
@@ -120,7 +119,7 @@ class KernelClock:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=positive_int, default=3,
                         help="alternations of full and modified Newton (default 3)")
     parser.add_argument("--split", action="store_true", help="also split the time into kernels and the rest")
@@ -135,7 +134,8 @@ def main(argv=None) -> int:
     summary = {}
     for name, (model, kw) in cases(args.quick).items():
         for options in (full, reuse):  # warm-up: compile the kernels
-            sf.simulate(model, progress=False, newton_options=options, **{**kw, "t_end": 5 * kw["dt"]})
+            sf.simulate(model, progress=False, newton_options=options, on_interrupt="raise",
+                        **{**kw, "t_end": 5 * kw["dt"]})
         default = decide_compiled_step(model, sf.NewtonOptions(), n_steps=round(kw["t_end"] / kw["dt"]))
         print(f"{name}: a default run (NewtonOptions()) now takes "
               f"{'the compiled step' if default.compiled_step else 'the Python step'}")
@@ -172,4 +172,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_script(main)

@@ -24,8 +24,8 @@ pool_s=… pool_speedup=…``.
 """
 from __future__ import annotations
 
-import argparse
 import multiprocessing
+import signal
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from skfiber.cli import positive_int
+from skfiber.cli import ArgumentParser, positive_int, run_script
 from skfiber.study import run_study
 from skfiber.study.design import make_design
 from skfiber.study.execute import execute_run
@@ -41,7 +41,7 @@ from skfiber.study.targets import TARGETS
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=positive_int, default=64,
                         help="runs of the study, serially and in parallel (default 64)")
     parser.add_argument("--workers", type=positive_int, default=2,
@@ -150,7 +150,10 @@ def _report(k: int, args, measured: dict) -> dict:
 
 
 def _warm(target: str) -> None:
-    """A pool process's warm-up: the target's, as a study worker's plugin does."""
+    """A pool process's warm-up: the target's, as a study worker's plugin does.  Ctrl-C (the terminal's SIGINT
+    reaches the whole process group) ends the process at once and quietly: the parent reports it, and no
+    traceback of the process's own follows the parent's summary line."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     warmup = TARGETS[target].warmup
     if warmup is not None:
         warmup()
@@ -164,4 +167,4 @@ def _pool_run(target: str, params: dict | None):
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

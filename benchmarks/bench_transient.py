@@ -36,7 +36,6 @@ reaching 1 %).
 """
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from pathlib import Path
@@ -44,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 import skfiber as sf
-from skfiber.cli import positive_int
+from skfiber.cli import ArgumentParser, output_file, positive_int, run_script
 from skfiber.materials import SYMBOLS, SymbolicLaw
 
 LENGTH, RADIUS, DENSITY = 1.0, 0.05, 900.0
@@ -84,11 +83,11 @@ def run_skfiber(model, *, method: str, dt: float | None = None, rtol: float | No
     if rtol is None:
         every = int(round(OUTPUT_DT / dt))
         r = sf.simulate(model, t_end=T_END, dt=dt, method=method, store_every=every, progress=False,
-                        newton_options=options)
+                        newton_options=options, on_interrupt="raise")
         steps = len(r.newton_iterations)
     else:
         r = sf.simulate(model, t_end=T_END, dt=OUTPUT_DT, method=method, rtol=rtol, atol=rtol * 1e-2,
-                        progress=False, newton_options=options)
+                        progress=False, newton_options=options, on_interrupt="raise")
         steps = r.step_counts.accepted + r.step_counts.rejected
     cpu, wall = time.process_time() - start, time.perf_counter() - wall
     return r.times, midpoint_z(model, r), cpu, steps, int(np.sum(r.newton_iterations)), wall
@@ -254,7 +253,7 @@ def time_cheapest(model, n_elements: int, best: dict, *, repeats: int) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer settings, coarser reference")
     parser.add_argument("--elements", type=positive_int, default=20,
                         help="elements of the fiber and the rod (a multiple of 5; default 20)")
@@ -267,6 +266,8 @@ def main(argv=None) -> int:
     if args.elements % 5:
         parser.error(f"argument --elements: must be a multiple of 5 (the tendons take a fifth of the fiber at each "
                      f"end), got {args.elements}")
+    if args.plot is not None:  # checked before the runs: a path that cannot be written is refused at once
+        output_file(parser, "--plot", args.plot, figure=True)
     ne = args.elements
     model = build_model(ne)
     print(f"stiff tendon: Ne = {ne}, T = {T_END} s, error of the midpoint z(t) on the 10 ms grid, 1 % target")
@@ -334,4 +335,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_script(main)

@@ -21,17 +21,16 @@ cache); its time is printed separately and is not in the wall times.
 """
 from __future__ import annotations
 
-import argparse
 import math
 
 import numpy as np
 
-from skfiber.cli import nonnegative_float, positive_float
+from skfiber.cli import ArgumentParser, nonnegative_float, positive_float, run_script
 from skfiber.demos import upper_limb
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 2, 3, 4], choices=sorted(upper_limb.LEVELS),
                         help="refinement levels to time (default 1 2 3 4)")
     parser.add_argument("--progress", action="store_true", help="show progress lines of each run")
@@ -56,6 +55,8 @@ def main(argv: list[str] | None = None) -> dict:
         results[level] = upper_limb.run(level, progress=args.progress, fiber_contact=args.fiber_contact == "on",
                                         newton_rtol=args.newton_rtol)
         r = results[level]
+        if r.interrupted:  # Ctrl-C: a part of the run is no measurement; stop
+            raise KeyboardInterrupt
         print(f"  warm-up step (numba kernels compiled on a first run, else loaded): {r.warmup_time:.2f} s", flush=True)
         its = np.asarray(r.newton_iterations)
         ff = int(r.checks.fiber_contacts.max()) if r.checks is not None else 0
@@ -67,6 +68,8 @@ def main(argv: list[str] | None = None) -> dict:
         if level == 1 and args.bending > 0:
             bent = upper_limb.run(1, progress=args.progress, bending=args.bending,
                                   fiber_contact=args.fiber_contact == "on", newton_rtol=args.newton_rtol)
+            if bent.interrupted:
+                raise KeyboardInterrupt
             print(f"  with bending EI = {args.bending:g} N·m²: warm-up {bent.warmup_time:.2f} s, wall "
                   f"{bent.wall_time:.2f} s ({bent.wall_time / r.wall_time:.2f}× the run without)", flush=True)
     print(upper_limb.report(list(results.values())))
@@ -88,4 +91,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

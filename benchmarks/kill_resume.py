@@ -30,7 +30,6 @@ kills, taking the writers and the moments in turn).  Ends with
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import io
@@ -91,8 +90,10 @@ def write(out: Path, writer: str, *, resume: bool = False, callback=None) -> Non
     if writer == "api":
         from skfiber.demos.hanging_bundle import build_model
 
-        run_simulation(build_model(1), t_end=spec.dt * spec.steps, dt=spec.dt, out_dir=out,
-                       checkpoint_every=spec.every, resume=resume, progress=False, callback=callback)
+        result = run_simulation(build_model(1), t_end=spec.dt * spec.steps, dt=spec.dt, out_dir=out,
+                                checkpoint_every=spec.every, resume=resume, progress=False, callback=callback)
+        if result.interrupted:  # Ctrl-C: a part of the run is no reference; stop
+            raise KeyboardInterrupt
         return
     if writer == "cli":
         argv = ["run", "hanging-bundle", "--out", str(out), "--t-end", repr(spec.dt * spec.steps),
@@ -102,6 +103,8 @@ def write(out: Path, writer: str, *, resume: bool = False, callback=None) -> Non
                 "--checkpoint-every", str(spec.every), "--quiet"]
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:  # the tables
         code = cli.main(argv + (["--resume"] if resume else []))
+    if code == cli.EXIT_INTERRUPTED:  # Ctrl-C
+        raise KeyboardInterrupt
     if code != 0:
         raise RuntimeError(f"skfiber {' '.join(argv[:2])} exited with {code}: {err.getvalue()[-500:]}")
 
@@ -156,16 +159,30 @@ def _child_command(out: Path, writer: str, kill_step: int = 0, kill_write: int =
 def _after_first_checkpoint(out: Path, writer: str) -> subprocess.Popen:
     """The writer in a child process, returned once its first checkpoint exists (or it has ended)."""
     proc = subprocess.Popen(_child_command(out, writer), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    while not (out / WRITERS[writer].checkpoint).exists() and proc.poll() is None:
-        time.sleep(0.002)
+    with _ended_on_error(proc):
+        while not (out / WRITERS[writer].checkpoint).exists() and proc.poll() is None:
+            time.sleep(0.002)
     return proc
+
+
+@contextlib.contextmanager
+def _ended_on_error(proc: subprocess.Popen):
+    """Within the block, an exception (a Ctrl-C) also ends the child ``proc``, which would go on writing."""
+    try:
+        yield
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
 
 
 def run_time_after_first_checkpoint(folder: Path, writer: str) -> float:
     """Seconds from the first checkpoint of an unkilled child to its end (the window of random kills)."""
     proc = _after_first_checkpoint(folder, writer)
     tic = time.perf_counter()
-    if proc.wait(timeout=900) != 0:
+    with _ended_on_error(proc):
+        code = proc.wait(timeout=900)
+    if code != 0:
         raise RuntimeError(f"the {writer} writer failed in a child process")
     return time.perf_counter() - tic
 
@@ -174,9 +191,10 @@ def kill_at_random_time(out: Path, writer: str, delay: float) -> int:
     """SIGKILL the writer ``delay`` seconds after its first checkpoint appeared; its return code (0: it ended
     first)."""
     proc = _after_first_checkpoint(out, writer)
-    time.sleep(delay)
-    proc.send_signal(signal.SIGKILL)
-    return proc.wait(timeout=900)
+    with _ended_on_error(proc):
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        return proc.wait(timeout=900)
 
 
 def kill(out: Path, writer: str, kill_step: int, kill_write: int) -> int:
@@ -242,7 +260,7 @@ def main(argv=None) -> int:
     if argv[:1] == ["--child"]:
         child(Path(argv[1]), argv[2], int(argv[3]), int(argv[4]))
         return 0
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=cli.positive_int, default=20, help="number of kills (default 20)")
     parser.add_argument("--seed", type=cli.nonnegative_int, default=0, help="seed of the random moments (default 0)")
     parser.add_argument("--writers", nargs="+", choices=sorted(WRITERS), default=sorted(WRITERS),
@@ -290,4 +308,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    cli.run_script(main)

@@ -28,7 +28,6 @@ bad=… nan=0 inadmissible=0 over_bound=0 max_evaluations=… wall_s=…``.
 """
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from dataclasses import dataclass
@@ -36,8 +35,9 @@ from dataclasses import dataclass
 import numpy as np
 
 import skfiber as sf
-from skfiber.cli import nonnegative_int, positive_int
+from skfiber.cli import ArgumentParser, nonnegative_int, positive_int, run_script
 from skfiber.contact import CylinderContact, FiberContact, PenaltyLaw
+from skfiber.core.interrupt import CTRL_C, caused_by_ctrl_c, reraise_as_interrupt
 from skfiber.relaxation import MAX_PSEUDO_STEPS
 from skfiber.statics import ATTEMPTS_PER_STEP
 
@@ -169,14 +169,17 @@ def run_case(case: Case) -> Outcome:
                                       newton_options=NEWTON).state]
         else:
             result = sf.simulate(model, t_end=T_END, dt=DT, max_halvings=MAX_HALVINGS, newton_options=NEWTON,
-                                 progress=False)
+                                 progress=False, on_interrupt="raise")
             states = [result.state(i) for i in range(len(result.times))]
-    except sf.ConvergenceError as err:
-        status, detail = "clear failure", f"ConvergenceError: {err.reason[:120]}"
-    except ValueError as err:
-        status, detail = "clear failure", f"ValueError: {str(err)[:120]}"
     except Exception as err:  # noqa: BLE001 - anything else is what this suite looks for
-        status, detail = "bad", f"{type(err).__name__}: {str(err)[:160]}"
+        if caused_by_ctrl_c(err):  # (numba's SystemError around a Ctrl-C): the suite stops, no case's outcome
+            reraise_as_interrupt(err)
+        if isinstance(err, sf.ConvergenceError):
+            status, detail = "clear failure", f"ConvergenceError: {err.reason[:120]}"
+        elif isinstance(err, ValueError):
+            status, detail = "clear failure", f"ValueError: {str(err)[:120]}"
+        else:
+            status, detail = "bad", f"{type(err).__name__}: {str(err)[:160]}"
     else:
         status, detail = "converged", ""
         for st in states:
@@ -195,20 +198,27 @@ def run_case(case: Case) -> Outcome:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=positive_int, default=300, help="number of cases (default 300)")
     parser.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the first case (default 0)")
     parser.add_argument("--verbose", action="store_true", help="one line per case")
     args = parser.parse_args(argv)
     tic = time.perf_counter()
     outcomes = []
-    for case in cases(args.cases, seed=args.seed):
-        t0 = time.perf_counter()
-        out = run_case(case)
-        outcomes.append(out)
-        if args.verbose or out.status == "bad":
-            print(f"{case.kind:8s} {case.mode:7s} seed {case.seed:4d}: {out.status:13s} {out.evaluations:6d} "
-                  f"evaluations ({time.perf_counter() - t0:5.1f} s) {out.detail}", flush=True)
+    interrupted = False
+    try:
+        for case in cases(args.cases, seed=args.seed):
+            t0 = time.perf_counter()
+            out = run_case(case)
+            outcomes.append(out)
+            if args.verbose or out.status == "bad":
+                print(f"{case.kind:8s} {case.mode:7s} seed {case.seed:4d}: {out.status:13s} {out.evaluations:6d} "
+                      f"evaluations ({time.perf_counter() - t0:5.1f} s) {out.detail}", flush=True)
+    except CTRL_C as err:  # Ctrl-C: the table and summary of the cases done, marked interrupted=1
+        if not caused_by_ctrl_c(err):
+            raise
+        interrupted = True
+        print(f"interrupted (Ctrl-C) after {len(outcomes)} of {args.cases} cases", flush=True)
     wall = time.perf_counter() - tic
     print(f"{'kind':8s} {'mode':7s} {'cases':>5s} {'converged':>9s} {'clear':>5s} {'bad':>3s} {'max evals':>9s}")
     for kind in ("cylinder", "fibers"):
@@ -230,9 +240,10 @@ def main(argv=None) -> int:
           f"nan={sum(o.detail.startswith('nan') for o in bad)} "
           f"inadmissible={sum(o.detail.startswith('inadmissible') for o in bad)} "
           f"over_bound={sum(o.detail.startswith('over bound') for o in bad)} "
-          f"max_evaluations={max(o.evaluations for o in outcomes)} wall_s={wall:.1f}")
-    return 1 if bad else 0
+          f"max_evaluations={max((o.evaluations for o in outcomes), default=0)} wall_s={wall:.1f}"
+          + (" interrupted=1" if interrupted else ""))
+    return 130 if interrupted else 1 if bad else 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_script(main)

@@ -69,7 +69,6 @@ Examples
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import math
 import time
@@ -78,7 +77,7 @@ import warnings
 import numpy as np
 
 import skfiber
-from skfiber.cli import positive_float, positive_int
+from skfiber.cli import ArgumentParser, positive_float, positive_int, run_script
 
 try:   # the checkout's demos (PYTHONPATH with the repository root), else the installed ones
     from demos import upper_limb
@@ -165,6 +164,8 @@ def timed_run(level: int, t_end: float, **options) -> dict:
             result = upper_limb.run(level, t_end=t_end, progress=False, **options)
         except (skfiber.ConvergenceError, RuntimeError) as error:
             result, stopped = None, f"{type(error).__name__}: {error}"
+    if result is not None and result.interrupted:  # Ctrl-C: a part of the run is no measurement; stop
+        raise KeyboardInterrupt
     steps_calls = calls[1:]   # the first call is the demo's throw-away step
     counts = [c.step_counts for _, _, c in steps_calls if getattr(c, "step_counts", None) is not None]
     done = [c for _, _, c in steps_calls if c is not None]
@@ -214,7 +215,7 @@ def main(argv: list[str] | None = None) -> dict:
         ``rows`` (one dict of :func:`timed_run` per run, with ``scheme``, ``setting``, ``error``
         and ``after`` added), ``reference`` (the reference's) and ``check`` (the reference check, deg).
     """
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--level", type=int, default=1, choices=sorted(upper_limb.LEVELS),
                         help="refinement level of the mesh (default 1)")
     parser.add_argument("--t-end", type=positive_float, default=2.0,
@@ -331,4 +332,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)
