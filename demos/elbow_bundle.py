@@ -461,6 +461,8 @@ class SofteningLog:
 
     def describe(self) -> str:
         """The line the demo prints (and warns, with a :class:`SofteningWarning`, when material left the branch)."""
+        if not self.steps:
+            return "strain softening: no step checked"
         seen = (f"the stretch λ at the fibers' sample points {self.lowest:.3f} … {self.highest:.3f} over "
                 f"{self.steps} steps")
         if not self.softening:
@@ -663,6 +665,7 @@ def main(argv: list[str] | None = None) -> dict | int:
         handle_ctrl_c(err)
         wall = time.perf_counter() - wall
         print(f"interrupted (Ctrl-C) after {wall:.1f} s{kept}")
+        print(softening.describe())
         print(_summary(model, points, wall, softening) + " interrupted=1")
         return 130
     except sf.ConvergenceError as err:  # (a step that stalls: say what to change, keep what was reached)
@@ -671,6 +674,7 @@ def main(argv: list[str] | None = None) -> dict | int:
               f"2^{MAX_HALVINGS} substeps{kept}.  Try a shorter --dt (0.01 s, the default) or more --elements: "
               "steps of 0.05–0.1 s stalled with 2–4 elements a fiber (module notes, 'Time steps').",
               file=sys.stderr)
+        print(softening.describe())
         print(_summary(model, points, wall, softening) + " failed=1")
         return 1
 

@@ -463,6 +463,10 @@ def _cmd_view(args) -> int:
         raise UsageError(f"--screenshot {args.screenshot}: pick a file ending in .png or .jpg")
     if args.movie is not None and path.suffix.lower() != ".pvd":
         raise UsageError("--movie needs a .pvd series")
+    given = [option for option, value in (("--time", args.time), ("--screenshot", args.screenshot),
+                                          ("--movie", args.movie)) if value is not None]
+    if args.info and given:
+        raise UsageError(f"--info prints the time points and the fields and exits; leave out {', '.join(given)}")
     if args.time is not None and path.suffix.lower() != ".pvd":
         raise UsageError(f"--time picks a time point of a .pvd series; {path.name} is one data set (leave out "
                          "--time, or name the series' .pvd file)")

@@ -46,7 +46,7 @@ import numpy as np
 from .adaptive import error_control, simulate_adaptive
 from .coupling import body_cylinders
 from .core import AdaptiveCursor, State, StepCounts, check_state_of, output_grid
-from .core.files import writable_folder
+from .core.files import writable_file, writable_folder
 from .core.interrupt import CTRL_C, handle_ctrl_c
 from .core.numbers import check_step_count, checked_real, is_real
 from .core.warn import warn
@@ -549,8 +549,8 @@ def run_simulation(
     # the folders made once the run is checked, before it starts: its results are not lost to one that cannot be
     if out_dir is not None:
         writable_folder(out_dir, what="out_dir")
-    if checkpoint_file is not None:
-        writable_folder(Path(checkpoint_file).parent, what="checkpoint_file's folder")
+    if location is not None and checkpoint_every:  # (an existing checkpoint opened for appending: left as it is)
+        writable_file(location, what="checkpoint_file" if checkpoint_file is not None else "the checkpoint")
     if location is not None:
         for tmp in atomic_temporaries(location):  # of a run killed while saving its checkpoint
             tmp.unlink(missing_ok=True)

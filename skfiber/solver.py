@@ -310,24 +310,27 @@ def _step_with_retries(model, state, h, solver, options, k, max_halvings, method
                        start_level: int = 0):
     """Advance by h; a failing (sub)step is split in two halves, recursively.
 
-    Only the failing part is redone: substeps that converged are kept.  At most
-    ``max_halvings`` levels (smallest substep h / 2**max_halvings).  The step starts split into
+    Only the failing part is redone: substeps that converged are kept.  A substep is split at most
+    ``max_halvings`` times (the step's smallest substep h / 2**max_halvings).  The step starts split into
     2**``start_level`` substeps (with ``keep_substeps`` the caller passes the level at which the last step
-    ended, less one when that step needed no split: a substep that just failed is not tried again at once).
+    ended, less one when that step needed no split: a substep that just failed is not tried again at once);
+    those splits count.  With BDF2 a substep that follows much shorter ones is taken as the grow-back of
+    :func:`~skfiber.core.bdf.ramp_levels` (not failures: they do not count).
     Returns (state, Newton iterations, failed attempts, residual history, contacts, the level of the last
     substep).
     """
     counts = {"iterations": 0, "failures": 0, "contacts": 0, "level": 0}
     history: list[float] = []
 
-    def advance(s, level, index):
-        """Substep ``index`` (0-based) of the 2**level substeps of length h / 2**level."""
+    def advance(s, level, index, splits):
+        """Substep ``index`` (0-based) of the 2**level substeps of length h / 2**level, ``splits`` of them
+        failures' halvings."""
         dt_sub = h / 2**level
         ramp = ramp_levels(dt_sub, s.dt_last) if method == "bdf2" and s.has_history else [0]
         if len(ramp) > 1:  # after shorter substeps: grow back by at most 2 a substep (BDF2's zero-stability)
             position = index * 2**ramp[0]  # the position in substeps of h/2**(level + ramp[0])
             for e in ramp:
-                s = advance(s, level + e, position // 2**(ramp[0] - e))
+                s = advance(s, level + e, position // 2**(ramp[0] - e), splits)
                 position += 2**(ramp[0] - e)
             return s
         label = k if level == 0 else f"{k} (substep {index + 1}/{2**level})"
@@ -339,14 +342,14 @@ def _step_with_retries(model, state, h, solver, options, k, max_halvings, method
                                            matrix=matrix)
         except ConvergenceError as err:
             counts["failures"] += 1
-            if level >= max_halvings:
-                raise ConvergenceError(
-                    f"{err.reason}; still failing with the step split into {2**level} substeps "
-                    f"(Δt = {dt_sub:.3g} s)",
-                    t=err.t, step=k, residual_history=err.residual_history,
-                ) from err
-            half = advance(s, level + 1, 2 * index)
-            return advance(half, level + 1, 2 * index + 1)
+            if splits >= max_halvings:
+                split = (f"with the step split into {2**level} substeps" if level == splits else
+                         f"after {splits} halving{'s' if splits != 1 else ''} of a substep that grew back from "
+                         "shorter steps")
+                raise ConvergenceError(f"{err.reason}; still failing {split} (Δt = {dt_sub:.3g} s)",
+                                       t=err.t, step=k, residual_history=err.residual_history) from err
+            half = advance(s, level + 1, 2 * index, splits + 1)
+            return advance(half, level + 1, 2 * index + 1, splits + 1)
         counts["iterations"] += rep.iterations
         counts["contacts"] = rep.active_contacts
         counts["level"] = level
@@ -356,5 +359,5 @@ def _step_with_retries(model, state, h, solver, options, k, max_halvings, method
     start_level = min(max(int(start_level), 0), max_halvings)
     out = state
     for index in range(2**start_level):
-        out = advance(out, start_level, index)
+        out = advance(out, start_level, index, start_level)
     return out, counts["iterations"], counts["failures"], history, counts["contacts"], counts["level"]

@@ -665,3 +665,30 @@ def test_fixed_rigid_bdf2_after_a_split_step_grows_back_by_at_most_two(monkeypat
         return
     assert ratios.max() <= 2.0 * (1 + 1e-9), ratios
     assert result.times[-1] == pytest.approx(0.1)
+
+
+def test_a_failing_grow_back_substep_is_split_like_any_other(monkeypatch):
+    """A run continued with a step 40 times longer grows back in substeps down to Δt/32, below Δt/2**max_halvings;
+    when the first of them fails it is still halved (failures' halvings count, the grow-back's do not), and a
+    substep that keeps failing names its halvings, not a split the step never had."""
+    model = pendulum_model(n_elements=2)
+    start = sf.simulate(model, t_end=0.0015, dt=0.0005, method="bdf2", state=model.initial_state(q=[0.3]),
+                        progress=False).final_state
+    calls = []
+
+    def read(model_, s, h, *a, **k):
+        calls.append(h)
+        return s.t, h, s.dt_last if s.has_history else 0.0
+
+    steps = _forced_split_steps(monkeypatch, solver_module, "implicit_step", read,
+                                lambda t_start, h: len(calls) == 1)  # the first grow-back substep fails once
+    run = sf.simulate(model, t_end=start.t + 0.02, dt=0.02, method="bdf2", state=start, progress=False,
+                      max_halvings=2)
+    assert run.retries == 1 and calls[0] == pytest.approx(0.02 / 32) and calls[1] == pytest.approx(0.02 / 64)
+    assert max(h / h_prev for h, h_prev in steps) <= 2.0 * (1 + 1e-9)
+    monkeypatch.setattr(solver_module, "implicit_step", lambda *a, **k: (_ for _ in ()).throw(
+        sf.ConvergenceError("forced failure", t=start.t, step=0, residual_history=[])))
+    with pytest.raises(sf.ConvergenceError, match=r"still failing after 2 halvings of a substep that grew back "
+                                                  r"from shorter steps \(Δt = 0\.000156 s\)"):
+        sf.simulate(model, t_end=start.t + 0.02, dt=0.02, method="bdf2", state=start, progress=False,
+                    max_halvings=2)

@@ -154,7 +154,8 @@ def test_view(bundle, tmp_path, capsys, monkeypatch):
     (tmp_path / "afile").touch()
     for option, name in (("--screenshot", "x.png"), ("--movie", "x.gif")):
         code, _, err = run_main(capsys, "view", pvd, option, tmp_path / "afile" / name)
-        assert code == 2 and f"error: {option} {tmp_path / 'afile'} exists and is not a folder" in err
+        assert code == 2 and f"error: {option} {tmp_path / 'afile' / name}: its folder {tmp_path / 'afile'} is a file" \
+            in err
         code, _, err = run_main(capsys, "view", pvd, option, tmp_path / "new" / "x.bmp")  # a bad suffix
         assert code == 2 and "pick a file ending in" in err and not (tmp_path / "new").exists()
     ok = skfiber("view", pvd, "--screenshot", tmp_path / "a.png", "--movie", tmp_path / "a.gif",

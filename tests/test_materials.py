@@ -287,6 +287,16 @@ def test_check_law_derivatives_of_a_kinked_law_with_a_sample_on_the_kink():
     assert 5e-3 < sf.check_law_derivatives(WrongAboveKink()) < 2e-2
 
 
+@pytest.mark.parametrize("jump", [30.0, 1.0])
+def test_check_law_derivatives_fails_a_stress_that_jumps_at_a_sample(jump):
+    """A prestress that only tension switches on jumps at λ = 1: the stress has no derivative there, and the
+    one-sided difference that matches one side must not hide it (it halves with the step only where the stress is
+    continuous); the error is about the jump over the central difference's span, J/(2·10⁻⁶) against 2·10⁴."""
+    law = sf.law_from_function(lambda lam, lamdot, theta, t: sp.Piecewise((jump + 2e4 * (lam - 1), lam > 1),
+                                                                           (0, True)))
+    assert sf.check_law_derivatives(law) == pytest.approx(jump / 2e-6 / 2e4, rel=0.05)
+
+
 def test_abs_of_an_expression_sympy_cannot_prove_real():
     """|√λ − 1| (λ not known positive to sympy): its derivative was nan at the kink, λ = 1, the reference state,
     so every run failed; now the positive side's slope, 0 there, and the law runs on both paths."""

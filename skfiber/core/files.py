@@ -17,13 +17,15 @@ Examples
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 __all__ = ["writable_folder", "writable_file"]
 
 
 def writable_folder(folder: str | os.PathLike, *, what: str) -> Path:
-    """``folder`` made with its parents (an existing one kept), or the OS error naming ``what`` and the folder.
+    """``folder`` made with its parents (an existing one kept) and tried for writing (a file made in it and
+    removed), or the OS error naming ``what`` and the folder.
 
     Raises
     ------
@@ -40,6 +42,13 @@ def writable_folder(folder: str | os.PathLike, *, what: str) -> Path:
     except OSError as err:
         raise type(err)(f"{what} {path}: cannot create the folder ({err.strerror or err}); pick a writable "
                         "place") from err
+    try:  # (tried: permissions alone do not tell, root passes every access check, a special file system refuses)
+        handle, probe = tempfile.mkstemp(prefix=".probe", dir=path)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as err:
+        raise type(err)(f"{what} {path}: cannot write in the folder ({err.strerror or err}); pick a writable "
+                        "place") from err
     return path
 
 
@@ -55,6 +64,8 @@ def writable_file(file: str | os.PathLike, *, what: str) -> Path:
         raise type(err)(f"{what} {path}: cannot write the file ({err.strerror or err}); pick another name") from err
     if folder:
         raise IsADirectoryError(f"{what} {path} is a folder; give a file name")
+    if path.parent.exists() and not path.parent.is_dir():
+        raise NotADirectoryError(f"{what} {path}: its folder {path.parent} is a file; pick another place")
     writable_folder(path.parent, what=what)
     try:
         if path.exists():
