@@ -322,9 +322,12 @@ def _check_tangent_of_curve(fiber: "Fiber") -> None:
     inner = _SAMPLES[2:-2]
     h = 1e-4
     f = fiber.reference_position
+    X0 = f(inner)
     diff = (8 * (f(inner + h) - f(inner - h)) - (f(inner + 2 * h) - f(inner - 2 * h))) / (12 * h)
-    error = np.abs(T[:, 2:-2] - diff).max(axis=0)
     scale = np.abs(T).max()
+    # a kink of the curve (a C⁰ corner) at a sample has one-sided tangents that differ: not compared there
+    kink = np.abs((f(inner + h) - X0) / h - (X0 - f(inner - h)) / h).max(axis=0) > 1e-2 * scale
+    error = np.where(kink, 0.0, np.abs(T[:, 2:-2] - diff).max(axis=0))
     worst = int(np.argmax(error))
     if not error[worst] <= TANGENT_TOLERANCE * scale:
         raise ValueError(f"tangent(θ) is not dX/dθ of curve(θ): at θ = {inner[worst]:.4g} it gives "
