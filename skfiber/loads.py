@@ -117,9 +117,11 @@ class ExternalLoads:
                 raise ValueError
             value = np.broadcast_to(value, shape)
         except ValueError:
+            why = (": a load is a vector, a single number gives no direction" if value.ndim == 0 or
+                   value.shape == theta.shape else "")
             raise ValueError(f"the {kind} load f(θ, t) returned shape {value.shape} for θ of shape {theta.shape} at "
                              f"t = {t:g} s; return shape (3,) + θ.shape, or 3 numbers (a vector, the same at every "
-                             f"point), in {unit}: a load is a vector, a single number gives no direction") from None
+                             f"point), in {unit}{why}") from None
         if not np.all(np.isfinite(value)):
             raise ValueError(f"the {kind} load f(θ, t) is not finite at t = {t:g} s; return finite values in {unit}")
         return value

@@ -106,14 +106,15 @@ def test_external_force_constant_and_timed_loads():
         model.external_force(3.0)
 
 
-@pytest.mark.parametrize("value", [lambda th, t: 1e4, lambda th, t: 1e4 * np.ones_like(th),
-                                   lambda th, t: np.ones((2,) + np.shape(th)), lambda th, t: np.ones(3 * th.size)])
-def test_a_callable_load_that_is_no_vector_is_refused(value):
+@pytest.mark.parametrize("value, why", [(lambda th, t: 1e4, "a single number gives no direction"),
+                                        (lambda th, t: 1e4 * np.ones_like(th), "a single number gives no direction"),
+                                        (lambda th, t: np.ones((2,) + np.shape(th)), r"in N/m³$"),
+                                        (lambda th, t: np.ones(3 * th.size), r"in N/m³$")])
+def test_a_callable_load_that_is_no_vector_is_refused(value, why):
     """One number per point (or a θ-shaped array, or the wrong length) gives no direction: refused, where numpy
     broadcast it to all three components; a vector (3,) returned by the callable is that vector everywhere."""
     model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)])
-    with pytest.raises(ValueError, match=r"body load f\(θ, t\) returned shape .* a single number gives no "
-                                         "direction"):
+    with pytest.raises(ValueError, match=r"body load f\(θ, t\) returned shape .* or 3 numbers .*" + why):
         model.add_body_force(value)
     constant, vector = (sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)]) for _ in range(2))
     constant.add_body_force((1.0, 2.0, -3.0))
