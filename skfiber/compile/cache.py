@@ -26,6 +26,7 @@ from typing import Callable
 import numba
 import numpy as np
 
+from ..core import files
 from ..core.jit import cache_lock
 from ..core.warn import warn
 
@@ -53,12 +54,9 @@ def writable_folder() -> Path:
     """
     folder = cache_folder()
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / f".probe{os.getpid()}"
-        probe.write_text("")
-        probe.unlink()
-        return folder
-    except OSError as err:
+        return files.writable_folder(folder, what="the cache of compiled code")
+    except OSError as made_err:
+        err = made_err.__cause__ if isinstance(made_err.__cause__, OSError) else made_err  # (the system's reason)
         if not _TEMP_FOLDER:
             _TEMP_FOLDER.append(Path(tempfile.mkdtemp(prefix="skfiber-cache-")))
             atexit.register(shutil.rmtree, _TEMP_FOLDER[0], ignore_errors=True)
