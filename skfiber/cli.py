@@ -42,7 +42,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .core.files import writable_file, writable_folder
+from .core.files import check_file_name, writable_file, writable_folder
 from .core.interrupt import caused_by_ctrl_c, ctrl_c_not_lost
 from .study import command as study_command
 
@@ -211,17 +211,10 @@ def output_file(parser: argparse.ArgumentParser, option: str, file: str | os.Pat
     made (:func:`output_folder`), the file writable (tried: made and removed again, or an existing one opened
     for appending, which leaves it as it is), and with ``figure`` a format matplotlib writes (matplotlib
     installed), or the parser's one-line error naming ``option``."""
-    path = Path(file)
-
-    def unwritable(err: OSError):
-        parser.error(f"{option} {path}: cannot write the file ({err.strerror or err}); pick a writable place")
-
     try:
-        folder = path.is_dir()
-    except OSError as err:  # (a name the file system does not take)
-        unwritable(err)
-    if folder:
-        parser.error(f"{option} {path} is a folder; give a file name")
+        path = check_file_name(file, what=option)
+    except OSError as err:
+        parser.error(str(err))
     if figure:
         try:
             from matplotlib.backend_bases import FigureCanvasBase

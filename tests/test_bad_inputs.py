@@ -691,6 +691,7 @@ def test_a_plot_file_is_checked_before_the_run(cli_folders, capsys):
     code = cli.main(["run", "custom-law", "--", "--plot", str(cli_folders["file"] / "sag.png")])
     err = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
     assert code == 2 and len(err) == 1 and "--plot" in err[0]
+    assert f"sag.png: its folder {cli_folders['file']} is a file; pick another place" in err[0]
 
 
 def test_a_plot_file_that_cannot_be_made_is_refused_before_the_run(tmp_path, capsys):

@@ -20,7 +20,7 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["writable_folder", "writable_file"]
+__all__ = ["writable_folder", "writable_file", "check_file_name"]
 
 
 def writable_folder(folder: str | os.PathLike, *, what: str) -> Path:
@@ -52,11 +52,9 @@ def writable_folder(folder: str | os.PathLike, *, what: str) -> Path:
     return path
 
 
-def writable_file(file: str | os.PathLike, *, what: str) -> Path:
-    """``file``'s folder made (:func:`writable_folder`) and the file tried for writing: a new one made and removed
-    again, an existing one opened for appending (which leaves it as it is); the OS error naming ``what``
-    otherwise.  Permissions alone do not tell: root passes every access check, and a special file system
-    refuses what they allow."""
+def check_file_name(file: str | os.PathLike, *, what: str) -> Path:
+    """``file`` as a path that can name a file, without touching the disk: not a folder, its folder not a file,
+    a name the file system takes (the OS error naming ``what`` otherwise)."""
     path = Path(file)
     try:
         folder = path.is_dir()
@@ -66,6 +64,15 @@ def writable_file(file: str | os.PathLike, *, what: str) -> Path:
         raise IsADirectoryError(f"{what} {path} is a folder; give a file name")
     if path.parent.exists() and not path.parent.is_dir():
         raise NotADirectoryError(f"{what} {path}: its folder {path.parent} is a file; pick another place")
+    return path
+
+
+def writable_file(file: str | os.PathLike, *, what: str) -> Path:
+    """``file``'s folder made (:func:`writable_folder`) and the file tried for writing: a new one made and removed
+    again, an existing one opened for appending (which leaves it as it is); the OS error naming ``what``
+    otherwise.  Permissions alone do not tell: root passes every access check, and a special file system
+    refuses what they allow."""
+    path = check_file_name(file, what=what)
     writable_folder(path.parent, what=what)
     try:
         if path.exists():
