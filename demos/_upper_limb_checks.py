@@ -25,7 +25,7 @@ import numpy as np
 import skfiber as sf
 from skfiber.contact import FiberContact
 from skfiber.contact.cylinder import CylinderContact
-from skfiber.softening import SofteningCheck
+from skfiber.softening import FiberSoftening, SofteningCheck, SofteningLog
 
 __all__ = ["RunChecks", "SampleCheck", "SampleChecker", "CHECK_COLUMNS", "check_sample", "run_checks", "check_states", "describe_checks", "angle_difference", "force_difference", "oscillation",
            "profile_oscillation", "profile_wiggles", "describe_wiggles"]
@@ -33,11 +33,14 @@ __all__ = ["RunChecks", "SampleCheck", "SampleChecker", "CHECK_COLUMNS", "check_
 
 @dataclass
 class RunChecks:
-    """What the run's sampled states show (every ``SAMPLE_DT`` seconds of the demo).
+    """What the run's states show: every step's for strain softening, the states sampled every ``SAMPLE_DT``
+    seconds of the demo (``times``) for the rest.
 
-    ``max_stretch``: largest λ per fiber; ``past_peak``: per fiber the number of samples with
+    ``max_stretch``: largest λ per fiber; ``past_peak``: per fiber the number of states with
     material past the force peak or minimum of its law (:mod:`skfiber.softening`) and the first such time
-    (None: never); ``fiber_contacts`` / ``wrap_contacts``: contacts in touch per sample (contact point –
+    (None: never), of the ``softening_states`` states checked (every step's, or every sample's when the run
+    kept no :class:`skfiber.softening.SofteningLog`); ``fiber_contacts`` / ``wrap_contacts``: contacts in touch
+    per sample (contact point –
     partner pairs with g < 0: a point touching two fibers counts twice); ``fiber_margin`` /
     ``wrap_margin``: smallest 1 + γg per sample over the contact points with a partner in reach (inf:
     none).
@@ -50,6 +53,7 @@ class RunChecks:
     wrap_contacts: np.ndarray
     fiber_margin: np.ndarray
     wrap_margin: np.ndarray
+    softening_states: int
 
     @property
     def softening(self) -> bool:
@@ -81,9 +85,10 @@ class SampleChecker:
         self.model = model
         self.softening = SofteningCheck(model, points_per_element=points_per_element)
 
-    def __call__(self, state) -> SampleCheck:
+    def __call__(self, state, *, fibers: FiberSoftening | None = None) -> SampleCheck:
+        """The :class:`SampleCheck` of ``state``; ``fibers``: its softening check when the caller made it."""
         model = self.model
-        fibers = self.softening(state)
+        fibers = self.softening(state) if fibers is None else fibers
         model.set_coordinates(state.q)
         found = {}
         for kind, cls in (("fiber", FiberContact), ("wrap", CylinderContact)):
@@ -105,20 +110,27 @@ def check_sample(model: sf.Model, state) -> SampleCheck:
 CHECK_COLUMNS = ("t", "max_stretch", "past_peak", "fiber_contacts", "wrap_contacts", "fiber_margin", "wrap_margin")
 
 
-def run_checks(fiber_names: list[str], columns: dict) -> RunChecks:
+def run_checks(fiber_names: list[str], columns: dict, *, softening: SofteningLog | None = None) -> RunChecks:
     """The :class:`RunChecks` of a run from the checks of its samples in time order: ``columns`` maps
     :data:`CHECK_COLUMNS` to arrays over the samples (``max_stretch`` and ``past_peak`` with a column per
-    fiber)."""
+    fiber); ``softening``: the run's check of every step, which then gives ``max_stretch`` and ``past_peak``."""
     times = np.asarray(columns["t"], dtype=float)
-    shape = (times.size, len(fiber_names))
-    stretch = np.asarray(columns["max_stretch"], dtype=float).reshape(shape)
-    past = np.asarray(columns["past_peak"], dtype=bool).reshape(shape)
-    past_peak = {name: (int(past[:, k].sum()), float(times[np.argmax(past[:, k])]) if past[:, k].any() else None)
-                 for k, name in enumerate(fiber_names)}
-    return RunChecks(times, {name: float(stretch[:, k].max(initial=0.0)) for k, name in enumerate(fiber_names)},
-                     past_peak, np.asarray(columns["fiber_contacts"], dtype=int),
+    if softening is not None:
+        max_stretch = {name: float(v) for name, v in zip(fiber_names, softening.max_stretch)}
+        past_peak = {name: (int(n), float(t0) if n else None)
+                     for name, n, t0 in zip(fiber_names, softening.past_states, softening.first_past)}
+        checked = softening.states
+    else:
+        shape = (times.size, len(fiber_names))
+        stretch = np.asarray(columns["max_stretch"], dtype=float).reshape(shape)
+        past = np.asarray(columns["past_peak"], dtype=bool).reshape(shape)
+        max_stretch = {name: float(stretch[:, k].max(initial=0.0)) for k, name in enumerate(fiber_names)}
+        past_peak = {name: (int(past[:, k].sum()), float(times[np.argmax(past[:, k])]) if past[:, k].any() else None)
+                     for k, name in enumerate(fiber_names)}
+        checked = times.size
+    return RunChecks(times, max_stretch, past_peak, np.asarray(columns["fiber_contacts"], dtype=int),
                      np.asarray(columns["wrap_contacts"], dtype=int), np.asarray(columns["fiber_margin"], dtype=float),
-                     np.asarray(columns["wrap_margin"], dtype=float))
+                     np.asarray(columns["wrap_margin"], dtype=float), checked)
 
 
 def check_states(model: sf.Model, states: list) -> RunChecks:
@@ -229,9 +241,9 @@ def describe_checks(r) -> list[str]:
     lines = ["largest stretch λ per fiber: " + ", ".join(f"{k} {v:.3f}" for k, v in c.max_stretch.items())]
     past = {k: v for k, v in c.past_peak.items() if v[0]}
     lines.append("material past the force peak or minimum of its law: " + (
-        ", ".join(f"{k} in {n} of {c.times.size} samples (first at t = {t0:.4g} s)" for k, (n, t0) in past.items())
+        ", ".join(f"{k} in {n} of {c.softening_states} states (first at t = {t0:.4g} s)" for k, (n, t0) in past.items())
         + " — WARNING: strain softening, the result depends on the mesh" if past else "none (every fiber on the "
-        "rising branch of N(λ) at every sample)"))
+        f"rising branch of N(λ) in all {c.softening_states} states checked)"))
     lines.append("contacts in touch (contact point – partner pairs with g < 0): wrapping cylinder "
                  f"{c.wrap_contacts.min()}–{c.wrap_contacts.max()}, "
                  + (f"fiber–fiber {c.fiber_contacts.min()}–{c.fiber_contacts.max()}" if r.fiber_contact

@@ -2,7 +2,8 @@
 
 :class:`History` is the run's step callback.  Per step it keeps the time, the elbow angle, the
 force magnitudes at the upper-arm attachments of biceps1 and triceps1 (paper Fig. 11) and the
-Newton iterations; every ``sample_every``-th step the checks of the state
+Newton iterations; every step's strain-softening check (:class:`skfiber.softening.SofteningLog`: the
+stretches and the force peaks, summed up per fiber); every ``sample_every``-th step the checks of the state
 (:func:`check_sample`: stretch, force peak, contacts); the sampled states nearest to the
 snapshot times (paper Fig. 13); and the axial-force profiles N(θ) of biceps1 and triceps1 at the
 profile times (paper Fig. 12).  Memory: five numbers per step, one small check per sample and a
@@ -30,6 +31,7 @@ import numpy as np
 
 import skfiber as sf
 from skfiber.solver import StepInfo
+from skfiber.softening import SofteningLog
 
 if __package__:   # imported as demos._upper_limb_history / skfiber.demos._upper_limb_history
     from ._upper_limb_checks import CHECK_COLUMNS, SampleChecker
@@ -64,6 +66,8 @@ class History:
     def __init__(self, model: sf.Model, *, sample_every: int, profile_times, snapshot_times, sample_dt: float):
         self.model = model
         self.checker = SampleChecker(model)
+        #: the strain-softening check of every recorded state (the samples reuse it)
+        self.softening = SofteningLog(model)
         self.sample_every = int(sample_every)
         self.profile_times = tuple(float(t) for t in profile_times)
         self.snapshot_times = np.asarray(snapshot_times, dtype=float)
@@ -102,12 +106,14 @@ class History:
         if info is not None:
             self.newton.append(int(info.newton_iterations))
             self.max_contacts = max(self.max_contacts, int(info.active_contacts))
+        tic = time.perf_counter()
+        fibers = self.softening(state)
         if step % self.sample_every == 0 or (info is not None and step == info.n_steps):
-            tic = time.perf_counter()
-            check = self.checker(state)
+            check = self.checker(state, fibers=fibers)
             for key, values in self.checks.items():
                 values.extend(np.atleast_1d(getattr(check, key)).astype(values.typecode))
-            self.check_time += time.perf_counter() - tic
+        self.check_time += time.perf_counter() - tic
+        if step % self.sample_every == 0 or (info is not None and step == info.n_steps):
             if self.snapshot_times.size and np.abs(self.snapshot_times - state.t).min() <= 0.5 * self.sample_dt + 1e-9:
                 self.snapshots.append(state)
         for tp in self.profile_times:
@@ -120,6 +126,7 @@ class History:
                "max_contacts": np.array(self.max_contacts)}
         out.update({f"force.{name}": np.array(values) for name, values in self.forces.items()})
         out.update({f"check.{key}": values for key, values in self.check_columns().items()})
+        out.update({f"softening.{key}": values for key, values in self.softening.arrays().items()})
         out["snapshot.t"] = np.array([s.t for s in self.snapshots])
         for key in _SNAPSHOT_FIELDS:
             width = np.asarray(getattr(self.model.initial_state(), key)).size
@@ -141,6 +148,8 @@ class History:
             self.checks = self._empty_checks()
             for key, values in self.checks.items():
                 values.extend(np.ravel(arrays[f"check.{key}"]).astype(values.typecode))
+            self.softening.restore({key[len("softening."):]: values for key, values in arrays.items()
+                                    if key.startswith("softening.")})
             self.snapshots = [sf.State(float(t), *(arrays[f"snapshot.{key}"][i].copy() for key in ("u", "v")),
                                        q=arrays["snapshot.q"][i].copy(), p=arrays["snapshot.p"][i].copy())
                               for i, t in enumerate(arrays["snapshot.t"])]

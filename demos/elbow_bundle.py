@@ -35,7 +35,7 @@ through (0, 0, −0.351) along −y (flexion lifts the hand forward), as in the 
 * **Law** (:func:`skfiber.paper_law`): Smax = 1 MPa (36 fibers: about 410 N at full extension), λopt =
   1.18, ΔW = 0.5, ν = 2, so that the fiber's force N = π r0² Smax f(λ)/λ peaks at λ ≈ 1, the length at
   full extension, and falls as the muscle shortens (on the rising branch of N(λ) at every angle: no
-  strain softening; the demo checks every step of both runs, :class:`skfiber.softening.SofteningCheck`,
+  strain softening; the demo checks every step of both runs, :class:`skfiber.softening.SofteningLog`,
   prints the range of stretches it saw and warns if any material left that branch); μM = 2·10⁴ Pa,
   μT = 10⁹ Pa (tendon strain about 2 % at full force), η = 10³ Pa·s, σ0 = 100 Pa, ρ = 1060 kg/m³.
 * **Contact**: rational penalty law κ = 10⁴ N/m, γ = 3 between fibers and with the humerus (γ = 4).
@@ -79,7 +79,6 @@ import argparse
 import math
 import sys
 import time
-import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -94,7 +93,7 @@ from skfiber.postprocess import fiber_fields
 from skfiber.rigid import Body, Fixed, Prescribed, Revolute, RigidSystem
 from skfiber.rigid.joints import rotation_about
 from skfiber.simulation_result import compile_notice
-from skfiber.softening import SofteningCheck, SofteningWarning
+from skfiber.softening import SofteningLog
 
 if __package__:   # imported as demos.elbow_bundle / skfiber.demos.elbow_bundle (the skfiber command)
     from .custom_term import drag_term
@@ -437,44 +436,6 @@ def isometric_schedule(angles_deg) -> tuple[Callable[[float], float], Callable[[
     return angle, (lambda t: smooth_step(t / T_ACTIVATE)), ends
 
 
-class SofteningLog:
-    """The strain-softening check of every step of a run (:class:`skfiber.softening.SofteningCheck`): the
-    range of stretches seen, and per fiber the first time its material left the rising branch of its law."""
-
-    def __init__(self, model: sf.Model):
-        self.check = SofteningCheck(model)
-        self.names = [f.name for f in model.fibers]
-        self.steps, self.lowest, self.highest = 0, math.inf, -math.inf
-        self.first_past: dict[str, float] = {}
-
-    def __call__(self, state) -> None:
-        found = self.check(state)
-        self.steps += 1
-        self.lowest = min(self.lowest, float(found.min_stretch.min()))
-        self.highest = max(self.highest, float(found.max_stretch.max()))
-        for k in np.flatnonzero(found.past):
-            self.first_past.setdefault(self.names[k], found.t)
-
-    @property
-    def softening(self) -> bool:
-        return bool(self.first_past)
-
-    def describe(self) -> str:
-        """The line the demo prints (and warns, with a :class:`SofteningWarning`, when material left the branch)."""
-        if not self.steps:
-            return "strain softening: no step checked"
-        seen = (f"the stretch λ at the fibers' sample points {self.lowest:.3f} … {self.highest:.3f} over "
-                f"{self.steps} steps")
-        if not self.softening:
-            return f"strain softening: none ({seen}: every fiber on the rising branch of its law)"
-        first = min(self.first_past.values())
-        message = (f"material left the rising branch of its law (past its force peak or minimum) in "
-                   f"{len(self.first_past)} fiber(s), first at t = {first:.4g} s: the result depends on the mesh "
-                   f"(strain softening); {seen}")
-        warnings.warn(message, SofteningWarning, stacklevel=2)
-        return "strain softening: WARNING, " + message
-
-
 def isometric(model: sf.Model, motion: Motion, angles_deg=ISOMETRIC_ANGLES, *, dt: float = 0.01,
               progress: bool = True, writer=None, out: list | None = None,
               softening: SofteningLog | None = None) -> list[Isometric]:
@@ -666,6 +627,7 @@ def main(argv: list[str] | None = None) -> dict | int:
         wall = time.perf_counter() - wall
         print(f"interrupted (Ctrl-C) after {wall:.1f} s{kept}")
         print(softening.describe())
+        softening.warn()
         print(_summary(model, points, wall, softening) + " interrupted=1")
         return 130
     except sf.ConvergenceError as err:  # (a step that stalls: say what to change, keep what was reached)
@@ -675,6 +637,7 @@ def main(argv: list[str] | None = None) -> dict | int:
               "steps of 0.05–0.1 s stalled with 2–4 elements a fiber (module notes, 'Time steps').",
               file=sys.stderr)
         print(softening.describe())
+        softening.warn()
         print(_summary(model, points, wall, softening) + " failed=1")
         return 1
 
@@ -747,6 +710,7 @@ def _tests(args, model: sf.Model, motion: Motion, writers, wall: float, points: 
           f"the tissue drag at most {np.max(rows[:, 4]):.2f} N ({100 * np.max(rows[:, 4] / rows[:, 2]):.2f} % of "
           "the force)")
     print(softening.describe())
+    softening.warn()
     print(_summary(model, points, wall, softening))
     return dict(points=points, hill=hill, isokinetic=rows, csa_increase_pct_90=csa_increase, wall_s=wall,
                 softening=softening)

@@ -43,7 +43,7 @@ ours, chosen for the reasons given):
   of the triceps: with a 10 cm olecranon lever (the earlier geometry below), or
   a 12 cm biceps lever, the triceps' pure-muscle belly is stretched past its
   force peak (see *Strain softening*); 15 cm / 7 cm keeps every fiber on the
-  rising branch at every sample (checked each run, below).
+  rising branch in every step (checked each run, below).
 * **Flexion reached** (level 1–3, Table 4 as printed): the elbow flexes
   to 20.8° at t = 0.5 s and then cycles with α_bi between about 7.5° and
   21.9° (period 2 s; the triceps' α_tri pulls it back at t ≈ 1.5, 3.5, …).
@@ -67,8 +67,8 @@ earlier geometry (``--geometry softening``, :data:`SOFTENING`: biceps lever
 λ ≈ 3.3–4 and later collapses: the elbow angle drops by about 35° within 2
 steps at a time that depends on the mesh, the levels do not converge, and
 N(θ) jumps within one element at the band's edges (Gibbs-type oscillations,
-not contact).  Each run checks the sampled states
-(:func:`skfiber.softening.past_force_peak`), prints the largest λ per fiber
+not contact).  Each run checks every step's state
+(:class:`skfiber.softening.SofteningLog`), prints the largest λ per fiber
 and warns (:class:`skfiber.softening.SofteningWarning`) if material went past
 its force peak.  An option, not the paper's model and off by default:
 ``--stretch-gradient C`` adds the gradient-of-stretch term
@@ -223,7 +223,7 @@ Run::
 
 The last line of the output is ``summary: level=… dofs=… … ff_contacts_max=… softening=0|1 …
 bending_EI=…`` (``softening=1``: material past the force peak (or, shortened, the force minimum) of its law
-in a state sampled every 1/32 s, at any level run; ``bending_EI=0`` without bending; a resumed run adds
+in any step's state, at any level run; ``bending_EI=0`` without bending; a resumed run adds
 ``resumed_from_step=…``: its ``wall_s`` is that of the steps after it); a run stopped by Ctrl-C gives the
 steps it took and ends with ``interrupted_at_s=… steps_planned=… interrupted=1``.
 """
@@ -282,7 +282,7 @@ LEVELS = {1: (8, 256), 2: (16, 512), 3: (32, 1024), 4: (64, 2048)}
 PAPER_TABLE5 = {1: (542, 66.0), 2: (1022, 281.3), 3: (1982, 958.2), 4: (3902, 5579.6)}
 #: times of the axial-force profiles (paper Fig. 12)
 PROFILE_TIMES = (1.0, 4.0)
-#: the runs are checked (stretch, force peak, contact) every SAMPLE_DT seconds (the level-1 step)
+#: the runs are checked (stretch, contact) every SAMPLE_DT seconds (the level-1 step); the force peak every step
 SAMPLE_DT = T_END / LEVELS[1][1]
 #: the start transient (see the module notes): every level takes its steps of the first START_TIME
 #: seconds (4 level-1 steps) as substeps of at most START_DT, the level-4 step, so that the
@@ -597,7 +597,7 @@ class UpperLimbResult:
     fiber_contact: bool = True
     #: the sampled states (every SAMPLE_DT seconds) nearest to the snapshot times of paper Fig. 13, and the last
     states: list = field(default_factory=list)
-    #: what the states sampled every SAMPLE_DT seconds (and the last) show
+    #: what the states sampled every SAMPLE_DT seconds (and the last) show, and every step's for strain softening
     checks: RunChecks | None = None
     #: the step the run was resumed from (None: not resumed; wall_time then covers the steps after it)
     resumed_from: int | None = None
@@ -740,8 +740,9 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     ``newton_rtol``: Newton's relative tolerance (:func:`newton_options`; default :data:`NEWTON_RTOL` at
     fixed steps, the library's 1e-9 with tolerances).
 
-    The states sampled every :data:`SAMPLE_DT` seconds are checked (:func:`check_sample`, outside
-    ``wall_time``); material past a force peak gives a :class:`skfiber.softening.SofteningWarning`.
+    The states sampled every :data:`SAMPLE_DT` seconds are checked (:func:`check_sample`), every step's for
+    strain softening (:class:`skfiber.softening.SofteningLog`), outside ``wall_time``; material past a force
+    peak gives a :class:`skfiber.softening.SofteningWarning`.
     """
     EI = bending_stiffness(bending)
     adaptive = rtol is not None or atol is not None
@@ -848,11 +849,11 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     profiles = dict(history.profiles)
     if not profiles:  # a short run: the profile at its end
         profiles[float(final.t)] = {name: axial_force(model, final, name) for name in PROFILE_FIBERS}
-    checks = run_checks([f.name for f in model.fibers], history.check_columns())
+    checks = run_checks([f.name for f in model.fibers], history.check_columns(), softening=history.softening)
     for name, (n, first) in checks.past_peak.items():
         if n:
             warnings.warn(f"{name} (level {level}): material past the force peak or minimum of its law in {n} of "
-                          f"{checks.times.size} samples, first at t = {first:.4g} s, largest stretch "
+                          f"{checks.softening_states} steps' states, first at t = {first:.4g} s, largest stretch "
                           f"{checks.max_stretch[name]:.3g}: the stretch localizes and the motion depends on "
                           "the mesh (strain softening)", SofteningWarning, stacklevel=2)
     states = history.snapshots + ([final] if not history.snapshots or history.snapshots[-1].t < final.t else [])

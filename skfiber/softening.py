@@ -56,7 +56,7 @@ from .materials import MaterialPoint, StressLaw
 SHORTEST_STRETCH = 1e-3
 
 __all__ = ["SofteningWarning", "force_slope", "force_peak_stretch", "force_minimum_stretch", "past_force_peak",
-           "warn_if_past_force_peak", "FiberSoftening", "SofteningCheck"]
+           "warn_if_past_force_peak", "FiberSoftening", "SofteningCheck", "SofteningLog"]
 
 
 class SofteningWarning(UserWarning):
@@ -290,3 +290,99 @@ class SofteningCheck:
                 past[k] = bool(off[bounds[j]:bounds[j + 1]].any())
         return FiberSoftening(float(state.t), np.array([lam.max() for lam in stretch]),
                               np.array([lam.min() for lam in stretch]), past)
+
+
+class SofteningLog:
+    """:class:`SofteningCheck` of every state a run passes through, summed up per fiber in bounded memory.
+
+    Call it with each state (each step's end); it keeps, per fiber (model order), the smallest and largest
+    stretch seen, how many of the checked states had material off the rising branch of the fiber's law and
+    the first such time.  :meth:`arrays` and :meth:`restore` carry the record across a checkpoint.
+
+    Examples
+    --------
+    >>> import skfiber as sf
+    >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, radius=0.01, density=1000.0,
+    ...                           law=sf.paper_law(), activation=lambda t: 1.0)
+    >>> model = sf.Model([fiber])
+    >>> log = SofteningLog(model)
+    >>> found = log(model.initial_state())
+    >>> log.states, log.softening, log.past_states.tolist()
+    (1, False, [0])
+    >>> print(log.describe())
+    strain softening: none (the stretch λ at the fibers' sample points 1.000 … 1.000 over 1 state: every fiber on the rising branch of its law)
+    """
+
+    def __init__(self, model, *, points_per_element: int = 4):
+        self.check = SofteningCheck(model, points_per_element=points_per_element)
+        self.names = [f.name for f in model.fibers]
+        n = len(self.names)
+        #: states checked
+        self.states = 0
+        #: per fiber: the smallest and the largest stretch at its sample points over the states checked
+        self.min_stretch = np.full(n, np.inf)
+        self.max_stretch = np.full(n, -np.inf)
+        #: per fiber: the states with material off the rising branch of its law, and the first one's time (nan: none)
+        self.past_states = np.zeros(n, dtype=np.int64)
+        self.first_past = np.full(n, np.nan)
+
+    def __call__(self, state) -> FiberSoftening:
+        """Check ``state`` (a state of the model), add it to the record and return what was found."""
+        found = self.check(state)
+        self.states += 1
+        np.minimum(self.min_stretch, found.min_stretch, out=self.min_stretch)
+        np.maximum(self.max_stretch, found.max_stretch, out=self.max_stretch)
+        self.past_states += found.past
+        self.first_past[found.past & np.isnan(self.first_past)] = found.t
+        return found
+
+    @property
+    def softening(self) -> bool:
+        """Whether material of any fiber left the rising branch of its law in a state checked."""
+        return bool(self.past_states.any())
+
+    def softened(self) -> dict[str, tuple[int, float]]:
+        """Fiber name → (states off the rising branch, the first one's time), for the fibers that softened."""
+        return {name: (int(n), float(t0)) for name, n, t0 in zip(self.names, self.past_states, self.first_past)
+                if n}
+
+    def describe(self) -> str:
+        """One line on what the record shows (a result to print; :meth:`warn` warns)."""
+        if not self.states:
+            return "strain softening: no state checked"
+        seen = (f"the stretch λ at the fibers' sample points {self.min_stretch.min():.3f} … "
+                f"{self.max_stretch.max():.3f} over {self.states} state{'s' if self.states > 1 else ''}")
+        if not self.softening:
+            return f"strain softening: none ({seen}: every fiber on the rising branch of its law)"
+        return "strain softening: WARNING, " + self._message() + f"; {seen}"
+
+    def _message(self) -> str:
+        softened = self.softened()
+        first = min(t0 for _, t0 in softened.values())
+        return (f"material left the rising branch of its law (past its force peak or minimum) in {len(softened)} "
+                f"fiber(s) ({', '.join(softened)}), first at t = {first:.4g} s: the result depends on the mesh "
+                "(strain softening)")
+
+    def warn(self) -> bool:
+        """Warn with a :class:`SofteningWarning` if any fiber softened; returns whether one did."""
+        if self.softening:
+            warn(self._message(), SofteningWarning)
+        return self.softening
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The record as arrays (for a checkpoint; :meth:`restore` takes them back)."""
+        return {"states": np.array(self.states), "min_stretch": self.min_stretch.copy(),
+                "max_stretch": self.max_stretch.copy(), "past_states": self.past_states.copy(),
+                "first_past": self.first_past.copy()}
+
+    def restore(self, arrays: dict[str, np.ndarray]) -> None:
+        """Take back a record from :meth:`arrays` (of the same model)."""
+        shapes = {key: np.shape(arrays[key]) for key in ("min_stretch", "max_stretch", "past_states", "first_past")}
+        if any(shape != (len(self.names),) for shape in shapes.values()):
+            raise ValueError(f"the softening record is of another model: {len(self.names)} fibers here, the record's "
+                             f"arrays have the shapes {shapes}")
+        self.states = int(arrays["states"])
+        self.min_stretch = np.array(arrays["min_stretch"], dtype=float)
+        self.max_stretch = np.array(arrays["max_stretch"], dtype=float)
+        self.past_states = np.array(arrays["past_states"], dtype=np.int64)
+        self.first_past = np.array(arrays["first_past"], dtype=float)

@@ -93,8 +93,10 @@ def test_the_demo_runs_small_and_ends_with_its_summary(capsys, tmp_path):
     assert set(keys) == {"fibers", "csa_increase_pct_90", "peak_isometric_force_N", "wall_s", "softening"}
     assert keys["softening"] == "0" and "strain softening: none (the stretch λ at the fibers' sample points" in text
     log = out["softening"]  # every step of both runs checked; the bellies shortened, the tendons barely stretched
-    assert log.steps == round(out["points"][-1].state.t / 0.01) + 5
-    assert 0.3 < log.lowest < 0.9 and 1.0 < log.highest < 1.1, (log.lowest, log.highest)
+    assert log.states == round(out["points"][-1].state.t / 0.01) + 5
+    lowest, highest = log.min_stretch.min(), log.max_stretch.max()
+    assert 0.3 < lowest < 0.9 and 1.0 < highest < 1.1, (lowest, highest)
+    assert not log.softening and not log.past_states.any() and np.isnan(log.first_past).all()
     points = out["points"]
     assert [p.angle_deg for p in points] == [0.0, 30.0, 90.0]
     assert points[0].force_N > points[1].force_N > points[2].force_N > 0

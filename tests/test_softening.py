@@ -7,7 +7,7 @@ import sympy as sp
 
 import skfiber as sf
 from skfiber.materials import MaterialPoint, law_from_function
-from skfiber.softening import (SofteningCheck, SofteningWarning, force_minimum_stretch, force_peak_stretch,
+from skfiber.softening import (SofteningCheck, SofteningLog, SofteningWarning, force_minimum_stretch, force_peak_stretch,
                                force_slope, past_force_peak, warn_if_past_force_peak)
 
 #: Table 4 of the paper, triceps (the upper-limb demo's law)
@@ -157,3 +157,31 @@ def test_softening_check_of_a_model_state_per_fiber():
     assert check(model.initial_state()).past.tolist() == [False] * 4
     with pytest.raises(ValueError, match="points_per_element must be an integer ≥ 1, got 0"):
         SofteningCheck(model, points_per_element=0)
+
+
+def test_softening_log_sums_up_states_per_fiber_and_survives_a_checkpoint():
+    """SofteningLog over three states with known uniform stretches: per fiber the range, the count of states off
+    the rising branch and the first such time; the warning names the fibers; arrays/restore round-trip."""
+    import dataclasses
+
+    law = bump(1.2)
+    fibers = [sf.Fiber.straight((0, 0, 0), (0.1, 0, 0), n_elements=3, radius=0.01, density=1000.0, law=law,
+                                name=f"f{k}") for k in range(2)]
+    model = sf.Model(fibers)
+    log = SofteningLog(model)
+    for t, factors in ((0.0, [1.0, 1.0]), (0.5, [1.3, 1.1]), (1.0, [1.25, 0.9])):
+        log(dataclasses.replace(_stretched(model, factors), t=t))
+    assert log.states == 3 and log.softening
+    np.testing.assert_allclose(log.max_stretch, [1.3, 1.1], rtol=1e-12)
+    np.testing.assert_allclose(log.min_stretch, [1.0, 0.9], rtol=1e-12)
+    assert log.past_states.tolist() == [2, 0] and log.first_past[0] == 0.5 and np.isnan(log.first_past[1])
+    assert log.softened() == {"f0": (2, 0.5)}
+    assert log.describe().startswith("strain softening: WARNING, material left the rising branch of its law")
+    with pytest.warns(SofteningWarning, match=r"in 1 fiber\(s\) \(f0\), first at t = 0\.5 s"):
+        assert log.warn()
+    again = SofteningLog(model)
+    again.restore(log.arrays())
+    assert again.states == 3 and again.softened() == log.softened()
+    np.testing.assert_array_equal(again.max_stretch, log.max_stretch)
+    with pytest.raises(ValueError, match="the softening record is of another model: 1 fibers here"):
+        SofteningLog(sf.Model(fibers[:1])).restore(log.arrays())
