@@ -46,11 +46,12 @@ inf
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
 from .core.warn import warn
-from .materials import MaterialPoint, StressLaw
+from .materials import SYMBOLS, MaterialPoint, StressLaw, SumLaw, SymbolicLaw
 
 #: the shortest stretch the search below the reference goes down to (a fiber shortened to 1/1000 of its length)
 SHORTEST_STRETCH = 1e-3
@@ -132,11 +133,41 @@ def _check_range(stretch_min, stretch_max, samples) -> None:
         raise ValueError(f"samples must be an integer ≥ 2, got {samples!r}")
 
 
+def _unread_parameters(law) -> frozenset[str]:
+    """The parameters of a material point (``muscle_fraction``, ``activation``, ``theta``) that ``law`` does not
+    read: those whose symbols its expression lacks, for a symbolic law or a sum of them; none for other laws."""
+    laws = law.laws if isinstance(law, SumLaw) else (law,)
+    if not all(isinstance(part, SymbolicLaw) for part in laws):
+        return frozenset()
+    return _unread_symbols(tuple(part.expression for part in laws))
+
+
+@functools.lru_cache(maxsize=64)
+def _unread_symbols(expressions: tuple) -> frozenset[str]:
+    """:func:`_unread_parameters` of symbolic laws with these expressions (cached: a check runs every step)."""
+    used = set().union(*(expression.free_symbols for expression in expressions))
+    return frozenset(name for name in ("muscle_fraction", "activation", "theta") if SYMBOLS[name] not in used)
+
+
 def _first_fall(law, start, stop, muscle_fraction, activation, theta, t, samples, *, none: float) -> np.ndarray:
     """The first λ on the way from ``start`` to ``stop`` (either direction) where dN/dλ turns from ≥ 0 to < 0,
     per combination of (γM, α, θ); ``start`` where it is < 0 there, ``none`` where it stays ≥ 0."""
     gm, alpha, th = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (muscle_fraction, activation, theta)))
     shape = gm.shape
+    # one search per distinct combination of the parameters the law reads (a fiber's points share γM and α)
+    unread = _unread_parameters(law)
+    combinations = np.stack([np.zeros(gm.size) if name in unread else v.reshape(-1)
+                             for name, v in (("muscle_fraction", gm), ("activation", alpha), ("theta", th))], axis=1)
+    order = np.lexsort(combinations.T[::-1])
+    ordered = combinations[order]
+    new = np.ones(order.size, dtype=bool)
+    new[1:] = np.any(ordered[1:] != ordered[:-1], axis=1)
+    if np.count_nonzero(new) < 0.8 * order.size:
+        distinct = ordered[new]
+        inverse = np.empty(order.size, dtype=np.intp)
+        inverse[order] = np.cumsum(new) - 1
+        found = _first_fall(law, start, stop, distinct[:, 0], distinct[:, 1], distinct[:, 2], t, samples, none=none)
+        return found[inverse].reshape(shape)
     # in two stages with the resolution of `samples` equal steps: a coarse grid of `coarse` + 1 points, then the
     # coarse interval of each first sign change in `fine` steps (about 60 evaluations per point, not `samples`)
     coarse = min(int(samples) - 1, 40)

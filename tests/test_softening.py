@@ -185,3 +185,23 @@ def test_softening_log_sums_up_states_per_fiber_and_survives_a_checkpoint():
     np.testing.assert_array_equal(again.max_stretch, log.max_stretch)
     with pytest.raises(ValueError, match="the softening record is of another model: 1 fibers here"):
         SofteningLog(sf.Model(fibers[:1])).restore(log.arrays())
+
+
+def test_points_that_share_the_law_parameters_are_searched_once_with_the_same_verdict():
+    """The search runs once per distinct (γM, α) of a law that does not read θ; a hand-written law (whose
+    parameters the search cannot see) is searched point by point: the same peaks and verdicts, to the bit."""
+    rng = np.random.default_rng(3)
+    gm = rng.choice([0.0, 0.3, 1.0], size=40)
+    alpha = rng.choice([0.01, 0.5], size=40)
+    theta = np.linspace(0.0, 1.0, 40)                 # every point its own θ, which the paper's law does not read
+    lam = 1.0 + 0.6 * rng.random(40)
+
+    def by_hand(point):
+        return TRICEPS(point)
+
+    shared = force_peak_stretch(TRICEPS, muscle_fraction=gm, activation=alpha, theta=theta, stretch_max=1.7)
+    each = force_peak_stretch(by_hand, muscle_fraction=gm, activation=alpha, theta=theta, stretch_max=1.7)
+    np.testing.assert_array_equal(shared, each)
+    assert np.isfinite(shared[gm == 1.0]).all() and np.isinf(shared[gm == 0.0]).all()
+    point = MaterialPoint(lam, 0.0, theta=theta, muscle_fraction=gm, activation=alpha)
+    np.testing.assert_array_equal(past_force_peak(TRICEPS, point), past_force_peak(by_hand, point))
