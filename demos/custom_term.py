@@ -15,7 +15,8 @@ The form measures the curvature itself, not its change from the reference:
 use it on straight, evenly parametrized fibers (``Fiber.straight``, as the
 upper limb's are).  On a curved reference fiber (``Fiber.polyline``, a
 bundle's belly) the reference state would carry a bending moment, and where
-``|A1|`` varies along θ, ``x″/|A1|²`` is not ``x_ss``.
+``|A1|`` varies along θ, ``x″/|A1|²`` is not ``x_ss``; :func:`check_straight_fibers`
+names such fibers (the demos call it before they add the term).
 A second term is viscous drag of the surrounding tissue, a force −c ẋ per
 unit reference length:
 
@@ -73,6 +74,7 @@ __all__ = [
     "drag",
     "drag_tangent",
     "bending_term",
+    "check_straight_fibers",
     "drag_term",
     "tensioned_beam_sag",
     "tensioned_beam_deflection",
@@ -144,8 +146,46 @@ def drag_tangent(c: float) -> BilinearForm:
 
 
 def bending_term(EI: float, *, automatic: bool = False) -> Term:
-    """The bending term; ``automatic=True`` leaves the tangent to the form compiler (derived)."""
+    """The bending term; ``automatic=True`` leaves the tangent to the form compiler (derived).  Add it to
+    a model of straight, evenly parametrized fibers only (:func:`check_straight_fibers`)."""
     return Term(bending(EI), None if automatic else bending_tangent(EI), name="bending")
+
+
+def check_straight_fibers(model: sf.Model, *, term: str = "bending", points_per_element: int = 4,
+                          tolerance: float = 1e-8) -> None:
+    """Raise a ValueError naming the fibers of ``model`` on which ``term`` (a form written for straight,
+    evenly parametrized reference fibers, as :func:`bending`) would be wrong.
+
+    A fiber passes when its reference X(θ) has ``|X″| ≤ tolerance · |X′|`` and ``|X′|`` within
+    ``tolerance`` of its mean at ``points_per_element`` points per element and the ends (θ is then
+    proportional to arc length and the reference is free of curvature).  A Hermite polyline rounds its
+    corners over the elements beside them: its curvature there is the mesh's, not the polyline's.
+
+    Examples
+    --------
+    >>> straight = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, name="straight")
+    >>> check_straight_fibers(sf.Model([straight]))           # passes
+    >>> bent = sf.Fiber.polyline([(0, 0, 0), (1, 0, 0), (1, 1, 0)], n_elements=8, name="bent")
+    >>> check_straight_fibers(sf.Model([straight, bent]))
+    Traceback (most recent call last):
+    ...
+    ValueError: the bending term is written for straight, evenly parametrized reference fibers, and bent (its curvature up to 4.24 1/m, |X′| varies by 32 % along θ) is not: build such fibers with Fiber.straight, or leave the term out
+    """
+    d = model.discretization
+    wrong = []
+    for k, fiber in enumerate(model.fibers):
+        theta = np.linspace(0.0, 1.0, d.fibers[k].n_elements * int(points_per_element) + 1)
+        first, second = (d.evaluate(d.reference_dofs, k, theta, order) for order in (1, 2))
+        speed = np.linalg.norm(first, axis=0)
+        spread = np.abs(speed / speed.mean() - 1.0).max()
+        if (np.linalg.norm(second, axis=0) / speed).max() > tolerance or spread > tolerance:
+            curvature = np.linalg.norm(np.cross(first, second, axis=0), axis=0) / speed**3
+            wrong.append(f"{fiber.name} (its curvature up to {curvature.max():.3g} 1/m, |X′| varies by "
+                         f"{100 * spread:.2g} % along θ)")
+    if wrong:
+        raise ValueError(f"the {term} term is written for straight, evenly parametrized reference fibers, and "
+                         f"{', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} not: build such fibers with "
+                         "Fiber.straight, or leave the term out")
 
 
 def drag_term(c: float, *, automatic: bool = False) -> Term:
@@ -247,6 +287,7 @@ def _pinned_fiber(*, n_elements: int, sigma0: float, EI: float, automatic: bool 
     model.fix(fiber, "start")
     model.fix(fiber, "end")
     if EI > 0:
+        check_straight_fibers(model)
         model.add_term(bending_term(EI, automatic=automatic))
     return fiber, model
 

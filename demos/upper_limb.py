@@ -267,6 +267,7 @@ if __package__:   # imported as demos.upper_limb / skfiber.demos.upper_limb
     from ._upper_limb_figures import SNAPSHOT_TIMES
     from ._upper_limb_history import PROFILE_FIBERS, History, axial_force
     from .custom_term import bending as readme_bending  # (the README's bending form)
+    from .custom_term import check_straight_fibers
 else:             # run as a script: demos/ is on sys.path
     from _upper_limb_checks import (RunChecks, angle_difference, check_sample, check_states,  # noqa: F401
                                    describe_checks, describe_wiggles, force_difference, profile_oscillation,
@@ -274,6 +275,7 @@ else:             # run as a script: demos/ is on sys.path
     from _upper_limb_figures import SNAPSHOT_TIMES
     from _upper_limb_history import PROFILE_FIBERS, History, axial_force
     from custom_term import bending as readme_bending
+    from custom_term import check_straight_fibers
 
 T_END = 8.0
 #: level → (elements per fiber, time steps)   (paper Table 5)
@@ -489,8 +491,10 @@ def build_model(n_elements: int = 8, *, geometry: Geometry | str = TABLE4, gravi
         law = PenaltyLaw(stiffness=k * FIBER_CONTACT["stiffness"], gamma=FIBER_CONTACT["gamma"])
         model.add_contact(FiberContact(law, quadrature_points=contact_points, gap=contact_gap))
     if EI > 0:
+        check_straight_fibers(model, term="bending")
         model.add_term(bending_form(EI), name="bending")   # tangent derived automatically
     if stretch_gradient:
+        check_straight_fibers(model, term="stretch-gradient")
         model.add_term(stretch_gradient_form(stretch_gradient), name="stretch_gradient")
     return model
 

@@ -124,3 +124,20 @@ def test_main_prints_summary_and_plots(capsys, result, tmp_path):
     assert values["sag_no_bending_m"] == pytest.approx(result.hanging[0].sag, abs=1e-6)
     assert values["pinned_beam_sag_error"] < 1e-6
     assert values["drag_velocity_error"] < 1e-10
+
+
+def test_bending_is_refused_on_fibers_it_is_not_written_for():
+    """The bending form measures x″/|A1|², the curvature only on a straight, evenly parametrized reference:
+    a bent fiber and a straight one parametrized unevenly (θ + θ² along x) are named; straight fibers pass, and
+    the upper limb builds with bending."""
+    straight = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, name="straight")
+    custom_term.check_straight_fibers(sf.Model([straight]))
+    bent = sf.Fiber.polyline([(0, 0, 0), (1, 0, 0), (1, 1, 0)], n_elements=8, name="bent")
+    uneven = sf.Fiber(lambda th: np.stack([th + th**2, 0 * th, 0 * th]), n_elements=4, name="uneven")
+    with pytest.raises(ValueError, match=r"and bent \(its curvature up to [0-9.]+ 1/m, .*\), uneven \(its curvature "
+                                         r"up to 0 1/m, \|X′\| varies by .*\) are not: build such fibers"):
+        custom_term.check_straight_fibers(sf.Model([straight, bent, uneven]))
+    with pytest.raises(ValueError, match="the stretch-gradient term is written for straight"):
+        custom_term.check_straight_fibers(sf.Model([uneven]), term="stretch-gradient")
+    from skfiber.demos import upper_limb
+    assert "bending" in [t.name for t in upper_limb.build_model(2, bending=1e-4).terms]

@@ -41,20 +41,32 @@ __all__ = ["JointSpringDamper", "PointSpringDamper", "GeneralizedForce", "PointF
 
 @dataclass
 class Gravity:
-    """Weight of all bodies: g (m/s²) acting at the centers of mass (added by the system)."""
+    """Weight of all bodies: g (m/s²) acting at the centers of mass (added by the system).
+
+    Examples
+    --------
+    >>> from skfiber.rigid import Body, Revolute, RigidSystem
+    >>> system = RigidSystem(gravity=(0, 0, -9.81))
+    >>> system.add_body(Body("rod", start=(0, 0, 0), axis=(0.5, 0, 0), radius=0.01, mass=2.0),
+    ...                 joint=Revolute(axis=(0, 1, 0))) and None
+    >>> system.generalized_forces([0.0], [0.0]).round(6).tolist()   # m g × 0.25 m about y, the rod horizontal
+    [4.905]
+    """
 
     g: np.ndarray
     name: str = "gravity"
 
     def bind(self, system):
-        pass
+        """Nothing to resolve: gravity acts on every body of the system."""
 
     def force(self, ctx):
+        """Generalized force (B, n): Σ_b m_b J_Sbᵀ g over the bodies' centers of mass S_b."""
         tree = ctx.kin.tree
         S = ctx.com()[1]  # twists of the centers of mass (B, nb, nz, 3): Q = Σ_b m_b J_Sbᵀ g
         return (tree.mass @ (S @ self.g))[:, tree.q_joints]
 
     def energy(self, ctx):
+        """Potential energy (B,): −Σ_b m_b g · x_Sb."""
         tree = ctx.kin.tree
         return -np.einsum("b,xbc,c->x", tree.mass, ctx.com_position(), self.g)
 
@@ -289,18 +301,32 @@ def _time_function(value, shape, what):
 
 @dataclass
 class GeneralizedForce:
-    """External generalized force Q(t) (n,) on the coordinates (a function of t, or constant)."""
+    """External generalized force Q(t) (n,) on the coordinates (a function of t, or constant): moments (N·m) on
+    revolute coordinates, forces (N) on prismatic ones.
+
+    Examples
+    --------
+    >>> from skfiber.rigid import Body, GeneralizedForce, Revolute, RigidSystem
+    >>> system = RigidSystem()
+    >>> system.add_body(Body("arm", start=(0, 0, 0), axis=(0.3, 0, 0), radius=0.02, mass=1.0),
+    ...                 joint=Revolute(axis=(0, 1, 0))) and None
+    >>> torque = system.add(GeneralizedForce(lambda t: [2.0 * t], name="motor"))
+    >>> system.force_contributions([0.0], [0.0], t=1.5)["motor"].tolist()
+    [3.0]
+    """
 
     values: Callable[[float], np.ndarray] | Sequence[float]
     name: str = "generalized force"
     _n: int = field(default=0, init=False, repr=False)
 
     def bind(self, system):
+        """Take the system's number of coordinates n; constant values are checked against it."""
         self._n = system.n
         if not callable(self.values):
             self.values = _time_function(self.values, (system.n,), f"{self.name}")
 
     def force(self, ctx):
+        """Generalized force (B, n): Q(t) at each time of the batch (ValueError if Q(t) has not n values)."""
         Q = np.array([self._value(t) for t in np.atleast_1d(ctx.t)])
         return np.broadcast_to(Q, (ctx.B, ctx.n)).astype(ctx.dtype)
 
