@@ -49,6 +49,7 @@ import dataclasses
 import functools
 
 import numpy as np
+import scipy.sparse as sps
 
 from .core.warn import warn
 from .materials import SYMBOLS, MaterialPoint, StressLaw, SumLaw, SymbolicLaw
@@ -291,6 +292,10 @@ class SofteningCheck:
             self.theta.append(theta)
             self.reference_length.append(np.linalg.norm(d.evaluate(d.reference_dofs, k, theta, 1), axis=0))
             self.muscle_fraction.append(np.asarray(fiber.muscle_fraction_at(theta), dtype=float))
+        # x′ at every sample point of every fiber as one sparse product (fiber by fiber, 3 rows of n each)
+        self._tangents = sps.vstack([d.evaluation_matrix(k, theta, 1) for k, theta in enumerate(self.theta)],
+                                    format="csr")
+        self._bounds = np.cumsum([0] + [3 * theta.size for theta in self.theta])
         groups: dict[int, list[int]] = {}
         for k, fiber in enumerate(model.fibers):
             groups.setdefault(id(fiber.law), []).append(k)
@@ -298,10 +303,9 @@ class SofteningCheck:
 
     def stretches(self, state) -> list[np.ndarray]:
         """λ at the sample points of each fiber in ``state``."""
-        d = self.model.discretization
-        q = d.reference_dofs + state.u
-        return [np.linalg.norm(d.evaluate(q, k, theta, 1), axis=0) / length
-                for k, (theta, length) in enumerate(zip(self.theta, self.reference_length))]
+        tangents = self._tangents @ (self.model.discretization.reference_dofs + state.u)
+        return [np.linalg.norm(tangents[start:stop].reshape(3, -1), axis=0) / length
+                for start, stop, length in zip(self._bounds[:-1], self._bounds[1:], self.reference_length)]
 
     def __call__(self, state) -> FiberSoftening:
         """The :class:`FiberSoftening` of ``state`` (one of this model's states)."""
