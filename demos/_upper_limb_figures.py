@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["write_outputs", "write_snapshots", "SNAPSHOT_TIMES"]
+__all__ = ["write_outputs", "write_snapshots", "snapshot_states", "SNAPSHOT_TIMES"]
 
 #: times of the 3D snapshots (s): one activation cycle
 SNAPSHOT_TIMES = (0.0, 0.5, 1.0, 1.5, 2.0)
@@ -148,8 +148,20 @@ def _crop(images: list, margin: int = 8) -> list:
     return [image[r0:r1, c0:c1] for image in images]
 
 
+def snapshot_states(result, *, times=SNAPSHOT_TIMES) -> list:
+    """The states :func:`write_snapshots` shows: the run's sampled states nearest to ``times`` (those the run
+    reached), and its last state when the run ends between two of them."""
+    states = result.states
+    stimes = np.array([s.t for s in states])
+    chosen = [states[int(np.argmin(np.abs(stimes - t)))] for t in times if t <= stimes[-1] + 1e-9]
+    if not chosen or chosen[-1].t < stimes[-1] - 1e-9:
+        chosen.append(states[-1])
+    return chosen
+
+
 def write_snapshots(result, path: Path, *, times=SNAPSHOT_TIMES) -> Path:
-    """Paper Fig. 13: the run's sampled states nearest to ``times`` side by side (PyVista, off screen).
+    """Paper Fig. 13: the run's sampled states nearest to ``times`` side by side (PyVista, off screen), and
+    its last state when the run ends between two of them.
 
     Fibers are tubes of their true current radius colored by the axial force N (one color range
     for all panels), bones and the wrapping cylinder cylinders.  Needs pyvista (``skfiber[viz]``).
@@ -163,9 +175,8 @@ def write_snapshots(result, path: Path, *, times=SNAPSHOT_TIMES) -> Path:
     from skfiber.coupling import body_cylinders
     from skfiber.io import fiber_mesh
 
-    model, states = result.model, result.states
-    stimes = np.array([s.t for s in states])
-    chosen = [states[int(np.argmin(np.abs(stimes - t)))] for t in times if t <= stimes[-1] + 1e-9]
+    model = result.model
+    chosen = snapshot_states(result, times=times)
     meshes = [fiber_mesh(model, s) for s in chosen]
     forces = np.concatenate([m.point_data["force"] for m in meshes])
     clim = (float(forces.min()), float(forces.max()))
@@ -180,7 +191,8 @@ def write_snapshots(result, path: Path, *, times=SNAPSHOT_TIMES) -> Path:
             images.append((state.t, plotter.screenshot(return_img=True)))
         finally:
             plotter.close()
-    fig, axes = plt.subplots(1, len(images), figsize=(2.6 * len(images), 4.6), layout="constrained")
+    fig, axes = plt.subplots(1, len(images), figsize=(max(2.6 * len(images), 7.0), 4.6),   # (the title's width)
+                             layout="constrained")
     axes = np.atleast_1d(axes)
     for ax, t, image in zip(axes, [t for t, _ in images], _crop([image for _, image in images])):
         ax.imshow(image)
@@ -190,7 +202,7 @@ def write_snapshots(result, path: Path, *, times=SNAPSHOT_TIMES) -> Path:
     fig.colorbar(mappable, ax=list(axes), orientation="horizontal", fraction=0.05, pad=0.02,
                  label="axial force N [N]")
     fig.suptitle(f"Upper limb, level {result.level} (cf. paper Fig. 13): fibers as tubes of their current radius "
-                 "r0/√λ, bones and wrapping cylinder;\nside view (x forward to the right, z up)", fontsize=9)
+                 "r0/√λ,\nbones and wrapping cylinder; side view (x forward to the right, z up)", fontsize=9)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)

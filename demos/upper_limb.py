@@ -1017,6 +1017,11 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     if fiber_contact and args.geometry == SOFTENING.name:
         parser.error(f"--fiber-contact on does not go with --geometry {SOFTENING.name}: its triceps fibers start "
                      "overlapping, a start that fiber–fiber contact cannot admit; leave --fiber-contact off there")
+    contact_on = GEOMETRIES[args.geometry].fiber_contact if fiber_contact is None else fiber_contact
+    if args.contact_gap is not None and not contact_on:
+        why = "--fiber-contact off" if fiber_contact is not None else f"the default of --geometry {args.geometry}"
+        parser.error(f"--contact-gap {args.contact_gap} sets the gap of fiber–fiber contact, which is off here "
+                     f"({why}): leave --contact-gap out")
     contact_gap = args.contact_gap or ("smallest" if adaptive else "closest_point")
     options = dict(t_end=args.t_end, bending=args.bending, geometry=args.geometry, fiber_contact=fiber_contact,
                    stretch_gradient=args.stretch_gradient, method=method, contact_gap=contact_gap,

@@ -87,7 +87,15 @@ class MaterialPoint:
 
 @dataclass(frozen=True)
 class StressResponse:
-    """Physical 2nd Piola–Kirchhoff stress S (Pa) and its partials."""
+    """Physical 2nd Piola–Kirchhoff stress S (Pa) and its partials ∂S/∂λ (Pa) and ∂S/∂λ̇ (Pa·s): what a
+    :class:`StressLaw` returns for a :class:`MaterialPoint`.
+
+    Examples
+    --------
+    >>> response = prestress(30.0)(MaterialPoint(stretch=[1.0, 2.0], stretch_rate=0.0))
+    >>> response.stress.tolist(), response.d_stretch.tolist()      # σ0/λ² and −2σ0/λ³
+    ([30.0, 7.5], [-60.0, -7.5])
+    """
 
     stress: np.ndarray
     d_stretch: np.ndarray
@@ -256,14 +264,14 @@ class SymbolicLaw:
         return {k: v for k, v in vars(self).items() if k != "_compiled"}
 
     def __call__(self, point: MaterialPoint) -> StressResponse:
-        args = (
+        args = tuple(np.asarray(a) for a in (  # (lists and numbers too; a complex step stays complex)
             point.stretch,
             point.stretch_rate,
             point.theta,
             point.t,
             point.muscle_fraction,
             point.activation,
-        )
+        ))
         shape = np.broadcast_shapes(*(np.shape(a) for a in args))
         s, ds, dr = self._compiled(*args)
         zero = np.zeros(shape)
@@ -526,7 +534,22 @@ def paper_law(
 ) -> SymbolicLaw:
     """The paper's law: prestress + active + passive (eqs. 30, 32, 34).
 
+    S = σ0/λ² + γM α Smax/λ² exp(−``|(λ/λopt − 1)/ΔW|``^ν) + Σ_{i=M,T} f_i(γM) [μ_i (1 − λ⁻³) + 3 η_i λ̇/λ³]
+    with f_M = γM, f_T = 1 − γM (:func:`prestress`, :func:`active_stress`, :func:`passive_kelvin_voigt`).
     Defaults are Table 1 of the paper (section 5.1).
+
+    Parameters
+    ----------
+    sigma0
+        Prestress σ0 (Pa), ≥ 0.
+    mu_muscle, mu_tendon
+        Shear moduli μM, μT of muscle and tendon (Pa).
+    eta_muscle, eta_tendon
+        Viscosities ηM, ηT (Pa·s).
+    s_max
+        Maximal isometric stress Smax (Pa).
+    lam_opt, delta_w, nu
+        Optimal stretch λopt, width ΔW and exponent ν (> 1) of the active force–length curve (all –).
 
     Examples
     --------
@@ -562,6 +585,17 @@ def check_law_derivatives(
     straddling the kink would miss; a wrong derivative misses all three.  One-sided differences count only
     where the stress is continuous (they do not change when the step is halved): a stress that jumps at a
     sample has no derivative there and fails the check.
+
+    Parameters
+    ----------
+    law
+        The law to check (a :class:`StressLaw`, or a function of a :class:`MaterialPoint`).
+    stretch, stretch_rate
+        The sample points' λ (–) and λ̇ (1/s); default 37 points λ ∈ [0.7, 1.6] with λ̇ ∈ [−0.5, 0.5] 1/s.
+    muscle_fraction, activation, t, theta
+        γM, α, the time (s) and θ of every sample point.
+    step
+        The differences' step in λ and λ̇ (default 1e-6).
 
     Raises
     ------

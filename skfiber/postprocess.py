@@ -51,6 +51,17 @@ class FiberFields:
         the force vector the fiber transmits is N t
     activation : α(t) of the fiber
     muscle_fraction : γM(θ)
+
+    Examples
+    --------
+    >>> import skfiber as sf
+    >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2, radius=0.01, law=sf.prestress(30.0))
+    >>> model = sf.Model([fiber])
+    >>> fields = fiber_fields(model, model.initial_state(), fiber, points_per_element=2)
+    >>> fields.theta.tolist(), fields.stretch.round(12).tolist()
+    ([0.0, 0.25, 0.5, 0.75, 1.0], [1.0, 1.0, 1.0, 1.0, 1.0])
+    >>> round(float(fields.force[0]), 6)          # N = π r0² λ S = π · 1e-4 · 30
+    0.009425
     """
 
     theta: np.ndarray

@@ -54,6 +54,17 @@ class SimulationResult:
     run was stopped by Ctrl-C, or failed (the result then comes as the
     :class:`~skfiber.ConvergenceError`'s ``partial``); everything computed
     until then is kept, and ``final_state`` is the last converged state.
+
+    Examples
+    --------
+    >>> import skfiber as sf
+    >>> fiber = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)
+    >>> model = sf.Model([fiber]); model.fix(fiber, "start"); model.add_gravity()
+    >>> r = sf.simulate(model, t_end=0.02, dt=0.01, progress=False)
+    >>> r.times.tolist(), r.displacements.shape == (3, model.n_dofs)
+    ([0.0, 0.01, 0.02], True)
+    >>> r.state(1).t, r.final_state.t
+    (0.01, 0.02)
     """
 
     times: np.ndarray

@@ -179,8 +179,9 @@ def simulate(
     Returns
     -------
     SimulationResult
-        The kept states (``times``, ``states``, ``final``), the Newton iterations per step and the
-        step counts.
+        The kept states (``times``, ``displacements``, ``velocities``, with bodies ``coordinates`` and
+        ``rigid_velocities``; ``state(i)`` the i-th as a :class:`~skfiber.State`, ``final_state`` the last),
+        the Newton iterations per step and the step counts.
 
     Examples
     --------

@@ -115,6 +115,18 @@ class Term:
         a value cannot be compiled and runs with numpy).
     name
         Shown in reports and usable in :func:`skfiber.check_tangent`.
+
+    Examples
+    --------
+    >>> from skfem import LinearForm
+    >>> from skfem.helpers import dot
+    >>> from skfiber import Fiber, Model
+    >>> @LinearForm
+    ... def drag(v, w):                        # c ∫ ẋ · ξ dS, c = 2 N·s/m²
+    ...     return 2.0 * dot(w.xdot, v) * w.J
+    >>> model = Model([Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4)])
+    >>> model.add_term(Term(drag, name="drag")).name      # the tangent derived
+    'drag'
     """
 
     residual: LinearForm | object

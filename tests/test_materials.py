@@ -347,3 +347,13 @@ def test_abs_around_an_abs_of_a_real_argument_is_rewritten():
     at_one = law(sf.MaterialPoint(1.0, 0.0))
     assert at_one.d_stretch == 1e4
     assert sf.check_law_derivatives(law) < 1e-6
+
+
+def test_a_symbolic_law_takes_lists_and_numbers_as_well_as_arrays():
+    """MaterialPoint entries given as lists (as a user types them) evaluate like arrays: σ0/λ² and −2σ0/λ³."""
+    law = sf.prestress(30.0)
+    response = law(sf.MaterialPoint([1.0, 2.0], 0.0))
+    np.testing.assert_allclose(response.stress, [30.0, 7.5], rtol=1e-15)
+    np.testing.assert_allclose(response.d_stretch, [-60.0, -7.5], rtol=1e-15)
+    same = law(sf.MaterialPoint(np.array([1.0, 2.0]), np.zeros(2)))
+    np.testing.assert_array_equal(response.stress, same.stress)

@@ -147,6 +147,16 @@ def test_out_puts_every_file_in_one_folder(tmp_path, capsys):
     assert "unrecognized arguments: --outp" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv, why", [(["--fiber-contact", "off"], "(--fiber-contact off)"),
+                                       (["--geometry", "softening"], "(the default of --geometry softening)")])
+def test_a_contact_gap_without_fiber_contact_is_refused(argv, why, capsys):
+    """--contact-gap only sets fiber–fiber contact's gap: with that contact off it would be silently ignored."""
+    with pytest.raises(SystemExit):
+        upper_limb.main(["--contact-gap", "smallest", "--t-end", "0.1", *argv])
+    assert f"--contact-gap smallest sets the gap of fiber–fiber contact, which is off here {why}" in \
+        capsys.readouterr().err
+
+
 def test_ctrl_c_after_the_first_step_or_in_the_warm_up_is_reported_with_exit_code_130(monkeypatch, capsys,
                                                                                       tmp_path):
     """Ctrl-C after one step: the report of that step and the summary, exit code 130 as a script; Ctrl-C in
@@ -385,7 +395,8 @@ def test_levels_one_and_two_agree(quarter_second):
 
 def test_snapshots_of_fig_13(tmp_path):
     """--snapshots renders the sampled states nearest to 0, 0.5, 1, 1.5, 2 s that the run reached into one PNG
-    (PyVista off screen); a short run without fiber–fiber contact."""
+    (PyVista off screen), and the last state of a run that ends between them: here t = 0 and t = 0.0625 s side
+    by side, the figure at least 7 inches wide for its title (120 dpi); a short run without fiber–fiber contact."""
     pytest.importorskip("pyvista")
     import matplotlib.image
 
@@ -393,7 +404,9 @@ def test_snapshots_of_fig_13(tmp_path):
                                "--output", str(tmp_path)])
     assert not results[0].fiber_contact and results[0].checks.fiber_contacts.max() == 0
     image = matplotlib.image.imread(tmp_path / "snapshots.png")
-    assert image.shape[0] > 300 and image.shape[1] > 300 and image[..., :3].std() > 0.05   # not blank
+    assert image.shape[0] > 300 and image.shape[1] >= 7 * 120 and image[..., :3].std() > 0.05   # not blank
+    from skfiber.demos._upper_limb_figures import snapshot_states
+    assert [state.t for state in snapshot_states(results[0])] == [0.0, 0.0625]
 
 
 def test_a_run_without_checkpoints_takes_the_same_steps(quarter_second, tmp_path, capsys):

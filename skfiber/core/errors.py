@@ -19,6 +19,14 @@ class ConvergenceError(RuntimeError):
     (a :class:`~skfiber.SimulationResult` from :func:`skfiber.simulate`, a
     :class:`~skfiber.rigid.RigidResult` from :func:`skfiber.rigid.simulate_rigid`), or None where
     the error did not come from a run.
+
+    Examples
+    --------
+    >>> err = ConvergenceError("singular tangent", t=0.25, step=3, residual_history=[1.0, 0.5])
+    >>> print(err)
+    Newton failed at t = 0.25 s (step 3): singular tangent. Residual history: [1.000e+00, 5.000e-01]
+    >>> err.t, err.step, err.partial is None
+    (0.25, 3, True)
     """
 
     def __init__(self, reason: str, *, t: float, step: int | str, residual_history: list[float],
