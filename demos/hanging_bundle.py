@@ -173,7 +173,7 @@ def main(argv=None) -> int:
         description=__doc__.splitlines()[0], epilog=PROGRESS_TERMS,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--level", type=int, default=1,
+    parser.add_argument("--level", type=positive_int, default=1,
                         help=f"refinement level N = 1 … {MAX_LEVEL}: 8·2^(N−1) elements per fiber, "
                              "Δt = 0.01/2^(N−1) s (default 1)")
     parser.add_argument("--out", type=folder_path, default=None,

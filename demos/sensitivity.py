@@ -8,7 +8,7 @@ their 95 % confidence intervals, are printed, written as CSV and drawn as bars.
 With ``--target ishigami`` the indices are compared with their closed form
 (a check of the whole chain: design, runs, table, estimator).
 
-Run: ``python demos/sensitivity.py [--target NAME] [--n N] [--out DIR] [--workers K]``.
+Run: ``python demos/sensitivity.py [--target NAME] [--n N] [--out DIR] [--workers K | --serial]``.
 Ends with ``summary: runs=… failed=… wall_s=… speedup=… top_parameter=… max_st=… target=…``
 (``speedup``: the runs' summed time over the wall time, ``nan`` for a run in one process; ``top_parameter``: the largest total
 index of any output; with ``ishigami`` also ``max_index_error=…``).
@@ -125,7 +125,7 @@ def summary(result: dict) -> str:
 def main(argv=None) -> dict | int:
     parser = ArgumentParser(description=__doc__.splitlines()[0],
                             epilog="The summary's speedup is the runs' summed time over the wall time: nan for a "
-                                   "study in one process (--scheduler serial, --small).")
+                                   "study in one process (--serial, --small).")
     parser.add_argument("--target", default=None, choices=sorted(TARGETS),
                         help=f"the model whose outputs are analysed (default {DEFAULT_TARGET})")
     parser.add_argument("--n", type=positive_int, default=None,
@@ -136,9 +136,15 @@ def main(argv=None) -> dict | int:
     parser.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the Sobol sampling (default 0)")
     parser.add_argument("--workers", type=positive_int, default=None, help="local dask workers (default: one per core)")
     parser.add_argument("--scheduler", default=None,
-                        help="a running dask scheduler (tcp://host:8786), or 'serial' (default: a local cluster)")
+                        help="a running dask scheduler (tcp://host:8786), or 'serial' (as --serial; default: a local "
+                             "cluster)")
+    parser.add_argument("--serial", action="store_true", help="run in this process, without dask")
     parser.add_argument("--small", action="store_true", help="the Ishigami check at n = 256, in this process")
     args = parser.parse_args(argv)
+    if args.serial and (args.workers is not None or args.scheduler is not None):
+        given = " and ".join(o for o, v in (("--workers", args.workers), ("--scheduler", args.scheduler))
+                             if v is not None)
+        parser.error(f"--serial runs in this process, without dask; leave out {given}")
     if args.workers is not None and (args.small or args.scheduler is not None):
         parser.error(f"--workers starts local dask workers; it does not go with "
                      f"{'--small' if args.small else '--scheduler'} (leave it out)")
@@ -148,6 +154,8 @@ def main(argv=None) -> dict | int:
             parser.error(f"--small is the Ishigami check at n = 256 in this process; leave out {', '.join(given)} "
                          "(or --small)")
         args.target, args.n, args.scheduler = "ishigami", 256, "serial"
+    if args.serial:
+        args.scheduler = "serial"
     args.target = args.target or DEFAULT_TARGET
     args.n = args.n or DEFAULT_N
     if args.n & (args.n - 1):

@@ -924,8 +924,8 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     # no abbreviations: '--out' (below) and '--output' are different options
     parser = ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False, epilog=PROGRESS_TERMS,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--level", type=int, default=None, choices=sorted(LEVELS), help="one level (default 1)")
-    parser.add_argument("--levels", type=int, nargs="+", choices=sorted(LEVELS), help="several levels to compare")
+    parser.add_argument("--level", type=positive_int, default=None, choices=sorted(LEVELS), help="one level (default 1)")
+    parser.add_argument("--levels", type=positive_int, nargs="+", choices=sorted(LEVELS), help="several levels to compare")
     parser.add_argument("--t-end", type=positive_float, default=T_END, help="end time in s (default 8)")
     parser.add_argument("--output", type=folder_path, default=Path("upper_limb_output"),
                         help="directory for CSV/PNG files (default upper_limb_output)")

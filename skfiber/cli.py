@@ -88,6 +88,15 @@ class ArgumentParser(argparse.ArgumentParser):
         if not args and "prog" not in kwargs and _DEMO_PROG.get() is not None:
             kwargs["prog"] = _DEMO_PROG.get()
         super().__init__(*args, **kwargs)
+        #: the parsers of the commands by name (:meth:`add_subparsers`)
+        self.commands: dict[str, argparse.ArgumentParser] = {}
+
+    def add_subparsers(self, **kwargs):
+        """argparse's, keeping the parsers of the commands as :attr:`commands` (name → parser): an error found
+        after parsing names its command (``skfiber list: error: …``)."""
+        action = super().add_subparsers(**kwargs)
+        self.commands = action.choices
+        return action
 
     def error(self, message: str):
         help_command = f"{self.prog} --help"  # (under 'skfiber run DEMO' the flag goes on to the demo)
@@ -398,9 +407,7 @@ def _cmd_run(args, extra: list[str]) -> int:
     if "-h" in extra or "--help" in extra:  # the demo's help: nothing else is done (no folder made)
         return _call_main(module, ["--help"], prog=f"skfiber run {args.demo}")
     argv = []
-    if args.level is not None:
-        if args.level < 1:
-            raise UsageError(f"--level must be ≥ 1, got {args.level}; see skfiber run {args.demo} --help")
+    if args.level is not None:  # (≥ 1: positive_int, as the demos' own --level)
         leveled = demos_with_levels()
         if args.demo.replace("_", "-") not in leveled:
             raise UsageError(f"{args.demo} takes no --level; the demos with levels are {', '.join(leveled)} "
@@ -468,17 +475,21 @@ def _cmd_view(args) -> int:
         if value is not None and args.movie is None:
             raise UsageError(f"{option} belongs to --movie F.mp4 (a screenshot or a window shows one time point)")
     fps, every = (15.0 if args.fps is None else args.fps), (1 if args.every is None else args.every)
+    try:
+        from . import viz
+    except ImportError as err:
+        print(f"skfiber view: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.movie is not None and Path(args.movie).suffix.lower() == ".gif" and fps > viz.MAX_GIF_FPS:
+        raise UsageError(f"--fps {fps:g} is too fast for a GIF: its frame delays are whole hundredths of a second, "
+                         f"so a GIF plays at most {viz.MAX_GIF_FPS} frames per second; give --fps "
+                         f"{viz.MAX_GIF_FPS} or less (or write an MP4: --movie F.mp4)")
     for option, target in (("--screenshot", args.screenshot), ("--movie", args.movie)):
         if target is not None:
             try:  # (its folder made and the file tried, or an error naming the option)
                 writable_file(target, what=option)
             except OSError as err:
                 raise UsageError(str(err)) from None
-    try:
-        from . import viz
-    except ImportError as err:
-        print(f"skfiber view: {err}", file=sys.stderr)
-        return EXIT_FAILED
     try:
         if args.info:
             return _print_info(viz, path)
@@ -495,6 +506,7 @@ def _cmd_view(args) -> int:
             out = viz.screenshot(frame, args.screenshot, **options)
             print(f"screenshot (t = {frame.time if frame.time is not None else '–'} s, {args.field}): {out}")
         if args.movie is not None:
+            _note_few_frames(len(viz.Series(path)), args.every)
             tic = time.perf_counter()
             out = viz.movie(path, args.movie, field=args.field, view=args.view, fps=fps,
                             every=every, window_size=tuple(args.window_size))
@@ -502,6 +514,22 @@ def _cmd_view(args) -> int:
     except (ValueError, FileNotFoundError) as err:
         raise UsageError(str(err)) from err
     return EXIT_OK
+
+
+#: ``skfiber view --movie … --every K``: a note when K leaves fewer frames than this of a longer series
+MIN_MOVIE_FRAMES = 3
+
+
+def _note_few_frames(points: int, every: int | None) -> None:
+    """A note on stderr when ``--every`` (``every``, None when not given) leaves fewer than
+    :data:`MIN_MOVIE_FRAMES` frames of a series of ``points`` time points (the first, every K-th, the last)."""
+    if every is None:
+        return
+    frames = len(range(0, points, every)) + ((points - 1) % every != 0)
+    if frames < min(MIN_MOVIE_FRAMES, points):
+        print(f"skfiber view: note: --every {every} leaves {frames} frame{'s' if frames > 1 else ''} of the "
+              f"series' {points} time points; --every {max(1, (points - 1) // (MIN_MOVIE_FRAMES - 1))} or less "
+              f"gives {MIN_MOVIE_FRAMES} or more", file=sys.stderr, flush=True)
 
 
 def _print_info(viz, path: Path) -> int:
@@ -576,18 +604,18 @@ class StudySummaries:
 
 def _cmd_verify(args) -> int:
     studies = _studies()
-    if args.list:
-        for name, module in studies:
-            how = "verify()" if callable(getattr(module, "verify", None)) else "main(['--small'])"
-            print(f"{name:24s} {how if module is not None else '(not found)'}")
-        return EXIT_OK
-    if args.only:
+    if args.only:  # (--list too lists only these)
         known = [n for n, _ in studies]
         unknown = [n for n in args.only if n.replace("_", "-") not in known]
         if unknown:
             raise UsageError(f"unknown verification study {unknown[0]!r}; pick one of: {', '.join(known)}")
         wanted = {n.replace("_", "-") for n in args.only}
         studies = [s for s in studies if s[0] in wanted]
+    if args.list:
+        for name, module in studies:
+            how = "verify()" if callable(getattr(module, "verify", None)) else "main(['--small'])"
+            print(f"{name:24s} {how if module is not None else '(not found)'}")
+        return EXIT_OK
     results = []
     for name, module in studies:
         if module is None:
@@ -647,7 +675,7 @@ def build_parser() -> argparse.ArgumentParser:
         "'skfiber run DEMO --help' shows the demo's own options.",
     )
     run.add_argument("demo", metavar="DEMO", help="demo name, e.g. hanging-bundle (dashes or underscores)")
-    run.add_argument("--level", type=int, metavar="N",
+    run.add_argument("--level", type=positive_int, metavar="N",
                      help=f"refinement level N ≥ 1, for the demos that have levels ({', '.join(demos_with_levels())}: "
                           "'skfiber run DEMO --help' says what it refines); the others refuse it")
     run.add_argument("--out", metavar="DIR",
@@ -671,7 +699,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="time in s of the screenshot/window (nearest step; default: last)")
     view.add_argument("--view", default="front", choices=["front", "iso", "xy", "xz", "yz"],
                       help="camera direction (default front: the xz plane seen from slightly above)")
-    view.add_argument("--fps", type=positive_float, default=None, help="movie frames per second (default 15)")
+    view.add_argument("--fps", type=positive_float, default=None,
+                      help="movie frames per second (default 15; a GIF's at most 100)")
     view.add_argument("--every", type=positive_int, default=None, metavar="K",
                       help="movie: use every K-th time point (default 1)")
     view.add_argument("--window-size", type=window_side, nargs=2, default=[960, 720], metavar=("W", "H"),
@@ -685,7 +714,7 @@ def build_parser() -> argparse.ArgumentParser:
         "or returns a non-zero exit code; the studies judge their own numbers (rates, errors).",
     )
     study_command.add_parser(sub)
-    verify.add_argument("--list", action="store_true", help="list the studies and exit")
+    verify.add_argument("--list", action="store_true", help="list the studies (those of --only) and exit")
     verify.add_argument("--only", nargs="+", metavar="NAME", help="run only these studies")
     return parser
 
@@ -741,8 +770,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    if extra and args.command != "run":
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra and args.command != "run":  # (the command's parser: its prog names it)
+        parser.commands.get(args.command, parser).error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "run" and "--" in extra:  # the separator of the demo's own options
         extra.remove("--")
     who = f"skfiber {args.command}" + (f" {args.demo}" if args.command == "run" else "")  # (names the demo)

@@ -71,12 +71,16 @@ __all__ = [
     "movie",
     "show",
     "MOVIE_FORMATS",
+    "MAX_GIF_FPS",
 ]
 
 BONE_COLOR = "#e8dcc4"
 #: colour of the levers from a bone's axis to the fiber attachments on it
 LEVER_COLOR = "#8c7b5e"
 MOVIE_FORMATS = (".gif", ".mp4")
+#: the fastest GIF (frames per second): its frame delays are whole hundredths of a second, and a delay that rounds
+#: to 0 is played by viewers at their own pace (~10 frames per second)
+MAX_GIF_FPS = 100
 DEFAULT_WINDOW = (960, 720)  # multiples of 16 (H.264 macro blocks)
 
 
@@ -556,6 +560,9 @@ def movie(
         raise ValueError(f"every must be an integer ≥ 1, got {every!r}")
     if not fps > 0:
         raise ValueError(f"fps must be > 0, got {fps!r}")
+    if suffix == ".gif" and fps > MAX_GIF_FPS:
+        raise ValueError(f"fps {fps!r} is too fast for a GIF (its frame delays are whole hundredths of a second); "
+                         f"give fps ≤ {MAX_GIF_FPS}, or write an MP4")
     _check_window_size(window_size)
     series = Series(pvd)
     writable_file(filename, what="movie")  # (before the frames are read and rendered)

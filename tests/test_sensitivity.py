@@ -48,3 +48,20 @@ def test_summary_takes_the_largest_finite_total_index():
     assert "top_parameter=b max_st=0.900" in sensitivity.summary(result)
     result["indices"] = {"y2": {"ST": np.array([np.nan, np.nan])}}
     assert "top_parameter=nan max_st=nan" in sensitivity.summary(result)
+
+
+def test_serial_runs_in_this_process_as_in_calibrate_and_skfiber_study(tmp_path, capsys, monkeypatch):
+    import skfiber.study.execute as execute
+
+    monkeypatch.setattr(execute, "run_on_dask", None)  # (a study on dask would fail calling it)
+    result = sensitivity.main(["--target", "ishigami", "--n", "8", "--serial", "--out", str(tmp_path)])
+    assert result["failed"] == 0 and np.isnan(result["speedup"])
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("summary: runs=40 failed=0")
+    # --scheduler serial still does the same
+    assert np.isnan(sensitivity.main(["--target", "ishigami", "--n", "8", "--scheduler", "serial",
+                                      "--out", str(tmp_path / "b")])["speedup"])
+    for extra in (["--workers", "2"], ["--scheduler", "tcp://host:8786"]):
+        with pytest.raises(SystemExit) as stop:
+            sensitivity.main(["--serial", *extra, "--out", str(tmp_path / "c")])
+        assert stop.value.code == 2
+        assert f"--serial runs in this process, without dask; leave out {extra[0]}" in capsys.readouterr().err

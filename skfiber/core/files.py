@@ -47,8 +47,10 @@ def writable_folder(folder: str | os.PathLike, *, what: str) -> Path:
         os.close(handle)
         os.unlink(probe)
     except OSError as err:
-        raise type(err)(f"{what} {path}: cannot write in the folder ({err.strerror or err}); pick a writable "
-                        "place") from err
+        # (the folder exists, made or found above: the reason is the system's refusal to create a file there, whose
+        # own words may be misleading, e.g. /proc's "No such file or directory")
+        raise type(err)(f"{what} {path}: cannot write in the folder (it exists, but the system refuses to create "
+                        f"a file in it: {err.strerror or err}); pick a writable place") from err
     return path
 
 

@@ -214,7 +214,8 @@ def connect(scheduler, workers: int | None = None):
     except (OSError, ValueError, TypeError) as err:  # (dask's messages do not say which address failed)
         kind = next(k for k in (OSError, ValueError, TypeError) if isinstance(err, k))
         raise kind(f"cannot connect to the dask scheduler {scheduler!r}: {' '.join(str(err).split())}; give "
-                   "the address of a running scheduler (tcp://host:8786), or 'serial' to run without dask") from err
+                   "the address of a running scheduler (tcp://host:8786), or run without dask (--serial; "
+                   "scheduler='serial' in Python)") from err
 
 
 #: how long :func:`refuse_at_once` keeps trying a scheduler's TCP port that refuses (a scheduler started a moment
@@ -355,8 +356,19 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
                         f"{out!r}")
     folder = StudyFolder(out)
     name = target or f"{getattr(run, '__module__', '?')}.{getattr(run, '__qualname__', repr(run))}"
-    folder.start(dict(target=name, parameters=[[p.name, p.low, p.high, p.log] for p in parameters],
-                      design=design, n=int(n), seed=int(seed), rows=rows))
+    new = folder.start(dict(target=name, parameters=[[p.name, p.low, p.high, p.log] for p in parameters],
+                            design=design, n=int(n), seed=int(seed), rows=rows))
+    try:
+        return _run_rows(run, rows, folder, scheduler=scheduler, workers=workers, warmup=warmup,
+                         progress=progress, retries=retries)
+    except BaseException:
+        if new:  # a study that recorded no run (its scheduler unreachable) leaves no plan to refuse the next one
+            folder.discard_plan()
+        raise
+
+
+def _run_rows(run, rows, folder: StudyFolder, *, scheduler, workers, warmup, progress, retries) -> StudyResult:
+    """:func:`run_study`'s runs of ``rows`` that have not succeeded in ``folder`` yet, recorded there."""
     finished = folder.finished()
     todo = [k for k in range(len(rows)) if k not in finished]
     bar = _Progress(len(rows), len(rows) - len(todo), progress)

@@ -66,8 +66,9 @@ class StudyFolder:
         except (OSError, ValueError) as err:
             raise ValueError(f"{str(f)!r} is not a skfiber study plan ({err}); use another folder") from None
 
-    def start(self, plan: dict) -> None:
-        """Store ``plan``, or check that it is the stored one (a resumed study).
+    def start(self, plan: dict) -> bool:
+        """Store ``plan``, or check that it is the stored one (a resumed study); True when it was stored here
+        (a new study), False for a resumed one.
 
         Raises
         ------
@@ -79,11 +80,20 @@ class StudyFolder:
             tmp = self.path / (PLAN + ".tmp")
             tmp.write_text(json.dumps(plan, indent=1), encoding="utf-8")
             os.replace(tmp, self.path / PLAN)
-            return
+            return True
         differ = [key for key in plan if stored.get(key) != json.loads(json.dumps(plan[key]))]
         if differ:
             raise ValueError(f"{str(self.path)!r} holds another study (its {', '.join(differ)} differ); "
                              "resume it with the same settings or use another folder")
+        return False
+
+    def discard_plan(self) -> bool:
+        """Remove the plan of a study that recorded no run (one whose scheduler could not be reached, say), so
+        that the folder takes another study; a folder that holds runs keeps its plan.  True when removed."""
+        if self.records():
+            return False
+        (self.path / PLAN).unlink(missing_ok=True)
+        return True
 
     # ------------------------------------------------------------------ runs
     def records(self) -> list[dict]:

@@ -1,0 +1,73 @@
+"""A study whose scheduler cannot be reached leaves no plan behind: the corrected command runs in the same folder,
+while a folder that holds another study's runs is still refused; the error names the flag --help documents."""
+import json
+import socket
+
+import pytest
+
+from skfiber.cli import main as cli_main
+from skfiber.study import Parameter, StudyFolder, run_study
+from skfiber.study.targets import quadratic
+
+pytest.importorskip("distributed")
+
+
+@pytest.fixture
+def refused_address(monkeypatch):
+    """The address of a TCP port where nothing listens, refused within half a second."""
+    from skfiber.study import execute
+
+    monkeypatch.setattr(execute, "CONNECT_CHECK_SECONDS", 0.5)
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there now
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"tcp://127.0.0.1:{port}"
+
+
+def test_a_failed_scheduler_connection_leaves_no_plan_and_the_corrected_command_runs(tmp_path, capsys,
+                                                                                      refused_address):
+    out = tmp_path / "sched"
+    assert cli_main(["study", "quadratic", "--n", "2", "--out", str(out), "--scheduler", refused_address]) == 2
+    err = capsys.readouterr().err
+    assert "cannot connect to the dask scheduler" in err and "--serial" in err and len(err.strip().splitlines()) == 1
+    assert not (out / "plan.json").exists()
+    assert cli_main(["study", "quadratic", "--n", "4", "--out", str(out), "--serial"]) == 0
+    assert "summary: runs=4 completed=4 failed=0" in capsys.readouterr().out
+    assert len(json.loads((out / "plan.json").read_text())["rows"]) == 4
+
+
+def test_the_flag_the_connection_error_names_is_the_one_help_documents(capsys):
+    with pytest.raises(SystemExit):
+        cli_main(["study", "--help"])
+    assert "--serial" in capsys.readouterr().out
+
+
+def test_a_folder_with_another_study_s_runs_is_still_refused_and_keeps_its_plan(tmp_path, capsys, refused_address):
+    out = tmp_path / "s"
+    assert cli_main(["study", "quadratic", "--n", "2", "--out", str(out), "--serial"]) == 0
+    plan = (out / "plan.json").read_text()
+    capsys.readouterr()
+    assert cli_main(["study", "quadratic", "--n", "4", "--out", str(out), "--scheduler", refused_address]) == 2
+    assert "holds another study (its n, rows differ)" in capsys.readouterr().err
+    # the same study resumed (nothing left to run: no connection) and a failed connection keep the plan
+    assert cli_main(["study", "quadratic", "--n", "2", "--out", str(out), "--scheduler", refused_address]) == 0
+    assert (out / "plan.json").read_text() == plan
+
+
+def test_a_resumed_study_keeps_its_plan_when_the_scheduler_cannot_be_reached(tmp_path, refused_address):
+    parameters = [Parameter("a", -1.0, 1.0)]  # the run at a = -1 fails: the study resumes with it to run
+    run_study(quadratic, parameters, design="grid", n=3, out=tmp_path, scheduler="serial", progress=False)
+    plan = (tmp_path / "plan.json").read_text()
+    with pytest.raises(OSError, match="cannot connect to the dask scheduler"):
+        run_study(quadratic, parameters, design="grid", n=3, out=tmp_path, scheduler=refused_address, progress=False)
+    assert (tmp_path / "plan.json").read_text() == plan
+
+
+def test_discard_plan_keeps_the_plan_of_a_folder_with_runs(tmp_path):
+    folder = StudyFolder(tmp_path)
+    assert folder.start({"n": 2}) is True and folder.start({"n": 2}) is False
+    folder.record({"run": 0, "params": {"a": 1.0}, "status": "failed", "error": "x", "wall_s": 0.1, "worker": "",
+                   "outputs": {}})
+    assert folder.discard_plan() is False and folder.plan() == {"n": 2}
+    (tmp_path / "runs.jsonl").unlink()
+    assert folder.discard_plan() is True and folder.plan() is None
