@@ -7,18 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from skfiber import cli
+from test_cli import run_main
 
 DEMOS = Path(__file__).resolve().parents[1] / "demos"
-
-
-def run_main(capsys, *args):
-    try:
-        code = cli.main([str(a) for a in args])
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_verify_list_honours_only(capsys):

@@ -71,3 +71,15 @@ def test_discard_plan_keeps_the_plan_of_a_folder_with_runs(tmp_path):
     assert folder.discard_plan() is False and folder.plan() == {"n": 2}
     (tmp_path / "runs.jsonl").unlink()
     assert folder.discard_plan() is True and folder.plan() is None
+
+
+def test_a_study_folder_that_cannot_be_written_is_named_with_the_reason(tmp_path):
+    """The study folder is checked as every output folder is (skfiber.core.files): a file in its place, and a
+    folder where files cannot be made, are named with what they are."""
+    blocker = tmp_path / "taken"
+    blocker.write_text("")
+    with pytest.raises(ValueError, match=r"the study folder .*taken exists and is not a folder; give a folder"):
+        StudyFolder(blocker)
+    with pytest.raises(ValueError, match=r"the study folder .*: cannot create the folder \(.*\); pick a writable "
+                                         r"place"):
+        StudyFolder(blocker / "below")

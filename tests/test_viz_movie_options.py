@@ -5,7 +5,8 @@ import pytest
 pytest.importorskip("pyvista", reason="rendering tests need the viz extra: pip install '.[viz]'")
 
 import skfiber as sf  # noqa: E402
-from skfiber import cli, viz  # noqa: E402
+from skfiber import viz  # noqa: E402
+from test_cli import run_main  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -20,15 +21,6 @@ def pvd(tmp_path_factory):
     run = sf.run_simulation(model, t_end=0.1, dt=0.01, out_dir=out, progress=False)
     assert len(viz.Series(run.pvd)) == 11
     return run.pvd
-
-
-def run_main(capsys, *args):
-    try:
-        code = cli.main([str(a) for a in args])
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_a_gif_faster_than_100_fps_is_refused_naming_the_value_and_the_limit(pvd, tmp_path, capsys):

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.files import writable_folder
+
 __all__ = ["StudyFolder", "PLAN", "RUNS", "TABLE_COLUMNS"]
 
 PLAN = "plan.json"
@@ -46,14 +48,10 @@ class StudyFolder:
     """
 
     def __init__(self, path):
-        self.path = Path(path)
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
-            probe = self.path / f".probe{os.getpid()}"
-            probe.write_text("")
-            probe.unlink()
+            self.path = writable_folder(path, what="the study folder")
         except OSError as err:
-            raise ValueError(f"cannot write the study folder {str(self.path)!r}: {err.strerror or err}") from None
+            raise ValueError(str(err)) from None
 
     # ------------------------------------------------------------------ plan
     def plan(self) -> dict | None:
