@@ -33,14 +33,14 @@ __all__ = ["RunChecks", "SampleCheck", "SampleChecker", "CHECK_COLUMNS", "check_
 
 @dataclass
 class RunChecks:
-    """What the run's states show: every step's for strain softening, the states sampled every ``SAMPLE_DT``
-    seconds of the demo (``times``) for the rest.
+    """What the run's states show: every recorded state for strain softening (the start and the end of every
+    step; with error control the output times), the states sampled every ``SAMPLE_DT`` seconds of the demo
+    (``times``) for the rest.
 
     ``max_stretch``: largest λ per fiber; ``past_peak``: per fiber the number of states with
     material past the force peak or minimum of its law (:mod:`skfiber.softening`) and the first such time
-    (None: never), of the ``softening_states`` states checked (every step's, or every sample's when the run
-    kept no :class:`skfiber.softening.SofteningLog`); ``fiber_contacts`` / ``wrap_contacts``: contacts in touch
-    per sample (contact point –
+    (None: never), of the ``softening_states`` states checked (:class:`skfiber.softening.SofteningLog`);
+    ``fiber_contacts`` / ``wrap_contacts``: contacts in touch per sample (contact point –
     partner pairs with g < 0: a point touching two fibers counts twice); ``fiber_margin`` /
     ``wrap_margin``: smallest 1 + γg per sample over the contact points with a partner in reach (inf:
     none).
@@ -81,9 +81,10 @@ class SampleChecker:
     :class:`skfiber.softening.SofteningCheck`'s (4 points per element, the points of
     :func:`skfiber.postprocess.fiber_fields`), which computes what does not change from state to state once."""
 
-    def __init__(self, model: sf.Model, *, points_per_element: int = 4):
+    def __init__(self, model: sf.Model, *, points_per_element: int = 4, softening: SofteningCheck | None = None):
         self.model = model
-        self.softening = SofteningCheck(model, points_per_element=points_per_element)
+        self.softening = SofteningCheck(model, points_per_element=points_per_element) if softening is None \
+            else softening
 
     def __call__(self, state, *, fibers: FiberSoftening | None = None) -> SampleCheck:
         """The :class:`SampleCheck` of ``state``; ``fibers``: its softening check when the caller made it."""
@@ -110,35 +111,26 @@ def check_sample(model: sf.Model, state) -> SampleCheck:
 CHECK_COLUMNS = ("t", "max_stretch", "past_peak", "fiber_contacts", "wrap_contacts", "fiber_margin", "wrap_margin")
 
 
-def run_checks(fiber_names: list[str], columns: dict, *, softening: SofteningLog | None = None) -> RunChecks:
-    """The :class:`RunChecks` of a run from the checks of its samples in time order: ``columns`` maps
-    :data:`CHECK_COLUMNS` to arrays over the samples (``max_stretch`` and ``past_peak`` with a column per
-    fiber); ``softening``: the run's check of every step, which then gives ``max_stretch`` and ``past_peak``."""
+def run_checks(fiber_names: list[str], columns: dict, *, softening: SofteningLog) -> RunChecks:
+    """The :class:`RunChecks` of a run from the checks of its samples in time order (``columns`` maps
+    :data:`CHECK_COLUMNS` to arrays over the samples) and from ``softening``, the run's strain-softening check
+    of every state, which gives ``max_stretch`` and ``past_peak``."""
     times = np.asarray(columns["t"], dtype=float)
-    if softening is not None:
-        max_stretch = {name: float(v) for name, v in zip(fiber_names, softening.max_stretch)}
-        past_peak = {name: (int(n), float(t0) if n else None)
-                     for name, n, t0 in zip(fiber_names, softening.past_states, softening.first_past)}
-        checked = softening.states
-    else:
-        shape = (times.size, len(fiber_names))
-        stretch = np.asarray(columns["max_stretch"], dtype=float).reshape(shape)
-        past = np.asarray(columns["past_peak"], dtype=bool).reshape(shape)
-        max_stretch = {name: float(stretch[:, k].max(initial=0.0)) for k, name in enumerate(fiber_names)}
-        past_peak = {name: (int(past[:, k].sum()), float(times[np.argmax(past[:, k])]) if past[:, k].any() else None)
-                     for k, name in enumerate(fiber_names)}
-        checked = times.size
+    max_stretch = {name: float(v) for name, v in zip(fiber_names, softening.max_stretch)}
+    past_peak = {name: (int(n), float(t0) if n else None)
+                 for name, n, t0 in zip(fiber_names, softening.past_states, softening.first_past)}
     return RunChecks(times, max_stretch, past_peak, np.asarray(columns["fiber_contacts"], dtype=int),
                      np.asarray(columns["wrap_contacts"], dtype=int), np.asarray(columns["fiber_margin"], dtype=float),
-                     np.asarray(columns["wrap_margin"], dtype=float), checked)
+                     np.asarray(columns["wrap_margin"], dtype=float), softening.states)
 
 
 def check_states(model: sf.Model, states: list) -> RunChecks:
     """Stretch, force peak and contact counts of ``states`` (see :class:`RunChecks`)."""
-    checker = SampleChecker(model)
-    samples = [checker(s) for s in states]
+    log = SofteningLog(model)
+    checker = SampleChecker(model, softening=log.check)
+    samples = [checker(s, fibers=log(s)) for s in states]
     columns = {key: [getattr(c, key) for c in samples] for key in CHECK_COLUMNS}
-    return run_checks([f.name for f in model.fibers], columns)
+    return run_checks([f.name for f in model.fibers], columns, softening=log)
 
 
 def _common_times(a, b):

@@ -65,9 +65,9 @@ class History:
 
     def __init__(self, model: sf.Model, *, sample_every: int, profile_times, snapshot_times, sample_dt: float):
         self.model = model
-        self.checker = SampleChecker(model)
         #: the strain-softening check of every recorded state (the samples reuse it)
         self.softening = SofteningLog(model)
+        self.checker = SampleChecker(model, softening=self.softening.check)
         self.sample_every = int(sample_every)
         self.profile_times = tuple(float(t) for t in profile_times)
         self.snapshot_times = np.asarray(snapshot_times, dtype=float)

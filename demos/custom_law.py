@@ -469,8 +469,8 @@ def main(argv=None) -> CustomLawResult:
     parser.add_argument("--plot", metavar="FILE.png", help="save the static sag curves (needs matplotlib)")
     args = parser.parse_args(argv)
     if args.prestretch > MAX_PRESTRETCH:
-        parser.error(f"argument --prestretch: must be at most {MAX_PRESTRETCH:g} (beyond it the custom law's exponential "
-                     f"stiffening pulls with meganewtons), got {args.prestretch:g}")
+        parser.error(f"argument --prestretch: must be at most {MAX_PRESTRETCH:g} (beyond it the custom law's "
+                     f"exponential stiffening pulls with meganewtons), got {args.prestretch:g}")
     t_end = args.t_end if args.t_end is not None else (SMALL_T_END if args.small else T_END)
     if not args.dt < t_end:
         parser.error(f"argument --dt: must be shorter than the run's {t_end:g} s (--t-end), got {args.dt:g}")

@@ -156,30 +156,41 @@ def check_straight_fibers(model: sf.Model, *, term: str = "bending", points_per_
     """Raise a ValueError naming the fibers of ``model`` on which ``term`` (a form written for straight,
     evenly parametrized reference fibers, as :func:`bending`) would be wrong.
 
-    A fiber passes when its reference X(θ) has ``|X″| ≤ tolerance · |X′|`` and ``|X′|`` within
-    ``tolerance`` of its mean at ``points_per_element`` points per element and the ends (θ is then
-    proportional to arc length and the reference is free of curvature).  A Hermite polyline rounds its
-    corners over the elements beside them: its curvature there is the mesh's, not the polyline's.
+    A fiber passes when its reference X(θ), of length L, has curvature κ with κ L ≤ ``tolerance`` and ``|X′|``
+    within ``tolerance`` of its mean at ``points_per_element`` points per element and the ends (θ is then
+    proportional to arc length and the reference is free of curvature), both up to the round-off of the
+    Hermite field's derivatives (about 100 ε n² max``|X|``/L with n elements: a long straight fiber far from the
+    origin passes).  A Hermite polyline rounds its corners over the elements beside them: its curvature there
+    is the mesh's, not the polyline's.
 
     Examples
     --------
     >>> straight = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, name="straight")
     >>> check_straight_fibers(sf.Model([straight]))           # passes
     >>> bent = sf.Fiber.polyline([(0, 0, 0), (1, 0, 0), (1, 1, 0)], n_elements=8, name="bent")
-    >>> check_straight_fibers(sf.Model([straight, bent]))
+    >>> check_straight_fibers(sf.Model([straight, bent]))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: the bending term is written for straight, evenly parametrized reference fibers, and bent (its curvature up to 4.24 1/m, |X′| varies by 32 % along θ) is not: build such fibers with Fiber.straight, or leave the term out
+    ValueError: the bending term is written for straight, evenly parametrized reference fibers, and bent (its \
+curvature up to 4.24 1/m, |X′| varies by 32 % along θ) is not: build such fibers with Fiber.straight, or ...
     """
+    if isinstance(points_per_element, bool) or not isinstance(points_per_element, (int, np.integer)) \
+            or points_per_element < 1:
+        raise ValueError(f"points_per_element must be an integer ≥ 1, got {points_per_element!r}")
+    if not (isinstance(tolerance, (int, float)) and math.isfinite(tolerance) and tolerance > 0):
+        raise ValueError(f"tolerance must be a number > 0, got {tolerance!r}")
     d = model.discretization
     wrong = []
     for k, fiber in enumerate(model.fibers):
-        theta = np.linspace(0.0, 1.0, d.fibers[k].n_elements * int(points_per_element) + 1)
-        first, second = (d.evaluate(d.reference_dofs, k, theta, order) for order in (1, 2))
+        n = d.fibers[k].n_elements
+        theta = np.linspace(0.0, 1.0, n * int(points_per_element) + 1)
+        points, first, second = (d.evaluate(d.reference_dofs, k, theta, order) for order in (0, 1, 2))
         speed = np.linalg.norm(first, axis=0)
-        spread = np.abs(speed / speed.mean() - 1.0).max()
-        if (np.linalg.norm(second, axis=0) / speed).max() > tolerance or spread > tolerance:
-            curvature = np.linalg.norm(np.cross(first, second, axis=0), axis=0) / speed**3
+        length = float(np.trapezoid(speed, theta))
+        curvature = np.linalg.norm(np.cross(first, second, axis=0), axis=0) / speed**3
+        spread = float(np.abs(speed / speed.mean() - 1.0).max())
+        allowed = tolerance + 100 * np.finfo(float).eps * n**2 * np.abs(points).max() / length
+        if curvature.max() * length > allowed or spread > allowed:
             wrong.append(f"{fiber.name} (its curvature up to {curvature.max():.3g} 1/m, |X′| varies by "
                          f"{100 * spread:.2g} % along θ)")
     if wrong:

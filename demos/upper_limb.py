@@ -67,8 +67,8 @@ earlier geometry (``--geometry softening``, :data:`SOFTENING`: biceps lever
 λ ≈ 3.3–4 and later collapses: the elbow angle drops by about 35° within 2
 steps at a time that depends on the mesh, the levels do not converge, and
 N(θ) jumps within one element at the band's edges (Gibbs-type oscillations,
-not contact).  Each run checks every step's state
-(:class:`skfiber.softening.SofteningLog`), prints the largest λ per fiber
+not contact).  Each run checks the state at the end of every step (with
+``--rtol``: at every output time; :class:`skfiber.softening.SofteningLog`), prints the largest λ per fiber
 and warns (:class:`skfiber.softening.SofteningWarning`) if material went past
 its force peak.  An option, not the paper's model and off by default:
 ``--stretch-gradient C`` adds the gradient-of-stretch term
@@ -223,7 +223,7 @@ Run::
 
 The last line of the output is ``summary: level=… dofs=… … ff_contacts_max=… softening=0|1 …
 bending_EI=…`` (``softening=1``: material past the force peak (or, shortened, the force minimum) of its law
-in any step's state, at any level run; ``bending_EI=0`` without bending; a resumed run adds
+in a state checked at the end of a step, at any level run; ``bending_EI=0`` without bending; a resumed run adds
 ``resumed_from_step=…``: its ``wall_s`` is that of the steps after it); a run stopped by Ctrl-C gives the
 steps it took and ends with ``interrupted_at_s=… steps_planned=… interrupted=1``.
 """
@@ -857,7 +857,7 @@ def run(level: int = 1, *, t_end: float = T_END, n_elements: int | None = None, 
     for name, (n, first) in checks.past_peak.items():
         if n:
             warnings.warn(f"{name} (level {level}): material past the force peak or minimum of its law in {n} of "
-                          f"{checks.softening_states} steps' states, first at t = {first:.4g} s, largest stretch "
+                          f"{checks.softening_states} states checked, first at t = {first:.4g} s, largest stretch "
                           f"{checks.max_stretch[name]:.3g}: the stretch localizes and the motion depends on "
                           "the mesh (strain softening)", SofteningWarning, stacklevel=2)
     states = history.snapshots + ([final] if not history.snapshots or history.snapshots[-1].t < final.t else [])
@@ -924,8 +924,10 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     # no abbreviations: '--out' (below) and '--output' are different options
     parser = ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False, epilog=PROGRESS_TERMS,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--level", type=positive_int, default=None, choices=sorted(LEVELS), help="one level (default 1)")
-    parser.add_argument("--levels", type=positive_int, nargs="+", choices=sorted(LEVELS), help="several levels to compare")
+    parser.add_argument("--level", type=positive_int, default=None, choices=sorted(LEVELS),
+                        help="one level (default 1)")
+    parser.add_argument("--levels", type=positive_int, nargs="+", choices=sorted(LEVELS),
+                        help="several levels to compare")
     parser.add_argument("--t-end", type=positive_float, default=T_END, help="end time in s (default 8)")
     parser.add_argument("--output", type=folder_path, default=Path("upper_limb_output"),
                         help="directory for CSV/PNG files (default upper_limb_output)")

@@ -480,10 +480,11 @@ def _cmd_view(args) -> int:
     except ImportError as err:
         print(f"skfiber view: {err}", file=sys.stderr)
         return EXIT_FAILED
-    if args.movie is not None and Path(args.movie).suffix.lower() == ".gif" and fps > viz.MAX_GIF_FPS:
-        raise UsageError(f"--fps {fps:g} is too fast for a GIF: its frame delays are whole hundredths of a second, "
-                         f"so a GIF plays at most {viz.MAX_GIF_FPS} frames per second; give --fps "
-                         f"{viz.MAX_GIF_FPS} or less (or write an MP4: --movie F.mp4)")
+    if args.movie is not None:
+        try:
+            viz.check_gif_fps(args.movie, fps)
+        except ValueError as err:
+            raise UsageError(f"--{err} (--movie F.mp4)") from None
     for option, target in (("--screenshot", args.screenshot), ("--movie", args.movie)):
         if target is not None:
             try:  # (its folder made and the file tried, or an error naming the option)
@@ -700,7 +701,7 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--view", default="front", choices=["front", "iso", "xy", "xz", "yz"],
                       help="camera direction (default front: the xz plane seen from slightly above)")
     view.add_argument("--fps", type=positive_float, default=None,
-                      help="movie frames per second (default 15; a GIF's at most 100)")
+                      help="movie frames per second (default 15; a GIF's at most 50)")
     view.add_argument("--every", type=positive_int, default=None, metavar="K",
                       help="movie: use every K-th time point (default 1)")
     view.add_argument("--window-size", type=window_side, nargs=2, default=[960, 720], metavar=("W", "H"),

@@ -344,8 +344,9 @@ class SofteningLog:
     >>> found = log(model.initial_state())
     >>> log.states, log.softening, log.past_states.tolist()
     (1, False, [0])
-    >>> print(log.describe())
-    strain softening: none (the stretch λ at the fibers' sample points 1.000 … 1.000 over 1 state: every fiber on the rising branch of its law)
+    >>> print(log.describe())  # doctest: +NORMALIZE_WHITESPACE
+    strain softening: none (the stretch λ at the fibers' sample points 1.000 … 1.000 over 1 state:
+    every fiber on the rising branch of its law)
     """
 
     def __init__(self, model, *, points_per_element: int = 4):
@@ -412,6 +413,11 @@ class SofteningLog:
 
     def restore(self, arrays: dict[str, np.ndarray]) -> None:
         """Take back a record from :meth:`arrays` (of the same model)."""
+        missing = [key for key in ("states", "min_stretch", "max_stretch", "past_states", "first_past")
+                   if key not in arrays]
+        if missing:
+            raise ValueError(f"the softening record lacks {', '.join(missing)}: it was not made by "
+                             "SofteningLog.arrays")
         shapes = {key: np.shape(arrays[key]) for key in ("min_stretch", "max_stretch", "past_states", "first_past")}
         if any(shape != (len(self.names),) for shape in shapes.values()):
             raise ValueError(f"the softening record is of another model: {len(self.names)} fibers here, the record's "

@@ -72,15 +72,17 @@ __all__ = [
     "show",
     "MOVIE_FORMATS",
     "MAX_GIF_FPS",
+    "check_gif_fps",
+    "gif_delay_ms",
 ]
 
 BONE_COLOR = "#e8dcc4"
 #: colour of the levers from a bone's axis to the fiber attachments on it
 LEVER_COLOR = "#8c7b5e"
 MOVIE_FORMATS = (".gif", ".mp4")
-#: the fastest GIF (frames per second): its frame delays are whole hundredths of a second, and a delay that rounds
-#: to 0 is played by viewers at their own pace (~10 frames per second)
-MAX_GIF_FPS = 100
+#: the fastest GIF (frames per second): its frame delays are whole hundredths of a second, and browsers play a
+#: delay of 1/100 s or less at their own pace (about 10 frames per second)
+MAX_GIF_FPS = 50
 DEFAULT_WINDOW = (960, 720)  # multiples of 16 (H.264 macro blocks)
 
 
@@ -560,9 +562,7 @@ def movie(
         raise ValueError(f"every must be an integer ≥ 1, got {every!r}")
     if not fps > 0:
         raise ValueError(f"fps must be > 0, got {fps!r}")
-    if suffix == ".gif" and fps > MAX_GIF_FPS:
-        raise ValueError(f"fps {fps!r} is too fast for a GIF (its frame delays are whole hundredths of a second); "
-                         f"give fps ≤ {MAX_GIF_FPS}, or write an MP4")
+    check_gif_fps(filename, fps)
     _check_window_size(window_size)
     series = Series(pvd)
     writable_file(filename, what="movie")  # (before the frames are read and rendered)
@@ -616,8 +616,37 @@ class _GifWriter:
         if exc[0] is None and self.frames:
             self.frames[0].save(
                 self.filename, save_all=True, append_images=self.frames[1:],
-                duration=round(1000.0 / self.fps), loop=0,
+                duration=gif_delay_ms(self.fps), loop=0,
             )
+
+
+def check_gif_fps(filename: str | Path, fps: float) -> None:
+    """Raise a ValueError when a movie ``filename`` is a GIF and ``fps`` is above :data:`MAX_GIF_FPS`.
+
+    Examples
+    --------
+    >>> check_gif_fps("m.mp4", 120.0)        # an MP4 plays any rate
+    >>> check_gif_fps("m.gif", 120.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: fps 120 is too fast for a GIF: its frame delays are whole hundredths of a second, ...
+    """
+    if Path(filename).suffix.lower() == ".gif" and fps > MAX_GIF_FPS:
+        raise ValueError(f"fps {fps:g} is too fast for a GIF: its frame delays are whole hundredths of a second, and "
+                         f"browsers play 1/100 s or less at about 10 frames per second; give fps {MAX_GIF_FPS} or "
+                         "less, or write an MP4")
+
+
+def gif_delay_ms(fps: float) -> int:
+    """A GIF frame's delay in ms for ``fps``: the nearest whole hundredth of a second (what the file can hold),
+    at least 2/100 s.
+
+    Examples
+    --------
+    >>> gif_delay_ms(15.0), gif_delay_ms(30.0), gif_delay_ms(50.0)
+    (70, 30, 20)
+    """
+    return 10 * max(2, round(100.0 / fps))
 
 
 def _movie_writer(filename: Path, fps: float):

@@ -81,8 +81,9 @@ def _upper_on(support: str, n: int):
     (σ0 = 10⁵ Pa: tension 785 N against the upper fiber's 0.08 N) with fiber–fiber contact, or on a fixed rigid
     cylinder of the same axis and radius with cylinder contact (``support``): the state and the contact."""
     law = PenaltyLaw(stiffness=demo.KAPPA, gamma=demo.GAMMA)
-    upper = sf.Fiber.straight(*demo.UPPER, n_elements=n, radius=demo.RADIUS, law=demo._law(demo.MU_UPPER),
-                              name="upper")
+    soft = sf.passive_kelvin_voigt(mu_muscle=demo.MU_UPPER, mu_tendon=demo.MU_UPPER, eta_muscle=0.0,
+                                   eta_tendon=0.0) + sf.prestress(demo.SIGMA0)      # the demo's upper fiber
+    upper = sf.Fiber.straight(*demo.UPPER, n_elements=n, radius=demo.RADIUS, law=soft, name="upper")
     fibers = [upper]
     if support == "fiber":
         taut = sf.passive_kelvin_voigt(mu_muscle=demo.MU_LOWER, mu_tendon=demo.MU_LOWER, eta_muscle=0.0,

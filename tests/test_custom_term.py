@@ -141,3 +141,15 @@ def test_bending_is_refused_on_fibers_it_is_not_written_for():
         custom_term.check_straight_fibers(sf.Model([uneven]), term="stretch-gradient")
     from skfiber.demos import upper_limb
     assert "bending" in [t.name for t in upper_limb.build_model(2, bending=1e-4).terms]
+
+
+def test_a_long_straight_fiber_far_from_the_origin_passes_the_straightness_check():
+    """Round-off in X″ grows with the elements squared and the distance from the origin: a straight fiber of
+    2,048 elements 1 m away, and a 2 cm one of 1,024 elements 0.5 m away, are straight; bad options are named."""
+    for start, end, n in (((1, 1, 0), (2, 1, 0), 2048), ((0.5, 0, 0), (0.52, 0, 0), 1024)):
+        custom_term.check_straight_fibers(sf.Model([sf.Fiber.straight(start, end, n_elements=n)]))
+    model = sf.Model([sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=2)])
+    with pytest.raises(ValueError, match="points_per_element must be an integer ≥ 1, got 0"):
+        custom_term.check_straight_fibers(model, points_per_element=0)
+    with pytest.raises(ValueError, match="tolerance must be a number > 0, got -1"):
+        custom_term.check_straight_fibers(model, tolerance=-1)

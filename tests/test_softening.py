@@ -7,7 +7,8 @@ import sympy as sp
 
 import skfiber as sf
 from skfiber.materials import MaterialPoint, law_from_function
-from skfiber.softening import (SofteningCheck, SofteningLog, SofteningWarning, force_minimum_stretch, force_peak_stretch,
+from skfiber.softening import (SofteningCheck, SofteningLog, SofteningWarning, force_minimum_stretch,
+                               force_peak_stretch,
                                force_slope, past_force_peak, warn_if_past_force_peak)
 
 #: Table 4 of the paper, triceps (the upper-limb demo's law)
@@ -185,6 +186,8 @@ def test_softening_log_sums_up_states_per_fiber_and_survives_a_checkpoint():
     np.testing.assert_array_equal(again.max_stretch, log.max_stretch)
     with pytest.raises(ValueError, match="the softening record is of another model: 1 fibers here"):
         SofteningLog(sf.Model(fibers[:1])).restore(log.arrays())
+    with pytest.raises(ValueError, match="the softening record lacks first_past: it was not made by"):
+        again.restore({key: value for key, value in log.arrays().items() if key != "first_past"})
 
 
 def test_points_that_share_the_law_parameters_are_searched_once_with_the_same_verdict():
@@ -205,3 +208,10 @@ def test_points_that_share_the_law_parameters_are_searched_once_with_the_same_ve
     assert np.isfinite(shared[gm == 1.0]).all() and np.isinf(shared[gm == 0.0]).all()
     point = MaterialPoint(lam, 0.0, theta=theta, muscle_fraction=gm, activation=alpha)
     np.testing.assert_array_equal(past_force_peak(TRICEPS, point), past_force_peak(by_hand, point))
+    # a law that reads θ (its peak at λ = 1.2 + 0.2 θ) keeps θ apart: the peaks move with it
+    reads_theta = law_from_function(lambda lam, lamdot, theta, t: 1e4 * sp.exp(-(lam - 1.2 - 0.2 * theta) ** 2) / lam)
+    theta_pairs = np.repeat([0.0, 0.5, 1.0], 4)
+    peaks = force_peak_stretch(reads_theta, theta=theta_pairs, stretch_max=2.0)
+    np.testing.assert_allclose(peaks, 1.2 + 0.2 * theta_pairs, atol=2e-3)
+    np.testing.assert_array_equal(peaks, force_peak_stretch(lambda p: reads_theta(p), theta=theta_pairs,
+                                                            stretch_max=2.0))

@@ -83,3 +83,18 @@ def test_a_study_folder_that_cannot_be_written_is_named_with_the_reason(tmp_path
     with pytest.raises(ValueError, match=r"the study folder .*: cannot create the folder \(.*\); pick a writable "
                                          r"place"):
         StudyFolder(blocker / "below")
+
+
+def test_a_failed_start_does_not_remove_a_plan_another_process_stored_or_leave_runs_without_one(tmp_path):
+    """Two folder objects on one folder (two processes): only the one that stored the plan may remove it, and
+    only while it is the plan it stored; runs without a plan are refused rather than taken as another study's."""
+    first, second = StudyFolder(tmp_path), StudyFolder(tmp_path)
+    assert first.start({"n": 2}) is True and second.start({"n": 2}) is False
+    assert second.discard_plan() is False and first.plan() == {"n": 2}      # not the one that stored it
+    (tmp_path / "plan.json").write_text(json.dumps({"n": 2, "seed": 1}))      # replaced meanwhile
+    assert first.discard_plan() is False and first.plan() == {"n": 2, "seed": 1}
+    first.record({"run": 0, "params": {"a": 1.0}, "status": "failed", "error": "x", "wall_s": 0.1, "worker": "",
+                  "outputs": {}})
+    (tmp_path / "plan.json").unlink()
+    with pytest.raises(ValueError, match="holds runs of a study but no plan"):
+        StudyFolder(tmp_path).start({"n": 3})

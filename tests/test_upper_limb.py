@@ -225,6 +225,9 @@ def test_interrupted_run_is_reported_as_partial_and_resumes(monkeypatch, capsys,
     for field in ("fiber_contacts", "wrap_contacts", "fiber_margin", "wrap_margin", "times"):
         assert np.array_equal(getattr(resumed[0].checks, field), getattr(whole.checks, field)), field
     assert resumed[0].checks.max_stretch == whole.checks.max_stretch
+    assert resumed[0].checks.past_peak == whole.checks.past_peak
+    # the softening check of every step: the start and the 8 steps, once each across the resume
+    assert resumed[0].checks.softening_states == whole.checks.softening_states == 8 + 1
     np.testing.assert_array_equal(resumed[0].final_state.u, whole.final_state.u)
     assert (tmp_path / "angle_level1.csv").read_bytes() == (quarter_second[1] / "angle_level1.csv").read_bytes()
 

@@ -52,6 +52,7 @@ class StudyFolder:
             self.path = writable_folder(path, what="the study folder")
         except OSError as err:
             raise ValueError(str(err)) from None
+        self._written: str | None = None  # the plan's text as start() stored it (None: it stored none)
 
     # ------------------------------------------------------------------ plan
     def plan(self) -> dict | None:
@@ -75,9 +76,14 @@ class StudyFolder:
         """
         stored = self.plan()
         if stored is None:
-            tmp = self.path / (PLAN + ".tmp")
-            tmp.write_text(json.dumps(plan, indent=1), encoding="utf-8")
+            if self.records():
+                raise ValueError(f"{str(self.path)!r} holds runs of a study but no plan (removed by hand, or by a "
+                                 "failed start of another process); use another folder")
+            text = json.dumps(plan, indent=1)
+            tmp = self.path / f"{PLAN}.{os.getpid()}.tmp"
+            tmp.write_text(text, encoding="utf-8")
             os.replace(tmp, self.path / PLAN)
+            self._written = text
             return True
         differ = [key for key in plan if stored.get(key) != json.loads(json.dumps(plan[key]))]
         if differ:
@@ -86,11 +92,18 @@ class StudyFolder:
         return False
 
     def discard_plan(self) -> bool:
-        """Remove the plan of a study that recorded no run (one whose scheduler could not be reached, say), so
-        that the folder takes another study; a folder that holds runs keeps its plan.  True when removed."""
-        if self.records():
+        """Remove the plan this folder object stored (:meth:`start`) of a study that recorded no run (one whose
+        scheduler could not be reached, say), so that the folder takes another study; a folder that holds runs,
+        or whose plan is no longer the one stored here, keeps its plan.  True when removed."""
+        written = self._written
+        if written is None or self.records():
             return False
-        (self.path / PLAN).unlink(missing_ok=True)
+        try:
+            if (self.path / PLAN).read_text(encoding="utf-8") != written:
+                return False
+            (self.path / PLAN).unlink()
+        except FileNotFoundError:
+            return False
         return True
 
     # ------------------------------------------------------------------ runs
