@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 
 from skfiber.cli import ArgumentParser, positive_float, positive_int, run_script
-from skfiber.study import Parameter, calibrate
+from skfiber.study import Parameter, calibrate, serial_conflict
 
 #: the hidden parameters of the target run, and the ranges searched
 HIDDEN = {"smax_biceps": 4.8e7, "smax_triceps": 1.2e7}
@@ -63,8 +63,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--scheduler", default=None,
                         help="a running dask scheduler, e.g. tcp://host:8786 (default: a local cluster)")
     args = parser.parse_args(argv)
-    if args.serial and (args.workers is not None or args.scheduler is not None):
-        parser.error("--serial runs in this process; leave out --workers and --scheduler")
+    conflict = serial_conflict(serial=args.serial, workers=args.workers, scheduler=args.scheduler)
+    if conflict:
+        parser.error(conflict)
     scheduler = "serial" if args.serial else args.scheduler
     if scheduler is None and args.workers is not None:
         from distributed import Client, LocalCluster

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from skfiber.cli import ArgumentParser, folder_path, nonnegative_int, output_folder, positive_int, run_script
-from skfiber.study import run_study
+from skfiber.study import run_study, serial_conflict
 from skfiber.study.sensitivity import sobol_indices
 from skfiber.study.targets import ISHIGAMI_INDICES, TARGETS
 
@@ -141,10 +141,9 @@ def main(argv=None) -> dict | int:
     parser.add_argument("--serial", action="store_true", help="run in this process, without dask")
     parser.add_argument("--small", action="store_true", help="the Ishigami check at n = 256, in this process")
     args = parser.parse_args(argv)
-    if args.serial and (args.workers is not None or args.scheduler is not None):
-        given = " and ".join(o for o, v in (("--workers", args.workers), ("--scheduler", args.scheduler))
-                             if v is not None)
-        parser.error(f"--serial runs in this process, without dask; leave out {given}")
+    conflict = serial_conflict(serial=args.serial, workers=args.workers, scheduler=args.scheduler)
+    if conflict:
+        parser.error(conflict)
     if args.workers is not None and (args.small or args.scheduler is not None):
         parser.error(f"--workers starts local dask workers; it does not go with "
                      f"{'--small' if args.small else '--scheduler'} (leave it out)")

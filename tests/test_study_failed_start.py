@@ -6,7 +6,7 @@ import socket
 import pytest
 
 from skfiber.cli import main as cli_main
-from skfiber.study import Parameter, StudyFolder, run_study
+from skfiber.study import Parameter, StudyFolder, run_study, serial_conflict
 from skfiber.study.targets import quadratic
 
 pytest.importorskip("distributed")
@@ -98,3 +98,23 @@ def test_a_failed_start_does_not_remove_a_plan_another_process_stored_or_leave_r
     (tmp_path / "plan.json").unlink()
     with pytest.raises(ValueError, match="holds runs of a study but no plan"):
         StudyFolder(tmp_path).start({"n": 3})
+
+
+@pytest.mark.parametrize("given, named", [({"workers": 2, "scheduler": None}, "--workers"),
+                                          ({"workers": None, "scheduler": "tcp://h:1"}, "--scheduler"),
+                                          ({"workers": 2, "scheduler": "tcp://h:1"}, "--workers and --scheduler")])
+def test_serial_with_dask_options_is_one_message_in_every_command(given, named, capsys):
+    """``--serial`` with --workers or --scheduler: one message (skfiber.study.serial_conflict) for the study
+    command and the demos that take these options."""
+    from skfiber.demos import calibrate, sensitivity
+
+    expected = f"--serial runs in this process, without dask; leave out {named}"
+    assert serial_conflict(serial=True, **given) == expected and serial_conflict(serial=False, **given) is None
+    options = [*(["--workers", "2"] if given["workers"] else []), *(["--scheduler", "tcp://h:1"] if given["scheduler"]
+                                                                      else [])]
+    assert cli_main(["study", "quadratic", "--serial", *options]) == 2
+    assert expected in capsys.readouterr().err
+    for demo in (calibrate, sensitivity):
+        with pytest.raises(SystemExit):
+            demo.main(["--serial", *options])
+        assert expected in capsys.readouterr().err

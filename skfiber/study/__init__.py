@@ -20,8 +20,8 @@ Examples
 """
 from .calibrate import CalibrationResult, calibrate
 from .design import DESIGNS, Parameter, make_design, parse_parameter
-from .execute import StudyResult, run_study
+from .execute import StudyResult, run_study, serial_conflict
 from .records import StudyFolder
 
 __all__ = ["DESIGNS", "Parameter", "make_design", "parse_parameter", "StudyResult", "run_study", "StudyFolder",
-           "CalibrationResult", "calibrate"]
+           "CalibrationResult", "calibrate", "serial_conflict"]

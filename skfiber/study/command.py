@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from .design import DESIGNS, make_design, parse_parameter
+from .execute import serial_conflict
 from .records import PLAN, StudyFolder
 
 __all__ = ["add_parser", "command"]
@@ -74,9 +75,9 @@ def command(args) -> int:
             raise StudyUsageError(f"--summary prints the table of the study folder {args.target}; it runs nothing, "
                                   f"so leave out {', '.join(run_options)}")
         return _summary(Path(args.target))
-    if args.serial and (args.scheduler or args.workers is not None):
-        given = " and ".join(o for o in ("--scheduler", "--workers") if o in run_options)
-        raise StudyUsageError(f"--serial runs the study in this process, without dask; leave out {given}")
+    conflict = serial_conflict(serial=args.serial, workers=args.workers, scheduler=args.scheduler)
+    if conflict:
+        raise StudyUsageError(conflict)
     design = DEFAULT_DESIGN if args.design is None else args.design
     n = DEFAULT_N if args.n is None else args.n
     seed = DEFAULT_SEED if args.seed is None else args.seed

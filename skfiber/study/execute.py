@@ -42,7 +42,7 @@ from .interrupts import PRELOAD, ctrl_c_flag
 from .records import TABLE_COLUMNS, StudyFolder
 
 __all__ = ["StudyResult", "run_study", "run_on_dask", "warmup_plugin", "connect", "close_own", "local_cluster",
-           "RESERVED_SERIES_NAMES"]
+           "serial_conflict", "RESERVED_SERIES_NAMES"]
 
 #: names a run's series may not have: numpy.savez, which writes them, takes them as its own arguments
 RESERVED_SERIES_NAMES = frozenset({"file", "allow_pickle"})
@@ -195,6 +195,23 @@ def warmup_plugin(warmup: Callable[[], object]):
             self.call()
 
     return Warmup(warmup)
+
+
+def serial_conflict(*, serial: bool, workers, scheduler) -> str | None:
+    """What a command line's ``--serial`` conflicts with (its ``--workers`` and ``--scheduler``, None where not
+    given), as the message for the user; None when nothing does.
+
+    Examples
+    --------
+    >>> serial_conflict(serial=True, workers=2, scheduler=None)
+    '--serial runs in this process, without dask; leave out --workers'
+    >>> serial_conflict(serial=False, workers=2, scheduler="tcp://host:8786") is None
+    True
+    """
+    given = [option for option, value in (("--workers", workers), ("--scheduler", scheduler)) if value is not None]
+    if not serial or not given:
+        return None
+    return f"--serial runs in this process, without dask; leave out {' and '.join(given)}"
 
 
 def connect(scheduler, workers: int | None = None):
