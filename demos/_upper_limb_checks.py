@@ -1,12 +1,12 @@
 """What the upper-limb demo checks in its runs (``demos/upper_limb.py``).
 
-:func:`check_sample` looks at one state sampled during a run and :func:`run_checks` sums
-the samples up (:func:`check_states`: both, for a list of states): the largest stretch per
-fiber, material past the force peak (or, shortened, the force minimum) of its law (:mod:`skfiber.softening`:
-strain softening), the contacts in touch and the smallest 1 + γg of the wrapping cylinder and of fiber–fiber
-contact.  :func:`angle_difference`, :func:`force_difference` and :func:`oscillation` compare
-levels and measure wiggles of N(θ) (the demo's convergence study; :func:`describe_wiggles` the line the
-demo prints on them).
+:func:`check_sample` looks at the contacts of one state sampled during a run and :func:`run_checks` sums
+the samples up with the run's strain-softening record (:func:`check_states`: both, for a list of states): the
+largest stretch per fiber, material past the force peak (or, shortened, the force minimum) of its law
+(:class:`skfiber.softening.SofteningLog`: strain softening), the contacts in touch and the smallest 1 + γg of
+the wrapping cylinder and of fiber–fiber contact.  :func:`angle_difference`, :func:`force_difference` and
+:func:`oscillation` compare levels and measure wiggles of N(θ) (the demo's convergence study;
+:func:`describe_wiggles` the line the demo prints on them).
 
 Examples
 --------
@@ -25,7 +25,7 @@ import numpy as np
 import skfiber as sf
 from skfiber.contact import FiberContact
 from skfiber.contact.cylinder import CylinderContact
-from skfiber.softening import FiberSoftening, SofteningCheck, SofteningLog
+from skfiber.softening import SofteningLog
 
 __all__ = ["RunChecks", "SampleCheck", "SampleChecker", "CHECK_COLUMNS", "check_sample", "run_checks", "check_states", "describe_checks", "angle_difference", "force_difference", "oscillation",
            "profile_oscillation", "profile_wiggles", "describe_wiggles"]
@@ -63,13 +63,10 @@ class RunChecks:
 
 @dataclass
 class SampleCheck:
-    """What one sampled state shows: per fiber (model order) the largest λ and whether material is past the
-    force peak of its law; the contacts in touch (point – partner pairs) and the smallest 1 + γg (inf: no
-    partner in reach) of fiber–fiber contact and of the wrapping cylinder."""
+    """What one sampled state shows of its contacts: the contacts in touch (point – partner pairs) and the
+    smallest 1 + γg (inf: no partner in reach) of fiber–fiber contact and of the wrapping cylinder."""
 
     t: float
-    max_stretch: np.ndarray
-    past_peak: np.ndarray
     fiber_contacts: int
     wrap_contacts: int
     fiber_margin: float
@@ -77,19 +74,14 @@ class SampleCheck:
 
 
 class SampleChecker:
-    """:func:`check_sample` for many states of one model: the stretches and the force peaks are
-    :class:`skfiber.softening.SofteningCheck`'s (4 points per element, the points of
-    :func:`skfiber.postprocess.fiber_fields`), which computes what does not change from state to state once."""
+    """:func:`check_sample` for many states of one model."""
 
-    def __init__(self, model: sf.Model, *, points_per_element: int = 4, softening: SofteningCheck | None = None):
+    def __init__(self, model: sf.Model):
         self.model = model
-        self.softening = SofteningCheck(model, points_per_element=points_per_element) if softening is None \
-            else softening
 
-    def __call__(self, state, *, fibers: FiberSoftening | None = None) -> SampleCheck:
-        """The :class:`SampleCheck` of ``state``; ``fibers``: its softening check when the caller made it."""
+    def __call__(self, state) -> SampleCheck:
+        """The :class:`SampleCheck` of ``state``."""
         model = self.model
-        fibers = self.softening(state) if fibers is None else fibers
         model.set_coordinates(state.q)
         found = {}
         for kind, cls in (("fiber", FiberContact), ("wrap", CylinderContact)):
@@ -97,8 +89,7 @@ class SampleChecker:
             found[kind] = (sum(ev.n_active for ev in evs),
                            min([float(ev.admissibility.min()) for ev in evs if ev.admissibility.size],
                                default=math.inf))
-        return SampleCheck(float(state.t), fibers.max_stretch, fibers.past, found["fiber"][0], found["wrap"][0],
-                           found["fiber"][1], found["wrap"][1])
+        return SampleCheck(float(state.t), found["fiber"][0], found["wrap"][0], found["fiber"][1], found["wrap"][1])
 
 
 def check_sample(model: sf.Model, state) -> SampleCheck:
@@ -108,7 +99,7 @@ def check_sample(model: sf.Model, state) -> SampleCheck:
 
 
 #: the columns of a run's sample checks (:func:`run_checks`), named as in :class:`SampleCheck`
-CHECK_COLUMNS = ("t", "max_stretch", "past_peak", "fiber_contacts", "wrap_contacts", "fiber_margin", "wrap_margin")
+CHECK_COLUMNS = ("t", "fiber_contacts", "wrap_contacts", "fiber_margin", "wrap_margin")
 
 
 def run_checks(fiber_names: list[str], columns: dict, *, softening: SofteningLog) -> RunChecks:
@@ -126,9 +117,11 @@ def run_checks(fiber_names: list[str], columns: dict, *, softening: SofteningLog
 
 def check_states(model: sf.Model, states: list) -> RunChecks:
     """Stretch, force peak and contact counts of ``states`` (see :class:`RunChecks`)."""
-    log = SofteningLog(model)
-    checker = SampleChecker(model, softening=log.check)
-    samples = [checker(s, fibers=log(s)) for s in states]
+    log, checker = SofteningLog(model), SampleChecker(model)
+    samples = []
+    for state in states:
+        log(state)
+        samples.append(checker(state))
     columns = {key: [getattr(c, key) for c in samples] for key in CHECK_COLUMNS}
     return run_checks([f.name for f in model.fibers], columns, softening=log)
 

@@ -4,7 +4,7 @@
 force magnitudes at the upper-arm attachments of biceps1 and triceps1 (paper Fig. 11) and the
 Newton iterations; every step's strain-softening check (:class:`skfiber.softening.SofteningLog`: the
 stretches and the force peaks, summed up per fiber); every ``sample_every``-th step the checks of the state
-(:func:`check_sample`: stretch, force peak, contacts); the sampled states nearest to the
+(:func:`check_sample`: contacts); the sampled states nearest to the
 snapshot times (paper Fig. 13); and the axial-force profiles N(θ) of biceps1 and triceps1 at the
 profile times (paper Fig. 12).  Memory: five numbers per step, one small check per sample and a
 few states, so a long run stays small.
@@ -65,9 +65,9 @@ class History:
 
     def __init__(self, model: sf.Model, *, sample_every: int, profile_times, snapshot_times, sample_dt: float):
         self.model = model
-        #: the strain-softening check of every recorded state (the samples reuse it)
+        #: the strain-softening check of every recorded state
         self.softening = SofteningLog(model)
-        self.checker = SampleChecker(model, softening=self.softening.check)
+        self.checker = SampleChecker(model)
         self.sample_every = int(sample_every)
         self.profile_times = tuple(float(t) for t in profile_times)
         self.snapshot_times = np.asarray(snapshot_times, dtype=float)
@@ -76,7 +76,7 @@ class History:
         self.forces = {name: array("d") for name in FORCE_ATTACHMENTS}
         self.newton = array("i")
         self.max_contacts = 0
-        #: the sample checks by column (CHECK_COLUMNS; max_stretch and past_peak a value per fiber, flat)
+        #: the sample checks by column (CHECK_COLUMNS)
         self.checks = self._empty_checks()
         self.snapshots: list[sf.State] = []
         self.profiles: dict = {}
@@ -84,16 +84,11 @@ class History:
 
     @staticmethod
     def _empty_checks() -> dict:
-        return {key: array(code) for key, code in zip(CHECK_COLUMNS, "ddbqqdd")}
+        return {key: array(code) for key, code in zip(CHECK_COLUMNS, "dqqdd")}
 
     def check_columns(self) -> dict[str, np.ndarray]:
         """The sample checks as arrays (see :func:`run_checks`)."""
-        n_fibers = len(self.model.fibers)
-        out = {key: np.array(values) for key, values in self.checks.items()}
-        out["past_peak"] = out["past_peak"].astype(bool)
-        for key in ("max_stretch", "past_peak"):
-            out[key] = out[key].reshape(-1, n_fibers)
-        return out
+        return {key: np.array(values) for key, values in self.checks.items()}
 
     def record(self, state: sf.State, info: StepInfo | None = None) -> None:
         """Record ``state``: the start (``info`` None) or the end of step ``info.step``."""
@@ -106,14 +101,15 @@ class History:
         if info is not None:
             self.newton.append(int(info.newton_iterations))
             self.max_contacts = max(self.max_contacts, int(info.active_contacts))
+        sampled = step % self.sample_every == 0 or (info is not None and step == info.n_steps)
         tic = time.perf_counter()
-        fibers = self.softening(state)
-        if step % self.sample_every == 0 or (info is not None and step == info.n_steps):
-            check = self.checker(state, fibers=fibers)
+        self.softening(state)
+        if sampled:
+            check = self.checker(state)
             for key, values in self.checks.items():
-                values.extend(np.atleast_1d(getattr(check, key)).astype(values.typecode))
+                values.append(getattr(check, key))
         self.check_time += time.perf_counter() - tic
-        if step % self.sample_every == 0 or (info is not None and step == info.n_steps):
+        if sampled:
             if self.snapshot_times.size and np.abs(self.snapshot_times - state.t).min() <= 0.5 * self.sample_dt + 1e-9:
                 self.snapshots.append(state)
         for tp in self.profile_times:
@@ -148,8 +144,7 @@ class History:
             self.checks = self._empty_checks()
             for key, values in self.checks.items():
                 values.extend(np.ravel(arrays[f"check.{key}"]).astype(values.typecode))
-            self.softening.restore({key[len("softening."):]: values for key, values in arrays.items()
-                                    if key.startswith("softening.")})
+            self.softening.restore({key: arrays[f"softening.{key}"] for key in self.softening.arrays()})
             self.snapshots = [sf.State(float(t), *(arrays[f"snapshot.{key}"][i].copy() for key in ("u", "v")),
                                        q=arrays["snapshot.q"][i].copy(), p=arrays["snapshot.p"][i].copy())
                               for i, t in enumerate(arrays["snapshot.t"])]

@@ -507,7 +507,9 @@ def _cmd_view(args) -> int:
             out = viz.screenshot(frame, args.screenshot, **options)
             print(f"screenshot (t = {frame.time if frame.time is not None else '–'} s, {args.field}): {out}")
         if args.movie is not None:
-            _note_few_frames(len(viz.Series(path)), args.every)
+            if args.every is not None:
+                points = len(viz.Series(path))
+                _note_few_frames(points, len(viz.movie_frames(points, args.every)), args.every)
             tic = time.perf_counter()
             out = viz.movie(path, args.movie, field=args.field, view=args.view, fps=fps,
                             every=every, window_size=tuple(args.window_size))
@@ -521,12 +523,9 @@ def _cmd_view(args) -> int:
 MIN_MOVIE_FRAMES = 3
 
 
-def _note_few_frames(points: int, every: int | None) -> None:
-    """A note on stderr when ``--every`` (``every``, None when not given) leaves fewer than
-    :data:`MIN_MOVIE_FRAMES` frames of a series of ``points`` time points (the first, every K-th, the last)."""
-    if every is None:
-        return
-    frames = len(range(0, points, every)) + ((points - 1) % every != 0)
+def _note_few_frames(points: int, frames: int, every: int) -> None:
+    """A note on stderr when ``--every`` ``every`` leaves ``frames`` (:func:`skfiber.viz.movie_frames`), fewer
+    than :data:`MIN_MOVIE_FRAMES`, of a series of ``points`` time points."""
     if frames < min(MIN_MOVIE_FRAMES, points):
         print(f"skfiber view: note: --every {every} leaves {frames} frame{'s' if frames > 1 else ''} of the "
               f"series' {points} time points; --every {max(1, (points - 1) // (MIN_MOVIE_FRAMES - 1))} or less "

@@ -73,6 +73,7 @@ __all__ = [
     "MOVIE_FORMATS",
     "MAX_GIF_FPS",
     "check_gif_fps",
+    "movie_frames",
     "gif_delay_ms",
 ]
 
@@ -566,10 +567,7 @@ def movie(
     _check_window_size(window_size)
     series = Series(pvd)
     writable_file(filename, what="movie")  # (before the frames are read and rendered)
-    indices = list(range(0, len(series), every))
-    if indices[-1] != len(series) - 1:
-        indices.append(len(series) - 1)
-    frames = [series.frame(i) for i in indices]
+    frames = [series.frame(i) for i in movie_frames(len(series), every)]
     _check_field(frames[0], field)
     clim = _field_range(frames, field)
     rmax = max(float(np.max(f.fibers.point_data["radius"])) for f in frames)
@@ -618,6 +616,21 @@ class _GifWriter:
                 self.filename, save_all=True, append_images=self.frames[1:],
                 duration=gif_delay_ms(self.fps), loop=0,
             )
+
+
+def movie_frames(points: int, every: int) -> list[int]:
+    """The time points :func:`movie` shows of a series of ``points``: every ``every``-th from the first, and
+    the last.
+
+    Examples
+    --------
+    >>> movie_frames(11, 4)
+    [0, 4, 8, 10]
+    """
+    indices = list(range(0, points, every))
+    if indices and indices[-1] != points - 1:
+        indices.append(points - 1)
+    return indices
 
 
 def check_gif_fps(filename: str | Path, fps: float) -> None:
