@@ -633,3 +633,46 @@ def test_a_series_named_like_numpys_writer_arguments_fails_its_run_only(name, tm
                       progress=False)
     assert list(study.table["status"]) == ["ok", "failed"]
     assert f"a series may not be named {name!r}" in study.table["error"].iloc[1]
+
+
+_HOLDER = """
+import sys, time
+from pathlib import Path
+from skfiber.study import StudyFolder
+
+with StudyFolder(sys.argv[1]).hold():
+    Path(sys.argv[2]).write_text("held")
+    time.sleep(60)
+"""
+
+
+def test_a_second_process_is_kept_out_of_a_study_s_folder_and_a_killed_one_leaves_no_lock(tmp_path, capsys):
+    """While one process runs a study in a folder, another that would run one there is refused with the folder's
+    name and what to do (the API's ValueError, the command's one-line error); once the first process dies, even
+    by SIGKILL, the folder is free again."""
+    import subprocess
+
+    out, marker = tmp_path / "study", tmp_path / "held"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(out), str(marker)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert holder.poll() is None, holder.communicate()
+            assert time.monotonic() < deadline, "the other process did not take the folder"
+            time.sleep(0.05)
+        with pytest.raises(ValueError, match="is in use by another process running a study there") as err:
+            run_study(quadratic, [Parameter("a", 0.0, 1.0)], design="grid", n=2, out=out, scheduler="serial",
+                      progress=False)
+        assert str(out) in str(err.value)
+        assert not (out / "plan.json").exists() and not (out / "runs.jsonl").exists()  # nothing recorded
+        assert cli_main(["study", "quadratic", "--param", "a=0:1", "--design", "grid", "--n", "2", "--out",
+                         str(out), "--serial"]) == 2
+        said = capsys.readouterr().err
+        assert "is in use by another process" in said and "Traceback" not in said and len(said.splitlines()) == 1
+    finally:
+        holder.kill()  # (SIGKILL: no clean-up of its own)
+        holder.communicate()
+    study = run_study(quadratic, [Parameter("a", 0.0, 1.0)], design="grid", n=2, out=out, scheduler="serial",
+                      progress=False)
+    assert study.completed == 2

@@ -345,7 +345,8 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
     Raises
     ------
     ValueError
-        For bad parameters or design (before anything runs), or a folder that holds another study.
+        For bad parameters or design (before anything runs), a folder that holds another study, or one in which
+        another process is running a study at the time.
     TypeError
         For a ``run`` that is not callable, or an ``out`` that is not a path.
 
@@ -373,15 +374,16 @@ def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, o
                         f"{out!r}")
     folder = StudyFolder(out)
     name = target or f"{getattr(run, '__module__', '?')}.{getattr(run, '__qualname__', repr(run))}"
-    new = folder.start(dict(target=name, parameters=[[p.name, p.low, p.high, p.log] for p in parameters],
-                            design=design, n=int(n), seed=int(seed), rows=rows))
-    try:
-        return _run_rows(run, rows, folder, scheduler=scheduler, workers=workers, warmup=warmup,
-                         progress=progress, retries=retries)
-    except BaseException:
-        if new:  # a study that recorded no run (its scheduler unreachable) leaves no plan to refuse the next one
-            folder.discard_plan()
-        raise
+    with folder.hold():  # (another process running a study in the folder: refused)
+        new = folder.start(dict(target=name, parameters=[[p.name, p.low, p.high, p.log] for p in parameters],
+                                design=design, n=int(n), seed=int(seed), rows=rows))
+        try:
+            return _run_rows(run, rows, folder, scheduler=scheduler, workers=workers, warmup=warmup,
+                             progress=progress, retries=retries)
+        except BaseException:
+            if new:  # a study that recorded no run (its scheduler unreachable) leaves no plan to refuse the next one
+                folder.discard_plan()
+            raise
 
 
 def _run_rows(run, rows, folder: StudyFolder, *, scheduler, workers, warmup, progress, retries) -> StudyResult:

@@ -9,7 +9,10 @@ flight; a line cut by the kill is ignored.  :func:`write_table` writes the
 tidy table — one row per run: ``run``, the parameters, the outputs,
 ``status``, ``error``, ``wall_s``, ``worker`` — as ``results.parquet`` when
 pyarrow is there, else ``results.csv``.  Time series go to
-``series/run_<k>.npz``.
+``series/run_<k>.npz``.  While a study runs, its process holds the folder
+(:meth:`StudyFolder.hold`, a lock on ``.lock`` there that the operating
+system releases when the process ends, killed or not): a second process
+that would run a study in the same folder at the same time is refused.
 
 Examples
 --------
@@ -22,6 +25,7 @@ Examples
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -30,10 +34,12 @@ import numpy as np
 
 from ..core.files import writable_folder
 
-__all__ = ["StudyFolder", "PLAN", "RUNS", "TABLE_COLUMNS"]
+__all__ = ["StudyFolder", "PLAN", "RUNS", "LOCK", "TABLE_COLUMNS"]
 
 PLAN = "plan.json"
 RUNS = "runs.jsonl"
+#: the lock file of a folder that a process holds (:meth:`StudyFolder.hold`)
+LOCK = ".lock"
 #: the table's own columns beside the parameters and the outputs: no parameter or output may take their names
 TABLE_COLUMNS = ("run", "status", "error", "wall_s", "worker")
 
@@ -53,6 +59,45 @@ class StudyFolder:
         except OSError as err:
             raise ValueError(str(err)) from None
         self._written: str | None = None  # the plan's text as start() stored it (None: it stored none)
+
+    @contextlib.contextmanager
+    def hold(self):
+        """This folder for this process alone while the ``with`` block runs.
+
+        Two processes running a study in one folder would run the same rows twice and interleave their
+        records; the second is refused instead.  The lock is the operating system's on the file ``.lock``
+        (``filelock``): it is released when the block ends, and when the process ends however it ends, so a
+        killed study leaves no stale lock behind.
+
+        Raises
+        ------
+        ValueError
+            When another process holds the folder (its path, and what to do).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> folder = StudyFolder(tempfile.mkdtemp())
+        >>> with folder.hold():  # doctest: +ELLIPSIS
+        ...     with StudyFolder(folder.path).hold():
+        ...         pass
+        Traceback (most recent call last):
+        ...
+        ValueError: ... is in use by another process running a study there; ...
+        """
+        from filelock import FileLock, Timeout  # (the study extra)
+
+        lock = FileLock(self.path / LOCK, timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise ValueError(f"{str(self.path)!r} is in use by another process running a study there; wait for it "
+                             "to end (the same command then resumes the study, skipping the runs that succeeded) "
+                             "or use another folder") from None
+        try:
+            yield self
+        finally:
+            lock.release()
 
     # ------------------------------------------------------------------ plan
     def plan(self) -> dict | None:
