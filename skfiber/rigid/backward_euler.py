@@ -74,103 +74,96 @@ def backward_euler_rigid(system: RigidSystem, q_prev, p_prev, t_prev: float, dt:
     stiff muscle-driven step overshoots, and Newton may then find another root
     of the implicit equations), the state rows converge when ‖R_s‖∞ ≤ rtol
     (they are scaled by the elements' ``state_scale``), Newton is globalized
-    (:func:`_newton_with_states`: a trust region on the states and a
-    backtracking line search) and ``report.states`` is s⁺.
+    (:func:`_newton`: a trust region on the states and a backtracking line
+    search) and ``report.states`` is s⁺.
     """
     options = NewtonOptions() if options is None else options
     q_prev = np.asarray(q_prev, dtype=float)
     p_prev = np.asarray(p_prev, dtype=float)
     t = float(t_prev) + dt
     q = q_prev + dt * p_prev
-    q_hat, p_hat, s_hat, h_eff = (q_prev, p_prev, None, dt) if anchors is None else anchors
     layout = state_layout(system)
     if layout_size(layout):
-        return _newton_with_states(system, layout, q, q_prev, p_prev, t, dt, options=options, step=step,
-                                   states_prev=states_prev, state_rate_prev=state_rate_prev,
-                                   anchors=None if anchors is None else (q_hat, p_hat, s_hat, h_eff))
-    if states_prev is not None and np.size(states_prev):
-        raise ValueError("states_prev was given but no force element of the system has internal states")
-    if a_prev is not None:
-        q = q + dt**2 * np.asarray(a_prev, dtype=float)
-    history: list[float] = []
-    for it in range(options.max_iterations + 1):
-        try:
-            ev = rigid_step(system, q, q_prev=q_hat, p_prev=p_hat, dt=h_eff, t=t)
-        except FloatingPointError as err:
-            raise ConvergenceError(str(err), t=t, step=step, residual_history=history) from err
-        res = float(np.linalg.norm(ev.residual))
-        history.append(res)
-        if not math.isfinite(res):
-            raise ConvergenceError("the rigid residual is not finite", t=t, step=step, residual_history=history)
-        if res <= options.rtol * ev.reference_force + options.atol:
-            return q, ev.velocity, RigidNewtonReport(it, history)
-        if it == options.max_iterations:
-            break
-        try:
-            dq = np.linalg.solve(ev.tangent, -ev.residual)
-        except np.linalg.LinAlgError as err:
-            raise ConvergenceError(f"singular rigid tangent ({err})", t=t, step=step, residual_history=history) from err
-        q = q + dq
-        if (res <= math.sqrt(options.rtol) * ev.reference_force
-                and np.linalg.norm(dq) <= STEP_TOL * max(1.0, float(np.linalg.norm(q)))):
-            return q, (q - q_hat) / h_eff, RigidNewtonReport(it + 1, history)
-    raise ConvergenceError(f"no convergence in {options.max_iterations} iterations", t=t, step=step,
-                           residual_history=history)
+        if states_prev is None:
+            check_states(layout, None, None)  # raises the explanatory error
+        s_prev = np.asarray(states_prev, dtype=float)
+        s = s_prev if state_rate_prev is None else s_prev + dt * np.asarray(state_rate_prev, dtype=float)
+    else:
+        if states_prev is not None and np.size(states_prev):
+            raise ValueError("states_prev was given but no force element of the system has internal states")
+        s_prev = s = None
+        if a_prev is not None:
+            q = q + dt**2 * np.asarray(a_prev, dtype=float)
+    anchors = (q_prev, p_prev, s_prev, dt) if anchors is None else anchors
+    return _newton(system, layout, q, s, t, options=options, step=step, anchors=anchors)
 
 
 #: largest scaled element-state change |Δs/s_scale| of one Newton iteration (trust region)
 STATE_STEP = 0.25
 
 
-def _newton_with_states(system, layout, q, q_prev, p_prev, t, dt, *, options, step, states_prev,
-                        state_rate_prev, anchors=None):
-    """Newton on (q⁺, s⁺), globalized for stiff element states.
+def _newton(system, layout, q, s, t, *, options, step, anchors):
+    """Newton on q⁺, or on (q⁺, s⁺) with the elements' internal states ``s`` (None without them).
 
-    Each update Δx = −K⁻¹R is first shortened so that no scaled state moves
-    by more than ``STATE_STEP`` (a muscle fiber by a quarter of its optimal
-    length), then halved (at most ``options.line_search`` times) until
-    Deuflhard's natural monotonicity test holds: the simplified Newton update
-    at the trial point, ‖K⁻¹R(x + δΔx)‖, is below (1 − δ/2)‖Δx‖ (norms of
-    (Δq, Δs/s_scale)).  The test is invariant to the scaling of the rows, so
-    forces and state rates need no common unit.
+    Without states every update Δq = −K⁻¹R is taken in full, and a last update below ``STEP_TOL`` ends it
+    (see :func:`backward_euler_rigid`).  With states Newton is globalized for their stiffness: each update
+    Δx = −K⁻¹R is first shortened so that no scaled state moves by more than ``STATE_STEP`` (a muscle fiber
+    by a quarter of its optimal length), then halved (at most ``options.line_search`` times) until
+    Deuflhard's natural monotonicity test holds: the simplified Newton update at the trial point,
+    ‖K⁻¹R(x + δΔx)‖, is below (1 − δ/2)‖Δx‖ (norms of (Δq, Δs/s_scale)).  The test is invariant to the
+    scaling of the rows, so forces and state rates need no common unit.
     """
-    if states_prev is None:
-        check_states(layout, None, None)  # raises the explanatory error
+    q_hat, p_hat, s_hat, h_eff = anchors
     n = q.shape[0]
-    s_prev = np.asarray(states_prev, dtype=float)
-    s = s_prev.copy()
-    if state_rate_prev is not None:
-        s = s + dt * np.asarray(state_rate_prev, dtype=float)
-    scale = state_scales(layout)
-    weights = np.concatenate([np.ones(n), 1.0 / scale])
+    stateful = s is not None
+    if stateful:
+        scale = state_scales(layout)
+        weights = np.concatenate([np.ones(n), 1.0 / scale])
     history: list[float] = []
     s_history: list[float] = []
-    q_hat, p_hat, s_hat, h_eff = (q_prev, p_prev, s_prev, dt) if anchors is None else anchors
 
     def evaluate(q, s):
         try:
-            return rigid_step(system, q, q_prev=q_hat, p_prev=p_hat, dt=h_eff, t=t, states=s, states_prev=s_hat)
+            if stateful:
+                return rigid_step(system, q, q_prev=q_hat, p_prev=p_hat, dt=h_eff, t=t, states=s, states_prev=s_hat)
+            return rigid_step(system, q, q_prev=q_hat, p_prev=p_hat, dt=h_eff, t=t)
         except FloatingPointError as err:
             raise ConvergenceError(str(err), t=t, step=step, residual_history=history) from err
+
+    def report(iterations):
+        return RigidNewtonReport(iterations, history, s.copy(), s_history) if stateful else RigidNewtonReport(
+            iterations, history)
 
     ev = evaluate(q, s)
     for it in range(options.max_iterations + 1):
         res = float(np.linalg.norm(ev.residual[:n]))
-        res_s = float(np.max(np.abs(ev.residual[n:])))
         history.append(res)
-        s_history.append(res_s)
+        res_s = 0.0
+        if stateful:
+            res_s = float(np.max(np.abs(ev.residual[n:])))
+            s_history.append(res_s)
         if not (math.isfinite(res) and math.isfinite(res_s)):
             what = "rigid" if not math.isfinite(res) else "element-state"
             raise ConvergenceError(f"the {what} residual is not finite", t=t, step=step, residual_history=history)
         if res <= options.rtol * ev.reference_force + options.atol and res_s <= options.rtol:
-            return q, ev.velocity, RigidNewtonReport(it, history, s.copy(), s_history)
+            return q, ev.velocity, report(it)
         if it == options.max_iterations:
             break
-        try:
-            lu = scipy.linalg.lu_factor(ev.tangent, check_finite=True)
+        try:  # (with states the line search solves with the same factors again)
+            if stateful:
+                lu = scipy.linalg.lu_factor(ev.tangent, check_finite=True)
+                dx = -scipy.linalg.lu_solve(lu, ev.residual)
+            else:
+                dx = np.linalg.solve(ev.tangent, -ev.residual)
         except (ValueError, np.linalg.LinAlgError) as err:
             raise ConvergenceError(f"singular rigid tangent ({err})", t=t, step=step, residual_history=history) from err
-        dx = -scipy.linalg.lu_solve(lu, ev.residual)
+        if not stateful:
+            q = q + dx
+            if (res <= math.sqrt(options.rtol) * ev.reference_force
+                    and np.linalg.norm(dx) <= STEP_TOL * max(1.0, float(np.linalg.norm(q)))):
+                return q, (q - q_hat) / h_eff, report(it + 1)  # (the residual there: of the order of Δq²)
+            ev = evaluate(q, s)
+            continue
         size = float(np.linalg.norm(weights * dx))
         largest = float(np.max(np.abs(dx[n:] / scale)))
         delta = min(1.0, STATE_STEP / largest) if largest > 0 else 1.0
@@ -181,6 +174,9 @@ def _newton_with_states(system, layout, q, q_prev, p_prev, t, dt, *, options, st
                 break
             delta *= 0.5
         q, s, ev = q + delta * dx[:n], s + delta * dx[n:], trial
+    if not stateful:
+        raise ConvergenceError(f"no convergence in {options.max_iterations} iterations", t=t, step=step,
+                               residual_history=history)
     state_hist = ", ".join(f"{r:.3e}" for r in s_history)
     raise ConvergenceError(f"no convergence in {options.max_iterations} iterations (element-state residual "
                            f"history ‖R_s‖∞: [{state_hist}])", t=t, step=step, residual_history=history)
