@@ -40,6 +40,7 @@ from .contact.cylinder_kernels import broad_phase_loop, contact_derivatives_loop
 from .rigid.kernels import body_point_jets
 
 __all__ = ["coupled_positions", "cylinder_contact", "coupled_rows", "coupled_chain_rule", "coupled_increment",
+           "schur_solve", "back_substitute", "dependent_increment",
            "newton_increment", "scatter_dependent", "scatter_dependent_blocks", "stacked_pose_terms"]
 
 #: status of :func:`coupled_increment`
@@ -422,22 +423,10 @@ def coupled_increment(K, rows, cols, vals, block_rows, block_cols, blocks, block
     sol = x.reshape((N, n + 1))
     for k in range(constrained.shape[0]):
         sol[constrained[k]] = 0.0
-    AY = Rq_u @ sol  # (n, n + 1)
-    S = Rq_q - AY[:, 1:]
-    b = -R_q - AY[:, 0]
-    if n == 1:
-        if S[0, 0] == 0.0 or not math.isfinite(S[0, 0]):
-            return dz, SINGULAR_SCHUR, 0
-        dq = b / S[0, 0]
-    elif n == 0:
-        dq = np.zeros(0)
-    else:
-        dq = np.linalg.solve(S, b)
-    for r in range(N):
-        s = sol[r, 0]
-        for i in range(n):
-            s -= sol[r, 1 + i] * dq[i]
-        dz[r] = s
+    dq, S, regular = schur_solve(sol, Rq_u, Rq_q, R_q)
+    if not regular:
+        return dz, SINGULAR_SCHUR, 0
+    back_substitute(sol, dq, dz)
     iterations = 0
     if outside.shape[0]:  # fibers in touch: GMRES on the whole system, from this solution (skfiber.coupled_krylov)
         for i in range(n):
@@ -461,6 +450,46 @@ def coupled_increment(K, rows, cols, vals, block_rows, block_cols, blocks, block
             return dz, KRYLOV_FAILED, iterations
         for i in range(n):
             dq[i] = dz[N + i]
+    dependent_increment(dz, C, D, dq)
+    return dz, OK, iterations
+
+
+@njit(cache=True)
+def schur_solve(sol, Rq_u, Rq_q, R_q):  # pragma: no cover - compiled
+    """(Δq, S, regular) of the block elimination, from the fiber block's solution ``sol`` = K_II⁻¹ [−G, W]
+    (N, n + 1) with its fixed rows 0: the Schur complement S = ∂R_q/∂q − ∂R_q/∂u Y and
+    Δq = S⁻¹ (−R_q − ∂R_q/∂u x0) (``regular`` False for a zero or non-finite S when n = 1; for n > 1 a singular
+    S raises ``numpy.linalg.LinAlgError``).  The general path (``CoupledProblem.solve_blocks``) and
+    :func:`coupled_increment` both call it."""
+    n = R_q.shape[0]
+    AY = Rq_u @ sol  # (n, n + 1)
+    S = Rq_q - AY[:, 1:]
+    b = -R_q - AY[:, 0]
+    if n == 1:
+        if S[0, 0] == 0.0 or not math.isfinite(S[0, 0]):
+            return np.zeros(1), S, False
+        return b / S[0, 0], S, True
+    if n == 0:
+        return np.zeros(0), S, True
+    return np.linalg.solve(S, b), S, True
+
+
+@njit(cache=True)
+def back_substitute(sol, dq, dz):  # pragma: no cover - compiled
+    """dz[:N] = x0 − Y Δq: the fibers' increment from the block elimination (``sol`` = [x0, Y], N rows)."""
+    n = dq.shape[0]
+    for r in range(sol.shape[0]):
+        s = sol[r, 0]
+        for i in range(n):
+            s -= sol[r, 1 + i] * dq[i]
+        dz[r] = s
+
+
+@njit(cache=True)
+def dependent_increment(dz, C, D, dq):  # pragma: no cover - compiled
+    """dz[D] = C Δq (the attached ends follow their bodies, δu_D = C δq, paper eq. 59) and dz[N:] = Δq."""
+    n = dq.shape[0]
+    N = dz.shape[0] - n
     for a in range(D.shape[0]):
         s = 0.0
         for i in range(n):
@@ -468,7 +497,6 @@ def coupled_increment(K, rows, cols, vals, block_rows, block_cols, blocks, block
         dz[D[a]] = s
     for i in range(n):
         dz[N + i] = dq[i]
-    return dz, OK, iterations
 
 
 @njit(cache=True)

@@ -54,13 +54,12 @@ A fiber hanging from the ground carries a pendulum:
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .attachments import Attachment, AttachmentKinematics, attachment_kinematics
 from .core import Evaluation
-from .coupled_kernels import coupled_chain_rule, coupled_rows, scatter_dependent, stacked_pose_terms
+from .coupled_kernels import (back_substitute, coupled_chain_rule, coupled_rows, dependent_increment, schur_solve,
+                              scatter_dependent, stacked_pose_terms)
 from .coupling_fast import FastCoupling
 from .linalg import ConstrainedSolver
 from .rigid import Cylinder, CylinderPose, evaluate_points
@@ -107,16 +106,6 @@ def body_cylinders(model):
 
 
 _ALL = np.zeros(0, dtype=np.int64)  # "all entries in order" for scatter_dependent
-
-
-def _solve_small(S: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """S⁻¹ b for the n × n Schur complement (n = 1, the common hinge, without numpy.linalg's overhead)."""
-    if S.shape[0] == 1:
-        s = float(S[0, 0])
-        if s == 0.0 or not math.isfinite(s):
-            raise np.linalg.LinAlgError(f"singular Schur complement of the rigid coordinates ({s})")
-        return b / s
-    return np.linalg.solve(S, b) if S.shape[0] else np.zeros(0)
 
 
 class CoupledEvaluation(Evaluation):
@@ -388,7 +377,9 @@ class CoupledProblem:
         return self.solve_blocks(cev)
 
     def solve_blocks(self, cev) -> np.ndarray:
-        """:meth:`solve_newton` with numpy and the fiber solver (for any evaluation of this problem)."""
+        """:meth:`solve_newton` with the fiber solver (band or sparse LU, for any evaluation of this problem), then
+        the Schur complement's step that the compiled path takes too (:func:`~skfiber.coupled_kernels.schur_solve`,
+        :func:`~skfiber.coupled_kernels.back_substitute`, :func:`~skfiber.coupled_kernels.dependent_increment`)."""
         N, n = self.N, self.n
         G, R_q = cev.residual[:N], cev.residual[N:]
         W, Rq_u, Rq_q = self.tangent_blocks(cev)
@@ -397,12 +388,14 @@ class CoupledProblem:
         rhs[:, 1:] = W
         sol = self.fiber_solver.solve(cev.fiber.element_matrices, rhs, cev.fiber.extra)  # [x0, Y] = K_II⁻¹ [−G, W]
         sol[self.fixed_index] = 0.0  # (the solver's identity rows give 0 there already)
-        AY = Rq_u @ sol  # ∂R_q/∂u_I [x0, Y]: the fixed rows of sol vanish
-        S = Rq_q - AY[:, 1:]
-        dq = _solve_small(S, -R_q - AY[:, 0])
-        du = sol[:, 0] - sol[:, 1:] @ dq
-        du[self.D] = cev.blocks["kin"].jacobian @ dq
-        return np.concatenate([du, dq])
+        dq, S, regular = schur_solve(sol, np.ascontiguousarray(Rq_u, dtype=float),
+                                     np.ascontiguousarray(Rq_q, dtype=float), np.ascontiguousarray(R_q, dtype=float))
+        if not regular:
+            raise np.linalg.LinAlgError(f"singular Schur complement of the rigid coordinates ({S[0, 0]})")
+        dz = np.zeros(N + n)
+        back_substitute(sol, dq, dz)
+        dependent_increment(dz, np.ascontiguousarray(cev.blocks["kin"].jacobian, dtype=float), self.D, dq)
+        return dz
 
     # ------------------------------------------------------------------ safeguard
     def max_step(self, z: np.ndarray, dz: np.ndarray, t: float, *, delta_bar: float) -> float:
