@@ -251,7 +251,7 @@ from skfiber.contact import FiberContact, PenaltyLaw
 from skfiber.contact.cylinder import CylinderContact
 from skfiber.core.numbers import MAX_STEPS
 from skfiber.coupling import body_cylinders
-from skfiber.io import VTKSeries, check_series, load_checkpoint
+from skfiber.io import VTKSeries, check_series, hold_run, load_checkpoint
 from skfiber.progress import PROGRESS_TERMS, Progress
 from skfiber.rigid import Body, Fixed, Revolute, RigidSystem
 from skfiber.run import checkpoint_options, resume_point, run_simulation
@@ -928,7 +928,9 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
                         help="one level (default 1)")
     parser.add_argument("--levels", type=positive_int, nargs="+", choices=sorted(LEVELS),
                         help="several levels to compare")
-    parser.add_argument("--t-end", type=positive_float, default=T_END, help="end time in s (default 8)")
+    parser.add_argument("--t-end", type=positive_float, default=T_END,
+                        help="end time in s (default 8); the level's steps are scaled with it, so the step stays "
+                             "close to the level's (a whole number of equal steps, said at the start)")
     parser.add_argument("--output", type=folder_path, default=Path("upper_limb_output"),
                         help="directory for CSV/PNG files (default upper_limb_output)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -1063,6 +1065,10 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
     # the checkpoints go to --output during the runs, the series to --vtk from the first step on: both or neither
     output_folders(parser, *((("--vtk", args.vtk),) if args.vtk is not None and args.out is None else ()),
                    ("--output" if args.out is None else "--out", args.output))
+    try:  # (another process writing the upper limb's files there: refused before a file is touched)
+        holding = hold_run(args.output, "upper_limb")
+    except BlockingIOError as err:
+        parser.error(str(err))
     if args.bending:
         print(f"bending stiffness EI = {args.bending:g} N·m² on every fiber "
               "(user term, tangent derived automatically)", flush=True)
@@ -1107,7 +1113,7 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
           ", ".join(f"{np.interp(tp, r.times, r.angle_deg):.2f}" for tp in shown))
     samples = np.interp(np.arange(0, r.times[-1] + 1e-9, SAMPLE_DT), r.times, r.angle_deg)
     print(f"flexion range: {r.angle_deg.min():.2f} … {r.angle_deg.max():.2f} deg"
-          + (f"; largest change in one {SAMPLE_DT:g} s sample: {np.abs(np.diff(samples)).max():.2f} deg"
+          + (f"; largest change between samples {SAMPLE_DT:g} s apart: {np.abs(np.diff(samples)).max():.2f} deg"
              if samples.size > 1 else ""))
     for res in results:  # (every level's: one that softens is named even when a later one does not)
         for line in describe_checks(res):
@@ -1135,6 +1141,7 @@ def main(argv: list[str] | None = None) -> list[UpperLimbResult]:
           + (f" resumed_from_step={r.resumed_from}" if r.resumed_from is not None else "")
           + (f" interrupted_at_s={r.times[-1]:.4g} steps_planned={r.n_steps} interrupted=1" if r.interrupted
              else ""))
+    holding.release()
     return results
 
 

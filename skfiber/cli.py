@@ -403,7 +403,12 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_run(args, extra: list[str]) -> int:
-    module = _import_demo(args.demo)
+    try:
+        module = _import_demo(args.demo)
+    except BaseException as err:  # (a Ctrl-C while the demo's imports load: its summary line, as after it ran)
+        if outcome(err) == EXIT_INTERRUPTED:
+            _print_summary(INTERRUPTED_SUMMARY)
+        raise
     if "-h" in extra or "--help" in extra:  # the demo's help: nothing else is done (no folder made)
         return _call_main(module, ["--help"], prog=f"skfiber run {args.demo}")
     argv = []

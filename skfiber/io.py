@@ -82,7 +82,7 @@ import numpy as np
 
 from .contact.cylinder import CylinderContact
 from .core import State
-from .core.files import writable_folder
+from .core.files import FolderHold, writable_folder
 from .core.numbers import is_real
 from .core.warn import warn
 from .materials import MaterialPoint
@@ -111,6 +111,8 @@ __all__ = [
     "load_checkpoint",
     "model_fingerprint",
     "FINGERPRINT_TIMES",
+    "hold_run",
+    "check_run_name",
 ]
 
 #: Point data of the fibers part: name → (SI unit, meaning).
@@ -485,8 +487,47 @@ def read_vtu(path: str | os.PathLike) -> meshio.Mesh:
 
 
 # --------------------------------------------------------------------------- series
+def check_run_name(name) -> str:
+    """``name`` if it can name a run's files (a series, a checkpoint): a plain file name of letters, digits,
+    ``_``, ``.`` and ``-``; a ``ValueError`` naming it otherwise.
+
+    Examples
+    --------
+    >>> check_run_name("upper_limb")
+    'upper_limb'
+    """
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        raise ValueError(f"series name {name!r} must be a plain file name (letters, digits, _ . -)")
+    return name
+
+
+def hold_run(folder: str | os.PathLike, name: str) -> FolderHold:
+    """The run ``name`` in ``folder`` (its series and checkpoint) held by this process until the hold is released
+    or collected: another process that would write a run of the same name there is refused, where it would
+    overwrite and interleave the files (:class:`skfiber.core.files.FolderHold`).
+
+    Raises
+    ------
+    BlockingIOError
+        When another process holds it: the folder, the name, and what to do.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with hold_run(tempfile.mkdtemp(), "sag") as hold:
+    ...     type(hold).__name__
+    'FolderHold'
+    """
+    return FolderHold(folder, name, busy=f"the folder {folder}: another process is writing the run {name!r} there "
+                      "(its series and checkpoint); wait for it to end, or give this run another folder")
+
+
 class VTKSeries:
     """A VTK time series of a model in a folder: .vtu per step and part, plus the .pvd.
+
+    While the series is open (until :meth:`close`, or until it is collected) its process holds it
+    (:func:`hold_run`): a series of the same name that another process would write in the same folder is
+    refused with a ``BlockingIOError``.
 
     Parameters
     ----------
@@ -540,14 +581,14 @@ class VTKSeries:
         series_id: str | None = None,
         compression: str | None = "zlib",
     ):
-        if not re.fullmatch(r"[A-Za-z0-9_.-]+", name or ""):
-            raise ValueError(f"series name {name!r} must be a plain file name (letters, digits, _ . -)")
+        check_run_name(name)
         if isinstance(points_per_element, bool) or not isinstance(points_per_element, (int, np.integer)) or points_per_element < 1:
             raise ValueError(f"points_per_element must be an integer ≥ 1, got {points_per_element!r}")
         self.directory = writable_folder(directory, what="the series' folder")
         if (self.directory / f"{name}.pvd").is_dir():
             raise IsADirectoryError(f"{self.directory / f'{name}.pvd'} is a folder, where the series writes its .pvd "
                                     "file: rename or remove that folder, or give the series another name or folder")
+        self._hold = hold_run(self.directory, name)  # (before any file of the series is touched)
         self.model = model
         self.name = name
         self.points_per_element = int(points_per_element)
@@ -594,6 +635,11 @@ class VTKSeries:
         if bodies is not None and not self._moving_bodies:
             self._static_bodies_file = f"{name}_bodies.vtu"
             self._write_mesh(self._static_bodies_file, cylinder_mesh(bodies))
+
+    def close(self) -> None:
+        """Let another process write a series of this name in this folder (the files stay; once closed, the
+        series is not written again)."""
+        self._hold.release()
 
     def drop_time(self, t: float) -> None:
         """Remove the step at time ``t`` from the series: its entries, the .pvd (rewritten) and its files."""

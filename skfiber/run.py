@@ -51,7 +51,8 @@ from .core.interrupt import CTRL_C, handle_ctrl_c
 from .core.numbers import check_step_count, checked_real, is_real
 from .core.warn import warn
 from .fiber_step import decide_compiled_step
-from .io import Checkpoint, VTKSeries, atomic_temporaries, load_checkpoint, model_fingerprint, save_checkpoint
+from .io import (Checkpoint, VTKSeries, atomic_temporaries, check_run_name, hold_run, load_checkpoint,
+                 model_fingerprint, save_checkpoint)
 from .model import Model, one_run
 from .progress import Progress, progress_bar
 from .solver import ConvergenceError, NewtonOptions, StepInfo, adaptive_scheme, simulate
@@ -492,6 +493,7 @@ def run_simulation(
         raise ValueError("substeps belong to fixed steps; with rtol/atol the error control chooses the steps")
     if not adaptive and (h_min is not None or h_max is not None):
         raise ValueError("h_min and h_max belong to error-controlled runs: give rtol and/or atol too")
+    check_run_name(name)
     if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
         raise ValueError(f"out_dir {str(out_dir)!r} is a file; give a folder (it is made if missing)")
     location = (Path(checkpoint_file) if checkpoint_file is not None
@@ -551,6 +553,9 @@ def run_simulation(
         writable_folder(out_dir, what="out_dir")
     if location is not None and checkpoint_every:  # (an existing checkpoint opened for appending: left as it is)
         writable_file(location, what="checkpoint_file" if checkpoint_file is not None else "the checkpoint")
+    # the run held against another process writing one of the same name there, before any of its files is touched
+    holding = (hold_run(out_dir, name) if out_dir is not None
+               else hold_run(location.parent, location.stem) if ckpt_file is not None else None)
     if location is not None:
         for tmp in atomic_temporaries(location):  # of a run killed while saving its checkpoint
             tmp.unlink(missing_ok=True)
@@ -676,4 +681,8 @@ def run_simulation(
     )
     if bar is not None:
         bar.message(run.summary())
+    if series is not None:  # (after an error: when they are collected)
+        series.close()
+    if holding is not None:
+        holding.release()
     return run

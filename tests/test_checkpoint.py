@@ -425,3 +425,68 @@ def test_a_series_id_edited_by_hand_counts_as_none(tmp_path):
     assert resumed.steps == 4 and sio.pvd_series_id(pvd) == sio.load_checkpoint(checkpoint_path(tmp_path)).series
     with pytest.raises(ValueError, match="series_id must be letters"):
         sio.VTKSeries(tmp_path, model, resume_time=0.04, series_id="a b")
+
+
+_HOLDER = """
+import sys, time
+from pathlib import Path
+from skfiber.io import hold_run
+
+holds = [hold_run(sys.argv[1], name) for name in sys.argv[3:]]
+Path(sys.argv[2]).write_text("held")
+time.sleep(60)
+"""
+
+
+def test_a_second_process_writing_the_same_run_is_refused_and_a_killed_one_leaves_no_lock(tmp_path, capsys):
+    """While a process writes a run (its series and checkpoint) in a folder, a run of the same name there is
+    refused before it touches a file (the API's BlockingIOError, the command's one-line error, exit code 2);
+    a run of another name in that folder is not; once the first process dies, even by SIGKILL, it runs."""
+    from skfiber.cli import main as cli_main
+
+    out, marker = tmp_path / "out", tmp_path / "held"
+    out.mkdir()
+    (out / "hanging_bundle.pvd").write_text("the other run's")
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(out), str(marker), "hanging_bundle", "upper_limb"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert holder.poll() is None, holder.communicate()
+            assert time.monotonic() < deadline, "the other process did not take the run"
+            time.sleep(0.05)
+        model = build_model(1)
+        with pytest.raises(BlockingIOError, match="another process is writing the run 'hanging_bundle' there"):
+            run_simulation(model, t_end=0.02, dt=0.01, out_dir=out, name="hanging_bundle", progress=False)
+        with pytest.raises(BlockingIOError):
+            sio.VTKSeries(out, model, name="hanging_bundle")
+        assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["hanging_bundle.pvd"]
+        assert (out / "hanging_bundle.pvd").read_text() == "the other run's"  # untouched
+        other = run_simulation(model, t_end=0.02, dt=0.01, out_dir=out, name="other", progress=False)
+        assert other.steps == 2
+        assert cli_main(["run", "hanging-bundle", "--out", str(out), "--", "--t-end", "0.02"]) == 2
+        said = capsys.readouterr().err
+        assert "another process is writing the run 'hanging_bundle'" in said and "Traceback" not in said
+        assert (out / "hanging_bundle.pvd").read_text() == "the other run's"  # (the demo touched nothing either)
+        assert cli_main(["run", "upper-limb", "--out", str(out), "--", "--t-end", "0.1"]) == 2  # (its CSV, PNG files)
+        said = capsys.readouterr().err
+        assert "another process is writing the run 'upper_limb'" in said and "Traceback" not in said
+        assert [p.name for p in out.iterdir() if p.suffix in (".csv", ".png", ".npz")] == ["other_checkpoint.npz"]
+    finally:
+        holder.kill()
+        holder.communicate()
+    run = run_simulation(build_model(1), t_end=0.02, dt=0.01, out_dir=out,
+                         name="hanging_bundle", progress=False)
+    assert run.steps == 2 and sio.read_pvd(out / "hanging_bundle.pvd")
+
+
+def test_one_process_may_write_a_run_again_while_its_series_is_open(tmp_path):
+    """The hold is the process's: a notebook that makes a series again, or runs again into the same folder,
+    while the earlier objects live, is not refused."""
+    model = build_model(1)
+    first = sio.VTKSeries(tmp_path, model, name="sag")
+    again = sio.VTKSeries(tmp_path, model, name="sag")
+    run = run_simulation(model, t_end=0.02, dt=0.01, out_dir=tmp_path, name="sag", progress=False)
+    assert run.steps == 2
+    first.close()
+    again.close()

@@ -80,19 +80,38 @@ import skfiber.__main__ as entry
 
 def interrupted(name, *args):
     if name == "skfiber.cli":  # the command's module, as Ctrl-C reaches it while numpy and numba load
-        raise KeyboardInterrupt
+        if sys.argv[1] == "list":
+            raise KeyboardInterrupt
+        try:  # numpy and scipy turn a Ctrl-C during their import into an ImportError
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise ImportError("initialization failed")
     return importlib.import_module(name, *args)
 
 entry.importlib = type(sys)("importlib")
 entry.importlib.import_module = interrupted
-sys.argv = ["skfiber", "list"]
+sys.argv = ["skfiber", *sys.argv[1:]]
 sys.exit(entry.main())
 """
 
 
-def test_ctrl_c_while_the_command_loads_is_one_line_and_130():
-    proc = subprocess.run([sys.executable, "-c", CTRL_C_WHILE_LOADING], capture_output=True, text=True, timeout=60)
-    assert (proc.returncode, proc.stderr, proc.stdout) == (130, "skfiber: interrupted\n", "")
+@pytest.mark.parametrize("argv, summary", [(["list"], ""), (["run", "hanging-bundle"], "summary: interrupted=1\n")])
+def test_ctrl_c_while_the_command_loads_is_one_line_and_130(argv, summary):
+    """A Ctrl-C while the command's modules load: one line, exit code 130, and the summary line of the commands
+    that end with one, also when numpy or scipy raised it as an ImportError (not a broken install)."""
+    proc = subprocess.run([sys.executable, "-c", CTRL_C_WHILE_LOADING, *argv], capture_output=True, text=True,
+                          timeout=60)
+    assert (proc.returncode, proc.stderr, proc.stdout) == (130, "skfiber: interrupted\n", summary)
+
+
+def test_ctrl_c_while_a_demo_loads_ends_with_its_summary_line(monkeypatch, capsys):
+    def interrupted(name):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_import_demo", interrupted)
+    code, out, err = run_main(capsys, "run", "hanging-bundle")
+    assert code == cli.EXIT_INTERRUPTED and out == "summary: interrupted=1\n"
+    assert err == "skfiber run hanging-bundle: interrupted\n"
 
 
 def test_run_demo_end_to_end(bundle):

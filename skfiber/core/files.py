@@ -20,7 +20,9 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["writable_folder", "writable_file", "check_file_name"]
+from filelock import FileLock, Timeout
+
+__all__ = ["writable_folder", "writable_file", "check_file_name", "FolderHold"]
 
 
 def writable_folder(folder: str | os.PathLike, *, what: str) -> Path:
@@ -88,3 +90,65 @@ def writable_file(file: str | os.PathLike, *, what: str) -> Path:
         raise type(err)(f"{what} {path}: cannot write the file ({err.strerror or err}); pick a writable "
                         "place") from err
     return path
+
+
+class FolderHold:
+    """A folder held by this process for one named job (a run's series and checkpoint, a study): another process
+    that asks for the same job in the same folder is refused, so that two runs never interleave their files.
+
+    The lock is the operating system's on the file ``.NAME.lock`` in the folder (``filelock``), so it is gone
+    when the process ends, however it ends: a killed run leaves no stale lock.  Within one process the hold is
+    reentrant (a resumed run in a notebook, a run and its series), and it is released by :meth:`release`, at
+    the end of a ``with`` block, or when the object is collected.
+
+    Parameters
+    ----------
+    folder
+        An existing folder (:func:`writable_folder`).
+    name
+        The job's name (a plain file name).
+    busy
+        The message of the ``BlockingIOError`` raised when another process holds the job: what the folder is
+        for, that another process is at work there, and what to do.
+
+    Raises
+    ------
+    BlockingIOError
+        With ``busy``, when another process holds the job.
+
+    Examples
+    --------
+    >>> import subprocess, sys, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> with FolderHold(folder, "run", busy="busy"):
+    ...     code = "import sys; from skfiber.core.files import FolderHold; FolderHold(sys.argv[1], 'run', busy='busy')"
+    ...     other = subprocess.run([sys.executable, "-c", code, folder], capture_output=True, text=True)
+    >>> other.returncode, other.stderr.strip().splitlines()[-1]
+    (1, 'BlockingIOError: busy')
+    """
+
+    def __init__(self, folder: str | os.PathLike, name: str, *, busy: str):
+        self._lock = FileLock(Path(folder) / f".{name}.lock", timeout=0, is_singleton=True, thread_local=False)
+        try:
+            self._lock.acquire()
+        except Timeout:
+            raise BlockingIOError(busy) from None
+        self._held = True
+
+    def release(self) -> None:
+        """Let the job go (once; later calls do nothing)."""
+        if getattr(self, "_held", False):
+            self._held = False
+            self._lock.release()
+
+    def __enter__(self) -> "FolderHold":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:  # (at the interpreter's exit the lock's module may be gone; the system drops the lock)
+            pass

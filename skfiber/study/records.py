@@ -10,7 +10,7 @@ tidy table — one row per run: ``run``, the parameters, the outputs,
 ``status``, ``error``, ``wall_s``, ``worker`` — as ``results.parquet`` when
 pyarrow is there, else ``results.csv``.  Time series go to
 ``series/run_<k>.npz``.  While a study runs, its process holds the folder
-(:meth:`StudyFolder.hold`, a lock on ``.lock`` there that the operating
+(:meth:`StudyFolder.hold`, a lock on ``.study.lock`` there that the operating
 system releases when the process ends, killed or not): a second process
 that would run a study in the same folder at the same time is refused.
 
@@ -32,14 +32,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.files import writable_folder
+from ..core.files import FolderHold, writable_folder
 
-__all__ = ["StudyFolder", "PLAN", "RUNS", "LOCK", "TABLE_COLUMNS"]
+__all__ = ["StudyFolder", "PLAN", "RUNS", "TABLE_COLUMNS"]
 
 PLAN = "plan.json"
 RUNS = "runs.jsonl"
-#: the lock file of a folder that a process holds (:meth:`StudyFolder.hold`)
-LOCK = ".lock"
 #: the table's own columns beside the parameters and the outputs: no parameter or output may take their names
 TABLE_COLUMNS = ("run", "status", "error", "wall_s", "worker")
 
@@ -65,9 +63,10 @@ class StudyFolder:
         """This folder for this process alone while the ``with`` block runs.
 
         Two processes running a study in one folder would run the same rows twice and interleave their
-        records; the second is refused instead.  The lock is the operating system's on the file ``.lock``
-        (``filelock``): it is released when the block ends, and when the process ends however it ends, so a
-        killed study leaves no stale lock behind.
+        records; the second is refused instead.  The lock is the operating system's on the file
+        ``.study.lock`` (:class:`skfiber.core.files.FolderHold`): it is released when the block ends, and when
+        the process ends however it ends, so a killed study leaves no stale lock behind.  Within one process
+        the hold is reentrant.
 
         Raises
         ------
@@ -78,26 +77,18 @@ class StudyFolder:
         --------
         >>> import tempfile
         >>> folder = StudyFolder(tempfile.mkdtemp())
-        >>> with folder.hold():  # doctest: +ELLIPSIS
-        ...     with StudyFolder(folder.path).hold():
-        ...         pass
-        Traceback (most recent call last):
-        ...
-        ValueError: ... is in use by another process running a study there; ...
+        >>> with folder.hold():
+        ...     (folder.path / ".study.lock").exists()
+        True
         """
-        from filelock import FileLock, Timeout  # (the study extra)
-
-        lock = FileLock(self.path / LOCK, timeout=0)
         try:
-            lock.acquire()
-        except Timeout:
-            raise ValueError(f"{str(self.path)!r} is in use by another process running a study there; wait for it "
-                             "to end (the same command then resumes the study, skipping the runs that succeeded) "
-                             "or use another folder") from None
-        try:
+            hold = FolderHold(self.path, "study", busy=f"{str(self.path)!r} is in use by another process running a "
+                              "study there; wait for it to end (the same command then resumes the study, skipping "
+                              "the runs that succeeded) or use another folder")
+        except BlockingIOError as err:
+            raise ValueError(str(err)) from None
+        with hold:
             yield self
-        finally:
-            lock.release()
 
     # ------------------------------------------------------------------ plan
     def plan(self) -> dict | None:
