@@ -788,9 +788,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_run(args, extra)
         if args.command == "view":
             return _cmd_view(args)
+        if args.command == "study":  # (at Ctrl-C it writes its table, says how to resume and ends with its summary)
+            return study_command.command(args)
         try:
-            return study_command.command(args) if args.command == "study" else _cmd_verify(args)
-        except KeyboardInterrupt:  # (a study has written its table and how to resume it)
+            return _cmd_verify(args)
+        except KeyboardInterrupt:
             _print_summary(INTERRUPTED_SUMMARY)
             raise
 

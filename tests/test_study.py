@@ -676,3 +676,24 @@ def test_a_second_process_is_kept_out_of_a_study_s_folder_and_a_killed_one_leave
     study = run_study(quadratic, [Parameter("a", 0.0, 1.0)], design="grid", n=2, out=out, scheduler="serial",
                       progress=False)
     assert study.completed == 2
+
+
+def test_an_interrupted_study_command_ends_with_the_counts_it_reached(tmp_path, capsys, monkeypatch):
+    """Ctrl-C stops `skfiber study` (exit code 130); its last line still says how many of the planned runs
+    have succeeded and failed, as its message on stderr does."""
+    import dataclasses
+
+    calls = []
+
+    def stops_at_the_fourth(params):
+        calls.append(params)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return quadratic(params)
+
+    monkeypatch.setitem(TARGETS, "quadratic", dataclasses.replace(TARGETS["quadratic"], run=stops_at_the_fourth))
+    code = cli_main(["study", "quadratic", "--param", "a=-1:1", "--design", "grid", "--n", "5", "--out",
+                     str(tmp_path / "s"), "--serial"])
+    out, err = capsys.readouterr()
+    assert code == 130 and "1 of 5 runs have succeeded" in err  # (a = −1 and −0.5 failed, a = 0 succeeded)
+    assert out.strip().splitlines()[-1] == "summary: runs=5 succeeded=1 failed=2 interrupted=1"

@@ -48,7 +48,7 @@ def test_a_folder_with_another_study_s_runs_is_still_refused_and_keeps_its_plan(
     plan = (out / "plan.json").read_text()
     capsys.readouterr()
     assert cli_main(["study", "quadratic", "--n", "4", "--out", str(out), "--scheduler", refused_address]) == 2
-    assert "holds another study (its n, rows differ)" in capsys.readouterr().err
+    assert "holds another study (its n, rows differ: n 2 there, 4 here)" in capsys.readouterr().err
     # the same study resumed (nothing left to run: no connection) and a failed connection keep the plan
     assert cli_main(["study", "quadratic", "--n", "2", "--out", str(out), "--scheduler", refused_address]) == 0
     assert (out / "plan.json").read_text() == plan

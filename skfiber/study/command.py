@@ -44,6 +44,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "on --scheduler, recording each run in --out as it finishes; the same command resumes a study. "
         "'skfiber study DIR --summary' prints the table of a study folder and plots its outputs. "
         f"Targets: {'; '.join(f'{k}: {t.description}' for k, t in TARGETS.items())}.",
+        epilog="The targets' parameters, their default ranges (--param NAME=LOW:HIGH[:log] gives others) and "
+        f"units: {'; '.join(f'{k}: {t.parameters_help()}' for k, t in TARGETS.items())}.",
     )
     parser.add_argument("target", metavar="TARGET|DIR", help=f"one of {', '.join(TARGETS)}, or a study folder with --summary")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=LOW:HIGH[:log]",
@@ -63,7 +65,31 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def command(args) -> int:
     """Run ``skfiber study`` with parsed ``args``; returns the exit code.  Raises :class:`StudyUsageError`
-    for bad arguments."""
+    for bad arguments.  A Ctrl-C ends the output with the summary line of what the folder holds then
+    (``summary: runs=… succeeded=… failed=… interrupted=1``), and goes on as KeyboardInterrupt."""
+    try:
+        return _command(args)
+    except KeyboardInterrupt:
+        print(_interrupted_summary(args), flush=True)
+        raise
+
+
+def _interrupted_summary(args) -> str:
+    """The summary line of a study stopped by Ctrl-C: the planned runs, those that have succeeded and failed."""
+    counts = ""
+    try:
+        folder = StudyFolder(args.out) if args.out and not args.summary else None
+        plan = folder.plan() if folder is not None else None
+        if plan is not None:
+            status = [r.get("status") for r in folder.records()]
+            counts = (f"runs={len(plan.get('rows', []))} succeeded={status.count('ok')} "
+                      f"failed={len(status) - status.count('ok')} ")
+    except (OSError, ValueError):  # (a folder that cannot be read: the line without counts)
+        pass
+    return f"summary: {counts}interrupted=1"
+
+
+def _command(args) -> int:
     run_options = [name for name, given in (("--param", bool(args.param)), ("--design", args.design is not None),
                                             ("--n", args.n is not None), ("--seed", args.seed is not None),
                                             ("--out", args.out is not None),

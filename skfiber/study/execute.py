@@ -306,7 +306,9 @@ def local_cluster(workers: int):
     if PRELOAD not in preload:
         preload.append(PRELOAD)
     with dask.config.set({**QUIET_WORKERS, "distributed.worker.preload": preload}):
-        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        # (no dashboard; its HTTP server on a free port: the default one, 8787, may be another cluster's)
+        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+                            scheduler_kwargs={"dashboard": False})
 
 
 def run_study(run: Callable[[dict], dict], parameters, *, design: str, n: int, out, seed: int = 0,

@@ -123,8 +123,11 @@ class StudyFolder:
             return True
         differ = [key for key in plan if stored.get(key) != json.loads(json.dumps(plan[key]))]
         if differ:
-            raise ValueError(f"{str(self.path)!r} holds another study (its {', '.join(differ)} differ); "
-                             "resume it with the same settings or use another folder")
+            shown = [f"{key} {_short(stored.get(key))} there, {_short(plan[key])} here" for key in differ
+                     if key != "rows"]  # (the rows follow from the others)
+            raise ValueError(f"{str(self.path)!r} holds another study (its {', '.join(differ)} differ: "
+                             f"{'; '.join(shown) or 'the rows of its design'}); resume it with the same settings "
+                             "or use another folder")
         return False
 
     def discard_plan(self) -> bool:
@@ -210,3 +213,9 @@ class StudyFolder:
             path = self.path / "results.parquet"
             table.to_parquet(path, index=False)
         return path
+
+
+def _short(value, limit: int = 80) -> str:
+    """``value`` as JSON, cut to ``limit`` characters (a plan's entry in a message)."""
+    text = json.dumps(value, default=str)
+    return text if len(text) <= limit else text[:limit - 1] + "…"

@@ -20,7 +20,7 @@ Examples
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -36,13 +36,30 @@ __all__ = ["Target", "TARGETS", "cable_sag", "quadratic", "ishigami", "ISHIGAMI_
 class Target:
     """A study target: ``run`` (parameter dict → outputs), ``warmup`` (None or a call that compiles what the
     runs need), its ``defaults`` (parameter ranges, used when none are given), the parameter names it
-    ``accepts`` and a one-line ``description``."""
+    ``accepts``, a one-line ``description`` and the ``units`` of its parameters (SI; none for the closed
+    forms)."""
 
     run: Callable[[dict], dict]
     warmup: Callable[[], object] | None
     defaults: tuple
     accepts: tuple
     description: str
+    units: dict = field(default_factory=dict)
+
+    def parameters_help(self) -> str:
+        """Its parameters for the command's help: the default ranges, then the others it takes, with units.
+
+        Examples
+        --------
+        >>> TARGETS["cable-sag"].parameters_help()
+        'sigma0=10:60 Pa, mu=50000:200000 Pa; also eta (Pa·s), density (kg/m³)'
+        """
+        unit = {name: f" {u}" for name, u in self.units.items()}
+        given = [f"{p.name}={p.low:g}:{p.high:g}{':log' if p.log else ''}{unit.get(p.name, '')}"
+                 for p in self.defaults]
+        others = [f"{name}" + (f" ({self.units[name]})" if name in self.units else "") for name in self.accepts
+                  if name not in {p.name for p in self.defaults}]
+        return ", ".join(given) + ("; also " + ", ".join(others) if others else "")
 
     def check(self, parameters) -> None:
         """Raise ValueError naming the parameters the target does not take (before anything runs)."""
@@ -137,9 +154,12 @@ TARGETS = {
     "upper-limb": Target(upper_limb, _warm_upper_limb, _UPPER_LIMB_RANGES, tuple(p.name for p in _UPPER_LIMB_RANGES),
                          "the upper limb at level 1 (fiber–fiber contact off): peak_angle_deg, "
                          "final_angle_deg, peak_biceps_force_N, past_force_peak (1: strain softening, a motion "
-                         "the mesh decides)"),
+                         "the mesh decides)",
+                         dict(smax_biceps="Pa", smax_triceps="Pa", sigma0="Pa", mu_muscle="Pa", eta_muscle="Pa·s",
+                              biceps_lever="m")),
     "cable-sag": Target(cable_sag, _warm_cable, (Parameter("sigma0", 10.0, 60.0), Parameter("mu", 5e4, 2e5)),
-                        CABLE_KNOWN, "a fiber fixed at both ends sagging under gravity (0.5 s): sag_m, max_force_N"),
+                        CABLE_KNOWN, "a fiber fixed at both ends sagging under gravity (0.5 s): sag_m, max_force_N",
+                        dict(sigma0="Pa", mu="Pa", eta="Pa·s", density="kg/m³")),
     "ishigami": Target(ishigami, None, tuple(Parameter(k, -np.pi, np.pi) for k in ("x1", "x2", "x3")),
                        ("x1", "x2", "x3"), "the Ishigami function (Sobol indices known in closed form)"),
     "quadratic": Target(quadratic, None, (Parameter("a", 0.0, 1.0),), ("a",), "y = a² in closed form (a < 0 fails)"),
