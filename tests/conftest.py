@@ -1,3 +1,5 @@
+import time
+
 import numpy as np
 import pytest
 
@@ -163,3 +165,13 @@ def perturbed_step(model, seed, dt=0.01, *, fast=True, scale=1.0):
     fs, rs = step_functions(model, state, dt)
     z = np.concatenate([state.u + scale * 0.001 * rng.standard_normal(N), state.q + [0.003, -0.004]])
     return prob, state, z, fs, rs
+
+
+def wait_for_file(path, proc, *, timeout: float, what: str) -> None:
+    """Wait until ``path`` exists, made by the running process ``proc`` (its output if it ends first; ``what``
+    if ``timeout`` seconds pass)."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)

@@ -18,7 +18,7 @@ from skfiber import run as srun
 from skfiber.demos.hanging_bundle import build_model
 from skfiber.run import checkpoint_path, run_simulation
 
-from conftest import stopping_at_call
+from conftest import stopping_at_call, wait_for_file
 
 DT = 0.01
 
@@ -450,11 +450,7 @@ def test_a_second_process_writing_the_same_run_is_refused_and_a_killed_one_leave
     holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(out), str(marker), "hanging_bundle", "upper_limb"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while not marker.exists():
-            assert holder.poll() is None, holder.communicate()
-            assert time.monotonic() < deadline, "the other process did not take the run"
-            time.sleep(0.05)
+        wait_for_file(marker, holder, timeout=60, what="the other process did not take the run")
         model = build_model(1)
         with pytest.raises(BlockingIOError, match="another process is writing the run 'hanging_bundle' there"):
             run_simulation(model, t_end=0.02, dt=0.01, out_dir=out, name="hanging_bundle", progress=False)

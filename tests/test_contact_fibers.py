@@ -936,15 +936,17 @@ def uniformly_stretched(model, stretch, n_elements, length=1.0):
     return u
 
 
+@pytest.mark.parametrize("gap", ["closest_point", "smallest"])
 @pytest.mark.parametrize("stretch", [1.0, 1.2, 0.9])
-def test_stretched_parallel_fibers_press_with_the_law_over_their_current_length(stretch):
+def test_stretched_parallel_fibers_press_with_the_law_over_their_current_length(stretch, gap):
     """Two parallel fibers stretched by λ: the current radius r0/√λ enters the gap, and the force per current
     length F(g) acts over the current length λ L (eq. 39, an integral over the deformed centerline), in
-    closed form."""
+    closed form; with either gap (with the radius constant along the partner, the smallest gap's point is the
+    closest point)."""
     a = sf.Fiber.straight((0, 0, 0), (1, 0, 0), n_elements=4, radius=0.05, law=LAW)
     b = sf.Fiber.straight((0, 0.09, 0), (1, 0.09, 0), n_elements=4, radius=0.05, law=LAW)
     model = sf.Model([a, b])
-    ev = FiberContact(contact_law()).evaluate(model, uniformly_stretched(model, stretch, 4), 0.0)
+    ev = FiberContact(contact_law(), gap=gap).evaluate(model, uniformly_stretched(model, stretch, 4), 0.0)
     g = 0.09 / (2 * 0.05 / np.sqrt(stretch)) - 1
     force = -1000.0 * g / (1 + 2.0 * g) * stretch * 1.0  # F(g) = −κ g/(1 + γ g) over λ L
     Ry = ev.residual[1::6]

@@ -392,11 +392,9 @@ def test_ctrl_c_in_a_calibration_on_a_local_cluster_stops_it_cleanly(tmp_path):
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
-        deadline = time.monotonic() + 120
-        while not started.exists():
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "no run started within 120 s"
-            time.sleep(0.02)
+        from conftest import wait_for_file  # (not at the top: the workers import this module, by value)
+
+        wait_for_file(started, proc, timeout=120, what="no run started within 120 s")
         os.killpg(proc.pid, signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
     finally:
@@ -656,11 +654,9 @@ def test_a_second_process_is_kept_out_of_a_study_s_folder_and_a_killed_one_leave
     holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(out), str(marker)], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while not marker.exists():
-            assert holder.poll() is None, holder.communicate()
-            assert time.monotonic() < deadline, "the other process did not take the folder"
-            time.sleep(0.05)
+        from conftest import wait_for_file  # (not at the top: the workers import this module, by value)
+
+        wait_for_file(marker, holder, timeout=60, what="the other process did not take the folder")
         with pytest.raises(ValueError, match="is in use by another process running a study there") as err:
             run_study(quadratic, [Parameter("a", 0.0, 1.0)], design="grid", n=2, out=out, scheduler="serial",
                       progress=False)
@@ -697,3 +693,33 @@ def test_an_interrupted_study_command_ends_with_the_counts_it_reached(tmp_path, 
     out, err = capsys.readouterr()
     assert code == 130 and "1 of 5 runs have succeeded" in err  # (a = −1 and −0.5 failed, a = 0 succeeded)
     assert out.strip().splitlines()[-1] == "summary: runs=5 succeeded=1 failed=2 interrupted=1"
+
+
+_FAILS_ON_WORKERS = '''
+import os
+if os.environ["SKFIBER_TEST_PARENT_PID"] != str(os.getpid()):
+    raise ImportError("no module named 'labdata' on this worker")
+
+
+def run(params):
+    return {"y": params["a"]}
+'''
+
+
+def test_a_run_function_the_workers_cannot_load_stops_the_study_at_once(tmp_path, monkeypatch):
+    """A run function whose module fails to import on the workers: dask's workers die of it and are not
+    started again, so the study would wait for ever; it stops at once with the worker's error and records
+    nothing (its plan is not kept)."""
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / "fails_on_workers.py").write_text(_FAILS_ON_WORKERS)
+    monkeypatch.setenv("SKFIBER_TEST_PARENT_PID", str(os.getpid()))
+    monkeypatch.syspath_prepend(str(tmp_path / "mods"))
+    import fails_on_workers
+
+    start = time.monotonic()
+    with pytest.raises(ValueError, match=r"the run function fails_on_workers.run cannot be loaded on the study's "
+                                         r"workers \(ImportError: no module named 'labdata' on this worker\)"):
+        run_study(fails_on_workers.run, [Parameter("a", 0.0, 1.0)], design="grid", n=2, out=tmp_path / "s",
+                  workers=1, progress=False)
+    assert time.monotonic() - start < 60
+    assert not (tmp_path / "s" / "plan.json").exists()

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..threads import threads_of_kernels
 from .design import Parameter, parameter_list
-from .execute import close_own, connect
+from .execute import check_loadable, close_own, connect
 from .interrupts import CtrlC, ctrl_c_flag
 
 __all__ = ["CalibrationResult", "calibrate"]
@@ -184,6 +184,8 @@ def calibrate(run: Callable[[dict], dict], parameters, series: str, target, *, s
                 client, own = connect(scheduler)
             if own:
                 stack.callback(close_own, client)
+            with interrupt.raising():
+                check_loadable(client, {"run function": run})
         opt = least_squares(residual, s0, jac=jacobian, bounds=(0.0, 1.0), x_scale=1.0, ftol=tolerance,
                             xtol=tolerance, gtol=tolerance, max_nfev=max_runs // (len(parameters) + 1))
         if interrupt.requested:  # after the last batch

@@ -41,8 +41,8 @@ from .design import make_design, parameter_list
 from .interrupts import PRELOAD, ctrl_c_flag
 from .records import TABLE_COLUMNS, StudyFolder
 
-__all__ = ["StudyResult", "run_study", "run_on_dask", "warmup_plugin", "connect", "close_own", "local_cluster",
-           "serial_conflict", "RESERVED_SERIES_NAMES"]
+__all__ = ["StudyResult", "run_study", "run_on_dask", "warmup_plugin", "connect", "close_own", "check_loadable",
+           "load_error", "local_cluster", "serial_conflict", "RESERVED_SERIES_NAMES"]
 
 #: names a run's series may not have: numpy.savez, which writes them, takes them as its own arguments
 RESERVED_SERIES_NAMES = frozenset({"file", "allow_pickle"})
@@ -275,6 +275,45 @@ def refuse_at_once(scheduler: str) -> None:
             return
 
 
+def load_error(payload: bytes) -> str:
+    """'' when the pickled ``payload`` loads in this process, else the error (:func:`check_loadable` runs it
+    on a worker, where a failure must not take the worker down)."""
+    import cloudpickle
+
+    try:
+        cloudpickle.loads(payload)
+    except Exception as err:  # (what the worker would die of, said instead)
+        return f"{type(err).__name__}: {err}"
+    return ""
+
+
+def check_loadable(client, functions: dict) -> None:
+    """Check on one worker of ``client`` that every function of ``functions`` ({what: function}) loads there.
+
+    A worker that cannot load a task's function (its module missing on the worker, or failing to import
+    there) dies of it in dask, its nanny does not start it again, and a study would wait for ever; the study
+    stops at once instead.  A cluster without workers yet (an adaptive one) is not checked.
+
+    Raises
+    ------
+    ValueError
+        Naming the function, the worker's error and what to do.
+    """
+    import cloudpickle
+
+    workers = list(client.scheduler_info().get("workers", {}))
+    if not workers:
+        return
+    for what, function in functions.items():
+        problem = client.run(load_error, cloudpickle.dumps(function), workers=workers[:1])[workers[0]]
+        if problem:
+            name = f"{getattr(function, '__module__', '?')}.{getattr(function, '__qualname__', repr(function))}"
+            raise ValueError(f"the {what} {name} cannot be loaded on the study's workers ({problem}): the workers "
+                             "import the module that defines it, which must import there as it does here (a "
+                             "module of the installed packages or on the workers' path, without work that "
+                             "fails in another process)")
+
+
 def close_own(client) -> None:
     """Close a client that :func:`connect` made, and the local cluster it started."""
     client.close()
@@ -435,6 +474,8 @@ def run_on_dask(run, rows, todo, record, *, scheduler, workers, warmup, retries)
             client, own = connect(scheduler, workers)
         futures: dict = {}
         try:
+            with interrupt.raising():
+                check_loadable(client, {"run function": run, **({"warm-up": warmup} if warmup else {})})
             if warmup is not None:
                 with interrupt.raising():  # the workers' warm-up, which may be long
                     client.register_plugin(warmup_plugin(warmup))
