@@ -589,6 +589,7 @@ class VTKSeries:
             raise IsADirectoryError(f"{self.directory / f'{name}.pvd'} is a folder, where the series writes its .pvd "
                                     "file: rename or remove that folder, or give the series another name or folder")
         self._hold = hold_run(self.directory, name)  # (before any file of the series is touched)
+        self._closed = False
         self.model = model
         self.name = name
         self.points_per_element = int(points_per_element)
@@ -639,6 +640,7 @@ class VTKSeries:
     def close(self) -> None:
         """Let another process write a series of this name in this folder (the files stay; once closed, the
         series is not written again)."""
+        self._closed = True
         self._hold.release()
 
     def drop_time(self, t: float) -> None:
@@ -699,6 +701,9 @@ class VTKSeries:
         same time before is replaced (its files removed).  ``resume_time``, :meth:`drop_time` and
         :attr:`times` speak of the listed times.
         """
+        if self._closed:
+            raise ValueError(f"the series {self.name!r} in {self.directory} was closed; continue it with a new "
+                             "VTKSeries(..., resume_time=t)")
         step = int(step)
         if time is not None and not is_real(time):
             raise ValueError(f"time must be a finite number (s), got {time!r}")

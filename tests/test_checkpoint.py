@@ -486,3 +486,5 @@ def test_one_process_may_write_a_run_again_while_its_series_is_open(tmp_path):
     assert run.steps == 2
     first.close()
     again.close()
+    with pytest.raises(ValueError, match="the series 'sag' .* was closed"):
+        first.write(model.initial_state(), 0)
