@@ -307,7 +307,8 @@ def heavy_fiber_on_a_rod(n_elements=4):
     x = 0.1 to 0.5 m, attached to it at both ends and taut (σ0 = 4·10⁷ Pa: its sag under the swing's
     accelerations, ρ a ℓ²/8σ0, is about 10⁻⁵ m), swinging down under gravity from the horizontal."""
     system = RigidSystem(gravity=(0, 0, -9.81))
-    system.add_body(Body("rod", start=(0, 0, 0), axis=(0.5, 0, 0), radius=0.01, mass=1.0), joint=Revolute(axis=(0, 1, 0)))
+    system.add_body(Body("rod", start=(0, 0, 0), axis=(0.5, 0, 0), radius=0.01, mass=1.0),
+                    joint=Revolute(axis=(0, 1, 0)))
     law = sf.passive_kelvin_voigt(mu_muscle=1e8, mu_tendon=1e8, eta_muscle=1e3, eta_tendon=1e3) + sf.prestress(4e7)
     fiber = sf.Fiber.straight((0.1, 0, 0), (0.5, 0, 0), n_elements=n_elements, radius=0.02, law=law, density=1000.0)
     model = sf.Model([fiber], rigid=system)
