@@ -792,8 +792,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return study_command.command(args)
         try:
             return _cmd_verify(args)
-        except KeyboardInterrupt:
-            _print_summary(INTERRUPTED_SUMMARY)
+        except BaseException as err:
+            if outcome(err) == EXIT_INTERRUPTED:
+                _print_summary(INTERRUPTED_SUMMARY)
             raise
 
     return _reported(who, command, debug=debug, hint="skfiber --debug … shows the traceback")

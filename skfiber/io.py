@@ -588,8 +588,6 @@ class VTKSeries:
         if (self.directory / f"{name}.pvd").is_dir():
             raise IsADirectoryError(f"{self.directory / f'{name}.pvd'} is a folder, where the series writes its .pvd "
                                     "file: rename or remove that folder, or give the series another name or folder")
-        self._hold = hold_run(self.directory, name)  # (before any file of the series is touched)
-        self._closed = False
         self.model = model
         self.name = name
         self.points_per_element = int(points_per_element)
@@ -624,6 +622,18 @@ class VTKSeries:
             check_series(self.directory, name, series_id)
             found = pvd_series_id(self.pvd_path) if self.pvd_path.is_file() else None
             self.series_id = series_id or found or secrets.token_hex(8)
+        self._hold = hold_run(self.directory, name)  # (checked, and before any file of the series is touched)
+        self._closed = False
+        try:
+            self._start(resume_time, bodies)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, resume_time, bodies) -> None:
+        """The folder made ready for the series: stale temporaries and an old series removed, or the resumed
+        series' later steps forgotten; fixed bodies written."""
+        name = self.name
         self._remove_stale_temporaries()
         if resume_time is None:
             self._remove_old_files()
@@ -637,6 +647,11 @@ class VTKSeries:
             self._static_bodies_file = f"{name}_bodies.vtu"
             self._write_mesh(self._static_bodies_file, cylinder_mesh(bodies))
 
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"the series {self.name!r} in {self.directory} was closed; continue it with a new "
+                             "VTKSeries(..., resume_time=t)")
+
     def close(self) -> None:
         """Let another process write a series of this name in this folder (the files stay; once closed, the
         series is not written again)."""
@@ -645,6 +660,7 @@ class VTKSeries:
 
     def drop_time(self, t: float) -> None:
         """Remove the step at time ``t`` from the series: its entries, the .pvd (rewritten) and its files."""
+        self._check_open()
         self._forget(lambda e: e.time == t)
 
     def _forget(self, dropped: Callable[[PvdEntry], bool]) -> None:
@@ -701,9 +717,7 @@ class VTKSeries:
         same time before is replaced (its files removed).  ``resume_time``, :meth:`drop_time` and
         :attr:`times` speak of the listed times.
         """
-        if self._closed:
-            raise ValueError(f"the series {self.name!r} in {self.directory} was closed; continue it with a new "
-                             "VTKSeries(..., resume_time=t)")
+        self._check_open()
         step = int(step)
         if time is not None and not is_real(time):
             raise ValueError(f"time must be a finite number (s), got {time!r}")

@@ -493,7 +493,8 @@ def run_simulation(
         raise ValueError("substeps belong to fixed steps; with rtol/atol the error control chooses the steps")
     if not adaptive and (h_min is not None or h_max is not None):
         raise ValueError("h_min and h_max belong to error-controlled runs: give rtol and/or atol too")
-    check_run_name(name)
+    if out_dir is not None:  # (the name of its files)
+        check_run_name(name)
     if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
         raise ValueError(f"out_dir {str(out_dir)!r} is a file; give a folder (it is made if missing)")
     location = (Path(checkpoint_file) if checkpoint_file is not None
@@ -549,140 +550,146 @@ def run_simulation(
     series = None
     output_time = 0.0
     # the folders made once the run is checked, before it starts: its results are not lost to one that cannot be
+    # written; the run held against another process writing one of the same name there before any of its files
+    # is touched, and let go however the run ends
     if out_dir is not None:
         writable_folder(out_dir, what="out_dir")
-    if location is not None and checkpoint_every:  # (an existing checkpoint opened for appending: left as it is)
-        writable_file(location, what="checkpoint_file" if checkpoint_file is not None else "the checkpoint")
-    # the run held against another process writing one of the same name there, before any of its files is touched
+    elif ckpt_file is not None:
+        writable_folder(location.parent, what="checkpoint_file")
     holding = (hold_run(out_dir, name) if out_dir is not None
                else hold_run(location.parent, location.stem) if ckpt_file is not None else None)
-    if location is not None:
-        for tmp in atomic_temporaries(location):  # of a run killed while saving its checkpoint
-            tmp.unlink(missing_ok=True)
-        if not resume:
-            _say_if_unfinished(location)
-            location.unlink(missing_ok=True)  # belongs to an older run
-    if out_dir is not None:
-        tic = _time.perf_counter()
-        # a resumed series keeps the outputs up to the checkpoint's (an error-controlled run's last
-        # accepted step may lie before the last output handed out, after a Ctrl-C during the outputs)
-        last_output = (state.t if not adaptive else t_start if step0 == 0
-                       else float(output_grid(t_start, t_end, output_dt=dt)[step0 - 1]))
-        if bodies is None and model.rigid is not None and model.rigid.bodies:
-            bodies = body_cylinders(model)  # the bones move with q
-        series = VTKSeries(
-            out_dir, model, name=name, points_per_element=points_per_element, bodies=bodies,
-            extra_fields=extra_fields, extra_units=extra_units, resume_time=last_output if resume else None,
-            series_id=series_of_checkpoint,
-        )
-        if not resume:
-            series.write(state, 0)
-        elif interrupt_frame and step0 % output_every and t_end > state.t:
-            series.drop_time(state.t)  # (a Ctrl-C wrote it off this run's output grid; the run never stopped has not)
-        output_time += _time.perf_counter() - tic
-    if bar is not None and resume:
-        bar.message(f"resuming from step {step0} (t = {state.t:.6g} s) of {n_steps}")
-
-    def save(st: State, step: int, control: dict | None = None, *, frame_off_grid: bool = False) -> float:
-        if ckpt_file is None:
-            return 0.0
-        tic = _time.perf_counter()
-        extra = {} if checkpoint_extra is None else dict(checkpoint_extra())
-        stats = dict(totals, t_end=float(t_end), **({INTERRUPT_FRAME: 1} if frame_off_grid else {}))
-        save_checkpoint(ckpt_file, Checkpoint(st, step, float(dt), t_start, fingerprint, stats,
-                                              stored_options, extra, control or {},
-                                              "" if series is None else series.series_id))
-        return _time.perf_counter() - tic
-
-    interrupted = False
-    step = saved = step0
-    step_counts = None
-    if adaptive:
-        state, step, saved, interrupted, step_counts, output_time = _error_controlled(
-            model, state, t_end=t_end, dt=dt, t_start=t_start, step0=step0, n_steps=n_steps, cursor=cursor,
-            series=series, output_every=output_every, save=save if ckpt_file is not None else None,
-            checkpoint_every=checkpoint_every, callback=callback, totals=totals,
-            output_time=output_time, bar=bar, newton_options=newton_options, rtol=rtol, atol=atol, h_min=h_min,
-            h_max=h_max)
     try:
-        inner = [None]  # StepInfo of the inner simulate() call (active contacts)
-        while not adaptive and step < n_steps:
-            # one simulate() call per step: every step ends exactly at t_start + n dt,
-            # whatever step the run was resumed from
-            t_next = t_end if step + 1 == n_steps else t_start + (k0 + step - step0) * dt
-            parts = _substeps(substeps, step + 1)
-            result = simulate(
-                model, t_end=t_next, dt=dt / parts, state=state, max_halvings=max_halvings,
-                newton_options=newton_options, progress=False, method=method,
-                callback=lambda _s, info: inner.__setitem__(0, info), on_interrupt="raise",  # (said below)
-            )
-            state, step = result.final_state, step + 1
-            n_it = int(sum(result.newton_iterations))
-            totals["newton_iterations"] += n_it
-            totals["retries"] += result.retries
-            contacts = inner[0].active_contacts if inner[0] is not None else 0
-            if callback is not None:  # first: what it records belongs to this step's checkpoint
-                callback(state, StepInfo(step, n_steps, t_end, n_it, result.retries, _time.perf_counter() - started,
-                                         contacts))
+        if location is not None and checkpoint_every:  # (an existing checkpoint opened for appending: left as it is)
+            writable_file(location, what="checkpoint_file" if checkpoint_file is not None else "the checkpoint")
+        if location is not None:
+            for tmp in atomic_temporaries(location):  # of a run killed while saving its checkpoint
+                tmp.unlink(missing_ok=True)
+            if not resume:
+                _say_if_unfinished(location)
+                location.unlink(missing_ok=True)  # belongs to an older run
+        if out_dir is not None:
             tic = _time.perf_counter()
-            if series is not None and (step % output_every == 0 or step == n_steps):
-                series.write(state, step)
-            if checkpoint_every and (step % checkpoint_every == 0 or step == n_steps):
-                save(state, step)
-                saved = step
+            # a resumed series keeps the outputs up to the checkpoint's (an error-controlled run's last
+            # accepted step may lie before the last output handed out, after a Ctrl-C during the outputs)
+            last_output = (state.t if not adaptive else t_start if step0 == 0
+                           else float(output_grid(t_start, t_end, output_dt=dt)[step0 - 1]))
+            if bodies is None and model.rigid is not None and model.rigid.bodies:
+                bodies = body_cylinders(model)  # the bones move with q
+            series = VTKSeries(
+                out_dir, model, name=name, points_per_element=points_per_element, bodies=bodies,
+                extra_fields=extra_fields, extra_units=extra_units, resume_time=last_output if resume else None,
+                series_id=series_of_checkpoint,
+            )
+            if not resume:
+                series.write(state, 0)
+            elif interrupt_frame and step0 % output_every and t_end > state.t:
+                # (a Ctrl-C wrote it off this run's output grid; the run never stopped has not)
+                series.drop_time(state.t)
             output_time += _time.perf_counter() - tic
-            if bar is not None:
-                extra = progress_extra(state) if progress_extra is not None else ""
-                if model.contacts and inner[0] is not None:
-                    extra = f"contacts {contacts}" + (f"  {extra}" if extra else "")
-                bar.update(step=step, n_steps=n_steps, t=state.t, t_end=t_end, newton=n_it,
-                           retries=totals["retries"], extra=extra)
-    except CTRL_C as err:
-        handle_ctrl_c(err)
-        interrupted = True
-    except ConvergenceError as err:
-        if saved != step:
-            save(state, step)
-        if bar is not None:
-            bar.message(f"failed after step {step} (t = {state.t:.6g} s); "
-                        + (f"checkpoint of that step in {ckpt_file}" if ckpt_file else "no checkpoint"))
-        raise err.keep(None)  # (what the failing step's simulate call kept is the step's own substeps only)
-    except Exception:  # any other error (a load, a callback): the last finished step is kept as well
-        if ckpt_file is not None and saved != step:
-            try:
-                save(state, step)
-            except Exception:  # (the error itself may be the checkpoint's: the first one is the one to report)
-                pass
-            else:
+        if bar is not None and resume:
+            bar.message(f"resuming from step {step0} (t = {state.t:.6g} s) of {n_steps}")
+
+        def save(st: State, step: int, control: dict | None = None, *, frame_off_grid: bool = False) -> float:
+            if ckpt_file is None:
+                return 0.0
+            tic = _time.perf_counter()
+            extra = {} if checkpoint_extra is None else dict(checkpoint_extra())
+            stats = dict(totals, t_end=float(t_end), **({INTERRUPT_FRAME: 1} if frame_off_grid else {}))
+            save_checkpoint(ckpt_file, Checkpoint(st, step, float(dt), t_start, fingerprint, stats,
+                                                  stored_options, extra, control or {},
+                                                  "" if series is None else series.series_id))
+            return _time.perf_counter() - tic
+
+        interrupted = False
+        step = saved = step0
+        step_counts = None
+        if adaptive:
+            state, step, saved, interrupted, step_counts, output_time = _error_controlled(
+                model, state, t_end=t_end, dt=dt, t_start=t_start, step0=step0, n_steps=n_steps, cursor=cursor,
+                series=series, output_every=output_every, save=save if ckpt_file is not None else None,
+                checkpoint_every=checkpoint_every, callback=callback, totals=totals,
+                output_time=output_time, bar=bar, newton_options=newton_options, rtol=rtol, atol=atol, h_min=h_min,
+                h_max=h_max)
+        try:
+            inner = [None]  # StepInfo of the inner simulate() call (active contacts)
+            while not adaptive and step < n_steps:
+                # one simulate() call per step: every step ends exactly at t_start + n dt,
+                # whatever step the run was resumed from
+                t_next = t_end if step + 1 == n_steps else t_start + (k0 + step - step0) * dt
+                parts = _substeps(substeps, step + 1)
+                result = simulate(
+                    model, t_end=t_next, dt=dt / parts, state=state, max_halvings=max_halvings,
+                    newton_options=newton_options, progress=False, method=method,
+                    callback=lambda _s, info: inner.__setitem__(0, info), on_interrupt="raise",  # (said below)
+                )
+                state, step = result.final_state, step + 1
+                n_it = int(sum(result.newton_iterations))
+                totals["newton_iterations"] += n_it
+                totals["retries"] += result.retries
+                contacts = inner[0].active_contacts if inner[0] is not None else 0
+                if callback is not None:  # first: what it records belongs to this step's checkpoint
+                    callback(state, StepInfo(step, n_steps, t_end, n_it, result.retries, _time.perf_counter() - started,
+                                             contacts))
+                tic = _time.perf_counter()
+                if series is not None and (step % output_every == 0 or step == n_steps):
+                    series.write(state, step)
+                if checkpoint_every and (step % checkpoint_every == 0 or step == n_steps):
+                    save(state, step)
+                    saved = step
+                output_time += _time.perf_counter() - tic
                 if bar is not None:
-                    bar.message(f"stopped by an error after step {step} (t = {state.t:.6g} s); checkpoint of that "
-                                f"step in {ckpt_file}")
-        raise
-    finally:  # (a terminal's line ends before the messages below, or before the error the caller prints)
+                    extra = progress_extra(state) if progress_extra is not None else ""
+                    if model.contacts and inner[0] is not None:
+                        extra = f"contacts {contacts}" + (f"  {extra}" if extra else "")
+                    bar.update(step=step, n_steps=n_steps, t=state.t, t_end=t_end, newton=n_it,
+                               retries=totals["retries"], extra=extra)
+        except CTRL_C as err:
+            handle_ctrl_c(err)
+            interrupted = True
+        except ConvergenceError as err:
+            if saved != step:
+                save(state, step)
+            if bar is not None:
+                bar.message(f"failed after step {step} (t = {state.t:.6g} s); "
+                            + (f"checkpoint of that step in {ckpt_file}" if ckpt_file else "no checkpoint"))
+            raise err.keep(None)  # (what the failing step's simulate call kept is the step's own substeps only)
+        except Exception:  # any other error (a load, a callback): the last finished step is kept as well
+            if ckpt_file is not None and saved != step:
+                try:
+                    save(state, step)
+                except Exception:  # (the error itself may be the checkpoint's: the first one is the one to report)
+                    pass
+                else:
+                    if bar is not None:
+                        bar.message(f"stopped by an error after step {step} (t = {state.t:.6g} s); checkpoint of that "
+                                    f"step in {ckpt_file}")
+            raise
+        finally:  # (a terminal's line ends before the messages below, or before the error the caller prints)
+            if bar is not None:
+                bar.end()
+        if interrupted and not adaptive:
+            unwritten = series is not None and bool(series.times) and series.times[-1] != state.t
+            off_grid = unwritten and step % output_every != 0 and step != n_steps
+            if unwritten:  # what the run reached, to look at; off the output grid, a resume drops it (INTERRUPT_FRAME)
+                series.write(state, step)
+            if saved != step or off_grid:
+                output_time += save(state, step, frame_off_grid=off_grid)
+        wall = _time.perf_counter() - started
+        run = RunResult(
+            final_state=state, steps=step, n_steps=n_steps,
+            newton_iterations=totals["newton_iterations"], retries=totals["retries"],
+            wall_time=wall, solve_time=wall - output_time, output_time=output_time,
+            pvd=series.pvd_path if series is not None else None, checkpoint=ckpt_file,
+            resumed_from=resumed_from, interrupted=interrupted,
+            output_bytes=series.bytes_written if series is not None else 0,
+            output_files=series.files_written if series is not None else 0,
+            step_counts=step_counts,
+        )
         if bar is not None:
-            bar.end()
-    if interrupted and not adaptive:
-        unwritten = series is not None and bool(series.times) and series.times[-1] != state.t
-        off_grid = unwritten and step % output_every != 0 and step != n_steps
-        if unwritten:  # what the run reached, to look at; off the output grid, a resume drops it (INTERRUPT_FRAME)
-            series.write(state, step)
-        if saved != step or off_grid:
-            output_time += save(state, step, frame_off_grid=off_grid)
-    wall = _time.perf_counter() - started
-    run = RunResult(
-        final_state=state, steps=step, n_steps=n_steps,
-        newton_iterations=totals["newton_iterations"], retries=totals["retries"],
-        wall_time=wall, solve_time=wall - output_time, output_time=output_time,
-        pvd=series.pvd_path if series is not None else None, checkpoint=ckpt_file,
-        resumed_from=resumed_from, interrupted=interrupted,
-        output_bytes=series.bytes_written if series is not None else 0,
-        output_files=series.files_written if series is not None else 0,
-        step_counts=step_counts,
-    )
-    if bar is not None:
-        bar.message(run.summary())
-    if series is not None:  # (after an error: when they are collected)
-        series.close()
-    if holding is not None:
-        holding.release()
-    return run
+            bar.message(run.summary())
+        return run
+    finally:
+        if series is not None:
+            series.close()
+        if holding is not None:
+            holding.release()

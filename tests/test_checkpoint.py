@@ -488,3 +488,32 @@ def test_one_process_may_write_a_run_again_while_its_series_is_open(tmp_path):
     again.close()
     with pytest.raises(ValueError, match="the series 'sag' .* was closed"):
         first.write(model.initial_state(), 0)
+
+
+def test_a_run_that_fails_lets_its_folder_go_while_its_error_is_kept(tmp_path):
+    """An error in a run (here its callback's) ends the hold at once, not when the error is collected (a notebook
+    keeps the last one): another process may then write a run of that name there."""
+    def fails(state, info):
+        raise RuntimeError("a callback that fails")
+
+    with pytest.raises(RuntimeError) as kept:
+        run_simulation(build_model(1), t_end=0.02, dt=0.01, out_dir=tmp_path, name="sag", progress=False,
+                       callback=fails)
+    other = subprocess.run([sys.executable, "-c", "import sys; from skfiber.io import hold_run; "
+                            "hold_run(sys.argv[1], 'sag').release(); print('held')", str(tmp_path)],
+                           capture_output=True, text=True, timeout=120)
+    assert other.stdout.strip() == "held", other.stderr[-2000:]
+    assert kept.value is not None
+
+
+def test_a_folder_that_cannot_be_locked_is_said_and_the_run_goes_on(tmp_path, monkeypatch):
+    """A file system without locks (NFS mounted without them, some FUSE mounts): a warning, and the run runs."""
+    import filelock
+
+    def no_locks(self, *args, **kwargs):
+        raise NotImplementedError("flock: function not implemented")
+
+    monkeypatch.setattr(filelock.FileLock, "acquire", no_locks)
+    with pytest.warns(UserWarning, match="cannot be locked .*NotImplementedError.* would not be stopped"):
+        run = run_simulation(build_model(1), t_end=0.02, dt=0.01, out_dir=tmp_path, name="sag", progress=False)
+    assert run.steps == 2

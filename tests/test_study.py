@@ -692,7 +692,7 @@ def test_an_interrupted_study_command_ends_with_the_counts_it_reached(tmp_path, 
                      str(tmp_path / "s"), "--serial"])
     out, err = capsys.readouterr()
     assert code == 130 and "1 of 5 runs have succeeded" in err  # (a = −1 and −0.5 failed, a = 0 succeeded)
-    assert out.strip().splitlines()[-1] == "summary: runs=5 succeeded=1 failed=2 interrupted=1"
+    assert out.strip().splitlines()[-1] == "summary: runs=3 ok=1 failed=2 planned=5 interrupted=1"
 
 
 _FAILS_ON_WORKERS = '''

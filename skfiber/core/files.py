@@ -22,6 +22,8 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from .warn import warn
+
 __all__ = ["writable_folder", "writable_file", "check_file_name", "FolderHold"]
 
 
@@ -114,7 +116,8 @@ class FolderHold:
     Raises
     ------
     BlockingIOError
-        With ``busy``, when another process holds the job.
+        With ``busy``, when another process holds the job.  A folder that cannot be locked at all (a file
+        system without locks, a lock file of another user) gives a warning instead, and the job runs unheld.
 
     Examples
     --------
@@ -128,11 +131,17 @@ class FolderHold:
     """
 
     def __init__(self, folder: str | os.PathLike, name: str, *, busy: str):
-        self._lock = FileLock(Path(folder) / f".{name}.lock", timeout=0, is_singleton=True, thread_local=False)
+        path = Path(folder) / f".{name}.lock"
+        self._held = False
         try:
+            self._lock = FileLock(path, timeout=0, is_singleton=True, thread_local=False)
             self._lock.acquire()
         except Timeout:
             raise BlockingIOError(busy) from None
+        except (OSError, NotImplementedError) as err:  # (a file system without locks, another user's lock file)
+            warn(f"{path} cannot be locked ({type(err).__name__}: {err}): a second process writing the same files "
+                 "there at the same time would not be stopped")
+            return
         self._held = True
 
     def release(self) -> None:

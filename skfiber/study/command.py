@@ -19,6 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..core.interrupt import caused_by_ctrl_c
 from .design import DESIGNS, make_design, parse_parameter
 from .execute import serial_conflict
 from .records import PLAN, StudyFolder
@@ -66,24 +67,26 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def command(args) -> int:
     """Run ``skfiber study`` with parsed ``args``; returns the exit code.  Raises :class:`StudyUsageError`
     for bad arguments.  A Ctrl-C ends the output with the summary line of what the folder holds then
-    (``summary: runs=… succeeded=… failed=… interrupted=1``), and goes on as KeyboardInterrupt."""
+    (``summary: runs=… ok=… failed=… planned=… interrupted=1``, the keys of ``--summary``), and goes on."""
     try:
         return _command(args)
-    except KeyboardInterrupt:
-        print(_interrupted_summary(args), flush=True)
+    except BaseException as err:
+        if caused_by_ctrl_c(err):  # (also numba's or an import's error around it)
+            print(_interrupted_summary(args), flush=True)
         raise
 
 
 def _interrupted_summary(args) -> str:
-    """The summary line of a study stopped by Ctrl-C: the planned runs, those that have succeeded and failed."""
+    """The summary line of a study stopped by Ctrl-C: what its folder holds then, with the keys of
+    ``--summary`` (recorded runs, those ok and failed, the runs planned); nothing is made or written."""
     counts = ""
     try:
-        folder = StudyFolder(args.out) if args.out and not args.summary else None
-        plan = folder.plan() if folder is not None else None
-        if plan is not None:
+        if args.out and not args.summary and (Path(args.out) / PLAN).is_file():
+            folder = StudyFolder(args.out)
+            plan = folder.plan() or {}
             status = [r.get("status") for r in folder.records()]
-            counts = (f"runs={len(plan.get('rows', []))} succeeded={status.count('ok')} "
-                      f"failed={len(status) - status.count('ok')} ")
+            counts = (f"runs={len(status)} ok={status.count('ok')} failed={len(status) - status.count('ok')} "
+                      f"planned={len(plan.get('rows', []))} ")
     except (OSError, ValueError):  # (a folder that cannot be read: the line without counts)
         pass
     return f"summary: {counts}interrupted=1"
