@@ -312,6 +312,18 @@ def _called(main: Callable, argv: list[str]) -> int:
         raise
 
 
+@contextlib.contextmanager
+def _summary_if_interrupted():
+    """:data:`INTERRUPTED_SUMMARY` as the last line when a Ctrl-C (:func:`outcome`) leaves the block, which it
+    leaves as it would without."""
+    try:
+        yield
+    except BaseException as err:
+        if outcome(err) == EXIT_INTERRUPTED:
+            _print_summary(INTERRUPTED_SUMMARY)
+        raise
+
+
 def _print_summary(line: str) -> None:
     """Print a demo's last line, unless stdout is closed (the exception is then what to report)."""
     try:
@@ -403,12 +415,8 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_run(args, extra: list[str]) -> int:
-    try:
+    with _summary_if_interrupted():  # (a Ctrl-C while the demo's imports load: its summary line, as after it ran)
         module = _import_demo(args.demo)
-    except BaseException as err:  # (a Ctrl-C while the demo's imports load: its summary line, as after it ran)
-        if outcome(err) == EXIT_INTERRUPTED:
-            _print_summary(INTERRUPTED_SUMMARY)
-        raise
     if "-h" in extra or "--help" in extra:  # the demo's help: nothing else is done (no folder made)
         return _call_main(module, ["--help"], prog=f"skfiber run {args.demo}")
     argv = []
@@ -790,12 +798,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_view(args)
         if args.command == "study":  # (at Ctrl-C it writes its table, says how to resume and ends with its summary)
             return study_command.command(args)
-        try:
+        with _summary_if_interrupted():
             return _cmd_verify(args)
-        except BaseException as err:
-            if outcome(err) == EXIT_INTERRUPTED:
-                _print_summary(INTERRUPTED_SUMMARY)
-            raise
 
     return _reported(who, command, debug=debug, hint="skfiber --debug … shows the traceback")
 

@@ -535,7 +535,8 @@ def paper_law(
     """The paper's law: prestress + active + passive (eqs. 30, 32, 34).
 
     S = σ0/λ² + γM α Smax/λ² exp(−``|(λ/λopt − 1)/ΔW|``^ν)
-    + Σ_{i=M,T} f_i(γM) [μ_i (1 − λ⁻³) + 3 η_i λ̇/λ³] with f_M = γM, f_T = 1 − γM (:func:`prestress`, :func:`active_stress`, :func:`passive_kelvin_voigt`).
+    + Σ_{i=M,T} f_i(γM) [μ_i (1 − λ⁻³) + 3 η_i λ̇/λ³] with f_M = γM, f_T = 1 − γM
+    (:func:`prestress`, :func:`active_stress`, :func:`passive_kelvin_voigt`).
     Defaults are Table 1 of the paper (section 5.1).
 
     Parameters

@@ -77,19 +77,22 @@ def command(args) -> int:
 
 
 def _interrupted_summary(args) -> str:
-    """The summary line of a study stopped by Ctrl-C: what its folder holds then, with the keys of
-    ``--summary`` (recorded runs, those ok and failed, the runs planned); nothing is made or written."""
+    """The summary line of a study stopped by Ctrl-C: what its folder holds then (:func:`_counts`); nothing is
+    made or written."""
     counts = ""
     try:
         if args.out and not args.summary and (Path(args.out) / PLAN).is_file():
-            folder = StudyFolder(args.out)
-            plan = folder.plan() or {}
-            status = [r.get("status") for r in folder.records()]
-            counts = (f"runs={len(status)} ok={status.count('ok')} failed={len(status) - status.count('ok')} "
-                      f"planned={len(plan.get('rows', []))} ")
+            counts = _counts(StudyFolder(args.out)) + " "
     except (OSError, ValueError):  # (a folder that cannot be read: the line without counts)
         pass
     return f"summary: {counts}interrupted=1"
+
+
+def _counts(folder: StudyFolder) -> str:
+    """The keys of a study folder's summary line: its recorded runs, those ok and failed, the runs planned."""
+    status = [r.get("status") for r in folder.records()]
+    ok, planned = status.count("ok"), len((folder.plan() or {}).get("rows", []))
+    return f"runs={len(status)} ok={ok} failed={len(status) - ok} planned={planned}"
 
 
 def _command(args) -> int:
@@ -166,10 +169,9 @@ def _summary(path: Path) -> int:
     names = [p[0] for p in plan["parameters"]]
     outputs = [c for c in table.columns if c not in names + ["run", "status", "error", "wall_s", "worker"]]
     plot = _plot(table, names, outputs, path / "summary.png") if len(table) and outputs else None
-    ok = int((table["status"] == "ok").sum()) if len(table) else 0
     if plot:
         print(f"plot: {plot}")
-    print(f"summary: runs={len(table)} ok={ok} failed={len(table) - ok} planned={len(plan['rows'])}")
+    print(f"summary: {_counts(folder)}")
     return 0
 
 
