@@ -344,6 +344,10 @@ def drag_force(model: sf.Model, state, tissue_drag: float) -> float:
     return float(tissue_drag * np.linalg.norm(total))
 
 
+#: the unit and meaning of :func:`fiber_contact_fields`' array, written into the VTK files
+FIBER_CONTACT_FORCE = ("N/m", "line force of the other fibers on this fiber, per current length")
+
+
 def fiber_contact_fields(contact: FiberContact):
     """``extra_fields`` of :class:`skfiber.io.VTKSeries`: ``fiber_contact_force``, the line force of the
     other fibers on each fiber (N/m per current length, :meth:`skfiber.contact.FiberContact.point_forces`),
@@ -614,7 +618,7 @@ def main(argv: list[str] | None = None) -> dict | int:
         contact = next((c for c in model.contacts if isinstance(c, FiberContact)), None)
         writers = [VTKSeries(args.out, model, name=name, bodies=body_cylinders(model),
                              extra_fields=None if contact is None else fiber_contact_fields(contact),
-                             extra_units={"fiber_contact_force": "N/m"})
+                             extra_units={"fiber_contact_force": FIBER_CONTACT_FORCE})
                    for name in ("elbow_bundle_isometric", "elbow_bundle_isokinetic")]
     print(f"elbow with a biceps of {len(model.fibers)} fibers × {args.elements} elements ({model.n_dofs} d.o.f.)")
     points: list[Isometric] = []  # the isometric points as they are reached (what a Ctrl-C leaves)

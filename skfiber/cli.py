@@ -561,10 +561,11 @@ def _print_info(viz, path: Path) -> int:
             return EXIT_OK
         frame = viz.load(path)
     print(f"fibers: {frame.fibers.n_points} points, {frame.fibers.n_cells} line cells")
-    written = viz.written_units(frame.fibers)  # (extra fields' units too)
+    written = viz.written_labels(frame.fibers)  # (extra fields' units and meanings too)
     width = max([16] + [len(name) for name in frame.fields])
     for name in frame.fields:
-        unit, meaning = ALL_FIBER_FIELDS.get(name, (written.get(name, "?"), "extra field"))
+        unit, meaning = ALL_FIBER_FIELDS.get(name, written.get(name, ("?", "")))
+        meaning = meaning or "an array of the run's own (the file does not say what it holds)"
         print(f"  {name:{width}s} {'[' + unit + ']':6s} {meaning}")
     if frame.bodies is not None:
         _print_bodies(frame.bodies, BODY_FIELDS, viz.lever_count)

@@ -102,6 +102,7 @@ __all__ = [
     "fiber_mesh",
     "cylinder_mesh",
     "write_vtu",
+    "units_label",
     "write_pvd",
     "read_pvd",
     "pvd_series_id",
@@ -301,6 +302,31 @@ def _atomic(path: Path, write: Callable[[Path], None]) -> None:
             tmp.unlink()
 
 
+def units_label(name: str, unit: str | tuple[str, str]) -> str:
+    """The field-data label that states the unit (and meaning) of the point array ``name`` in a VTU file
+    (:func:`write_vtu`); :func:`skfiber.viz.written_units` reads it back.
+
+    Examples
+    --------
+    >>> units_label("tension", ("N", "the cable's axial force"))
+    "units: tension [N] the cable's axial force"
+    >>> units_label("tension", "mm[2]")
+    Traceback (most recent call last):
+    ...
+    ValueError: the unit of 'tension' must be printable ASCII without brackets, got 'mm[2]'
+    """
+    unit, meaning = (unit, "") if isinstance(unit, str) else unit
+    if not (isinstance(name, str) and name.strip() and name.isascii() and name.isprintable() and " [" not in name):
+        raise ValueError(f"an array name with a unit must be printable ASCII without ' [' (it is written as an XML "
+                         f"array name beside its unit), got {name!r}")
+    if not (isinstance(unit, str) and unit.strip() and unit.isascii() and unit.isprintable()
+            and not set(unit) & set("[]")):
+        raise ValueError(f"the unit of {name!r} must be printable ASCII without brackets, got {unit!r}")
+    if not (isinstance(meaning, str) and meaning.isascii() and meaning.isprintable()):
+        raise ValueError(f"the meaning of {name!r} must be one line of printable ASCII, got {meaning!r}")
+    return f"units: {name} [{unit}]" + (f" {meaning.strip()}" if meaning.strip() else "")
+
+
 def atomic_temporaries(path: str | os.PathLike) -> list[Path]:
     """The temporary files of writes of ``path`` that were killed before their rename (any process)."""
     path = Path(path)
@@ -311,14 +337,15 @@ def atomic_temporaries(path: str | os.PathLike) -> list[Path]:
 
 
 def write_vtu(path: str | os.PathLike, mesh: meshio.Mesh, *, compression: str | None = "zlib",
-              units: dict[str, str] | None = None) -> None:
+              units: Mapping[str, str | tuple[str, str]] | None = None) -> None:
     """Write a mesh as VTU (binary, compressed), atomically.
 
-    ``units`` (array name → unit): each point array of the mesh with a unit gets a field-data array
-    named ``"units: <name> [<unit>]"`` (one 0), so that the file says its units where ParaView lists
-    its arrays (*Information* panel) and where meshio reads them (``mesh.field_data``).  (VTK's string
-    arrays would be the natural carrier, but meshio cannot read them; meshio writes no field data, so
-    the arrays are added to its XML.)
+    ``units`` (array name → unit, or → (unit, meaning)): each point array of the mesh with a unit gets a
+    field-data array named ``"units: <name> [<unit>]"``, or ``"units: <name> [<unit>] <meaning>"`` (one 0),
+    so that the file says its units, and what an array holds, where ParaView lists its arrays
+    (*Information* panel) and where meshio reads them (``mesh.field_data``).  (VTK's string arrays would be
+    the natural carrier, but meshio cannot read them; meshio writes no field data, so the arrays are added
+    to its XML.)
 
     Examples
     --------
@@ -331,10 +358,7 @@ def write_vtu(path: str | os.PathLike, mesh: meshio.Mesh, *, compression: str | 
     ...     list(read_vtu(os.path.join(folder, "line.vtu")).field_data)
     ['units: stretch [1]']
     """
-    labels = [f"units: {name} [{units[name]}]" for name in mesh.point_data if units and name in units]
-    for label in labels:
-        if not (label.isascii() and label.isprintable()):
-            raise ValueError(f"units must be printable ASCII (they are written as XML array names), got {label!r}")
+    labels = [units_label(name, units[name]) for name in mesh.point_data if units and name in units]
 
     def write(tmp: Path) -> None:
         meshio.write(tmp, mesh, file_format="vtu", binary=True, compression=compression)
@@ -547,11 +571,12 @@ class VTKSeries:
     extra_fields
         Extra fiber point data, see :func:`fiber_mesh`.
     extra_units
-        The units of ``extra_fields``' arrays ({name: unit}, e.g. ``{"fiber_contact_force": "N/m"}``), written
-        into each file beside those of the built-in fields (ParaView and ``skfiber view --info`` show
-        them); an array without one is shown with ``[?]``.  A name that the first step's ``extra_fields``
-        does not return is warned about (a typo?); give the units of arrays that appear only later
-        when they appear.
+        The units of ``extra_fields``' arrays, {name: unit} or {name: (unit, meaning)}, e.g.
+        ``{"fiber_contact_force": ("N/m", "line force of the other fibers")}``, written into each file beside
+        those of the built-in fields (ParaView's *Information* panel and ``skfiber view --info`` show them;
+        printable ASCII, the unit without brackets); an array without one is shown with ``[?]``.  A name
+        that the first step's ``extra_fields`` does not return is warned about (a typo?); give the units of
+        arrays that appear only later when they appear.
     resume_time
         None: start a new series (old files of this series are removed).
         A time t: continue the series in the folder, keeping its steps up to t (later ones are removed from
@@ -576,7 +601,7 @@ class VTKSeries:
         points_per_element: int = 4,
         bodies: Sequence | Callable[[State], Sequence] | None = None,
         extra_fields: ExtraFields | None = None,
-        extra_units: Mapping[str, str] | None = None,
+        extra_units: Mapping[str, str | tuple[str, str]] | None = None,
         resume_time: float | None = None,
         series_id: str | None = None,
         compression: str | None = "zlib",
@@ -597,10 +622,15 @@ class VTKSeries:
             raise ValueError(f"extra_units ({', '.join(map(repr, extra_units))}) gives the units of extra_fields' "
                              "arrays; give extra_fields too, or leave extra_units out")
         for field, unit in (extra_units or {}).items():
-            if not all(isinstance(text, str) and text.strip() and text.isprintable() and text.isascii()
-                       for text in (field, unit)):
-                raise ValueError(f"extra_units maps array names to units, both non-empty and in printable ASCII "
-                                 f"(e.g. {{'fiber_contact_force': 'N/m'}}), got {field!r}: {unit!r}")
+            pair = isinstance(unit, tuple) and len(unit) == 2
+            try:
+                if not (isinstance(unit, str) or pair):
+                    raise ValueError(f"got {unit!r} for {field!r}")
+                units_label(field, unit)
+            except ValueError as err:
+                raise ValueError(f"extra_units maps array names to units or to (unit, meaning) pairs, in printable "
+                                 f"ASCII (e.g. {{'fiber_contact_force': ('N/m', 'line force of the other fibers')}}): "
+                                 f"{err}") from None
             if field in _UNITS:
                 raise ValueError(f"extra_units: {field!r} is a built-in field, whose unit is {_UNITS[field]!r}")
             self._units[field] = unit

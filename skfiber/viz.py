@@ -64,6 +64,7 @@ __all__ = [
     "lever_count",
     "label_format",
     "written_units",
+    "written_labels",
     "read_grid",
     "tubes",
     "scene",
@@ -387,10 +388,16 @@ def label_format(low: float, high: float) -> str:
 
 
 def written_units(grid: pv.DataSet) -> dict[str, str]:
-    """The units a file states for its arrays (field data ``units: <name> [<unit>]``, :func:`skfiber.io.write_vtu`):
-    name → unit."""
-    found = (re.fullmatch(r"units: (.+) \[(.*)\]", label) for label in grid.field_data.keys())
-    return {m.group(1): m.group(2) for m in found if m}
+    """The units a file states for its arrays (field data ``units: <name> [<unit>]``, with a meaning after it
+    or not: :func:`skfiber.io.units_label`): name → unit."""
+    return {name: unit for name, (unit, _) in written_labels(grid).items()}
+
+
+def written_labels(grid: pv.DataSet) -> dict[str, tuple[str, str]]:
+    """The units and meanings a file states for its arrays (:func:`skfiber.io.units_label`): name → (unit,
+    meaning), the meaning "" where the file gives none."""
+    found = (re.fullmatch(r"units: (.+?) \[([^\[\]]*)\](?: (.+))?", label) for label in grid.field_data.keys())
+    return {m.group(1): (m.group(2), m.group(3) or "") for m in found if m}
 
 
 def _title(field: str, units: dict[str, str]) -> str:

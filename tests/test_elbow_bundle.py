@@ -119,6 +119,8 @@ def test_the_demo_runs_small_and_ends_with_its_summary(capsys, tmp_path):
     fibers = meshio.read(tmp_path / [e.file for e in entries if e.part == 0][-1])
     force = fibers.point_data["fiber_contact_force"]
     assert force.shape == (9 * (4 * 4 + 1), 3) and np.linalg.norm(force, axis=1).max() > 0
+    assert "units: fiber_contact_force [N/m] line force of the other fibers on this fiber, per current length" \
+        in fibers.field_data  # (what ParaView and skfiber view --info show)
     assert {e.part for e in entries} == {0, 1}
 
 

@@ -97,16 +97,30 @@ def test_a_series_writes_the_units_of_extra_fields(tmp_path, capsys):
     from skfiber import cli
     assert cli.main(["view", str(series.pvd_path), "--info"]) == 0
     listed = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip().startswith("tension")]
-    assert listed and listed[0][:2] == ["tension", "[N]"]
-    with pytest.raises(ValueError, match="printable ASCII .* got 'tension': 'N.n'"):
+    assert listed and listed[0][:2] == ["tension", "[N]"] and "does not say what it holds" in " ".join(listed[0])
+    # a (unit, meaning) pair: the file states both, and --info shows the meaning
+    meant = sio.VTKSeries(tmp_path / "meant", model, name="x", extra_fields=tension,
+                          extra_units={"tension": ("N", "the cable's pull [sampled]")})
+    mesh = meshio.read(meant.write(model.initial_state(), 0)[0])
+    assert "units: tension [N] the cable's pull [sampled]" in mesh.field_data
+    assert cli.main(["view", str(meant.pvd_path), "--info"]) == 0
+    listed = [line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("tension")]
+    assert listed and listed[0].split()[:2] == ["tension", "[N]"] and listed[0].endswith("the cable's pull [sampled]")
+    with pytest.raises(ValueError, match=r"the unit of 'tension' must be printable ASCII without brackets, got 'N\]'"):
+        sio.VTKSeries(tmp_path, model, name="y", extra_fields=tension, extra_units={"tension": ("N]", "pull")})
+    with pytest.raises(ValueError, match="the meaning of 'tension' must be one line"):
+        sio.VTKSeries(tmp_path, model, name="y", extra_fields=tension, extra_units={"tension": ("N", "pull\nmore")})
+    with pytest.raises(ValueError, match="to units or to .unit, meaning. pairs.*got 3"):
+        sio.VTKSeries(tmp_path, model, name="y", extra_fields=tension, extra_units={"tension": 3})
+    with pytest.raises(ValueError, match="printable ASCII .* the unit of 'tension' .* got 'N.n'"):
         sio.VTKSeries(tmp_path, model, name="y", extra_fields=tension, extra_units={"tension": "N\n"})
     with pytest.raises(ValueError, match="'radius' is a built-in field, whose unit is 'm'"):
         sio.VTKSeries(tmp_path, model, name="y", extra_fields=tension, extra_units={"radius": "mm"})
     with pytest.raises(ValueError, match="give extra_fields too"):
         sio.VTKSeries(tmp_path, model, name="y", extra_units={"tension": "N"})
-    with pytest.raises(ValueError, match="non-empty and in printable ASCII .* got 'tension': ' '"):
+    with pytest.raises(ValueError, match="the unit of 'tension' must be printable ASCII .* got ' '"):
         sio.VTKSeries(tmp_path, model, name="y", extra_fields=tension, extra_units={"tension": " "})
-    with pytest.raises(ValueError, match="printable ASCII .* got 'Spannung µ': 'N'"):
+    with pytest.raises(ValueError, match="an array name with a unit must be printable ASCII .* got 'Spannung µ'"):
         sio.VTKSeries(tmp_path, model, name="y", extra_fields=tension, extra_units={"Spannung µ": "N"})
     typo = sio.VTKSeries(tmp_path / "typo", model, name="x", extra_fields=tension, extra_units={"tensoin": "N"})
     with pytest.warns(UserWarning, match="extra_units names 'tensoin', which extra_fields does not return "
