@@ -25,7 +25,8 @@ through (0, 0, −0.351) along −y (flexion lifts the hand forward), as in the 
   to 30 cm below the shoulder, 12 mm behind the upper arm's axis: the elbow's axis lies in front of the
   shaft).
 * **Fibers**: each head a bundle (:func:`skfiber.bundle.bundle`) from a hexagonal patch on the upper arm
-  (the heads 2 × 18 mm apart from the midline at the origin) that swells to its belly half-way and ends
+  (the heads side by side, moved apart until their fibers clear each other: 27 mm from the midline at the
+  origin and 11 mm at the insertion row with 36 fibers, :func:`head_offsets`) that swells to its belly half-way and ends
   in a row along the elbow axis on the forearm, 5 cm below the elbow and 1.5 cm in front of it (moment arm
   1.8 cm at full extension, 5 cm at 90°, below) (a tendon's
   flat insertion; a row along the axis turns with the forearm without lining the fibers up along the
