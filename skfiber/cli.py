@@ -723,7 +723,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = sub.add_parser(
         "verify", help="run the verification studies at small size and print their tables",
-        description="Run every verification study (demos listed in skfiber.cli.VERIFY, run with --small, "
+        description="Run every verification study (--list shows them: demos run with --small, "
         "and demos defining verify()) and print their tables and a summary. A study fails when it raises "
         "or returns a non-zero exit code; the studies judge their own numbers (rates, errors).",
     )
