@@ -24,15 +24,15 @@ through (0, 0, −0.351) along −y (flexion lifts the hand forward), as in the 
   prescribed), and the humerus shaft as a contact cylinder fixed to the upper arm (r = 11 mm, from 5 cm
   to 30 cm below the shoulder, 12 mm behind the upper arm's axis: the elbow's axis lies in front of the
   shaft).
-* **Fibers**: each head a bundle (:func:`skfiber.bundle.bundle`) from a hexagonal patch on the upper arm
-  (the heads side by side, moved apart until their fibers clear each other: 27 mm from the midline at the
-  origin and 11 mm at the insertion row with 36 fibers, :func:`head_offsets`) that swells to its belly half-way and ends
-  in a row along the elbow axis on the forearm, 5 cm below the elbow and 1.5 cm in front of it (moment arm
-  1.8 cm at full extension, 5 cm at 90°, below) (a tendon's
-  flat insertion; a row along the axis turns with the forearm without lining the fibers up along the
-  muscle).  r0 = 2 mm in the belly, 0.3 mm in the tendons; γM = 1 over the belly, 0 in the tendons
-  (smooth steps over 12 % of the length at 10 % and 90 %), so the sections of 36 bellies add up to about
-  4.5 cm² (the area they enclose, gaps between them included, is about 9 cm²).
+* **Fibers**: each head a bundle (:func:`skfiber.bundle.bundle`) from a hexagonal patch on the upper arm (the
+  heads side by side, moved apart until their fibers clear each other: 27 mm from the midline at the origin
+  and 11 mm at the insertion row with 36 fibers, :func:`head_offsets`) that swells to its belly half-way and
+  ends in a row along the elbow axis on the forearm, 5 cm below the elbow and 1.5 cm in front of it (moment
+  arm 1.8 cm at full extension, 5 cm at 90°, below) (a tendon's flat insertion; a row along the axis turns
+  with the forearm without lining the fibers up along the muscle).  r0 = 2 mm in the belly, 0.3 mm in the
+  tendons; γM = 1 over the belly, 0 in the tendons (smooth steps over 12 % of the length at 10 % and 90 %), so
+  the sections of 36 bellies add up to about 4.5 cm² (the area they enclose, gaps between them included, is
+  about 9 cm²).
 * **Law** (:func:`skfiber.paper_law`): Smax = 1 MPa (36 fibers: about 410 N at full extension), λopt =
   1.18, ΔW = 0.5, ν = 2, so that the fiber's force N = π r0² Smax f(λ)/λ peaks at λ ≈ 1, the length at
   full extension, and falls as the muscle shortens (on the rising branch of N(λ) at every angle: no

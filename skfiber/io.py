@@ -304,7 +304,7 @@ def _atomic(path: Path, write: Callable[[Path], None]) -> None:
 
 def units_label(name: str, unit: str | tuple[str, str]) -> str:
     """The field-data label that states the unit (and meaning) of the point array ``name`` in a VTU file
-    (:func:`write_vtu`); :func:`skfiber.viz.written_units` reads it back.
+    (:func:`write_vtu`); :func:`skfiber.viz.written_labels` reads it back.
 
     Examples
     --------
@@ -315,6 +315,8 @@ def units_label(name: str, unit: str | tuple[str, str]) -> str:
     ...
     ValueError: the unit of 'tension' must be printable ASCII without brackets, got 'mm[2]'
     """
+    if not (isinstance(unit, str) or (isinstance(unit, tuple) and len(unit) == 2)):
+        raise ValueError(f"the unit of {name!r} must be a unit or a (unit, meaning) pair, got {unit!r}")
     unit, meaning = (unit, "") if isinstance(unit, str) else unit
     if not (isinstance(name, str) and name.strip() and name.isascii() and name.isprintable() and " [" not in name):
         raise ValueError(f"an array name with a unit must be printable ASCII without ' [' (it is written as an XML "
@@ -622,10 +624,7 @@ class VTKSeries:
             raise ValueError(f"extra_units ({', '.join(map(repr, extra_units))}) gives the units of extra_fields' "
                              "arrays; give extra_fields too, or leave extra_units out")
         for field, unit in (extra_units or {}).items():
-            pair = isinstance(unit, tuple) and len(unit) == 2
             try:
-                if not (isinstance(unit, str) or pair):
-                    raise ValueError(f"got {unit!r} for {field!r}")
                 units_label(field, unit)
             except ValueError as err:
                 raise ValueError(f"extra_units maps array names to units or to (unit, meaning) pairs, in printable "
